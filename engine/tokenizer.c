@@ -519,6 +519,7 @@ struct mt_spm {
     mt_spm_proto  m;
     int           unk_id;      /* index of the UNKNOWN piece */
     float         min_score, max_score;
+    char         *arena;       /* NUL-terminated copies of the pieces; m.piece points here */
     ptrie         match;       /* NORMAL, USER_DEFINED, UNUSED pieces */
     ptrie         user;        /* USER_DEFINED pieces only            */
     int           has_user;
@@ -562,8 +563,19 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
     const mt_spm_proto *m = &sp->m;
     const char *name = sp->name;
     int n = m->n_pieces, n_match = 0, n_user = 0, n_bytes = 0;
-    if (smap_init(&sp->ids, (size_t)n))
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += m->piece[i].n + 1;
+    sp->arena = malloc(total);
+    if (!sp->arena || smap_init(&sp->ids, (size_t)n))
         return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+    for (size_t i = 0, off = 0; i < (size_t)n; i++) {   /* pieces become C strings */
+        mt_spm_bytes *p = &sp->m.piece[i];
+        memcpy(sp->arena + off, p->p, p->n);
+        sp->arena[off + p->n] = '\0';
+        p->p = (const uint8_t *)sp->arena + off;
+        off += p->n + 1;
+    }
     sp->unk_id = -1;
     sp->min_score = 3.40282347e+38f;        /* FLT_MAX */
     sp->max_score = 1.17549435e-38f;        /* FLT_MIN, as spm (not -FLT_MAX) */
@@ -670,6 +682,7 @@ void mt_spm_free(mt_spm *sp)
     norm_free(&sp->denorm);
     free(sp->ids.e);
     free(sp->byte_val);
+    free(sp->arena);
     mt_spm_proto_free(&sp->m);
     free(sp->buf);
     free(sp->name);
@@ -772,6 +785,20 @@ mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err)
 int mt_spm_size(const mt_spm *sp)
 {
     return sp ? sp->m.n_pieces : 0;
+}
+
+const char *mt_spm_piece(const mt_spm *sp, int32_t id, size_t *len)
+{
+    if (!sp || id < 0 || id >= sp->m.n_pieces)
+        return NULL;
+    if (len)
+        *len = sp->m.piece[id].n;
+    return (const char *)sp->m.piece[id].p;
+}
+
+int32_t mt_spm_unk_id(const mt_spm *sp)
+{
+    return sp ? sp->unk_id : -1;
 }
 
 mt_status mt_spm_normalize(const mt_spm *sp, const char *text, size_t len, char **out, size_t *out_len,
@@ -1482,3 +1509,41 @@ int mt_tokenizer_vocab_size(const mt_tokenizer *tok) { return tok ? tok->vocab.s
 int32_t mt_tokenizer_eos(const mt_tokenizer *tok) { return tok ? tok->vocab.eos : -1; }
 int32_t mt_tokenizer_unk(const mt_tokenizer *tok) { return tok ? tok->vocab.unk : -1; }
 int32_t mt_tokenizer_pad(const mt_tokenizer *tok) { return tok ? tok->vocab.pad : -1; }
+
+mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out, size_t *out_len, mt_err *err)
+{
+    if (!sp || n < 0 || (!ids && n) || !out)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_spm_decode: bad arguments");
+    *out = NULL;
+    dpiece small[256], *pc = n <= 256 ? small : malloc((size_t)n * sizeof *pc);
+    if (!pc)
+        return mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory for %d ids", n);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= sp->m.n_pieces) {
+            if (pc != small)
+                free(pc);
+            return mt_err_set(err, MT_ERR_INPUT, "%s: invalid piece id %d (model has %d pieces)", sp->name,
+                              ids[i], sp->m.n_pieces);
+        }
+        const mt_spm_bytes *p = &sp->m.piece[ids[i]];
+        /* spm decodes IdToPiece(id) through PieceToId again */
+        pc[i] = (dpiece){ (const char *)p->p, p->n, spm_piece_to_id(sp, (const char *)p->p, p->n) };
+    }
+    sbuf o = { 0 };
+    int bad = sb_reserve(&o, 1);
+    if (!bad) {
+        o.p[0] = '\0';
+        if (n)
+            bad = spm_decode(sp, pc, n, &o);
+    }
+    if (pc != small)
+        free(pc);
+    if (bad) {
+        free(o.p);
+        return mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory");
+    }
+    *out = o.p;
+    if (out_len)
+        *out_len = o.n;
+    return MT_OK;
+}

@@ -1,0 +1,60 @@
+# mtserve: a plain Makefile.  `make` builds build/mtserve; `make test` runs every test.
+#   make debug      -O0 -g build in build-debug/
+#   make asan       AddressSanitizer + UBSan build and test run in build-asan/
+#   make valgrind   the unit tests under valgrind (memcheck)
+CC       ?= cc
+PKGS     := libmicrohttpd jansson openblas
+ARCH     ?= -march=native
+OPT      ?= -O2 $(ARCH)
+CFLAGS   ?= $(OPT)
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -Iengine -Iserver \
+            $(shell pkg-config --cflags $(PKGS))
+LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lm -pthread
+TEST_LIBS := $(shell pkg-config --libs cmocka libcurl)
+B        ?= build
+
+ENGINE_SRC := $(sort $(wildcard engine/*.c))
+SERVER_SRC := $(sort $(filter-out server/main.c,$(wildcard server/*.c)))
+TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
+TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+
+.PHONY: all test unit integration debug asan valgrind bench clean fixtures-check
+all: $(B)/mtserve
+
+$(B)/%.o: %.c $(wildcard engine/*.h server/*.h tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/libmt.a: $(ENGINE_OBJ)
+	ar rcs $@ $^
+
+$(B)/libmtserver.a: $(SERVER_OBJ)
+	ar rcs $@ $^
+
+$(B)/mtserve: $(B)/server/main.o $(B)/libmtserver.a $(B)/libmt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(B)/tests/%: tests/%.c $(TEST_SUPPORT) $(B)/libmtserver.a $(B)/libmt.a $(B)/mtserve
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests $< $(TEST_SUPPORT) $(B)/libmtserver.a $(B)/libmt.a -o $@ $(LDLIBS) $(TEST_LIBS)
+
+# Every test binary prints cmocka's counts; the run fails if any binary fails.
+test: $(TESTS)
+	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve $$t || fail=1; done; exit $$fail
+
+debug:
+	$(MAKE) B=build-debug OPT="-O0 -g" all
+
+asan:
+	$(MAKE) B=build-asan OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fsanitize=address,undefined" test
+
+valgrind: $(TESTS)
+	@for t in $(filter-out %test_server,$(TESTS)); do echo "== valgrind $$t"; \
+	    valgrind -q --error-exitcode=9 --leak-check=full $$t || exit 1; done
+
+clean:
+	rm -rf build build-debug build-asan

@@ -1,0 +1,121 @@
+/* mt.h: the inference engine's public API.
+ *
+ * Two objects, as in whisper.cpp (context/state) and llama.cpp (model/context):
+ *   mt_model    loaded once from a Hugging Face MarianMT directory; immutable,
+ *               weights mmapped read-only; shared by every thread.
+ *   mt_session  everything one request mutates: KV caches, activations,
+ *               scratch.  Sized once at creation; decoding allocates nothing
+ *               per token.  One session is used by one thread at a time.
+ *
+ * Every function returns an mt_status and, on failure, fills *err (may be NULL)
+ * with a message naming the file or field at fault.  Nothing here exits.
+ */
+#ifndef MT_H
+#define MT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "tokenizer.h"
+
+typedef struct mt_model   mt_model;
+typedef struct mt_session mt_session;
+
+/* ---- model ---------------------------------------------------------------- */
+typedef struct {
+    int n_threads;      /* OpenBLAS threads for the process; 0 = leave as is */
+} mt_model_params;
+
+mt_model_params mt_model_default_params(void);
+mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model **out, mt_err *err);
+void      mt_model_free(mt_model *model);
+
+typedef struct {
+    int d_model, enc_layers, dec_layers, enc_heads, dec_heads, enc_ffn, dec_ffn;
+    int vocab_size, max_positions;
+    int32_t pad_id, eos_id, decoder_start_id;
+    int default_beam;           /* generation_config.json num_beams (else config.json, else 1) */
+    int default_max_length;     /* max_length, HF semantics: decoder length incl. start token */
+    const char *activation;     /* "swish", "relu", "gelu" */
+    const char *source_lang;    /* from tokenizer_config.json; "" when unknown */
+    const char *target_lang;
+    const char *dtype;          /* dtype of the weights on disk: "F32", "F16", "BF16" */
+    size_t weight_bytes;        /* bytes of float32 weights in use (mmapped or converted) */
+    size_t file_bytes;          /* size of model.safetensors */
+} mt_model_info;
+
+const mt_model_info *mt_model_get_info(const mt_model *model);
+const mt_tokenizer  *mt_model_tokenizer(const mt_model *model);
+
+/* ---- session -------------------------------------------------------------- */
+typedef struct {
+    int max_batch;      /* sequences decoded together: sentences x beams */
+    int max_src_len;    /* source tokens, </s> included */
+    int max_tgt_len;    /* decoder positions, start token included */
+} mt_session_params;
+
+mt_session_params mt_session_default_params(const mt_model *model);
+mt_status mt_session_new(const mt_model *model, const mt_session_params *params,
+                         mt_session **out, mt_err *err);
+void      mt_session_free(mt_session *s);
+size_t    mt_session_bytes(const mt_session *s);   /* bytes allocated by the session */
+
+/* ---- decoding ------------------------------------------------------------- */
+typedef struct {
+    int   beam_size;        /* 1 = greedy; 0 = the model's default */
+    int   max_length;       /* HF max_length; 0 = min(model default, session max_tgt_len) */
+    float length_penalty;   /* beam scores: sum log p / (generated length incl. </s>)^lp */
+    int   n_best;           /* hypotheses returned per source, <= beam size */
+} mt_decode_params;
+
+mt_decode_params mt_decode_default_params(void);
+
+typedef struct {
+    int32_t *ids;           /* generated ids; the final </s> included when produced */
+    int      n_ids;
+    float    score;         /* greedy: sum of log p; beam: length-normalized */
+    char    *text;          /* detokenized (mt_translate only; NULL otherwise) */
+} mt_hyp;
+
+/* Decode n tokenized sources as one batch (padding masks; each result equals
+ * decoding it alone).  out receives n * n_best hypotheses, source-major.
+ * Free their arrays with mt_hyps_free. */
+mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+                      const mt_decode_params *params, mt_hyp *out, mt_err *err);
+void      mt_hyps_free(mt_hyp *hyps, int n);
+
+/* Teacher-forced scoring in one pass with the full causal mask: logp[t] =
+ * log p(tgt[t] | src, tgt[<t]) with pad excluded from the normalizer.  tgt does
+ * not include the start token.  logits (may be NULL) receives [tgt_len][vocab]. */
+mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
+                   float *logp, float *logits, mt_err *err);
+
+/* Attention weights of a teacher-forced pass; tgt_in starts with the decoder
+ * start token.  Arrays are malloc'd; free with mt_attention_free. */
+typedef struct {
+    int enc_layers, dec_layers, heads, src_len, tgt_len;
+    float *enc;     /* [enc_layers][heads][src_len][src_len] */
+    float *dec;     /* [dec_layers][heads][tgt_len][tgt_len], lower-triangular */
+    float *cross;   /* [dec_layers][heads][tgt_len][src_len] */
+} mt_attention;
+
+mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt_in,
+                           int tgt_len, mt_attention *out, mt_err *err);
+void      mt_attention_free(mt_attention *a);
+
+/* ---- text in, text out ---------------------------------------------------- */
+typedef struct {
+    int32_t *src_ids;       /* tokenized source, </s> included */
+    int      n_src;
+    mt_hyp  *hyps;          /* n_best hypotheses, best first, with text */
+    int      n_hyps;
+} mt_translation;
+
+/* Tokenize, decode as one batch, detokenize.  MT_ERR_INPUT for invalid UTF-8,
+ * MT_ERR_TOO_LONG when a source exceeds the session's max_src_len. */
+mt_status mt_translate(mt_session *s, const char *const *texts, int n, const mt_decode_params *params,
+                       mt_translation *out, mt_err *err);
+void      mt_translation_free(mt_translation *t, int n);
+
+#endif

@@ -1,0 +1,32 @@
+#include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+mt_status mt_err_set(mt_err *err, mt_status status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->status = status;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+const char *mt_status_name(mt_status s)
+{
+    switch (s) {
+    case MT_OK:              return "ok";
+    case MT_ERR_IO:          return "io_error";
+    case MT_ERR_FORMAT:      return "bad_format";
+    case MT_ERR_UNSUPPORTED: return "unsupported";
+    case MT_ERR_INPUT:       return "invalid_input";
+    case MT_ERR_TOO_LONG:    return "too_long";
+    case MT_ERR_NOMEM:       return "out_of_memory";
+    case MT_ERR_BUSY:        return "busy";
+    case MT_ERR_INTERNAL:    return "internal_error";
+    }
+    return "unknown";
+}

@@ -1,0 +1,73 @@
+/* SentencePiece unigram tokenizer + Marian vocabulary (engine/tokenizer.c).
+ *
+ * mt_spm       one .spm file (SentencePiece ModelProto): normalizer + Viterbi.
+ * mt_tokenizer a Marian model directory's source.spm, target.spm, vocab.json
+ *              (and target_vocab.json when the vocabularies are separate).
+ *
+ * Both are immutable after load and safe to share between threads.
+ * Contract (marian-spec.md sections 5 and 6): encode = spm pieces mapped
+ * through vocab.json (absent pieces -> <unk>; a leading ">>xx<<" kept whole),
+ * then </s> appended.  decode = drop </s>, <unk>, <pad>; join pieces with the
+ * target spm; U+2581 -> space; trim.
+ */
+#ifndef MT_TOKENIZER_H
+#define MT_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct mt_spm mt_spm;
+typedef struct mt_tokenizer mt_tokenizer;
+
+/* A list of pieces: piece i is text[off[i] .. off[i]+len[i]), its spm id id[i]. */
+typedef struct {
+    int       n, cap;
+    int32_t  *id;
+    uint32_t *off, *len;
+    char     *text;
+    size_t    text_len, text_cap;
+} mt_pieces;
+
+void mt_pieces_free(mt_pieces *p);
+
+/* ---- one .spm model ---------------------------------------------------- */
+mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err);
+mt_status mt_spm_load_mem(const void *data, size_t len, mt_spm **out, mt_err *err);
+void      mt_spm_free(mt_spm *sp);
+int       mt_spm_size(const mt_spm *sp);
+/* Piece string of spm id (NUL-terminated, owned by sp; *len may be NULL), NULL if out of range. */
+const char *mt_spm_piece(const mt_spm *sp, int32_t id, size_t *len);
+/* Id of the UNKNOWN piece (spm's unk_id). */
+int32_t   mt_spm_unk_id(const mt_spm *sp);
+/* The normalized form of text (U+2581 for spaces, as spm's Normalize()). *out is malloc'd. */
+mt_status mt_spm_normalize(const mt_spm *sp, const char *text, size_t len, char **out, size_t *out_len, mt_err *err);
+/* Pieces of text, as spm.encode(text, out_type=str) / out_type=int. out is reset, not freed. */
+mt_status mt_spm_encode(const mt_spm *sp, const char *text, size_t len, mt_pieces *out, mt_err *err);
+/* Text of spm ids, as spm.decode(ids) (control pieces vanish, <0xXX> byte runs
+ * become UTF-8 with U+FFFD for malformed bytes, U+2581 -> space, first leading
+ * space dropped).  MT_ERR_INPUT for an id outside [0, mt_spm_size).  *out is
+ * malloc'd and NUL-terminated; *out_len (may be NULL) gets its length. */
+mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out, size_t *out_len, mt_err *err);
+
+/* ---- Marian tokenizer ---------------------------------------------------- */
+mt_status mt_tokenizer_load(const char *model_dir, mt_tokenizer **out, mt_err *err);
+void      mt_tokenizer_free(mt_tokenizer *tok);
+
+/* Source text -> Marian ids (</s> appended).  Writes at most max_ids ids;
+ * returns MT_ERR_TOO_LONG (and the needed count in *n_ids) when they do not fit,
+ * MT_ERR_INPUT for invalid UTF-8.  target=1 uses target.spm. */
+mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, int target,
+                              int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+/* Marian ids -> text.  *out is malloc'd and NUL-terminated. */
+mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n, char **out, mt_err *err);
+/* Marian id -> piece string from vocab.json (NULL when out of range). */
+const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id);
+int32_t     mt_tokenizer_piece_id(const mt_tokenizer *tok, const char *piece);   /* -1 if absent */
+int         mt_tokenizer_vocab_size(const mt_tokenizer *tok);
+int32_t     mt_tokenizer_eos(const mt_tokenizer *tok);
+int32_t     mt_tokenizer_unk(const mt_tokenizer *tok);
+int32_t     mt_tokenizer_pad(const mt_tokenizer *tok);
+
+#endif

@@ -1,0 +1,50 @@
+#!/usr/bin/python3
+"""Export a checkpoint to the Hugging Face MarianMT directory layout:
+config.json, generation_config.json, model.safetensors, source.spm, target.spm,
+vocab.json, tokenizer_config.json, special_tokens_map.json."""
+import argparse, json, os, shutil, sys
+import torch
+sys.path.insert(0, os.path.dirname(__file__))
+import safetensors_io
+
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+TORCH_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
+    os.makedirs(out, exist_ok=True)
+    tensors = {k: v.to(DTYPES[dtype]) for k, v in state.items() if k != "pos"}
+    safetensors_io.write(f"{out}/model.safetensors", tensors, {"format": "pt"})
+    cfg = dict(cfg, torch_dtype=TORCH_NAME[dtype])
+    cfg.pop("dropout_override", None)
+    with open(f"{out}/config.json", "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True); f.write("\n")
+    gen = {"bad_words_ids": cfg["bad_words_ids"], "decoder_start_token_id": cfg["decoder_start_token_id"],
+           "eos_token_id": cfg["eos_token_id"], "forced_eos_token_id": cfg["forced_eos_token_id"],
+           "max_length": cfg["max_length"], "num_beams": cfg["num_beams"], "pad_token_id": cfg["pad_token_id"],
+           "renormalize_logits": True}
+    with open(f"{out}/generation_config.json", "w") as f:
+        json.dump(gen, f, indent=2, sort_keys=True); f.write("\n")
+    for name in ("source.spm", "target.spm", "vocab.json"):
+        shutil.copyfile(f"{tok_dir}/{name}", f"{out}/{name}")
+    tc = {"source_lang": src_lang, "target_lang": tgt_lang, "unk_token": "<unk>", "eos_token": "</s>",
+          "pad_token": "<pad>", "model_max_length": 512, "separate_vocabs": False,
+          "clean_up_tokenization_spaces": False, "tokenizer_class": "MarianTokenizer"}
+    with open(f"{out}/tokenizer_config.json", "w") as f:
+        json.dump(tc, f, indent=2, sort_keys=True); f.write("\n")
+    with open(f"{out}/special_tokens_map.json", "w") as f:
+        json.dump({"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}, f); f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ckpt", required=True); ap.add_argument("--tok", required=True)
+    ap.add_argument("--out", required=True); ap.add_argument("--dtype", default="F32", choices=list(DTYPES))
+    a = ap.parse_args()
+    ck = torch.load(a.ckpt)
+    export(ck["model"], ck["config"], a.tok, a.out, a.dtype)
+    print(f"exported {a.ckpt} (step {ck.get('step')}, dev loss {ck.get('dev_loss')}) to {a.out}")
+
+
+if __name__ == "__main__":
+    main()

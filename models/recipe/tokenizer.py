@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""Train the joint en+fr SentencePiece unigram model and export it as Marian expects.
+
+source.spm and target.spm are the same joint model (one shared vocabulary, as
+OPUS-MT models with a shared vocab).  vocab.json maps piece strings to Marian
+ids: "</s>"=0, "<unk>"=1, then every normal piece in spm order, "<pad>" last
+(marian-spec.md section 5).
+"""
+import argparse, json, os, shutil
+import sentencepiece as spm
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--vocab-size", type=int, default=8000)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    joint = os.path.join(a.out, "spm-input.txt")
+    with open(joint, "w") as f:
+        for side in ("en", "fr"):
+            with open(f"{a.corpus}/train.{side}") as g:
+                shutil.copyfileobj(g, f)
+    prefix = os.path.join(a.out, "spm")
+    # One thread and no sampling keep training byte-for-byte reproducible.
+    spm.SentencePieceTrainer.train(
+        input=joint, model_prefix=prefix, vocab_size=a.vocab_size, model_type="unigram",
+        character_coverage=0.9995, normalization_rule_name="nmt_nfkc",
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, input_sentence_size=0,
+        shuffle_input_sentence=False, num_threads=1, minloglevel=1)
+    os.remove(joint)
+    for name in ("source.spm", "target.spm"):
+        shutil.copyfile(prefix + ".model", os.path.join(a.out, name))
+    sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    vocab = {"</s>": 0, "<unk>": 1}
+    for i in range(sp.get_piece_size()):
+        if sp.is_control(i) or sp.is_unknown(i):
+            continue
+        vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    vocab["<pad>"] = len(vocab)
+    with open(os.path.join(a.out, "vocab.json"), "w") as f:
+        json.dump(vocab, f, ensure_ascii=False, indent=1)
+    os.remove(prefix + ".model"); os.remove(prefix + ".vocab")
+    print(f"vocab.json: {len(vocab)} entries (pad = {vocab['<pad>']})")
+
+
+if __name__ == "__main__":
+    main()

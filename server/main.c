@@ -1,0 +1,36 @@
+/* mtserve: one binary, two commands.
+ *   mtserve translate [--model DIR] [--beam N] [--json]   stdin lines -> translations
+ *   mtserve serve     [--model DIR]... [--host H] [--port P] ...   the HTTP service
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mtserve <command> [options]\n"
+               "commands:\n"
+               "  translate   translate stdin, one sentence per line\n"
+               "  serve       run the HTTP service\n"
+               "run 'mtserve <command> --help' for the options of a command\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "translate") == 0)
+        return mt_cmd_translate(argc - 1, argv + 1);
+    if (strcmp(argv[1], "serve") == 0)
+        return mt_cmd_serve(argc - 1, argv + 1);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "mtserve: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
