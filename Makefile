@@ -21,8 +21,26 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all test unit integration debug asan valgrind bench clean fixtures-check
+.PHONY: all deps run check test debug asan valgrind bench clean
 all: $(B)/mtserve
+
+# Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
+DEB_BUILD := gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev git
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
+	  $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
+	else echo "all packages present"; fi
+
+# The README's first command: install, build, serve the default model on 127.0.0.1:8080.
+run: deps all
+	$(B)/mtserve serve
+
+# The README's second command (and CI): install, build, run every test.
+check: deps
+	$(MAKE) test
 
 $(B)/%.o: %.c $(wildcard engine/*.h server/*.h tests/*.h)
 	@mkdir -p $(dir $@)

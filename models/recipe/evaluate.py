@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""BLEU and chrF of an exported model on the held-out test split, greedy and beam 4,
+decoded by the PyTorch reference (models/recipe/model.py).
+
+BLEU: NLTK's corpus_bleu (4-gram, uniform weights, no smoothing) on text
+tokenized by the regex \\w+|[^\\w\\s] (words and single punctuation marks),
+case-sensitive, one reference per sentence.
+chrF: character 6-grams, beta = 2, whitespace removed, averaged over n = 1..6
+(the definition sacreBLEU uses), computed here.
+"""
+import argparse, json, os, re, sys, time
+from collections import Counter
+import torch
+from nltk.translate.bleu_score import corpus_bleu
+from tqdm import tqdm
+sys.path.insert(0, os.path.dirname(__file__))
+from load import load_dir
+from marian_tok import MarianTok
+
+TOK = re.compile(r"\w+|[^\w\s]")
+
+
+def bleu(hyps, refs):
+    return 100 * corpus_bleu([[TOK.findall(r)] for r in refs], [TOK.findall(h) for h in hyps])
+
+
+def chrf(hyps, refs, n=6, beta=2.0):
+    prec, rec = [0.0] * n, [0.0] * n
+    match, hyp_tot, ref_tot = [0] * n, [0] * n, [0] * n
+    for h, r in zip(hyps, refs):
+        h, r = h.replace(" ", ""), r.replace(" ", "")
+        for k in range(1, n + 1):
+            hc = Counter(h[i:i + k] for i in range(len(h) - k + 1))
+            rc = Counter(r[i:i + k] for i in range(len(r) - k + 1))
+            match[k - 1] += sum((hc & rc).values()); hyp_tot[k - 1] += sum(hc.values()); ref_tot[k - 1] += sum(rc.values())
+    for k in range(n):
+        prec[k] = match[k] / hyp_tot[k] if hyp_tot[k] else 0.0
+        rec[k] = match[k] / ref_tot[k] if ref_tot[k] else 0.0
+    p, r = sum(prec) / n, sum(rec) / n
+    return 0.0 if p + r == 0 else 100 * (1 + beta ** 2) * p * r / (beta ** 2 * p + r)
+
+
+@torch.no_grad()
+def translate(m, tok, lines, beam, max_len, batch=32):
+    out = [None] * len(lines)
+    order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
+    bar = tqdm(total=len(lines), desc=f"beam {beam}", unit="sent", mininterval=10)
+    for s in range(0, len(order), batch if beam == 1 else 1):
+        idx = order[s:s + (batch if beam == 1 else 1)]
+        srcs = [tok.encode(lines[i]) for i in idx]
+        if beam == 1:
+            L = max(map(len, srcs))
+            st = torch.full((len(srcs), L), tok.pad)
+            for r, x in enumerate(srcs):
+                st[r, :len(x)] = torch.tensor(x)
+            res = m.greedy(st, (st != tok.pad).long(), max_len)
+        else:
+            res = [m.beam(srcs[0], beam, max_len)[0][1]]
+        for i, ids in zip(idx, res):
+            out[i] = tok.decode(ids)
+        bar.update(len(idx))
+    bar.close()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True); ap.add_argument("--corpus", required=True)
+    ap.add_argument("--out", required=True); ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--limit", type=int, default=0)
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    m, _ = load_dir(a.model); tok = MarianTok(a.model)
+    src = open(f"{a.corpus}/test.en").read().splitlines(); ref = open(f"{a.corpus}/test.fr").read().splitlines()
+    if a.limit:
+        src, ref = src[:a.limit], ref[:a.limit]
+    res = {"test_sentences": len(src), "bleu_tokenization": "regex \\w+|[^\\w\\s], case-sensitive, nltk corpus_bleu",
+           "chrf": "char 6-grams, beta 2, whitespace removed"}
+    for beam in (1, 4):
+        t0 = time.time()
+        hyp = translate(m, tok, src, beam, a.max_length)
+        res[f"beam{beam}"] = {"bleu": round(bleu(hyp, ref), 2), "chrf": round(chrf(hyp, ref), 2),
+                              "seconds": round(time.time() - t0, 1)}
+        with open(os.path.splitext(a.out)[0] + f".beam{beam}.fr", "w") as f:
+            f.write("\n".join(hyp) + "\n")
+        print(beam, res[f"beam{beam}"], flush=True)
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=2); f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
