@@ -283,9 +283,21 @@ def train(name, lines, **kw):
                                        input_sentence_size=0, shuffle_input_sentence=False, minloglevel=2,
                                        **kw)
         with open(os.path.join(tmp, "m.model"), "rb") as f:
-            return f.read()
+            m = f.read()
     finally:
         shutil.rmtree(tmp)
+    # The proto records the (random) temporary paths: make them fixed so that the
+    # files are byte-for-byte reproducible.
+    top = pb_fields(m)
+    for k, (f, w, v) in enumerate(top):
+        if f == 2:                                   # TrainerSpec: input, model_prefix
+            t = pb_set(pb_set(pb_fields(v), 1, 2, b"in.txt"), 2, 2, b"m")
+            top[k] = (f, w, pb_join(t))
+        elif f == 3:                                 # NormalizerSpec: normalization_rule_tsv
+            t = pb_fields(v)
+            if any(x[0] == 6 for x in t):
+                top[k] = (f, w, pb_join(pb_set(t, 6, 2, b"rules.tsv")))
+    return pb_join(top)
 
 
 def tiny_models(sets):
