@@ -571,7 +571,8 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
         return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
     for (size_t i = 0, off = 0; i < (size_t)n; i++) {   /* pieces become C strings */
         mt_spm_bytes *p = &sp->m.piece[i];
-        memcpy(sp->arena + off, p->p, p->n);
+        if (p->n)
+            memcpy(sp->arena + off, p->p, p->n);
         sp->arena[off + p->n] = '\0';
         p->p = (const uint8_t *)sp->arena + off;
         off += p->n + 1;

@@ -595,7 +595,8 @@ static size_t tiny_model(uint8_t *b, int model_type, const uint8_t *extra, size_
     size_t tn = pb_int(t, 3, model_type);
     tn += pb_int(t + tn, 43, -1);                  /* pad_id -1: a 10-byte varint */
     n += pb_bytes(b + n, 2, t, tn);
-    memcpy(b + n, extra, extra_len);
+    if (extra_len)
+        memcpy(b + n, extra, extra_len);
     return n + extra_len;
 }
 
