@@ -1,0 +1,57 @@
+/* encoder.c: the encoder stack over one source, then its cross-attention K/V.
+ *
+ * Sources are encoded one at a time (n rows, no padding): projections and FFN
+ * are single sgemm calls over the n rows, attention sees exactly the source's
+ * own keys.  That is the padded-batch computation with the padding removed,
+ * so a source gives the same result alone or inside any batch.
+ */
+#include "mt_internal.h"
+
+#include <string.h>
+
+/* x[i] = E[id_i] * embed_scale + PE[pos0 + i]  ([n][d]). */
+static void embed(const mt_model *m, const float *E, const int32_t *ids, int n, int pos0, float *x)
+{
+    int d = m->d;
+    for (int i = 0; i < n; i++) {
+        const float *e = E + (long)ids[i] * d, *p = mt_pos_row(m, pos0 + i);
+        float *xi = x + (long)i * d;
+        for (int j = 0; j < d; j++)
+            xi[j] = e[j] * m->embed_scale + p[j];
+    }
+}
+
+void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x)
+{
+    embed(m, decoder ? m->dec_emb : m->enc_emb, ids, n, pos0, x);
+}
+
+/* One post-LN encoder layer over x [n][d]. */
+static void encoder_layer(mt_session *s, const mt_enc_layer *l, int n, float *cap)
+{
+    const mt_model *m = s->m;
+    int d = m->d, F = m->enc_ffn;
+    mt_k_linear(s->x, n, d, l->qkv.w, l->qkv.b, 3 * d, s->qkv);                      /* [n][3d] */
+    mt_attend(s, s->qkv, 3 * d, n, s->qkv + d, s->qkv + 2 * d, 3 * d, n, m->enc_heads, 0, s->ctx, d, cap);
+    mt_k_linear(s->ctx, n, d, l->out.w, l->out.b, d, s->h);
+    mt_k_add_layernorm(s->x, s->h, n, d, l->attn_ln.g, l->attn_ln.b);
+    mt_k_linear(s->x, n, d, l->fc1.w, l->fc1.b, F, s->ffn);                           /* [n][F] */
+    mt_k_activation(s->ffn, (long)n * F, m->act);
+    mt_k_linear(s->ffn, n, F, l->fc2.w, l->fc2.b, d, s->h);
+    mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
+}
+
+void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc)
+{
+    const mt_model *m = s->m;
+    int d = m->d, H = m->enc_heads;
+    long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
+    embed(m, m->enc_emb, src, n, 0, s->x);
+    for (int l = 0; l < m->info.enc_layers; l++)
+        encoder_layer(s, &m->enc[l], n, cap_enc ? cap_enc + (long)l * H * n * n : NULL);
+    /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v. */
+    for (int l = 0; l < m->info.dec_layers; l++) {
+        float *kv = s->cross_kv + ((long)l * cross_rows + off) * 2 * d;
+        mt_k_linear(s->x, n, d, m->dec[l].cross_kv.w, m->dec[l].cross_kv.b, 2 * d, kv);
+    }
+}

@@ -1,0 +1,133 @@
+/* mt_internal.h: the engine's private structures, shared by model.c,
+ * attention.c, encoder.c, decoder.c, session.c, generate.c and translate.c.
+ * Nothing outside engine/ includes this file.
+ *
+ * Shapes are written [dim][dim] (row-major); d = d_model, F = ffn dim,
+ * V = vocab, H = heads, hd = d / H.  Linear weights are [out][in].
+ */
+#ifndef MT_INTERNAL_H
+#define MT_INTERNAL_H
+
+#include "kernels.h"
+#include "mt.h"
+#include "safetensors.h"
+
+typedef struct { const float *w, *b; } mt_lin;      /* w [out][in], b [out] */
+typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
+
+typedef struct {
+    mt_lin qkv;        /* [3d][d]: q, k, v projections fused at load */
+    mt_lin out;        /* [d][d] */
+    mt_ln  attn_ln;
+    mt_lin fc1;        /* [F][d] */
+    mt_lin fc2;        /* [d][F] */
+    mt_ln  ffn_ln;
+} mt_enc_layer;
+
+typedef struct {
+    mt_lin self_qkv;   /* [3d][d] fused */
+    mt_lin self_out;   /* [d][d] */
+    mt_ln  self_ln;
+    mt_lin cross_q;    /* [d][d] */
+    mt_lin cross_kv;   /* [2d][d] fused k, v (applied once per source) */
+    mt_lin cross_out;  /* [d][d] */
+    mt_ln  cross_ln;
+    mt_lin fc1, fc2;
+    mt_ln  ffn_ln;
+} mt_dec_layer;
+
+struct mt_model {
+    mt_model_info info;
+    mt_tokenizer *tok;
+    mt_st_file   *st;            /* the mapping; F32 tensors point into it */
+    int d, enc_heads, dec_heads, enc_ffn, dec_ffn, V;
+    mt_act act;
+    int shared_emb, tied_head;   /* config switches (spec 2.3) */
+    float embed_scale;           /* sqrt(d) when scale_embedding */
+    const float *enc_emb;        /* [V][d] */
+    const float *dec_emb;        /* [V][d] */
+    const float *lm_head;        /* [V][d], = dec_emb when tied */
+    const float *final_bias;     /* [V] (zeros when absent) */
+    float        *pos;           /* [max_positions][d], computed */
+    mt_enc_layer *enc;           /* [enc_layers] */
+    mt_dec_layer *dec;           /* [dec_layers] */
+    void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
+    int     n_owned, cap_owned;
+    char act_name[16], src_lang[64], tgt_lang[64], dtype[8];
+};
+
+/* Attention weights capture for mt_attention_run (NULL on the normal path). */
+typedef struct {
+    float *enc;     /* [enc_layers][H][S][S] */
+    float *dec;     /* [dec_layers][H][T][T] */
+    float *cross;   /* [dec_layers][H][T][S] */
+} mt_capture;
+
+/* Per-source beam state lives in the session (sized for max_batch rows). */
+typedef struct {
+    double score;
+    int    n;            /* ids in this slot; -1 = empty */
+} mt_fin_slot;
+
+struct mt_session {
+    const mt_model *m;
+    mt_session_params p;
+    size_t bytes;
+    void  *arena;
+    int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
+    /* activations [rows_max][.] */
+    float *x, *qkv, *ctx, *h, *ffn;
+    float *scores;             /* [max(S,T)][max(S,T)] attention weights of one head */
+    float *logits;             /* [max_batch][V] */
+    float *lp;                 /* [max_batch][V] log-probs (beam) */
+    /* caches */
+    float *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
+    float *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
+    int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
+    /* per-row decoding state [max_batch] */
+    int   *row_src, *row_slot, *row_tok, *act_rows, *slot_used, *tmp_i;
+    int32_t *tok_in;
+    int32_t *hist, *hist2;     /* [max_batch][max_tgt_len] generated ids per row */
+    int32_t *fin_ids, *fin_ids2; /* [max_batch][max_tgt_len] finished hypotheses, beam slots */
+    mt_fin_slot *fin, *fin2;   /* [max_batch] */
+    float *run;                /* [max_batch] running beam scores */
+    float *top_v;              /* [2 * max_batch] */
+    int   *top_i;
+    double *gscore;            /* [max_batch] greedy sums of log p */
+    int   *glen;               /* [max_batch] */
+    int   *g_alive, *g_unsat;  /* [max_batch] per source beam flags */
+};
+
+/* model.c */
+/* Row `id` of the positional table at position pos, [d]. */
+static inline const float *mt_pos_row(const mt_model *m, int pos) { return m->pos + (long)pos * m->d; }
+
+/* attention.c: multi-head attention of nq queries over nk keys.
+ *   q [nq][ldq] (head h at columns h*hd), k and v [nk][ldkv], out [nq][ldo].
+ *   causal: query i sees keys 0..i (nq == nk).  cap (may be NULL): [H][nq][nk]. */
+void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
+               int nk, int heads, int causal, float *out, int ldo, float *cap);
+
+/* encoder.c: encode one source (n tokens) and fill its cross K/V rows at
+ * cross offset `off` for every decoder layer. cap may be NULL. */
+void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc);
+
+/* encoder.c: x[i] = E[id_i] * embed_scale + PE[pos0 + i] ([n][d]), decoder or encoder table. */
+void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x);
+
+/* decoder.c */
+/* One incremental step for n rows at position t: row r feeds tok[r], owns
+ * self-cache slot row_slot[r] and attends to source row_src[r].  Writes
+ * logits [n][V] into s->logits. */
+void mt_decoder_step(mt_session *s, int n, const int32_t *tok, int t, const int *row_slot, const int *row_src);
+/* Teacher-forced pass over tgt_in [T] (start token first) for source 0 with the
+ * causal mask; leaves the final hidden states [T][d] in s->x. */
+void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap);
+/* logits[n][V] = h[n][d] E^T + bias. */
+void mt_lm_head(const mt_model *m, const float *h, int n, float *logits);
+
+/* generate.c */
+mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,
+                                 mt_err *err);
+
+#endif

@@ -1,0 +1,127 @@
+/* session.c: every mutable buffer of a request, sized once from
+ * mt_session_params and carved out of one allocation.  Decoding never
+ * allocates: all per-token state below lives here. */
+#include "mt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+mt_session_params mt_session_default_params(const mt_model *m)
+{
+    const mt_model_info *info = &m->info;
+    mt_session_params p = {.max_batch = 8, .max_src_len = 256, .max_tgt_len = info->default_max_length};
+    if (p.max_src_len > info->max_positions)
+        p.max_src_len = info->max_positions;
+    if (p.max_tgt_len > info->max_positions)
+        p.max_tgt_len = info->max_positions;
+    if (p.max_tgt_len < 2)
+        p.max_tgt_len = 2;
+    return p;
+}
+
+/* A two-pass carver: pass 1 (base NULL) only sums sizes; pass 2 hands out pointers. */
+typedef struct { char *base; size_t at; } carver;
+
+static void *carve(carver *c, size_t n, size_t elsize)
+{
+    size_t bytes = (n * elsize + ALIGN - 1) / ALIGN * ALIGN;
+    void *p = c->base ? c->base + c->at : NULL;
+    c->at += bytes;
+    return p;
+}
+
+static void layout(mt_session *s, carver *c)
+{
+    const mt_model *m = s->m;
+    const mt_session_params *p = &s->p;
+    size_t d = (size_t)m->d, B = (size_t)p->max_batch, S = (size_t)p->max_src_len, T = (size_t)p->max_tgt_len;
+    size_t R = (size_t)s->rows_max, L = (size_t)imax(p->max_src_len, p->max_tgt_len);
+    size_t F = (size_t)imax(m->enc_ffn, m->dec_ffn), V = (size_t)m->V, NL = (size_t)m->info.dec_layers;
+    s->x = carve(c, R * d, sizeof(float));
+    s->qkv = carve(c, R * 3 * d, sizeof(float));
+    s->ctx = carve(c, R * d, sizeof(float));
+    s->h = carve(c, R * d, sizeof(float));
+    s->ffn = carve(c, R * F, sizeof(float));
+    s->scores = carve(c, L * L, sizeof(float));
+    s->logits = carve(c, B * V, sizeof(float));
+    s->lp = carve(c, B * V, sizeof(float));
+    s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));
+    s->self_kv = carve(c, NL * B * T * 2 * d, sizeof(float));
+    s->src_off = carve(c, B, sizeof(int));
+    s->src_len = carve(c, B, sizeof(int));
+    s->row_src = carve(c, B, sizeof(int));
+    s->row_slot = carve(c, B, sizeof(int));
+    s->row_tok = carve(c, B, sizeof(int));
+    s->act_rows = carve(c, B, sizeof(int));
+    s->slot_used = carve(c, B, sizeof(int));
+    s->tmp_i = carve(c, 2 * B, sizeof(int));
+    s->tok_in = carve(c, B, sizeof(int32_t));
+    s->hist = carve(c, B * T, sizeof(int32_t));
+    s->hist2 = carve(c, B * T, sizeof(int32_t));
+    s->fin_ids = carve(c, B * T, sizeof(int32_t));
+    s->fin_ids2 = carve(c, B * T, sizeof(int32_t));
+    s->fin = carve(c, B, sizeof(mt_fin_slot));
+    s->fin2 = carve(c, B, sizeof(mt_fin_slot));
+    s->run = carve(c, B, sizeof(float));
+    s->top_v = carve(c, 2 * B, sizeof(float));
+    s->top_i = carve(c, 2 * B, sizeof(int));
+    s->gscore = carve(c, B, sizeof(double));
+    s->glen = carve(c, B, sizeof(int));
+    s->g_alive = carve(c, B, sizeof(int));
+    s->g_unsat = carve(c, B, sizeof(int));
+}
+
+static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_err *err)
+{
+    int maxpos = m->info.max_positions;
+    if (p->max_batch < 1 || p->max_batch > 4096)
+        return mt_err_set(err, MT_ERR_INPUT, "session: max_batch %d outside [1, 4096]", p->max_batch);
+    if (p->max_src_len < 1 || p->max_src_len > maxpos)
+        return mt_err_set(err, MT_ERR_INPUT, "session: max_src_len %d outside [1, %d] (max_position_embeddings)",
+                          p->max_src_len, maxpos);
+    if (p->max_tgt_len < 2 || p->max_tgt_len > maxpos)
+        return mt_err_set(err, MT_ERR_INPUT, "session: max_tgt_len %d outside [2, %d] (max_position_embeddings)",
+                          p->max_tgt_len, maxpos);
+    return MT_OK;
+}
+
+mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_session **out, mt_err *err)
+{
+    *out = NULL;
+    mt_session_params p = params ? *params : mt_session_default_params(m);
+    mt_status st = check_params(m, &p, err);
+    if (st != MT_OK)
+        return st;
+    mt_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return mt_err_set(err, MT_ERR_NOMEM, "session: out of memory");
+    s->m = m;
+    s->p = p;
+    s->rows_max = imax(imax(p.max_src_len, p.max_tgt_len), p.max_batch);
+    carver c = {0};
+    layout(s, &c);
+    s->bytes = c.at;
+    /* calloc: large blocks come zeroed from mmap, pages only touched when used */
+    if (c.at > ((size_t)1 << 36) || !(s->arena = calloc(1, c.at))) {
+        free(s);
+        return mt_err_set(err, MT_ERR_NOMEM, "session: cannot allocate %zu MB", c.at >> 20);
+    }
+    c = (carver){.base = s->arena};
+    layout(s, &c);
+    *out = s;
+    return MT_OK;
+}
+
+void mt_session_free(mt_session *s)
+{
+    if (!s)
+        return;
+    free(s->arena);
+    free(s);
+}
+
+size_t mt_session_bytes(const mt_session *s) { return s ? s->bytes + sizeof *s : 0; }
