@@ -9,6 +9,28 @@
  * through vocab.json (absent pieces -> <unk>; a leading ">>xx<<" kept whole),
  * then </s> appended.  decode = drop </s>, <unk>, <pad>; join pieces with the
  * target spm; U+2581 -> space; trim.
+ *
+ * Reference: Debian's python3-sentencepiece 0.1.97 and models/recipe/marian_tok.py
+ * (tests/test_tokenizer.c checks both, bit for bit).  Details of that contract:
+ *  - Only unigram .spm models load; BPE/WORD/CHAR give MT_ERR_UNSUPPORTED.  A
+ *    malformed, truncated or inconsistent file gives MT_ERR_FORMAT naming it.
+ *  - Special-token strings typed in the text ("</s>", "<pad>") are NOT split out
+ *    as HF's tokenizer() does; they are ordinary text, as in marian_tok.py.
+ *  - The language code is the prefix up to the first "<<" when the text starts
+ *    with ">>"; it maps to its vocab.json id (or <unk>).
+ *  - decode: an id with no vocab.json entry decodes as the piece "<unk>" (the spm
+ *    unk surface " â "); a piece unknown to target.spm is copied
+ *    verbatim (U+2581 kept); CONTROL pieces such as <s> vanish; the final trim is
+ *    Python's str.strip() (all Unicode whitespace).
+ *  - clean_up_tokenization_spaces: HF v4's replacements (" ." -> "." ...) are
+ *    applied only when tokenizer_config.json says true.  Absent counts as FALSE
+ *    (HF v4 would default to true; v5 and marian_tok.py do no clean-up).
+ *  - separate_vocabs: true in tokenizer_config.json -> target_vocab.json is
+ *    required and used for target=1 encoding and for decoding (its own </s>,
+ *    <unk>, <pad>); vocab.json serves the source side.  The getters below always
+ *    describe vocab.json.
+ *  - special tokens: tokenizer_config.json's eos_token/unk_token/pad_token
+ *    (default "</s>", "<unk>", "<pad>") must be in the vocabulary.
  */
 #ifndef MT_TOKENIZER_H
 #define MT_TOKENIZER_H
@@ -65,7 +87,7 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
 /* Marian id -> piece string from vocab.json (NULL when out of range). */
 const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id);
 int32_t     mt_tokenizer_piece_id(const mt_tokenizer *tok, const char *piece);   /* -1 if absent */
-int         mt_tokenizer_vocab_size(const mt_tokenizer *tok);
+int         mt_tokenizer_vocab_size(const mt_tokenizer *tok);     /* max vocab.json id + 1 */
 int32_t     mt_tokenizer_eos(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_unk(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_pad(const mt_tokenizer *tok);

@@ -343,10 +343,15 @@ def tiny_models(sets):
         if f == 3:
             top[k] = (f, w, pb_join(pb_set(pb_fields(v), 5, 0, 0)))
     models["uni-rules"] = pb_join(top)
+    # uni-suffix also gets a denormalizer (applied by decode): the rules charsmap as a
+    # plain character mapping, with the flags spm's trainer writes for denormalizers
+    charsmap = [v for f, w, v in pb_fields([v for f, w, v in top if f == 3][0]) if f == 2][0]
+    denorm = pb_join([(1, 2, b"rules-denorm"), (2, 2, charsmap), (3, 0, 0), (4, 0, 0), (5, 0, 0)])
+    models["uni-suffix"] = pb_join(pb_fields(models["uni-suffix"]) + [(5, 2, denorm)])
     for name, blob in models.items():
         with open(f"{OUT}/spm/{name}.spm", "wb") as f:
             f.write(blob)
-    return [k for k in models if k != "bpe"]
+    return sorted(k for k in models if k != "bpe")
 
 
 # ---- expected outputs --------------------------------------------------------------------
