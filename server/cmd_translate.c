@@ -1,0 +1,196 @@
+/* cmd_translate.c: `mtserve translate`: one sentence per stdin line -> one
+ * translation per stdout line, in order, flushed per line.  With --json each
+ * output line is {"source_ids", "ids", "pieces", "text", "score"}. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "mt.h"
+
+#define DEFAULT_MODEL "models/en-fr"
+
+typedef struct {
+    const char *model;
+    int beam, max_length, threads, json;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--json]\n"
+               "  reads one sentence per line on stdin, writes one translation per line\n"
+               "  --model DIR       Marian model directory (default %s)\n"
+               "  --beam N          beam size 1-16 (1 = greedy; default: the model's num_beams)\n"
+               "  --max-length N    decoder length limit incl. the start token (default: the model's)\n"
+               "  --threads N       OpenBLAS threads (default 1)\n"
+               "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n",
+            DEFAULT_MODEL);
+}
+
+static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || *end || x < lo || x > hi) {
+        fprintf(stderr, "mtserve translate: %s needs an integer in [%d, %d]\n", opt, lo, hi);
+        return 0;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+/* 0 = ok, 1 = exit 0 (help), 2 = usage error */
+static int parse_args(int argc, char **argv, options *o)
+{
+    *o = (options){.model = DEFAULT_MODEL, .beam = 0, .max_length = 0, .threads = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--model") && v) {
+            o->model = v;
+            i++;
+        } else if (!strcmp(a, "--beam")) {
+            if (!parse_int(a, v, 1, 16, &o->beam))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--max-length")) {
+            if (!parse_int(a, v, 2, 1 << 20, &o->max_length))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--threads")) {
+            if (!parse_int(a, v, 1, 256, &o->threads))
+                return 2;
+            i++;
+        } else {
+            fprintf(stderr, "mtserve translate: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static json_t *ids_json(const int32_t *ids, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+static void print_json(const mt_tokenizer *tok, const int32_t *src, int n_src, const mt_hyp *h)
+{
+    json_t *pieces = json_array();
+    for (int i = 0; h && i < h->n_ids; i++) {
+        const char *p = mt_tokenizer_piece(tok, h->ids[i]);
+        json_array_append_new(pieces, json_string(p ? p : ""));
+    }
+    json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:f}", "source_ids", ids_json(src, n_src), "ids",
+                          ids_json(h ? h->ids : NULL, h ? h->n_ids : 0), "pieces", pieces, "text",
+                          h && h->text ? h->text : "", "score", h ? (double)h->score : 0.0);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    puts(s ? s : "{}");
+    free(s);
+    json_decref(o);
+}
+
+static int only_space(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\r' && *s != '\v' && *s != '\f')
+            return 0;
+    return 1;
+}
+
+/* Translate one line; errors go to stderr and leave an empty output line so
+ * the output stays aligned with the input.  Returns 0 on success. */
+static int translate_line(mt_session *s, const mt_tokenizer *tok, const options *o, const mt_decode_params *dp,
+                          const char *line, long lineno)
+{
+    if (only_space(line)) {
+        if (o->json)
+            print_json(tok, NULL, 0, NULL);
+        else
+            putchar('\n');
+        return 0;
+    }
+    mt_translation t;
+    mt_err err = {0};
+    mt_status st = mt_translate(s, &line, 1, dp, &t, &err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtserve translate: line %ld: %s: %s\n", lineno, mt_status_name(st), err.msg);
+        if (o->json)
+            print_json(tok, NULL, 0, NULL);
+        else
+            putchar('\n');
+        return 1;
+    }
+    if (o->json)
+        print_json(tok, t.src_ids, t.n_src, &t.hyps[0]);
+    else
+        puts(t.hyps[0].text ? t.hyps[0].text : "");
+    mt_translation_free(&t, 1);
+    return 0;
+}
+
+static int run(mt_model *m, const options *o)
+{
+    mt_err err = {0};
+    mt_session *s;
+    mt_session_params sp = mt_session_default_params(m);
+    if (o->max_length > sp.max_tgt_len)
+        sp.max_tgt_len = o->max_length;
+    if (mt_session_new(m, &sp, &s, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: %s\n", err.msg);
+        return 1;
+    }
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = o->beam;
+    dp.max_length = o->max_length;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long lineno = 0;
+    int failed = 0;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        failed |= translate_line(s, mt_model_tokenizer(m), o, &dp, line, lineno);
+        fflush(stdout);
+    }
+    free(line);
+    mt_session_free(s);
+    return failed;
+}
+
+int mt_cmd_translate(int argc, char **argv)
+{
+    options o;
+    int r = parse_args(argc, argv, &o);
+    if (r)
+        return r == 1 ? 0 : 2;
+    struct stat sb;
+    if (stat(o.model, &sb) != 0) {
+        fprintf(stderr, "mtserve translate: model directory '%s' not found%s; pass --model DIR\n", o.model,
+                strcmp(o.model, DEFAULT_MODEL) == 0 ? " (the default model is not installed)" : "");
+        return 1;
+    }
+    mt_model_params mp = mt_model_default_params();
+    mp.n_threads = o.threads;
+    mt_model *m;
+    mt_err err = {0};
+    if (mt_model_load(o.model, &mp, &m, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: %s: %s\n", mt_status_name(err.status), err.msg);
+        return 1;
+    }
+    r = run(m, &o);
+    mt_model_free(m);
+    return r;
+}
