@@ -1,0 +1,595 @@
+/* test_engine.c: parity of the C engine with the PyTorch reference fixtures
+ * (tests/fixtures/<model>/, written by models/recipe/fixtures.py), plus the
+ * engine's own invariants: incremental == teacher-forced, batch == alone,
+ * session reuse, and no allocation inside the decoding loop.
+ *
+ * Models: tiny (always), en-fr (fails if models/en-fr exists without its
+ * fixtures; skipped with a reason while models/en-fr does not exist).
+ * Tolerances: logits |c - ref| <= LOGIT_TOL * max(1, |ref|); log-probs and
+ * beam scores the same; attention weights ATTN_TOL absolute.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "mt.h"
+
+#define LOGIT_TOL 1e-4
+#define SCORE_TOL 1e-4
+#define ATTN_TOL  1e-5
+#define MAX_CASES 1024
+
+/* ---- allocation counter (test-only malloc interposition) ------------------------
+ * The test binary defines malloc & co. and forwards to glibc's __libc_*
+ * entry points, counting calls while `counting` is set.  Every allocation in
+ * the process goes through here (engine, jansson, OpenBLAS), so the count is
+ * honest.  Disabled under AddressSanitizer, which owns malloc. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_ALLOC_COUNTER 0
+#else
+#define HAVE_ALLOC_COUNTER 1
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void  __libc_free(void *);
+static _Atomic long n_allocs;
+static _Atomic int  counting;
+void *malloc(size_t n) { if (counting) n_allocs++; return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { if (counting) n_allocs++; return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { if (counting) n_allocs++; return __libc_realloc(p, n); }
+void  free(void *p) { __libc_free(p); }
+void *aligned_alloc(size_t al, size_t n) { if (counting) n_allocs++; return __libc_memalign(al, n); }
+void *memalign(size_t al, size_t n) { if (counting) n_allocs++; return __libc_memalign(al, n); }
+int posix_memalign(void **p, size_t al, size_t n)
+{
+    if (counting)
+        n_allocs++;
+    *p = __libc_memalign(al, n);
+    return *p ? 0 : ENOMEM;
+}
+#endif
+
+/* ---- fixtures --------------------------------------------------------------------- */
+typedef struct {
+    const char *name;
+    char        model_dir[256], fix_dir[256];
+    int         loaded, skip;
+    char        why[1024];
+    mt_model   *m;
+    mt_session *s;
+    json_t     *cases[MAX_CASES];
+    int         n_cases;
+    int         V;
+} ctx;
+
+static ctx CTX[] = {{.name = "tiny"}, {.name = "en-fr"}};
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static int load_cases(ctx *c)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cases.jsonl", c->fix_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0 && c->n_cases < MAX_CASES) {
+        json_error_t je;
+        json_t *j = json_loads(line, 0, &je);
+        if (j)
+            c->cases[c->n_cases++] = j;
+    }
+    free(line);
+    fclose(f);
+    return c->n_cases > 0;
+}
+
+/* Load model + fixtures once per model; sets c->skip/why or fails the test. */
+static ctx *get_ctx(void **state)
+{
+    ctx *c = *state;
+    if (c->loaded)
+        return c;
+    c->loaded = 1;
+    snprintf(c->model_dir, sizeof c->model_dir, "models/%s", c->name);
+    snprintf(c->fix_dir, sizeof c->fix_dir, "tests/fixtures/%s", c->name);
+    if (!exists(c->model_dir)) {
+        c->skip = 1;
+        snprintf(c->why, sizeof c->why, "%s does not exist (not exported yet): %s parity skipped", c->model_dir,
+                 c->name);
+        return c;
+    }
+    char lj[300];
+    snprintf(lj, sizeof lj, "%s/logits.json", c->fix_dir);
+    if (!exists(lj) || !load_cases(c)) {
+        c->skip = -1;
+        snprintf(c->why, sizeof c->why, "%s exists but its fixtures %s/{cases.jsonl,logits.json} are missing: "
+                 "run `make -C models fixtures`", c->model_dir, c->fix_dir);
+        return c;
+    }
+    mt_err err = {0};
+    mt_model_params mp = mt_model_default_params();
+    mp.n_threads = 1;
+    if (mt_model_load(c->model_dir, &mp, &c->m, &err) != MT_OK) {
+        c->skip = -1;
+        snprintf(c->why, sizeof c->why, "load %s: %s", c->model_dir, err.msg);
+        return c;
+    }
+    mt_session_params sp = mt_session_default_params(c->m);
+    sp.max_batch = 16;
+    sp.max_tgt_len = 256 < mt_model_get_info(c->m)->max_positions ? 256 : mt_model_get_info(c->m)->max_positions;
+    if (mt_session_new(c->m, &sp, &c->s, &err) != MT_OK) {
+        c->skip = -1;
+        snprintf(c->why, sizeof c->why, "session: %s", err.msg);
+        return c;
+    }
+    c->V = mt_model_get_info(c->m)->vocab_size;
+    return c;
+}
+
+/* Every test starts with this: skip (with the reason printed) or fail. */
+#define CTX_OR_RETURN(c)                                                   \
+    ctx *c = get_ctx(state);                                               \
+    if (c->skip > 0) {                                                     \
+        print_message("[  SKIP    ] %s\n", c->why);                        \
+        skip();                                                            \
+    }                                                                      \
+    if (c->skip < 0)                                                       \
+        fail_msg("%s", c->why)
+
+static int ids_of(json_t *a, int32_t *out, int cap)
+{
+    int n = (int)json_array_size(a);
+    assert_true(n <= cap);
+    for (int i = 0; i < n; i++)
+        out[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
+    return n;
+}
+
+static int case_src(const ctx *c, int i, int32_t *src)
+{
+    return ids_of(json_object_get(c->cases[i], "src_ids"), src, 1024);
+}
+
+static int case_maxlen(const ctx *c, int i)
+{
+    return (int)json_integer_value(json_object_get(c->cases[i], "max_length"));
+}
+
+static double rel_err(double a, double b) { return fabs(a - b) / (fabs(b) > 1 ? fabs(b) : 1); }
+
+/* ---- parity tests ---------------------------------------------------------------- */
+static void test_tokenizer_src_ids(void **state)
+{
+    CTX_OR_RETURN(c);
+    int bad = 0;
+    for (int i = 0; i < c->n_cases; i++) {
+        int32_t ref[1024], got[1024];
+        int n_ref = case_src(c, i, ref), n = 0;
+        const char *text = json_string_value(json_object_get(c->cases[i], "text"));
+        mt_err err = {0};
+        assert_int_equal(mt_tokenizer_encode(mt_model_tokenizer(c->m), text, strlen(text), 0, got, 1024, &n, &err),
+                         MT_OK);
+        if (n != n_ref || memcmp(got, ref, sizeof(int32_t) * (size_t)n) != 0) {
+            print_message("  case %d: tokenizer ids differ\n", i);
+            bad++;
+        }
+    }
+    print_message("  [%s] src_ids identical: %d/%d\n", c->name, c->n_cases - bad, c->n_cases);
+    assert_int_equal(bad, 0);
+}
+
+/* mt_score on the greedy output vs the teacher-forced fixtures: top-5 logits and log-probs. */
+static void test_teacher_forced(void **state)
+{
+    CTX_OR_RETURN(c);
+    int V = c->V;
+    double worst_logit = 0, worst_lp = 0;
+    long n_logits = 0, n_lp = 0;
+    float *logits = malloc(sizeof(float) * 256 * (size_t)V), lp[256];
+    for (int i = 0; i < c->n_cases; i++) {
+        int32_t src[1024], tgt[256];
+        int ns = case_src(c, i, src), nt = ids_of(json_object_get(c->cases[i], "greedy_ids"), tgt, 256);
+        mt_err err = {0};
+        assert_int_equal(mt_score(c->s, src, ns, tgt, nt, lp, logits, &err), MT_OK);
+        json_t *ti = json_object_get(c->cases[i], "top5_ids"), *tv = json_object_get(c->cases[i], "top5_logits"),
+               *tl = json_object_get(c->cases[i], "tf_logprobs");
+        for (int t = 0; t < nt; t++) {
+            for (int k = 0; k < 5; k++) {
+                int id = (int)json_integer_value(json_array_get(json_array_get(ti, (size_t)t), (size_t)k));
+                double ref = json_number_value(json_array_get(json_array_get(tv, (size_t)t), (size_t)k));
+                double e = rel_err(logits[(long)t * V + id], ref);
+                worst_logit = e > worst_logit ? e : worst_logit;
+                n_logits++;
+            }
+            double e = rel_err(lp[t], json_number_value(json_array_get(tl, (size_t)t)));
+            worst_lp = e > worst_lp ? e : worst_lp;
+            n_lp++;
+        }
+    }
+    free(logits);
+    print_message("  [%s] top-5 logits: %ld compared, max rel err %.3g; tf log-probs: %ld, max rel err %.3g\n",
+                  c->name, n_logits, worst_logit, n_lp, worst_lp);
+    /* fixture logits are rounded to 6 decimals: allow that on top */
+    assert_true(worst_logit <= LOGIT_TOL + 1e-6);
+    assert_true(worst_lp <= LOGIT_TOL);
+}
+
+/* Full logit rows in logits.bin. */
+static void test_full_rows(void **state)
+{
+    CTX_OR_RETURN(c);
+    char path[512];
+    snprintf(path, sizeof path, "%s/logits.json", c->fix_dir);
+    json_error_t je;
+    json_t *idx = json_load_file(path, 0, &je);
+    assert_non_null(idx);
+    assert_int_equal(json_integer_value(json_object_get(idx, "vocab_size")), c->V);
+    json_t *rows = json_object_get(idx, "rows");
+    snprintf(path, sizeof path, "%s/logits.bin", c->fix_dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    int V = c->V, n = (int)json_array_size(rows);
+    float *ref = malloc(sizeof(float) * (size_t)V), *logits = malloc(sizeof(float) * 256 * (size_t)V);
+    double worst = 0;
+    for (int r = 0; r < n; r++) {
+        json_t *e = json_array_get(rows, (size_t)r);
+        int ci = (int)json_integer_value(json_object_get(e, "case")), pos = (int)json_integer_value(json_object_get(e, "pos"));
+        long row = (long)json_integer_value(json_object_get(e, "row"));
+        assert_int_equal(fseek(f, row * V * (long)sizeof(float), SEEK_SET), 0);
+        assert_int_equal(fread(ref, sizeof(float), (size_t)V, f), (size_t)V);
+        int32_t src[1024], tgt[256];
+        int ns = case_src(c, ci, src), nt = ids_of(json_object_get(c->cases[ci], "greedy_ids"), tgt, 256);
+        assert_true(pos < nt);
+        assert_int_equal(mt_score(c->s, src, ns, tgt, nt, NULL, logits, NULL), MT_OK);
+        for (int v = 0; v < V; v++) {
+            double er = rel_err(logits[(long)pos * V + v], ref[v]);
+            worst = er > worst ? er : worst;
+        }
+    }
+    fclose(f);
+    free(ref);
+    free(logits);
+    json_decref(idx);
+    print_message("  [%s] full logit rows: %d x %d, max rel err %.3g\n", c->name, n, V, worst);
+    assert_true(n > 0);
+    assert_true(worst <= LOGIT_TOL);
+}
+
+static void test_greedy(void **state)
+{
+    CTX_OR_RETURN(c);
+    int same_ids = 0, same_text = 0;
+    for (int i = 0; i < c->n_cases; i++) {
+        int32_t src[1024], ref[256];
+        int ns = case_src(c, i, src), nr = ids_of(json_object_get(c->cases[i], "greedy_ids"), ref, 256);
+        const int32_t *sp = src;
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = 1;
+        dp.max_length = case_maxlen(c, i);
+        mt_hyp h;
+        mt_err err = {0};
+        assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, &h, &err), MT_OK);
+        if (h.n_ids == nr && memcmp(h.ids, ref, sizeof(int32_t) * (size_t)nr) == 0)
+            same_ids++;
+        else
+            print_message("  case %d: greedy ids differ\n", i);
+        char *text = NULL;
+        assert_int_equal(mt_tokenizer_decode(mt_model_tokenizer(c->m), h.ids, h.n_ids, &text, &err), MT_OK);
+        if (strcmp(text, json_string_value(json_object_get(c->cases[i], "greedy_text"))) == 0)
+            same_text++;
+        else
+            print_message("  case %d: greedy text differs: '%s'\n", i, text);
+        free(text);
+        mt_hyps_free(&h, 1);
+    }
+    print_message("  [%s] greedy: identical ids %d/%d, identical text %d/%d\n", c->name, same_ids, c->n_cases,
+                  same_text, c->n_cases);
+    assert_int_equal(same_ids, c->n_cases);
+    assert_int_equal(same_text, c->n_cases);
+}
+
+/* Compare n-best hypotheses h[0..n) with the fixture's beam4 list. Returns 1 if all equal. */
+static int beam_equal(json_t *ref, const mt_hyp *h, int nbest, double *worst, int *best_ok)
+{
+    int n = (int)json_array_size(ref), ok = 1;
+    *best_ok = 0;
+    for (int j = 0; j < n && j < nbest; j++) {
+        json_t *r = json_array_get(ref, (size_t)j);
+        int32_t ids[256];
+        int nr = ids_of(json_object_get(r, "ids"), ids, 256);
+        double e = fabs(h[j].score - json_number_value(json_object_get(r, "score")));
+        int same = h[j].n_ids == nr && memcmp(h[j].ids, ids, sizeof(int32_t) * (size_t)nr) == 0 && e <= SCORE_TOL;
+        *worst = e > *worst ? e : *worst;
+        if (j == 0)
+            *best_ok = same;
+        ok &= same;
+    }
+    return ok;
+}
+
+static void test_beam(void **state)
+{
+    CTX_OR_RETURN(c);
+    int all_ok = 0, best_ok = 0;
+    double worst = 0;
+    for (int i = 0; i < c->n_cases; i++) {
+        int32_t src[1024];
+        int ns = case_src(c, i, src), b_ok;
+        const int32_t *sp = src;
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = 4;
+        dp.n_best = 4;
+        dp.max_length = case_maxlen(c, i);
+        mt_hyp h[4];
+        assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, h, NULL), MT_OK);
+        int ok = beam_equal(json_object_get(c->cases[i], "beam4"), h, 4, &worst, &b_ok);
+        all_ok += ok;
+        best_ok += b_ok;
+        if (!ok)
+            print_message("  case %d: beam-4 n-best differs (best %s)\n", i, b_ok ? "same" : "DIFFERENT");
+        mt_hyps_free(h, 4);
+    }
+    print_message("  [%s] beam-4: best hypothesis identical %d/%d, all 4 hypotheses identical %d/%d, "
+                  "max score err %.3g\n", c->name, best_ok, c->n_cases, all_ok, c->n_cases, worst);
+    assert_int_equal(best_ok, c->n_cases);
+    assert_int_equal(all_ok, c->n_cases);
+}
+
+static double attn_cmp(json_t *ref, const float *got, long *n)
+{
+    double worst = 0;
+    size_t L = json_array_size(ref);
+    for (size_t l = 0; l < L; l++) {
+        json_t *jl = json_array_get(ref, l);
+        for (size_t h = 0; h < json_array_size(jl); h++) {
+            json_t *jh = json_array_get(jl, h);
+            for (size_t i = 0; i < json_array_size(jh); i++) {
+                json_t *ji = json_array_get(jh, i);
+                for (size_t j = 0; j < json_array_size(ji); j++) {
+                    double e = fabs(*got++ - json_number_value(json_array_get(ji, j)));
+                    worst = e > worst ? e : worst;
+                    (*n)++;
+                }
+            }
+        }
+    }
+    return worst;
+}
+
+static void test_attention(void **state)
+{
+    CTX_OR_RETURN(c);
+    char path[512];
+    snprintf(path, sizeof path, "%s/attention.json", c->fix_dir);
+    json_error_t je;
+    json_t *all = json_load_file(path, 0, &je);
+    assert_non_null(all);
+    double worst = 0;
+    long n = 0;
+    for (size_t k = 0; k < json_array_size(all); k++) {
+        json_t *e = json_array_get(all, k);
+        int32_t src[1024], tin[256];
+        int ns = ids_of(json_object_get(e, "src_ids"), src, 1024), nt = ids_of(json_object_get(e, "tgt_in"), tin, 256);
+        mt_attention a;
+        mt_err err = {0};
+        assert_int_equal(mt_attention_run(c->s, src, ns, tin, nt, &a, &err), MT_OK);
+        double w1 = attn_cmp(json_object_get(e, "encoder"), a.enc, &n);
+        double w2 = attn_cmp(json_object_get(e, "decoder"), a.dec, &n);
+        double w3 = attn_cmp(json_object_get(e, "cross"), a.cross, &n);
+        worst = fmax(worst, fmax(w1, fmax(w2, w3)));
+        /* decoder self-attention is lower-triangular */
+        for (int l = 0; l < a.dec_layers; l++)
+            for (int h = 0; h < a.heads; h++)
+                for (int i = 0; i < nt; i++)
+                    for (int j = i + 1; j < nt; j++)
+                        assert_true(a.dec[(((long)l * a.heads + h) * nt + i) * nt + j] == 0.0f);
+        mt_attention_free(&a);
+    }
+    print_message("  [%s] attention: %zu inputs, %ld weights, max abs err %.3g\n", c->name, json_array_size(all),
+                  n, worst);
+    json_decref(all);
+    assert_true(n > 0);
+    assert_true(worst <= ATTN_TOL);
+}
+
+/* ---- engine invariants ------------------------------------------------------------ */
+/* Incremental greedy ids == argmax (pad excluded) of the one-pass teacher-forced logits. */
+static void test_incremental_equals_full(void **state)
+{
+    CTX_OR_RETURN(c);
+    int V = c->V, pad = mt_model_get_info(c->m)->pad_id, checked = 0;
+    float *logits = malloc(sizeof(float) * 256 * (size_t)V);
+    for (int i = 0; i < c->n_cases; i++) {
+        int32_t src[1024];
+        int ns = case_src(c, i, src), ml = case_maxlen(c, i);
+        const int32_t *sp = src;
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = 1;
+        dp.max_length = ml;
+        mt_hyp h;
+        assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, &h, NULL), MT_OK);
+        assert_int_equal(mt_score(c->s, src, ns, h.ids, h.n_ids, NULL, logits, NULL), MT_OK);
+        for (int t = 0; t < h.n_ids; t++) {
+            if (t == ml - 2)
+                break;                               /* forced eos, not an argmax */
+            const float *row = logits + (long)t * V;
+            int best = -1;
+            for (int v = 0; v < V; v++)
+                if (v != pad && (best < 0 || row[v] > row[best]))
+                    best = v;
+            assert_int_equal(best, h.ids[t]);
+            checked++;
+        }
+        mt_hyps_free(&h, 1);
+    }
+    free(logits);
+    print_message("  [%s] incremental == teacher-forced argmax at %d positions\n", c->name, checked);
+}
+
+/* Sources decoded in padded batches of different lengths == decoded alone (the fixtures). */
+static void test_batch_invariance(void **state)
+{
+    CTX_OR_RETURN(c);
+    int batches = 0, same = 0, total = 0;
+    for (int beam = 1; beam <= 4; beam += 3) {
+        int per = 16 / beam;
+        for (int i0 = 0; i0 < c->n_cases; i0 += per) {
+            int n = c->n_cases - i0 < per ? c->n_cases - i0 : per;
+            static int32_t src[16][1024];
+            const int32_t *sp[16];
+            int ns[16], ml = case_maxlen(c, i0);
+            for (int k = 0; k < n; k++) {
+                ns[k] = case_src(c, i0 + k, src[k]);
+                sp[k] = src[k];
+                assert_int_equal(case_maxlen(c, i0 + k), ml);
+            }
+            mt_decode_params dp = mt_decode_default_params();
+            dp.beam_size = beam;
+            dp.n_best = beam;
+            dp.max_length = ml;
+            mt_hyp h[16 * 4];
+            assert_int_equal(mt_generate(c->s, sp, ns, n, &dp, h, NULL), MT_OK);
+            for (int k = 0; k < n; k++) {
+                json_t *cs = c->cases[i0 + k];
+                int ok, b_ok;
+                double w = 0;
+                if (beam == 1) {
+                    int32_t ref[256];
+                    int nr = ids_of(json_object_get(cs, "greedy_ids"), ref, 256);
+                    ok = h[k].n_ids == nr && !memcmp(h[k].ids, ref, sizeof(int32_t) * (size_t)nr);
+                } else {
+                    ok = beam_equal(json_object_get(cs, "beam4"), h + k * beam, beam, &w, &b_ok);
+                }
+                if (!ok)
+                    print_message("  case %d differs inside a batch (beam %d)\n", i0 + k, beam);
+                same += ok;
+                total++;
+            }
+            mt_hyps_free(h, n * beam);
+            batches++;
+        }
+    }
+    print_message("  [%s] batched decoding: %d batches, %d/%d results identical to decoding alone\n", c->name,
+                  batches, same, total);
+    assert_int_equal(same, total);
+}
+
+/* A second run on the same session (after other work) gives bit-identical results. */
+static void test_session_reuse(void **state)
+{
+    CTX_OR_RETURN(c);
+    int32_t src[1024];
+    int i = c->n_cases > 50 ? 50 : c->n_cases - 1, ns = case_src(c, i, src);
+    const int32_t *sp = src;
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = 4;
+    dp.n_best = 4;
+    dp.max_length = case_maxlen(c, i);
+    mt_hyp a[4], b[4];
+    assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, a, NULL), MT_OK);
+    for (int k = 0; k < 3; k++) {                  /* dirty the session */
+        int32_t s2[1024];
+        int n2 = case_src(c, k + 5, s2);
+        const int32_t *p2 = s2;
+        mt_hyp t[4];
+        assert_int_equal(mt_generate(c->s, &p2, &n2, 1, &dp, t, NULL), MT_OK);
+        mt_hyps_free(t, 4);
+    }
+    assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, b, NULL), MT_OK);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(a[k].n_ids, b[k].n_ids);
+        assert_memory_equal(a[k].ids, b[k].ids, sizeof(int32_t) * (size_t)a[k].n_ids);
+        assert_true(a[k].score == b[k].score);
+    }
+    mt_hyps_free(a, 4);
+    mt_hyps_free(b, 4);
+}
+
+/* Allocations during mt_generate must not depend on the number of decoding
+ * steps: the only ones are the result copies (one per hypothesis). */
+static void test_no_alloc_in_decode_loop(void **state)
+{
+    CTX_OR_RETURN(c);
+#if !HAVE_ALLOC_COUNTER
+    print_message("[  SKIP    ] allocation counter disabled under AddressSanitizer\n");
+    skip();
+#else
+    int32_t src[1024];
+    int ns = case_src(c, 3, src);
+    const int32_t *sp = src;
+    for (int beam = 1; beam <= 4; beam += 3) {
+        long counts[2];
+        int lens[2] = {4, 30}, steps[2];
+        for (int k = 0; k < 2; k++) {
+            mt_decode_params dp = mt_decode_default_params();
+            dp.beam_size = beam;
+            dp.n_best = beam;
+            dp.max_length = lens[k];
+            mt_hyp h[4];
+            n_allocs = 0;
+            counting = 1;
+            mt_status st = mt_generate(c->s, &sp, &ns, 1, &dp, h, NULL);
+            counting = 0;
+            assert_int_equal(st, MT_OK);
+            counts[k] = n_allocs;
+            steps[k] = h[0].n_ids;
+            mt_hyps_free(h, beam);
+        }
+        print_message("  [%s] beam %d: %ld allocations for %d steps, %ld for %d steps\n", c->name, beam,
+                      counts[0], steps[0], counts[1], steps[1]);
+        assert_true(steps[1] > steps[0]);
+        assert_int_equal(counts[0], counts[1]);
+        assert_int_equal(counts[1], beam);        /* exactly the result arrays */
+    }
+#endif
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof CTX / sizeof *CTX; k++) {
+        mt_session_free(CTX[k].s);
+        mt_model_free(CTX[k].m);
+        for (int i = 0; i < CTX[k].n_cases; i++)
+            json_decref(CTX[k].cases[i]);
+    }
+    return 0;
+}
+
+#define PER_MODEL(fn)                                                          \
+    {.name = #fn " [tiny]", .test_func = fn, .initial_state = &CTX[0]},        \
+    {.name = #fn " [en-fr]", .test_func = fn, .initial_state = &CTX[1]}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        PER_MODEL(test_tokenizer_src_ids),
+        PER_MODEL(test_teacher_forced),
+        PER_MODEL(test_full_rows),
+        PER_MODEL(test_greedy),
+        PER_MODEL(test_beam),
+        PER_MODEL(test_attention),
+        PER_MODEL(test_incremental_equals_full),
+        PER_MODEL(test_batch_invariance),
+        PER_MODEL(test_session_reuse),
+        PER_MODEL(test_no_alloc_in_decode_loop),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
