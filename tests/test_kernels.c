@@ -1,0 +1,231 @@
+/* test_kernels.c: the BLAS-backed kernels against the naive references
+ * (engine/kernels.h): linear (sgemm and sgemv paths, odd sizes), the strided
+ * gemm wrappers used by attention, add+layernorm, masked softmax, activations,
+ * log-softmax with pad excluded, and the F16/BF16 conversions. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "safetensors.h"
+
+static uint32_t rng = 12345;
+
+static float frand(void)      /* uniform in [-1, 1) */
+{
+    rng = rng * 1664525u + 1013904223u;
+    return (float)((rng >> 8) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+static float *rand_vec(size_t n, float scale)
+{
+    float *v = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = frand() * scale;
+    return v;
+}
+
+/* normalized mean squared error (ggml test-backend-ops style) */
+static double nmse(const float *a, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+static double max_abs(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+static void check_linear(int n, int in, int out, int with_bias)
+{
+    float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
+    float *y = malloc(sizeof(float) * (size_t)n * out), *r = malloc(sizeof(float) * (size_t)n * out);
+    mt_k_linear(x, n, in, W, with_bias ? b : NULL, out, y);
+    mt_ref_linear(x, n, in, W, with_bias ? b : NULL, out, r);
+    double e = nmse(y, r, (size_t)n * out);
+    if (e > 1e-10)
+        print_message("linear n=%d in=%d out=%d: nmse %g\n", n, in, out, e);
+    assert_true(e <= 1e-10);
+    assert_true(max_abs(y, r, (size_t)n * out) <= 1e-4 * sqrt((double)in));
+    free(x), free(W), free(b), free(y), free(r);
+}
+
+static void test_linear_shapes(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {
+        {1, 1, 1}, {1, 32, 96}, {1, 256, 768}, {1, 256, 8000}, {1, 1024, 256}, {1, 7, 13},    /* sgemv */
+        {2, 3, 5}, {3, 17, 31}, {8, 256, 256}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, /* sgemm */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 1);
+        check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 0);
+    }
+}
+
+/* The strided products attention uses: head slices of [rows][3d] matrices. */
+static void test_gemm_strided(void **state)
+{
+    (void)state;
+    int nq = 7, nk = 11, hd = 8, ld = 3 * 32;
+    float *q = rand_vec((size_t)nq * ld, 1), *k = rand_vec((size_t)nk * ld, 1), *v = rand_vec((size_t)nk * ld, 1);
+    float sc[7 * 11], ref[7 * 11], out[7 * 40], outr[7 * 40];
+    int off = 2 * hd;                                    /* head 2 */
+    mt_k_gemm_nt(nq, nk, hd, 0.5f, q + off, ld, k + off, ld, 0.0f, sc, nk);
+    for (int i = 0; i < nq; i++)
+        for (int j = 0; j < nk; j++) {
+            double s = 0;
+            for (int c = 0; c < hd; c++)
+                s += (double)q[i * ld + off + c] * k[j * ld + off + c];
+            ref[i * nk + j] = (float)(0.5 * s);
+        }
+    assert_true(max_abs(sc, ref, (size_t)nq * nk) < 1e-5);
+    memset(out, 0, sizeof out);
+    mt_k_gemm_nn(nq, hd, nk, sc, nk, v + off, ld, 0.0f, out + off, 40);
+    memset(outr, 0, sizeof outr);
+    for (int i = 0; i < nq; i++)
+        for (int c = 0; c < hd; c++) {
+            double s = 0;
+            for (int j = 0; j < nk; j++)
+                s += (double)sc[i * nk + j] * v[j * ld + off + c];
+            outr[i * 40 + off + c] = (float)s;
+        }
+    assert_true(max_abs(out, outr, sizeof out / sizeof *out) < 1e-5);
+    free(q), free(k), free(v);
+}
+
+static void test_layernorm(void **state)
+{
+    (void)state;
+    static const int ds[] = {1, 2, 31, 32, 256, 1000};
+    for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {
+        int d = ds[t], rows = 5;
+        float *x = rand_vec((size_t)rows * d, 3), *h = rand_vec((size_t)rows * d, 2), *g = rand_vec((size_t)d, 1),
+              *b = rand_vec((size_t)d, 1), *xr = malloc(sizeof(float) * (size_t)rows * d);
+        for (int i = 0; i < rows * d; i++)
+            x[i] += 10.0f;                                /* a large mean: cancellation matters */
+        memcpy(xr, x, sizeof(float) * (size_t)rows * d);
+        mt_k_add_layernorm(x, h, rows, d, g, b);
+        mt_ref_add_layernorm(xr, h, rows, d, g, b);
+        assert_true(max_abs(x, xr, (size_t)rows * d) < 1e-5);
+        free(x), free(h), free(g), free(b), free(xr);
+    }
+    /* a constant row normalizes to the bias (variance 0, eps 1e-5) */
+    float x[4] = {2, 2, 2, 2}, g[4] = {1, 1, 1, 1}, b[4] = {0.5f, -1, 0, 3};
+    mt_k_add_layernorm(x, NULL, 1, 4, g, b);
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(x[i], b[i], 1e-6);
+}
+
+static void test_softmax_masked(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 40; n += 3) {
+        int ld = n + 5;
+        float *x = rand_vec((size_t)ld, 20), *r = malloc(sizeof(float) * (size_t)ld);
+        memcpy(r, x, sizeof(float) * (size_t)ld);
+        mt_k_softmax(x, n, ld);
+        mt_ref_softmax(r, n, ld);
+        double s = 0;
+        for (int i = 0; i < n; i++)
+            s += x[i];
+        assert_float_equal(s, 1.0, 1e-5);
+        for (int i = n; i < ld; i++)
+            assert_true(x[i] == 0.0f);                  /* masked keys: exactly 0 */
+        assert_true(max_abs(x, r, (size_t)ld) < 1e-6);
+        free(x), free(r);
+    }
+    float big[3] = {1e30f, -1e30f, 1e30f};             /* no overflow */
+    mt_k_softmax(big, 3, 3);
+    assert_float_equal(big[0], 0.5, 1e-6);
+    assert_float_equal(big[1], 0.0, 1e-6);
+}
+
+static void test_activations(void **state)
+{
+    (void)state;
+    mt_act acts[] = {MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU};
+    for (int a = 0; a < 3; a++) {
+        size_t n = 4001;
+        float *x = rand_vec(n, 12), *r = malloc(sizeof(float) * n);
+        x[0] = 0, x[1] = -100, x[2] = 100, x[3] = -1e-30f;
+        memcpy(r, x, sizeof(float) * n);
+        mt_k_activation(x, (long)n, acts[a]);
+        mt_ref_activation(r, (long)n, acts[a]);
+        for (size_t i = 0; i < n; i++)
+            assert_true(fabs(x[i] - r[i]) <= 1e-6 * fmax(1, fabs(r[i])));
+        free(x), free(r);
+    }
+    float s[2] = {1, -1};
+    mt_k_activation(s, 2, MT_ACT_SWISH);               /* swish(1) = 1 / (1 + e^-1) */
+    assert_float_equal(s[0], 0.7310585786, 1e-6);
+    assert_float_equal(s[1], -0.2689414214, 1e-6);
+}
+
+static void test_log_softmax_skip(void **state)
+{
+    (void)state;
+    int n = 8000, skip = 7999;
+    float *lg = rand_vec((size_t)n, 15), *lp = malloc(sizeof(float) * (size_t)n);
+    lg[skip] = 1000;                                    /* pad's mass must not count */
+    mt_k_log_softmax_skip(lg, n, skip, lp);
+    double s = 0;
+    for (int v = 0; v < n; v++)
+        if (v != skip)
+            s += exp(lp[v]);
+    assert_float_equal(s, 1.0, 1e-5);
+    assert_true(isinf(lp[skip]) && lp[skip] < 0);
+    free(lg), free(lp);
+}
+
+static void test_half_conversion(void **state)
+{
+    (void)state;
+    assert_true(mt_f16_to_f32(0x3c00) == 1.0f);
+    assert_true(mt_f16_to_f32(0xc000) == -2.0f);
+    assert_true(mt_f16_to_f32(0x7bff) == 65504.0f);                 /* max half */
+    assert_true(mt_f16_to_f32(0x0001) == ldexpf(1, -24));            /* smallest subnormal */
+    assert_true(mt_f16_to_f32(0x03ff) == ldexpf(1023, -24));         /* largest subnormal */
+    assert_true(mt_f16_to_f32(0x0400) == ldexpf(1, -14));            /* smallest normal */
+    assert_true(mt_f16_to_f32(0x3555) == 0.333251953125f);
+    assert_true(isinf(mt_f16_to_f32(0x7c00)) && mt_f16_to_f32(0xfc00) < 0);
+    assert_true(isnan(mt_f16_to_f32(0x7e00)));
+    assert_true(mt_f16_to_f32(0x8000) == 0.0f && signbit(mt_f16_to_f32(0x8000)));
+    assert_true(mt_bf16_to_f32(0x3f80) == 1.0f);
+    assert_true(mt_bf16_to_f32(0xc0a0) == -5.0f);
+    /* every finite half: value = (-1)^s * m * 2^e computed independently */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+        if (e == 0x1f)
+            continue;
+        double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+        if (h & 0x8000)
+            v = -v;
+        assert_true(mt_f16_to_f32((uint16_t)h) == (float)v);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_gemm_strided),
+        cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
+        cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
+        cmocka_unit_test(test_half_conversion),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
