@@ -1,0 +1,50 @@
+/* body: request bodies -> JSON, and typed field access that names the field.
+ *
+ * JSON bodies are parsed with jansson; application/x-www-form-urlencoded
+ * bodies (what LibreTranslate clients may send) become a JSON object of string
+ * values.  The field getters accept a form's strings where a number or a
+ * boolean is expected, and fail with SRV_E_INVALID_FIELD naming the field.
+ */
+#ifndef SRV_BODY_H
+#define SRV_BODY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "handlers.h"
+
+/* Length of the longest prefix of s[0..len) that is valid UTF-8 (no
+ * overlongs, surrogates or code points above U+10FFFF). */
+size_t srv_utf8_valid_prefix(const char *s, size_t len);
+int    srv_utf8_valid(const char *s, size_t len);
+
+/* Parses "a=1&b=x+y%21" into {"a":"1","b":"x y!"}.  NULL on a malformed
+ * escape or invalid UTF-8 after decoding (message in err). */
+json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len);
+
+/* Parses req->body into req->json by Content-Type; 0, or -1 with resp failed. */
+int srv_body_parse(srv_request *req, srv_response *resp);
+
+/* Field getters on req->json.  Return 1 when the field is present and valid
+ * (*out set), 0 when absent or null (*out untouched), -1 when invalid (resp
+ * failed with a message naming the field). */
+int srv_field_string(const srv_request *req, srv_response *resp, const char *name, const char **out);
+int srv_field_int(const srv_request *req, srv_response *resp, const char *name, int min, int max,
+                  int *out);
+int srv_field_bool(const srv_request *req, srv_response *resp, const char *name, int *out);
+/* A list of ints, each in [min, max]; *out is malloc'd. */
+int srv_field_int_list(const srv_request *req, srv_response *resp, const char *name, int min,
+                       int max, int **out, int *n);
+
+/* A "string or array of strings" field.  *texts (malloc'd array of borrowed
+ * strings, valid while req->json lives) gets n entries; *is_list tells which
+ * form was used.  Empty or whitespace-only strings fail with SRV_E_EMPTY_TEXT. */
+int srv_field_texts(const srv_request *req, srv_response *resp, const char *name,
+                    const char ***texts, int *n, int *is_list);
+
+/* 1 when s holds only whitespace (ASCII or Unicode spaces). */
+int srv_is_blank(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,75 @@
+/* handlers: what every endpoint handler sees and returns.  No libmicrohttpd
+ * type appears here: server/http.c turns a connection into an srv_request,
+ * server/routes.c picks the handler from its table, and the handler fills an
+ * srv_response (status + JSON) that http.c sends.
+ *
+ * Where each endpoint lives:
+ *     POST /translate          translate.c  (LibreTranslate bodies: libretranslate.c)
+ *     GET  /languages          libretranslate.c
+ *     POST /attention          attention.c
+ *     POST /tokenize, /detokenize   tokenize.c
+ *     GET  /health, /models, /metrics, /openapi.json   info.c
+ */
+#ifndef SRV_HANDLERS_H
+#define SRV_HANDLERS_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "errors.h"
+
+typedef struct srv_server srv_server;
+
+typedef struct {
+    srv_server *srv;
+    const char *method;         /* "GET", "POST", ... */
+    const char *path;           /* "/translate", without the query */
+    const char *content_type;   /* request headers, NULL when absent */
+    const char *authorization;
+    const char *body;           /* not NUL-terminated */
+    size_t      body_len;
+    json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */
+    int         form;           /* the body was application/x-www-form-urlencoded */
+    double      t_start;        /* srv_now() when the request arrived */
+} srv_request;
+
+struct srv_response {
+    int         status;         /* HTTP status */
+    json_t     *json;           /* JSON body (owned), or ... */
+    char       *text;           /* ... a text body (malloc'd, owned) */
+    size_t      text_len;
+    const char *content_type;   /* of text; JSON bodies are application/json */
+    srv_code    error;          /* SRV_OK, or the failure srv_fail recorded */
+    char        message[480];
+    int         lt_errors;      /* render errors the LibreTranslate way */
+    char        allow[96];      /* Allow header (405 and OPTIONS) */
+    int         retry_after;    /* seconds; 0 = no header */
+    int         preflight;      /* a CORS preflight answer */
+    const char *route;          /* metrics label: the route's path or "other" */
+};
+
+typedef void (*srv_handler)(srv_request *req, srv_response *resp);
+
+/* Sets a 200 JSON body (steals body). */
+void srv_reply_json(srv_response *resp, int status, json_t *body);
+/* Seconds on a monotonic clock. */
+double srv_now(void);
+
+/* ---- the handlers ------------------------------------------------------- */
+void srv_handle_translate(srv_request *req, srv_response *resp);     /* translate.c */
+void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate.c */
+void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate.c */
+int  srv_lt_is_request(const srv_request *req);                      /* libretranslate.c */
+void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention.c */
+void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize.c */
+void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize.c */
+void srv_handle_health(srv_request *req, srv_response *resp);        /* info.c */
+void srv_handle_models(srv_request *req, srv_response *resp);        /* info.c */
+void srv_handle_metrics(srv_request *req, srv_response *resp);       /* info.c */
+void srv_handle_openapi(srv_request *req, srv_response *resp);       /* info.c */
+
+/* The OpenAPI 3 document served by GET /openapi.json (openapi.c). */
+extern const char srv_openapi_json[];
+
+#endif

@@ -1,0 +1,250 @@
+/* LibreTranslate compatibility: an existing LibreTranslate client works
+ * unchanged against our base URL.
+ *
+ * POST /translate  {"q": string | [strings], "source", "target", "format"?,
+ *                   "alternatives"?, "api_key"?}  (JSON or form-encoded)
+ *                  -> {"translatedText": string | [strings],
+ *                      "alternatives"?: [strings] | [[strings]],
+ *                      "detectedLanguage"?: {...} (source "auto")}
+ * GET /languages   -> [{"code", "name", "targets": [codes]}]
+ * Errors are {"error": "message"}, with LibreTranslate's wording where it has one.
+ * "auto" picks the model's declared source language; nothing is detected.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "body.h"
+#include "handlers.h"
+#include "server.h"
+
+int srv_lt_is_request(const srv_request *req)
+{
+    if (!req->json)
+        return 0;
+    return req->form ||
+           (json_object_get(req->json, "q") && !json_object_get(req->json, "text"));
+}
+
+/* ---- languages ------------------------------------------------------------------ */
+
+static const char *language_name(const char *code)
+{
+    static const char *const names[][2] = {
+        { "ar", "Arabic" },  { "de", "German" },     { "en", "English" }, { "es", "Spanish" },
+        { "fi", "Finnish" }, { "fr", "French" },     { "it", "Italian" }, { "ja", "Japanese" },
+        { "ko", "Korean" },  { "mg", "Malagasy" },   { "nl", "Dutch" },   { "pl", "Polish" },
+        { "pt", "Portuguese" }, { "ru", "Russian" }, { "sv", "Swedish" }, { "tr", "Turkish" },
+        { "uk", "Ukrainian" }, { "zh", "Chinese" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i][0], code) == 0)
+            return names[i][1];
+    return code;
+}
+
+static int known_code(json_t *list, const char *code)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+        if (strcmp(json_string_value(json_object_get(e, "code")), code) == 0)
+            return 1;
+    return 0;
+}
+
+static void add_language(json_t *list, srv_server *srv, const char *code)
+{
+    if (!code[0] || known_code(list, code))
+        return;
+    json_t *targets = json_array();
+    for (int i = 0; i < srv->n_models; i++) {
+        const mt_model_info *info = srv->models[i].info;
+        if (strcmp(info->source_lang, code) == 0 && info->target_lang[0]) {
+            json_t *t = json_string(info->target_lang);
+            size_t k;
+            json_t *e;
+            int dup = 0;
+            json_array_foreach(targets, k, e)
+                dup |= json_equal(e, t);
+            if (dup)
+                json_decref(t);
+            else
+                json_array_append_new(targets, t);
+        }
+    }
+    json_array_append_new(list, json_pack("{s:s,s:s,s:o}", "code", code, "name",
+                                          language_name(code), "targets", targets));
+}
+
+void srv_handle_languages(srv_request *req, srv_response *resp)
+{
+    srv_server *srv = req->srv;
+    json_t *list = json_array();
+    for (int i = 0; i < srv->n_models; i++)
+        add_language(list, srv, srv->models[i].info->source_lang);
+    for (int i = 0; i < srv->n_models; i++)
+        add_language(list, srv, srv->models[i].info->target_lang);
+    srv_reply_json(resp, 200, list);
+}
+
+/* ---- translate ------------------------------------------------------------------- */
+
+typedef struct {
+    const char **texts;
+    int          n, is_list;
+    json_t      *q_parsed;       /* a form's q holding a JSON array */
+    const char  *source, *target;
+    int          alternatives;
+    srv_model   *model;
+} lt_req;
+
+static int required(const srv_request *req, srv_response *resp, const char *name, const char **out)
+{
+    int rc = srv_field_string(req, resp, name, out);
+    if (rc == 0 || (rc > 0 && !**out))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing %s parameter", name);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Form clients send a batch as a JSON-encoded array in q (LibreTranslate #309). */
+static int form_q_array(const srv_request *req, lt_req *t)
+{
+    json_t *q = json_object_get(req->json, "q");
+    if (!req->form || !json_is_string(q) || json_string_value(q)[0] != '[')
+        return 0;
+    json_t *arr = json_loads(json_string_value(q), 0, NULL);
+    if (!json_is_array(arr)) {
+        json_decref(arr);
+        return 0;
+    }
+    t->q_parsed = arr;
+    return 1;
+}
+
+static int parse_q(const srv_request *req, srv_response *resp, lt_req *t)
+{
+    json_t *q = json_object_get(req->json, "q");
+    if (!q || json_is_null(q) || (json_is_string(q) && json_string_length(q) == 0))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing q parameter");
+    if (form_q_array(req, t)) {
+        srv_request sub = *req;
+        sub.json = json_pack("{s:O}", "q", t->q_parsed);
+        int rc = srv_field_texts(&sub, resp, "q", &t->texts, &t->n, &t->is_list);
+        json_decref(sub.json);
+        return rc < 0 ? -1 : 0;
+    }
+    return srv_field_texts(req, resp, "q", &t->texts, &t->n, &t->is_list) < 0 ? -1 : 0;
+}
+
+static int pick_model(srv_request *req, srv_response *resp, lt_req *t)
+{
+    if (json_object_get(req->json, "model"))        /* our extension: name the model */
+        return (t->model = srv_request_model(req, resp)) ? 0 : -1;
+    if ((t->model = srv_find_pair(req->srv, t->source, t->target)))
+        return 0;
+    int source_known = strcmp(t->source, "auto") == 0;
+    for (int i = 0; i < req->srv->n_models; i++)
+        source_known |= strcmp(req->srv->models[i].info->source_lang, t->source) == 0;
+    if (!source_known)
+        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s is not supported", t->source);
+    return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE,
+                    "%s (%s) is not available as a target language from %s (%s)",
+                    language_name(t->target), t->target, language_name(t->source), t->source);
+}
+
+static int parse(srv_request *req, srv_response *resp, lt_req *t)
+{
+    const char *format = "text";
+    int max_alt = req->srv->opts.max_alternatives;
+    if (parse_q(req, resp, t) || required(req, resp, "source", &t->source) ||
+        required(req, resp, "target", &t->target))
+        return -1;
+    if (srv_field_string(req, resp, "format", &format) < 0)
+        return -1;
+    if (strcmp(format, "text") != 0)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "%s format is not supported", format);
+    json_t *alt = json_object_get(req->json, "alternatives");
+    if (alt && !json_is_null(alt)) {
+        srv_response scratch = { 0 };
+        if (srv_field_int(req, &scratch, "alternatives", 0, 1 << 20, &t->alternatives) < 0)
+            return srv_fail(resp, SRV_E_INVALID_FIELD,
+                            "Invalid request: alternatives parameter is not a number");
+        if (t->alternatives > max_alt)
+            return srv_fail(resp, SRV_E_INVALID_FIELD,
+                            "Invalid request: alternatives parameter must be <= %d", max_alt);
+    }
+    return pick_model(req, resp, t);
+}
+
+/* The alternatives of one text: hypotheses 2..n_best, duplicates of earlier ones dropped. */
+static json_t *alternatives_json(const srv_tr_result *r)
+{
+    json_t *list = json_array();
+    for (int k = 1; k < r->n_alts; k++) {
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= strcmp(r->alts[j], r->alts[k]) == 0;
+        if (!dup)
+            json_array_append_new(list, json_string(r->alts[k]));
+    }
+    return list;
+}
+
+static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
+{
+    json_t *out = json_object();
+    if (t->is_list) {
+        json_t *texts = json_array(), *alts = json_array(), *detected = json_array();
+        for (int i = 0; i < t->n; i++) {
+            json_array_append_new(texts, json_string(res[i].alts[0]));
+            json_array_append_new(alts, alternatives_json(&res[i]));
+            json_array_append_new(detected, json_pack("{s:f,s:s}", "confidence", 100.0, "language",
+                                                      t->model->info->source_lang));
+        }
+        json_object_set_new(out, "translatedText", texts);
+        json_object_set_new(out, "alternatives", alts);
+        json_object_set_new(out, "detectedLanguage", detected);
+    } else {
+        json_object_set_new(out, "translatedText", json_string(res[0].alts[0]));
+        json_object_set_new(out, "alternatives", alternatives_json(&res[0]));
+        json_object_set_new(out, "detectedLanguage", json_pack("{s:f,s:s}", "confidence", 100.0,
+                                                               "language", t->model->info->source_lang));
+    }
+    if (t->alternatives == 0)
+        json_object_del(out, "alternatives");
+    if (strcmp(t->source, "auto") != 0)
+        json_object_del(out, "detectedLanguage");
+    return out;
+}
+
+void srv_handle_lt_translate(srv_request *req, srv_response *resp)
+{
+    lt_req t = { 0 };
+    srv_tr_result *res = NULL;
+    resp->lt_errors = 1;
+    if (parse(req, resp, &t))
+        goto done;
+    srv_tr_params tp = { .beam_size = srv_default_beam(t.model), .n_best = t.alternatives + 1,
+                         .split = 1 };
+    if (tp.beam_size < tp.n_best)
+        tp.beam_size = tp.n_best;
+    int max_beam = t.model->sparams.max_batch < SRV_MAX_BEAM ? t.model->sparams.max_batch : SRV_MAX_BEAM;
+    if (tp.beam_size > max_beam) {
+        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
+                 max_beam - 1);
+        goto done;
+    }
+    if (!(res = calloc((size_t)t.n, sizeof *res))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    if (srv_translate_texts(req->srv, t.model, t.texts, t.n, &tp, res, resp) == 0) {
+        srv_reply_json(resp, 200, reply_json(&t, res));
+        srv_tr_results_free(res, t.n);
+    }
+done:
+    free(res);
+    free(t.texts);
+    json_decref(t.q_parsed);
+}

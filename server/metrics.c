@@ -1,0 +1,200 @@
+/* metrics: lock-free counters and the Prometheus text exposition. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int status_codes[] = { 200, 204, 400, 401, 404, 405, 413, 415, 422, 500, 503 };
+#define N_STATUS ((int)(sizeof status_codes / sizeof status_codes[0]) + 1)   /* + "other" */
+
+static const double buckets[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 };
+#define N_BUCKETS ((int)(sizeof buckets / sizeof buckets[0]))
+
+typedef unsigned long long u64;
+
+static struct {
+    const char *routes[SRV_METRICS_MAX_ROUTES + 1];    /* the last used slot is "other" */
+    int n_routes;
+    const char *models[SRV_METRICS_MAX_MODELS];
+    int n_models;
+    _Atomic u64 requests[SRV_METRICS_MAX_ROUTES + 1][N_STATUS];
+    _Atomic u64 hist[SRV_METRICS_MAX_ROUTES + 1][N_BUCKETS];   /* non-cumulative */
+    _Atomic u64 count[SRV_METRICS_MAX_ROUTES + 1];
+    _Atomic u64 sum_us[SRV_METRICS_MAX_ROUTES + 1];
+    _Atomic u64 src_tokens[SRV_METRICS_MAX_MODELS];
+    _Atomic u64 gen_tokens[SRV_METRICS_MAX_MODELS];
+} M = { .routes = { "other" }, .n_routes = 1 };
+
+void srv_metrics_set_routes(const char *const *labels, int n)
+{
+    if (n > SRV_METRICS_MAX_ROUTES)
+        n = SRV_METRICS_MAX_ROUTES;
+    for (int i = 0; i < n; i++)
+        M.routes[i] = labels[i];
+    M.routes[n] = "other";
+    M.n_routes = n + 1;
+}
+
+void srv_metrics_set_models(const char *const *ids, int n)
+{
+    if (n > SRV_METRICS_MAX_MODELS)
+        n = SRV_METRICS_MAX_MODELS;
+    for (int i = 0; i < n; i++)
+        M.models[i] = ids[i];
+    M.n_models = n;
+}
+
+static int route_index(const char *route)
+{
+    for (int i = 0; route && i < M.n_routes - 1; i++)
+        if (strcmp(M.routes[i], route) == 0)
+            return i;
+    return M.n_routes - 1;
+}
+
+static int status_index(int status)
+{
+    for (int i = 0; i < N_STATUS - 1; i++)
+        if (status_codes[i] == status)
+            return i;
+    return N_STATUS - 1;
+}
+
+void srv_metrics_request(const char *route, int status, double seconds)
+{
+    int r = route_index(route);
+    atomic_fetch_add(&M.requests[r][status_index(status)], 1);
+    int b = 0;
+    while (b < N_BUCKETS && seconds > buckets[b])
+        b++;
+    if (b < N_BUCKETS)
+        atomic_fetch_add(&M.hist[r][b], 1);
+    atomic_fetch_add(&M.count[r], 1);
+    atomic_fetch_add(&M.sum_us[r], (u64)(seconds > 0 ? seconds * 1e6 : 0));
+}
+
+void srv_metrics_tokens(int m, long source_tokens, long generated_tokens)
+{
+    if (m < 0 || m >= M.n_models)
+        return;
+    atomic_fetch_add(&M.src_tokens[m], (u64)(source_tokens > 0 ? source_tokens : 0));
+    atomic_fetch_add(&M.gen_tokens[m], (u64)(generated_tokens > 0 ? generated_tokens : 0));
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+typedef struct {
+    char  *buf;
+    size_t len, cap;
+    int    failed;
+} strbuf;
+
+static void sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *sb, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2 && !sb->failed; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(sb->buf + sb->len, sb->cap - sb->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            sb->failed = 1;
+            return;
+        }
+        if ((size_t)n < sb->cap - sb->len) {
+            sb->len += (size_t)n;
+            return;
+        }
+        size_t cap = sb->cap * 2 + (size_t)n + 1;
+        char *p = realloc(sb->buf, cap);
+        if (!p) {
+            sb->failed = 1;
+            return;
+        }
+        sb->buf = p;
+        sb->cap = cap;
+    }
+}
+
+static void render_requests(strbuf *sb)
+{
+    sb_printf(sb, "# HELP mtserve_requests_total HTTP requests by route and status.\n"
+                  "# TYPE mtserve_requests_total counter\n");
+    for (int r = 0; r < M.n_routes; r++)
+        for (int s = 0; s < N_STATUS; s++) {
+            u64 v = atomic_load(&M.requests[r][s]);
+            if (!v)
+                continue;
+            if (s < N_STATUS - 1)
+                sb_printf(sb, "mtserve_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+                          M.routes[r], status_codes[s], v);
+            else
+                sb_printf(sb, "mtserve_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+                          M.routes[r], v);
+        }
+}
+
+static void render_latency(strbuf *sb)
+{
+    sb_printf(sb, "# HELP mtserve_request_duration_seconds Request latency by route.\n"
+                  "# TYPE mtserve_request_duration_seconds histogram\n");
+    for (int r = 0; r < M.n_routes; r++) {
+        u64 count = atomic_load(&M.count[r]), cum = 0;
+        if (!count)
+            continue;
+        for (int b = 0; b < N_BUCKETS; b++) {
+            cum += atomic_load(&M.hist[r][b]);
+            sb_printf(sb, "mtserve_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+                      M.routes[r], buckets[b], cum);
+        }
+        sb_printf(sb, "mtserve_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+                  M.routes[r], count);
+        sb_printf(sb, "mtserve_request_duration_seconds_sum{route=\"%s\"} %.6f\n", M.routes[r],
+                  (double)atomic_load(&M.sum_us[r]) / 1e6);
+        sb_printf(sb, "mtserve_request_duration_seconds_count{route=\"%s\"} %llu\n", M.routes[r], count);
+    }
+}
+
+static void render_tokens(strbuf *sb)
+{
+    sb_printf(sb, "# HELP mtserve_source_tokens_total Source tokens read, by model.\n"
+                  "# TYPE mtserve_source_tokens_total counter\n");
+    for (int m = 0; m < M.n_models; m++)
+        sb_printf(sb, "mtserve_source_tokens_total{model=\"%s\"} %llu\n", M.models[m],
+                  atomic_load(&M.src_tokens[m]));
+    sb_printf(sb, "# HELP mtserve_generated_tokens_total Target tokens generated, by model.\n"
+                  "# TYPE mtserve_generated_tokens_total counter\n");
+    for (int m = 0; m < M.n_models; m++)
+        sb_printf(sb, "mtserve_generated_tokens_total{model=\"%s\"} %llu\n", M.models[m],
+                  atomic_load(&M.gen_tokens[m]));
+}
+
+static void render_gauge(strbuf *sb, const char *name, const char *help, double v)
+{
+    sb_printf(sb, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v);
+}
+
+char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
+{
+    strbuf sb = { malloc(8192), 0, 8192, 0 };
+    if (!sb.buf)
+        return NULL;
+    render_requests(&sb);
+    render_latency(&sb);
+    render_tokens(&sb);
+    render_gauge(&sb, "mtserve_active_sessions", "Sessions decoding now.", g->active_sessions);
+    render_gauge(&sb, "mtserve_queue_depth", "Requests waiting for a worker.", g->queue_depth);
+    render_gauge(&sb, "mtserve_workers", "Inference worker slots.", g->workers);
+    render_gauge(&sb, "mtserve_requests_in_flight", "HTTP requests being processed.", g->in_flight);
+    render_gauge(&sb, "mtserve_models_loaded", "Models loaded and serving.", g->models_loaded);
+    render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
+    if (sb.failed) {
+        free(sb.buf);
+        return NULL;
+    }
+    *len = sb.len;
+    return sb.buf;
+}

@@ -1,0 +1,311 @@
+/* options: flags and MTSERVE_* variables -> srv_options.  One table drives
+ * parsing, the environment and the usage text, so they cannot drift apart. */
+#include "options.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL } opt_kind;
+
+typedef struct {
+    const char *flag;       /* "--port" */
+    const char *env;        /* "MTSERVE_PORT" */
+    opt_kind    kind;
+    size_t      offset;     /* into srv_options */
+    size_t      size;       /* STR: buffer size */
+    long long   min, max;   /* INT, SIZE */
+    const char *help;
+} opt_def;
+
+#define F(field) offsetof(srv_options, field)
+#define S(field) sizeof(((srv_options *)0)->field)
+
+static const opt_def opt_table[] = {
+    { "--model", "MTSERVE_MODEL", OPT_MODEL, 0, 0, 0, 0,
+      "model directory, or ID=DIR; repeat for several (env: comma-separated); first is the default" },
+    { "--host", "MTSERVE_HOST", OPT_STR, F(host), S(host), 0, 0, "address to listen on" },
+    { "--port", "MTSERVE_PORT", OPT_INT, F(port), 0, 1, 65535, "TCP port" },
+    { "--threads", "MTSERVE_THREADS", OPT_INT, F(threads), 0, 0, 256,
+      "inference workers (sessions per model); 0 = auto" },
+    { "--blas-threads", "MTSERVE_BLAS_THREADS", OPT_INT, F(blas_threads), 0, 0, 256,
+      "OpenBLAS threads; 0 = auto (cores / workers)" },
+    { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
+      "HTTP thread pool; 0 = auto (workers + queue + 2)" },
+    { "--queue", "MTSERVE_QUEUE", OPT_INT, F(queue), 0, 0, 100000,
+      "requests that may wait for a worker; beyond it 503" },
+    { "--queue-timeout", "MTSERVE_QUEUE_TIMEOUT", OPT_INT, F(queue_timeout_ms), 0, 1, 3600000,
+      "ms a request may wait for a worker before 503" },
+    { "--api-key", "MTSERVE_API_KEY", OPT_STR, F(api_key), S(api_key), 0, 0,
+      "require 'Authorization: Bearer KEY' (or api_key) on every route but /health" },
+    { "--cors-origins", "MTSERVE_CORS_ORIGINS", OPT_STR, F(cors_origins), S(cors_origins), 0, 0,
+      "allowed CORS origins: * or a comma-separated list" },
+    { "--max-body", "MTSERVE_MAX_BODY", OPT_SIZE, F(max_body), 0, 1, (long long)1 << 30,
+      "request body limit in bytes (K/M suffixes); beyond it 413" },
+    { "--max-tokens", "MTSERVE_MAX_TOKENS", OPT_INT, F(max_tokens), 0, 1, 1 << 24,
+      "source tokens per request, all sentences; beyond it 413" },
+    { "--max-batch", "MTSERVE_MAX_BATCH", OPT_INT, F(max_batch), 0, 0, 4096,
+      "sequences (sentences x beams) per session; 0 = engine default" },
+    { "--max-alternatives", "MTSERVE_MAX_ALTERNATIVES", OPT_INT, F(max_alternatives), 0, 0, 64,
+      "LibreTranslate 'alternatives' limit" },
+    { "--max-connections", "MTSERVE_MAX_CONNECTIONS", OPT_INT, F(max_connections), 0, 1, 100000,
+      "open connections" },
+    { "--timeout", "MTSERVE_TIMEOUT", OPT_INT, F(timeout_s), 0, 1, 86400,
+      "idle connection timeout in seconds" },
+    { "--drain-timeout", "MTSERVE_DRAIN_TIMEOUT", OPT_INT, F(drain_s), 0, 0, 86400,
+      "on SIGTERM, seconds to wait for in-flight requests" },
+    { "--no-access-log", "MTSERVE_ACCESS_LOG", OPT_BOOL, F(access_log), 0, 0, 0,
+      "do not log one line per request (env: 0/1)" },
+};
+#define N_OPTS (sizeof opt_table / sizeof opt_table[0])
+
+static void defaults(srv_options *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->models[0].id, sizeof o->models[0].id, "en-fr");
+    snprintf(o->models[0].dir, sizeof o->models[0].dir, "models/en-fr");
+    o->n_models = 1;
+    snprintf(o->host, sizeof o->host, "127.0.0.1");
+    snprintf(o->cors_origins, sizeof o->cors_origins, "*");
+    o->port = 8080;
+    o->queue = 16;
+    o->queue_timeout_ms = 30000;
+    o->max_body = 1 << 20;
+    o->max_tokens = 1024;
+    o->max_alternatives = 4;
+    o->max_connections = 256;
+    o->timeout_s = 60;
+    o->drain_s = 30;
+    o->access_log = 1;
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+static int parse_number(const char *s, int allow_suffix, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno)
+        return -1;
+    if (allow_suffix && (*end == 'k' || *end == 'K') && v <= INT64_MAX / 1024)
+        v *= 1024, end++;
+    else if (allow_suffix && (*end == 'm' || *end == 'M') && v <= INT64_MAX / (1024 * 1024))
+        v *= 1024 * 1024, end++;
+    if (*end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int valid_id(const char *id)
+{
+    if (!*id)
+        return 0;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            return 0;
+    return 1;
+}
+
+int srv_model_spec_parse(const char *arg, srv_model_spec *spec, char *err, size_t err_len)
+{
+    const char *eq = strchr(arg, '=');
+    const char *dir = eq ? eq + 1 : arg;
+    size_t dlen = strlen(dir);
+    while (dlen > 1 && dir[dlen - 1] == '/')
+        dlen--;
+    if (dlen == 0 || dlen >= sizeof spec->dir) {
+        snprintf(err, err_len, "bad model directory '%s'", arg);
+        return -1;
+    }
+    memcpy(spec->dir, dir, dlen);
+    spec->dir[dlen] = 0;
+    if (eq) {
+        size_t ilen = (size_t)(eq - arg);
+        if (ilen >= sizeof spec->id) {
+            snprintf(err, err_len, "model id too long in '%s'", arg);
+            return -1;
+        }
+        memcpy(spec->id, arg, ilen);
+        spec->id[ilen] = 0;
+    } else {
+        const char *base = strrchr(spec->dir, '/');
+        base = base ? base + 1 : spec->dir;
+        if (strlen(base) >= sizeof spec->id) {
+            snprintf(err, err_len, "model id too long in '%s' (use --model ID=DIR)", arg);
+            return -1;
+        }
+        memcpy(spec->id, base, strlen(base) + 1);
+    }
+    if (!valid_id(spec->id)) {
+        snprintf(err, err_len, "bad model id '%s' (letters, digits, '-', '_', '.')", spec->id);
+        return -1;
+    }
+    return 0;
+}
+
+static int add_model(srv_options *o, const char *arg, char *err, size_t err_len)
+{
+    if (o->n_models >= SRV_MAX_MODELS) {
+        snprintf(err, err_len, "at most %d models", SRV_MAX_MODELS);
+        return -1;
+    }
+    srv_model_spec *spec = &o->models[o->n_models];
+    if (srv_model_spec_parse(arg, spec, err, err_len))
+        return -1;
+    for (int i = 0; i < o->n_models; i++)
+        if (strcmp(o->models[i].id, spec->id) == 0) {
+            snprintf(err, err_len, "two models with the id '%s' (use --model ID=DIR)", spec->id);
+            return -1;
+        }
+    o->n_models++;
+    return 0;
+}
+
+/* MTSERVE_MODEL is a comma-separated list. */
+static int set_models_list(srv_options *o, const char *list, char *err, size_t err_len)
+{
+    o->n_models = 0;
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char one[1200];
+        if (len >= sizeof one) {
+            snprintf(err, err_len, "MTSERVE_MODEL entry too long");
+            return -1;
+        }
+        memcpy(one, p, len);
+        one[len] = 0;
+        if (len && add_model(o, one, err, err_len))
+            return -1;
+        p += len + (comma ? 1 : 0);
+    }
+    if (o->n_models == 0) {
+        snprintf(err, err_len, "MTSERVE_MODEL names no model");
+        return -1;
+    }
+    return 0;
+}
+
+static int is_false(const char *v)
+{
+    return strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "no") == 0 ||
+           strcmp(v, "off") == 0;
+}
+
+/* Stores value into the field of def; from_env picks the env spelling of booleans. */
+static int set_value(srv_options *o, const opt_def *def, const char *value, int from_env,
+                     char *err, size_t err_len)
+{
+    const char *name = from_env ? def->env : def->flag;
+    char *field = (char *)o + def->offset;
+    long long v;
+    switch (def->kind) {
+    case OPT_MODEL:
+        return from_env ? set_models_list(o, value, err, err_len) : add_model(o, value, err, err_len);
+    case OPT_STR:
+        if (strlen(value) >= def->size) {
+            snprintf(err, err_len, "%s: value too long", name);
+            return -1;
+        }
+        snprintf(field, def->size, "%s", value);
+        return 0;
+    case OPT_BOOL:
+        *(int *)field = from_env ? !is_false(value) : 0;
+        return 0;
+    case OPT_INT:
+    case OPT_SIZE:
+        if (parse_number(value, def->kind == OPT_SIZE, &v) || v < def->min || v > def->max) {
+            snprintf(err, err_len, "%s: '%s' is not an integer in [%lld, %lld]", name, value,
+                     def->min, def->max);
+            return -1;
+        }
+        if (def->kind == OPT_SIZE)
+            *(size_t *)field = (size_t)v;
+        else
+            *(int *)field = (int)v;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static const opt_def *find_flag(const char *arg, size_t len)
+{
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (strlen(opt_table[i].flag) == len && strncmp(opt_table[i].flag, arg, len) == 0)
+            return &opt_table[i];
+    return NULL;
+}
+
+static int parse_env(srv_options *o, srv_getenv_fn env, char *err, size_t err_len)
+{
+    for (size_t i = 0; env && i < N_OPTS; i++) {
+        const char *v = env(opt_table[i].env);
+        if (v && *v && set_value(o, &opt_table[i], v, 1, err, err_len))
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_argv(srv_options *o, int argc, char **argv, char *err, size_t err_len)
+{
+    int models_from_flags = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            return 1;
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        const opt_def *def = strncmp(arg, "--", 2) == 0 ? find_flag(arg, nlen) : NULL;
+        if (!def) {
+            snprintf(err, err_len, "unknown option '%s'", arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (def->kind == OPT_BOOL) {
+            if (value) {
+                snprintf(err, err_len, "%s takes no value", def->flag);
+                return -1;
+            }
+        } else if (!value) {
+            if (i + 1 >= argc) {
+                snprintf(err, err_len, "%s needs a value", def->flag);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        if (def->kind == OPT_MODEL && !models_from_flags) {
+            o->n_models = 0;        /* flags replace the environment's list */
+            models_from_flags = 1;
+        }
+        if (set_value(o, def, value ? value : "", 0, err, err_len))
+            return -1;
+    }
+    return 0;
+}
+
+int srv_options_parse(srv_options *o, int argc, char **argv, srv_getenv_fn env,
+                      char *err, size_t err_len)
+{
+    defaults(o);
+    if (parse_env(o, env, err, err_len))
+        return -1;
+    return parse_argv(o, argc, argv, err, err_len);
+}
+
+void srv_options_usage(FILE *f)
+{
+    fprintf(f, "usage: mtserve serve [options]\n"
+               "Serves translation models over HTTP (default: models/en-fr on 127.0.0.1:8080).\n"
+               "Every option can also be set from the environment; a flag wins.\n\n");
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const opt_def *d = &opt_table[i];
+        fprintf(f, "  %-20s %-26s %s\n", d->flag, d->env, d->help);
+    }
+}

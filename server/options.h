@@ -1,0 +1,55 @@
+/* options: the serve command's configuration, from flags and environment.
+ *
+ * Every flag has an MTSERVE_* environment twin; a flag wins over its variable.
+ * Parsing is pure (no I/O besides the error message it writes into err) so
+ * that the unit tests can drive it with a fake environment.
+ */
+#ifndef SRV_OPTIONS_H
+#define SRV_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define SRV_MAX_MODELS 16
+
+typedef struct {
+    char id[64];            /* what requests name it by: "en-fr" */
+    char dir[1024];         /* the model directory */
+} srv_model_spec;
+
+typedef struct {
+    srv_model_spec models[SRV_MAX_MODELS];
+    int    n_models;        /* the first is the default */
+    char   host[256];
+    int    port;
+    int    threads;         /* inference workers = sessions per model; 0 = auto */
+    int    blas_threads;    /* OpenBLAS threads; 0 = auto (cores / workers) */
+    int    http_threads;    /* libmicrohttpd pool; 0 = auto (threads + queue + 2) */
+    int    queue;           /* requests that may wait for a worker; more get 503 */
+    int    queue_timeout_ms;/* a waiting request gives up (503) after this */
+    char   api_key[256];    /* "" = no key required */
+    char   cors_origins[1024]; /* "*" or a comma-separated list of origins */
+    size_t max_body;        /* request body bytes; more gets 413 */
+    int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */
+    int    max_batch;       /* sequences (sentences x beams) per session; 0 = engine default */
+    int    max_alternatives;/* LibreTranslate alternatives cap */
+    int    max_connections;
+    int    timeout_s;       /* idle connection timeout */
+    int    drain_s;         /* on SIGTERM: wait at most this long for in-flight requests */
+    int    access_log;      /* one stderr line per request */
+} srv_options;
+
+/* Lookup of an environment variable (getenv in production, a table in tests). */
+typedef const char *(*srv_getenv_fn)(const char *name);
+
+/* Fills *o from defaults, then env, then argv (argv[0] is the command name).
+ * Returns 0 on success, 1 when --help was asked (usage is the caller's job),
+ * -1 on a bad flag or value with a message in err. */
+int  srv_options_parse(srv_options *o, int argc, char **argv, srv_getenv_fn env,
+                       char *err, size_t err_len);
+void srv_options_usage(FILE *f);
+
+/* Splits "id=DIR" or "DIR" into a spec (id = basename of DIR).  0 or -1. */
+int  srv_model_spec_parse(const char *arg, srv_model_spec *spec, char *err, size_t err_len);
+
+#endif

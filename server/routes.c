@@ -1,0 +1,167 @@
+/* routes: the routing table and the checks every request goes through. */
+#include "routes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "body.h"
+#include "server.h"
+
+enum {
+    ROUTE_BODY    = 1,   /* POST with a JSON (or form) body */
+    ROUTE_PUBLIC  = 2,   /* no API key needed */
+    ROUTE_LOADING = 4,   /* answers while models load */
+    ROUTE_LT      = 8,   /* LibreTranslate endpoint: errors as {"error": "..."} */
+};
+
+typedef struct {
+    const char *method;
+    const char *path;
+    srv_handler handler;
+    int         flags;
+} srv_route;
+
+static const srv_route routes[] = {
+    { "POST", "/translate",    srv_handle_translate,  ROUTE_BODY },
+    { "POST", "/attention",    srv_handle_attention,  ROUTE_BODY },
+    { "POST", "/tokenize",     srv_handle_tokenize,   ROUTE_BODY },
+    { "POST", "/detokenize",   srv_handle_detokenize, ROUTE_BODY },
+    { "GET",  "/languages",    srv_handle_languages,  ROUTE_LT },
+    { "GET",  "/models",       srv_handle_models,     0 },
+    { "GET",  "/health",       srv_handle_health,     ROUTE_PUBLIC | ROUTE_LOADING },
+    { "GET",  "/metrics",      srv_handle_metrics,    ROUTE_LOADING },
+    { "GET",  "/openapi.json", srv_handle_openapi,    ROUTE_LOADING },
+};
+#define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
+
+static const srv_route *find_route(const char *method, const char *path)
+{
+    if (strcmp(method, "HEAD") == 0)
+        method = "GET";
+    for (int i = 0; i < N_ROUTES; i++)
+        if (strcmp(routes[i].path, path) == 0 && strcmp(routes[i].method, method) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+/* "GET, HEAD, OPTIONS" for a known path; 0 if the path is unknown. */
+static int allowed_methods(const char *path, char *out, size_t len)
+{
+    int n = 0;
+    out[0] = 0;
+    for (int i = 0; i < N_ROUTES; i++) {
+        if (strcmp(routes[i].path, path) != 0)
+            continue;
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%s", routes[i].method,
+                 strcmp(routes[i].method, "GET") == 0 ? ", HEAD, " : ", ");
+        n++;
+    }
+    if (n) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "OPTIONS");
+    }
+    return n;
+}
+
+const char *srv_route_label(const char *path)
+{
+    for (int i = 0; i < N_ROUTES; i++)
+        if (strcmp(routes[i].path, path) == 0)
+            return routes[i].path;
+    return "other";
+}
+
+int srv_route_paths(const char **paths, int max)
+{
+    int n = 0;
+    for (int i = 0; i < N_ROUTES && n < max; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= strcmp(paths[j], routes[i].path) == 0;
+        if (!seen)
+            paths[n++] = routes[i].path;
+    }
+    return n;
+}
+
+/* ---- API key ------------------------------------------------------------------ */
+
+/* Compares without an early exit, so the time does not leak the key's prefix. */
+static int key_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return diff == 0;
+}
+
+static int bearer_ok(const srv_request *req, const char *key)
+{
+    const char *h = req->authorization;
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return key_equal(h, key);
+}
+
+/* 1 if the request carries the key: in the header, or as LibreTranslate's api_key field. */
+static int authorized(srv_request *req, const srv_route *route, srv_response *resp)
+{
+    const char *key = req->srv->opts.api_key;
+    if (!key[0] || (route->flags & ROUTE_PUBLIC) || bearer_ok(req, key))
+        return 1;
+    json_t *field = req->json ? json_object_get(req->json, "api_key") : NULL;
+    return json_is_string(field) && key_equal(json_string_value(field), key);
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+static void run_route(const srv_route *route, srv_request *req, srv_response *resp)
+{
+    srv_response scratch = { 0 };
+    int body_ok = 1;
+    if (route->flags & ROUTE_BODY)
+        body_ok = srv_body_parse(req, &scratch) == 0;   /* api_key may be in the body */
+    resp->lt_errors = (route->flags & ROUTE_LT) || (body_ok && srv_lt_is_request(req));
+    if (!authorized(req, route, resp)) {
+        srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
+                 : "missing or wrong API key (Authorization: Bearer KEY)");
+        return;
+    }
+    if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
+        resp->retry_after = 2;
+        srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
+        return;
+    }
+    if (!body_ok) {
+        srv_fail(resp, scratch.error, "%s", scratch.message);
+        return;
+    }
+    route->handler(req, resp);
+}
+
+void srv_route_dispatch(srv_request *req, srv_response *resp)
+{
+    resp->route = srv_route_label(req->path);
+    const srv_route *route = find_route(req->method, req->path);
+    if (route) {
+        run_route(route, req, resp);
+    } else if (!allowed_methods(req->path, resp->allow, sizeof resp->allow)) {
+        srv_fail(resp, SRV_E_NOT_FOUND, "no route %s %s", req->method, req->path);
+    } else if (strcmp(req->method, "OPTIONS") == 0) {
+        resp->preflight = 1;
+        resp->status = 204;
+    } else {
+        srv_fail(resp, SRV_E_METHOD_NOT_ALLOWED, "%s is not allowed on %s (allowed: %s)",
+                 req->method, req->path, resp->allow);
+    }
+    srv_error_render(resp, resp->lt_errors);
+    if (resp->status == 0) {
+        srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
+        srv_error_render(resp, resp->lt_errors);
+    }
+}

@@ -1,0 +1,182 @@
+/* serve: `mtserve serve` -- options, thread budget, startup order, signals.
+ *
+ * Startup listens first and loads models afterwards (in a loader thread), so
+ * /health can answer 503 "loading" meanwhile.  SIGTERM/SIGINT are blocked in
+ * every thread and taken synchronously by the main thread with sigtimedwait:
+ * it then stops accepting, lets in-flight requests finish, and exits 0.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "http.h"
+#include "metrics.h"
+#include "routes.h"
+#include "server.h"
+
+typedef struct {
+    srv_server *srv;
+    _Atomic int done;       /* 1 loaded, -1 failed */
+    mt_err      err;
+    int         failed_model;
+} loader;
+
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+static void dispatch(void *ctx, srv_request *req, srv_response *resp)
+{
+    srv_server *srv = ctx;
+    req->srv = srv;
+    srv_route_dispatch(req, resp);
+}
+
+/* Workers x BLAS threads <= cores: on 2 cores, 2 workers of 1 BLAS thread each
+ * (two requests decode in parallel; one alone uses one core). */
+static void plan_threads(srv_server *srv)
+{
+    const srv_options *o = &srv->opts;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    srv->cores = n > 0 ? (int)n : 1;
+    srv->workers = o->threads > 0 ? o->threads : srv->cores;
+    srv->blas_threads = o->blas_threads > 0 ? o->blas_threads
+                        : (srv->cores / srv->workers > 0 ? srv->cores / srv->workers : 1);
+    int http = o->http_threads > 0 ? o->http_threads : srv->workers + o->queue + 2;
+    srv->http_threads = http > 512 ? 512 : http;
+    if (srv->workers * srv->blas_threads > srv->cores)
+        fprintf(stderr, "mtserve: warning: %d workers x %d BLAS threads > %d cores\n",
+                srv->workers, srv->blas_threads, srv->cores);
+}
+
+static void *load_models(void *arg)
+{
+    loader *ld = arg;
+    srv_server *srv = ld->srv;
+    for (int i = 0; i < srv->opts.n_models; i++) {
+        if (srv_model_load(srv, i, &ld->err) != MT_OK) {
+            ld->failed_model = i;
+            atomic_store(&ld->done, -1);
+            return NULL;
+        }
+        const srv_model *m = &srv->models[i];
+        fprintf(stderr, "mtserve: model %s (%s): %s->%s, %d+%d layers, d_model %d, vocab %d, "
+                        "%.1f MB weights, session %.1f MB (batch %d, src %d, tgt %d), loaded in %.0f ms\n",
+                m->id, m->dir, m->info->source_lang[0] ? m->info->source_lang : "?",
+                m->info->target_lang[0] ? m->info->target_lang : "?", m->info->enc_layers,
+                m->info->dec_layers, m->info->d_model, m->info->vocab_size,
+                (double)m->info->weight_bytes / 1e6, (double)srv_sessions_bytes(m->sessions) / 1e6,
+                m->sparams.max_batch, m->sparams.max_src_len, m->sparams.max_tgt_len, m->load_ms);
+    }
+    atomic_store(&srv->ready, 1);
+    atomic_store(&ld->done, 1);
+    fprintf(stderr, "mtserve: ready\n");
+    return NULL;
+}
+
+static void register_metrics(const srv_server *srv)
+{
+    const char *paths[SRV_METRICS_MAX_ROUTES];
+    srv_metrics_set_routes(paths, srv_route_paths(paths, SRV_METRICS_MAX_ROUTES));
+    const char *ids[SRV_MAX_MODELS];
+    for (int i = 0; i < srv->opts.n_models; i++)
+        ids[i] = srv->opts.models[i].id;
+    srv_metrics_set_models(ids, srv->opts.n_models);
+}
+
+/* Waits for SIGTERM/SIGINT; returns 0 on a signal, 1 if loading failed. */
+static int wait_for_signal(const sigset_t *set, loader *ld)
+{
+    struct timespec tick = { 0, 200 * 1000000L };
+    for (;;) {
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            fprintf(stderr, "mtserve: %s: stopping (finishing in-flight requests)\n",
+                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            return 0;
+        }
+        if (atomic_load(&ld->done) < 0) {
+            fprintf(stderr, "mtserve: cannot load model '%s': %s\n",
+                    ld->srv->opts.models[ld->failed_model].dir, ld->err.msg);
+            return 1;
+        }
+    }
+}
+
+static int run(srv_server *srv)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before any thread starts */
+    signal(SIGPIPE, SIG_IGN);
+    json_object_seed(0);
+    register_metrics(srv);
+
+    srv->gate = srv_gate_new(srv->workers, srv->opts.queue, srv->opts.queue_timeout_ms);
+    if (!srv->gate)
+        return 1;
+    srv_http_config cfg = {
+        .host = srv->opts.host, .port = srv->opts.port, .threads = srv->http_threads,
+        .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
+        .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
+        .cors_origins = srv->opts.cors_origins, .dispatch = dispatch, .ctx = srv,
+        .in_flight = &srv->in_flight,
+    };
+    char err[512];
+    srv_http *http = srv_http_start(&cfg, err, sizeof err);
+    if (!http) {
+        fprintf(stderr, "mtserve: %s\n", err);
+        srv_gate_free(srv->gate);
+        return 1;
+    }
+    fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %d workers x %d BLAS threads, "
+                    "%d HTTP threads, queue %d)\n", srv->opts.host, srv_http_port(http), srv->cores,
+            srv->workers, srv->blas_threads, srv->http_threads, srv->opts.queue);
+
+    loader ld = { .srv = srv };
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
+        srv_http_stop(http, 0);
+        srv_gate_free(srv->gate);
+        return 1;
+    }
+    int rc = wait_for_signal(&set, &ld);
+    srv_http_stop(http, rc ? 0 : srv->opts.drain_s);
+    pthread_join(tid, NULL);
+    srv_models_free(srv);
+    srv_gate_free(srv->gate);
+    if (rc == 0)
+        fprintf(stderr, "mtserve: stopped\n");
+    return rc;
+}
+
+int mt_cmd_serve(int argc, char **argv)
+{
+    srv_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return 1;
+    char err[512];
+    int rc = srv_options_parse(&srv->opts, argc, argv, env_get, err, sizeof err);
+    if (rc != 0) {
+        if (rc > 0)
+            srv_options_usage(stdout);
+        else
+            fprintf(stderr, "mtserve serve: %s (see --help)\n", err);
+        free(srv);
+        return rc > 0 ? 0 : 2;
+    }
+    srv->n_models = srv->opts.n_models;
+    srv->t_start = srv_now();
+    plan_threads(srv);
+    rc = run(srv);
+    free(srv);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* server: the state every handler shares, through srv_request.srv.
+ *
+ * Everything here is written once at startup (models are filled in by the
+ * loader thread before `ready` is set) and read-only afterwards, except the
+ * atomics.  Handlers run only once `ready` is 1 (routes.c answers 503 before).
+ */
+#ifndef SRV_SERVER_H
+#define SRV_SERVER_H
+
+#include <stdatomic.h>
+
+#include "mt.h"
+#include "options.h"
+#include "pool.h"
+
+typedef struct {
+    char               id[64];
+    char               dir[1024];
+    int                index;        /* in srv_server.models; metrics label index */
+    mt_model          *model;
+    const mt_model_info *info;
+    const mt_tokenizer *tok;
+    mt_session_params  sparams;      /* every session of this model */
+    srv_sessions      *sessions;
+    double             load_ms;
+} srv_model;
+
+struct srv_server {
+    srv_options  opts;
+    srv_model    models[SRV_MAX_MODELS];
+    int          n_models;
+    srv_gate    *gate;
+    int          cores, workers, blas_threads, http_threads;
+    double       t_start;
+    _Atomic int  ready;             /* 0 while loading, 1 serving */
+    _Atomic int  in_flight;         /* requests inside the router now */
+};
+
+/* The model a request names (NULL or "" = the default), or NULL. */
+srv_model *srv_find_model(srv_server *srv, const char *id);
+/* The model of a request's optional "model" field; NULL with resp failed
+ * (404 unknown_model, 400 when not a string). */
+srv_model *srv_request_model(srv_request *req, srv_response *resp);
+/* The first model translating source -> target ("auto" = any known source). */
+srv_model *srv_find_pair(srv_server *srv, const char *source, const char *target);
+
+/* Loads model i (opts.models[i]) and creates its session pool.  Thread: loader. */
+mt_status srv_model_load(srv_server *srv, int i, mt_err *err);
+void      srv_models_free(srv_server *srv);
+
+#endif

@@ -1,0 +1,90 @@
+/* POST /translate
+ *   {"text": string | [strings], "model"?, "beam_size"?, "max_length"?,
+ *    "return_tokens"?, "return_scores"?, "split"?}
+ *   -> {"model", "translations": [{"text", "tokens"?, "token_ids"?, "score"?}], "timing_ms"}
+ * A LibreTranslate-shaped body ("q", "source", "target") goes to libretranslate.c.
+ */
+#include <stdlib.h>
+
+#include "batch.h"
+#include "body.h"
+#include "handlers.h"
+#include "server.h"
+
+typedef struct {
+    const char  **texts;
+    int           n, is_list;
+    srv_model    *model;
+    srv_tr_params tp;
+    int           return_tokens, return_scores;
+} translate_req;
+
+static int parse(srv_request *req, srv_response *resp, translate_req *t)
+{
+    if (srv_field_texts(req, resp, "text", &t->texts, &t->n, &t->is_list) < 0)
+        return -1;
+    if (!(t->model = srv_request_model(req, resp)))
+        return -1;
+    const srv_model *m = t->model;
+    int max_beam = m->sparams.max_batch < SRV_MAX_BEAM ? m->sparams.max_batch : SRV_MAX_BEAM;
+    t->tp = (srv_tr_params){ .beam_size = srv_default_beam(m), .n_best = 1, .split = 1 };
+    if (srv_field_int(req, resp, "beam_size", 1, max_beam, &t->tp.beam_size) < 0 ||
+        srv_field_int(req, resp, "max_length", 2, m->sparams.max_tgt_len, &t->tp.max_length) < 0 ||
+        srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
+        srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
+        srv_field_bool(req, resp, "split", &t->tp.split) < 0)
+        return -1;
+    return 0;
+}
+
+static json_t *tokens_json(const srv_model *m, const srv_tr_result *r, json_t **ids)
+{
+    json_t *pieces = json_array();
+    *ids = json_array();
+    for (int k = 0; k < r->n_ids; k++) {
+        const char *piece = mt_tokenizer_piece(m->tok, r->ids[k]);
+        json_array_append_new(pieces, json_string(piece ? piece : ""));
+        json_array_append_new(*ids, json_integer(r->ids[k]));
+    }
+    return pieces;
+}
+
+static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
+{
+    json_t *o = json_pack("{s:s}", "text", r->alts[0]);
+    if (o && t->return_tokens) {
+        json_t *ids;
+        json_object_set_new(o, "tokens", tokens_json(t->model, r, &ids));
+        json_object_set_new(o, "token_ids", ids);
+    }
+    if (o && t->return_scores)
+        json_object_set_new(o, "score", json_real(r->score));
+    return o;
+}
+
+void srv_handle_translate(srv_request *req, srv_response *resp)
+{
+    if (srv_lt_is_request(req)) {
+        srv_handle_lt_translate(req, resp);
+        return;
+    }
+    translate_req t = { 0 };
+    srv_tr_result *results = NULL;
+    if (parse(req, resp, &t))
+        goto done;
+    if (!(results = calloc((size_t)t.n, sizeof *results))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    if (srv_translate_texts(req->srv, t.model, t.texts, t.n, &t.tp, results, resp))
+        goto done;
+    json_t *list = json_array();
+    for (int i = 0; i < t.n; i++)
+        json_array_append_new(list, translation_json(&t, &results[i]));
+    srv_reply_json(resp, 200, json_pack("{s:s,s:o,s:f}", "model", t.model->id, "translations", list,
+                                        "timing_ms", (srv_now() - req->t_start) * 1e3));
+    srv_tr_results_free(results, t.n);
+done:
+    free(results);
+    free(t.texts);
+}
