@@ -85,7 +85,17 @@ function decLayersOf(m) {
 }
 function decHeadsOf(m) {
   const c = m.config || m.info || {};
-  return numberOf(m.dec_heads, m.decoder_attention_heads, c.dec_heads, c.decoder_attention_heads, m.heads);
+  return numberOf(m.dec_heads, m.decoder_heads, m.decoder_attention_heads, c.dec_heads, c.decoder_heads,
+                  c.decoder_attention_heads, m.heads);
+}
+/* Largest beam the model's sessions take (limits.max_batch), capped at 8. */
+function maxBeamOf(m) {
+  const l = m.limits || {};
+  return Math.min(8, numberOf(l.max_beam, l.max_batch, 8));
+}
+function defaultBeamOf(m) {
+  const c = m.config || m.info || {};
+  return numberOf(m.default_beam, c.default_beam);
 }
 
 function translationOf(r) {
@@ -99,8 +109,20 @@ function translationOf(r) {
   return JSON.stringify(r);
 }
 
-/* [{src, tgt, score}] per sentence; one pseudo-sentence when the server does not
- * report sentences. */
+/* A rough client-side split, only to offer sentences to the attention view when
+ * the server does not report them (the server splits with its own rules). */
+function roughSplit(text) {
+  const out = [];
+  for (const line of text.split(/\r\n|\r|\n/)) {
+    for (const s of line.split(/(?<=[.!?\u2026](?:\s?\u00bb)?["'\u00bb\u201d)\]]*)\s+(?=["'(\[\u00ab\u201c\u00bf\u00a1]?\s?[\p{Lu}\p{N}])/u)) {
+      if (s.trim()) out.push(s.trim());
+    }
+  }
+  return out;
+}
+
+/* [{src, tgt, score}] per sentence; sentences from roughSplit (without their own
+ * translations) when the server does not report sentences. */
 function sentencesOf(r, source) {
   const list = r.sentences || r.segments;
   if (Array.isArray(list) && list.length) {
@@ -110,10 +132,20 @@ function sentencesOf(r, source) {
       score: typeof s.score === 'number' ? s.score : null,
     }));
   }
-  return [{ src: source.trim(), tgt: translationOf(r), score: typeof r.score === 'number' ? r.score : null }];
+  const parts = roughSplit(source);
+  if (parts.length < 2) return [{ src: source.trim(), tgt: translationOf(r), score: null }];
+  return parts.map((p) => ({ src: p, tgt: '', score: null }));
 }
 
 function depth(a) { return Array.isArray(a) ? 1 + depth(a[0]) : 0; }
+
+/* Position of value in the list of indices the server reports for a selection
+ * ("decoder_layers": [2], "heads": [5]), else value itself. */
+function selectedIndex(list, value) {
+  if (!Array.isArray(list)) return value;
+  const k = list.indexOf(value);
+  return k >= 0 ? k : 0;
+}
 
 /* {src, tgt, m, layers, heads}: m[t][s] = weight of source token s for target
  * token t.  Accepts a [tgt][src] matrix, or [head][tgt][src] / [layer][head][tgt][src]
@@ -123,14 +155,16 @@ function attentionOf(r, layer, head) {
   const src = pick(r.source_tokens, r.src_tokens, r.source && r.source.tokens, r.tokens && r.tokens.source);
   const tgt = pick(r.target_tokens, r.tgt_tokens, r.target && r.target.tokens, r.tokens && r.tokens.target);
   let m = pick(r.cross_attention, r.cross, r.attention, r.weights, r.matrix);
-  if (depth(m) === 4) m = (m[layer] || m[m.length - 1])[head] || m[layer][0];
-  else if (depth(m) === 3) m = m[head] || m[0];
+  const li = selectedIndex(r.decoder_layers, layer), hi = selectedIndex(r.heads, head);
+  if (depth(m) === 4) m = m[li] || m[0];
+  if (depth(m) === 3) m = m[hi] || m[0];
   if (depth(m) !== 2) throw new Error('POST /attention: no [target][source] matrix in the answer');
   return {
     src, tgt, m,
     layers: numberOf(r.layers, r.dec_layers, r.n_layers, r.num_layers),
     heads: numberOf(r.heads, r.dec_heads, r.n_heads, r.num_heads),
     translation: typeof r.translation === 'string' ? r.translation : null,
+    generated: r.target_generated === true,
   };
 }
 
@@ -156,7 +190,7 @@ function renderSentences() {
   sel.textContent = '';
   state.sentences.forEach((s, i) => {
     sel.add(new Option(`${i + 1}: ${s.src.slice(0, 40)}${s.src.length > 40 ? '…' : ''}`, String(i)));
-    if (state.sentences.length < 2) return;
+    if (state.sentences.length < 2 || !state.sentences.some((x) => x.tgt)) return;
     const row = document.createElement('div');
     row.className = 'sentence';
     const a = document.createElement('span'); a.textContent = s.src;
@@ -176,8 +210,14 @@ async function connect() {
     const h = await api('GET', '/health');
     setStatus('health: ' + (h.status || 'ok'), true);
   } catch (e) {
-    setStatus('unreachable', false);
-    showError(e);
+    if (/HTTP 503/.test(e.message)) {          /* {"status":"loading"}: try again */
+      setStatus('loading model…', false);
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      return connect();
+    } else {
+      setStatus('unreachable', false);
+      showError(e);
+    }
     return;
   }
   try {
@@ -191,6 +231,8 @@ async function connect() {
       const opt = new Option(id + langs, id);
       opt.dataset.layers = decLayersOf(m);
       opt.dataset.heads = decHeadsOf(m);
+      opt.dataset.maxBeam = maxBeamOf(m);
+      opt.dataset.defaultBeam = defaultBeamOf(m);
       sel.add(opt);
     }
     if (old && [...sel.options].some((o) => o.value === old)) sel.value = old;
@@ -205,6 +247,11 @@ function modelChanged() {
   store('model', $('model').value);
   fillRange($('layer'), Number(opt && opt.dataset.layers) || 6, true);
   fillRange($('head'), Number(opt && opt.dataset.heads) || 8, true);
+  const beam = $('beam'), old = Number(recall('beam') || (opt && opt.dataset.defaultBeam) || 4);
+  const max = Number(opt && opt.dataset.maxBeam) || 8;
+  beam.textContent = '';
+  for (let b = 1; b <= max; b++) beam.add(new Option(b === 1 ? '1 (greedy)' : String(b), String(b)));
+  beam.value = String(Math.min(Math.max(old, 1), max));
 }
 
 async function translate() {
@@ -237,7 +284,7 @@ async function attention() {
   const text = sent ? sent.src : $('source').value.split('\n').find((l) => l.trim()) || '';
   if (!text.trim()) return;
   const layer = Number($('layer').value || 0), head = Number($('head').value || 0);
-  const body = { text, layer, head };
+  const body = { text, layers: layer, heads: head };
   if ($('model').value) body.model = $('model').value;
   showError(null);
   $('attention').disabled = true;
@@ -248,6 +295,7 @@ async function attention() {
     if (att.heads) fillRange($('head'), att.heads, true);
     state.att = att;
     $('att-info').textContent = `${att.tgt.length || att.m.length} × ${att.src.length || att.m[0].length} tokens`
+      + (att.generated ? ' (target = greedy translation)' : '')
       + (att.translation ? ` — ${att.translation}` : '');
     drawHeatmap();
   } catch (e) {
