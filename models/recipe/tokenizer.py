@@ -15,23 +15,30 @@ def main():
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--vocab-size", type=int, default=8000)
+    # 1.0 keeps every character of the training data: at 0.9995, rare but
+    # essential characters such as "!", "?" and "%" fell out of the vocabulary.
+    ap.add_argument("--coverage", type=float, default=1.0)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    joint = os.path.join(a.out, "spm-input.txt")
+    # spm records the input and prefix paths in the model file: train inside the
+    # output directory with fixed names so the bytes do not depend on --out.
+    corpus = os.path.abspath(a.corpus)
+    os.chdir(a.out)
+    joint = "spm-input.txt"
     with open(joint, "w") as f:
         for side in ("en", "fr"):
-            with open(f"{a.corpus}/train.{side}") as g:
+            with open(f"{corpus}/train.{side}") as g:
                 shutil.copyfileobj(g, f)
-    prefix = os.path.join(a.out, "spm")
+    prefix = "spm"
     # One thread and no sampling keep training byte-for-byte reproducible.
     spm.SentencePieceTrainer.train(
         input=joint, model_prefix=prefix, vocab_size=a.vocab_size, model_type="unigram",
-        character_coverage=0.9995, normalization_rule_name="nmt_nfkc",
+        character_coverage=a.coverage, normalization_rule_name="nmt_nfkc",
         unk_id=0, bos_id=1, eos_id=2, pad_id=-1, input_sentence_size=0,
         shuffle_input_sentence=False, num_threads=1, minloglevel=1)
     os.remove(joint)
     for name in ("source.spm", "target.spm"):
-        shutil.copyfile(prefix + ".model", os.path.join(a.out, name))
+        shutil.copyfile(prefix + ".model", name)
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
     vocab = {"</s>": 0, "<unk>": 1}
     for i in range(sp.get_piece_size()):
@@ -39,7 +46,7 @@ def main():
             continue
         vocab.setdefault(sp.id_to_piece(i), len(vocab))
     vocab["<pad>"] = len(vocab)
-    with open(os.path.join(a.out, "vocab.json"), "w") as f:
+    with open("vocab.json", "w") as f:
         json.dump(vocab, f, ensure_ascii=False, indent=1)
     os.remove(prefix + ".model"); os.remove(prefix + ".vocab")
     print(f"vocab.json: {len(vocab)} entries (pad = {vocab['<pad>']})")

@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""The PyTorch reference's speed on the same weights and inputs as bench_engine.
+
+Prints one JSON line per configuration: sentences/s, target tokens/s and the
+output ids (so bench/run.sh can check the C outputs are equal).
+Greedy runs batched (batch 1 and 32); beam search in the reference decodes one
+sentence at a time, so "beam 4 batch 32" is 32 sentences decoded one after
+another (the reference has no batched beam search)."""
+import argparse, json, os, sys, time
+import torch
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models", "recipe"))
+from load import load_dir
+from marian_tok import MarianTok
+
+
+@torch.no_grad()
+def run(m, tok, srcs, batch, beam, max_len):
+    outs = []
+    t0 = time.perf_counter()
+    for s in range(0, len(srcs), batch):
+        chunk = srcs[s:s + batch]
+        if beam == 1:
+            L = max(map(len, chunk))
+            st = torch.full((len(chunk), L), tok.pad)
+            for r, x in enumerate(chunk):
+                st[r, :len(x)] = torch.tensor(x)
+            outs += m.greedy(st, (st != tok.pad).long(), max_len)
+        else:
+            outs += [m.beam(x, beam, max_len)[0][1] for x in chunk]
+    dt = time.perf_counter() - t0
+    return outs, dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True); ap.add_argument("--input", required=True)
+    ap.add_argument("--n", type=int, default=64); ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--configs", default="1:1,32:1,1:4,32:4", help="batch:beam,...")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    m, _ = load_dir(a.model); tok = MarianTok(a.model)
+    lines = open(a.input).read().splitlines()[:a.n]
+    srcs = [tok.encode(x) for x in lines]
+    for cfg in a.configs.split(","):
+        batch, beam = map(int, cfg.split(":"))
+        outs, dt = run(m, tok, srcs, batch, beam, a.max_length)
+        ntok = sum(len(o) for o in outs)
+        print(json.dumps({"engine": "pytorch", "batch": batch, "beam": beam, "sentences": len(srcs),
+                          "seconds": round(dt, 3), "sent_per_s": round(len(srcs) / dt, 2),
+                          "tok_per_s": round(ntok / dt, 1), "target_tokens": ntok, "ids": outs}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
