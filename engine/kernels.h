@@ -12,7 +12,8 @@
 
 typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU } mt_act;
 
-/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL).  n == 1 uses sgemv. */
+/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL).  Up to 8 rows (in a
+ * multiple of 8, AVX2+FMA builds) a packing-free kernel; else sgemv (n == 1) or sgemm. */
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y);
 /* y[m] = alpha * A[m][k] x[k] (A with leading dimension lda). */
 void mt_k_gemv(int m, int k, float alpha, const float *A, int lda, const float *x, float *y);

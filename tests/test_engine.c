@@ -23,6 +23,13 @@
 
 #include "mt.h"
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+#define VALGRIND_CASES 12     /* under valgrind (50x slower) only the first cases run */
+
 #define LOGIT_TOL 1e-4
 #define SCORE_TOL 1e-4
 #define ATTN_TOL  1e-5
@@ -68,7 +75,7 @@ typedef struct {
     mt_model   *m;
     mt_session *s;
     json_t     *cases[MAX_CASES];
-    int         n_cases;
+    int         n_cases, n_loaded;   /* used, parsed */
     int         V;
 } ctx;
 
@@ -97,6 +104,7 @@ static int load_cases(ctx *c)
     }
     free(line);
     fclose(f);
+    c->n_loaded = c->n_cases;
     return c->n_cases > 0;
 }
 
@@ -140,6 +148,10 @@ static ctx *get_ctx(void **state)
         return c;
     }
     c->V = mt_model_get_info(c->m)->vocab_size;
+    if (RUNNING_ON_VALGRIND && c->n_cases > VALGRIND_CASES) {
+        print_message("  [%s] under valgrind: only the first %d of %d cases\n", c->name, VALGRIND_CASES, c->n_cases);
+        c->n_cases = VALGRIND_CASES;
+    }
     return c;
 }
 
@@ -567,7 +579,7 @@ static int teardown(void **state)
     for (size_t k = 0; k < sizeof CTX / sizeof *CTX; k++) {
         mt_session_free(CTX[k].s);
         mt_model_free(CTX[k].m);
-        for (int i = 0; i < CTX[k].n_cases; i++)
+        for (int i = 0; i < CTX[k].n_loaded; i++)
             json_decref(CTX[k].cases[i]);
     }
     return 0;

@@ -69,7 +69,8 @@ static void test_linear_shapes(void **state)
     (void)state;
     static const int shapes[][3] = {
         {1, 1, 1}, {1, 32, 96}, {1, 256, 768}, {1, 256, 8000}, {1, 1024, 256}, {1, 7, 13},    /* sgemv */
-        {2, 3, 5}, {3, 17, 31}, {8, 256, 256}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, /* sgemm */
+        {2, 3, 5}, {3, 17, 31}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, {9, 256, 256}, /* sgemm */
+        {2, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {5, 64, 33}, {7, 32, 7}, {8, 256, 256}, {1, 8, 3},  /* small-n */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 1);
@@ -78,6 +79,21 @@ static void test_linear_shapes(void **state)
 }
 
 /* The strided products attention uses: head slices of [rows][3d] matrices. */
+/* The small-n kernel: a row's result must not depend on the batch it is in. */
+static void test_linear_row_independent(void **state)
+{
+    (void)state;
+    int in = 256, out = 203;
+    float *x = rand_vec((size_t)8 * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
+    float y1[203], y8[8 * 203];
+    mt_k_linear(x, 8, in, W, b, out, y8);
+    for (int r = 0; r < 8; r++) {
+        mt_k_linear(x + r * in, 1, in, W, b, out, y1);
+        assert_memory_equal(y1, y8 + r * out, sizeof y1);
+    }
+    free(x), free(W), free(b);
+}
+
 static void test_gemm_strided(void **state)
 {
     (void)state;
@@ -222,7 +238,8 @@ static void test_half_conversion(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_gemm_strided),
+        cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_linear_row_independent),
+        cmocka_unit_test(test_gemm_strided),
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
         cmocka_unit_test(test_half_conversion),
