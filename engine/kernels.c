@@ -90,7 +90,9 @@ static void linear_small(const float *x, int n, int in, const float *W, const fl
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
 {
 #if HAVE_SMALL
-    if (n <= SMALL_N && in % 8 == 0) {
+    /* one row with several BLAS threads: sgemv splits the rows over cores
+     * (a bandwidth-bound matvec gains from a second core; this kernel is serial) */
+    if (n <= SMALL_N && in % 8 == 0 && (n > 1 || openblas_get_num_threads() == 1)) {
         linear_small(x, n, in, W, b, out, y);
         return;
     }

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <cblas.h>
+
 #include "kernels.h"
 #include "safetensors.h"
 
@@ -72,17 +74,22 @@ static void test_linear_shapes(void **state)
         {2, 3, 5}, {3, 17, 31}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, {9, 256, 256}, /* sgemm */
         {2, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {5, 64, 33}, {7, 32, 7}, {8, 256, 256}, {1, 8, 3},  /* small-n */
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 1);
-        check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 0);
+    for (int threads = 1; threads <= 2; threads++) {          /* 2: single rows take sgemv */
+        openblas_set_num_threads(threads);
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 1);
+            check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 0);
+        }
     }
 }
 
 /* The strided products attention uses: head slices of [rows][3d] matrices. */
-/* The small-n kernel: a row's result must not depend on the batch it is in. */
+/* The small-n kernel: a row's result must not depend on the batch it is in
+ * (with one BLAS thread, single rows use that kernel too). */
 static void test_linear_row_independent(void **state)
 {
     (void)state;
+    openblas_set_num_threads(1);
     int in = 256, out = 203;
     float *x = rand_vec((size_t)8 * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
     float y1[203], y8[8 * 203];
