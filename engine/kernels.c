@@ -188,17 +188,84 @@ void mt_k_activation(float *x, long n, mt_act act)
     }
 }
 
+/* max and sum of exp(x - mx) over x[0..n): AVX2 when available.  A beam
+ * step normalizes beams x vocab logits (32k for beam 4), so this is hot. */
+#if HAVE_SMALL
+/* e^x for x in [-87.3, 0]: Cody-Waite reduction + Cephes expf polynomial
+ * (about 1 ulp); below -87.3 the result is clamped (irrelevant in a sum). */
+static inline __m256 exp8(__m256 x)
+{
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+}
+
+static float range_max(const float *x, int n, float mx)
+{
+    __m256 m = _mm256_set1_ps(mx);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+    float t[8];
+    _mm256_storeu_ps(t, m);
+    for (int k = 0; k < 8; k++)
+        mx = t[k] > mx ? t[k] : mx;
+    for (; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+static double range_sumexp(const float *x, int n, float mx)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();     /* summed in double */
+    __m256 vm = _mm256_set1_ps(mx);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    double t[4], s = 0;
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    s = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < n; i++)
+        s += expf(x[i] - mx);
+    return s;
+}
+#else
+static float range_max(const float *x, int n, float mx)
+{
+    for (int i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+static double range_sumexp(const float *x, int n, float mx)
+{
+    double s = 0;                 /* expf (1 ulp) summed in double */
+    for (int i = 0; i < n; i++)
+        s += expf(x[i] - mx);
+    return s;
+}
+#endif
+
 double mt_k_logsumexp_skip(const float *logits, int n, int skip)
 {
-    float mx = -INFINITY;
-    for (int v = 0; v < n; v++)
-        if (v != skip && logits[v] > mx)
-            mx = logits[v];
-    /* expf (1 ulp) summed in double: accurate to ~1e-7 and 3x cheaper than exp() */
-    double s = 0;
-    for (int v = 0; v < n; v++)
-        if (v != skip)
-            s += expf(logits[v] - mx);
+    int a = skip >= 0 && skip < n ? skip : n;          /* [0, a) and (a, n) */
+    int b = a < n ? a + 1 : n;
+    float mx = range_max(logits + b, n - b, range_max(logits, a, -INFINITY));
+    double s = range_sumexp(logits, a, mx) + range_sumexp(logits + b, n - b, mx);
     return mx + log(s);
 }
 
