@@ -111,12 +111,12 @@ static int translate_greedy(attn_req *a, mt_session *s, srv_response *resp)
 /* tgt_in = [start, tgt[0 .. n-1)]: position t is fed tgt_in[t] and predicts tgt[t]. */
 static int run(srv_request *req, attn_req *a, srv_response *resp)
 {
-    srv_lease lease;
-    if (srv_lease_take(req->srv->gate, a->m->sessions, &lease, resp))
+    mt_session *s;
+    if (srv_session_take(a->m->sessions, &s, resp))
         return -1;
     int rc = 0;
     if (!a->target)
-        rc = translate_greedy(a, lease.s, resp);
+        rc = translate_greedy(a, s, resp);
     int32_t *tgt_in = rc ? NULL : malloc(sizeof *tgt_in * (size_t)(a->n_tgt + 1));
     if (!rc && !tgt_in)
         rc = srv_fail(resp, SRV_E_INTERNAL, "out of memory");
@@ -124,10 +124,10 @@ static int run(srv_request *req, attn_req *a, srv_response *resp)
         tgt_in[0] = a->m->info->decoder_start_id;
         memcpy(tgt_in + 1, a->tgt, sizeof *tgt_in * (size_t)(a->n_tgt > 0 ? a->n_tgt - 1 : 0));
         mt_err err = { 0 };
-        if (mt_attention_run(lease.s, a->src, a->n_src, tgt_in, a->n_tgt, &a->att, &err) != MT_OK)
+        if (mt_attention_run(s, a->src, a->n_src, tgt_in, a->n_tgt, &a->att, &err) != MT_OK)
             rc = srv_fail_mt(resp, &err);
     }
-    srv_lease_return(&lease);
+    srv_sessions_put(a->m->sessions, s);
     free(tgt_in);
     return rc;
 }

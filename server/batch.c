@@ -167,13 +167,13 @@ static int decode_all(srv_server *srv, srv_model *m, sentence_list *l, const srv
     int *order = length_order(l);
     const char **texts = malloc(sizeof *texts * (size_t)(group > 0 ? group : 1));
     mt_translation *tmp = calloc((size_t)(group > 0 ? group : 1), sizeof *tmp);
-    srv_lease lease;
+    mt_session *session = NULL;
     int rc = -1;
     if (!order || !texts || !tmp) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         goto done;
     }
-    if (srv_lease_take(srv->gate, m->sessions, &lease, resp))
+    if (srv_session_take(m->sessions, &session, resp))
         goto done;
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = p->beam_size;
@@ -185,14 +185,14 @@ static int decode_all(srv_server *srv, srv_model *m, sentence_list *l, const srv
         for (int j = 0; j < k; j++)
             texts[j] = l->v[order[c0 + j]].s;
         mt_err err = { 0 };
-        if (mt_translate(lease.s, texts, k, &dp, tmp, &err) != MT_OK) {
+        if (mt_translate(session, texts, k, &dp, tmp, &err) != MT_OK) {
             rc = srv_fail_mt(resp, &err);
             break;
         }
         for (int j = 0; j < k; j++)
             l->v[order[c0 + j]].tr = tmp[j];
     }
-    srv_lease_return(&lease);
+    srv_sessions_put(m->sessions, session);
 done:
     free(order);
     free(texts);

@@ -32,6 +32,8 @@ typedef struct {
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */
     int         form;           /* the body was application/x-www-form-urlencoded */
     double      t_start;        /* srv_now() when the request arrived */
+    double      t_queued;       /* srv_now() when it was queued for a worker */
+    const void *route;          /* set by srv_route_prepare for srv_route_run */
 } srv_request;
 
 struct srv_response {

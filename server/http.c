@@ -6,8 +6,11 @@
  *               is never read).
  *   next calls  a body chunk: append it, or drop it once over the limit;
  *               *upload_data_size = 0 marks it consumed.
- *   last call   *upload_data_size == 0: dispatch and queue the reply.
- *   completed   request_completed(): access log, metrics, free.
+ *   last call   *upload_data_size == 0: prepare (route, checks, light
+ *               handlers) and reply, or suspend the connection and queue the
+ *               request on a worker, which resumes it when the reply is ready;
+ *               MHD then calls us once more and we queue that reply.
+ *   completed   request_completed(): access log, free.
  */
 #include "http.h"
 
@@ -33,15 +36,20 @@ struct srv_http {
 };
 
 typedef struct {
-    double  t_start;
-    char   *body;
-    size_t  len, cap;
-    int     too_large;      /* the body went over max_body: the rest is dropped */
-    int     status;         /* queued status, for the log and metrics */
-    size_t  bytes;          /* queued body bytes */
-    const char *route;
-    char    method[16];
-    char    path[200];
+    srv_http   *h;
+    struct MHD_Connection *conn;
+    double      t_start;
+    char       *body;
+    size_t      len, cap;
+    int         too_large;      /* the body went over max_body: the rest is dropped */
+    _Atomic int ready;          /* a worker filled resp (set before resuming) */
+    srv_request req;
+    srv_response resp;
+    char       *content_type, *authorization;   /* copies of request headers */
+    int         status;         /* queued status, for the log */
+    size_t      bytes;          /* queued body bytes */
+    char        method[16];
+    char       *path;
 } conn_state;
 
 /* ---- responses ----------------------------------------------------------------- */
@@ -100,56 +108,25 @@ static void add_headers(const srv_http *h, struct MHD_Connection *c, struct MHD_
     add_cors(h, c, r, resp);
 }
 
-/* Serializes resp and queues it; takes ownership of resp's body. */
-static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn_state *st,
-                                     srv_response *resp)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    const char *type = NULL;
-    if (resp->json) {
-        buf = json_dumps(resp->json, JSON_COMPACT | JSON_REAL_PRECISION(10));
-        json_decref(resp->json);
-        resp->json = NULL;
-        if (!buf) {         /* our own failure: say so with a fixed body */
-            resp->status = 500;
-            buf = strdup("{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot serialize the reply\"}}");
-        }
-        len = buf ? strlen(buf) : 0;
-        type = "application/json";
-    } else if (resp->text) {
-        buf = resp->text;
-        len = resp->text_len;
-        type = resp->content_type ? resp->content_type : "text/plain; charset=utf-8";
-        resp->text = NULL;
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf ? buf : (void *)"",
-                                                             buf ? MHD_RESPMEM_MUST_FREE
-                                                                 : MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(buf);
-        return MHD_NO;
-    }
-    add_headers(h, c, r, resp, type);
-    st->status = resp->status;
-    st->bytes = len;
-    st->route = resp->route;
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned int)resp->status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
+static const char internal_error_body[] =
+    "{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot serialize the reply\"}}";
 
-static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_state *st,
-                                  srv_code code, const char *msg)
+/* JSON body -> text body.  Big replies (attention) are serialized on the
+ * worker that built them, not on an HTTP thread. */
+static void serialize(srv_response *resp)
 {
-    srv_response resp = { 0 };
-    resp.route = srv_route_label(st->path);
-    srv_fail(&resp, code, "%s", msg);
-    srv_error_render(&resp, 0);
-    return send_response(h, c, st, &resp);
+    if (!resp->json)
+        return;
+    resp->text = json_dumps(resp->json, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    json_decref(resp->json);
+    resp->json = NULL;
+    if (!resp->text) {          /* our own failure: say so with a fixed body */
+        resp->status = 500;
+        resp->text = strdup(internal_error_body);
+    }
+    resp->text_len = resp->text ? strlen(resp->text) : 0;
+    resp->content_type = "application/json";
 }
-
-/* ---- requests ------------------------------------------------------------------- */
 
 static double now_s(void)
 {
@@ -158,16 +135,73 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static conn_state *conn_new(srv_http *h, const char *method, const char *url)
+/* Queues resp (taking its body).  Metrics are counted here, before the client
+ * can see the reply, so a client reading /metrics right after sees its request. */
+static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn_state *st,
+                                     srv_response *resp)
+{
+    serialize(resp);
+    char *buf = resp->text;
+    size_t len = resp->text_len;
+    resp->text = NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf ? buf : (void *)"",
+                                                             buf ? MHD_RESPMEM_MUST_FREE
+                                                                 : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(buf);
+        return MHD_NO;
+    }
+    add_headers(h, c, r, resp, buf ? (resp->content_type ? resp->content_type
+                                                         : "text/plain; charset=utf-8") : NULL);
+    st->status = resp->status;
+    st->bytes = len;
+    srv_metrics_request(resp->route, resp->status, now_s() - st->t_start);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned int)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* 413 before dispatch: the body is never handed to a handler. */
+static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    srv_response resp = { 0 };
+    resp.route = srv_route_label(st->path);
+    srv_fail(&resp, SRV_E_BODY_TOO_LARGE, "the request body is over the limit of %zu bytes",
+             h->cfg.max_body);
+    srv_error_render(&resp, 0);
+    return send_response(h, c, st, &resp);
+}
+
+/* ---- requests ------------------------------------------------------------------- */
+
+static conn_state *conn_new(srv_http *h, struct MHD_Connection *c, const char *method,
+                            const char *url)
 {
     conn_state *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
+    st->h = h;
+    st->conn = c;
     st->t_start = now_s();
     snprintf(st->method, sizeof st->method, "%s", method);
-    snprintf(st->path, sizeof st->path, "%s", url);
+    if (!(st->path = strdup(url))) {
+        free(st);
+        return NULL;
+    }
     atomic_fetch_add(h->cfg.in_flight, 1);
     return st;
+}
+
+static void conn_free(conn_state *st)
+{
+    json_decref(st->req.json);
+    json_decref(st->resp.json);
+    free(st->resp.text);
+    free(st->body);
+    free(st->content_type);
+    free(st->authorization);
+    free(st->path);
+    free(st);
 }
 
 static int declared_too_large(const srv_http *h, struct MHD_Connection *c)
@@ -203,22 +237,53 @@ static int body_append(const srv_http *h, conn_state *st, const char *data, size
     return 0;
 }
 
-static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_state *st,
-                                const char *url, const char *method)
+static char *header_copy(struct MHD_Connection *c, const char *name)
 {
-    srv_request req = {
-        .method = method,
-        .path = url,
-        .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
-        .authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return v ? strdup(v) : NULL;
+}
+
+/* On a worker: run the handler and serialize its reply ... */
+static void run_job(void *arg)
+{
+    conn_state *st = arg;
+    const srv_http_router *rt = &st->h->cfg.router;
+    rt->run(rt->ctx, &st->req, &st->resp);
+    serialize(&st->resp);
+}
+
+/* ... then, once the worker counts as free again, wake the connection up. */
+static void job_done(void *arg)
+{
+    conn_state *st = arg;
+    atomic_store(&st->ready, 1);
+    MHD_resume_connection(st->conn);
+}
+
+static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    const srv_http_router *rt = &h->cfg.router;
+    st->content_type = header_copy(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+    st->authorization = header_copy(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    st->req = (srv_request){
+        .method = st->method,
+        .path = st->path,
+        .content_type = st->content_type,
+        .authorization = st->authorization,
         .body = st->body ? st->body : "",
         .body_len = st->len,
         .t_start = st->t_start,
     };
-    srv_response resp = { 0 };
-    h->cfg.dispatch(h->cfg.ctx, &req, &resp);
-    json_decref(req.json);
-    return send_response(h, c, st, &resp);
+    if (!rt->prepare(rt->ctx, &st->req, &st->resp))
+        return send_response(h, c, st, &st->resp);
+    MHD_suspend_connection(c);
+    st->req.t_queued = now_s();
+    if (rt->submit(rt->ctx, run_job, job_done, st) != 0) {
+        rt->busy(rt->ctx, &st->req, &st->resp);
+        atomic_store(&st->ready, 1);
+        MHD_resume_connection(c);
+    }
+    return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -229,11 +294,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     conn_state *st = *req_cls;
     (void)version;
     if (!st) {
-        if (!(st = conn_new(h, method, url)))
+        if (!(st = conn_new(h, c, method, url)))
             return MHD_NO;
         *req_cls = st;
         if (declared_too_large(h, c))
-            return send_error(h, c, st, SRV_E_BODY_TOO_LARGE, "the request body is over the size limit");
+            return send_too_large(h, c, st);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -242,11 +307,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (st->status)         /* already answered (early 413) */
+    if (st->status)             /* already answered (early 413) */
         return MHD_YES;
+    if (atomic_load(&st->ready))    /* resumed by a worker */
+        return send_response(h, c, st, &st->resp);
     if (st->too_large)
-        return send_error(h, c, st, SRV_E_BODY_TOO_LARGE, "the request body is over the size limit");
-    return dispatch(h, c, st, url, method);
+        return send_too_large(h, c, st);
+    return dispatch(h, c, st);
 }
 
 static void request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -257,13 +324,11 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     (void)c;
     if (!st)
         return;
-    double secs = now_s() - st->t_start;
-    srv_metrics_request(st->route ? st->route : srv_route_label(st->path), st->status, secs);
     if (h->cfg.access_log)
         fprintf(stderr, "access: %s %s %d %zu %.1fms%s\n", st->method, st->path, st->status,
-                st->bytes, secs * 1e3, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
-    free(st->body);
-    free(st);
+                st->bytes, (now_s() - st->t_start) * 1e3,
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    conn_free(st);
     *req_cls = NULL;
     atomic_fetch_sub(h->cfg.in_flight, 1);
 }
@@ -299,7 +364,7 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
     }
     h->cfg = *cfg;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
-                         MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, &on_request, h,
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
@@ -323,10 +388,10 @@ int srv_http_port(const srv_http *h)
     return h->port;
 }
 
-void srv_http_stop(srv_http *h, int drain_s)
+int srv_http_stop(srv_http *h, int drain_s)
 {
     if (!h)
-        return;
+        return 0;
     atomic_store(&h->draining, 1);
     MHD_socket fd = MHD_quiesce_daemon(h->daemon);
     if (fd != MHD_INVALID_SOCKET)
@@ -337,8 +402,13 @@ void srv_http_stop(srv_http *h, int drain_s)
         nanosleep(&ts, NULL);
     }
     int left = atomic_load(h->cfg.in_flight);
-    if (left > 0)
-        fprintf(stderr, "mtserve: %d request(s) still running after %d s; closing them\n", left, drain_s);
+    if (left > 0) {
+        /* MHD must not be stopped with suspended connections (a worker still
+         * holds them); leave it to the process exit. */
+        fprintf(stderr, "mtserve: %d request(s) still running after %d s\n", left, drain_s);
+        return -1;
+    }
     MHD_stop_daemon(h->daemon);
     free(h);
+    return 0;
 }

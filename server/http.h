@@ -1,10 +1,14 @@
 /* http: the only file that talks to libmicrohttpd.
  *
- * It runs the daemon (a thread pool), accumulates request bodies up to a
- * size limit (413 as soon as Content-Length says too much; a chunked body
- * that grows too large is discarded, not buffered), hands each complete
- * request to a dispatch function as an srv_request, sends the srv_response
- * back with CORS headers, and writes one access-log line per request.
+ * It runs the daemon (a thread pool for I/O), accumulates request bodies up
+ * to a size limit (413 as soon as Content-Length says too much; a chunked
+ * body that grows too large is discarded, not buffered), hands each complete
+ * request to the router as an srv_request, and sends the srv_response back
+ * with CORS headers and one access-log line per request.
+ *
+ * Requests that decode are not run on the HTTP threads: their connection is
+ * suspended, the job goes to the worker pool (submit), and the worker resumes
+ * the connection when the reply is ready.  A refused submit gets busy's 503.
  */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
@@ -16,19 +20,26 @@
 
 typedef struct srv_http srv_http;
 
-typedef void (*srv_dispatch_fn)(void *ctx, srv_request *req, srv_response *resp);
+typedef struct {
+    /* 0: resp is final; 1: call run on a worker (see routes.h) */
+    int  (*prepare)(void *ctx, srv_request *req, srv_response *resp);
+    void (*run)(void *ctx, srv_request *req, srv_response *resp);
+    void (*busy)(void *ctx, srv_request *req, srv_response *resp);
+    /* queue fn(arg) then after(arg) on a worker; -1 when the queue is full */
+    int  (*submit)(void *ctx, void (*fn)(void *), void (*after)(void *), void *arg);
+    void  *ctx;
+} srv_http_router;
 
 typedef struct {
     const char     *host;           /* numeric address or name to bind */
-    int             port;
-    int             threads;        /* thread pool size */
+    int             port;           /* 0 = any free port */
+    int             threads;        /* HTTP thread pool size */
     int             max_connections;
     int             timeout_s;      /* idle connection timeout */
     size_t          max_body;
     int             access_log;
     const char     *cors_origins;   /* "*" or a comma-separated list */
-    srv_dispatch_fn dispatch;
-    void           *ctx;            /* passed to dispatch */
+    srv_http_router router;
     _Atomic int    *in_flight;      /* counts requests from arrival to reply sent */
 } srv_http_config;
 
@@ -37,8 +48,10 @@ typedef struct {
 srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len);
 
 /* Graceful stop: stop accepting, wait up to drain_s seconds for in-flight
- * requests to be answered, then stop the daemon and free h. */
-void srv_http_stop(srv_http *h, int drain_s);
+ * requests to be answered, stop the daemon and free h.  Returns 0, or -1 when
+ * requests were still running after drain_s (h is then left running: the
+ * caller should exit the process). */
+int srv_http_stop(srv_http *h, int drain_s);
 
 /* The port actually bound (useful with port 0). */
 int srv_http_port(const srv_http *h);

@@ -51,7 +51,7 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
     srv_metrics_gauges g = { 0 };
-    srv_gate_stats(srv->gate, &g.active_sessions, &g.queue_depth, &g.workers);
+    srv_workers_stats(srv->workers_pool, &g.active_sessions, &g.queue_depth, &g.workers);
     g.in_flight = atomic_load(&srv->in_flight);
     g.models_loaded = atomic_load(&srv->ready) ? srv->n_models : 0;
     g.uptime_s = srv_now() - srv->t_start;

@@ -24,7 +24,7 @@ typedef struct {
     int    port;
     int    threads;         /* inference workers = sessions per model; 0 = auto */
     int    blas_threads;    /* OpenBLAS threads; 0 = auto (cores / workers) */
-    int    http_threads;    /* libmicrohttpd pool; 0 = auto (threads + queue + 2) */
+    int    http_threads;    /* libmicrohttpd I/O thread pool; 0 = auto (cores, >= 2) */
     int    queue;           /* requests that may wait for a worker; more get 503 */
     int    queue_timeout_ms;/* a waiting request gives up (503) after this */
     char   api_key[256];    /* "" = no key required */

@@ -1,93 +1,116 @@
-/* pool: worker slots with a bounded wait queue, and per-model session pools. */
+/* pool: inference threads behind a bounded queue, and per-model session pools. */
 #include "pool.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
-struct srv_gate {
+/* ---- workers ------------------------------------------------------------------ */
+
+typedef struct {
+    srv_job_fn fn, after;
+    void      *arg;
+} job;
+
+struct srv_workers {
     pthread_mutex_t mu;
     pthread_cond_t  cv;
-    int workers, busy;
-    int queue, waiting;
-    int timeout_ms;
+    pthread_t      *tids;
+    int             threads, started;
+    job            *ring;            /* capacity threads + queue */
+    int             cap, head, count;
+    int             busy;
+    int             stop;
 };
 
-srv_gate *srv_gate_new(int workers, int queue, int timeout_ms)
+static void *worker_main(void *arg)
 {
-    srv_gate *g = calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    g->workers = workers > 0 ? workers : 1;
-    g->queue = queue;
-    g->timeout_ms = timeout_ms;
-    return g;
-}
-
-void srv_gate_free(srv_gate *g)
-{
-    if (!g)
-        return;
-    pthread_cond_destroy(&g->cv);
-    pthread_mutex_destroy(&g->mu);
-    free(g);
-}
-
-static struct timespec deadline_after(int ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L)
-        t.tv_sec++, t.tv_nsec -= 1000000000L;
-    return t;
-}
-
-srv_code srv_gate_enter(srv_gate *g)
-{
-    srv_code rc = SRV_OK;
-    pthread_mutex_lock(&g->mu);
-    if (g->busy >= g->workers) {
-        if (g->waiting >= g->queue) {
-            rc = SRV_E_QUEUE_FULL;
-        } else {
-            struct timespec until = deadline_after(g->timeout_ms);
-            g->waiting++;
-            while (g->busy >= g->workers && rc == SRV_OK)
-                if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT && g->busy >= g->workers)
-                    rc = SRV_E_QUEUE_FULL;
-            g->waiting--;
+    srv_workers *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (w->count == 0 && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (w->count == 0)
+            break;
+        job j = w->ring[w->head];
+        w->head = (w->head + 1) % w->cap;
+        w->count--;
+        w->busy++;
+        pthread_mutex_unlock(&w->mu);
+        j.fn(j.arg);
+        pthread_mutex_lock(&w->mu);
+        w->busy--;
+        if (j.after) {
+            pthread_mutex_unlock(&w->mu);
+            j.after(j.arg);
+            pthread_mutex_lock(&w->mu);
         }
     }
-    if (rc == SRV_OK)
-        g->busy++;
-    pthread_mutex_unlock(&g->mu);
-    return rc;
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
 }
 
-void srv_gate_leave(srv_gate *g)
+srv_workers *srv_workers_new(int threads, int queue)
 {
-    pthread_mutex_lock(&g->mu);
-    g->busy--;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    srv_workers *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->threads = threads > 0 ? threads : 1;
+    w->cap = w->threads + (queue > 0 ? queue : 0);
+    w->ring = calloc((size_t)w->cap, sizeof *w->ring);
+    w->tids = calloc((size_t)w->threads, sizeof *w->tids);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (!w->ring || !w->tids) {
+        srv_workers_free(w);
+        return NULL;
+    }
+    for (; w->started < w->threads; w->started++)
+        if (pthread_create(&w->tids[w->started], NULL, worker_main, w) != 0) {
+            srv_workers_free(w);
+            return NULL;
+        }
+    return w;
 }
 
-void srv_gate_stats(srv_gate *g, int *busy, int *waiting, int *workers)
+void srv_workers_free(srv_workers *w)
 {
-    pthread_mutex_lock(&g->mu);
-    *busy = g->busy;
-    *waiting = g->waiting;
-    *workers = g->workers;
-    pthread_mutex_unlock(&g->mu);
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->started; i++)
+        pthread_join(w->tids[i], NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w->ring);
+    free(w->tids);
+    free(w);
+}
+
+/* Outstanding = queued + running; a free thread or a free queue place admits. */
+int srv_workers_submit(srv_workers *w, srv_job_fn fn, srv_job_fn after, void *arg)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->stop || w->count + w->busy >= w->cap) {
+        pthread_mutex_unlock(&w->mu);
+        return -1;
+    }
+    w->ring[(w->head + w->count) % w->cap] = (job){ fn, after, arg };
+    w->count++;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+void srv_workers_stats(srv_workers *w, int *busy, int *queued, int *threads)
+{
+    pthread_mutex_lock(&w->mu);
+    *busy = w->busy;
+    *queued = w->count;
+    *threads = w->threads;
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* ---- sessions ----------------------------------------------------------------- */
@@ -169,33 +192,12 @@ size_t srv_sessions_bytes(srv_sessions *p)
     return b;
 }
 
-/* ---- lease -------------------------------------------------------------------- */
+/* ---- for handlers ---------------------------------------------------------------- */
 
-int srv_lease_take(srv_gate *g, srv_sessions *p, srv_lease *lease, srv_response *resp)
+int srv_session_take(srv_sessions *p, mt_session **out, srv_response *resp)
 {
-    lease->gate = NULL;
-    lease->sessions = NULL;
-    lease->s = NULL;
-    if (srv_gate_enter(g) != SRV_OK) {
-        resp->retry_after = 1;
-        return srv_fail(resp, SRV_E_QUEUE_FULL, "the server is busy; retry later");
-    }
     mt_err err = { 0 };
-    if (srv_sessions_get(p, &lease->s, &err) != MT_OK) {
-        srv_gate_leave(g);
-        return srv_fail(resp, SRV_E_INTERNAL, "cannot create a session: %s", err.msg);
-    }
-    lease->gate = g;
-    lease->sessions = p;
+    if (srv_sessions_get(p, out, &err) != MT_OK)
+        return srv_fail(resp, SRV_E_INTERNAL, "cannot get a session: %s", err.msg);
     return 0;
-}
-
-void srv_lease_return(srv_lease *lease)
-{
-    if (lease->s)
-        srv_sessions_put(lease->sessions, lease->s);
-    if (lease->gate)
-        srv_gate_leave(lease->gate);
-    lease->s = NULL;
-    lease->gate = NULL;
 }

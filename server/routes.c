@@ -12,6 +12,7 @@ enum {
     ROUTE_PUBLIC  = 2,   /* no API key needed */
     ROUTE_LOADING = 4,   /* answers while models load */
     ROUTE_LT      = 8,   /* LibreTranslate endpoint: errors as {"error": "..."} */
+    ROUTE_WORKER  = 16,  /* decodes: runs on an inference worker, not the HTTP thread */
 };
 
 typedef struct {
@@ -22,8 +23,8 @@ typedef struct {
 } srv_route;
 
 static const srv_route routes[] = {
-    { "POST", "/translate",    srv_handle_translate,  ROUTE_BODY },
-    { "POST", "/attention",    srv_handle_attention,  ROUTE_BODY },
+    { "POST", "/translate",    srv_handle_translate,  ROUTE_BODY | ROUTE_WORKER },
+    { "POST", "/attention",    srv_handle_attention,  ROUTE_BODY | ROUTE_WORKER },
     { "POST", "/tokenize",     srv_handle_tokenize,   ROUTE_BODY },
     { "POST", "/detokenize",   srv_handle_detokenize, ROUTE_BODY },
     { "GET",  "/languages",    srv_handle_languages,  ROUTE_LT },
@@ -120,37 +121,37 @@ static int authorized(srv_request *req, const srv_route *route, srv_response *re
 
 /* ---- dispatch ------------------------------------------------------------------- */
 
-static void run_route(const srv_route *route, srv_request *req, srv_response *resp)
+/* The checks in front of a handler; 0 when it may run. */
+static int admit(const srv_route *route, srv_request *req, srv_response *resp)
 {
     srv_response scratch = { 0 };
     int body_ok = 1;
     if (route->flags & ROUTE_BODY)
         body_ok = srv_body_parse(req, &scratch) == 0;   /* api_key may be in the body */
     resp->lt_errors = (route->flags & ROUTE_LT) || (body_ok && srv_lt_is_request(req));
-    if (!authorized(req, route, resp)) {
-        srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
-                 : "missing or wrong API key (Authorization: Bearer KEY)");
-        return;
-    }
+    if (!authorized(req, route, resp))
+        return srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
+                        : "missing or wrong API key (Authorization: Bearer KEY)");
     if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
         resp->retry_after = 2;
-        srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
-        return;
+        return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
     }
-    if (!body_ok) {
-        srv_fail(resp, scratch.error, "%s", scratch.message);
-        return;
-    }
-    route->handler(req, resp);
+    if (!body_ok)
+        return srv_fail(resp, scratch.error, "%s", scratch.message);
+    return 0;
 }
 
-void srv_route_dispatch(srv_request *req, srv_response *resp)
+/* Renders a recorded error; a handler that set nothing is our bug. */
+static void finish(const srv_request *req, srv_response *resp)
 {
-    resp->route = srv_route_label(req->path);
-    const srv_route *route = find_route(req->method, req->path);
-    if (route) {
-        run_route(route, req, resp);
-    } else if (!allowed_methods(req->path, resp->allow, sizeof resp->allow)) {
+    if (resp->error == SRV_OK && resp->status == 0)
+        srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
+    srv_error_render(resp, resp->lt_errors);
+}
+
+static void no_route(srv_request *req, srv_response *resp)
+{
+    if (!allowed_methods(req->path, resp->allow, sizeof resp->allow)) {
         srv_fail(resp, SRV_E_NOT_FOUND, "no route %s %s", req->method, req->path);
     } else if (strcmp(req->method, "OPTIONS") == 0) {
         resp->preflight = 1;
@@ -159,9 +160,41 @@ void srv_route_dispatch(srv_request *req, srv_response *resp)
         srv_fail(resp, SRV_E_METHOD_NOT_ALLOWED, "%s is not allowed on %s (allowed: %s)",
                  req->method, req->path, resp->allow);
     }
-    srv_error_render(resp, resp->lt_errors);
-    if (resp->status == 0) {
-        srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
-        srv_error_render(resp, resp->lt_errors);
+}
+
+int srv_route_prepare(srv_request *req, srv_response *resp)
+{
+    resp->route = srv_route_label(req->path);
+    const srv_route *route = find_route(req->method, req->path);
+    if (!route) {
+        no_route(req, resp);
+    } else if (admit(route, req, resp) == 0) {
+        if (route->flags & ROUTE_WORKER) {
+            req->route = route;
+            return 1;
+        }
+        route->handler(req, resp);
     }
+    finish(req, resp);
+    return 0;
+}
+
+void srv_route_run(srv_request *req, srv_response *resp)
+{
+    const srv_route *route = req->route;
+    double waited_ms = (srv_now() - req->t_queued) * 1e3;
+    if (waited_ms > req->srv->opts.queue_timeout_ms) {
+        resp->retry_after = 1;
+        srv_fail(resp, SRV_E_QUEUE_FULL, "waited %.0f ms for a worker; retry later", waited_ms);
+    } else {
+        route->handler(req, resp);
+    }
+    finish(req, resp);
+}
+
+void srv_route_busy(srv_request *req, srv_response *resp)
+{
+    resp->retry_after = 1;
+    srv_fail(resp, SRV_E_QUEUE_FULL, "all workers are busy and the queue is full; retry later");
+    finish(req, resp);
 }

@@ -31,15 +31,35 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
-static void dispatch(void *ctx, srv_request *req, srv_response *resp)
+/* ---- the router, as http.c sees it ---------------------------------------------- */
+
+static int route_prepare(void *ctx, srv_request *req, srv_response *resp)
+{
+    req->srv = ctx;
+    return srv_route_prepare(req, resp);
+}
+
+static void route_run(void *ctx, srv_request *req, srv_response *resp)
+{
+    (void)ctx;
+    srv_route_run(req, resp);
+}
+
+static void route_busy(void *ctx, srv_request *req, srv_response *resp)
+{
+    (void)ctx;
+    srv_route_busy(req, resp);
+}
+
+static int submit(void *ctx, void (*fn)(void *), void (*after)(void *), void *arg)
 {
     srv_server *srv = ctx;
-    req->srv = srv;
-    srv_route_dispatch(req, resp);
+    return srv_workers_submit(srv->workers_pool, fn, after, arg);
 }
 
 /* Workers x BLAS threads <= cores: on 2 cores, 2 workers of 1 BLAS thread each
- * (two requests decode in parallel; one alone uses one core). */
+ * (two requests decode in parallel; one alone uses one core).  The HTTP
+ * threads only parse and reply: as many as cores, at least 2. */
 static void plan_threads(srv_server *srv)
 {
     const srv_options *o = &srv->opts;
@@ -48,8 +68,7 @@ static void plan_threads(srv_server *srv)
     srv->workers = o->threads > 0 ? o->threads : srv->cores;
     srv->blas_threads = o->blas_threads > 0 ? o->blas_threads
                         : (srv->cores / srv->workers > 0 ? srv->cores / srv->workers : 1);
-    int http = o->http_threads > 0 ? o->http_threads : srv->workers + o->queue + 2;
-    srv->http_threads = http > 512 ? 512 : http;
+    srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
     if (srv->workers * srv->blas_threads > srv->cores)
         fprintf(stderr, "mtserve: warning: %d workers x %d BLAS threads > %d cores\n",
                 srv->workers, srv->blas_threads, srv->cores);
@@ -120,21 +139,22 @@ static int run(srv_server *srv)
     json_object_seed(0);
     register_metrics(srv);
 
-    srv->gate = srv_gate_new(srv->workers, srv->opts.queue, srv->opts.queue_timeout_ms);
-    if (!srv->gate)
+    srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue);
+    if (!srv->workers_pool)
         return 1;
     srv_http_config cfg = {
         .host = srv->opts.host, .port = srv->opts.port, .threads = srv->http_threads,
         .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
         .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
-        .cors_origins = srv->opts.cors_origins, .dispatch = dispatch, .ctx = srv,
-        .in_flight = &srv->in_flight,
+        .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
+        .router = { .prepare = route_prepare, .run = route_run, .busy = route_busy,
+                    .submit = submit, .ctx = srv },
     };
     char err[512];
     srv_http *http = srv_http_start(&cfg, err, sizeof err);
     if (!http) {
         fprintf(stderr, "mtserve: %s\n", err);
-        srv_gate_free(srv->gate);
+        srv_workers_free(srv->workers_pool);
         return 1;
     }
     fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %d workers x %d BLAS threads, "
@@ -145,14 +165,17 @@ static int run(srv_server *srv)
     pthread_t tid;
     if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
         srv_http_stop(http, 0);
-        srv_gate_free(srv->gate);
+        srv_workers_free(srv->workers_pool);
         return 1;
     }
     int rc = wait_for_signal(&set, &ld);
-    srv_http_stop(http, rc ? 0 : srv->opts.drain_s);
+    if (srv_http_stop(http, rc ? 0 : srv->opts.drain_s) != 0) {
+        fflush(NULL);
+        _exit(1);           /* workers still decode: do not free what they use */
+    }
     pthread_join(tid, NULL);
+    srv_workers_free(srv->workers_pool);
     srv_models_free(srv);
-    srv_gate_free(srv->gate);
     if (rc == 0)
         fprintf(stderr, "mtserve: stopped\n");
     return rc;

@@ -29,7 +29,7 @@ struct srv_server {
     srv_options  opts;
     srv_model    models[SRV_MAX_MODELS];
     int          n_models;
-    srv_gate    *gate;
+    srv_workers *workers_pool;      /* inference threads + queue */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
     _Atomic int  ready;             /* 0 while loading, 1 serving */

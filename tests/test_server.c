@@ -1,0 +1,1238 @@
+/* test_server: integration tests of `mtserve serve` over HTTP (cmocka + libcurl).
+ *
+ * Starts the real binary ($MTSERVE_BIN, default build/mtserve) on a free
+ * loopback port with models/tiny, waits for /health, and drives every
+ * endpoint and error case.  Extra servers (API key, queue, shutdown) are
+ * started by the tests that need them.  Every child is killed in teardown
+ * (and on our own death, PR_SET_PDEATHSIG); every wait and loop is bounded.
+ * Server logs go to build/tests/server-<port>.log.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHILDREN 8
+#define START_TIMEOUT_S 60
+#define REQUEST_TIMEOUT_S 120
+
+/* ---- child servers ------------------------------------------------------------ */
+
+typedef struct {
+    pid_t pid;
+    int   port;
+    char  base[64];
+} server;
+
+static pid_t children[MAX_CHILDREN];
+static server main_srv;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
+}
+
+static const char *bin_path(void)
+{
+    const char *b = getenv("MTSERVE_BIN");
+    return b && *b ? b : "build/mtserve";
+}
+
+/* A free loopback port: bind port 0, read it back, release it. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void track(pid_t pid)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (!children[i]) {
+            children[i] = pid;
+            return;
+        }
+}
+
+static void untrack(pid_t pid)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i] == pid)
+            children[i] = 0;
+}
+
+/* Waits up to timeout_s for pid; returns its wait status, or -1. */
+static int wait_child(pid_t pid, double timeout_s)
+{
+    double until = now_s() + timeout_s;
+    int status;
+    while (now_s() < until) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        if (r < 0)
+            return -1;
+        sleep_ms(20);
+    }
+    return -1;
+}
+
+static void kill_child(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGTERM);
+    if (wait_child(pid, 20) == -1) {
+        kill(pid, SIGKILL);
+        wait_child(pid, 10);
+    }
+    untrack(pid);
+}
+
+static void kill_all_children(void)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i])
+            kill_child(children[i]);
+}
+
+/* ---- HTTP client ----------------------------------------------------------------- */
+
+typedef struct {
+    long   status;
+    char  *body;
+    size_t len;
+    char   headers[4096];
+    size_t hlen;
+    int    curl_rc;
+} reply;
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+    reply *r = arg;
+    size_t k = size * n;
+    char *p = realloc(r->body, r->len + k + 1);
+    if (!p)
+        return 0;
+    r->body = p;
+    memcpy(r->body + r->len, data, k);
+    r->len += k;
+    r->body[r->len] = 0;
+    return k;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+    reply *r = arg;
+    size_t k = size * n;
+    if (r->hlen + k < sizeof r->headers) {
+        memcpy(r->headers + r->hlen, data, k);
+        r->hlen += k;
+        r->headers[r->hlen] = 0;
+    }
+    return k;
+}
+
+static void reply_free(reply *r)
+{
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+/* The value of header name (case-insensitive) in out; 0 if absent. */
+static int header(const reply *r, const char *name, char *out, size_t len)
+{
+    size_t n = strlen(name);
+    for (const char *line = r->headers; *line;) {
+        const char *end = strstr(line, "\r\n");
+        if (!end)
+            break;
+        if (strncasecmp(line, name, n) == 0 && line[n] == ':') {
+            const char *v = line + n + 1;
+            while (*v == ' ')
+                v++;
+            size_t vl = (size_t)(end - v) < len - 1 ? (size_t)(end - v) : len - 1;
+            memcpy(out, v, vl);
+            out[vl] = 0;
+            return 1;
+        }
+        line = end + 2;
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *method;         /* default: GET without body, POST with */
+    const char *body;
+    size_t      body_len;       /* 0 = strlen(body) */
+    const char *content_type;   /* default application/json when body */
+    const char *extra[4];       /* more header lines */
+    int         chunked;        /* send the body chunked (no Content-Length) */
+} req_opts;
+
+typedef struct {
+    const char *data;
+    size_t      len, at;
+} upload;
+
+static size_t on_read(char *buf, size_t size, size_t n, void *arg)
+{
+    upload *u = arg;
+    size_t k = size * n < u->len - u->at ? size * n : u->len - u->at;
+    memcpy(buf, u->data + u->at, k);
+    u->at += k;
+    return k;
+}
+
+static reply http_req(const server *s, const char *path, const req_opts *o)
+{
+    reply r = { 0 };
+    char url[256], ctype[128];
+    CURL *c = curl_easy_init();
+    struct curl_slist *hdrs = NULL;
+    upload up = { 0 };
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    if (o && o->body) {
+        size_t len = o->body_len ? o->body_len : strlen(o->body);
+        snprintf(ctype, sizeof ctype, "Content-Type: %s", o->content_type ? o->content_type : "application/json");
+        hdrs = curl_slist_append(hdrs, ctype);
+        if (o->chunked) {
+            up = (upload){ o->body, len, 0 };
+            curl_easy_setopt(c, CURLOPT_POST, 1L);
+            curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(c, CURLOPT_READDATA, &up);
+            hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+        } else {
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, o->body);
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        }
+        hdrs = curl_slist_append(hdrs, "Expect:");
+    }
+    for (int i = 0; o && i < 4 && o->extra[i]; i++)
+        hdrs = curl_slist_append(hdrs, o->extra[i]);
+    if (hdrs)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    if (o && o->method) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, o->method);
+        if (strcmp(o->method, "HEAD") == 0)
+            curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    }
+    r.curl_rc = (int)curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    return r;
+}
+
+static reply get(const server *s, const char *path)
+{
+    return http_req(s, path, NULL);
+}
+
+static reply post(const server *s, const char *path, const char *body)
+{
+    req_opts o = { .body = body };
+    return http_req(s, path, &o);
+}
+
+static json_t *reply_json(const reply *r)
+{
+    json_error_t e;
+    json_t *j = r->body ? json_loadb(r->body, r->len, 0, &e) : NULL;
+    if (!j)
+        print_error("not JSON (status %ld): %.300s\n", r->status, r->body ? r->body : "(none)");
+    return j;
+}
+
+/* ---- starting servers ------------------------------------------------------------ */
+
+/* Starts the binary with args (NULL-terminated) plus --host/--port, env
+ * entries ("NAME=value") added; waits for /health 200.  0 or -1. */
+static int server_start_env(server *s, const char *const *args, const char *const *env)
+{
+    s->port = free_port();
+    if (s->port <= 0)
+        return -1;
+    snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
+    char port[16], log[128];
+    snprintf(port, sizeof port, "%d", s->port);
+    snprintf(log, sizeof log, "build/tests/server-%d.log", s->port);
+    const char *argv[40] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", port };
+    int n = 6;
+    for (int i = 0; args && args[i] && n < 38; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    s->pid = pid;
+    track(pid);
+    double until = now_s() + START_TIMEOUT_S;
+    while (now_s() < until) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            untrack(pid);
+            print_error("server exited during startup (status %d); see %s\n", status, log);
+            return -1;
+        }
+        reply r = get(s, "/health");
+        long st = r.status;
+        reply_free(&r);
+        if (st == 200)
+            return 0;
+        sleep_ms(50);
+    }
+    print_error("server not healthy after %d s; see %s\n", START_TIMEOUT_S, log);
+    kill_child(pid);
+    return -1;
+}
+
+static int server_start(server *s, const char *const *args)
+{
+    return server_start_env(s, args, NULL);
+}
+
+/* SIGTERM, then the exit status (-1 on timeout). */
+static int server_stop(server *s)
+{
+    kill(s->pid, SIGTERM);
+    int status = wait_child(s->pid, 40);
+    if (status == -1)
+        kill_child(s->pid);
+    untrack(s->pid);
+    s->pid = 0;
+    return status;
+}
+
+/* ---- assertions ------------------------------------------------------------------------ */
+
+/* Asserts the status and returns the parsed body (caller decrefs). */
+static json_t *expect_json(reply *r, long status)
+{
+    if (r->status != status)
+        print_error("expected %ld, got %ld (curl %d): %.400s\n", status, r->status, r->curl_rc,
+                    r->body ? r->body : "");
+    assert_int_equal(r->status, status);
+    json_t *j = reply_json(r);
+    assert_non_null(j);
+    return j;
+}
+
+/* A request that must fail with our envelope: status, code, and a word in the message. */
+static void expect_error(const server *s, const char *path, const req_opts *o, long status,
+                         const char *code, const char *word)
+{
+    reply r = http_req(s, path, o);
+    json_t *j = expect_json(&r, status);
+    json_t *err = json_object_get(j, "error");
+    assert_true(json_is_object(err));
+    const char *got = json_string_value(json_object_get(err, "code"));
+    const char *msg = json_string_value(json_object_get(err, "message"));
+    assert_non_null(got);
+    assert_non_null(msg);
+    if (strcmp(got, code) != 0 || (word && !strstr(msg, word)))
+        print_error("expected %s mentioning '%s', got %s: %s\n", code, word ? word : "", got, msg);
+    assert_string_equal(got, code);
+    if (word)
+        assert_non_null(strstr(msg, word));
+    json_decref(j);
+    reply_free(&r);
+}
+
+static void expect_post_error(const char *path, const char *body, long status, const char *code,
+                              const char *word)
+{
+    req_opts o = { .body = body };
+    expect_error(&main_srv, path, &o, status, code, word);
+}
+
+/* POST /translate on s; returns translations[i].text joined (caller frees json). */
+static json_t *translate(const server *s, const char *body)
+{
+    reply r = post(s, "/translate", body);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    return j;
+}
+
+static const char *tr_text(json_t *j, size_t i)
+{
+    return json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), i), "text"));
+}
+
+/* The value of a metrics sample line starting with prefix ("name{labels}"), or -1. */
+static double metric(const server *s, const char *prefix)
+{
+    reply r = get(s, "/metrics");
+    double v = -1;
+    size_t n = strlen(prefix);
+    for (char *line = r.body; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (strncmp(line, prefix, n) == 0 && line[n] == ' ')
+            v = atof(line + n + 1);
+        line = nl ? nl + 1 : NULL;
+    }
+    reply_free(&r);
+    return v;
+}
+
+/* ---- group setup ------------------------------------------------------------------------ */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--model", "models/tiny", "--model", "copy=models/tiny",
+                                        "--max-body", "65536", "--max-tokens", "300", "--queue", "64",
+                                        "--threads", "2", NULL };
+    curl_global_init(CURL_GLOBAL_ALL);
+    return server_start(&main_srv, args);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (main_srv.pid) {
+        int status = server_stop(&main_srv);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            print_error("main server exit status %d\n", status);
+    }
+    kill_all_children();
+    curl_global_cleanup();
+    return 0;
+}
+
+/* ---- endpoints ------------------------------------------------------------------------------ */
+
+static void test_health(void **state)
+{
+    (void)state;
+    reply r = get(&main_srv, "/health");
+    json_t *j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "status")), "ok");
+    json_decref(j);
+    reply_free(&r);
+}
+
+static void test_translate_single(void **state)
+{
+    (void)state;
+    json_t *j = translate(&main_srv, "{\"text\": \"Hello world.\", \"beam_size\": 2, \"max_length\": 16}");
+    assert_string_equal(json_string_value(json_object_get(j, "model")), "tiny");
+    assert_true(json_is_number(json_object_get(j, "timing_ms")));
+    assert_int_equal(json_array_size(json_object_get(j, "translations")), 1);
+    assert_non_null(tr_text(j, 0));
+    assert_true(strlen(tr_text(j, 0)) > 0);
+    assert_null(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "tokens"));
+    json_decref(j);
+}
+
+/* A list is one batch, and each result equals translating the text alone. */
+static void test_translate_list(void **state)
+{
+    (void)state;
+    const char *texts[] = { "Hello world.", "The cat sleeps", "Install the package" };
+    json_t *all = translate(&main_srv, "{\"text\": [\"Hello world.\", \"The cat sleeps\", \"Install the package\"],"
+                                       " \"return_tokens\": true, \"return_scores\": true, \"max_length\": 12}");
+    assert_int_equal(json_array_size(json_object_get(all, "translations")), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *t = json_array_get(json_object_get(all, "translations"), i);
+        json_t *tokens = json_object_get(t, "tokens"), *ids = json_object_get(t, "token_ids");
+        assert_true(json_is_array(tokens) && json_is_array(ids));
+        assert_int_equal(json_array_size(tokens), json_array_size(ids));
+        assert_true(json_array_size(tokens) > 0);
+        assert_true(json_is_number(json_object_get(t, "score")));
+        char body[256];
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"max_length\": 12}", texts[i]);
+        json_t *one = translate(&main_srv, body);
+        assert_string_equal(tr_text(one, 0), json_string_value(json_object_get(t, "text")));
+        json_decref(one);
+    }
+    json_decref(all);
+}
+
+/* Sentences are translated one by one and joined with the original spacing. */
+static void test_translate_split(void **state)
+{
+    (void)state;
+    json_t *whole = translate(&main_srv, "{\"text\": \"Hello world. How are you?\\n\\n  Second paragraph.\","
+                                         " \"beam_size\": 1, \"max_length\": 10}");
+    json_t *parts = translate(&main_srv, "{\"text\": [\"Hello world.\", \"How are you?\", \"Second paragraph.\"],"
+                                         " \"beam_size\": 1, \"max_length\": 10, \"split\": false}");
+    char expect[2048];
+    snprintf(expect, sizeof expect, "%s %s\n\n  %s", tr_text(parts, 0), tr_text(parts, 1), tr_text(parts, 2));
+    assert_string_equal(tr_text(whole, 0), expect);
+    json_decref(whole);
+    json_decref(parts);
+    json_t *nosplit = translate(&main_srv, "{\"text\": \"Hello world. How are you?\", \"split\": false,"
+                                           " \"beam_size\": 1, \"max_length\": 10}");
+    assert_non_null(tr_text(nosplit, 0));
+    json_decref(nosplit);
+}
+
+static void test_translate_model_choice(void **state)
+{
+    (void)state;
+    json_t *a = translate(&main_srv, "{\"text\": \"Good morning\", \"max_length\": 10}");
+    json_t *b = translate(&main_srv, "{\"text\": \"Good morning\", \"max_length\": 10, \"model\": \"copy\"}");
+    assert_string_equal(json_string_value(json_object_get(b, "model")), "copy");
+    assert_string_equal(tr_text(a, 0), tr_text(b, 0));      /* same weights */
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_tokenize_detokenize(void **state)
+{
+    (void)state;
+    reply r = post(&main_srv, "/tokenize", "{\"text\": \"Hello world\"}");
+    json_t *j = expect_json(&r, 200);
+    json_t *ids = json_object_get(j, "ids"), *pieces = json_object_get(j, "pieces");
+    assert_true(json_array_size(ids) >= 2);
+    assert_int_equal(json_array_size(ids), json_array_size(pieces));
+    assert_string_equal(json_string_value(json_array_get(pieces, json_array_size(pieces) - 1)), "</s>");
+    /* detokenize(tokenize(x)) == x */
+    json_t *body = json_pack("{s:O}", "ids", ids);
+    char *text = json_dumps(body, 0);
+    reply d = post(&main_srv, "/detokenize", text);
+    json_t *dj = expect_json(&d, 200);
+    assert_string_equal(json_string_value(json_object_get(dj, "text")), "Hello world");
+    free(text);
+    json_decref(body);
+    json_decref(dj);
+    json_decref(j);
+    reply_free(&d);
+    reply_free(&r);
+
+    r = post(&main_srv, "/tokenize", "{\"text\": \"Bonjour\", \"side\": \"target\", \"model\": \"copy\"}");
+    j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "side")), "target");
+    assert_string_equal(json_string_value(json_object_get(j, "model")), "copy");
+    json_decref(j);
+    reply_free(&r);
+
+    expect_post_error("/detokenize", "{\"ids\": [1, 2, 8000]}", 400, "invalid_field", "ids[2]");
+    expect_post_error("/detokenize", "{\"ids\": [-1]}", 400, "invalid_field", "ids[0]");
+    expect_post_error("/detokenize", "{\"ids\": \"1 2\"}", 400, "invalid_field", "ids");
+    expect_post_error("/tokenize", "{\"text\": \"x\", \"side\": \"left\"}", 400, "invalid_field", "side");
+}
+
+/* Every row of every matrix sums to 1; decoder self-attention is lower-triangular. */
+static void check_weights(json_t *w, size_t layers, size_t heads, size_t rows, size_t cols, int causal)
+{
+    assert_int_equal(json_array_size(w), layers);
+    for (size_t l = 0; l < layers; l++) {
+        json_t *lw = json_array_get(w, l);
+        assert_int_equal(json_array_size(lw), heads);
+        for (size_t h = 0; h < heads; h++) {
+            json_t *hw = json_array_get(lw, h);
+            assert_int_equal(json_array_size(hw), rows);
+            for (size_t r = 0; r < rows; r++) {
+                json_t *row = json_array_get(hw, r);
+                assert_int_equal(json_array_size(row), cols);
+                double sum = 0;
+                for (size_t c = 0; c < cols; c++) {
+                    double v = json_number_value(json_array_get(row, c));
+                    assert_true(v >= 0 && v <= 1);
+                    if (causal && c > r)
+                        assert_true(v == 0);
+                    sum += v;
+                }
+                if (fabs(sum - 1) > 1e-4)
+                    print_error("row sum %.7f\n", sum);
+                assert_true(fabs(sum - 1) <= 1e-4);
+            }
+        }
+    }
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    reply r = post(&main_srv, "/attention", "{\"text\": \"The cat sleeps.\", \"target\": \"Le chat dort.\"}");
+    json_t *j = expect_json(&r, 200);
+    size_t S = json_array_size(json_object_get(j, "source_tokens"));
+    size_t T = json_array_size(json_object_get(j, "target_tokens"));
+    assert_true(S >= 2 && T >= 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "rounding_decimals")), 6);
+    check_weights(json_object_get(j, "cross_attention"), 2, 4, T, S, 0);
+    check_weights(json_object_get(j, "decoder_self_attention"), 2, 4, T, T, 1);
+    check_weights(json_object_get(j, "encoder_self_attention"), 2, 4, S, S, 0);
+    /* the target is the teacher-forced text */
+    reply t = post(&main_srv, "/tokenize", "{\"text\": \"Le chat dort.\", \"side\": \"target\"}");
+    json_t *tj = expect_json(&t, 200);
+    assert_true(json_equal(json_object_get(tj, "ids"), json_object_get(j, "target_ids")));
+    json_decref(tj);
+    reply_free(&t);
+    json_decref(j);
+    reply_free(&r);
+
+    /* without a target: the greedy translation; subsets of layers and heads */
+    r = post(&main_srv, "/attention", "{\"text\": \"Hello\", \"layers\": [1], \"heads\": [0, 3], \"model\": \"copy\"}");
+    j = expect_json(&r, 200);
+    assert_true(json_is_true(json_object_get(j, "target_generated")));
+    S = json_array_size(json_object_get(j, "source_tokens"));
+    T = json_array_size(json_object_get(j, "target_tokens"));
+    check_weights(json_object_get(j, "cross_attention"), 1, 2, T, S, 0);
+    check_weights(json_object_get(j, "decoder_self_attention"), 1, 2, T, T, 1);
+    check_weights(json_object_get(j, "encoder_self_attention"), 1, 2, S, S, 0);
+    json_decref(j);
+    reply_free(&r);
+
+    expect_post_error("/attention", "{\"text\": \"Hello\", \"layers\": [2]}", 400, "invalid_field", "layers");
+    expect_post_error("/attention", "{\"text\": \"Hello\", \"heads\": [-1]}", 400, "invalid_field", "heads");
+    expect_post_error("/attention", "{\"text\": \"Hello\", \"heads\": \"all\"}", 400, "invalid_field", "heads");
+    expect_post_error("/attention", "{\"text\": \"Hello\", \"target\": \" \"}", 400, "empty_text", "target");
+}
+
+static int has_string(json_t *arr, const char *s)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+        if (json_is_string(e) && strcmp(json_string_value(e), s) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_models_languages_openapi(void **state)
+{
+    (void)state;
+    reply r = get(&main_srv, "/models");
+    json_t *j = expect_json(&r, 200);
+    json_t *models = json_object_get(j, "models");
+    assert_int_equal(json_array_size(models), 2);
+    assert_string_equal(json_string_value(json_object_get(j, "default")), "tiny");
+    json_t *m0 = json_array_get(models, 0);
+    assert_string_equal(json_string_value(json_object_get(m0, "id")), "tiny");
+    assert_string_equal(json_string_value(json_object_get(m0, "source_lang")), "en");
+    assert_string_equal(json_string_value(json_object_get(m0, "target_lang")), "fr");
+    assert_true(json_integer_value(json_object_get(json_object_get(m0, "size"), "file_bytes")) > 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m0, "config"), "d_model")), 32);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(models, 1), "id")), "copy");
+    json_decref(j);
+    reply_free(&r);
+
+    r = get(&main_srv, "/languages");
+    j = expect_json(&r, 200);
+    assert_true(json_is_array(j));
+    json_t *en = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(j, i, e)
+        if (strcmp(json_string_value(json_object_get(e, "code")), "en") == 0)
+            en = e;
+    assert_non_null(en);
+    assert_string_equal(json_string_value(json_object_get(en, "name")), "English");
+    assert_true(has_string(json_object_get(en, "targets"), "fr"));
+    json_decref(j);
+    reply_free(&r);
+
+    r = get(&main_srv, "/openapi.json");
+    j = expect_json(&r, 200);
+    assert_true(strncmp(json_string_value(json_object_get(j, "openapi")), "3.", 2) == 0);
+    const char *paths[] = { "/translate", "/languages", "/attention", "/tokenize", "/detokenize",
+                            "/health", "/models", "/metrics", "/openapi.json" };
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+        assert_non_null(json_object_get(json_object_get(j, "paths"), paths[k]));
+    json_decref(j);
+    reply_free(&r);
+}
+
+static void test_metrics(void **state)
+{
+    (void)state;
+    const char *ok = "mtserve_requests_total{route=\"/translate\",status=\"200\"}";
+    const char *tok = "mtserve_generated_tokens_total{model=\"tiny\"}";
+    double before = metric(&main_srv, ok), tok_before = metric(&main_srv, tok);
+    json_t *j = translate(&main_srv, "{\"text\": \"Count me\", \"max_length\": 8}");
+    json_decref(j);
+    double after = metric(&main_srv, ok), tok_after = metric(&main_srv, tok);
+    assert_true(after >= (before < 0 ? 0 : before) + 1);
+    assert_true(tok_after > tok_before);
+    assert_true(metric(&main_srv, "mtserve_request_duration_seconds_count{route=\"/translate\"}") >= after);
+    assert_true(metric(&main_srv, "mtserve_active_sessions") >= 0);
+    assert_true(metric(&main_srv, "mtserve_queue_depth") >= 0);
+    reply r = get(&main_srv, "/metrics");
+    char type[128];
+    assert_true(header(&r, "Content-Type", type, sizeof type));
+    assert_non_null(strstr(type, "text/plain"));
+    assert_non_null(strstr(r.body, "# TYPE mtserve_request_duration_seconds histogram"));
+    reply_free(&r);
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static void test_errors_json_and_fields(void **state)
+{
+    (void)state;
+    expect_post_error("/translate", "{\"text\": \"Hello\"", 400, "invalid_json", NULL);
+    expect_post_error("/translate", "[1, 2]", 400, "invalid_json", NULL);
+    expect_post_error("/translate", "{\"text\": 5}", 400, "invalid_field", "'text'");
+    expect_post_error("/translate", "{\"text\": [\"a\", 3]}", 400, "invalid_field", "text[1]");
+    expect_post_error("/translate", "{}", 400, "invalid_field", "'text'");
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"beam_size\": \"4\"}", 400, "invalid_field", "beam_size");
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"beam_size\": 0}", 400, "invalid_field", "beam_size");
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"max_length\": 1.5}", 400, "invalid_field", "max_length");
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"return_tokens\": \"yes\"}", 400, "invalid_field",
+                      "return_tokens");
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"split\": 1}", 400, "invalid_field", "split");
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"model\": 7}", 400, "invalid_field", "model");
+    expect_post_error("/tokenize", "{\"text\": [\"a\"]}", 400, "invalid_field", "text");
+}
+
+static void test_errors_empty_text(void **state)
+{
+    (void)state;
+    expect_post_error("/translate", "{\"text\": \"\"}", 400, "empty_text", "text");
+    expect_post_error("/translate", "{\"text\": \" \\n\\t \"}", 400, "empty_text", "text");
+    expect_post_error("/translate", "{\"text\": []}", 400, "empty_text", "text");
+    expect_post_error("/translate", "{\"text\": [\"ok\", \"\"]}", 400, "empty_text", "text[1]");
+    expect_post_error("/attention", "{\"text\": \"\"}", 400, "empty_text", "text");
+    expect_post_error("/tokenize", "{\"text\": \"\"}", 400, "empty_text", "text");
+    req_opts none = { .method = "POST" };
+    expect_error(&main_srv, "/translate", &none, 400, "invalid_json", NULL);
+}
+
+static char *repeat(const char *prefix, const char *word, int n, const char *suffix)
+{
+    size_t len = strlen(prefix) + strlen(word) * (size_t)n + strlen(suffix) + 1;
+    char *s = malloc(len), *p = s;
+    p += sprintf(p, "%s", prefix);
+    for (int i = 0; i < n; i++)
+        p += sprintf(p, "%s", word);
+    sprintf(p, "%s", suffix);
+    return s;
+}
+
+static void test_errors_limits(void **state)
+{
+    (void)state;
+    /* one sentence over the 256-token session limit; a request over --max-tokens 300 */
+    char *one = repeat("{\"text\": \"", "word ", 400, "\"}");
+    expect_post_error("/translate", one, 413, "input_too_long", "tokens");
+    free(one);
+    char *many = repeat("{\"text\": [", "\"one two three four five six seven eight nine\",", 40, "\"x\"]}");
+    expect_post_error("/translate", many, 413, "input_too_long", "300");
+    free(many);
+    char *attn = repeat("{\"text\": \"", "word ", 400, "\"}");
+    expect_post_error("/attention", attn, 413, "input_too_long", "tokens");
+    free(attn);
+    /* bodies over --max-body 65536: declared by Content-Length, and chunked */
+    char *big = repeat("{\"text\": \"", "aaaaaaaaaa", 10000, "\"}");
+    req_opts o = { .body = big };
+    expect_error(&main_srv, "/translate", &o, 413, "body_too_large", "65536");
+    req_opts oc = { .body = big, .chunked = 1 };
+    expect_error(&main_srv, "/translate", &oc, 413, "body_too_large", "65536");
+    free(big);
+    /* a chunked body under the limit is fine */
+    req_opts small = { .body = "{\"text\": \"Chunked hello\", \"max_length\": 8}", .chunked = 1 };
+    reply r = http_req(&main_srv, "/translate", &small);
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+}
+
+static void test_errors_routes(void **state)
+{
+    (void)state;
+    expect_post_error("/translate", "{\"text\": \"Hi\", \"model\": \"nope\"}", 404, "unknown_model", "nope");
+    expect_post_error("/attention", "{\"text\": \"Hi\", \"model\": \"nope\"}", 404, "unknown_model", "nope");
+    expect_error(&main_srv, "/nowhere", NULL, 404, "not_found", "/nowhere");
+    req_opts del = { .method = "DELETE" };
+    expect_error(&main_srv, "/models", &del, 405, "method_not_allowed", "DELETE");
+    reply r = get(&main_srv, "/translate");
+    assert_int_equal(r.status, 405);
+    char allow[128];
+    assert_true(header(&r, "Allow", allow, sizeof allow));
+    assert_non_null(strstr(allow, "POST"));
+    reply_free(&r);
+    req_opts head = { .method = "HEAD" };
+    r = http_req(&main_srv, "/health", &head);
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    expect_post_error("/languages", "{}", 405, "method_not_allowed", NULL);
+}
+
+static void test_errors_utf8_and_media(void **state)
+{
+    (void)state;
+    const char bad[] = "{\"text\": \"caf\xc3 \xff\"}";
+    expect_post_error("/translate", bad, 400, "invalid_utf8", NULL);
+    const char overlong[] = "{\"text\": \"\xc0\xaf\"}";
+    expect_post_error("/translate", overlong, 400, "invalid_utf8", NULL);
+    expect_post_error("/translate", "{\"text\": \"\\ud800\"}", 400, "invalid_json", NULL);
+    req_opts mp = { .body = "--x\r\n", .content_type = "multipart/form-data; boundary=x" };
+    expect_error(&main_srv, "/translate", &mp, 415, "unsupported_media_type", NULL);
+    /* the server is still fine */
+    json_t *j = translate(&main_srv, "{\"text\": \"Still alive\", \"max_length\": 8}");
+    json_decref(j);
+}
+
+static void test_cors(void **state)
+{
+    (void)state;
+    req_opts o = { .method = "OPTIONS",
+                   .extra = { "Origin: http://example.org", "Access-Control-Request-Method: POST",
+                              "Access-Control-Request-Headers: content-type, authorization" } };
+    reply r = http_req(&main_srv, "/translate", &o);
+    assert_int_equal(r.status, 204);
+    char v[256];
+    assert_true(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    assert_string_equal(v, "*");
+    assert_true(header(&r, "Access-Control-Allow-Methods", v, sizeof v));
+    assert_non_null(strstr(v, "POST"));
+    assert_true(header(&r, "Access-Control-Allow-Headers", v, sizeof v));
+    assert_non_null(strcasestr(v, "content-type"));
+    assert_non_null(strcasestr(v, "authorization"));
+    reply_free(&r);
+    req_opts g = { .extra = { "Origin: http://example.org" } };
+    r = http_req(&main_srv, "/models", &g);
+    assert_int_equal(r.status, 200);
+    assert_true(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    reply_free(&r);
+}
+
+/* ---- LibreTranslate ------------------------------------------------------------------------ */
+
+static void test_libretranslate_json(void **state)
+{
+    (void)state;
+    json_t *ours = translate(&main_srv, "{\"text\": \"Hello world\"}");
+    reply r = post(&main_srv, "/translate", "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\", \"format\": \"text\"}");
+    json_t *j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")), tr_text(ours, 0));
+    assert_null(json_object_get(j, "alternatives"));
+    assert_null(json_object_get(j, "detectedLanguage"));
+    json_decref(j);
+    reply_free(&r);
+    json_decref(ours);
+
+    r = post(&main_srv, "/translate", "{\"q\": [\"Hello world\", \"Good night\"], \"source\": \"auto\", \"target\": \"fr\","
+                                      " \"alternatives\": 2, \"api_key\": \"\"}");
+    j = expect_json(&r, 200);
+    json_t *texts = json_object_get(j, "translatedText"), *alts = json_object_get(j, "alternatives");
+    assert_int_equal(json_array_size(texts), 2);
+    assert_int_equal(json_array_size(alts), 2);
+    assert_true(json_is_array(json_array_get(alts, 0)));
+    assert_true(json_array_size(json_array_get(alts, 0)) <= 2);
+    json_t *det = json_object_get(j, "detectedLanguage");
+    assert_int_equal(json_array_size(det), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(det, 0), "language")), "en");
+    json_decref(j);
+    reply_free(&r);
+}
+
+static void expect_lt_error(const char *body, const char *content_type, long status, const char *word)
+{
+    req_opts o = { .body = body, .content_type = content_type };
+    reply r = http_req(&main_srv, "/translate", &o);
+    json_t *j = expect_json(&r, status);
+    json_t *err = json_object_get(j, "error");
+    if (!json_is_string(err) || !strstr(json_string_value(err), word))
+        print_error("expected an error string with '%s': %s\n", word, r.body);
+    assert_true(json_is_string(err));
+    assert_non_null(strstr(json_string_value(err), word));
+    json_decref(j);
+    reply_free(&r);
+}
+
+static void test_libretranslate_errors(void **state)
+{
+    (void)state;
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"de\", \"target\": \"fr\"}", NULL, 400, "de is not supported");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"de\"}", NULL, 400, "not available");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"auto\", \"target\": \"xx\"}", NULL, 400, "not available");
+    expect_lt_error("{\"q\": \"\", \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "missing q");
+    expect_lt_error("{\"q\": \"Hi\", \"target\": \"fr\"}", NULL, 400, "missing source");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\"}", NULL, 400, "missing target");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"format\": \"html\"}", NULL, 400, "html");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": \"x\"}", NULL, 400,
+                    "alternatives");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": 99}", NULL, 400,
+                    "alternatives");
+    expect_lt_error("source=en&target=fr", "application/x-www-form-urlencoded", 400, "missing q");
+}
+
+static void test_libretranslate_form(void **state)
+{
+    (void)state;
+    reply rj = post(&main_srv, "/translate", "{\"q\": \"Hello world!\", \"source\": \"en\", \"target\": \"fr\"}");
+    json_t *jj = expect_json(&rj, 200);
+    req_opts o = { .body = "q=Hello+world%21&source=en&target=fr&format=text&api_key=",
+                   .content_type = "application/x-www-form-urlencoded" };
+    reply rf = http_req(&main_srv, "/translate", &o);
+    json_t *jf = expect_json(&rf, 200);
+    assert_string_equal(json_string_value(json_object_get(jf, "translatedText")),
+                        json_string_value(json_object_get(jj, "translatedText")));
+    json_decref(jf);
+    reply_free(&rf);
+    /* a batch in a form: q holds a JSON array */
+    req_opts ob = { .body = "q=%5B%22Hello%20world!%22%2C%22Bye%22%5D&source=en&target=fr&alternatives=1",
+                    .content_type = "application/x-www-form-urlencoded" };
+    rf = http_req(&main_srv, "/translate", &ob);
+    jf = expect_json(&rf, 200);
+    json_t *texts = json_object_get(jf, "translatedText");
+    assert_int_equal(json_array_size(texts), 2);
+    assert_string_equal(json_string_value(json_array_get(texts, 0)),
+                        json_string_value(json_object_get(jj, "translatedText")));
+    json_decref(jf);
+    reply_free(&rf);
+    json_decref(jj);
+    reply_free(&rj);
+}
+
+/* ---- concurrency ------------------------------------------------------------------------------ */
+
+#define N_CLIENTS 32
+#define N_TEXTS 8
+#define PER_CLIENT 2
+
+static const char *const conc_texts[N_TEXTS] = {
+    "Hello world.", "The package contains documentation.", "Install it now", "Good morning. Good night.",
+    "A small test", "Where is the library?", "Files and folders", "This is the last one."
+};
+static char *conc_expect[N_TEXTS];
+
+typedef struct {
+    int id, ok, failed;
+} client_arg;
+
+static char *conc_body(int k)
+{
+    json_t *b = json_pack("{s:s,s:i,s:i}", "text", conc_texts[k], "beam_size", 2, "max_length", 12);
+    char *s = json_dumps(b, 0);
+    json_decref(b);
+    return s;
+}
+
+static void *client(void *arg)
+{
+    client_arg *a = arg;
+    for (int i = 0; i < PER_CLIENT; i++) {
+        int k = (a->id + i) % N_TEXTS;
+        char *body = conc_body(k);
+        reply r = post(&main_srv, "/translate", body);
+        json_t *j = r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+        const char *t = j ? tr_text(j, 0) : NULL;
+        if (t && strcmp(t, conc_expect[k]) == 0)
+            a->ok++;
+        else
+            a->failed++;
+        json_decref(j);
+        reply_free(&r);
+        free(body);
+    }
+    return NULL;
+}
+
+static void test_concurrent_clients(void **state)
+{
+    (void)state;
+    for (int k = 0; k < N_TEXTS; k++) {
+        char *body = conc_body(k);
+        json_t *j = translate(&main_srv, body);
+        conc_expect[k] = strdup(tr_text(j, 0));
+        json_decref(j);
+        free(body);
+    }
+    pthread_t tid[N_CLIENTS];
+    client_arg args[N_CLIENTS];
+    double t0 = now_s();
+    for (int i = 0; i < N_CLIENTS; i++) {
+        args[i] = (client_arg){ .id = i };
+        assert_int_equal(pthread_create(&tid[i], NULL, client, &args[i]), 0);
+    }
+    int ok = 0, failed = 0;
+    for (int i = 0; i < N_CLIENTS; i++) {
+        pthread_join(tid[i], NULL);
+        ok += args[i].ok;
+        failed += args[i].failed;
+    }
+    print_message("    %d concurrent clients: %d requests in %.2f s\n", N_CLIENTS, ok + failed, now_s() - t0);
+    for (int k = 0; k < N_TEXTS; k++)
+        free(conc_expect[k]);
+    assert_int_equal(failed, 0);
+    assert_int_equal(ok, N_CLIENTS * PER_CLIENT);
+}
+
+/* ---- servers of their own ---------------------------------------------------------------------- */
+
+static void test_api_key(void **state)
+{
+    (void)state;
+    static const char *const env[] = { "MTSERVE_API_KEY=s3cret", "MTSERVE_MODEL=k=models/tiny",
+                                       "MTSERVE_CORS_ORIGINS=http://a.example, http://b.example", NULL };
+    server s;
+    assert_int_equal(server_start_env(&s, NULL, env), 0);
+    reply r = get(&s, "/health");                      /* public */
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    expect_error(&s, "/models", NULL, 401, "unauthorized", NULL);
+    req_opts bad = { .extra = { "Authorization: Bearer nope" } };
+    expect_error(&s, "/models", &bad, 401, "unauthorized", NULL);
+    req_opts good = { .extra = { "Authorization: Bearer s3cret" } };
+    r = http_req(&s, "/models", &good);
+    json_t *j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "models"), 0), "id")), "k");
+    json_decref(j);
+    reply_free(&r);
+    req_opts tr = { .body = "{\"text\": \"Hi\", \"max_length\": 6}" };
+    expect_error(&s, "/translate", &tr, 401, "unauthorized", NULL);
+    /* LibreTranslate: the key in the body; errors as strings */
+    r = post(&s, "/translate", "{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"api_key\": \"s3cret\"}");
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    r = post(&s, "/translate", "{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"api_key\": \"wrong\"}");
+    j = expect_json(&r, 401);
+    assert_true(json_is_string(json_object_get(j, "error")));
+    json_decref(j);
+    reply_free(&r);
+    /* preflight needs no key; origins are checked against the list */
+    req_opts pre = { .method = "OPTIONS", .extra = { "Origin: http://b.example" } };
+    r = http_req(&s, "/translate", &pre);
+    assert_int_equal(r.status, 204);
+    char v[128];
+    assert_true(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    assert_string_equal(v, "http://b.example");
+    reply_free(&r);
+    req_opts other = { .method = "OPTIONS", .extra = { "Origin: http://evil.example" } };
+    r = http_req(&s, "/translate", &other);
+    assert_false(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    reply_free(&r);
+    int status = server_stop(&s);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A request that keeps the only worker busy for a while: many sentences, long outputs. */
+static char *slow_body(int sentences)
+{
+    return repeat("{\"text\": [", "\"Hello there my friend. Another sentence here!\",", sentences,
+                  "\"end\"], \"beam_size\": 4, \"max_length\": 64}");
+}
+
+typedef struct {
+    const server *s;
+    const char   *body;
+    long          status;
+    double        seconds;
+} slow_arg;
+
+static void *slow_client(void *arg)
+{
+    slow_arg *a = arg;
+    double t0 = now_s();
+    reply r = post(a->s, "/translate", a->body);
+    a->status = r.status;
+    a->seconds = now_s() - t0;
+    reply_free(&r);
+    return NULL;
+}
+
+/* Waits until metric name reaches at least value (bounded); 1 if it did. */
+static int wait_metric(const server *s, const char *name, double value, double timeout_s)
+{
+    double until = now_s() + timeout_s;
+    while (now_s() < until) {
+        if (metric(s, name) >= value)
+            return 1;
+        sleep_ms(10);
+    }
+    return 0;
+}
+
+static void test_queue_full(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--model", "models/tiny", "--threads", "1", "--queue", "0",
+                                        "--max-tokens", "100000", "--max-body", "4M", NULL };
+    server s;
+    assert_int_equal(server_start(&s, args), 0);
+    char *body = slow_body(150);
+    int got_503 = 0;
+    for (int attempt = 0; attempt < 3 && !got_503; attempt++) {
+        slow_arg a = { .s = &s, .body = body };
+        pthread_t tid;
+        assert_int_equal(pthread_create(&tid, NULL, slow_client, &a), 0);
+        if (wait_metric(&s, "mtserve_active_sessions", 1, 30)) {
+            req_opts o = { .body = "{\"text\": \"Quick\", \"max_length\": 6}" };
+            reply r = http_req(&s, "/translate", &o);
+            if (r.status == 503) {
+                char v[32];
+                json_t *j = reply_json(&r);
+                assert_true(header(&r, "Retry-After", v, sizeof v));
+                assert_true(atoi(v) >= 1);
+                assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                                    "queue_full");
+                json_decref(j);
+                got_503 = 1;
+            }
+            reply_free(&r);
+        }
+        pthread_join(tid, NULL);
+        assert_int_equal(a.status, 200);        /* the held request is unaffected */
+    }
+    free(body);
+    assert_true(got_503);
+    json_t *j = translate(&s, "{\"text\": \"Quick again\", \"max_length\": 6}");
+    json_decref(j);
+    assert_true(metric(&s, "mtserve_requests_total{route=\"/translate\",status=\"503\"}") >= 1);
+    int status = server_stop(&s);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* SIGTERM while requests run: every started request is answered 200, exit 0. */
+static void test_sigterm_drains(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--model", "models/tiny", "--threads", "1", "--queue", "8",
+                                        "--max-tokens", "100000", NULL };
+    enum { N = 4 };
+    server s;
+    assert_int_equal(server_start(&s, args), 0);
+    char *body = slow_body(25);
+    slow_arg a[N];
+    pthread_t tid[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (slow_arg){ .s = &s, .body = body };
+        assert_int_equal(pthread_create(&tid[i], NULL, slow_client, &a[i]), 0);
+    }
+    /* all N inside the server (the metrics request itself counts one more) */
+    int all_in = wait_metric(&s, "mtserve_requests_in_flight", N + 1, 30);
+    if (!all_in)
+        print_error("in flight: %g\n", metric(&s, "mtserve_requests_in_flight"));
+    kill(s.pid, SIGTERM);
+    int status = wait_child(s.pid, 60);
+    for (int i = 0; i < N; i++)
+        pthread_join(tid[i], NULL);
+    if (status == -1)
+        kill_child(s.pid);
+    untrack(s.pid);
+    free(body);
+    assert_true(all_in);
+    for (int i = 0; i < N; i++) {
+        if (a[i].status != 200)
+            print_error("request %d: status %ld after %.2f s\n", i, a[i].status, a[i].seconds);
+        assert_int_equal(a[i].status, 200);
+    }
+    assert_true(status != -1);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_bad_startup(void **state)
+{
+    (void)state;
+    /* a bad flag exits 2 at once; a missing model exits 1 after listening */
+    const char *argv1[] = { bin_path(), "serve", "--port", "notaport", NULL };
+    const char *argv2[] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", "0", "--model",
+                            "models/does-not-exist", NULL };
+    const char *const *cases[] = { argv1, argv2 };
+    int expect[] = { 2, 1 };
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            int fd = open("/dev/null", O_WRONLY);
+            dup2(fd, 2);
+            execv(cases[i][0], (char *const *)cases[i]);
+            _exit(127);
+        }
+        track(pid);
+        int status = wait_child(pid, 30);
+        untrack(pid);
+        if (status == -1)
+            kill_child(pid);
+        assert_true(status != -1 && WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), expect[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_health),
+        cmocka_unit_test(test_translate_single),
+        cmocka_unit_test(test_translate_list),
+        cmocka_unit_test(test_translate_split),
+        cmocka_unit_test(test_translate_model_choice),
+        cmocka_unit_test(test_tokenize_detokenize),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_models_languages_openapi),
+        cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_errors_json_and_fields),
+        cmocka_unit_test(test_errors_empty_text),
+        cmocka_unit_test(test_errors_limits),
+        cmocka_unit_test(test_errors_routes),
+        cmocka_unit_test(test_errors_utf8_and_media),
+        cmocka_unit_test(test_cors),
+        cmocka_unit_test(test_libretranslate_json),
+        cmocka_unit_test(test_libretranslate_errors),
+        cmocka_unit_test(test_libretranslate_form),
+        cmocka_unit_test(test_concurrent_clients),
+        cmocka_unit_test(test_api_key),
+        cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_sigterm_drains),
+        cmocka_unit_test(test_bad_startup),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    if (getenv("TEST_FILTER"))          /* e.g. TEST_FILTER='test_sigterm*' */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    return cmocka_run_group_tests_name("server", tests, group_setup, group_teardown);
+}
