@@ -85,6 +85,8 @@ static void linear_small(const float *x, int n, int in, const float *W, const fl
 #endif
 
 /* ---- matrix products ---------------------------------------------------------- */
+int mt_k_have_small(void) { return HAVE_SMALL; }
+
 #define SMALL_N 8       /* up to this many rows the packing-free kernel wins (measured) */
 
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)

@@ -17,6 +17,8 @@ typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU } mt_act;
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y);
 /* y[m] = alpha * A[m][k] x[k] (A with leading dimension lda). */
 void mt_k_gemv(int m, int k, float alpha, const float *A, int lda, const float *x, float *y);
+/* 1 when the small-batch AVX2/FMA kernel is compiled in (else BLAS only). */
+int mt_k_have_small(void);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
