@@ -307,7 +307,7 @@ async function attention() {
 
 /* ---- the heat map ------------------------------------------------------ */
 
-const heat = { x0: 0, y0: 0, cell: 0 };
+const heat = { x0: 0, y0: 0, cw: 1, ch: 1 };
 
 /* White (0) to dark blue (max); a square root keeps small weights visible. */
 function colour(v, max) {
@@ -330,8 +330,10 @@ function drawHeatmap() {
   for (let i = 0; i < nt; i++) wT = Math.max(wT, ctx.measureText(tgtLab(i)).width);
   const x0 = Math.min(Math.ceil(wT) + 12, 180), y0 = Math.min(Math.ceil(wS) + 12, 180);
   const avail = Math.max(200, canvas.parentElement.clientWidth - x0 - 16);
-  const cell = Math.max(12, Math.min(36, Math.floor(avail / ns)));
-  const w = x0 + ns * cell + 8, h = y0 + nt * cell + 8;
+  /* columns fit the width; rows shrink (to 12 px) to keep long targets about 640 px high */
+  const cw = Math.max(14, Math.min(40, Math.floor(avail / ns)));
+  const ch = Math.max(12, Math.min(cw, Math.floor(640 / nt)));
+  const w = x0 + ns * cw + 8, h = y0 + nt * ch + 8;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr);
   canvas.style.width = w + 'px'; canvas.style.height = h + 'px';
@@ -343,32 +345,34 @@ function drawHeatmap() {
   for (let i = 0; i < nt; i++) {
     for (let j = 0; j < ns; j++) {
       ctx.fillStyle = colour(att.m[i][j], max);
-      ctx.fillRect(x0 + j * cell, y0 + i * cell, cell, cell);
+      ctx.fillRect(x0 + j * cw, y0 + i * ch, cw, ch);
     }
   }
   ctx.strokeStyle = '#ccc';
-  ctx.strokeRect(x0 + 0.5, y0 + 0.5, ns * cell, nt * cell);
+  ctx.strokeRect(x0 + 0.5, y0 + 0.5, ns * cw, nt * ch);
   ctx.fillStyle = '#222';
   ctx.textBaseline = 'middle';
   ctx.textAlign = 'right';
-  for (let i = 0; i < nt; i++) ctx.fillText(tgtLab(i), x0 - 6, y0 + i * cell + cell / 2, x0 - 8);
+  ctx.font = (ch < 15 ? '11px' : '12px') + ' system-ui, sans-serif';
+  for (let i = 0; i < nt; i++) ctx.fillText(tgtLab(i), x0 - 6, y0 + i * ch + ch / 2, x0 - 8);
+  ctx.font = '12px system-ui, sans-serif';
   ctx.textAlign = 'left';
   for (let j = 0; j < ns; j++) {
     ctx.save();
-    ctx.translate(x0 + j * cell + cell / 2, y0 - 6);
+    ctx.translate(x0 + j * cw + cw / 2, y0 - 6);
     ctx.rotate(-Math.PI / 2);
     ctx.fillText(srcLab(j), 0, 0, y0 - 8);
     ctx.restore();
   }
-  Object.assign(heat, { x0, y0, cell });
+  Object.assign(heat, { x0, y0, cw, ch });
 }
 
 function heatTip(ev) {
   const att = state.att, tip = $('tip');
   if (!att) return;
   const r = $('heatmap').getBoundingClientRect();
-  const j = Math.floor((ev.clientX - r.left - heat.x0) / heat.cell);
-  const i = Math.floor((ev.clientY - r.top - heat.y0) / heat.cell);
+  const j = Math.floor((ev.clientX - r.left - heat.x0) / heat.cw);
+  const i = Math.floor((ev.clientY - r.top - heat.y0) / heat.ch);
   if (i < 0 || j < 0 || i >= att.m.length || j >= att.m[0].length) { tip.hidden = true; return; }
   tip.textContent = `${att.tgt[i] ?? i} ← ${att.src[j] ?? j}: ${att.m[i][j].toFixed(3)}`;
   tip.style.left = (ev.clientX - r.left + 12) + 'px';
