@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--model", required=True); ap.add_argument("--corpus", required=True)
     ap.add_argument("--out", required=True); ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--hyp-dir", default="work/eval", help="where the translations are written")
     a = ap.parse_args()
     torch.set_num_threads(2)
     m, _ = load_dir(a.model); tok = MarianTok(a.model)
@@ -81,7 +82,8 @@ def main():
         hyp = translate(m, tok, src, beam, a.max_length)
         res[f"beam{beam}"] = {"bleu": round(bleu(hyp, ref), 2), "chrf": round(chrf(hyp, ref), 2),
                               "seconds": round(time.time() - t0, 1)}
-        with open(os.path.splitext(a.out)[0] + f".beam{beam}.fr", "w") as f:
+        os.makedirs(a.hyp_dir, exist_ok=True)
+        with open(f"{a.hyp_dir}/test.beam{beam}.fr", "w") as f:
             f.write("\n".join(hyp) + "\n")
         print(beam, res[f"beam{beam}"], flush=True)
     with open(a.out, "w") as f:
