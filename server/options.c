@@ -166,7 +166,7 @@ static int add_model(srv_options *o, const char *arg, char *err, size_t err_len)
     return 0;
 }
 
-/* MTSERVE_MODEL is a comma-separated list. */
+/* MTSERVE_MODEL is a comma-separated list; spaces around entries are ignored. */
 static int set_models_list(srv_options *o, const char *list, char *err, size_t err_len)
 {
     o->n_models = 0;
@@ -174,6 +174,11 @@ static int set_models_list(srv_options *o, const char *list, char *err, size_t e
     while (*p) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *next = p + len + (comma ? 1 : 0);
+        while (len && *p == ' ')
+            p++, len--;
+        while (len && p[len - 1] == ' ')
+            len--;
         char one[1200];
         if (len >= sizeof one) {
             snprintf(err, err_len, "MTSERVE_MODEL entry too long");
@@ -183,7 +188,7 @@ static int set_models_list(srv_options *o, const char *list, char *err, size_t e
         one[len] = 0;
         if (len && add_model(o, one, err, err_len))
             return -1;
-        p += len + (comma ? 1 : 0);
+        p = next;
     }
     if (o->n_models == 0) {
         snprintf(err, err_len, "MTSERVE_MODEL names no model");

@@ -173,6 +173,11 @@ static int run(srv_server *srv)
         fflush(NULL);
         _exit(1);           /* workers still decode: do not free what they use */
     }
+    if (atomic_load(&ld.done) == 0) {
+        fprintf(stderr, "mtserve: stopped while loading models\n");
+        fflush(NULL);
+        _exit(rc);          /* a load cannot be interrupted; nothing else runs */
+    }
     pthread_join(tid, NULL);
     srv_workers_free(srv->workers_pool);
     srv_models_free(srv);

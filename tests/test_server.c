@@ -5,7 +5,8 @@
  * endpoint and error case.  Extra servers (API key, queue, shutdown) are
  * started by the tests that need them.  Every child is killed in teardown
  * (and on our own death, PR_SET_PDEATHSIG); every wait and loop is bounded.
- * Server logs go to build/tests/server-<port>.log.
+ * Server logs go to <dir of MTSERVE_BIN>/tests/server-<port>.log, and are
+ * scanned for sanitizer reports when each server stops.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@ typedef struct {
     pid_t pid;
     int   port;
     char  base[64];
+    char  log[512];
 } server;
 
 static pid_t children[MAX_CHILDREN];
@@ -292,16 +295,17 @@ static json_t *reply_json(const reply *r)
 /* ---- starting servers ------------------------------------------------------------ */
 
 /* Starts the binary with args (NULL-terminated) plus --host/--port, env
- * entries ("NAME=value") added; waits for /health 200.  0 or -1. */
-static int server_start_env(server *s, const char *const *args, const char *const *env)
+ * entries ("NAME=value") added; does not wait.  0 or -1. */
+static int server_spawn(server *s, const char *const *args, const char *const *env)
 {
     s->port = free_port();
     if (s->port <= 0)
         return -1;
     snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
-    char port[16], log[128];
+    char port[16], *log = s->log;
+    const char *bin = bin_path(), *slash = strrchr(bin, '/');
     snprintf(port, sizeof port, "%d", s->port);
-    snprintf(log, sizeof log, "build/tests/server-%d.log", s->port);
+    snprintf(log, sizeof s->log, "%.*stests/server-%d.log", slash ? (int)(slash - bin + 1) : 0, bin, s->port);
     const char *argv[40] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", port };
     int n = 6;
     for (int i = 0; args && args[i] && n < 38; i++)
@@ -325,23 +329,40 @@ static int server_start_env(server *s, const char *const *args, const char *cons
     }
     s->pid = pid;
     track(pid);
+    return 0;
+}
+
+/* Polls /health until it answers status (bounded).  0, or -1 (server gone or timeout). */
+static int wait_health(server *s, long status)
+{
     double until = now_s() + START_TIMEOUT_S;
     while (now_s() < until) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            untrack(pid);
-            print_error("server exited during startup (status %d); see %s\n", status, log);
+        int ws;
+        if (waitpid(s->pid, &ws, WNOHANG) == s->pid) {
+            untrack(s->pid);
+            s->pid = 0;
+            print_error("server exited during startup (status %d); see %s\n", ws, s->log);
             return -1;
         }
         reply r = get(s, "/health");
         long st = r.status;
         reply_free(&r);
-        if (st == 200)
+        if (st == status)
             return 0;
-        sleep_ms(50);
+        sleep_ms(20);
     }
-    print_error("server not healthy after %d s; see %s\n", START_TIMEOUT_S, log);
-    kill_child(pid);
+    print_error("/health never answered %ld within %d s; see %s\n", status, START_TIMEOUT_S, s->log);
+    return -1;
+}
+
+/* Starts a server and waits for /health 200; 0 or -1 (the child is killed). */
+static int server_start_env(server *s, const char *const *args, const char *const *env)
+{
+    if (server_spawn(s, args, env))
+        return -1;
+    if (wait_health(s, 200) == 0)
+        return 0;
+    kill_child(s->pid);
     return -1;
 }
 
@@ -350,7 +371,24 @@ static int server_start(server *s, const char *const *args)
     return server_start_env(s, args, NULL);
 }
 
-/* SIGTERM, then the exit status (-1 on timeout). */
+/* 1 if the log holds no sanitizer (ASan, UBSan, LSan) report. */
+static int log_clean(const server *s)
+{
+    FILE *f = fopen(s->log, "r");
+    char line[1024];
+    int clean = 1;
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error:")) {
+            print_error("%s: %s", s->log, line);
+            clean = 0;
+        }
+    if (f)
+        fclose(f);
+    return clean;
+}
+
+/* SIGTERM, then the exit status (-1 on timeout); -2 if the log holds a
+ * sanitizer report. */
 static int server_stop(server *s)
 {
     kill(s->pid, SIGTERM);
@@ -359,7 +397,7 @@ static int server_stop(server *s)
         kill_child(s->pid);
     untrack(s->pid);
     s->pid = 0;
-    return status;
+    return log_clean(s) ? status : -2;
 }
 
 /* ---- assertions ------------------------------------------------------------------------ */
@@ -449,14 +487,17 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
+    int rc = 0;
     if (main_srv.pid) {
         int status = server_stop(&main_srv);
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            print_error("main server exit status %d\n", status);
+        if (status < 0 || !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+            print_error("main server: exit status %d (-2: sanitizer report in %s)\n", status, main_srv.log);
+            rc = -1;
+        }
     }
     kill_all_children();
     curl_global_cleanup();
-    return 0;
+    return rc;
 }
 
 /* ---- endpoints ------------------------------------------------------------------------------ */
@@ -1056,6 +1097,7 @@ static void test_api_key(void **state)
     assert_false(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
     reply_free(&r);
     int status = server_stop(&s);
+    assert_true(status >= 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -1133,6 +1175,7 @@ static void test_queue_full(void **state)
     json_decref(j);
     assert_true(metric(&s, "mtserve_requests_total{route=\"/translate\",status=\"503\"}") >= 1);
     int status = server_stop(&s);
+    assert_true(status >= 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -1164,6 +1207,7 @@ static void test_sigterm_drains(void **state)
         kill_child(s.pid);
     untrack(s.pid);
     free(body);
+    assert_true(log_clean(&s));
     assert_true(all_in);
     for (int i = 0; i < N; i++) {
         if (a[i].status != 200)
@@ -1173,6 +1217,81 @@ static void test_sigterm_drains(void **state)
     assert_true(status != -1);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* /health is 503 "loading" until the models are loaded: the server listens
+ * first.  The model's config.json is a FIFO, so loading waits for our write. */
+static void write_fifo(const char *fifo, const char *from)
+{
+    int fd = open(fifo, O_WRONLY | O_NONBLOCK);     /* fails at once if the server is not reading */
+    FILE *in = fopen(from, "rb");
+    char buf[4096];
+    size_t n;
+    if (fd >= 0) {
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        while (in && (n = fread(buf, 1, sizeof buf, in)) > 0)
+            if (write(fd, buf, n) != (ssize_t)n)
+                break;
+        close(fd);
+    }
+    if (in)
+        fclose(in);
+}
+
+static void test_loading(void **state)
+{
+    (void)state;
+    char dir[256], path[512], target[512], cwd[256];
+    const char *files[] = { "generation_config.json", "model.safetensors", "source.spm", "target.spm",
+                            "special_tokens_map.json", "tokenizer_config.json", "vocab.json" };
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(dir, sizeof dir, "/tmp/mtserve-loading-%d", (int)getpid());
+    mkdir(dir, 0755);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        snprintf(target, sizeof target, "%s/models/tiny/%s", cwd, files[i]);
+        unlink(path);
+        assert_int_equal(symlink(target, path), 0);
+    }
+    char fifo[300], arg[320];
+    snprintf(fifo, sizeof fifo, "%s/config.json", dir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(arg, sizeof arg, "slow=%s", dir);
+    const char *args[] = { "--model", arg, NULL };
+    server s;
+    assert_int_equal(server_spawn(&s, args, NULL), 0);
+    int loading = wait_health(&s, 503) == 0;
+    reply h = get(&s, "/health");
+    json_t *hj = reply_json(&h);
+    int says_loading = hj && strcmp(json_string_value(json_object_get(hj, "status")), "loading") == 0;
+    json_decref(hj);
+    reply_free(&h);
+    req_opts o = { .body = "{\"text\": \"Hi\"}" };
+    reply r = http_req(&s, "/translate", &o);
+    char retry[16] = "";
+    int tr_503 = r.status == 503 && header(&r, "Retry-After", retry, sizeof retry) && strstr(r.body, "\"loading\"");
+    reply_free(&r);
+    r = get(&s, "/metrics");
+    long metrics_status = r.status;
+    reply_free(&r);
+    write_fifo(fifo, "models/tiny/config.json");     /* let the load finish */
+    int ready = wait_health(&s, 200) == 0;
+    json_t *j = ready ? translate(&s, "{\"text\": \"Hi\", \"max_length\": 6}") : NULL;
+    json_decref(j);
+    int status = server_stop(&s);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    unlink(fifo);
+    rmdir(dir);
+    assert_true(loading);
+    assert_true(says_loading);
+    assert_true(tr_503);
+    assert_int_equal(metrics_status, 200);
+    assert_true(ready);
+    assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_bad_startup(void **state)
@@ -1229,6 +1348,7 @@ int main(void)
         cmocka_unit_test(test_api_key),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_sigterm_drains),
+        cmocka_unit_test(test_loading),
         cmocka_unit_test(test_bad_startup),
     };
     signal(SIGPIPE, SIG_IGN);

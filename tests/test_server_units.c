@@ -1,0 +1,363 @@
+/* test_server_units: the server's pure pieces, without HTTP: options (flags,
+ * environment, precedence), body parsing (UTF-8, forms, typed fields), the
+ * error table, metrics text, and the worker pool's bounded queue. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include "body.h"
+#include "errors.h"
+#include "metrics.h"
+#include "options.h"
+#include "pool.h"
+
+/* ---- options ------------------------------------------------------------------ */
+
+static const char *const *fake_env;
+
+static const char *env_lookup(const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; fake_env && fake_env[i]; i++)
+        if (strncmp(fake_env[i], name, n) == 0 && fake_env[i][n] == '=')
+            return fake_env[i] + n + 1;
+    return NULL;
+}
+
+static int parse(srv_options *o, const char *const *env, const char *const *args)
+{
+    char *argv[32] = { "serve" };
+    int argc = 1;
+    for (int i = 0; args && args[i]; i++)
+        argv[argc++] = (char *)args[i];
+    char err[256];
+    fake_env = env;
+    int rc = srv_options_parse(o, argc, argv, env_lookup, err, sizeof err);
+    if (rc < 0)
+        print_message("    (%s)\n", err);
+    return rc;
+}
+
+static void test_options_defaults(void **state)
+{
+    (void)state;
+    srv_options o;
+    assert_int_equal(parse(&o, NULL, NULL), 0);
+    assert_int_equal(o.n_models, 1);
+    assert_string_equal(o.models[0].id, "en-fr");
+    assert_string_equal(o.models[0].dir, "models/en-fr");
+    assert_string_equal(o.host, "127.0.0.1");
+    assert_int_equal(o.port, 8080);
+    assert_string_equal(o.cors_origins, "*");
+    assert_int_equal(o.access_log, 1);
+    assert_int_equal(o.api_key[0], 0);
+}
+
+static void test_options_env_and_flags(void **state)
+{
+    (void)state;
+    srv_options o;
+    const char *env[] = { "MTSERVE_MODEL=a=models/x, models/y/", "MTSERVE_PORT=9000", "MTSERVE_HOST=::1",
+                          "MTSERVE_API_KEY=k", "MTSERVE_MAX_BODY=2M", "MTSERVE_ACCESS_LOG=0",
+                          "MTSERVE_THREADS=3", NULL };
+    assert_int_equal(parse(&o, env, NULL), 0);
+    assert_int_equal(o.n_models, 2);
+    assert_string_equal(o.models[0].id, "a");
+    assert_string_equal(o.models[0].dir, "models/x");
+    assert_string_equal(o.models[1].id, "y");
+    assert_string_equal(o.models[1].dir, "models/y");
+    assert_int_equal(o.port, 9000);
+    assert_string_equal(o.host, "::1");
+    assert_string_equal(o.api_key, "k");
+    assert_int_equal(o.max_body, 2 << 20);
+    assert_int_equal(o.access_log, 0);
+    /* flags win; --model flags replace the environment's list */
+    const char *args[] = { "--port", "9001", "--model", "models/tiny", "--model=t2=models/tiny",
+                           "--threads=1", "--no-access-log", NULL };
+    assert_int_equal(parse(&o, env, args), 0);
+    assert_int_equal(o.port, 9001);
+    assert_int_equal(o.threads, 1);
+    assert_int_equal(o.n_models, 2);
+    assert_string_equal(o.models[0].id, "tiny");
+    assert_string_equal(o.models[1].id, "t2");
+    assert_string_equal(o.api_key, "k");
+}
+
+static void test_options_errors(void **state)
+{
+    (void)state;
+    srv_options o;
+    const char *bad[][4] = {
+        { "--port", "70000", NULL }, { "--port", "x", NULL }, { "--threads", NULL },
+        { "--frobnicate", NULL }, { "--model", "a=m/x", "--model", "a=m/y" }, { "--model", "bad id=m" },
+        { "--max-body", "10G", NULL }, { "--no-access-log=1", NULL }, { "positional", NULL },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(parse(&o, NULL, bad[i]), -1);
+    const char *env[] = { "MTSERVE_PORT=-1", NULL };
+    assert_int_equal(parse(&o, env, NULL), -1);
+    const char *help[] = { "--help", NULL };
+    assert_int_equal(parse(&o, NULL, help), 1);
+}
+
+/* ---- body ----------------------------------------------------------------------- */
+
+static void test_utf8(void **state)
+{
+    (void)state;
+    static const char ok[] = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
+    assert_true(srv_utf8_valid(ok, sizeof ok - 1));
+    assert_false(srv_utf8_valid("\xc3", 1));                 /* truncated */
+    assert_false(srv_utf8_valid("\xc0\xaf", 2));             /* overlong */
+    assert_false(srv_utf8_valid("\xed\xa0\x80", 3));         /* surrogate */
+    assert_false(srv_utf8_valid("\xf4\x90\x80\x80", 4));     /* > U+10FFFF */
+    assert_false(srv_utf8_valid("\xff", 1));
+    assert_int_equal(srv_utf8_valid_prefix("ab\xff", 3), 2);
+    assert_true(srv_is_blank(" \t\n\xc2\xa0\xe3\x80\x80", 8));
+    assert_false(srv_is_blank(" x ", 3));
+    assert_true(srv_is_blank("", 0));
+}
+
+static void test_form(void **state)
+{
+    (void)state;
+    char err[128];
+    const char *body = "q=Hello+world%21&source=en&target=fr&empty=&flag&q2=%E2%82%AC";
+    json_t *j = srv_form_parse(body, strlen(body), err, sizeof err);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "q")), "Hello world!");
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "en");
+    assert_string_equal(json_string_value(json_object_get(j, "empty")), "");
+    assert_string_equal(json_string_value(json_object_get(j, "flag")), "");
+    assert_string_equal(json_string_value(json_object_get(j, "q2")), "\xe2\x82\xac");
+    json_decref(j);
+    assert_null(srv_form_parse("q=%zz", 5, err, sizeof err));
+    assert_null(srv_form_parse("q=%4", 4, err, sizeof err));
+    assert_null(srv_form_parse("q=%ff", 5, err, sizeof err));    /* not UTF-8 once decoded */
+    assert_null(srv_form_parse("q=%00", 5, err, sizeof err));    /* NUL */
+}
+
+static void test_fields(void **state)
+{
+    (void)state;
+    srv_request req = { 0 };
+    srv_response resp = { 0 };
+    const char *body = "{\"s\": \"x\", \"i\": 3, \"b\": true, \"n\": null, \"l\": [1, 2], \"t\": [\"a\", \"  \"]}";
+    req.body = body;
+    req.body_len = strlen(body);
+    req.content_type = "application/json; charset=utf-8";
+    assert_int_equal(srv_body_parse(&req, &resp), 0);
+    const char *s = NULL;
+    int i = 0, b = 0, *l = NULL, n = 0;
+    assert_int_equal(srv_field_string(&req, &resp, "s", &s), 1);
+    assert_string_equal(s, "x");
+    assert_int_equal(srv_field_string(&req, &resp, "n", &s), 0);   /* null = absent */
+    assert_int_equal(srv_field_string(&req, &resp, "missing", &s), 0);
+    assert_int_equal(srv_field_int(&req, &resp, "i", 1, 5, &i), 1);
+    assert_int_equal(i, 3);
+    assert_int_equal(srv_field_bool(&req, &resp, "b", &b), 1);
+    assert_int_equal(srv_field_int_list(&req, &resp, "l", 0, 2, &l, &n), 1);
+    assert_int_equal(n, 2);
+    free(l);
+    assert_int_equal(resp.error, SRV_OK);
+    assert_int_equal(srv_field_int(&req, &resp, "i", 4, 5, &i), -1);
+    assert_int_equal(resp.error, SRV_E_INVALID_FIELD);
+    assert_non_null(strstr(resp.message, "'i'"));
+    srv_response r2 = { 0 };
+    const char **texts;
+    int is_list;
+    assert_int_equal(srv_field_texts(&req, &r2, "t", &texts, &n, &is_list), -1);
+    assert_int_equal(r2.error, SRV_E_EMPTY_TEXT);
+    assert_non_null(strstr(r2.message, "t[1]"));
+    json_decref(req.json);
+
+    /* form values are strings; numbers and booleans are read from them */
+    srv_request f = { .body = "i=4&b=false&s=x", .body_len = 15,
+                      .content_type = "application/x-www-form-urlencoded" };
+    srv_response r3 = { 0 };
+    assert_int_equal(srv_body_parse(&f, &r3), 0);
+    assert_true(f.form);
+    assert_int_equal(srv_field_int(&f, &r3, "i", 0, 9, &i), 1);
+    assert_int_equal(i, 4);
+    assert_int_equal(srv_field_bool(&f, &r3, "b", &b), 1);
+    assert_int_equal(b, 0);
+    json_decref(f.json);
+
+    /* curl -d '{...}' sends JSON labelled as a form */
+    srv_request c = { .body = " {\"text\": \"x\"}", .body_len = 14,
+                      .content_type = "application/x-www-form-urlencoded" };
+    srv_response r4 = { 0 };
+    assert_int_equal(srv_body_parse(&c, &r4), 0);
+    assert_false(c.form);
+    json_decref(c.json);
+
+    srv_request bad = { .body = "{\"a\": 1, \"a\": 2}", .body_len = 16 };
+    srv_response r5 = { 0 };
+    assert_int_equal(srv_body_parse(&bad, &r5), -1);     /* duplicate keys */
+    assert_int_equal(r5.error, SRV_E_INVALID_JSON);
+}
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+static void test_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(srv_code_http(SRV_E_INVALID_JSON), 400);
+    assert_int_equal(srv_code_http(SRV_E_UNKNOWN_MODEL), 404);
+    assert_int_equal(srv_code_http(SRV_E_BODY_TOO_LARGE), 413);
+    assert_int_equal(srv_code_http(SRV_E_QUEUE_FULL), 503);
+    assert_int_equal(srv_code_from_mt(MT_ERR_TOO_LONG), SRV_E_INPUT_TOO_LONG);
+    assert_int_equal(srv_code_from_mt(MT_ERR_INPUT), SRV_E_BAD_REQUEST);
+    assert_int_equal(srv_code_from_mt(MT_ERR_IO), SRV_E_INTERNAL);
+    assert_int_equal(srv_code_from_mt(MT_ERR_NOMEM), SRV_E_INTERNAL);
+    for (int c = 1; c < SRV_E_COUNT; c++)
+        assert_true(strlen(srv_code_name((srv_code)c)) > 2);
+
+    srv_response r = { 0 };
+    srv_fail(&r, SRV_E_QUEUE_FULL, "busy %d", 1);
+    srv_fail(&r, SRV_E_INTERNAL, "ignored: the first failure wins");
+    srv_error_render(&r, 0);
+    assert_int_equal(r.status, 503);
+    assert_int_equal(r.retry_after, 1);
+    json_t *e = json_object_get(r.json, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "queue_full");
+    assert_string_equal(json_string_value(json_object_get(e, "message")), "busy 1");
+    json_decref(r.json);
+
+    srv_response lt = { 0 };
+    srv_fail(&lt, SRV_E_UNSUPPORTED_LANGUAGE, "de is not supported");
+    srv_error_render(&lt, 1);
+    assert_int_equal(lt.status, 400);
+    assert_string_equal(json_string_value(json_object_get(lt.json, "error")), "de is not supported");
+    json_decref(lt.json);
+
+    /* a message cut inside a UTF-8 character is still valid JSON */
+    char longmsg[1000];
+    memset(longmsg, 'a', sizeof longmsg);
+    for (size_t k = 1; k + 1 < sizeof longmsg; k += 2)
+        longmsg[k - 1] = '\xc3', longmsg[k] = '\xa9';
+    longmsg[sizeof longmsg - 1] = 0;
+    srv_response u = { 0 };
+    srv_fail(&u, SRV_E_BAD_REQUEST, "x%s", longmsg);
+    srv_error_render(&u, 0);
+    assert_non_null(u.json);
+    json_decref(u.json);
+}
+
+/* ---- metrics ----------------------------------------------------------------------- */
+
+static void test_metrics_text(void **state)
+{
+    (void)state;
+    const char *routes[] = { "/translate", "/health" };
+    const char *models[] = { "m" };
+    srv_metrics_set_routes(routes, 2);
+    srv_metrics_set_models(models, 1);
+    srv_metrics_request("/translate", 200, 0.003);
+    srv_metrics_request("/translate", 200, 0.2);
+    srv_metrics_request("/nope", 404, 0.001);
+    srv_metrics_request("/health", 299, 0.001);
+    srv_metrics_tokens(0, 10, 7);
+    srv_metrics_tokens(5, 10, 7);       /* unknown model index: ignored */
+    srv_metrics_gauges g = { .active_sessions = 1, .queue_depth = 2, .workers = 2, .in_flight = 3,
+                             .models_loaded = 1, .uptime_s = 5 };
+    size_t len;
+    char *text = srv_metrics_render(&g, &len);
+    assert_non_null(text);
+    assert_int_equal(strlen(text), len);
+    assert_non_null(strstr(text, "mtserve_requests_total{route=\"/translate\",status=\"200\"} 2\n"));
+    assert_non_null(strstr(text, "mtserve_requests_total{route=\"other\",status=\"404\"} 1\n"));
+    assert_non_null(strstr(text, "mtserve_requests_total{route=\"/health\",status=\"other\"} 1\n"));
+    assert_non_null(strstr(text, "mtserve_request_duration_seconds_bucket{route=\"/translate\",le=\"0.005\"} 1\n"));
+    assert_non_null(strstr(text, "mtserve_request_duration_seconds_bucket{route=\"/translate\",le=\"0.25\"} 2\n"));
+    assert_non_null(strstr(text, "mtserve_request_duration_seconds_bucket{route=\"/translate\",le=\"+Inf\"} 2\n"));
+    assert_non_null(strstr(text, "mtserve_request_duration_seconds_count{route=\"/translate\"} 2\n"));
+    assert_non_null(strstr(text, "mtserve_generated_tokens_total{model=\"m\"} 7\n"));
+    assert_non_null(strstr(text, "mtserve_source_tokens_total{model=\"m\"} 10\n"));
+    assert_non_null(strstr(text, "mtserve_queue_depth 2\n"));
+    assert_non_null(strstr(text, "mtserve_active_sessions 1\n"));
+    free(text);
+}
+
+/* ---- worker pool ------------------------------------------------------------------------ */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    int             release, started, finished, after;
+} gate_job;
+
+static void blocking_job(void *arg)
+{
+    gate_job *g = arg;
+    pthread_mutex_lock(&g->mu);
+    g->started++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->release)
+        pthread_cond_wait(&g->cv, &g->mu);
+    g->finished++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void after_job(void *arg)
+{
+    gate_job *g = arg;
+    pthread_mutex_lock(&g->mu);
+    g->after++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void test_workers_queue(void **state)
+{
+    (void)state;
+    gate_job g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+    srv_workers *w = srv_workers_new(2, 1);        /* 2 running + 1 waiting */
+    assert_non_null(w);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(srv_workers_submit(w, blocking_job, after_job, &g), 0);
+    assert_int_equal(srv_workers_submit(w, blocking_job, after_job, &g), -1);   /* full */
+    pthread_mutex_lock(&g.mu);
+    for (int i = 0; i < 1000 && g.started < 2; i++) {       /* bounded wait */
+        pthread_mutex_unlock(&g.mu);
+        usleep(1000);
+        pthread_mutex_lock(&g.mu);
+    }
+    pthread_mutex_unlock(&g.mu);
+    int busy, queued, threads;
+    srv_workers_stats(w, &busy, &queued, &threads);
+    assert_int_equal(busy, 2);
+    assert_int_equal(queued, 1);
+    assert_int_equal(threads, 2);
+    pthread_mutex_lock(&g.mu);
+    g.release = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    srv_workers_free(w);                            /* runs what is queued, joins */
+    assert_int_equal(g.finished, 3);
+    assert_int_equal(g.after, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_options_defaults),
+        cmocka_unit_test(test_options_env_and_flags),
+        cmocka_unit_test(test_options_errors),
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_form),
+        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_workers_queue),
+    };
+    return cmocka_run_group_tests_name("server units", tests, NULL, NULL);
+}
