@@ -20,6 +20,7 @@
 #include "server.h"
 
 #define ROUND_DECIMALS 6
+#define MAX_WEIGHTS     (1 << 20)     /* per reply: ~10 MB of JSON */
 
 typedef struct {
     srv_model *m;
@@ -168,6 +169,24 @@ static json_t *tensor_json(const float *w, int n_layers, int heads, int rows, in
     return out;
 }
 
+/* Weights the reply would hold; over MAX_WEIGHTS is refused (413). */
+static int check_size(const attn_req *a, srv_response *resp)
+{
+    const mt_attention *t = &a->att;
+    long S = t->src_len, T = t->tgt_len, n = 0;
+    for (int i = 0; i < a->n_layers; i++) {
+        if (a->layers[i] < t->dec_layers)
+            n += a->n_heads * (T * S + T * T);
+        if (a->layers[i] < t->enc_layers)
+            n += a->n_heads * S * S;
+    }
+    if (n > MAX_WEIGHTS)
+        return srv_fail(resp, SRV_E_INPUT_TOO_LONG,
+                        "the reply would hold %ld weights (limit %d); select fewer layers or heads",
+                        n, MAX_WEIGHTS);
+    return 0;
+}
+
 static json_t *ids_json(const int32_t *ids, int n, const srv_model *m, json_t **pieces)
 {
     json_t *list = json_array();
@@ -208,7 +227,7 @@ void srv_handle_attention(srv_request *req, srv_response *resp)
     if (parse(req, resp, &a) ||
         encode(a.m, a.text, 0, a.m->sparams.max_src_len, &a.src, &a.n_src, resp) ||
         (a.target && encode(a.m, a.target, 1, a.m->sparams.max_tgt_len, &a.tgt, &a.n_tgt, resp)) ||
-        run(req, &a, resp))
+        run(req, &a, resp) || check_size(&a, resp))
         goto done;
     srv_reply_json(resp, 200, reply_json(req, &a));
 done:

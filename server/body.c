@@ -162,6 +162,81 @@ json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len)
     return obj;
 }
 
+/* ---- multipart/form-data -------------------------------------------------------- */
+
+/* The boundary parameter of a Content-Type, quoted or not; 0 if absent. */
+static int boundary_of(const char *content_type, char *out, size_t len)
+{
+    const char *b = content_type ? strcasestr(content_type, "boundary=") : NULL;
+    if (!b)
+        return 0;
+    b += 9;
+    size_t n = *b == '"' ? strcspn(++b, "\"") : strcspn(b, "; ");
+    if (n == 0 || n + 3 > len)
+        return 0;
+    snprintf(out, len, "--%.*s", (int)n, b);
+    return 1;
+}
+
+/* The name="..." of a part's headers (hdr[0..len)); 0 if absent or a file. */
+static int part_name(const char *hdr, size_t len, char *out, size_t out_len)
+{
+    char *h = strndup(hdr, len);
+    int ok = 0;
+    const char *d = h ? strcasestr(h, "content-disposition:") : NULL;
+    const char *name = d ? strstr(d, "name=\"") : NULL;
+    while (name && name > d && name[-1] != ' ' && name[-1] != ';')    /* not filename=" */
+        name = strstr(name + 1, "name=\"");
+    const char *line_end = d ? strstr(d, "\r\n") : NULL;
+    if (name && (!line_end || name < line_end) && !strstr(d, "filename=")) {
+        name += 6;
+        size_t n = strcspn(name, "\"");
+        if (n < out_len && name[n] == '"') {
+            memcpy(out, name, n);
+            out[n] = 0;
+            ok = 1;
+        }
+    }
+    free(h);
+    return ok;
+}
+
+json_t *srv_multipart_parse(const char *body, size_t len, const char *content_type, char *err,
+                            size_t err_len)
+{
+    char delim[200], name[128];
+    if (!boundary_of(content_type, delim, sizeof delim)) {
+        snprintf(err, err_len, "multipart/form-data without a boundary");
+        return NULL;
+    }
+    size_t dl = strlen(delim);
+    const char *end = body + len, *p = memmem(body, len, delim, dl);
+    json_t *obj = json_object();
+    while (obj && p) {
+        p += dl;
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+            return obj;                                     /* closing delimiter */
+        const char *hdr_end = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
+        const char *next = hdr_end ? memmem(hdr_end + 4, (size_t)(end - hdr_end - 4), delim, dl) : NULL;
+        if (!next || next - (hdr_end + 4) < 2 || next[-2] != '\r' || next[-1] != '\n')
+            break;
+        const char *value = hdr_end + 4;
+        size_t vlen = (size_t)(next - 2 - value);
+        if (part_name(p, (size_t)(hdr_end - p), name, sizeof name)) {
+            if (!srv_utf8_valid(value, vlen) || memchr(value, 0, vlen)) {
+                snprintf(err, err_len, "multipart field '%s' is not valid UTF-8 text", name);
+                json_decref(obj);
+                return NULL;
+            }
+            json_object_set_new(obj, name, json_stringn(value, vlen));
+        }
+        p = next;
+    }
+    snprintf(err, err_len, "malformed multipart/form-data body");
+    json_decref(obj);
+    return NULL;
+}
+
 /* ---- body -> req->json -------------------------------------------------------- */
 
 /* Compares the media type of a Content-Type header (parameters ignored). */
@@ -204,15 +279,14 @@ int srv_body_parse(srv_request *req, srv_response *resp)
     size_t ok = srv_utf8_valid_prefix(req->body, req->body_len);
     if (ok != req->body_len)
         return srv_fail(resp, SRV_E_INVALID_UTF8, "the body is not valid UTF-8 (byte %zu)", ok);
-    if (media_is(req->content_type, "multipart/form-data"))
-        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA,
-                        "multipart/form-data is not supported; send JSON or "
-                        "application/x-www-form-urlencoded");
-    if (!media_is(req->content_type, "application/x-www-form-urlencoded") || looks_like_json(req))
+    int multipart = media_is(req->content_type, "multipart/form-data");
+    if ((!multipart && !media_is(req->content_type, "application/x-www-form-urlencoded")) ||
+        looks_like_json(req))
         return parse_json_body(req, resp);
     char err[160];
     req->form = 1;
-    req->json = srv_form_parse(req->body, req->body_len, err, sizeof err);
+    req->json = multipart ? srv_multipart_parse(req->body, req->body_len, req->content_type, err, sizeof err)
+                          : srv_form_parse(req->body, req->body_len, err, sizeof err);
     if (!req->json)
         return srv_fail(resp, SRV_E_INVALID_JSON, "%s", err);
     return 0;

@@ -1,7 +1,7 @@
 /* body: request bodies -> JSON, and typed field access that names the field.
  *
- * JSON bodies are parsed with jansson; application/x-www-form-urlencoded
- * bodies (what LibreTranslate clients may send) become a JSON object of string
+ * JSON bodies are parsed with jansson; form bodies (urlencoded or multipart,
+ * what LibreTranslate clients may send) become a JSON object of string
  * values.  The field getters accept a form's strings where a number or a
  * boolean is expected, and fail with SRV_E_INVALID_FIELD naming the field.
  */
@@ -23,6 +23,12 @@ int    srv_utf8_valid(const char *s, size_t len);
 /* Parses "a=1&b=x+y%21" into {"a":"1","b":"x y!"}.  NULL on a malformed
  * escape or invalid UTF-8 after decoding (message in err). */
 json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len);
+
+/* Parses a multipart/form-data body (what a browser's FormData sends) into
+ * {"name": "value", ...}; file parts are skipped.  NULL with a message on a
+ * malformed body. */
+json_t *srv_multipart_parse(const char *body, size_t len, const char *content_type, char *err,
+                            size_t err_len);
 
 /* Parses req->body into req->json by Content-Type; 0, or -1 with resp failed. */
 int srv_body_parse(srv_request *req, srv_response *resp);

@@ -26,7 +26,6 @@ static const struct {
     [SRV_E_METHOD_NOT_ALLOWED]   = { 405, "method_not_allowed" },
     [SRV_E_BODY_TOO_LARGE]       = { 413, "body_too_large" },
     [SRV_E_INPUT_TOO_LONG]       = { 413, "input_too_long" },
-    [SRV_E_UNSUPPORTED_MEDIA]    = { 415, "unsupported_media_type" },
     [SRV_E_INTERNAL]             = { 500, "internal_error" },
     [SRV_E_QUEUE_FULL]           = { 503, "queue_full" },
     [SRV_E_LOADING]              = { 503, "loading" },

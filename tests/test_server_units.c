@@ -206,6 +206,24 @@ static void test_fields(void **state)
     assert_int_equal(r5.error, SRV_E_INVALID_JSON);
 }
 
+static void test_multipart(void **state)
+{
+    (void)state;
+    char err[128];
+    const char body[] = "preamble\r\n--b\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\nline 1\r\nline 2\r\n"
+                        "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"x.txt\"\r\n"
+                        "Content-Type: text/plain\r\n\r\nfile body\r\n"
+                        "--b\r\ncontent-disposition: form-data; name=\"target\"\r\n\r\nfr\r\n--b--\r\n";
+    json_t *j = srv_multipart_parse(body, sizeof body - 1, "multipart/form-data; boundary=\"b\"", err, sizeof err);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "q")), "line 1\r\nline 2");
+    assert_string_equal(json_string_value(json_object_get(j, "target")), "fr");
+    assert_null(json_object_get(j, "f"));
+    json_decref(j);
+    assert_null(srv_multipart_parse(body, sizeof body - 1, "multipart/form-data", err, sizeof err));
+    assert_null(srv_multipart_parse(body, 40, "multipart/form-data; boundary=b", err, sizeof err));
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 
 static void test_errors(void **state)
@@ -355,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_workers_queue),
