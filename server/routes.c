@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "body.h"
 #include "server.h"
@@ -110,7 +111,7 @@ static int bearer_ok(const srv_request *req, const char *key)
 }
 
 /* 1 if the request carries the key: in the header, or as LibreTranslate's api_key field. */
-static int authorized(srv_request *req, const srv_route *route, srv_response *resp)
+static int authorized(const srv_request *req, const srv_route *route)
 {
     const char *key = req->srv->opts.api_key;
     if (!key[0] || (route->flags & ROUTE_PUBLIC) || bearer_ok(req, key))
@@ -129,7 +130,7 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp)
     if (route->flags & ROUTE_BODY)
         body_ok = srv_body_parse(req, &scratch) == 0;   /* api_key may be in the body */
     resp->lt_errors = (route->flags & ROUTE_LT) || (body_ok && srv_lt_is_request(req));
-    if (!authorized(req, route, resp))
+    if (!authorized(req, route))
         return srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
                         : "missing or wrong API key (Authorization: Bearer KEY)");
     if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
