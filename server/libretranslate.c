@@ -91,8 +91,11 @@ void srv_handle_languages(srv_request *req, srv_response *resp)
 /* ---- translate ------------------------------------------------------------------- */
 
 typedef struct {
-    const char **texts;
-    int          n, is_list;
+    const char **all;            /* every entry of q */
+    int          n_all, is_list;
+    const char **texts;          /* the entries to translate (not blank) ... */
+    int         *index;          /* ... and their place in all */
+    int          n;
     json_t      *q_parsed;       /* a form's q holding a JSON array */
     const char  *source, *target;
     int          alternatives;
@@ -122,19 +125,33 @@ static int form_q_array(const srv_request *req, lt_req *t)
     return 1;
 }
 
+/* q: a string or a list of strings.  Blank entries of a list are sent back
+ * as they are, untranslated, rather than failing the whole batch. */
 static int parse_q(const srv_request *req, srv_response *resp, lt_req *t)
 {
-    json_t *q = json_object_get(req->json, "q");
-    if (!q || json_is_null(q) || (json_is_string(q) && json_string_length(q) == 0))
+    json_t *q = form_q_array(req, t) ? t->q_parsed : json_object_get(req->json, "q");
+    t->is_list = json_is_array(q);
+    size_t n = t->is_list ? json_array_size(q) : 1;
+    if (!q || json_is_null(q) || n == 0 || (json_is_string(q) && json_string_length(q) == 0))
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing q parameter");
-    if (form_q_array(req, t)) {
-        srv_request sub = *req;
-        sub.json = json_pack("{s:O}", "q", t->q_parsed);
-        int rc = srv_field_texts(&sub, resp, "q", &t->texts, &t->n, &t->is_list);
-        json_decref(sub.json);
-        return rc < 0 ? -1 : 0;
+    if (!t->is_list && !json_is_string(q))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: q must be a string or a list of strings");
+    t->all = malloc(sizeof *t->all * n);
+    t->texts = malloc(sizeof *t->texts * n);
+    t->index = malloc(sizeof *t->index * n);
+    if (!t->all || !t->texts || !t->index)
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = t->is_list ? json_array_get(q, i) : q;
+        if (!json_is_string(e))
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: q[%zu] must be a string", i);
+        t->all[t->n_all++] = json_string_value(e);
+        if (!srv_is_blank(json_string_value(e), json_string_length(e))) {
+            t->texts[t->n] = json_string_value(e);
+            t->index[t->n++] = (int)i;
+        }
     }
-    return srv_field_texts(req, resp, "q", &t->texts, &t->n, &t->is_list) < 0 ? -1 : 0;
+    return 0;
 }
 
 static int pick_model(srv_request *req, srv_response *resp, lt_req *t)
@@ -191,25 +208,40 @@ static json_t *alternatives_json(const srv_tr_result *r)
     return list;
 }
 
+static json_t *detected_json(const lt_req *t)
+{
+    return json_pack("{s:f,s:s}", "confidence", 100.0, "language", t->model->info->source_lang);
+}
+
+/* Entry i of q: its translation and alternatives, or itself when blank. */
+static void entry_json(const lt_req *t, const srv_tr_result *res, int i, json_t **text, json_t **alts)
+{
+    int k = 0;
+    while (k < t->n && t->index[k] != i)
+        k++;
+    *text = json_string(k < t->n ? res[k].alts[0] : t->all[i]);
+    *alts = k < t->n ? alternatives_json(&res[k]) : json_array();
+}
+
 static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
 {
-    json_t *out = json_object();
+    json_t *out = json_object(), *text, *alts;
     if (t->is_list) {
-        json_t *texts = json_array(), *alts = json_array(), *detected = json_array();
-        for (int i = 0; i < t->n; i++) {
-            json_array_append_new(texts, json_string(res[i].alts[0]));
-            json_array_append_new(alts, alternatives_json(&res[i]));
-            json_array_append_new(detected, json_pack("{s:f,s:s}", "confidence", 100.0, "language",
-                                                      t->model->info->source_lang));
+        json_t *texts = json_array(), *all_alts = json_array(), *detected = json_array();
+        for (int i = 0; i < t->n_all; i++) {
+            entry_json(t, res, i, &text, &alts);
+            json_array_append_new(texts, text);
+            json_array_append_new(all_alts, alts);
+            json_array_append_new(detected, detected_json(t));
         }
         json_object_set_new(out, "translatedText", texts);
-        json_object_set_new(out, "alternatives", alts);
+        json_object_set_new(out, "alternatives", all_alts);
         json_object_set_new(out, "detectedLanguage", detected);
     } else {
-        json_object_set_new(out, "translatedText", json_string(res[0].alts[0]));
-        json_object_set_new(out, "alternatives", alternatives_json(&res[0]));
-        json_object_set_new(out, "detectedLanguage", json_pack("{s:f,s:s}", "confidence", 100.0,
-                                                               "language", t->model->info->source_lang));
+        entry_json(t, res, 0, &text, &alts);
+        json_object_set_new(out, "translatedText", text);
+        json_object_set_new(out, "alternatives", alts);
+        json_object_set_new(out, "detectedLanguage", detected_json(t));
     }
     if (t->alternatives == 0)
         json_object_del(out, "alternatives");
@@ -235,16 +267,18 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
                  max_beam - 1);
         goto done;
     }
-    if (!(res = calloc((size_t)t.n, sizeof *res))) {
+    if (!(res = calloc((size_t)t.n + 1, sizeof *res))) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         goto done;
     }
-    if (srv_translate_texts(req->srv, t.model, t.texts, t.n, &tp, res, resp) == 0) {
+    if (t.n == 0 || srv_translate_texts(req->srv, t.model, t.texts, t.n, &tp, res, resp) == 0) {
         srv_reply_json(resp, 200, reply_json(&t, res));
         srv_tr_results_free(res, t.n);
     }
 done:
     free(res);
+    free(t.all);
     free(t.texts);
+    free(t.index);
     json_decref(t.q_parsed);
 }

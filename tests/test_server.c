@@ -917,6 +917,17 @@ static void test_libretranslate_json(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(det, 0), "language")), "en");
     json_decref(j);
     reply_free(&r);
+
+    /* blank entries of a batch come back as they are */
+    r = post(&main_srv, "/translate", "{\"q\": [\"Hello world\", \"\", \"  \"], \"source\": \"en\", \"target\": \"fr\"}");
+    j = expect_json(&r, 200);
+    texts = json_object_get(j, "translatedText");
+    assert_int_equal(json_array_size(texts), 3);
+    assert_true(strlen(json_string_value(json_array_get(texts, 0))) > 0);
+    assert_string_equal(json_string_value(json_array_get(texts, 1)), "");
+    assert_string_equal(json_string_value(json_array_get(texts, 2)), "  ");
+    json_decref(j);
+    reply_free(&r);
 }
 
 static void expect_lt_error(const char *body, const char *content_type, long status, const char *word)
@@ -948,6 +959,9 @@ static void test_libretranslate_errors(void **state)
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": 99}", NULL, 400,
                     "alternatives");
     expect_lt_error("source=en&target=fr", "application/x-www-form-urlencoded", 400, "missing q");
+    expect_lt_error("{\"q\": 5, \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "q must be");
+    expect_lt_error("{\"q\": [\"a\", 5], \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "q[1]");
+    expect_lt_error("{\"q\": [], \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "missing q");
 }
 
 static void test_libretranslate_form(void **state)
