@@ -157,16 +157,17 @@ static int *length_order(const sentence_list *l)
     return order;
 }
 
-static int decode_all(srv_server *srv, srv_model *m, sentence_list *l, const srv_tr_params *p,
-                      srv_response *resp)
+/* All sentences with one session: one mt_translate call when they fit its
+ * batch (max_batch / beam sentences), else one call per chunk of that size. */
+static int decode_all(srv_model *m, sentence_list *l, const srv_tr_params *p, srv_response *resp)
 {
     int group = m->sparams.max_batch / p->beam_size;
     if (group < 1)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "beam_size %d is over the session's batch of %d",
                         p->beam_size, m->sparams.max_batch);
     int *order = length_order(l);
-    const char **texts = malloc(sizeof *texts * (size_t)(group > 0 ? group : 1));
-    mt_translation *tmp = calloc((size_t)(group > 0 ? group : 1), sizeof *tmp);
+    const char **texts = malloc(sizeof *texts * (size_t)group);
+    mt_translation *tmp = calloc((size_t)group, sizeof *tmp);
     mt_session *session = NULL;
     int rc = -1;
     if (!order || !texts || !tmp) {
@@ -310,7 +311,7 @@ int srv_translate_texts(srv_server *srv, srv_model *m, const char *const *texts,
         }
     }
     first[n] = l.n;
-    if (count_tokens(srv, m, &l, &src_tokens, resp) || decode_all(srv, m, &l, p, resp))
+    if (count_tokens(srv, m, &l, &src_tokens, resp) || decode_all(m, &l, p, resp))
         goto done;
     srv_metrics_tokens(m->index, src_tokens, generated_tokens(&l));
     for (int i = 0; i < n; i++)
