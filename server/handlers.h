@@ -9,6 +9,7 @@
  *     POST /attention          attention.c
  *     POST /tokenize, /detokenize   tokenize.c
  *     GET  /health, /models, /metrics, /openapi.json   info.c
+ *     GET  /, /web/NAME        web.c  (the demo page, with --web DIR)
  */
 #ifndef SRV_HANDLERS_H
 #define SRV_HANDLERS_H
@@ -70,6 +71,7 @@ void srv_handle_health(srv_request *req, srv_response *resp);        /* info.c *
 void srv_handle_models(srv_request *req, srv_response *resp);        /* info.c */
 void srv_handle_metrics(srv_request *req, srv_response *resp);       /* info.c */
 void srv_handle_openapi(srv_request *req, srv_response *resp);       /* info.c */
+void srv_handle_web(srv_request *req, srv_response *resp);           /* web.c */
 
 /* The OpenAPI 3 document served by GET /openapi.json (openapi.c). */
 extern const char srv_openapi_json[];

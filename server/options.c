@@ -58,6 +58,8 @@ static const opt_def opt_table[] = {
       "on SIGTERM, seconds to wait for in-flight requests" },
     { "--no-access-log", "MTSERVE_ACCESS_LOG", OPT_BOOL, F(access_log), 0, 0, 0,
       "do not log one line per request (env: 0/1)" },
+    { "--web", "MTSERVE_WEB", OPT_STR, F(web_dir), S(web_dir), 0, 0,
+      "serve the demo page from this directory at / and /web/ (\"\" = off)" },
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -69,6 +71,7 @@ static void defaults(srv_options *o)
     o->n_models = 1;
     snprintf(o->host, sizeof o->host, "127.0.0.1");
     snprintf(o->cors_origins, sizeof o->cors_origins, "*");
+    snprintf(o->web_dir, sizeof o->web_dir, "web");
     o->port = 8080;
     o->queue = 16;
     o->queue_timeout_ms = 30000;

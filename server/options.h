@@ -37,6 +37,7 @@ typedef struct {
     int    timeout_s;       /* idle connection timeout */
     int    drain_s;         /* on SIGTERM: wait at most this long for in-flight requests */
     int    access_log;      /* one stderr line per request */
+    char   web_dir[1024];   /* the demo page's directory; "" = not served */
 } srv_options;
 
 /* Lookup of an environment variable (getenv in production, a table in tests). */

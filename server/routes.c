@@ -14,6 +14,7 @@ enum {
     ROUTE_LOADING = 4,   /* answers while models load */
     ROUTE_LT      = 8,   /* LibreTranslate endpoint: errors as {"error": "..."} */
     ROUTE_WORKER  = 16,  /* decodes: runs on an inference worker, not the HTTP thread */
+    ROUTE_PREFIX  = 32,  /* path is a prefix: "/web/" matches /web/app.js */
 };
 
 typedef struct {
@@ -33,15 +34,24 @@ static const srv_route routes[] = {
     { "GET",  "/health",       srv_handle_health,     ROUTE_PUBLIC | ROUTE_LOADING },
     { "GET",  "/metrics",      srv_handle_metrics,    ROUTE_LOADING },
     { "GET",  "/openapi.json", srv_handle_openapi,    ROUTE_LOADING },
+    { "GET",  "/",             srv_handle_web,        ROUTE_PUBLIC | ROUTE_LOADING },
+    { "GET",  "/web/",         srv_handle_web,        ROUTE_PUBLIC | ROUTE_LOADING | ROUTE_PREFIX },
 };
 #define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
+
+static int path_matches(const srv_route *r, const char *path)
+{
+    if (r->flags & ROUTE_PREFIX)
+        return strncmp(r->path, path, strlen(r->path)) == 0;
+    return strcmp(r->path, path) == 0;
+}
 
 static const srv_route *find_route(const char *method, const char *path)
 {
     if (strcmp(method, "HEAD") == 0)
         method = "GET";
     for (int i = 0; i < N_ROUTES; i++)
-        if (strcmp(routes[i].path, path) == 0 && strcmp(routes[i].method, method) == 0)
+        if (path_matches(&routes[i], path) && strcmp(routes[i].method, method) == 0)
             return &routes[i];
     return NULL;
 }
@@ -52,7 +62,7 @@ static int allowed_methods(const char *path, char *out, size_t len)
     int n = 0;
     out[0] = 0;
     for (int i = 0; i < N_ROUTES; i++) {
-        if (strcmp(routes[i].path, path) != 0)
+        if (!path_matches(&routes[i], path))
             continue;
         size_t used = strlen(out);
         snprintf(out + used, len - used, "%s%s", routes[i].method,
@@ -69,7 +79,7 @@ static int allowed_methods(const char *path, char *out, size_t len)
 const char *srv_route_label(const char *path)
 {
     for (int i = 0; i < N_ROUTES; i++)
-        if (strcmp(routes[i].path, path) == 0)
+        if (path_matches(&routes[i], path))
             return routes[i].path;
     return "other";
 }

@@ -502,6 +502,31 @@ static int group_teardown(void **state)
 
 /* ---- endpoints ------------------------------------------------------------------------------ */
 
+/* The demo page: served from web/ (the default --web), nothing outside it. */
+static void test_web_page(void **state)
+{
+    (void)state;
+    reply r = get(&main_srv, "/");
+    assert_int_equal(r.status, 200);
+    assert_non_null(strcasestr(r.headers, "content-type: text/html"));
+    assert_non_null(strstr(r.body, "<html"));
+    reply_free(&r);
+    r = get(&main_srv, "/web/app.js");
+    assert_int_equal(r.status, 200);
+    assert_non_null(strcasestr(r.headers, "content-type: text/javascript"));
+    reply_free(&r);
+    static const char *const refused[] = { "/web/..%2FMakefile", "/web/.hidden.js", "/web/README.md",
+                                           "/web/nothere.js", "/web/a%2Fb.js" };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        r = get(&main_srv, refused[i]);
+        assert_int_equal(r.status, 404);
+        json_t *j = reply_json(&r);
+        assert_non_null(json_object_get(j, "error"));
+        json_decref(j);
+        reply_free(&r);
+    }
+}
+
 static void test_health(void **state)
 {
     (void)state;
@@ -1353,6 +1378,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health),
+        cmocka_unit_test(test_web_page),
         cmocka_unit_test(test_translate_single),
         cmocka_unit_test(test_translate_list),
         cmocka_unit_test(test_translate_split),
