@@ -1,5 +1,5 @@
 /* decoder.c: the decoder stack, incremental (one position for n rows, KV
- * cache) and teacher-forced (T positions of one sequence, causal mask).
+ * cache; rows may be at different positions) and teacher-forced (T positions of one sequence, causal mask).
  *
  * Self-attention cache: s->self_kv [layer][slot][max_tgt_len][2d], position t
  * of slot holds k | v of that position.  Cross K/V: s->cross_kv
@@ -37,18 +37,18 @@ static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
-static void step_layer(mt_session *s, int li, int n, int t, const int *row_slot, const int *row_src)
+static void step_layer(mt_session *s, int li, int n, const int *pos, const int *row_slot, const int *row_src)
 {
     const mt_model *m = s->m;
     const mt_dec_layer *l = &m->dec[li];
     int d = m->d, H = m->dec_heads;
-    /* self-attention: append this position's k, v, attend over 0..t */
+    /* self-attention: append this position's k, v, attend over 0..pos[r] */
     mt_k_linear(s->x, n, d, l->self_qkv.w, l->self_qkv.b, 3 * d, s->qkv);          /* [n][3d] */
     for (int r = 0; r < n; r++) {
         float *c = self_cache(s, li, row_slot[r]);
         const float *qkv = s->qkv + (long)r * 3 * d;
-        memcpy(c + (long)t * 2 * d, qkv + d, sizeof(float) * 2 * (size_t)d);
-        mt_attend(s, qkv, 3 * d, 1, c, c + d, 2 * d, t + 1, H, 0, s->ctx + (long)r * d, d, NULL);
+        memcpy(c + (long)pos[r] * 2 * d, qkv + d, sizeof(float) * 2 * (size_t)d);
+        mt_attend(s, qkv, 3 * d, 1, c, c + d, 2 * d, pos[r] + 1, H, 0, s->ctx + (long)r * d, d, NULL);
     }
     mt_k_linear(s->ctx, n, d, l->self_out.w, l->self_out.b, d, s->h);
     mt_k_add_layernorm(s->x, s->h, n, d, l->self_ln.g, l->self_ln.b);
@@ -64,14 +64,15 @@ static void step_layer(mt_session *s, int li, int n, int t, const int *row_slot,
     feed_forward(s, l, n);
 }
 
-void mt_decoder_step(mt_session *s, int n, const int32_t *tok, int t, const int *row_slot, const int *row_src)
+void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, const int *row_slot,
+                     const int *row_src)
 {
     const mt_model *m = s->m;
     int d = m->d;
     for (int r = 0; r < n; r++)
-        mt_embed_tokens(m, 1, tok + r, 1, t, s->x + (long)r * d);
+        mt_embed_tokens(m, 1, tok + r, 1, pos[r], s->x + (long)r * d);
     for (int l = 0; l < m->info.dec_layers; l++)
-        step_layer(s, l, n, t, row_slot, row_src);
+        step_layer(s, l, n, pos, row_slot, row_src);
     mt_lm_head(m, s->x, n, s->logits);
 }
 

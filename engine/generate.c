@@ -1,11 +1,15 @@
-/* generate.c: greedy and beam search over batches of sources
- * (models/recipe/model.py greedy() and beam(), HF v4.50+ rules).
+/* generate.c: greedy and beam search (models/recipe/model.py greedy() and
+ * beam(), HF v4.50+ rules) over sequences that join and leave a session
+ * between decoder steps (continuous batching).
  *
- * Rows are decoded in lock step (all at the same position t).  A source's
- * rows share its cross K/V (row_src); each row owns a physical self-attention
- * slot (row_slot).  Beam reordering re-points slots and copies a cache only
- * when a beam forks (two children of one parent).  Nothing here allocates
- * between the encoder and the copy of the results.
+ * A sequence is one source decoded with beam_size rows (1 = greedy).  Each
+ * mt_step runs ONE decoder step for every row of every running sequence as
+ * one batch (rows at different positions), then applies each sequence's own
+ * greedy or beam rule to its rows' logits.  A sequence's rows share its cross
+ * K/V (row_src); each row owns a physical self-attention slot (row_slot).
+ * Beam reordering re-points slots and copies a cache only when a beam forks
+ * (two children of one parent).  mt_step allocates nothing; mt_generate is
+ * mt_seq_start / mt_step / mt_seq_take over its sources.
  */
 #include "mt_internal.h"
 
@@ -81,54 +85,30 @@ static int argmax_skip(const float *v, int n, int skip)
 }
 
 /* ---- greedy ------------------------------------------------------------------- */
-/* Rows 0..ng-1 = sources 0..ng-1, slot r.  Finished rows leave the batch. */
-static void greedy(mt_session *s, int ng, int max_length)
+/* One greedy step of sequence q (row q->base, logits lg); 1 while it runs. */
+static int greedy_seq_step(mt_session *s, const mt_seq *q, const float *lg)
 {
     const mt_model *m = s->m;
-    int V = m->V, T = s->p.max_tgt_len, na = ng;
+    int V = m->V, T = s->p.max_tgt_len, r = q->base, t = q->cur - 1;
     int32_t pad = m->info.pad_id, eos = m->info.eos_id;
-    for (int r = 0; r < ng; r++) {
-        s->act_rows[r] = r;
-        s->row_tok[r] = m->info.decoder_start_id;
-        s->glen[r] = 0;
-        s->gscore[r] = 0.0;
+    int32_t tok = eos;                                   /* forced on the last step (logp 0) */
+    if (t + 1 != q->max_length - 1) {
+        tok = argmax_skip(lg, V, pad);
+        s->gscore[r] += (double)lg[tok] - mt_k_logsumexp_skip(lg, V, pad);
     }
-    for (int t = 0; t < max_length - 1 && na > 0; t++) {
-        for (int i = 0; i < na; i++)
-            s->tok_in[i] = s->row_tok[s->act_rows[i]];
-        mt_decoder_step(s, na, s->tok_in, t, s->act_rows, s->act_rows);
-        int keep = 0;
-        for (int i = 0; i < na; i++) {
-            int r = s->act_rows[i];
-            const float *lg = s->logits + (long)i * V;
-            int32_t tok = eos;                               /* forced on the last step (logp 0) */
-            if (t + 1 != max_length - 1) {
-                tok = argmax_skip(lg, V, pad);
-                s->gscore[r] += (double)lg[tok] - mt_k_logsumexp_skip(lg, V, pad);
-            }
-            s->hist[(long)r * T + s->glen[r]++] = tok;
-            s->row_tok[r] = tok;
-            if (tok != eos)
-                s->act_rows[keep++] = r;
-        }
-        na = keep;
-    }
+    s->hist[(long)r * T + s->glen[r]++] = tok;
+    s->row_tok[r] = tok;
+    return tok != eos;
 }
 
 /* ---- beam search ----------------------------------------------------------------- */
-typedef struct {
-    int Bm, K, ng, max_length, cur;
-    float lpen;
-    int *alive, *unsat;            /* per source */
-} beam_ctx;
-
 /* Merge this step's finished candidates (the first Bm of the K that stop) into
- * the source's finished list: stable sort by score, keep Bm (model.py). */
-static void update_finished(mt_session *s, const beam_ctx *c, int g, const int *stop)
+ * the sequence's finished list: stable sort by score, keep Bm (model.py). */
+static void update_finished(mt_session *s, const mt_seq *q, const int *stop)
 {
-    int Bm = c->Bm, T = s->p.max_tgt_len, V = s->m->V, n = 0;
-    mt_fin_slot *fin = s->fin + g * Bm;
-    int32_t *fids = s->fin_ids + (long)g * Bm * T;
+    int Bm = q->Bm, T = s->p.max_tgt_len, V = s->m->V, n = 0, base = q->base;
+    mt_fin_slot *fin = s->fin + base;
+    int32_t *fids = s->fin_ids + (long)base * T;
     double sc[2 * MAX_BEAM];
     int from[2 * MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(r+1) */
     for (int j = 0; j < Bm; j++) {
@@ -136,8 +116,8 @@ static void update_finished(mt_session *s, const beam_ctx *c, int g, const int *
         from[n++] = j;
     }
     for (int r = 0; r < Bm; r++)
-        if (stop[r] && c->unsat[g]) {
-            sc[n] = (double)s->top_v[r] / pow((double)c->cur, (double)c->lpen);
+        if (stop[r] && q->unsat) {
+            sc[n] = (double)s->top_v[r] / pow((double)q->cur, (double)q->lpen);
             from[n++] = -(r + 1);
         }
     if (n == Bm)
@@ -147,8 +127,8 @@ static void update_finished(mt_session *s, const beam_ctx *c, int g, const int *
             double ts = sc[j]; sc[j] = sc[j - 1]; sc[j - 1] = ts;
             int tf = from[j]; from[j] = from[j - 1]; from[j - 1] = tf;
         }
-    mt_fin_slot *nf = s->fin2 + g * Bm;
-    int32_t *nids = s->fin_ids2 + (long)g * Bm * T;
+    mt_fin_slot *nf = s->fin2 + base;
+    int32_t *nids = s->fin_ids2 + (long)base * T;
     for (int j = 0; j < Bm; j++) {
         int f = from[j];
         if (f >= 0) {
@@ -156,25 +136,25 @@ static void update_finished(mt_session *s, const beam_ctx *c, int g, const int *
             if (fin[f].n > 0)
                 memcpy(nids + (long)j * T, fids + (long)f * T, sizeof(int32_t) * (size_t)fin[f].n);
         } else {
-            int r = -f - 1, flat = s->top_i[r], parent = g * Bm + flat / V;
-            memcpy(nids + (long)j * T, s->hist + (long)parent * T, sizeof(int32_t) * (size_t)(c->cur - 1));
-            nids[(long)j * T + c->cur - 1] = flat % V;
-            nf[j] = (mt_fin_slot){.score = sc[j], .n = c->cur};
+            int r = -f - 1, flat = s->top_i[r], parent = base + flat / V;
+            memcpy(nids + (long)j * T, s->hist + (long)parent * T, sizeof(int32_t) * (size_t)(q->cur - 1));
+            nids[(long)j * T + q->cur - 1] = flat % V;
+            nf[j] = (mt_fin_slot){.score = sc[j], .n = q->cur};
         }
     }
     memcpy(fin, nf, sizeof *fin * (size_t)Bm);
     memcpy(fids, nids, sizeof(int32_t) * (size_t)Bm * T);
 }
 
-/* Give row g*Bm+b the cache of its parent: the first child of a parent takes
- * the parent's slot; a second child gets a free slot of the group and a copy of
- * positions 0..cur-1 of every layer. */
-static void reorder_slots(mt_session *s, const beam_ctx *c, int g, const int *parent)
+/* Give row base+b the cache of its parent: the first child of a parent takes
+ * the parent's slot; a second child gets a free slot of the sequence and a
+ * copy of positions 0..cur-1 of every layer. */
+static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
 {
     const mt_model *m = s->m;
-    int Bm = c->Bm, base = g * Bm;
-    int *old_slot = s->tmp_i, *claimed = s->slot_used;       /* claimed: by old row (group-local) */
-    long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)c->cur * 2 * m->d * (long)sizeof(float);
+    int Bm = q->Bm, base = q->base;
+    int *old_slot = s->tmp_i, *claimed = s->slot_used;       /* claimed: by old row (sequence-local) */
+    long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)q->cur * 2 * m->d * (long)sizeof(float);
     for (int b = 0; b < Bm; b++) {
         old_slot[b] = s->row_slot[base + b];
         claimed[b] = 0;
@@ -201,17 +181,17 @@ static void reorder_slots(mt_session *s, const beam_ctx *c, int g, const int *pa
     }
 }
 
-/* One step of one source's beam search, after its rows' logits are in
- * s->logits rows [a, a+Bm).  Returns 1 while the source is still running. */
-static int beam_source_step(mt_session *s, beam_ctx *c, int g, int a)
+/* One step of one sequence's beam search, after its rows' logits are in
+ * s->logits rows [a, a+Bm).  Returns 1 while the sequence is still running. */
+static int beam_seq_step(mt_session *s, mt_seq *q, int a)
 {
     const mt_model *m = s->m;
-    int Bm = c->Bm, K = c->K, V = m->V, T = s->p.max_tgt_len, base = g * Bm;
+    int Bm = q->Bm, K = 2 * Bm, V = m->V, T = s->p.max_tgt_len, base = q->base;
     int32_t pad = m->info.pad_id, eos = m->info.eos_id;
     float *tot = s->lp + (long)a * V;                          /* [Bm][V] */
     for (int b = 0; b < Bm; b++) {
         float *row = tot + (long)b * V, run = s->run[base + b];
-        if (c->cur == c->max_length - 1) {                     /* forced eos */
+        if (q->cur == q->max_length - 1) {                     /* forced eos */
             for (int v = 0; v < V; v++)
                 row[v] = -INFINITY;
             row[eos] = 0.0f;
@@ -225,24 +205,26 @@ static int beam_source_step(mt_session *s, beam_ctx *c, int g, int a)
     int stop[2 * MAX_BEAM], all_stop = 1, parent[MAX_BEAM], order[MAX_BEAM];
     float alive[2 * MAX_BEAM], run_new[MAX_BEAM];
     for (int k = 0; k < K; k++) {
-        stop[k] = s->top_i[k] % V == eos || c->cur + 1 >= c->max_length;
+        stop[k] = s->top_i[k] % V == eos || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
         alive[k] = s->top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
     }
-    update_finished(s, c, g, stop);
+    update_finished(s, q, stop);
     topk(alive, K, Bm, run_new, order);
-    for (int b = 0; b < Bm; b++) {                             /* new histories */
+    for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
         int flat = s->top_i[order[b]];
         parent[b] = flat / V;
         int32_t *h = s->hist2 + (long)(base + b) * T;
-        memcpy(h, s->hist + (long)(base + parent[b]) * T, sizeof(int32_t) * (size_t)(c->cur - 1));
-        h[c->cur - 1] = flat % V;
+        memcpy(h, s->hist + (long)(base + parent[b]) * T, sizeof(int32_t) * (size_t)(q->cur - 1));
+        h[q->cur - 1] = flat % V;
         s->row_tok[base + b] = flat % V;
         s->run[base + b] = run_new[b];
     }
-    reorder_slots(s, c, g, parent);
+    for (int b = 0; b < Bm; b++)                               /* ... then copied back to hist */
+        memcpy(s->hist + (long)(base + b) * T, s->hist2 + (long)(base + b) * T, sizeof(int32_t) * (size_t)q->cur);
+    reorder_slots(s, q, parent);
     /* early-stop heuristic (early_stopping=False), after cur += 1 */
-    double best_possible = (double)run_new[0] / pow((double)c->cur, (double)c->lpen), worst = 1e300;
+    double best_possible = (double)run_new[0] / pow((double)q->cur, (double)q->lpen), worst = 1e300;
     for (int j = 0; j < Bm; j++) {
         const mt_fin_slot *f = &s->fin[base + j];
         if (f->n < 0) {
@@ -251,52 +233,138 @@ static int beam_source_step(mt_session *s, beam_ctx *c, int g, int a)
         }
         worst = f->score < worst ? f->score : worst;
     }
-    c->unsat[g] = c->unsat[g] && best_possible > worst;
-    return c->unsat[g] && !all_stop;
+    q->unsat = q->unsat && best_possible > worst;
+    return q->unsat && !all_stop;
 }
 
-static void beam_init(mt_session *s, beam_ctx *c)
+/* ---- sequences ----------------------------------------------------------------- */
+static mt_status check_source(const mt_session *s, const int32_t *src, int len, int i, mt_err *err)
 {
-    int Bm = c->Bm;
-    for (int g = 0; g < c->ng; g++) {
-        c->alive[g] = c->unsat[g] = 1;
-        for (int b = 0; b < Bm; b++) {
-            int r = g * Bm + b;
-            s->run[r] = b == 0 ? 0.0f : NEG_BIG;
-            s->row_slot[r] = r;
-            s->row_tok[r] = s->m->info.decoder_start_id;
-            s->fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
-        }
-    }
+    if (!src || len < 1)
+        return mt_err_set(err, MT_ERR_INPUT, "source %d is empty (it must end with </s>)", i);
+    if (len > s->p.max_src_len)
+        return mt_err_set(err, MT_ERR_TOO_LONG, "source %d has %d tokens; the limit is %d", i, len,
+                          s->p.max_src_len);
+    for (int j = 0; j < len; j++)
+        if (src[j] < 0 || src[j] >= s->m->V)
+            return mt_err_set(err, MT_ERR_INPUT, "source %d: token id %d outside the vocabulary", i, (int)src[j]);
+    return MT_OK;
 }
 
-static void beam(mt_session *s, int ng, int Bm, int max_length, float lpen)
+/* First fit: the lowest base of Bm consecutive free rows, or -1. */
+static int find_rows(const mt_session *s, int Bm)
 {
-    int *alive = s->g_alive;
-    beam_ctx c = {.Bm = Bm, .K = 2 * Bm, .ng = ng, .max_length = max_length, .lpen = lpen,
-                  .alive = alive, .unsat = s->g_unsat};
-    beam_init(s, &c);
-    for (c.cur = 1; c.cur < max_length; c.cur++) {
-        int na = 0;
-        for (int g = 0; g < ng; g++)
-            if (alive[g])
-                for (int b = 0; b < Bm; b++, na++) {
-                    s->act_rows[na] = g * Bm + b;
-                    s->tok_in[na] = s->row_tok[g * Bm + b];
-                    s->row_src[na] = g;
-                    s->tmp_i[s->p.max_batch + na] = s->row_slot[g * Bm + b];
-                }
-        if (na == 0)
-            break;
-        mt_decoder_step(s, na, s->tok_in, c.cur - 1, s->tmp_i + s->p.max_batch, s->row_src);
-        for (int a = 0; a < na; a += Bm) {
-            int g = s->act_rows[a] / Bm;
-            alive[g] = beam_source_step(s, &c, g, a);
-        }
-        int32_t *t = s->hist;                          /* rows of finished sources are never read again */
-        s->hist = s->hist2;
-        s->hist2 = t;
+    int run = 0;
+    for (int r = 0; r < s->p.max_batch; r++) {
+        run = s->row_owner[r] < 0 ? run + 1 : 0;
+        if (run == Bm)
+            return r - Bm + 1;
     }
+    return -1;
+}
+
+int mt_session_can_start(const mt_session *s, int beam_size)
+{
+    if (beam_size == 0)
+        beam_size = s->m->info.default_beam < MAX_BEAM ? s->m->info.default_beam : MAX_BEAM;
+    return beam_size >= 1 && find_rows(s, beam_size) >= 0;
+}
+
+mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_decode_params *params, int *seq,
+                       mt_err *err)
+{
+    mt_decode_params q;
+    mt_status st = mt_check_decode_params(s, params, &q, err);
+    if (st != MT_OK)
+        return st;
+    if (!seq)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_seq_start: seq is NULL");
+    if ((st = check_source(s, src, src_len, 0, err)) != MT_OK)
+        return st;
+    int base = find_rows(s, q.beam_size), id = 0;
+    if (base < 0)
+        return mt_err_set(err, MT_ERR_BUSY, "session: no %d free decoder rows (%d in use of %d)", q.beam_size,
+                          mt_session_rows_used(s), s->p.max_batch);
+    while (s->seqs[id].state != MT_SEQ_FREE)        /* fewer sequences than rows: one is free */
+        id++;
+    s->src_off[id] = id * s->p.max_src_len;
+    s->src_len[id] = src_len;
+    mt_encode_source(s, src, src_len, s->src_off[id], NULL);
+    int Bm = q.beam_size;
+    for (int b = 0; b < Bm; b++) {
+        int r = base + b;
+        s->row_owner[r] = id;
+        s->row_slot[r] = r;
+        s->row_tok[r] = s->m->info.decoder_start_id;
+        s->run[r] = b == 0 ? 0.0f : NEG_BIG;
+        s->fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
+        s->glen[r] = 0;
+        s->gscore[r] = 0.0;
+    }
+    s->seqs[id] = (mt_seq){.state = MT_SEQ_RUN, .base = base, .Bm = Bm, .max_length = q.max_length,
+                           .n_best = q.n_best, .cur = 1, .unsat = 1, .lpen = q.length_penalty};
+    s->n_seqs++;
+    *seq = id;
+    return MT_OK;
+}
+
+int mt_step(mt_session *s)
+{
+    int n = 0, V = s->m->V, done = 0;
+    for (int i = 0; i < s->p.max_batch; i++) {           /* gather every running row */
+        const mt_seq *q = &s->seqs[i];
+        if (q->state != MT_SEQ_RUN)
+            continue;
+        for (int b = 0; b < q->Bm; b++, n++) {
+            int r = q->base + b;
+            s->tok_in[n] = s->row_tok[r];
+            s->step_pos[n] = q->cur - 1;
+            s->step_slot[n] = s->row_slot[r];
+            s->row_src[n] = i;
+        }
+    }
+    if (n == 0)
+        return 0;
+    mt_decoder_step(s, n, s->tok_in, s->step_pos, s->step_slot, s->row_src);
+    for (int i = 0, a = 0; i < s->p.max_batch; i++) {   /* same order: rows a.. are sequence i's */
+        mt_seq *q = &s->seqs[i];
+        if (q->state != MT_SEQ_RUN)
+            continue;
+        int running = q->Bm == 1 ? greedy_seq_step(s, q, s->logits + (long)a * V) : beam_seq_step(s, q, a);
+        a += q->Bm;
+        q->cur++;
+        if (!running) {
+            q->state = MT_SEQ_DONE;
+            done++;
+        }
+    }
+    return done;
+}
+
+int mt_seq_finished(const mt_session *s, int seq)
+{
+    return seq >= 0 && seq < s->p.max_batch && s->seqs[seq].state == MT_SEQ_DONE;
+}
+
+int mt_session_rows_used(const mt_session *s)
+{
+    int n = 0;
+    for (int r = 0; r < s->p.max_batch; r++)
+        n += s->row_owner[r] >= 0;
+    return n;
+}
+
+int mt_session_seqs(const mt_session *s) { return s->n_seqs; }
+
+void mt_seq_cancel(mt_session *s, int seq)
+{
+    if (seq < 0 || seq >= s->p.max_batch || s->seqs[seq].state == MT_SEQ_FREE)
+        return;
+    mt_seq *q = &s->seqs[seq];
+    for (int b = 0; b < q->Bm; b++)
+        s->row_owner[q->base + b] = -1;
+    q->state = MT_SEQ_FREE;
+    s->n_seqs--;
 }
 
 /* ---- results ------------------------------------------------------------------- */
@@ -313,40 +381,32 @@ static mt_status put_hyp(mt_hyp *h, const int32_t *ids, int n, double score, mt_
     return MT_OK;
 }
 
-static mt_status collect(mt_session *s, int ng, const mt_decode_params *q, mt_hyp *out, mt_err *err)
+mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
 {
-    int T = s->p.max_tgt_len, Bm = q->beam_size;
-    for (int g = 0; g < ng; g++) {
-        mt_hyp *o = out + (long)g * q->n_best;
-        mt_status st = MT_OK;
-        if (Bm == 1) {
-            st = put_hyp(o, s->hist + (long)g * T, s->glen[g], s->gscore[g], err);
-        } else {
-            for (int j = 0; j < q->n_best && st == MT_OK; j++) {
-                const mt_fin_slot *f = &s->fin[g * Bm + j];
-                st = f->n >= 0 ? put_hyp(o + j, s->fin_ids + ((long)g * Bm + j) * T, f->n, f->score, err)
-                               : put_hyp(o + j, NULL, 0, -INFINITY, err);
-            }
+    if (!mt_seq_finished(s, seq))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_seq_take: sequence %d is not finished", seq);
+    const mt_seq *q = &s->seqs[seq];
+    int T = s->p.max_tgt_len, base = q->base;
+    mt_status st = MT_OK;
+    memset(out, 0, sizeof *out * (size_t)q->n_best);
+    if (q->Bm == 1) {
+        st = put_hyp(out, s->hist + (long)base * T, s->glen[base], s->gscore[base], err);
+    } else {
+        for (int j = 0; j < q->n_best && st == MT_OK; j++) {
+            const mt_fin_slot *f = &s->fin[base + j];
+            st = f->n >= 0 ? put_hyp(out + j, s->fin_ids + ((long)base + j) * T, f->n, f->score, err)
+                           : put_hyp(out + j, NULL, 0, -INFINITY, err);
         }
-        if (st != MT_OK)
-            return st;
     }
-    return MT_OK;
+    if (st != MT_OK)
+        mt_hyps_free(out, q->n_best);
+    mt_seq_cancel(s, seq);
+    return st;
 }
 
-static mt_status check_source(const mt_session *s, const int32_t *src, int len, int i, mt_err *err)
-{
-    if (!src || len < 1)
-        return mt_err_set(err, MT_ERR_INPUT, "source %d is empty (it must end with </s>)", i);
-    if (len > s->p.max_src_len)
-        return mt_err_set(err, MT_ERR_TOO_LONG, "source %d has %d tokens; the limit is %d", i, len,
-                          s->p.max_src_len);
-    for (int j = 0; j < len; j++)
-        if (src[j] < 0 || src[j] >= s->m->V)
-            return mt_err_set(err, MT_ERR_INPUT, "source %d: token id %d outside the vocabulary", i, (int)src[j]);
-    return MT_OK;
-}
-
+/* ---- batches of sources, on top of the sequences ------------------------------- */
+/* Sources join as rows free up (a source's result does not depend on the rows
+ * beside it), so a long source does not hold the others back. */
 mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                       const mt_decode_params *params, mt_hyp *out, mt_err *err)
 {
@@ -360,24 +420,40 @@ mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_l
         if ((st = check_source(s, src[i], src_len[i], i, err)) != MT_OK)
             return st;
     memset(out, 0, sizeof *out * (size_t)n * (size_t)q.n_best);
-    int group = s->p.max_batch / q.beam_size;                 /* sources decoded together */
-    for (int g0 = 0; g0 < n; g0 += group) {
-        int ng = n - g0 < group ? n - g0 : group;
-        for (int g = 0; g < ng; g++) {
-            s->src_off[g] = g * s->p.max_src_len;
-            s->src_len[g] = src_len[g0 + g];
-            mt_encode_source(s, src[g0 + g], src_len[g0 + g], s->src_off[g], NULL);
+    for (int i = 0; i < s->p.max_batch; i++)
+        s->gen_src[i] = -1;
+    int next = 0, done = 0;
+    while (done < n) {
+        while (next < n) {
+            int id;
+            mt_err busy;
+            if (mt_seq_start(s, src[next], src_len[next], &q, &id, &busy) != MT_OK)
+                break;                                      /* no rows: after the next step */
+            s->gen_src[id] = next++;
         }
-        if (q.beam_size == 1)
-            greedy(s, ng, q.max_length);
-        else
-            beam(s, ng, q.beam_size, q.max_length, q.length_penalty);
-        if ((st = collect(s, ng, &q, out + (long)g0 * q.n_best, err)) != MT_OK) {
-            mt_hyps_free(out, n * q.n_best);
-            return st;
+        if (s->n_seqs == 0) {                               /* cannot happen: beam <= max_batch */
+            st = mt_err_set(err, MT_ERR_INTERNAL, "mt_generate: no sequence could start");
+            break;
         }
+        mt_step(s);
+        for (int id = 0; id < s->p.max_batch && st == MT_OK; id++)
+            if (s->gen_src[id] >= 0 && mt_seq_finished(s, id)) {
+                st = mt_seq_take(s, id, out + (long)s->gen_src[id] * q.n_best, err);
+                s->gen_src[id] = -1;
+                done++;
+            }
+        if (st != MT_OK)
+            break;
     }
-    return MT_OK;
+    if (st != MT_OK) {
+        for (int id = 0; id < s->p.max_batch; id++)
+            if (s->gen_src[id] >= 0) {
+                mt_seq_cancel(s, id);
+                s->gen_src[id] = -1;
+            }
+        mt_hyps_free(out, n * q.n_best);
+    }
+    return st;
 }
 
 void mt_hyps_free(mt_hyp *hyps, int n)

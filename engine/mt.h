@@ -78,12 +78,45 @@ typedef struct {
     char    *text;          /* detokenized (mt_translate only; NULL otherwise) */
 } mt_hyp;
 
-/* Decode n tokenized sources as one batch (padding masks; each result equals
- * decoding it alone).  out receives n * n_best hypotheses, source-major.
- * Free their arrays with mt_hyps_free. */
+/* Decode n tokenized sources as one batch (each result equals decoding it
+ * alone); sources join as earlier ones finish.  out receives n * n_best
+ * hypotheses, source-major.  Free their arrays with mt_hyps_free.  Built on
+ * the sequence API below: it steps every sequence of the session, so call it
+ * on a session with no sequences of its own in flight (the same holds for
+ * mt_score and mt_attention_run, which use source slot 0). */
 mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                       const mt_decode_params *params, mt_hyp *out, mt_err *err);
 void      mt_hyps_free(mt_hyp *hyps, int n);
+
+/* ---- continuous batching: sequences that join and leave between steps ------
+ * A sequence is one tokenized source decoded with its own parameters (greedy
+ * and beam sequences may share a session).  It holds beam_size of the
+ * session's max_batch decoder rows and one cross-K/V source slot from
+ * mt_seq_start until mt_seq_take or mt_seq_cancel.  mt_step runs one decoder
+ * step for every row of every running sequence as one batched product per
+ * projection; each sequence's result equals decoding it alone (mt_generate).
+ * One thread at a time, as for every session function. */
+
+/* Encodes src into a free source slot and reserves beam_size rows; *seq is
+ * its id (>= 0, reused after take/cancel).  MT_ERR_BUSY when no beam_size
+ * consecutive rows are free (nothing changed: retry after a step). */
+mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_decode_params *params,
+                       int *seq, mt_err *err);
+/* One decoder step for every running sequence; returns how many finished
+ * during it.  Allocates nothing. */
+int       mt_step(mt_session *s);
+/* 1 once the sequence has finished (its hypotheses wait for mt_seq_take). */
+int       mt_seq_finished(const mt_session *s, int seq);
+/* The finished sequence's n_best hypotheses (as resolved: n_best 0 -> 1) into
+ * out, best first; frees its rows.  Free the arrays with mt_hyps_free. */
+mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err);
+/* Drops a sequence in any state and frees its rows (unknown ids: no-op). */
+void      mt_seq_cancel(mt_session *s, int seq);
+/* Sequences started and not yet taken or cancelled; decoder rows they hold. */
+int       mt_session_seqs(const mt_session *s);
+int       mt_session_rows_used(const mt_session *s);
+/* 1 if mt_seq_start with this beam size (0 = the model's default) would find rows now. */
+int       mt_session_can_start(const mt_session *s, int beam_size);
 
 /* Teacher-forced scoring in one pass with the full causal mask: logp[t] =
  * log p(tgt[t] | src, tgt[<t]) with pad excluded from the normalizer.  tgt does

@@ -69,6 +69,20 @@ typedef struct {
     int    n;            /* ids in this slot; -1 = empty */
 } mt_fin_slot;
 
+/* A sequence decoding in a session (generate.c): one source, beam_size rows.
+ * Its rows are the contiguous logical rows [base, base + Bm); its physical
+ * self-attention slots are the same set of indices (reorder_slots only
+ * permutes them within the sequence); its cross K/V is source slot `id`. */
+enum { MT_SEQ_FREE = 0, MT_SEQ_RUN, MT_SEQ_DONE };
+typedef struct {
+    int   state;
+    int   base, Bm;          /* rows; Bm = beam size (1 = greedy) */
+    int   max_length, n_best;
+    int   cur;               /* decoder length so far, start token included: the next step is at position cur-1 */
+    int   unsat;             /* beam: the early-stop heuristic still allows improvement */
+    float lpen;
+} mt_seq;
+
 struct mt_session {
     const mt_model *m;
     mt_session_params p;
@@ -95,7 +109,12 @@ struct mt_session {
     int   *top_i;
     double *gscore;            /* [max_batch] greedy sums of log p */
     int   *glen;               /* [max_batch] */
-    int   *g_alive, *g_unsat;  /* [max_batch] per source beam flags */
+    /* sequences (generate.c) [max_batch]: seq i uses cross-K/V source slot i */
+    mt_seq *seqs;
+    int   *row_owner;          /* [max_batch] logical row -> sequence, -1 = free */
+    int   *step_pos, *step_slot; /* [max_batch] per gathered row of a step: position, physical slot */
+    int   *gen_src;            /* [max_batch] mt_generate: sequence -> its source index, -1 */
+    int    n_seqs;             /* sequences not FREE */
 };
 
 /* model.c */
@@ -116,10 +135,11 @@ void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *
 void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x);
 
 /* decoder.c */
-/* One incremental step for n rows at position t: row r feeds tok[r], owns
- * self-cache slot row_slot[r] and attends to source row_src[r].  Writes
- * logits [n][V] into s->logits. */
-void mt_decoder_step(mt_session *s, int n, const int32_t *tok, int t, const int *row_slot, const int *row_src);
+/* One incremental step for n rows: row r feeds tok[r] at position pos[r] (its
+ * self-cache holds positions 0..pos[r]-1), owns self-cache slot row_slot[r]
+ * and attends to source slot row_src[r].  Writes logits [n][V] into s->logits. */
+void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, const int *row_slot,
+                     const int *row_src);
 /* Teacher-forced pass over tgt_in [T] (start token first) for source 0 with the
  * causal mask; leaves the final hidden states [T][d] in s->x. */
 void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap);

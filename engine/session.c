@@ -71,8 +71,11 @@ static void layout(mt_session *s, carver *c)
     s->top_i = carve(c, 2 * B, sizeof(int));
     s->gscore = carve(c, B, sizeof(double));
     s->glen = carve(c, B, sizeof(int));
-    s->g_alive = carve(c, B, sizeof(int));
-    s->g_unsat = carve(c, B, sizeof(int));
+    s->seqs = carve(c, B, sizeof(mt_seq));
+    s->row_owner = carve(c, B, sizeof(int));
+    s->step_pos = carve(c, B, sizeof(int));
+    s->step_slot = carve(c, B, sizeof(int));
+    s->gen_src = carve(c, B, sizeof(int));
 }
 
 static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_err *err)
@@ -112,6 +115,8 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     }
     c = (carver){.base = s->arena};
     layout(s, &c);
+    for (int r = 0; r < p.max_batch; r++)      /* seqs are MT_SEQ_FREE (0) from calloc */
+        s->row_owner[r] = -1;
     *out = s;
     return MT_OK;
 }
