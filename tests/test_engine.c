@@ -589,6 +589,152 @@ static void test_no_alloc_in_decode_loop(void **state)
 #endif
 }
 
+/* ---- continuous batching ---------------------------------------------------------- */
+/* Does sequence result h (n_best hyps) equal case i's fixture for this beam? */
+static int seq_result_ok(const ctx *c, int i, int beam, const mt_hyp *h)
+{
+    json_t *cs = c->cases[i];
+    if (beam == 1) {
+        int32_t ref[256];
+        int nr = ids_of(json_object_get(cs, "greedy_ids"), ref, 256);
+        return h[0].n_ids == nr && !memcmp(h[0].ids, ref, sizeof(int32_t) * (size_t)nr);
+    }
+    double w = 0;
+    int b_ok;
+    return beam_equal(json_object_get(cs, "beam4"), h, beam, &w, &b_ok);
+}
+
+/* Sequences join at different steps (one or two per step, greedy and beam-4
+ * mixed in one session), some are cancelled half-way; every sequence that
+ * runs to the end gives exactly the ids of decoding it alone (the fixtures),
+ * and mt_step allocates nothing. */
+static void test_staggered_joins(void **state)
+{
+    CTX_OR_RETURN(c);
+    mt_session *s = c->s;
+    int seq_case[16], seq_beam[16], seq_born[16], next = 0, steps = 0, same = 0, total = 0, cancelled = 0;
+    int max_rows = 0;
+    long step_allocs = 0;
+    for (int k = 0; k < 16; k++)
+        seq_case[k] = -1;
+    assert_int_equal(mt_session_seqs(s), 0);
+    while (next < c->n_cases || mt_session_seqs(s) > 0) {
+        for (int j = 0; j < 1 + steps % 2 && next < c->n_cases; j++) {        /* 1 or 2 joins per step */
+            int32_t src[1024];
+            int ns = case_src(c, next, src), beam = next % 3 == 0 ? 4 : 1, id;
+            mt_decode_params dp = mt_decode_default_params();
+            dp.beam_size = beam;
+            dp.n_best = beam;
+            dp.max_length = case_maxlen(c, next);
+            mt_err err = {0};
+            mt_status st = mt_seq_start(s, src, ns, &dp, &id, &err);
+            if (st == MT_ERR_BUSY)
+                break;
+            assert_int_equal(st, MT_OK);
+            assert_true(id >= 0 && id < 16 && seq_case[id] < 0);
+            seq_case[id] = next++;
+            seq_beam[id] = beam;
+            seq_born[id] = steps;
+        }
+        if (mt_session_rows_used(s) > max_rows)
+            max_rows = mt_session_rows_used(s);
+#if HAVE_ALLOC_COUNTER
+        n_allocs = 0;
+        counting = 1;
+#endif
+        mt_step(s);
+#if HAVE_ALLOC_COUNTER
+        counting = 0;
+        step_allocs += n_allocs;
+#endif
+        steps++;
+        for (int id = 0; id < 16; id++) {
+            if (seq_case[id] < 0)
+                continue;
+            if (!mt_seq_finished(s, id)) {
+                if (seq_case[id] % 7 == 5 && steps - seq_born[id] == 3) {      /* a client that went away */
+                    mt_seq_cancel(s, id);
+                    seq_case[id] = -1;
+                    cancelled++;
+                }
+                continue;
+            }
+            mt_hyp h[4];
+            assert_int_equal(mt_seq_take(s, id, h, NULL), MT_OK);
+            int ok = seq_result_ok(c, seq_case[id], seq_beam[id], h);
+            if (!ok)
+                print_message("  case %d (beam %d) differs when joining at step %d\n", seq_case[id], seq_beam[id],
+                              seq_born[id]);
+            same += ok;
+            total++;
+            mt_hyps_free(h, seq_beam[id]);
+            seq_case[id] = -1;
+        }
+        assert_true(steps < 100000);
+    }
+    print_message("  [%s] staggered joins: %d steps, up to %d rows, %d cancelled, %d/%d results identical to "
+                  "decoding alone, %ld allocations in mt_step\n", c->name, steps, max_rows, cancelled, same, total,
+                  step_allocs);
+    assert_int_equal(same, total);
+    assert_true(total + cancelled == c->n_cases && cancelled > 0);
+    assert_int_equal(mt_session_rows_used(s), 0);
+#if HAVE_ALLOC_COUNTER
+    if (!RUNNING_ON_VALGRIND)
+        assert_int_equal(step_allocs, 0);
+#endif
+}
+
+/* Rows full -> MT_ERR_BUSY (nothing changed); a cancel frees rows that a new
+ * sequence then uses, and its result is still that of decoding it alone. */
+static void test_cancel_frees_rows(void **state)
+{
+    CTX_OR_RETURN(c);
+    mt_session *s = c->s;
+    int32_t src[1024];
+    int ids[4], i = c->n_cases > 20 ? 20 : 0, ns = case_src(c, i, src);
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = 4;
+    dp.n_best = 4;
+    dp.max_length = case_maxlen(c, i);
+    for (int k = 0; k < 4; k++)                              /* 4 x beam 4 = the session's 16 rows */
+        assert_int_equal(mt_seq_start(s, src, ns, &dp, &ids[k], NULL), MT_OK);
+    mt_step(s);
+    assert_int_equal(mt_session_rows_used(s), 16);
+    assert_false(mt_session_can_start(s, 1));
+    int extra;
+    mt_decode_params g = dp;
+    g.beam_size = g.n_best = 1;
+    mt_err err = {0};
+    assert_int_equal(mt_seq_start(s, src, ns, &g, &extra, &err), MT_ERR_BUSY);
+    assert_int_equal(mt_session_seqs(s), 4);
+    mt_seq_cancel(s, ids[1]);
+    mt_seq_cancel(s, ids[1]);                                /* twice: a no-op */
+    assert_int_equal(mt_session_rows_used(s), 12);
+    int fresh;
+    assert_int_equal(mt_seq_start(s, src, ns, &dp, &fresh, NULL), MT_OK);   /* the freed rows */
+    int left = 4;
+    while (left > 0) {
+        mt_step(s);
+        for (int k = 0; k < 4; k++) {
+            int id = k == 1 ? fresh : ids[k];
+            if (id >= 0 && mt_seq_finished(s, id)) {
+                mt_hyp h[4];
+                assert_int_equal(mt_seq_take(s, id, h, NULL), MT_OK);
+                assert_true(seq_result_ok(c, i, 4, h));
+                mt_hyps_free(h, 4);
+                if (k == 1)
+                    fresh = -1;
+                else
+                    ids[k] = -1;
+                left--;
+            }
+        }
+    }
+    assert_int_equal(mt_session_rows_used(s), 0);
+    assert_int_equal(mt_session_seqs(s), 0);
+    assert_int_equal(mt_seq_take(s, 0, NULL, NULL), MT_ERR_INPUT);          /* nothing to take */
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -619,6 +765,8 @@ int main(void)
         PER_MODEL(test_batch_invariance),
         PER_MODEL(test_session_reuse),
         PER_MODEL(test_no_alloc_in_decode_loop),
+        PER_MODEL(test_staggered_joins),
+        PER_MODEL(test_cancel_frees_rows),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
