@@ -33,17 +33,22 @@ def run(m, tok, srcs, batch, beam, max_len):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True); ap.add_argument("--input", required=True)
+    ap.add_argument("--model", required=True); ap.add_argument("--input")
     ap.add_argument("--n", type=int, default=64); ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--configs", default="1:1,32:1,1:4,32:4", help="batch:beam,...")
+    ap.add_argument("--src-ids", help="source ids, one JSON list a line (bench_engine --src-out): "
+                    "decode exactly these instead of tokenizing --input")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     m, _ = load_dir(a.model); tok = MarianTok(a.model)
-    lines = open(a.input).read().splitlines()[:a.n]
-    srcs = [tok.encode(x) for x in lines]
+    if a.src_ids:
+        srcs = [json.loads(x) for x in open(a.src_ids).read().splitlines()[:a.n]]
+    else:
+        srcs = [tok.encode(x) for x in open(a.input).read().splitlines()[:a.n]]
     for cfg in a.configs.split(","):
         batch, beam = map(int, cfg.split(":"))
+        run(m, tok, srcs[:batch], batch, beam, a.max_length)          # warm-up chunk, as bench_engine
         outs, dt = run(m, tok, srcs, batch, beam, a.max_length)
         ntok = sum(len(o) for o in outs)
         print(json.dumps({"engine": "pytorch", "batch": batch, "beam": beam, "sentences": len(srcs),
