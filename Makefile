@@ -63,6 +63,21 @@ $(B)/tests/%: tests/%.c $(TEST_SUPPORT) $(B)/libmtserver.a $(B)/libmt.a $(B)/mts
 test: $(TESTS)
 	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve $$t || fail=1; done; exit $$fail
 
+# Issue 6 benchmarks (bench/run.py): prints a table and writes BENCHMARKS.md.
+#   make bench BENCH_MODEL=/tmp/x BENCH_ARGS="--n 32 --max-length 48 --label '...'"
+BENCH_MODEL ?= models/en-fr
+BENCH_ARGS  ?=
+bench: $(B)/mtserve $(B)/bench/bench_engine $(B)/bench/loadgen
+	B=$(B) /usr/bin/python3 bench/run.py --model $(BENCH_MODEL) $(BENCH_ARGS)
+
+$(B)/bench/bench_engine: bench/bench_engine.c $(B)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
+
+$(B)/bench/loadgen: bench/loadgen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(shell pkg-config --cflags --libs libcurl) -pthread
+
 debug:
 	$(MAKE) B=build-debug OPT="-O0 -g" all
 

@@ -7,8 +7,9 @@
  * per request (the first n lines of FILE, taken in turn) and wait for the reply
  * before sending the next.  Stops after `requests` requests in all or
  * `seconds`, whichever comes first.  Only 127.0.0.1 / localhost URLs are
- * accepted.  Prints one JSON line: requests, errors, seconds, requests/s,
- * p50/p99 latency (ms). */
+ * accepted.  Prints one JSON line: successful requests (HTTP 200), errors
+ * (anything else, e.g. 503 when the queue is full), seconds, successful
+ * requests/s, p50/p99 latency of the successful ones (ms). */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -52,10 +53,12 @@ static void *client(void *arg)
         CURLcode rc = curl_easy_perform(c);
         long code = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        lat[k] = now() - t0;
         if (rc != CURLE_OK || code != 200)
-            atomic_fetch_add(&n_errors, 1);
-        atomic_fetch_add(&n_done, 1);
+            atomic_fetch_add(&n_errors, 1);     /* lat[k] stays 0: not counted */
+        else {
+            lat[k] = now() - t0;
+            atomic_fetch_add(&n_done, 1);
+        }
     }
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
@@ -157,7 +160,7 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     double dt = now() - t0;
     int done = atomic_load(&n_done);
-    /* requests numbered below `done` may include ones never sent (time limit): keep completed ones */
+    /* lat[i] > 0 exactly for the successful requests */
     double *l = malloc(sizeof(double) * (size_t)(done ? done : 1));
     int k = 0;
     for (int i = 0; i < max_requests && k < done; i++)
