@@ -201,6 +201,79 @@ done:
     return rc;
 }
 
+/* Batching on: every sentence goes to the model's scheduler as its own
+ * sequence, decoded together with the sentences of every other request; this
+ * thread waits (and watches its client: one that leaves frees its rows). */
+static int decode_scheduled(srv_model *m, sentence_list *l, const srv_tr_params *p, srv_response *resp)
+{
+    int n = l->n, max = m->sparams.max_src_len, rc = -1;
+    srv_seq_req *items = calloc((size_t)n + 1, sizeof *items);
+    mt_hyp *hyps = calloc((size_t)n * (size_t)p->n_best + 1, sizeof *hyps);
+    int32_t **ids = calloc((size_t)n + 1, sizeof *ids);
+    if (!items || !hyps || !ids) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        mt_err err = { 0 };
+        int n_ids = 0;
+        if (!(ids[i] = malloc(sizeof(int32_t) * (size_t)max))) {
+            srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+            goto done;
+        }
+        if (mt_tokenizer_encode(m->tok, l->v[i].s, l->v[i].len, 0, ids[i], max, &n_ids, &err) != MT_OK) {
+            srv_fail_mt(resp, &err);
+            goto done;
+        }
+        items[i] = (srv_seq_req){ .src = ids[i], .n_src = n_ids, .hyps = hyps + (long)i * p->n_best };
+    }
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = p->beam_size;
+    dp.max_length = p->max_length;
+    dp.n_best = p->n_best;
+    srv_request *req = srv_current_request();
+    mt_err err = { 0 };
+    int gone = 0;
+    mt_status st = srv_sched_run(m->sched, items, n, &dp, req ? req->client_gone : NULL, req ? req->conn : NULL,
+                                 &gone, &err);
+    if (gone) {
+        srv_fail(resp, SRV_E_QUEUE_FULL, "the client went away");
+        goto done;
+    }
+    if (st != MT_OK) {
+        srv_fail_mt(resp, &err);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {       /* each sentence takes its ids and hypotheses */
+        mt_translation *tr = &l->v[i].tr;
+        tr->src_ids = ids[i];
+        tr->n_src = items[i].n_src;
+        ids[i] = NULL;
+        if (!(tr->hyps = malloc(sizeof *tr->hyps * (size_t)p->n_best))) {
+            srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+            goto done;
+        }
+        memcpy(tr->hyps, hyps + (long)i * p->n_best, sizeof *tr->hyps * (size_t)p->n_best);
+        memset(hyps + (long)i * p->n_best, 0, sizeof *hyps * (size_t)p->n_best);
+        tr->n_hyps = p->n_best;
+        for (int k = 0; k < p->n_best; k++)
+            if (mt_tokenizer_decode(m->tok, tr->hyps[k].ids, tr->hyps[k].n_ids, &tr->hyps[k].text, &err) != MT_OK) {
+                srv_fail_mt(resp, &err);
+                goto done;
+            }
+    }
+    rc = 0;
+done:
+    if (hyps)
+        mt_hyps_free(hyps, n * p->n_best);
+    for (int i = 0; ids && i < n; i++)
+        free(ids[i]);
+    free(ids);
+    free(hyps);
+    free(items);
+    return rc;
+}
+
 /* ---- join ------------------------------------------------------------------------------ */
 
 static const char *hyp_text(const sentence *s, int alt)
@@ -311,7 +384,8 @@ int srv_translate_texts(srv_server *srv, srv_model *m, const char *const *texts,
         }
     }
     first[n] = l.n;
-    if (count_tokens(srv, m, &l, &src_tokens, resp) || decode_all(m, &l, p, resp))
+    if (count_tokens(srv, m, &l, &src_tokens, resp) ||
+        (m->sched ? decode_scheduled(m, &l, p, resp) : decode_all(m, &l, p, resp)))
         goto done;
     srv_metrics_tokens(m->index, src_tokens, generated_tokens(&l));
     for (int i = 0; i < n; i++)

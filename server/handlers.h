@@ -35,7 +35,13 @@ typedef struct {
     double      t_start;        /* srv_now() when the request arrived */
     double      t_queued;       /* srv_now() when it was queued for a worker */
     const void *route;          /* set by srv_route_prepare for srv_route_run */
+    /* 1 once the client has closed its connection (http.c; NULL = unknown) */
+    int       (*client_gone)(void *conn);
+    void       *conn;
 } srv_request;
+
+/* The request whose handler runs on this thread (routes.c), or NULL. */
+srv_request *srv_current_request(void);
 
 struct srv_response {
     int         status;         /* HTTP status */

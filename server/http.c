@@ -15,6 +15,7 @@
 #include "http.h"
 
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ typedef struct {
     size_t      bytes;          /* queued body bytes */
     char        method[16];
     char       *path;
+    int         fd;             /* the client socket, for client_gone */
 } conn_state;
 
 /* ---- responses ----------------------------------------------------------------- */
@@ -243,6 +245,19 @@ static char *header_copy(struct MHD_Connection *c, const char *name)
     return v ? strdup(v) : NULL;
 }
 
+/* A suspended connection is not polled by MHD, so its completion callback
+ * cannot report a client that leaves while a worker waits on its behalf:
+ * the worker asks here instead.  Peer closed (or reset) = gone; pending data
+ * (a pipelined request) is not. */
+static int conn_gone(void *arg)
+{
+    const conn_state *st = arg;
+    if (st->fd < 0)
+        return 0;
+    struct pollfd p = { .fd = st->fd, .events = POLLRDHUP };
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
 /* On a worker: run the handler and serialize its reply ... */
 static void run_job(void *arg)
 {
@@ -273,7 +288,11 @@ static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_stat
         .body = st->body ? st->body : "",
         .body_len = st->len,
         .t_start = st->t_start,
+        .client_gone = conn_gone,
+        .conn = st,
     };
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    st->fd = ci ? (int)ci->connect_fd : -1;
     if (!rt->prepare(rt->ctx, &st->req, &st->resp))
         return send_response(h, c, st, &st->resp);
     MHD_suspend_connection(c);

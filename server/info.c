@@ -54,6 +54,14 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     srv_workers_stats(srv->workers_pool, &g.active_sessions, &g.queue_depth, &g.workers);
     g.in_flight = atomic_load(&srv->in_flight);
     g.models_loaded = atomic_load(&srv->ready) ? srv->n_models : 0;
+    for (int i = 0; g.models_loaded && i < srv->n_models; i++)
+        if (srv->models[i].sched) {
+            int a, w, r;
+            srv_sched_stats(srv->models[i].sched, &a, &w, &r);
+            g.active_sequences += a;
+            g.waiting_sequences += w;
+            g.rows_in_use += r;
+        }
     g.uptime_s = srv_now() - srv->t_start;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     if (!resp->text) {

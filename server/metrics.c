@@ -15,6 +15,9 @@ static const double buckets[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 
 typedef unsigned long long u64;
 
+static const int batch_buckets[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096 };
+#define N_BATCH_BUCKETS ((int)(sizeof batch_buckets / sizeof batch_buckets[0]))
+
 static struct {
     const char *routes[SRV_METRICS_MAX_ROUTES + 1];    /* the last used slot is "other" */
     int n_routes;
@@ -26,6 +29,8 @@ static struct {
     _Atomic u64 sum_us[SRV_METRICS_MAX_ROUTES + 1];
     _Atomic u64 src_tokens[SRV_METRICS_MAX_MODELS];
     _Atomic u64 gen_tokens[SRV_METRICS_MAX_MODELS];
+    _Atomic u64 batch_hist[12];     /* decoder steps by rows, non-cumulative (batch_buckets) */
+    _Atomic u64 batch_steps, batch_rows, cancelled;
 } M = { .routes = { "other" }, .n_routes = 1 };
 
 void srv_metrics_set_routes(const char *const *labels, int n)
@@ -82,6 +87,21 @@ void srv_metrics_tokens(int m, long source_tokens, long generated_tokens)
         return;
     atomic_fetch_add(&M.src_tokens[m], (u64)(source_tokens > 0 ? source_tokens : 0));
     atomic_fetch_add(&M.gen_tokens[m], (u64)(generated_tokens > 0 ? generated_tokens : 0));
+}
+
+void srv_metrics_batch_step(int rows)
+{
+    int b = 0;
+    while (b < N_BATCH_BUCKETS - 1 && rows > batch_buckets[b])
+        b++;
+    atomic_fetch_add(&M.batch_hist[b], 1);
+    atomic_fetch_add(&M.batch_steps, 1);
+    atomic_fetch_add(&M.batch_rows, (u64)(rows > 0 ? rows : 0));
+}
+
+void srv_metrics_cancelled(int n)
+{
+    atomic_fetch_add(&M.cancelled, (u64)(n > 0 ? n : 0));
 }
 
 /* ---- rendering ---------------------------------------------------------------- */
@@ -172,6 +192,24 @@ static void render_tokens(strbuf *sb)
                   atomic_load(&M.gen_tokens[m]));
 }
 
+static void render_batch(strbuf *sb)
+{
+    sb_printf(sb, "# HELP mtserve_batch_rows Decoder rows per continuous-batching step.\n"
+                  "# TYPE mtserve_batch_rows histogram\n");
+    u64 cum = 0;
+    for (int b = 0; b < N_BATCH_BUCKETS; b++) {
+        cum += atomic_load(&M.batch_hist[b]);
+        sb_printf(sb, "mtserve_batch_rows_bucket{le=\"%d\"} %llu\n", batch_buckets[b], cum);
+    }
+    u64 steps = atomic_load(&M.batch_steps);
+    sb_printf(sb, "mtserve_batch_rows_bucket{le=\"+Inf\"} %llu\n", steps);
+    sb_printf(sb, "mtserve_batch_rows_sum %llu\nmtserve_batch_rows_count %llu\n", atomic_load(&M.batch_rows),
+              steps);
+    sb_printf(sb, "# HELP mtserve_cancelled_sequences_total Sentences dropped because their client went away.\n"
+                  "# TYPE mtserve_cancelled_sequences_total counter\nmtserve_cancelled_sequences_total %llu\n",
+              atomic_load(&M.cancelled));
+}
+
 static void render_gauge(strbuf *sb, const char *name, const char *help, double v)
 {
     sb_printf(sb, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v);
@@ -190,6 +228,11 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_workers", "Inference worker slots.", g->workers);
     render_gauge(&sb, "mtserve_requests_in_flight", "HTTP requests being processed.", g->in_flight);
     render_gauge(&sb, "mtserve_models_loaded", "Models loaded and serving.", g->models_loaded);
+    render_batch(&sb);
+    render_gauge(&sb, "mtserve_active_sequences", "Sentences decoding in the batching schedulers now.",
+                 g->active_sequences);
+    render_gauge(&sb, "mtserve_waiting_sequences", "Sentences waiting for decoder rows.", g->waiting_sequences);
+    render_gauge(&sb, "mtserve_batch_rows_in_use", "Decoder rows held by the active sentences.", g->rows_in_use);
     render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
     if (sb.failed) {
         free(sb.buf);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL } opt_kind;
+typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF } opt_kind;
 
 typedef struct {
     const char *flag;       /* "--port" */
@@ -58,6 +58,8 @@ static const opt_def opt_table[] = {
       "on SIGTERM, seconds to wait for in-flight requests" },
     { "--no-access-log", "MTSERVE_ACCESS_LOG", OPT_BOOL, F(access_log), 0, 0, 0,
       "do not log one line per request (env: 0/1)" },
+    { "--batching", "MTSERVE_BATCHING", OPT_ONOFF, F(batching), 0, 0, 0,
+      "on|off: continuous batching (one scheduler per model) or one worker per request" },
     { "--web", "MTSERVE_WEB", OPT_STR, F(web_dir), S(web_dir), 0, 0,
       "serve the demo page from this directory at / and /web/ (\"\" = off)" },
 };
@@ -82,6 +84,7 @@ static void defaults(srv_options *o)
     o->timeout_s = 60;
     o->drain_s = 30;
     o->access_log = 1;
+    o->batching = 1;
 }
 
 /* ---- values ---------------------------------------------------------------- */
@@ -225,6 +228,16 @@ static int set_value(srv_options *o, const opt_def *def, const char *value, int 
         return 0;
     case OPT_BOOL:
         *(int *)field = from_env ? !is_false(value) : 0;
+        return 0;
+    case OPT_ONOFF:
+        if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)
+            *(int *)field = 1;
+        else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0)
+            *(int *)field = 0;
+        else {
+            snprintf(err, err_len, "%s: '%s' is not on or off", name, value);
+            return -1;
+        }
         return 0;
     case OPT_INT:
     case OPT_SIZE:

@@ -22,7 +22,8 @@ typedef struct {
     int    n_models;        /* the first is the default */
     char   host[256];
     int    port;
-    int    threads;         /* inference workers = sessions per model; 0 = auto */
+    int    threads;         /* inference workers = sessions per model; 0 = auto
+                               (batching: request threads waiting on the scheduler; 0 = max_batch) */
     int    blas_threads;    /* OpenBLAS threads; 0 = auto (cores / workers) */
     int    http_threads;    /* libmicrohttpd I/O thread pool; 0 = auto (cores, >= 2) */
     int    queue;           /* requests that may wait for a worker; more get 503 */
@@ -31,7 +32,9 @@ typedef struct {
     char   cors_origins[1024]; /* "*" or a comma-separated list of origins */
     size_t max_body;        /* request body bytes; more gets 413 */
     int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */
-    int    max_batch;       /* sequences (sentences x beams) per session; 0 = engine default */
+    int    max_batch;       /* sequences (sentences x beams) per session; 0 = engine default
+                               (batching: decoder rows of the scheduler's session; 0 = 64) */
+    int    batching;        /* 1: continuous batching, one scheduler thread per model (default) */
     int    max_alternatives;/* LibreTranslate alternatives cap */
     int    max_connections;
     int    timeout_s;       /* idle connection timeout */

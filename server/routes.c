@@ -190,6 +190,13 @@ int srv_route_prepare(srv_request *req, srv_response *resp)
     return 0;
 }
 
+static _Thread_local srv_request *current;
+
+srv_request *srv_current_request(void)
+{
+    return current;
+}
+
 void srv_route_run(srv_request *req, srv_response *resp)
 {
     const srv_route *route = req->route;
@@ -198,7 +205,9 @@ void srv_route_run(srv_request *req, srv_response *resp)
         resp->retry_after = 1;
         srv_fail(resp, SRV_E_QUEUE_FULL, "waited %.0f ms for a worker; retry later", waited_ms);
     } else {
+        current = req;
         route->handler(req, resp);
+        current = NULL;
     }
     finish(req, resp);
 }

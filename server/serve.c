@@ -57,6 +57,12 @@ static int submit(void *ctx, void (*fn)(void *), void (*after)(void *), void *ar
     return srv_workers_submit(srv->workers_pool, fn, after, arg);
 }
 
+/* Decoder rows of a scheduler's session: --max-batch, else 64. */
+static int sched_rows(const srv_server *srv)
+{
+    return srv->opts.max_batch > 0 ? srv->opts.max_batch : 64;
+}
+
 /* Workers x BLAS threads <= cores: on 2 cores, 2 workers of 1 BLAS thread each
  * (two requests decode in parallel; one alone uses one core).  The HTTP
  * threads only parse and reply: as many as cores, at least 2. */
@@ -65,6 +71,15 @@ static void plan_threads(srv_server *srv)
     const srv_options *o = &srv->opts;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     srv->cores = n > 0 ? (int)n : 1;
+    srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
+    if (o->batching) {
+        /* Batching: the scheduler is the only compute thread, with every core
+         * for BLAS; the workers only parse, tokenize and wait for it, one per
+         * concurrent request (as many as its decoder rows by default). */
+        srv->workers = o->threads > 0 ? o->threads : sched_rows(srv);
+        srv->blas_threads = o->blas_threads > 0 ? o->blas_threads : srv->cores;
+        return;
+    }
     srv->workers = o->threads > 0 ? o->threads : srv->cores;
     srv->blas_threads = o->blas_threads > 0 ? o->blas_threads
                         : (srv->cores / srv->workers > 0 ? srv->cores / srv->workers : 1);
@@ -74,17 +89,31 @@ static void plan_threads(srv_server *srv)
                 srv->workers, srv->blas_threads, srv->cores);
 }
 
+/* The model's scheduler: a session of sched_rows rows, otherwise shaped like its others. */
+static int start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
+{
+    mt_session_params p = m->sparams;
+    p.max_batch = sched_rows(srv);
+    if (p.max_batch < m->sparams.max_batch)
+        p.max_batch = m->sparams.max_batch;
+    m->sched = srv_sched_new(m->model, &p, err);
+    if (!m->sched)
+        return -1;
+    fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows\n", m->id, p.max_batch);
+    return 0;
+}
+
 static void *load_models(void *arg)
 {
     loader *ld = arg;
     srv_server *srv = ld->srv;
     for (int i = 0; i < srv->opts.n_models; i++) {
-        if (srv_model_load(srv, i, &ld->err) != MT_OK) {
+        srv_model *m = &srv->models[i];
+        if (srv_model_load(srv, i, &ld->err) != MT_OK || (srv->opts.batching && start_scheduler(srv, m, &ld->err))) {
             ld->failed_model = i;
             atomic_store(&ld->done, -1);
             return NULL;
         }
-        const srv_model *m = &srv->models[i];
         fprintf(stderr, "mtserve: model %s (%s): %s->%s, %d+%d layers, d_model %d, vocab %d, "
                         "%.1f MB weights, session %.1f MB (batch %d, src %d, tgt %d), loaded in %.0f ms\n",
                 m->id, m->dir, m->info->source_lang[0] ? m->info->source_lang : "?",
@@ -157,9 +186,10 @@ static int run(srv_server *srv)
         srv_workers_free(srv->workers_pool);
         return 1;
     }
-    fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %d workers x %d BLAS threads, "
+    fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %s, %d workers x %d BLAS threads, "
                     "%d HTTP threads, queue %d)\n", srv->opts.host, srv_http_port(http), srv->cores,
-            srv->workers, srv->blas_threads, srv->http_threads, srv->opts.queue);
+            srv->opts.batching ? "batching on" : "batching off", srv->workers, srv->blas_threads,
+            srv->http_threads, srv->opts.queue);
 
     loader ld = { .srv = srv };
     pthread_t tid;
@@ -180,6 +210,10 @@ static int run(srv_server *srv)
     }
     pthread_join(tid, NULL);
     srv_workers_free(srv->workers_pool);
+    for (int i = 0; i < srv->n_models; i++) {
+        srv_sched_free(srv->models[i].sched);
+        srv->models[i].sched = NULL;
+    }
     srv_models_free(srv);
     if (rc == 0)
         fprintf(stderr, "mtserve: stopped\n");

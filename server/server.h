@@ -12,6 +12,7 @@
 #include "mt.h"
 #include "options.h"
 #include "pool.h"
+#include "scheduler.h"
 
 typedef struct {
     char               id[64];
@@ -21,7 +22,8 @@ typedef struct {
     const mt_model_info *info;
     const mt_tokenizer *tok;
     mt_session_params  sparams;      /* every session of this model */
-    srv_sessions      *sessions;
+    srv_sessions      *sessions;     /* per-request sessions (batching off; /attention) */
+    srv_sched         *sched;        /* batching on: the scheduler decoding /translate */
     double             load_ms;
 } srv_model;
 

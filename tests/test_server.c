@@ -208,6 +208,7 @@ typedef struct {
     const char *content_type;   /* default application/json when body */
     const char *extra[4];       /* more header lines */
     int         chunked;        /* send the body chunked (no Content-Length) */
+    long        timeout_ms;     /* give up (and close) after this; 0 = REQUEST_TIMEOUT_S */
 } req_opts;
 
 typedef struct {
@@ -237,7 +238,10 @@ static reply http_req(const server *s, const char *path, const req_opts *o)
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
+    if (o && o->timeout_ms)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    else
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     if (o && o->body) {
@@ -479,7 +483,7 @@ static int group_setup(void **state)
     (void)state;
     static const char *const args[] = { "--model", "models/tiny", "--model", "copy=models/tiny",
                                         "--max-body", "65536", "--max-tokens", "300", "--queue", "64",
-                                        "--threads", "2", NULL };
+                                        NULL };     /* continuous batching (the default) */
     curl_global_init(CURL_GLOBAL_ALL);
     return server_start(&main_srv, args);
 }
@@ -1053,13 +1057,15 @@ static char *conc_body(int k)
     return s;
 }
 
+static const server *conc_srv = &main_srv;     /* the server the clients talk to */
+
 static void *client(void *arg)
 {
     client_arg *a = arg;
     for (int i = 0; i < PER_CLIENT; i++) {
         int k = (a->id + i) % N_TEXTS;
         char *body = conc_body(k);
-        reply r = post(&main_srv, "/translate", body);
+        reply r = post(conc_srv, "/translate", body);
         json_t *j = r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
         const char *t = j ? tr_text(j, 0) : NULL;
         if (t && strcmp(t, conc_expect[k]) == 0)
@@ -1073,16 +1079,10 @@ static void *client(void *arg)
     return NULL;
 }
 
-static void test_concurrent_clients(void **state)
+/* N_CLIENTS clients at once against conc_srv: every answer equals the single
+ * request's answer from the main server (batching on).  Returns requests/s. */
+static double run_concurrent(const char *what)
 {
-    (void)state;
-    for (int k = 0; k < N_TEXTS; k++) {
-        char *body = conc_body(k);
-        json_t *j = translate(&main_srv, body);
-        conc_expect[k] = strdup(tr_text(j, 0));
-        json_decref(j);
-        free(body);
-    }
     pthread_t tid[N_CLIENTS];
     client_arg args[N_CLIENTS];
     double t0 = now_s();
@@ -1096,11 +1096,40 @@ static void test_concurrent_clients(void **state)
         ok += args[i].ok;
         failed += args[i].failed;
     }
-    print_message("    %d concurrent clients: %d requests in %.2f s\n", N_CLIENTS, ok + failed, now_s() - t0);
-    for (int k = 0; k < N_TEXTS; k++)
-        free(conc_expect[k]);
+    double dt = now_s() - t0;
+    print_message("    %d concurrent clients, %s: %d requests in %.2f s\n", N_CLIENTS, what, ok + failed, dt);
     assert_int_equal(failed, 0);
     assert_int_equal(ok, N_CLIENTS * PER_CLIENT);
+    return (ok + failed) / dt;
+}
+
+/* Continuous batching (the main server), then one worker per request
+ * (--batching off): both give exactly the answers of single requests. */
+static void test_concurrent_clients(void **state)
+{
+    (void)state;
+    for (int k = 0; k < N_TEXTS; k++) {
+        char *body = conc_body(k);
+        json_t *j = translate(&main_srv, body);
+        conc_expect[k] = strdup(tr_text(j, 0));
+        json_decref(j);
+        free(body);
+    }
+    conc_srv = &main_srv;
+    run_concurrent("batching on");
+    assert_true(metric(&main_srv, "mtserve_batch_rows_count") > 0);
+    static const char *const args[] = { "--model", "models/tiny", "--batching", "off", "--threads", "2",
+                                        "--queue", "64", NULL };
+    server off;
+    assert_int_equal(server_start(&off, args), 0);
+    conc_srv = &off;
+    run_concurrent("batching off");
+    conc_srv = &main_srv;
+    assert_true(metric(&off, "mtserve_batch_rows_count") == 0);
+    int status = server_stop(&off);
+    for (int k = 0; k < N_TEXTS; k++)
+        free(conc_expect[k]);
+    assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* ---- servers of their own ---------------------------------------------------------------------- */
@@ -1225,6 +1254,39 @@ static void test_queue_full(void **state)
     json_t *j = translate(&s, "{\"text\": \"Quick again\", \"max_length\": 6}");
     json_decref(j);
     assert_true(metric(&s, "mtserve_requests_total{route=\"/translate\",status=\"503\"}") >= 1);
+    int status = server_stop(&s);
+    assert_true(status >= 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A client that gives up (50 ms timeout, connection closed) on a long
+ * request: the scheduler drops its sentences, their rows are freed (active
+ * sequences back to 0), and the server keeps answering. */
+static void test_client_disconnect(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--model", "models/tiny", "--max-tokens", "100000", "--max-body", "4M",
+                                        "--max-batch", "16", NULL };
+    server s;
+    assert_int_equal(server_start(&s, args), 0);
+    char *body = slow_body(300);            /* 1200 beam rows of up to 64 steps: seconds of work */
+    req_opts o = { .body = body, .timeout_ms = 50 };
+    reply r = http_req(&s, "/translate", &o);
+    assert_int_not_equal(r.curl_rc, 0);     /* timed out: curl closed the connection */
+    reply_free(&r);
+    assert_true(wait_metric(&s, "mtserve_cancelled_sequences_total", 1, 30));
+    double until = now_s() + 30;
+    while (now_s() < until && (metric(&s, "mtserve_active_sequences") != 0 ||
+                               metric(&s, "mtserve_waiting_sequences") != 0 ||
+                               metric(&s, "mtserve_batch_rows_in_use") != 0))
+        sleep_ms(10);
+    assert_true(metric(&s, "mtserve_active_sequences") == 0);
+    assert_true(metric(&s, "mtserve_waiting_sequences") == 0);
+    assert_true(metric(&s, "mtserve_batch_rows_in_use") == 0);
+    json_t *j = translate(&s, "{\"text\": \"Quick\", \"beam_size\": 4, \"max_length\": 6}");   /* rows reused */
+    assert_non_null(tr_text(j, 0));
+    json_decref(j);
+    free(body);
     int status = server_stop(&s);
     assert_true(status >= 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1399,6 +1461,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_clients),
         cmocka_unit_test(test_api_key),
         cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_client_disconnect),
         cmocka_unit_test(test_sigterm_drains),
         cmocka_unit_test(test_loading),
         cmocka_unit_test(test_bad_startup),
