@@ -2,6 +2,7 @@
 #include "kernels.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -56,29 +57,180 @@ static inline __attribute__((always_inline)) void small_block(const float *x, in
             y[(long)r * out + o0 + o] = (b ? b[o0 + o] : 0.0f) + hsum8(acc[o][r]);
 }
 
+/* outputs [o_lo, o_hi) of NR rows; o_lo a multiple of 8 */
 static inline __attribute__((always_inline)) void small_rows(const float *x, int in, const float *W,
-                                                              const float *b, int out, float *y, const int NR)
+                                                              const float *b, int out, float *y, const int NR,
+                                                              int o_lo, int o_hi)
 {
     const int NO = NR == 1 ? 8 : NR == 2 ? 4 : 2;        /* ~8 accumulators hide the FMA latency */
-    int o = 0;
-    for (; o + NO <= out; o += NO)
+    int o = o_lo;
+    for (; o + NO <= o_hi; o += NO)
         small_block(x, in, W, b, out, y, o, NO, NR);
-    for (; o < out; o++)
+    for (; o < o_hi; o++)
         small_block(x, in, W, b, out, y, o, 1, NR);
 }
 
-static void linear_small(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
+static void linear_small_range(const float *x, int n, int in, const float *W, const float *b, int out, float *y,
+                               int o_lo, int o_hi)
 {
     for (int r = 0; r < n; r += 4) {
         const float *xr = x + (long)r * in;
         float *yr = y + (long)r * out;
         switch (n - r < 4 ? n - r : 4) {
-        case 1: small_rows(xr, in, W, b, out, yr, 1); break;
-        case 2: small_rows(xr, in, W, b, out, yr, 2); break;
-        case 3: small_rows(xr, in, W, b, out, yr, 3); break;
-        default: small_rows(xr, in, W, b, out, yr, 4); break;
+        case 1: small_rows(xr, in, W, b, out, yr, 1, o_lo, o_hi); break;
+        case 2: small_rows(xr, in, W, b, out, yr, 2, o_lo, o_hi); break;
+        case 3: small_rows(xr, in, W, b, out, yr, 3, o_lo, o_hi); break;
+        default: small_rows(xr, in, W, b, out, yr, 4, o_lo, o_hi); break;
         }
     }
+}
+
+/* ---- the output rows of a small-batch product split over threads ---------------------
+ * A decode step at batch 1 is a chain of ~20 matrix-vector products, each a few
+ * tens of microseconds: too short for a thread wake-up per call (OpenBLAS
+ * sgemv's threading, or a condition variable, costs about as much as the
+ * product).  Helper threads spin on a job counter while products keep coming
+ * (and sleep on a futex after ~100 us idle); the caller publishes a job and
+ * everyone claims chunks of output rows with a CAS on (job << 32 | chunk), so
+ * a helper that is descheduled (the machine is shared) costs nothing: the
+ * caller simply takes the remaining chunks itself.  Each output is computed by
+ * the same small_block code in the same order as the serial kernel, so the
+ * results are bit-identical to one thread, whatever the split.  One job at a
+ * time: a caller that finds the pool busy (another session) runs serially. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define SPLIT_MAX_HELPERS 7
+#define SPLIT_MIN_WORK    (96 * 256)     /* n*out*in below this: serial (measured) */
+#define SPLIT_CHUNK_WORK  (32 * 1024)    /* ~weights per chunk (128 KB) */
+#define SPLIT_SPIN_CYCLES 300000ull      /* ~100 us of idle spinning before sleeping */
+
+static struct {
+    pthread_mutex_t lock;                /* one job at a time (trylock) */
+    pthread_mutex_t start_lock;
+    _Atomic int n_helpers;
+    _Atomic unsigned seq;                /* job number; futex word */
+    _Atomic unsigned long long next;     /* job << 32 | next chunk */
+    _Atomic int done;                    /* chunks finished in the current job */
+    _Atomic int sleeping;
+    /* the job */
+    const float *x, *W, *b;
+    float *y;
+    int n, in, out, chunk_rows, n_chunks;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Claim and run chunks of job `job` until none is left; returns chunks run. */
+static int split_work(unsigned job)
+{
+    int ran = 0;
+    for (;;) {
+        unsigned long long v = atomic_load_explicit(&pool.next, memory_order_acquire);
+        if ((unsigned)(v >> 32) != job || (int)(v & 0xffffffffu) >= pool.n_chunks)
+            break;
+        if (!atomic_compare_exchange_weak_explicit(&pool.next, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed))
+            continue;
+        /* the job cannot end while this chunk is unfinished: its fields are stable */
+        int c = (int)(v & 0xffffffffu), lo = c * pool.chunk_rows;
+        int hi = lo + pool.chunk_rows < pool.out ? lo + pool.chunk_rows : pool.out;
+        linear_small_range(pool.x, pool.n, pool.in, pool.W, pool.b, pool.out, pool.y, lo, hi);
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        ran++;
+    }
+    return ran;
+}
+
+static void *split_helper(void *arg)
+{
+    unsigned last = atomic_load(&pool.seq);
+    for (;;) {
+        unsigned long long t0 = __rdtsc();
+        unsigned cur;
+        while ((cur = atomic_load_explicit(&pool.seq, memory_order_acquire)) == last) {
+            if (__rdtsc() - t0 > SPLIT_SPIN_CYCLES) {
+                atomic_store(&pool.sleeping, 1);
+                if (atomic_load(&pool.seq) == last)
+                    syscall(SYS_futex, &pool.seq, FUTEX_WAIT_PRIVATE, last, NULL, NULL, 0);
+                atomic_store(&pool.sleeping, 0);
+                t0 = __rdtsc();
+            } else
+                _mm_pause();
+        }
+        last = cur;
+        split_work(cur);
+    }
+    return arg;
+}
+
+static int split_enabled(void)
+{
+    static _Atomic int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("MT_ROW_SPLIT");            /* 0: off (benchmarks' "before") */
+        v = !(e && e[0] == '0');
+        atomic_store(&on, v);
+    }
+    return v;
+}
+
+/* Start helpers up to `want` (once; never stopped: they sleep when idle). */
+static int split_helpers(int want)
+{
+    if (want > SPLIT_MAX_HELPERS)
+        want = SPLIT_MAX_HELPERS;
+    if (pool.n_helpers >= want)
+        return pool.n_helpers;
+    pthread_mutex_lock(&pool.start_lock);
+    while (pool.n_helpers < want) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 64 * 1024);
+        int rc = pthread_create(&t, &a, split_helper, NULL);
+        pthread_attr_destroy(&a);
+        if (rc)
+            break;
+        pool.n_helpers++;
+    }
+    pthread_mutex_unlock(&pool.start_lock);
+    return pool.n_helpers;
+}
+
+static void linear_small(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
+{
+    int threads = openblas_get_num_threads();
+    long work = (long)n * out * in;
+    if (threads < 2 || work < SPLIT_MIN_WORK || out < 16 || !split_enabled() || split_helpers(threads - 1) < 1 ||
+        pthread_mutex_trylock(&pool.lock)) {
+        linear_small_range(x, n, in, W, b, out, y, 0, out);
+        return;
+    }
+    int rows = (int)(SPLIT_CHUNK_WORK / ((long)n * in));
+    rows = rows < 8 ? 8 : rows / 8 * 8;
+    int min_chunks = 2 * (pool.n_helpers + 1);                  /* room to balance */
+    while (rows > 8 && (out + rows - 1) / rows < min_chunks)
+        rows = (rows / 2 + 7) / 8 * 8;
+    pool.x = x, pool.W = W, pool.b = b, pool.y = y;
+    pool.n = n, pool.in = in, pool.out = out;
+    pool.chunk_rows = rows;
+    pool.n_chunks = (out + rows - 1) / rows;
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    unsigned job = atomic_load_explicit(&pool.seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool.next, (unsigned long long)job << 32, memory_order_release);
+    atomic_store(&pool.seq, job);
+    if (atomic_load(&pool.sleeping))
+        syscall(SYS_futex, &pool.seq, FUTEX_WAKE_PRIVATE, SPLIT_MAX_HELPERS, NULL, NULL, 0);
+    split_work(job);
+    while (atomic_load_explicit(&pool.done, memory_order_acquire) < pool.n_chunks)
+        _mm_pause();
+    pthread_mutex_unlock(&pool.lock);
 }
 #else
 #define HAVE_SMALL 0
@@ -92,9 +244,10 @@ int mt_k_have_small(void) { return HAVE_SMALL; }
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
 {
 #if HAVE_SMALL
-    /* one row with several BLAS threads: sgemv splits the rows over cores
-     * (a bandwidth-bound matvec gains from a second core; this kernel is serial) */
-    if (n <= SMALL_N && in % 8 == 0 && (n > 1 || openblas_get_num_threads() == 1)) {
+    /* with several BLAS threads the output rows are split over threads
+     * (linear_small); MT_ROW_SPLIT=0 restores the former path for single rows,
+     * OpenBLAS's threaded sgemv (kept for before/after benchmarks) */
+    if (n <= SMALL_N && in % 8 == 0 && (n > 1 || openblas_get_num_threads() == 1 || split_enabled())) {
         linear_small(x, n, in, W, b, out, y);
         return;
     }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <cblas.h>
@@ -103,6 +104,39 @@ static void test_linear_row_independent(void **state)
         assert_memory_equal(y1, y8 + r * out, sizeof y1);
     }
     free(x), free(W), free(b);
+}
+
+/* With several BLAS threads the small-n kernel splits output rows over threads
+ * (helper threads claiming chunks): results must be bit-identical to one thread,
+ * for single rows too, on shapes large enough to be split and with ragged ends. */
+static void test_linear_split_equals_serial(void **state)
+{
+    (void)state;
+    if (!mt_k_have_small()) {
+        print_message("[  SKIP    ] no AVX2/FMA in this build\n");
+        skip();
+    }
+    static const int shapes[][3] = {
+        {1, 256, 8000}, {1, 256, 768}, {1, 1024, 256}, {1, 256, 1024}, {1, 256, 203}, {4, 256, 8000},
+        {4, 256, 768}, {3, 1024, 256}, {8, 256, 1000}, {2, 64, 4099},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
+        float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
+        float *y1 = malloc(sizeof(float) * (size_t)n * out), *y2 = malloc(sizeof(float) * (size_t)n * out);
+        openblas_set_num_threads(1);
+        mt_k_linear(x, n, in, W, b, out, y1);
+        openblas_set_num_threads(2);
+        for (int rep = 0; rep < 50; rep++) {            /* helpers awake and asleep, claims racing */
+            memset(y2, 0, sizeof(float) * (size_t)n * out);
+            mt_k_linear(x, n, in, W, b, out, y2);
+            assert_memory_equal(y1, y2, sizeof(float) * (size_t)n * out);
+            if (rep == 25)
+                usleep(2000);                           /* let them fall asleep once */
+        }
+        free(x), free(W), free(b), free(y1), free(y2);
+    }
+    openblas_set_num_threads(1);
 }
 
 static void test_gemm_strided(void **state)
@@ -283,7 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_linear_row_independent),
-        cmocka_unit_test(test_gemm_strided),
+        cmocka_unit_test(test_gemm_strided),   cmocka_unit_test(test_linear_split_equals_serial),
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
         cmocka_unit_test(test_half_conversion),
