@@ -58,9 +58,12 @@ def engine(a, configs):
     lim = next(r["limits"] for r in out if "limits" in r)
     # the same binary with the single-row split off: the batch-1 speed before this work
     base = jlines(sh([BENCH_ENGINE, "--model", a.model, "--input", INPUT, "--n", str(a.n), "--max-length",
-                      str(model["max_length"]), "--threads", str(a.threads), "--configs", "1:1"],
+                      str(model["max_length"]), "--threads", str(a.threads), "--configs", "1:1,1:4"],
                      env=dict(os.environ, MT_ROW_SPLIT="0")))
-    c_before = next(r for r in base if r.get("engine") == "c")
+    c_before = {r["beam"]: r["tok_per_s"] for r in base if r.get("engine") == "c"}
+    one = jlines(sh([BENCH_ENGINE, "--model", a.model, "--input", INPUT, "--n", str(a.n), "--max-length",
+                     str(model["max_length"]), "--threads", "1", "--configs", "1:1,1:4"]))
+    c_before = {"split_off": c_before, "one_thread": {r["beam"]: r["tok_per_s"] for r in one if r.get("engine") == "c"}}
     cids = {(r["batch"], r["beam"]): r["ids"] for r in map(json.loads, open(ids_c))}
     t = {}
     if not a.skip_torch:
@@ -203,9 +206,16 @@ def report(a, mach, model, c, t, lim, c_before, srv, mem):
           f"{fmt_ratio(r['tok_per_s'] / tr['tok_per_s']) if tr else 'n/a'} | "
           f"{str(tr['equal']) + '/' + str(tr['sentences']) if tr else 'n/a'} |")
     P("")
-    P(f"Batch-1 greedy, the single-row split (engine/kernels.c) off vs on, same binary, same run: "
-      f"{c_before['tok_per_s']:.0f} -> {c[(1, 1)]['tok_per_s']:.0f} tokens/s "
-      f"({c[(1, 1)]['tok_per_s'] / c_before['tok_per_s']:.2f}x).\n")
+    P(f"### Batch-1 speed (engine/kernels.c), same binary, same run, target tokens/s\n")
+    P("| | 1 thread (serial kernel) | 2 threads, before: OpenBLAS threaded sgemv (MT_ROW_SPLIT=0) | "
+      "2 threads, after: rows split over a spinning helper |")
+    P("|---|---:|---:|---:|")
+    for beam in (1, 4):
+        if (1, beam) in c:
+            P(f"| batch 1 beam {beam} | {c_before['one_thread'][beam]:.0f} | {c_before['split_off'][beam]:.0f} | "
+              f"{c[(1, beam)]['tok_per_s']:.0f} ({c[(1, beam)]['tok_per_s'] / c_before['split_off'][beam]:.2f}x "
+              f"before, {c[(1, beam)]['tok_per_s'] / c_before['one_thread'][beam]:.2f}x 1 thread) |")
+    P("")
 
     P("## 2. Server: POST /translate, one sentence per request, greedy, closed loop (bench/loadgen.c)\n")
     if None in srv:
@@ -291,13 +301,32 @@ def main():
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--out", default="BENCHMARKS.md")
     ap.add_argument("--notes", default=os.path.join(os.path.dirname(__file__), "notes.md"))
+    ap.add_argument("--from-json", help="re-render BENCHMARKS.md from a saved run (notes edited)")
     a = ap.parse_args()
     a.label = a.label or a.model
     os.chdir(ROOT)
-    mach = machine()
-    model, c, t, lim, c_before = engine(a, a.configs)
-    srv = server(a, model["max_length"])
-    mem = memory(a, model["max_length"])
+    saved = f"{B}/bench/results.json"
+    if a.from_json:
+        R = json.load(open(a.from_json))
+        CMDS[:] = R["cmds"]
+        a.model, a.label = R["model_dir"], R["label"]
+        mach, model, lim, c_before = R["mach"], R["model"], R["lim"], R["c_before"]
+        c = {tuple(map(int, k.split(":"))): v for k, v in R["c"].items()}
+        t = {tuple(map(int, k.split(":"))): v for k, v in R["t"].items()}
+        c_before = {k: {int(b): x for b, x in v.items()} for k, v in c_before.items()}
+        srv = {None if k == "null" else k: v for k, v in R["srv"].items()}
+        mem = {int(k): v for k, v in R["mem"].items()}
+    else:
+        mach = machine()
+        model, c, t, lim, c_before = engine(a, a.configs)
+        srv = server(a, model["max_length"])
+        mem = memory(a, model["max_length"])
+        os.makedirs(os.path.dirname(saved), exist_ok=True)
+        json.dump({"cmds": CMDS, "model_dir": a.model, "label": a.label, "mach": mach, "model": model, "lim": lim,
+                   "c_before": c_before, "c": {f"{k[0]}:{k[1]}": v for k, v in c.items()},
+                   "t": {f"{k[0]}:{k[1]}": v for k, v in t.items()},
+                   "srv": {("null" if k is None else k): v for k, v in srv.items()},
+                   "mem": {str(k): v for k, v in mem.items()}}, open(saved, "w"), indent=1)
     L, rows = report(a, mach, model, c, t, lim, c_before, srv, mem)
     if os.path.exists(a.notes):
         L.append(open(a.notes).read())

@@ -98,6 +98,7 @@ static void linear_small_range(const float *x, int n, int in, const float *W, co
  * results are bit-identical to one thread, whatever the split.  One job at a
  * time: a caller that finds the pool busy (another session) runs serially. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <linux/futex.h>
@@ -228,8 +229,13 @@ static void linear_small(const float *x, int n, int in, const float *W, const fl
     if (atomic_load(&pool.sleeping))
         syscall(SYS_futex, &pool.seq, FUTEX_WAKE_PRIVATE, SPLIT_MAX_HELPERS, NULL, NULL, 0);
     split_work(job);
+    /* a helper still on its chunk; if it was preempted (shared machine), yield to it */
+    unsigned long long t0 = __rdtsc();
     while (atomic_load_explicit(&pool.done, memory_order_acquire) < pool.n_chunks)
-        _mm_pause();
+        if (__rdtsc() - t0 > 50000)
+            sched_yield();
+        else
+            _mm_pause();
     pthread_mutex_unlock(&pool.lock);
 }
 #else
