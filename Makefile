@@ -10,7 +10,7 @@ CFLAGS   ?= $(OPT)
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -Iengine -Iserver \
             $(shell pkg-config --cflags $(PKGS))
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lm -pthread
-TEST_LIBS := $(shell pkg-config --libs cmocka libcurl)
+TEST_LIBS := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
 B        ?= build
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c))
