@@ -41,6 +41,7 @@ run: deps all
 # The README's second command (and CI): install, build, run every test.
 check: deps
 	$(MAKE) test
+	bash tests/docker_check.sh
 
 $(B)/%.o: %.c $(wildcard engine/*.h server/*.h tests/*.h)
 	@mkdir -p $(dir $@)
