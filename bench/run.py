@@ -19,10 +19,16 @@ INPUT = "tests/fixtures/tokenizer/inputs/test.en.txt"
 CMDS = []        # every command run, for BENCHMARKS.md
 
 
-def sh(cmd, **kw):
+def sh(cmd, timeout=None, **kw):
     CMDS.append(" ".join(shlex.quote(c) for c in cmd))
     print("+", CMDS[-1], file=sys.stderr, flush=True)
-    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT, **kw).stdout
+    try:
+        return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                              cwd=ROOT, timeout=timeout, **kw).stdout
+    except subprocess.TimeoutExpired as e:          # keep the lines printed so far
+        print(f"timed out after {timeout} s", file=sys.stderr)
+        out = e.stdout or b""
+        return out.decode() if isinstance(out, bytes) else out
 
 
 def jlines(text):
@@ -69,7 +75,7 @@ def engine(a, configs):
     if not a.skip_torch:
         for r in jlines(sh([PY, "bench/bench_torch.py", "--model", a.model, "--src-ids", src, "--n", str(a.n),
                             "--max-length", str(model["max_length"]), "--threads", str(a.threads),
-                            "--configs", configs])):
+                            "--configs", configs], timeout=a.torch_timeout)):
             k = (r["batch"], r["beam"])
             r["equal"] = sum(x == y for x, y in zip(r.pop("ids"), cids[k]))
             t[k] = r
@@ -202,10 +208,12 @@ def report(a, mach, model, c, t, lim, c_before, srv, mem):
     for k, r in c.items():
         tr = t.get(k)
         P(f"| {k[0]} | {k[1]} | {r['sent_per_s']:.1f} | {r['tok_per_s']:.0f} | "
-          f"{tr['sent_per_s'] if tr else 'n/a'} | {tr['tok_per_s'] if tr else 'n/a'} | "
+          f"{tr['sent_per_s'] if tr else 'n/a'} | {str(tr['tok_per_s']) + (' *' if tr.get('note') else '') if tr else 'n/a'} | "
           f"{fmt_ratio(r['tok_per_s'] / tr['tok_per_s']) if tr else 'n/a'} | "
           f"{str(tr['equal']) + '/' + str(tr['sentences']) if tr else 'n/a'} |")
     P("")
+    P("\\* the reference's beam search is sentence by sentence whatever the batch, so its batch-32 beam-4 figure is "
+      "its batch-1 beam-4 run (measured once).\n")
     P(f"### Batch-1 speed (engine/kernels.c), same binary, same run, target tokens/s\n")
     P("| | 1 thread (serial kernel) | 2 threads, before: OpenBLAS threaded sgemv (MT_ROW_SPLIT=0) | "
       "2 threads, after: rows split over a spinning helper |")
@@ -299,6 +307,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--configs", default="1:1,32:1,1:4,32:4")
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--torch-timeout", type=float, default=1800, help="seconds; configurations not done are n/a")
     ap.add_argument("--out", default="BENCHMARKS.md")
     ap.add_argument("--notes", default=os.path.join(os.path.dirname(__file__), "notes.md"))
     ap.add_argument("--from-json", help="re-render BENCHMARKS.md from a saved run (notes edited)")
