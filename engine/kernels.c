@@ -96,7 +96,9 @@ static void linear_small_range(const float *x, int n, int in, const float *W, co
  * caller simply takes the remaining chunks itself.  Each output is computed by
  * the same small_block code in the same order as the serial kernel, so the
  * results are bit-identical to one thread, whatever the split.  One job at a
- * time: a caller that finds the pool busy (another session) runs serially. */
+ * time: a caller that finds the pool busy (another session) runs serially.
+ * Opt-in (MT_ROW_SPLIT=1) until measured on an idle machine: under CPU
+ * contention spin-waiting loses (BENCHMARKS.md). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -173,8 +175,10 @@ static int split_enabled(void)
     static _Atomic int on = -1;
     int v = atomic_load_explicit(&on, memory_order_relaxed);
     if (v < 0) {
-        const char *e = getenv("MT_ROW_SPLIT");            /* 0: off (benchmarks' "before") */
-        v = !(e && e[0] == '0');
+        /* opt-in (MT_ROW_SPLIT=1): on a shared machine a preempted helper stalls
+         * every product (BENCHMARKS.md: 7x slower than one thread under load) */
+        const char *e = getenv("MT_ROW_SPLIT");
+        v = e && e[0] == '1';
         atomic_store(&on, v);
     }
     return v;
@@ -250,9 +254,8 @@ int mt_k_have_small(void) { return HAVE_SMALL; }
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
 {
 #if HAVE_SMALL
-    /* with several BLAS threads the output rows are split over threads
-     * (linear_small); MT_ROW_SPLIT=0 restores the former path for single rows,
-     * OpenBLAS's threaded sgemv (kept for before/after benchmarks) */
+    /* single rows with several BLAS threads: OpenBLAS's threaded sgemv, or with
+     * MT_ROW_SPLIT=1 the output rows split over spinning helpers (linear_small) */
     if (n <= SMALL_N && in % 8 == 0 && (n > 1 || openblas_get_num_threads() == 1 || split_enabled())) {
         linear_small(x, n, in, W, b, out, y);
         return;

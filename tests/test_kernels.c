@@ -315,6 +315,7 @@ static void test_half_conversion(void **state)
 
 int main(void)
 {
+    setenv("MT_ROW_SPLIT", "1", 1);     /* the opt-in row split, read once at the first product */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_linear_row_independent),
         cmocka_unit_test(test_gemm_strided),   cmocka_unit_test(test_linear_split_equals_serial),
