@@ -88,7 +88,7 @@ asan:
 
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).
 valgrind:
-	$(MAKE) B=build-vg OPT="-O1 -g" ARCH=-march=x86-64-v3 $(patsubst $(B)/%,build-vg/%,$(filter-out %/test_server,$(TESTS)))
+	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out %/test_server,$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out %/test_server,$(TESTS))); do echo "== valgrind $$t"; \
 	    valgrind -q --error-exitcode=9 --leak-check=full $$t || exit 1; done
 
