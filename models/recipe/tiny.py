@@ -11,18 +11,10 @@ from export import export
 from marian_tok import MarianTok
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tok", required=True); ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    tok = MarianTok(a.tok)
-    V = len(tok.vocab)
-    cfg = default_config(vocab_size=V, decoder_vocab_size=V, pad_token_id=tok.pad, decoder_start_token_id=tok.pad,
-                         bad_words_ids=[[tok.pad]], eos_token_id=tok.eos, forced_eos_token_id=tok.eos,
-                         d_model=32, encoder_layers=2, decoder_layers=2, num_hidden_layers=2,
-                         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
-                         decoder_ffn_dim=64, max_position_embeddings=256, max_length=64, dropout=0.0)
-    torch.manual_seed(20261122)
+def random_marian(cfg, tok, seed=20261122, eos_bias=2.0):
+    """A Marian model with wide random weights (clear logit margins) and an
+    eos bias so that some outputs end before max_length."""
+    torch.manual_seed(seed)
     m = Marian(cfg)
     with torch.no_grad():
         for name, p in m.named_parameters():
@@ -36,7 +28,22 @@ def main():
                 p.copy_(torch.randn_like(p) / p.shape[1] ** 0.5)
         m.model.shared.weight[tok.pad].zero_()
         m.final_logits_bias.copy_(0.5 * torch.randn_like(m.final_logits_bias))
-        m.final_logits_bias[0, tok.eos] += 2.0     # let some outputs end before max_length
+        m.final_logits_bias[0, tok.eos] += eos_bias
+    return m
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tok", required=True); ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    tok = MarianTok(a.tok)
+    V = len(tok.vocab)
+    cfg = default_config(vocab_size=V, decoder_vocab_size=V, pad_token_id=tok.pad, decoder_start_token_id=tok.pad,
+                         bad_words_ids=[[tok.pad]], eos_token_id=tok.eos, forced_eos_token_id=tok.eos,
+                         d_model=32, encoder_layers=2, decoder_layers=2, num_hidden_layers=2,
+                         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                         decoder_ffn_dim=64, max_position_embeddings=256, max_length=64, dropout=0.0)
+    m = random_marian(cfg, tok)
     export(m.state_dict(), cfg, a.tok, a.out, "F16")
     print(f"tiny model written to {a.out}")
 
