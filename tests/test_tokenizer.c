@@ -23,7 +23,7 @@
 
 #define FIX  "tests/fixtures/tokenizer"
 #define OPUS "tests/fixtures/opus-mt"
-#define OURS "models/tiny"
+#define OURS "models/en-fr"   /* the shipped default model's tokenizer */
 
 /* ---- helpers ------------------------------------------------------------------- */
 

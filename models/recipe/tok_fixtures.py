@@ -393,10 +393,10 @@ def marian_row(tok, b, target=False):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default="models/work/corpus")
-    ap.add_argument("--ours", default=None, help="our model dir (default: models/tiny if it has source.spm, "
+    ap.add_argument("--ours", default=None, help="our model dir (default: models/en-fr if it has source.spm, "
                                                   "else tests/fixtures/tokenizer/ours)")
     a = ap.parse_args()
-    ours = a.ours or ("models/tiny" if os.path.exists("models/tiny/source.spm") else f"{OUT}/ours")
+    ours = a.ours or ("models/en-fr" if os.path.exists("models/en-fr/source.spm") else f"{OUT}/ours")
     assert spm.__version__ == "0.1.97", spm.__version__
     sets = write_inputs(a.corpus)
 
