@@ -74,7 +74,7 @@ static inline size_t one_char_len(uint8_t b)
 /* spm's DecodeUTF8 validity: one well-formed character (no overlong forms, no
  * surrogates, <= U+10FFFF) at s[0..len).  Returns its length, or 0 if invalid.
  * *cp receives the code point. */
-static size_t utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
+size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
 {
     uint8_t b = s[0];
     if (b < 0x80) {
@@ -108,7 +108,7 @@ static size_t utf8_invalid_at(const uint8_t *s, size_t len)
             i++;
             continue;
         }
-        size_t n = utf8_decode(s + i, len - i, &cp);
+        size_t n = mt_utf8_decode(s + i, len - i, &cp);
         if (!n)
             return i;
         i += n;
@@ -131,7 +131,7 @@ static void py_strip(sbuf *b)
     size_t i = 0, end = b->n;
     uint32_t cp;
     while (i < end) {
-        size_t n = utf8_decode((uint8_t *)b->p + i, end - i, &cp);
+        size_t n = mt_utf8_decode((uint8_t *)b->p + i, end - i, &cp);
         if (!n || !py_isspace(cp))
             break;
         i += n;
@@ -140,7 +140,7 @@ static void py_strip(sbuf *b)
         size_t s = end - 1;
         while (s > i && ((uint8_t)b->p[s] & 0xC0) == 0x80)
             s--;
-        size_t n = utf8_decode((uint8_t *)b->p + s, end - s, &cp);
+        size_t n = mt_utf8_decode((uint8_t *)b->p + s, end - s, &cp);
         if (n != end - s || !py_isspace(cp))
             break;
         end = s;
@@ -434,7 +434,7 @@ static size_t norm_prefix(const norm_t *nm, const uint8_t *s, size_t len, const 
         return m;
     }
     uint32_t cp;
-    size_t n = utf8_decode(s, len, &cp);
+    size_t n = mt_utf8_decode(s, len, &cp);
     if (!n) {                            /* malformed: U+FFFD, consume one byte */
         *out = (const uint8_t *)"\xEF\xBF\xBD";
         *out_n = 3;
@@ -1065,7 +1065,7 @@ static int spm_decode_bytes(const mt_spm *sp, const dpiece *pc, int lo, int hi, 
     int bad = 0;
     for (size_t i = 0; i < n && !bad;) {
         uint32_t cp;
-        size_t k = utf8_decode(b + i, n - i, &cp);
+        size_t k = mt_utf8_decode(b + i, n - i, &cp);
         if (!k) {
             bad = sb_add(o, "\xEF\xBF\xBD", 3);
             i++;

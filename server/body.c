@@ -1,6 +1,8 @@
 /* body: request body parsing (JSON, form) and typed field getters. */
 #include "body.h"
 
+#include "tokenizer.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -9,39 +11,13 @@
 
 /* ---- UTF-8 ------------------------------------------------------------------ */
 
-/* Decodes one character at s (n bytes available): its length, or 0 if invalid. */
-static size_t utf8_char(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    size_t len;
-    uint32_t c, min;
-    if ((s[0] & 0xe0) == 0xc0)      len = 2, c = s[0] & 0x1f, min = 0x80;
-    else if ((s[0] & 0xf0) == 0xe0) len = 3, c = s[0] & 0x0f, min = 0x800;
-    else if ((s[0] & 0xf8) == 0xf0) len = 4, c = s[0] & 0x07, min = 0x10000;
-    else return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3f);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return len;
-}
-
 size_t srv_utf8_valid_prefix(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     uint32_t cp;
     while (i < len) {
-        size_t k = utf8_char(u + i, len - i, &cp);
+        size_t k = mt_utf8_decode(u + i, len - i, &cp);
         if (!k)
             break;
         i += k;
@@ -67,7 +43,7 @@ int srv_is_blank(const char *s, size_t len)
     size_t i = 0;
     uint32_t cp;
     while (i < len) {
-        size_t k = utf8_char(u + i, len - i, &cp);
+        size_t k = mt_utf8_decode(u + i, len - i, &cp);
         if (!k || !is_space_cp(cp))
             return 0;
         i += k;
