@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "handlers.h"
 #include "server.h"
@@ -35,19 +36,24 @@ static int plain_name(const char *name)
     return 1;
 }
 
-/* Reads DIR/name into resp; 0, or -1 when it cannot. */
+/* Reads DIR/name into resp, sized by the file itself; 0, or -1 when it cannot. */
 static int send_file(const char *dir, const char *name, srv_response *resp)
 {
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
+    struct stat st;
     if (!f)
         return -1;
-    char *buf = malloc(WEB_MAX_FILE);
-    size_t n = buf ? fread(buf, 1, WEB_MAX_FILE, f) : 0;
-    int too_big = buf && n == WEB_MAX_FILE;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > WEB_MAX_FILE) {
+        fclose(f);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size ? size : 1);
+    size_t n = buf ? fread(buf, 1, size, f) : 0;
     fclose(f);
-    if (!buf || too_big) {
+    if (!buf || n != size) {
         free(buf);
         return -1;
     }
