@@ -215,7 +215,7 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int threa
         gv_big[k] = sgemv_gbs(16384, 1024);
         gm[k] = sgemm_gflops(1024);
     }
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(1);               /* the engine parallelizes itself (parallel.h) */
     double gv_best = gv[0] > gv[1] ? gv[0] : gv[1];
     double bound_us = step_bytes / (gv_best * 1e9) * 1e6;
     /* KV cache: self K|V per generated token per sequence, cross K|V per source token */

@@ -11,26 +11,19 @@
 #include <math.h>
 #include <string.h>
 
-/* One query (a decoding step).  Scores K_h q_h through sgemv (the reduction
- * over hd does not vectorize in plain C without reassociation); the weighted
- * sum of V rows is an axpy loop the compiler vectorizes. */
+/* One query (a decoding step): scores by direct dot products (mt_k_dots), then
+ * the weighted sum of V rows (mt_k_wsum); BLAS calls per head cost more than
+ * these short products. */
 static void attend_one(const float *q, const float *k, const float *v, int ldkv, int nk, int heads, int hd,
                        float scale, float *sc, float *out, float *cap)
 {
     for (int h = 0; h < heads; h++) {
         const float *qh = q + h * hd;
-        mt_k_gemv(nk, hd, scale, k + h * hd, ldkv, qh, sc);
+        mt_k_dots(nk, hd, scale, k + h * hd, ldkv, qh, sc);
         mt_k_softmax(sc, nk, nk);
         if (cap)
             memcpy(cap + (long)h * nk, sc, sizeof(float) * (size_t)nk);
-        float *oh = out + h * hd;
-        memset(oh, 0, sizeof(float) * (size_t)hd);
-        for (int j = 0; j < nk; j++) {
-            const float *vj = v + (long)j * ldkv + h * hd;
-            float w = sc[j];
-            for (int i = 0; i < hd; i++)
-                oh[i] += w * vj[i];
-        }
+        mt_k_wsum(nk, hd, sc, v + h * hd, ldkv, out + h * hd);
     }
 }
 
@@ -52,4 +45,11 @@ void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, c
             memcpy(cap + (long)h * nq * nk, sc, sizeof(float) * (size_t)nq * nk);
         mt_k_gemm_nn(nq, hd, nk, sc, nk, v + h * hd, ldkv, 0.0f, out + h * hd, ldo);
     }
+}
+
+void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,
+                    int heads, float *out, float *sc)
+{
+    int hd = s->m->d / heads;
+    attend_one(q, k, v, ldkv, nk, heads, hd, (float)(1.0 / sqrt((double)hd)), sc, out, NULL);
 }

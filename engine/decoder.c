@@ -6,6 +6,7 @@
  * [layer][max_batch * max_src_len][2d], source i at rows src_off[i].. .
  */
 #include "mt_internal.h"
+#include "parallel.h"
 
 #include <string.h>
 
@@ -23,7 +24,15 @@ static const float *cross_cache(const mt_session *s, int layer, int src)
 
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits)
 {
-    mt_k_linear(h, n, m->d, m->lm_head, m->final_bias, m->V, logits);
+    mt_k_linear_w(h, n, m->d, m->lm_head, m->lm_head16, m->final_bias, m->V, logits);
+}
+
+/* Every decoder product goes through the packing-free kernel, whatever the
+ * rows: a decode step's output then does not depend on its batch, and the
+ * teacher-forced pass sums exactly as the steps do. */
+static void lin(const mt_lin *l, const float *x, int n, int in, int out, float *y)
+{
+    mt_k_linear_w(x, n, in, l->w, l->w16, l->b, out, y);
 }
 
 /* residual + LN after the feed-forward block, shared by both paths; x [n][d]. */
@@ -31,35 +40,63 @@ static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
 {
     const mt_model *m = s->m;
     int d = m->d, F = m->dec_ffn;
-    mt_k_linear(s->x, n, d, l->fc1.w, l->fc1.b, F, s->ffn);
-    mt_k_activation(s->ffn, (long)n * F, m->act);
-    mt_k_linear(s->ffn, n, F, l->fc2.w, l->fc2.b, d, s->h);
+    mt_k_linear_act(s->x, n, d, l->fc1.w, l->fc1.w16, l->fc1.b, F, s->ffn, m->act);  /* [n][F] */
+    lin(&l->fc2, s->ffn, n, F, d, s->h);
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
+}
+
+/* The attention of a step's rows, spread over the compute pool: each row reads
+ * its own caches and writes its own ctx row and scratch. */
+typedef struct {
+    mt_session *s;
+    int li, n, per, cross;
+    const int *pos, *row_slot, *row_src;
+} attn_job;
+
+static void attn_rows(void *ctx, int c)
+{
+    const attn_job *j = ctx;
+    mt_session *s = j->s;
+    int d = s->m->d, H = s->m->dec_heads, L = s->p.max_src_len > s->p.max_tgt_len ? s->p.max_src_len
+                                                                                : s->p.max_tgt_len;
+    int hi = (c + 1) * j->per < j->n ? (c + 1) * j->per : j->n;
+    for (int r = c * j->per; r < hi; r++) {
+        float *sc = s->scores + (long)r * L, *out = s->ctx + (long)r * d;
+        if (j->cross) {
+            const float *kv = cross_cache(s, j->li, j->row_src[r]);
+            mt_attend_step(s, s->qkv + (long)r * d, kv, kv + d, 2 * d, s->src_len[j->row_src[r]], H, out, sc);
+        } else {
+            /* append this position's k, v, then attend over positions 0..pos[r] */
+            float *kv = self_cache(s, j->li, j->row_slot[r]);
+            const float *qkv = s->qkv + (long)r * 3 * d;
+            memcpy(kv + (long)j->pos[r] * 2 * d, qkv + d, sizeof(float) * 2 * (size_t)d);
+            mt_attend_step(s, qkv, kv, kv + d, 2 * d, j->pos[r] + 1, H, out, sc);
+        }
+    }
+}
+
+static void step_attention(mt_session *s, int li, int n, int cross, const int *pos, const int *row_slot,
+                           const int *row_src)
+{
+    int chunks = n < 2 * mt_par_threads() ? n : 2 * mt_par_threads();
+    attn_job j = {.s = s, .li = li, .n = n, .per = (n + chunks - 1) / chunks, .cross = cross, .pos = pos,
+                  .row_slot = row_slot, .row_src = row_src};
+    mt_par_for((n + j.per - 1) / j.per, attn_rows, &j);
 }
 
 static void step_layer(mt_session *s, int li, int n, const int *pos, const int *row_slot, const int *row_src)
 {
     const mt_model *m = s->m;
     const mt_dec_layer *l = &m->dec[li];
-    int d = m->d, H = m->dec_heads;
-    /* self-attention: append this position's k, v, attend over 0..pos[r] */
-    mt_k_linear(s->x, n, d, l->self_qkv.w, l->self_qkv.b, 3 * d, s->qkv);          /* [n][3d] */
-    for (int r = 0; r < n; r++) {
-        float *c = self_cache(s, li, row_slot[r]);
-        const float *qkv = s->qkv + (long)r * 3 * d;
-        memcpy(c + (long)pos[r] * 2 * d, qkv + d, sizeof(float) * 2 * (size_t)d);
-        mt_attend(s, qkv, 3 * d, 1, c, c + d, 2 * d, pos[r] + 1, H, 0, s->ctx + (long)r * d, d, NULL);
-    }
-    mt_k_linear(s->ctx, n, d, l->self_out.w, l->self_out.b, d, s->h);
+    int d = m->d;
+    lin(&l->self_qkv, s->x, n, d, 3 * d, s->qkv);                                   /* [n][3d] */
+    step_attention(s, li, n, 0, pos, row_slot, row_src);                            /* ctx [n][d] */
+    lin(&l->self_out, s->ctx, n, d, d, s->h);
     mt_k_add_layernorm(s->x, s->h, n, d, l->self_ln.g, l->self_ln.b);
     /* cross-attention over the row's source (K/V computed once per source) */
-    mt_k_linear(s->x, n, d, l->cross_q.w, l->cross_q.b, d, s->qkv);                   /* [n][d] */
-    for (int r = 0; r < n; r++) {
-        const float *c = cross_cache(s, li, row_src[r]);
-        mt_attend(s, s->qkv + (long)r * d, d, 1, c, c + d, 2 * d, s->src_len[row_src[r]], H, 0,
-                  s->ctx + (long)r * d, d, NULL);
-    }
-    mt_k_linear(s->ctx, n, d, l->cross_out.w, l->cross_out.b, d, s->h);
+    lin(&l->cross_q, s->x, n, d, d, s->qkv);                                        /* [n][d] */
+    step_attention(s, li, n, 1, pos, row_slot, row_src);
+    lin(&l->cross_out, s->ctx, n, d, d, s->h);
     mt_k_add_layernorm(s->x, s->h, n, d, l->cross_ln.g, l->cross_ln.b);
     feed_forward(s, l, n);
 }
@@ -86,13 +123,13 @@ void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *ca
         float *cs = cap && cap->dec ? cap->dec + (long)li * H * T * T : NULL;
         float *cc = cap && cap->cross ? cap->cross + (long)li * H * T * S : NULL;
         const float *c = cross_cache(s, li, 0);
-        mt_k_linear(s->x, T, d, l->self_qkv.w, l->self_qkv.b, 3 * d, s->qkv);
+        lin(&l->self_qkv, s->x, T, d, 3 * d, s->qkv);
         mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
-        mt_k_linear(s->ctx, T, d, l->self_out.w, l->self_out.b, d, s->h);
+        lin(&l->self_out, s->ctx, T, d, d, s->h);
         mt_k_add_layernorm(s->x, s->h, T, d, l->self_ln.g, l->self_ln.b);
-        mt_k_linear(s->x, T, d, l->cross_q.w, l->cross_q.b, d, s->qkv);
+        lin(&l->cross_q, s->x, T, d, d, s->qkv);
         mt_attend(s, s->qkv, d, T, c, c + d, 2 * d, S, H, 0, s->ctx, d, cc);
-        mt_k_linear(s->ctx, T, d, l->cross_out.w, l->cross_out.b, d, s->h);
+        lin(&l->cross_out, s->ctx, T, d, d, s->h);
         mt_k_add_layernorm(s->x, s->h, T, d, l->cross_ln.g, l->cross_ln.b);
         feed_forward(s, l, T);
     }

@@ -9,21 +9,32 @@
 
 #include <string.h>
 
-/* x[i] = E[id_i] * embed_scale + PE[pos0 + i]  ([n][d]). */
-static void embed(const mt_model *m, const float *E, const int32_t *ids, int n, int pos0, float *x)
+/* x[i] = E[id_i] * embed_scale + PE[pos0 + i]  ([n][d]); E in F32 or F16. */
+static void embed(const mt_model *m, const float *E, const uint16_t *E16, const int32_t *ids, int n, int pos0,
+                  float *x)
 {
     int d = m->d;
     for (int i = 0; i < n; i++) {
-        const float *e = E + (long)ids[i] * d, *p = mt_pos_row(m, pos0 + i);
+        const float *p = mt_pos_row(m, pos0 + i);
         float *xi = x + (long)i * d;
-        for (int j = 0; j < d; j++)
-            xi[j] = e[j] * m->embed_scale + p[j];
+        if (E16) {
+            const uint16_t *e = E16 + (long)ids[i] * d;
+            for (int j = 0; j < d; j++)
+                xi[j] = mt_f16_to_f32(e[j]) * m->embed_scale + p[j];
+        } else {
+            const float *e = E + (long)ids[i] * d;
+            for (int j = 0; j < d; j++)
+                xi[j] = e[j] * m->embed_scale + p[j];
+        }
     }
 }
 
 void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x)
 {
-    embed(m, decoder ? m->dec_emb : m->enc_emb, ids, n, pos0, x);
+    if (decoder)
+        embed(m, m->dec_emb, m->dec_emb16, ids, n, pos0, x);
+    else
+        embed(m, m->enc_emb, m->enc_emb16, ids, n, pos0, x);
 }
 
 /* One post-LN encoder layer over x [n][d]. */
@@ -46,7 +57,7 @@ void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *
     const mt_model *m = s->m;
     int d = m->d, H = m->enc_heads;
     long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
-    embed(m, m->enc_emb, src, n, 0, s->x);
+    mt_embed_tokens(m, 0, src, n, 0, s->x);
     for (int l = 0; l < m->info.enc_layers; l++)
         encoder_layer(s, &m->enc[l], n, cap_enc ? cap_enc + (long)l * H * n * n : NULL);
     /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v. */

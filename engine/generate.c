@@ -12,6 +12,7 @@
  * mt_seq_start / mt_step / mt_seq_take over its sources.
  */
 #include "mt_internal.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -117,7 +118,7 @@ static void update_finished(mt_session *s, const mt_seq *q, const int *stop)
     }
     for (int r = 0; r < Bm; r++)
         if (stop[r] && q->unsat) {
-            sc[n] = (double)s->top_v[r] / pow((double)q->cur, (double)q->lpen);
+            sc[n] = (double)s->top_v[2 * base + r] / pow((double)q->cur, (double)q->lpen);
             from[n++] = -(r + 1);
         }
     if (n == Bm)
@@ -136,7 +137,7 @@ static void update_finished(mt_session *s, const mt_seq *q, const int *stop)
             if (fin[f].n > 0)
                 memcpy(nids + (long)j * T, fids + (long)f * T, sizeof(int32_t) * (size_t)fin[f].n);
         } else {
-            int r = -f - 1, flat = s->top_i[r], parent = base + flat / V;
+            int r = -f - 1, flat = s->top_i[2 * base + r], parent = base + flat / V;
             memcpy(nids + (long)j * T, s->hist + (long)parent * T, sizeof(int32_t) * (size_t)(q->cur - 1));
             nids[(long)j * T + q->cur - 1] = flat % V;
             nf[j] = (mt_fin_slot){.score = sc[j], .n = q->cur};
@@ -153,7 +154,7 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
 {
     const mt_model *m = s->m;
     int Bm = q->Bm, base = q->base;
-    int *old_slot = s->tmp_i, *claimed = s->slot_used;       /* claimed: by old row (sequence-local) */
+    int *old_slot = s->tmp_i + 2 * base, *claimed = s->slot_used + base;  /* the sequence's own scratch */
     long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)q->cur * 2 * m->d * (long)sizeof(float);
     for (int b = 0; b < Bm; b++) {
         old_slot[b] = s->row_slot[base + b];
@@ -201,18 +202,20 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         for (int v = 0; v < V; v++)
             row[v] = row[v] + run;
     }
-    topk(tot, Bm * V, K, s->top_v, s->top_i);
+    float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
+    int *top_i = s->top_i + 2 * base;
+    topk(tot, Bm * V, K, top_v, top_i);
     int stop[2 * MAX_BEAM], all_stop = 1, parent[MAX_BEAM], order[MAX_BEAM];
     float alive[2 * MAX_BEAM], run_new[MAX_BEAM];
     for (int k = 0; k < K; k++) {
-        stop[k] = s->top_i[k] % V == eos || q->cur + 1 >= q->max_length;
+        stop[k] = top_i[k] % V == eos || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
-        alive[k] = s->top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
+        alive[k] = top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
     }
     update_finished(s, q, stop);
     topk(alive, K, Bm, run_new, order);
     for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
-        int flat = s->top_i[order[b]];
+        int flat = top_i[order[b]];
         parent[b] = flat / V;
         int32_t *h = s->hist2 + (long)(base + b) * T;
         memcpy(h, s->hist + (long)(base + parent[b]) * T, sizeof(int32_t) * (size_t)(q->cur - 1));
@@ -308,13 +311,33 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
     return MT_OK;
 }
 
+/* After the decoder step, each running sequence applies its own rule to its
+ * rows' logits; sequences touch only their own rows, slots and scratch, so
+ * they run in parallel over the compute pool (for greedy rows the log-sum-exp
+ * over the vocabulary is most of the work, for beams the top-k). */
+typedef struct { mt_session *s; int n_seq; } post_job;
+
+static void post_seq(void *ctx, int c)
+{
+    const post_job *j = ctx;
+    mt_session *s = j->s;
+    mt_seq *q = &s->seqs[s->step_seq[c]];
+    int a = s->step_row[c];
+    int running = q->Bm == 1 ? greedy_seq_step(s, q, s->logits + (long)a * s->m->V) : beam_seq_step(s, q, a);
+    q->cur++;
+    if (!running)
+        q->state = MT_SEQ_DONE;
+}
+
 int mt_step(mt_session *s)
 {
-    int n = 0, V = s->m->V, done = 0;
+    int n = 0, n_seq = 0, done = 0;
     for (int i = 0; i < s->p.max_batch; i++) {           /* gather every running row */
         const mt_seq *q = &s->seqs[i];
         if (q->state != MT_SEQ_RUN)
             continue;
+        s->step_seq[n_seq] = i;
+        s->step_row[n_seq++] = n;                        /* its rows' first index in this step */
         for (int b = 0; b < q->Bm; b++, n++) {
             int r = q->base + b;
             s->tok_in[n] = s->row_tok[r];
@@ -326,18 +349,10 @@ int mt_step(mt_session *s)
     if (n == 0)
         return 0;
     mt_decoder_step(s, n, s->tok_in, s->step_pos, s->step_slot, s->row_src);
-    for (int i = 0, a = 0; i < s->p.max_batch; i++) {   /* same order: rows a.. are sequence i's */
-        mt_seq *q = &s->seqs[i];
-        if (q->state != MT_SEQ_RUN)
-            continue;
-        int running = q->Bm == 1 ? greedy_seq_step(s, q, s->logits + (long)a * V) : beam_seq_step(s, q, a);
-        a += q->Bm;
-        q->cur++;
-        if (!running) {
-            q->state = MT_SEQ_DONE;
-            done++;
-        }
-    }
+    post_job j = {.s = s, .n_seq = n_seq};
+    mt_par_for(n_seq, post_seq, &j);
+    for (int c = 0; c < n_seq; c++)
+        done += s->seqs[s->step_seq[c]].state == MT_SEQ_DONE;
     return done;
 }
 

@@ -1,277 +1,298 @@
 /* kernels.c: BLAS-backed kernels and their naive references (kernels.h). */
 #include "kernels.h"
+#include "parallel.h"
+#include "safetensors.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HAVE_AVX2 1
+#else
+#define HAVE_AVX2 0
+#endif
 
 #include <cblas.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
-/* ---- small-batch products (decode steps) ------------------------------------------
- * OpenBLAS sgemm packs the whole weight matrix on every call, which for 2-8
- * rows costs more than the product itself (a beam-4 step spent 53% of its time
- * in sgemm_incopy).  This kernel streams W once for up to 4 rows at a time,
- * with NO x NR independent FMA accumulators.  Each (row, output) dot product
- * is accumulated in the same order whatever n is, so a row's result does not
- * depend on which batch it is in. */
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HAVE_SMALL 1
-
-static inline float hsum8(__m256 v)
+/* ---- the decode-step product -------------------------------------------------------
+ * y[n][out] = x[n][in] W[out][in]^T + b without packing: OpenBLAS sgemm packs
+ * the whole weight matrix on every call, which for a decode step (1 to a few
+ * dozen rows) costs more than the product (a beam-4 step spent 53% of its
+ * time in sgemm_incopy).  Blocks of NO outputs x NR rows keep NO*NR vector
+ * accumulators over `in`; a block of W (NO rows) stays in L1 while every row
+ * block of x passes over it, so W is read from memory once per call.
+ *
+ * Each output y[r][o] is: lanes accumulated by FMA in k order, a fixed
+ * reduction tree, the scalar tail, then + b.  That order does not depend on
+ * n, on the block a row lands in, or on the thread that computes it, so a
+ * row's result is bit-identical whatever batch it is decoded in.
+ *
+ * W may be F16 (weights stored at half the bytes; converted exactly to F32
+ * in registers): a batch-1 step is bound by the bytes of weights it reads. */
+#if defined(__AVX512F__)
+#define VW 16
+typedef __m512 vf;
+static inline vf vzero(void) { return _mm512_setzero_ps(); }
+static inline vf vload(const float *p) { return _mm512_loadu_ps(p); }
+static inline vf vload16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline vf vset1(float v) { return _mm512_set1_ps(v); }
+static inline void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define VW 8
+typedef __m256 vf;
+static inline vf vzero(void) { return _mm256_setzero_ps(); }
+static inline vf vload(const float *p) { return _mm256_loadu_ps(p); }
+static inline vf vload16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline vf vset1(float v) { return _mm256_set1_ps(v); }
+static inline void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline float vsum(vf v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
 }
-
-/* y[r][o0 + o] = b + W[o0 + o] . x[r] for o < NO, r < NR. */
-static inline __attribute__((always_inline)) void small_block(const float *x, int in, const float *W,
-                                                               const float *b, int out, float *y, int o0,
-                                                               const int NO, const int NR)
-{
-    __m256 acc[8][4];
-#pragma GCC unroll 8
-    for (int o = 0; o < NO; o++)
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            acc[o][r] = _mm256_setzero_ps();
-    const float *w0 = W + (long)o0 * in;
-    for (int i = 0; i < in; i += 8) {
-        __m256 xv[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            xv[r] = _mm256_loadu_ps(x + (long)r * in + i);
-#pragma GCC unroll 8
-        for (int o = 0; o < NO; o++) {
-            __m256 w = _mm256_loadu_ps(w0 + (long)o * in + i);
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++)
-                acc[o][r] = _mm256_fmadd_ps(w, xv[r], acc[o][r]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int o = 0; o < NO; o++)
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            y[(long)r * out + o0 + o] = (b ? b[o0 + o] : 0.0f) + hsum8(acc[o][r]);
-}
-
-/* outputs [o_lo, o_hi) of NR rows; o_lo a multiple of 8 */
-static inline __attribute__((always_inline)) void small_rows(const float *x, int in, const float *W,
-                                                              const float *b, int out, float *y, const int NR,
-                                                              int o_lo, int o_hi)
-{
-    const int NO = NR == 1 ? 8 : NR == 2 ? 4 : 2;        /* ~8 accumulators hide the FMA latency */
-    int o = o_lo;
-    for (; o + NO <= o_hi; o += NO)
-        small_block(x, in, W, b, out, y, o, NO, NR);
-    for (; o < o_hi; o++)
-        small_block(x, in, W, b, out, y, o, 1, NR);
-}
-
-static void linear_small_range(const float *x, int n, int in, const float *W, const float *b, int out, float *y,
-                               int o_lo, int o_hi)
-{
-    for (int r = 0; r < n; r += 4) {
-        const float *xr = x + (long)r * in;
-        float *yr = y + (long)r * out;
-        switch (n - r < 4 ? n - r : 4) {
-        case 1: small_rows(xr, in, W, b, out, yr, 1, o_lo, o_hi); break;
-        case 2: small_rows(xr, in, W, b, out, yr, 2, o_lo, o_hi); break;
-        case 3: small_rows(xr, in, W, b, out, yr, 3, o_lo, o_hi); break;
-        default: small_rows(xr, in, W, b, out, yr, 4, o_lo, o_hi); break;
-        }
-    }
-}
-
-/* ---- the output rows of a small-batch product split over threads ---------------------
- * A decode step at batch 1 is a chain of ~20 matrix-vector products, each a few
- * tens of microseconds: too short for a thread wake-up per call (OpenBLAS
- * sgemv's threading, or a condition variable, costs about as much as the
- * product).  Helper threads spin on a job counter while products keep coming
- * (and sleep on a futex after ~100 us idle); the caller publishes a job and
- * everyone claims chunks of output rows with a CAS on (job << 32 | chunk), so
- * a helper that is descheduled (the machine is shared) costs nothing: the
- * caller simply takes the remaining chunks itself.  Each output is computed by
- * the same small_block code in the same order as the serial kernel, so the
- * results are bit-identical to one thread, whatever the split.  One job at a
- * time: a caller that finds the pool busy (another session) runs serially.
- * Opt-in (MT_ROW_SPLIT=1) until measured on an idle machine: under CPU
- * contention spin-waiting loses (BENCHMARKS.md). */
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#include <x86intrin.h>
-
-#define SPLIT_MAX_HELPERS 7
-#define SPLIT_MIN_WORK    (96 * 256)     /* n*out*in below this: serial (measured) */
-#define SPLIT_CHUNK_WORK  (32 * 1024)    /* ~weights per chunk (128 KB) */
-#define SPLIT_SPIN_CYCLES 300000ull      /* ~100 us of idle spinning before sleeping */
-
-static struct {
-    pthread_mutex_t lock;                /* one job at a time (trylock) */
-    pthread_mutex_t start_lock;
-    _Atomic int n_helpers;
-    _Atomic unsigned seq;                /* job number; futex word */
-    _Atomic unsigned long long next;     /* job << 32 | next chunk */
-    _Atomic int done;                    /* chunks finished in the current job */
-    _Atomic int sleeping;
-    /* the job */
-    const float *x, *W, *b;
-    float *y;
-    int n, in, out, chunk_rows, n_chunks;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* Claim and run chunks of job `job` until none is left; returns chunks run. */
-static int split_work(unsigned job)
-{
-    int ran = 0;
-    for (;;) {
-        unsigned long long v = atomic_load_explicit(&pool.next, memory_order_acquire);
-        if ((unsigned)(v >> 32) != job || (int)(v & 0xffffffffu) >= pool.n_chunks)
-            break;
-        if (!atomic_compare_exchange_weak_explicit(&pool.next, &v, v + 1, memory_order_acq_rel,
-                                                   memory_order_relaxed))
-            continue;
-        /* the job cannot end while this chunk is unfinished: its fields are stable */
-        int c = (int)(v & 0xffffffffu), lo = c * pool.chunk_rows;
-        int hi = lo + pool.chunk_rows < pool.out ? lo + pool.chunk_rows : pool.out;
-        linear_small_range(pool.x, pool.n, pool.in, pool.W, pool.b, pool.out, pool.y, lo, hi);
-        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
-        ran++;
-    }
-    return ran;
-}
-
-static void *split_helper(void *arg)
-{
-    unsigned last = atomic_load(&pool.seq);
-    for (;;) {
-        unsigned long long t0 = __rdtsc();
-        unsigned cur;
-        while ((cur = atomic_load_explicit(&pool.seq, memory_order_acquire)) == last) {
-            if (__rdtsc() - t0 > SPLIT_SPIN_CYCLES) {
-                atomic_store(&pool.sleeping, 1);
-                if (atomic_load(&pool.seq) == last)
-                    syscall(SYS_futex, &pool.seq, FUTEX_WAIT_PRIVATE, last, NULL, NULL, 0);
-                atomic_store(&pool.sleeping, 0);
-                t0 = __rdtsc();
-            } else
-                _mm_pause();
-        }
-        last = cur;
-        split_work(cur);
-    }
-    return arg;
-}
-
-static int split_enabled(void)
-{
-    static _Atomic int on = -1;
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        /* opt-in (MT_ROW_SPLIT=1): on a shared machine a preempted helper stalls
-         * every product (BENCHMARKS.md: 7x slower than one thread under load) */
-        const char *e = getenv("MT_ROW_SPLIT");
-        v = e && e[0] == '1';
-        atomic_store(&on, v);
-    }
-    return v;
-}
-
-/* Start helpers up to `want` (once; never stopped: they sleep when idle). */
-static int split_helpers(int want)
-{
-    if (want > SPLIT_MAX_HELPERS)
-        want = SPLIT_MAX_HELPERS;
-    if (pool.n_helpers >= want)
-        return pool.n_helpers;
-    pthread_mutex_lock(&pool.start_lock);
-    while (pool.n_helpers < want) {
-        pthread_t t;
-        pthread_attr_t a;
-        pthread_attr_init(&a);
-        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&a, 64 * 1024);
-        int rc = pthread_create(&t, &a, split_helper, NULL);
-        pthread_attr_destroy(&a);
-        if (rc)
-            break;
-        pool.n_helpers++;
-    }
-    pthread_mutex_unlock(&pool.start_lock);
-    return pool.n_helpers;
-}
-
-static void linear_small(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
-{
-    int threads = openblas_get_num_threads();
-    long work = (long)n * out * in;
-    if (threads < 2 || work < SPLIT_MIN_WORK || out < 16 || !split_enabled() || split_helpers(threads - 1) < 1 ||
-        pthread_mutex_trylock(&pool.lock)) {
-        linear_small_range(x, n, in, W, b, out, y, 0, out);
-        return;
-    }
-    int rows = (int)(SPLIT_CHUNK_WORK / ((long)n * in));
-    rows = rows < 8 ? 8 : rows / 8 * 8;
-    int min_chunks = 2 * (pool.n_helpers + 1);                  /* room to balance */
-    while (rows > 8 && (out + rows - 1) / rows < min_chunks)
-        rows = (rows / 2 + 7) / 8 * 8;
-    pool.x = x, pool.W = W, pool.b = b, pool.y = y;
-    pool.n = n, pool.in = in, pool.out = out;
-    pool.chunk_rows = rows;
-    pool.n_chunks = (out + rows - 1) / rows;
-    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
-    unsigned job = atomic_load_explicit(&pool.seq, memory_order_relaxed) + 1;
-    atomic_store_explicit(&pool.next, (unsigned long long)job << 32, memory_order_release);
-    atomic_store(&pool.seq, job);
-    if (atomic_load(&pool.sleeping))
-        syscall(SYS_futex, &pool.seq, FUTEX_WAKE_PRIVATE, SPLIT_MAX_HELPERS, NULL, NULL, 0);
-    split_work(job);
-    /* a helper still on its chunk; if it was preempted (shared machine), yield to it */
-    unsigned long long t0 = __rdtsc();
-    while (atomic_load_explicit(&pool.done, memory_order_acquire) < pool.n_chunks)
-        if (__rdtsc() - t0 > 50000)
-            sched_yield();
-        else
-            _mm_pause();
-    pthread_mutex_unlock(&pool.lock);
-}
 #else
-#define HAVE_SMALL 0
+#define VW 0
 #endif
 
-/* ---- matrix products ---------------------------------------------------------- */
-int mt_k_have_small(void) { return HAVE_SMALL; }
+#define NO_MAX 4          /* outputs per block */
+#define NR_MAX 4          /* rows per block: 16 accumulators + 4 x + 1 w registers */
 
-#define SMALL_N 8       /* up to this many rows the packing-free kernel wins (measured) */
+#if VW
+/* y[r][o0+o] (r < NR, o < NO) for the k range [0, in - in % VW); returns the
+ * lane sums, the tail is added by the caller.  F16: W16 instead of W. */
+static inline __attribute__((always_inline)) void block(const float *x, int in, const float *W,
+                                                        const uint16_t *W16, int o0, float *s, const int NO,
+                                                        const int NR, const int F16)
+{
+    vf acc[NO_MAX][NR_MAX];
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; o++)
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++)
+            acc[o][r] = vzero();
+    int kend = in - in % VW;
+    for (int k = 0; k < kend; k += VW) {
+        vf xv[NR_MAX];
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++)
+            xv[r] = vload(x + (long)r * in + k);
+#pragma GCC unroll 4
+        for (int o = 0; o < NO; o++) {
+            vf w = F16 ? vload16(W16 + (long)(o0 + o) * in + k) : vload(W + (long)(o0 + o) * in + k);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++)
+                acc[o][r] = vfma(w, xv[r], acc[o][r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; o++)
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++)
+            s[o * NR_MAX + r] = vsum(acc[o][r]);
+}
+#define KVEC(in) ((in) - (in) % VW)
+#else
+#define KVEC(in) 0
+#endif
+
+/* The activation applied to one output as it is written (MT_ACT_NONE: identity):
+ * fused here, it runs in whichever thread computed the output. */
+static inline float act1(float v, mt_act act)
+{
+    switch (act) {
+    case MT_ACT_SWISH: return v / (1.0f + expf(-v));
+    case MT_ACT_RELU:  return v > 0.0f ? v : 0.0f;
+    case MT_ACT_GELU:  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    default:           return v;
+    }
+}
+
+static inline float wat(const float *W, const uint16_t *W16, long i) { return W16 ? mt_f16_to_f32(W16[i]) : W[i]; }
+
+/* outputs [o0, o0+no) x rows [r0, r0+nr) into y, no <= NO_MAX, nr <= NR_MAX */
+static inline __attribute__((always_inline)) void tile(const float *x, int in, const float *W,
+                                                       const uint16_t *W16, const float *b, int out, float *y,
+                                                       int o0, int no, int r0, int nr, const int f16, mt_act act)
+{
+    float s[NO_MAX * NR_MAX] = {0};
+    const float *xr = x + (long)r0 * in;
+    const uint16_t *w16 = f16 ? W16 : NULL;
+#if VW
+#define CASE(NO, NR) case (NO) * 8 + (NR): block(xr, in, W, w16, o0, s, NO, NR, f16); break
+    switch (no * 8 + nr) {
+    CASE(4, 4); CASE(4, 3); CASE(4, 2); CASE(4, 1);
+    CASE(3, 4); CASE(3, 3); CASE(3, 2); CASE(3, 1);
+    CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
+    CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
+    }
+#undef CASE
+#endif
+    for (int o = 0; o < no; o++)
+        for (int r = 0; r < nr; r++) {
+            float t = s[o * NR_MAX + r];
+            for (int k = KVEC(in); k < in; k++)
+                t += wat(W, w16, (long)(o0 + o) * in + k) * xr[(long)r * in + k];
+            y[(long)(r0 + r) * out + o0 + o] = act1(b ? t + b[o0 + o] : t, act);
+        }
+}
+
+/* outputs [o_lo, o_hi) of all n rows: one W block, then every row block over it */
+static void linear_range(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b,
+                         int out, float *y, int o_lo, int o_hi, mt_act act)
+{
+    for (int o = o_lo; o < o_hi; o += NO_MAX) {
+        int no = o_hi - o < NO_MAX ? o_hi - o : NO_MAX;
+        for (int r = 0; r < n; r += NR_MAX) {
+            int nr = n - r < NR_MAX ? n - r : NR_MAX;
+            if (W16)
+                tile(x, in, W, W16, b, out, y, o, no, r, nr, 1, act);
+            else
+                tile(x, in, W, NULL, b, out, y, o, no, r, nr, 0, act);
+        }
+    }
+}
+
+typedef struct {
+    const float *x, *W, *b;
+    const uint16_t *W16;
+    float *y;
+    int n, in, out, per;      /* outputs per chunk, a multiple of NO_MAX */
+    mt_act act;
+} linear_job;
+
+static void linear_chunk(void *ctx, int c)
+{
+    const linear_job *j = ctx;
+    int lo = c * j->per, hi = lo + j->per < j->out ? lo + j->per : j->out;
+    linear_range(j->x, j->n, j->in, j->W, j->W16, j->b, j->out, j->y, lo, hi, j->act);
+}
+
+#define CHUNK_MIN_WORK (64 * 1024)   /* multiply-adds: a chunk is worth a few microseconds */
+
+void mt_k_linear_act(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
+                     float *y, mt_act act)
+{
+    int threads = mt_par_threads();
+    long work = (long)n * in * out;
+    int chunks = threads < 2 ? 1 : (int)(work / CHUNK_MIN_WORK);
+    if (chunks > 4 * threads)
+        chunks = 4 * threads;                 /* a few per thread: balance without overhead */
+    if (chunks <= 1) {
+        linear_range(x, n, in, W, W16, b, out, y, 0, out, act);
+        return;
+    }
+    int per = (out + chunks - 1) / chunks;
+    per = (per + NO_MAX - 1) / NO_MAX * NO_MAX;
+    linear_job j = {.x = x, .W = W, .b = b, .W16 = W16, .y = y, .n = n, .in = in, .out = out, .per = per,
+                    .act = act};
+    mt_par_for((out + per - 1) / per, linear_chunk, &j);
+}
+
+void mt_k_linear_w(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
+                   float *y)
+{
+    mt_k_linear_act(x, n, in, W, W16, b, out, y, MT_ACT_NONE);
+}
+
+/* sc[j] = alpha * (K[j] . q) over len features, j < nk (K rows ld apart): the
+ * scores of one query, one head.  A BLAS call per head and row costs more
+ * than the 64-long dot products themselves. */
+void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc)
+{
+    for (int j = 0; j < nk; j++) {
+        const float *kj = K + (long)j * ld;
+        float t = 0.0f;
+        int i = 0;
+#if VW
+        vf a = vzero();
+        for (; i + VW <= len; i += VW)
+            a = vfma(vload(kj + i), vload(q + i), a);
+        t = vsum(a);
+#endif
+        for (; i < len; i++)
+            t += kj[i] * q[i];
+        sc[j] = alpha * t;
+    }
+}
+
+/* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk (V rows ld apart): the
+ * attention-weighted sum of one head's values, kept in registers over j. */
+void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out)
+{
+    int i = 0;
+#if VW
+    for (; i + 4 * VW <= len; i += 4 * VW) {
+        vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+        for (int j = 0; j < nk; j++) {
+            const float *vj = V + (long)j * ld + i;
+            vf wj = vset1(w[j]);
+            a0 = vfma(wj, vload(vj), a0);
+            a1 = vfma(wj, vload(vj + VW), a1);
+            a2 = vfma(wj, vload(vj + 2 * VW), a2);
+            a3 = vfma(wj, vload(vj + 3 * VW), a3);
+        }
+        vstore(out + i, a0), vstore(out + i + VW, a1), vstore(out + i + 2 * VW, a2), vstore(out + i + 3 * VW, a3);
+    }
+    for (; i + VW <= len; i += VW) {
+        vf a0 = vzero();
+        for (int j = 0; j < nk; j++)
+            a0 = vfma(vset1(w[j]), vload(V + (long)j * ld + i), a0);
+        vstore(out + i, a0);
+    }
+#endif
+    for (; i < len; i++) {
+        float t = 0.0f;
+        for (int j = 0; j < nk; j++)
+            t += w[j] * V[(long)j * ld + i];
+        out[i] = t;
+    }
+}
+
+/* ---- matrix products ---------------------------------------------------------- */
+/* Above this many rows (a source being encoded, a teacher-forced pass) sgemm's
+ * packing pays for itself; its output columns are split over the pool, each
+ * part a one-thread sgemm. */
+#define STREAM_MAX_ROWS 64
+
+typedef struct {
+    const float *x, *W, *b;
+    float *y;
+    int n, in, out, per;
+} gemm_job;
+
+static void gemm_chunk(void *ctx, int c)
+{
+    const gemm_job *j = ctx;
+    int lo = c * j->per, hi = lo + j->per < j->out ? lo + j->per : j->out;
+    for (int r = 0; r < j->n; r++) {       /* start from the bias, accumulate (beta = 1) */
+        float *yr = j->y + (long)r * j->out + lo;
+        if (j->b)
+            memcpy(yr, j->b + lo, sizeof(float) * (size_t)(hi - lo));
+        else
+            memset(yr, 0, sizeof(float) * (size_t)(hi - lo));
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, hi - lo, j->in, 1.0f, j->x, j->in,
+                j->W + (long)lo * j->in, j->in, 1.0f, j->y + lo, j->out);
+}
 
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
 {
-#if HAVE_SMALL
-    /* single rows with several BLAS threads: OpenBLAS's threaded sgemv, or with
-     * MT_ROW_SPLIT=1 the output rows split over spinning helpers (linear_small) */
-    if (n <= SMALL_N && in % 8 == 0 && (n > 1 || openblas_get_num_threads() == 1 || split_enabled())) {
-        linear_small(x, n, in, W, b, out, y);
+    if (n <= STREAM_MAX_ROWS) {
+        mt_k_linear_w(x, n, in, W, NULL, b, out, y);
         return;
     }
-#endif
-    /* Start from the bias and accumulate (beta = 1): one pass over y. */
-    for (int r = 0; r < n; r++) {
-        if (b)
-            memcpy(y + (long)r * out, b, sizeof(float) * (size_t)out);
-        else
-            memset(y + (long)r * out, 0, sizeof(float) * (size_t)out);
-    }
-    if (n == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, W, in, x, 1, 1.0f, y, 1);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, W, in, 1.0f, y, out);
+    int chunks = 2 * mt_par_threads();
+    int per = (out + chunks - 1) / chunks;
+    per = (per + 15) / 16 * 16;
+    gemm_job j = {.x = x, .W = W, .b = b, .y = y, .n = n, .in = in, .out = out, .per = per};
+    mt_par_for((out + per - 1) / per, gemm_chunk, &j);
 }
 
 void mt_k_gemv(int m, int k, float alpha, const float *A, int lda, const float *x, float *y)
@@ -349,12 +370,14 @@ void mt_k_activation(float *x, long n, mt_act act)
         for (long i = 0; i < n; i++)
             x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
         break;
+    case MT_ACT_NONE:
+        break;
     }
 }
 
 /* max and sum of exp(x - mx) over x[0..n): AVX2 when available.  A beam
  * step normalizes beams x vocab logits (32k for beam 4), so this is hot. */
-#if HAVE_SMALL
+#if HAVE_AVX2
 /* e^x for x in [-87.3, 0]: Cody-Waite reduction + Cephes expf polynomial
  * (about 1 ulp); below -87.3 the result is clamped (irrelevant in a sum). */
 static inline __m256 exp8(__m256 x)
@@ -490,6 +513,8 @@ void mt_ref_activation(float *x, long n, mt_act act)
 {
     for (long i = 0; i < n; i++) {
         double v = x[i];
+        if (act == MT_ACT_NONE)
+            continue;
         if (act == MT_ACT_SWISH)
             v = v / (1.0 + exp(-v));
         else if (act == MT_ACT_RELU)

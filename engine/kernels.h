@@ -10,15 +10,29 @@
 #ifndef MT_KERNELS_H
 #define MT_KERNELS_H
 
-typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU } mt_act;
+#include <stdint.h>
 
-/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL).  Up to 8 rows (in a
- * multiple of 8, AVX2+FMA builds) a packing-free kernel; else sgemv (n == 1) or sgemm. */
+typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU, MT_ACT_NONE } mt_act;
+
+/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL), W in F32 (W) or
+ * F16 (W16, the other NULL).  The packing-free kernel of decode steps, split
+ * over the compute pool (parallel.h).  Each output is summed in an order that
+ * depends on neither n nor the split: a row's result is bit-identical in any
+ * batch and with any number of threads. */
+void mt_k_linear_w(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
+                   float *y);
+/* mt_k_linear_w followed by an activation on every output, in the same pass. */
+void mt_k_linear_act(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
+                     float *y, mt_act act);
+/* The same product for any n, F32 weights: mt_k_linear_w up to 64 rows, above
+ * that sgemm with its output columns split over the pool. */
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y);
+/* sc[j] = alpha * (K[j] . q) over len features for j < nk, K rows ld floats apart. */
+void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc);
+/* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk, V rows ld floats apart. */
+void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out);
 /* y[m] = alpha * A[m][k] x[k] (A with leading dimension lda). */
 void mt_k_gemv(int m, int k, float alpha, const float *A, int lda, const float *x, float *y);
-/* 1 when the small-batch AVX2/FMA kernel is compiled in (else BLAS only). */
-int mt_k_have_small(void);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);

@@ -12,8 +12,8 @@
  * product instead of three.
  */
 #include "mt_internal.h"
+#include "parallel.h"
 
-#include <cblas.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -487,6 +487,123 @@ out:
     return st;
 }
 
+/* ---- F16 weights (mt_model_params.weights) --------------------------------------------
+ * A batch-1 decode step reads every decoder weight and the vocabulary
+ * projection once per token, so its speed is the bytes of those weights over
+ * the memory bandwidth.  In F16 mode every weight matrix is rounded to half
+ * precision once, here (round to nearest even): the decoder's products and the
+ * embedding tables are held as F16 and converted exactly in registers; the
+ * encoder's (and the cross K/V projections, sgemm inputs) hold the same rounded
+ * values as F32.  The model is then exactly "these weights rounded to F16",
+ * which a reference can reproduce (bench/bench_torch.py --weights f16). */
+static int in_map(const loader *L, const void *p)
+{
+    const char *b = (const char *)L->m->st->map, *q = p;
+    return q >= b && q < b + L->m->st->size;
+}
+
+/* Forget array p of n floats (freed if owned; a mapping is left alone). */
+static void drop(loader *L, const float *p, size_t n)
+{
+    mt_model *m = L->m;
+    if (in_map(L, p)) {
+        L->mapped_bytes -= n * sizeof(float);
+        return;
+    }
+    for (int i = 0; i < m->n_owned; i++)
+        if (m->owned[i] == p) {
+            free(m->owned[i]);
+            m->owned[i] = m->owned[--m->n_owned];
+            L->owned_bytes -= n * sizeof(float);
+            return;
+        }
+}
+
+static mt_status to_half(loader *L, const float *w, size_t n, const uint16_t **out, mt_err *err)
+{
+    uint16_t *h = own(L, n * sizeof(uint16_t), err);
+    if (!h)
+        return MT_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        h[i] = mt_f32_to_f16(w[i]);
+    *out = h;
+    return MT_OK;
+}
+
+/* w becomes F16 (w16), its F32 array dropped. */
+static mt_status lin_to_half(loader *L, mt_lin *l, size_t n, mt_err *err)
+{
+    mt_status st = to_half(L, l->w, n, &l->w16, err);
+    if (st == MT_OK) {
+        drop(L, l->w, n);
+        l->w = NULL;
+    }
+    return st;
+}
+
+/* w keeps F32 storage with F16-rounded values. */
+static mt_status lin_round(loader *L, mt_lin *l, size_t n, mt_err *err)
+{
+    float *r = own(L, n * sizeof(float), err);
+    if (!r)
+        return MT_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        r[i] = mt_f16_to_f32(mt_f32_to_f16(l->w[i]));
+    drop(L, l->w, n);
+    l->w = r;
+    return MT_OK;
+}
+
+static mt_status hold_f16(loader *L, mt_err *err)
+{
+    mt_model *m = L->m;
+    size_t d = (size_t)m->d, V = (size_t)m->V;
+    mt_status st = MT_OK;
+    for (int i = 0; i < m->info.enc_layers && st == MT_OK; i++) {
+        mt_enc_layer *l = &m->enc[i];
+        size_t F = (size_t)m->enc_ffn;
+        if ((st = lin_round(L, &l->qkv, 3 * d * d, err)) != MT_OK || (st = lin_round(L, &l->out, d * d, err)) != MT_OK ||
+            (st = lin_round(L, &l->fc1, F * d, err)) != MT_OK)
+            break;
+        st = lin_round(L, &l->fc2, d * F, err);
+    }
+    for (int i = 0; i < m->info.dec_layers && st == MT_OK; i++) {
+        mt_dec_layer *l = &m->dec[i];
+        size_t F = (size_t)m->dec_ffn;
+        if ((st = lin_to_half(L, &l->self_qkv, 3 * d * d, err)) != MT_OK ||
+            (st = lin_to_half(L, &l->self_out, d * d, err)) != MT_OK ||
+            (st = lin_to_half(L, &l->cross_q, d * d, err)) != MT_OK ||
+            (st = lin_round(L, &l->cross_kv, 2 * d * d, err)) != MT_OK ||
+            (st = lin_to_half(L, &l->cross_out, d * d, err)) != MT_OK ||
+            (st = lin_to_half(L, &l->fc1, F * d, err)) != MT_OK)
+            break;
+        st = lin_to_half(L, &l->fc2, d * F, err);
+    }
+    if (st != MT_OK)
+        return st;
+    /* embedding tables, converted once each however many roles share one */
+    const float *t32[3] = {m->enc_emb, m->dec_emb, m->lm_head};
+    const uint16_t *t16[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < i && !t16[i]; j++)
+            if (t32[j] == t32[i])
+                t16[i] = t16[j];
+        if (!t16[i] && (st = to_half(L, t32[i], V * d, &t16[i], err)) != MT_OK)
+            return st;
+    }
+    for (int i = 0; i < 3; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++)
+            first &= t32[j] != t32[i];
+        if (first)
+            drop(L, t32[i], V * d);
+    }
+    m->enc_emb16 = t16[0], m->dec_emb16 = t16[1], m->lm_head16 = t16[2];
+    m->enc_emb = m->dec_emb = m->lm_head = NULL;
+    snprintf(m->held, sizeof m->held, "F16");
+    return MT_OK;
+}
+
 /* Dtype of the weights on disk: the one of the embedding matrix. */
 static void fill_info(loader *L)
 {
@@ -502,13 +619,14 @@ static void fill_info(loader *L)
     m->info.target_lang = m->tgt_lang;
     m->info.dtype = m->dtype;
     m->info.weight_bytes = L->mapped_bytes + L->owned_bytes;
+    m->info.weights = m->held;
     m->info.file_bytes = m->st->size;
 }
 
 /* ---- public API ---------------------------------------------------------------- */
 mt_model_params mt_model_default_params(void)
 {
-    return (mt_model_params){.n_threads = 0};
+    return (mt_model_params){.n_threads = 0, .weights = MT_WEIGHTS_F32};
 }
 
 mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model **out, mt_err *err)
@@ -520,14 +638,17 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     if (!m)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     loader L = {.m = m, .dir = dir};
+    snprintf(m->held, sizeof m->held, "F32");
     mt_status st = load_all(&L, err);
+    if (st == MT_OK && params && params->weights == MT_WEIGHTS_F16)
+        st = hold_f16(&L, err);
     if (st != MT_OK) {
         mt_model_free(m);
         return st;
     }
     fill_info(&L);
-    if (params && params->n_threads > 0)
-        openblas_set_num_threads(params->n_threads);
+    /* the pool is process-wide; OpenBLAS stays at one thread (parallel.h) */
+    mt_par_set_threads(params && params->n_threads > 0 ? params->n_threads : mt_par_threads());
     *out = m;
     return MT_OK;
 }

@@ -23,8 +23,14 @@ typedef struct mt_model   mt_model;
 typedef struct mt_session mt_session;
 
 /* ---- model ---------------------------------------------------------------- */
+/* How weights are held in memory.  F16 halves the bytes a decode step reads
+ * (its speed at batch 1 is those bytes over the memory bandwidth): every weight
+ * matrix is rounded to half precision at load; activations stay F32. */
+typedef enum { MT_WEIGHTS_F32 = 0, MT_WEIGHTS_F16 } mt_weights;
+
 typedef struct {
-    int n_threads;      /* OpenBLAS threads for the process; 0 = leave as is */
+    int n_threads;      /* compute threads for the process (engine/parallel.h); 0 = leave as is */
+    mt_weights weights; /* default MT_WEIGHTS_F32: the checkpoint's values, exactly */
 } mt_model_params;
 
 mt_model_params mt_model_default_params(void);
@@ -41,7 +47,8 @@ typedef struct {
     const char *source_lang;    /* from tokenizer_config.json; "" when unknown */
     const char *target_lang;
     const char *dtype;          /* dtype of the weights on disk: "F32", "F16", "BF16" */
-    size_t weight_bytes;        /* bytes of float32 weights in use (mmapped or converted) */
+    const char *weights;        /* how they are held in memory: "F32" or "F16" (mt_weights) */
+    size_t weight_bytes;        /* bytes of weights in use (mmapped or converted) */
     size_t file_bytes;          /* size of model.safetensors */
 } mt_model_info;
 

@@ -12,7 +12,11 @@
 #include "mt.h"
 #include "safetensors.h"
 
-typedef struct { const float *w, *b; } mt_lin;      /* w [out][in], b [out] */
+typedef struct {
+    const float *w;            /* [out][in], F32; NULL when held as F16 */
+    const uint16_t *w16;       /* [out][in], F16 (MT_WEIGHTS_F16, decoder products); else NULL */
+    const float *b;            /* [out] */
+} mt_lin;
 typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
 
 typedef struct {
@@ -48,12 +52,13 @@ struct mt_model {
     const float *dec_emb;        /* [V][d] */
     const float *lm_head;        /* [V][d], = dec_emb when tied */
     const float *final_bias;     /* [V] (zeros when absent) */
+    const uint16_t *enc_emb16, *dec_emb16, *lm_head16;  /* MT_WEIGHTS_F16: these instead of the F32 three */
     float        *pos;           /* [max_positions][d], computed */
     mt_enc_layer *enc;           /* [enc_layers] */
     mt_dec_layer *dec;           /* [dec_layers] */
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
     int     n_owned, cap_owned;
-    char act_name[16], src_lang[64], tgt_lang[64], dtype[8];
+    char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8];
 };
 
 /* Attention weights capture for mt_attention_run (NULL on the normal path). */
@@ -91,7 +96,8 @@ struct mt_session {
     int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
     /* activations [rows_max][.] */
     float *x, *qkv, *ctx, *h, *ffn;
-    float *scores;             /* [max(S,T)][max(S,T)] attention weights of one head */
+    float *scores;             /* [max(S,T)][max(S,T)] attention weights of one head; in a
+                                  decode step, row r's scratch is scores + r * max(S,T) */
     float *logits;             /* [max_batch][V] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
     /* caches */
@@ -113,6 +119,7 @@ struct mt_session {
     mt_seq *seqs;
     int   *row_owner;          /* [max_batch] logical row -> sequence, -1 = free */
     int   *step_pos, *step_slot; /* [max_batch] per gathered row of a step: position, physical slot */
+    int   *step_seq, *step_row;  /* [max_batch] per running sequence of a step: its id, its first row */
     int   *gen_src;            /* [max_batch] mt_generate: sequence -> its source index, -1 */
     int    n_seqs;             /* sequences not FREE */
 };
@@ -126,6 +133,11 @@ static inline const float *mt_pos_row(const mt_model *m, int pos) { return m->po
  *   causal: query i sees keys 0..i (nq == nk).  cap (may be NULL): [H][nq][nk]. */
 void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
                int nk, int heads, int causal, float *out, int ldo, float *cap);
+
+/* One query per call, for decode steps run in parallel over rows: the scores
+ * go to the caller's scratch sc [nk] instead of s->scores. */
+void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,
+                    int heads, float *out, float *sc);
 
 /* encoder.c: encode one source (n tokens) and fill its cross K/V rows at
  * cross offset `off` for every decoder layer. cap may be NULL. */

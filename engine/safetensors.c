@@ -59,6 +59,30 @@ float mt_f16_to_f32(uint16_t h)
     return f;
 }
 
+uint16_t mt_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u)                                   /* inf; nan stays a (quiet) nan */
+        return sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0);
+    if (ax >= 0x477ff000u)                                   /* rounds beyond 65504 */
+        return sign | 0x7c00;
+    if (ax >= 0x38800000u) {                                 /* a normal half: round at bit 13, ties to even */
+        uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u);
+        return sign | (uint16_t)((r - 0x38000000u) >> 13);
+    }
+    if (ax < 0x33000000u)                                    /* below 2^-25: zero */
+        return sign;
+    /* a subnormal half counts units of 2^-24: value = m * 2^(e - 150) */
+    uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u)))
+        q++;
+    return sign | (uint16_t)q;
+}
+
 float mt_bf16_to_f32(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;

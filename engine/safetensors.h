@@ -48,5 +48,7 @@ size_t    mt_dtype_size(mt_dtype dt);
 /* IEEE half -> float (subnormals, inf and nan included). */
 float     mt_f16_to_f32(uint16_t h);
 float     mt_bf16_to_f32(uint16_t h);
+/* float -> IEEE half, round to nearest even (overflow to inf). */
+uint16_t  mt_f32_to_f16(float f);
 
 #endif

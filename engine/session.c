@@ -46,7 +46,7 @@ static void layout(mt_session *s, carver *c)
     s->ctx = carve(c, R * d, sizeof(float));
     s->h = carve(c, R * d, sizeof(float));
     s->ffn = carve(c, R * F, sizeof(float));
-    s->scores = carve(c, L * L, sizeof(float));
+    s->scores = carve(c, L * (L > B ? L : B), sizeof(float));
     s->logits = carve(c, B * V, sizeof(float));
     s->lp = carve(c, B * V, sizeof(float));
     s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));
@@ -75,6 +75,8 @@ static void layout(mt_session *s, carver *c)
     s->row_owner = carve(c, B, sizeof(int));
     s->step_pos = carve(c, B, sizeof(int));
     s->step_slot = carve(c, B, sizeof(int));
+    s->step_seq = carve(c, B, sizeof(int));
+    s->step_row = carve(c, B, sizeof(int));
     s->gen_src = carve(c, B, sizeof(int));
 }
 

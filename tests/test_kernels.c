@@ -12,10 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
-#include <cblas.h>
 
 #include "kernels.h"
+#include "parallel.h"
 #include "safetensors.h"
 
 static uint32_t rng = 12345;
@@ -71,63 +74,98 @@ static void test_linear_shapes(void **state)
 {
     (void)state;
     static const int shapes[][3] = {
-        {1, 1, 1}, {1, 32, 96}, {1, 256, 768}, {1, 256, 8000}, {1, 1024, 256}, {1, 7, 13},    /* sgemv */
-        {2, 3, 5}, {3, 17, 31}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, {9, 256, 256}, /* sgemm */
-        {2, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {5, 64, 33}, {7, 32, 7}, {8, 256, 256}, {1, 8, 3},  /* small-n */
+        {1, 1, 1}, {1, 32, 96}, {1, 256, 768}, {1, 256, 8000}, {1, 1024, 256}, {1, 7, 13},
+        {2, 3, 5}, {3, 17, 31}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, {9, 256, 256},
+        {2, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {5, 64, 33}, {7, 32, 7}, {8, 256, 256}, {1, 8, 3},
+        {65, 256, 300}, {130, 40, 77}, {200, 256, 768},                 /* above 64 rows: sgemm, split */
     };
-    for (int threads = 1; threads <= 2; threads++) {          /* 2: single rows take sgemv */
-        openblas_set_num_threads(threads);
+    for (int threads = 1; threads <= 2; threads++) {
+        mt_par_set_threads(threads);
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 1);
             check_linear(shapes[i][0], shapes[i][1], shapes[i][2], 0);
         }
     }
+    mt_par_set_threads(1);
 }
 
-/* The strided products attention uses: head slices of [rows][3d] matrices. */
-/* The small-n kernel: a row's result must not depend on the batch it is in
- * (with one BLAS thread, single rows use that kernel too). */
+/* F16 weights: the kernel converts exactly, so it must match the reference on
+ * the F32 values of the same halves; the fused activation matches a separate pass. */
+static void test_linear_f16_and_act(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {{1, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {33, 64, 99}, {5, 19, 7}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
+        size_t nw = (size_t)out * in, ny = (size_t)n * out;
+        float *x = rand_vec((size_t)n * in, 1), *W = rand_vec(nw, 0.5f), *b = rand_vec((size_t)out, 1);
+        float *y = malloc(sizeof(float) * ny), *r = malloc(sizeof(float) * ny);
+        uint16_t *W16 = malloc(sizeof(uint16_t) * nw);
+        for (size_t k = 0; k < nw; k++) {
+            W16[k] = mt_f32_to_f16(W[k]);
+            W[k] = mt_f16_to_f32(W16[k]);                    /* the values the halves hold */
+        }
+        for (int threads = 1; threads <= 2; threads++) {
+            mt_par_set_threads(threads);
+            mt_k_linear_w(x, n, in, NULL, W16, b, out, y);
+            mt_ref_linear(x, n, in, W, b, out, r);
+            assert_true(nmse(y, r, ny) <= 1e-10);
+            float *y32 = malloc(sizeof(float) * ny);         /* F32 and F16 paths: the same sums */
+            mt_k_linear_w(x, n, in, W, NULL, b, out, y32);
+            assert_memory_equal(y, y32, sizeof(float) * ny);
+            for (mt_act a = MT_ACT_SWISH; a <= MT_ACT_GELU; a++) {
+                mt_k_linear_act(x, n, in, NULL, W16, b, out, y, a);
+                mt_k_activation(y32, (long)ny, a);
+                assert_memory_equal(y, y32, sizeof(float) * ny);
+                mt_k_linear_w(x, n, in, W, NULL, b, out, y32);
+            }
+            free(y32);
+        }
+        mt_par_set_threads(1);
+        free(x), free(W), free(b), free(y), free(r), free(W16);
+    }
+}
+
+/* A row's result must not depend on the batch it is in: decode steps of
+ * different sizes (continuous batching) give each sequence the same bits. */
 static void test_linear_row_independent(void **state)
 {
     (void)state;
-    if (!mt_k_have_small()) {
-        print_message("[  SKIP    ] no AVX2/FMA in this build (BLAS only: sgemv and sgemm round differently)\n");
-        skip();
+    int in = 256, out = 203, nmax = 64;
+    float *x = rand_vec((size_t)nmax * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
+    float *yn = malloc(sizeof(float) * (size_t)nmax * out), y1[203];
+    for (int threads = 1; threads <= 2; threads++) {
+        mt_par_set_threads(threads);
+        for (int n = 2; n <= nmax; n = n * 2 + 1) {
+            mt_k_linear_w(x, n, in, W, NULL, b, out, yn);
+            for (int r = 0; r < n; r++) {
+                mt_k_linear_w(x + r * in, 1, in, W, NULL, b, out, y1);
+                assert_memory_equal(y1, yn + (long)r * out, sizeof y1);
+            }
+        }
     }
-    openblas_set_num_threads(1);
-    int in = 256, out = 203;
-    float *x = rand_vec((size_t)8 * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
-    float y1[203], y8[8 * 203];
-    mt_k_linear(x, 8, in, W, b, out, y8);
-    for (int r = 0; r < 8; r++) {
-        mt_k_linear(x + r * in, 1, in, W, b, out, y1);
-        assert_memory_equal(y1, y8 + r * out, sizeof y1);
-    }
-    free(x), free(W), free(b);
+    mt_par_set_threads(1);
+    free(x), free(W), free(b), free(yn);
 }
 
-/* With several BLAS threads the small-n kernel splits output rows over threads
- * (helper threads claiming chunks): results must be bit-identical to one thread,
- * for single rows too, on shapes large enough to be split and with ragged ends. */
+/* With several threads the products split their outputs over the pool
+ * (helpers claiming chunks): results must be bit-identical to one thread, for
+ * single rows too, with helpers awake and asleep. */
 static void test_linear_split_equals_serial(void **state)
 {
     (void)state;
-    if (!mt_k_have_small()) {
-        print_message("[  SKIP    ] no AVX2/FMA in this build\n");
-        skip();
-    }
     static const int shapes[][3] = {
         {1, 256, 8000}, {1, 256, 768}, {1, 1024, 256}, {1, 256, 1024}, {1, 256, 203}, {4, 256, 8000},
-        {4, 256, 768}, {3, 1024, 256}, {8, 256, 1000}, {2, 64, 4099},
+        {4, 256, 768}, {3, 1024, 256}, {8, 256, 1000}, {2, 64, 4099}, {32, 256, 1024}, {64, 1024, 256},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
         float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
         float *y1 = malloc(sizeof(float) * (size_t)n * out), *y2 = malloc(sizeof(float) * (size_t)n * out);
-        openblas_set_num_threads(1);
+        mt_par_set_threads(1);
         mt_k_linear(x, n, in, W, b, out, y1);
-        openblas_set_num_threads(2);
-        for (int rep = 0; rep < 50; rep++) {            /* helpers awake and asleep, claims racing */
+        mt_par_set_threads(2);
+        for (int rep = 0; rep < 50; rep++) {
             memset(y2, 0, sizeof(float) * (size_t)n * out);
             mt_k_linear(x, n, in, W, b, out, y2);
             assert_memory_equal(y1, y2, sizeof(float) * (size_t)n * out);
@@ -136,7 +174,34 @@ static void test_linear_split_equals_serial(void **state)
         }
         free(x), free(W), free(b), free(y1), free(y2);
     }
-    openblas_set_num_threads(1);
+    mt_par_set_threads(1);
+}
+
+/* The per-head products of a decode step's attention against double sums. */
+static void test_dots_wsum(void **state)
+{
+    (void)state;
+    static const int sizes[][2] = {{1, 64}, {37, 64}, {5, 32}, {9, 7}, {100, 80}, {3, 129}};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        int nk = sizes[t][0], len = sizes[t][1], ld = len + 3;
+        float *K = rand_vec((size_t)nk * ld, 1), *q = rand_vec((size_t)len, 1), *w = rand_vec((size_t)nk, 1);
+        float *sc = malloc(sizeof(float) * (size_t)nk), *o = malloc(sizeof(float) * (size_t)len);
+        mt_k_dots(nk, len, 0.125f, K, ld, q, sc);
+        for (int j = 0; j < nk; j++) {
+            double s = 0;
+            for (int i = 0; i < len; i++)
+                s += (double)K[(long)j * ld + i] * q[i];
+            assert_true(fabs(sc[j] - 0.125 * s) <= 1e-6 * sqrt((double)len));
+        }
+        mt_k_wsum(nk, len, w, K, ld, o);
+        for (int i = 0; i < len; i++) {
+            double s = 0;
+            for (int j = 0; j < nk; j++)
+                s += (double)w[j] * K[(long)j * ld + i];
+            assert_true(fabs(o[i] - s) <= 1e-6 * sqrt((double)nk));
+        }
+        free(K), free(q), free(w), free(sc), free(o);
+    }
 }
 
 static void test_gemm_strided(void **state)
@@ -310,18 +375,37 @@ static void test_half_conversion(void **state)
         if (h & 0x8000)
             v = -v;
         assert_true(mt_f16_to_f32((uint16_t)h) == (float)v);
+        assert_true(mt_f32_to_f16(mt_f16_to_f32((uint16_t)h)) == h);  /* round trip */
     }
+    /* rounding: ties to even, overflow to inf, underflow to zero */
+    assert_true(mt_f32_to_f16(1.0f + ldexpf(1, -11)) == 0x3c00);          /* tie, even below */
+    assert_true(mt_f32_to_f16(1.0f + 3 * ldexpf(1, -11)) == 0x3c02);      /* tie, even above */
+    assert_true(mt_f32_to_f16(65519.0f) == 0x7bff && mt_f32_to_f16(65520.0f) == 0x7c00);
+    assert_true(mt_f32_to_f16(ldexpf(1, -25)) == 0x0000 && mt_f32_to_f16(ldexpf(3, -26)) == 0x0001);
+    assert_true(mt_f32_to_f16(-ldexpf(1, -30)) == 0x8000 && mt_f32_to_f16(NAN) >= 0x7e00);
+#if defined(__F16C__)
+    /* against the CPU's own conversion (F16C), on random floats of every magnitude */
+    for (int i = 0; i < 1000000; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        uint32_t bits = rng;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        if (isnan(f))
+            continue;
+        assert_true(mt_f32_to_f16(f) == _cvtss_sh(f, 0));
+    }
+#endif
 }
 
 int main(void)
 {
-    setenv("MT_ROW_SPLIT", "1", 1);     /* the opt-in row split, read once at the first product */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_linear_row_independent),
         cmocka_unit_test(test_gemm_strided),   cmocka_unit_test(test_linear_split_equals_serial),
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
-        cmocka_unit_test(test_half_conversion),
+        cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_f16_and_act),
+        cmocka_unit_test(test_dots_wsum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

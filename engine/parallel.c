@@ -1,0 +1,124 @@
+/* parallel.c: the compute pool (parallel.h).
+ *
+ * A job is (fn, ctx, n_chunks) and a number.  Chunks are claimed with a CAS on
+ * `next` = job << 32 | chunk, so a helper that the OS has descheduled (this
+ * machine is shared) claims nothing and the caller takes the remaining chunks
+ * itself; only a chunk already claimed by a preempted helper makes the caller
+ * wait.  Helpers spin on the job number for ~200 us after their last job and
+ * then sleep on a futex; the caller wakes them only if one is asleep.
+ */
+#include "parallel.h"
+
+#include <cblas.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define MAX_HELPERS  15
+#define SPIN_CYCLES  600000ull     /* ~200 us at 2.6 GHz before a helper sleeps */
+#define WAIT_CYCLES  50000ull      /* the caller spins this long on a claimed chunk, then yields */
+
+static struct {
+    pthread_mutex_t busy;          /* one job at a time (trylock) */
+    pthread_mutex_t start;
+    _Atomic int threads;           /* wanted, caller included */
+    _Atomic int helpers;           /* started (never stopped: they sleep when idle) */
+    _Atomic unsigned seq;          /* job number; futex word */
+    _Atomic unsigned long long next;
+    _Atomic int done;
+    _Atomic int sleeping;
+    mt_par_fn fn;                  /* the job, stable while it has unfinished chunks */
+    void *ctx;
+    int n_chunks;
+} P = {.busy = PTHREAD_MUTEX_INITIALIZER, .start = PTHREAD_MUTEX_INITIALIZER, .threads = 1};
+
+static void run_chunks(unsigned job)
+{
+    for (;;) {
+        unsigned long long v = atomic_load_explicit(&P.next, memory_order_acquire);
+        if ((unsigned)(v >> 32) != job || (int)(v & 0xffffffffu) >= P.n_chunks)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&P.next, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed))
+            continue;
+        P.fn(P.ctx, (int)(v & 0xffffffffu));
+        atomic_fetch_add_explicit(&P.done, 1, memory_order_release);
+    }
+}
+
+static void *helper(void *arg)
+{
+    unsigned last = atomic_load(&P.seq);
+    for (;;) {
+        unsigned long long t0 = __rdtsc();
+        unsigned cur;
+        while ((cur = atomic_load_explicit(&P.seq, memory_order_acquire)) == last) {
+            if (__rdtsc() - t0 < SPIN_CYCLES) {
+                _mm_pause();
+                continue;
+            }
+            atomic_fetch_add(&P.sleeping, 1);
+            if (atomic_load(&P.seq) == last)
+                syscall(SYS_futex, &P.seq, FUTEX_WAIT_PRIVATE, last, NULL, NULL, 0);
+            atomic_fetch_sub(&P.sleeping, 1);
+            t0 = __rdtsc();
+        }
+        last = cur;
+        run_chunks(cur);
+    }
+    return arg;
+}
+
+void mt_par_set_threads(int n)
+{
+    n = n < 1 ? 1 : n > MAX_HELPERS + 1 ? MAX_HELPERS + 1 : n;
+    openblas_set_num_threads(1);
+    pthread_mutex_lock(&P.start);
+    while (atomic_load(&P.helpers) < n - 1) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 256 * 1024);
+        int rc = pthread_create(&t, &a, helper, NULL);
+        pthread_attr_destroy(&a);
+        if (rc)
+            break;
+        atomic_fetch_add(&P.helpers, 1);
+    }
+    int have = atomic_load(&P.helpers) + 1;
+    atomic_store(&P.threads, n < have ? n : have);
+    pthread_mutex_unlock(&P.start);
+}
+
+int mt_par_threads(void) { return atomic_load_explicit(&P.threads, memory_order_relaxed); }
+
+void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
+{
+    if (n_chunks <= 0)
+        return;
+    if (n_chunks == 1 || mt_par_threads() < 2 || pthread_mutex_trylock(&P.busy)) {
+        for (int c = 0; c < n_chunks; c++)
+            fn(ctx, c);
+        return;
+    }
+    P.fn = fn, P.ctx = ctx, P.n_chunks = n_chunks;
+    atomic_store_explicit(&P.done, 0, memory_order_relaxed);
+    unsigned job = atomic_load_explicit(&P.seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&P.next, (unsigned long long)job << 32, memory_order_release);
+    atomic_store(&P.seq, job);
+    if (atomic_load(&P.sleeping))
+        syscall(SYS_futex, &P.seq, FUTEX_WAKE_PRIVATE, MAX_HELPERS, NULL, NULL, 0);
+    run_chunks(job);
+    unsigned long long t0 = __rdtsc();
+    while (atomic_load_explicit(&P.done, memory_order_acquire) < n_chunks)
+        if (__rdtsc() - t0 > WAIT_CYCLES)
+            sched_yield();
+        else
+            _mm_pause();
+    pthread_mutex_unlock(&P.busy);
+}
