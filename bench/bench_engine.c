@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 {
     const char *model = "models/en-fr", *input = "tests/fixtures/tokenizer/inputs/test.en.txt";
     const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL;
-    int n = 64, max_length = 0, threads = 2, do_limits = 0;
+    int n = 64, max_length = 0, threads = 2, do_limits = 0, f16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--limits")) {
@@ -276,6 +276,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-length")) max_length = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--configs")) configs = v;
+        else if (!strcmp(a, "--weights")) f16 = v && !strcmp(v, "f16");
         else if (!strcmp(a, "--ids-out")) ids_out = v;
         else if (!strcmp(a, "--src-out")) src_out = v;
         else {
@@ -286,6 +287,7 @@ int main(int argc, char **argv)
     }
     mt_model_params mp = mt_model_default_params();
     mp.n_threads = threads;
+    mp.weights = f16 ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
     mt_model *m;
     mt_err e;
     if (mt_model_load(model, &mp, &m, &e) != MT_OK)
@@ -323,9 +325,9 @@ int main(int argc, char **argv)
         src_tokens += S.len[i];
     FILE *fo = ids_out ? fopen(ids_out, "w") : NULL;
     printf("{\"model\": {\"d_model\": %d, \"enc_layers\": %d, \"dec_layers\": %d, \"ffn\": %d, \"vocab\": %d, "
-           "\"dtype\": \"%s\", \"weight_bytes\": %zu, \"max_length\": %d, \"sentences\": %d, "
+           "\"dtype\": \"%s\", \"weights\": \"%s\", \"weight_bytes\": %zu, \"max_length\": %d, \"sentences\": %d, "
            "\"source_tokens\": %ld, \"threads\": %d}}\n",
-           MI->d_model, MI->enc_layers, MI->dec_layers, MI->dec_ffn, MI->vocab_size, MI->dtype, MI->weight_bytes,
+           MI->d_model, MI->enc_layers, MI->dec_layers, MI->dec_ffn, MI->vocab_size, MI->dtype, MI->weights, MI->weight_bytes,
            max_length, n, src_tokens, threads);
     for (const char *c = configs; *c;) {
         int batch, beam;

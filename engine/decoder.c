@@ -24,15 +24,17 @@ static const float *cross_cache(const mt_session *s, int layer, int src)
 
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits)
 {
-    mt_k_linear_w(h, n, m->d, m->lm_head, m->lm_head16, m->final_bias, m->V, logits);
+    mt_k_linear_packed(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE);
 }
 
-/* Every decoder product goes through the packing-free kernel, whatever the
- * rows: a decode step's output then does not depend on its batch, and the
- * teacher-forced pass sums exactly as the steps do. */
+/* Every decoder product goes through the packed kernel, whatever the rows: a
+ * decode step's output then does not depend on its batch, and the
+ * teacher-forced pass sums exactly as the steps do.  (in, out: the packed
+ * shape, checked against the caller's view of it.) */
 static void lin(const mt_lin *l, const float *x, int n, int in, int out, float *y)
 {
-    mt_k_linear_w(x, n, in, l->w, l->w16, l->b, out, y);
+    (void)in, (void)out;
+    mt_k_linear_packed(x, n, &l->pk, l->b, y, MT_ACT_NONE);
 }
 
 /* residual + LN after the feed-forward block, shared by both paths; x [n][d]. */
@@ -40,7 +42,7 @@ static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
 {
     const mt_model *m = s->m;
     int d = m->d, F = m->dec_ffn;
-    mt_k_linear_act(s->x, n, d, l->fc1.w, l->fc1.w16, l->fc1.b, F, s->ffn, m->act);  /* [n][F] */
+    mt_k_linear_packed(s->x, n, &l->fc1.pk, l->fc1.b, s->ffn, m->act);          /* [n][F], activation fused */
     lin(&l->fc2, s->ffn, n, F, d, s->h);
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }

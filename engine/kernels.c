@@ -62,14 +62,16 @@ static inline float vsum(vf v)
 #endif
 
 #define NO_MAX 4          /* outputs per block */
+#ifndef PF_AHEAD
+#define PF_AHEAD 2        /* blocks of W prefetched ahead */
+#endif
 #define NR_MAX 4          /* rows per block: 16 accumulators + 4 x + 1 w registers */
 
 #if VW
 /* y[r][o0+o] (r < NR, o < NO) for the k range [0, in - in % VW); returns the
- * lane sums, the tail is added by the caller.  F16: W16 instead of W. */
-static inline __attribute__((always_inline)) void block(const float *x, int in, const float *W,
-                                                        const uint16_t *W16, int o0, float *s, const int NO,
-                                                        const int NR, const int F16)
+ * lane sums, the tail is added by the caller. */
+static inline __attribute__((always_inline)) void block(const float *x, int in, const float *W, int o0, float *s,
+                                                        const int NO, const int NR)
 {
     vf acc[NO_MAX][NR_MAX];
 #pragma GCC unroll 4
@@ -78,14 +80,21 @@ static inline __attribute__((always_inline)) void block(const float *x, int in, 
         for (int r = 0; r < NR; r++)
             acc[o][r] = vzero();
     int kend = in - in % VW;
-    for (int k = 0; k < kend; k += VW) {
+    /* W is read block after block, each NO rows long: prefetch the block PF_AHEAD
+     * ahead at the pace this one is consumed (the hardware prefetcher does not
+     * ramp up on NO short interleaved streams) */
+    const int step_bytes = NO * VW * (int)sizeof(float);
+    const char *pf = (const char *)(W + (long)o0 * in) + (long)PF_AHEAD * NO * in * (long)sizeof(float);
+    for (int k = 0; k < kend; k += VW, pf += step_bytes) {
+        for (int p = 0; p < step_bytes; p += 64)
+            _mm_prefetch(pf + p, _MM_HINT_T0);
         vf xv[NR_MAX];
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++)
             xv[r] = vload(x + (long)r * in + k);
 #pragma GCC unroll 4
         for (int o = 0; o < NO; o++) {
-            vf w = F16 ? vload16(W16 + (long)(o0 + o) * in + k) : vload(W + (long)(o0 + o) * in + k);
+            vf w = vload(W + (long)(o0 + o) * in + k);
 #pragma GCC unroll 4
             for (int r = 0; r < NR; r++)
                 acc[o][r] = vfma(w, xv[r], acc[o][r]);
@@ -114,18 +123,14 @@ static inline float act1(float v, mt_act act)
     }
 }
 
-static inline float wat(const float *W, const uint16_t *W16, long i) { return W16 ? mt_f16_to_f32(W16[i]) : W[i]; }
-
 /* outputs [o0, o0+no) x rows [r0, r0+nr) into y, no <= NO_MAX, nr <= NR_MAX */
-static inline __attribute__((always_inline)) void tile(const float *x, int in, const float *W,
-                                                       const uint16_t *W16, const float *b, int out, float *y,
-                                                       int o0, int no, int r0, int nr, const int f16, mt_act act)
+static void tile(const float *x, int in, const float *W, const float *b, int out, float *y, int o0, int no, int r0,
+                 int nr)
 {
     float s[NO_MAX * NR_MAX] = {0};
     const float *xr = x + (long)r0 * in;
-    const uint16_t *w16 = f16 ? W16 : NULL;
 #if VW
-#define CASE(NO, NR) case (NO) * 8 + (NR): block(xr, in, W, w16, o0, s, NO, NR, f16); break
+#define CASE(NO, NR) case (NO) * 8 + (NR): block(xr, in, W, o0, s, NO, NR); break
     switch (no * 8 + nr) {
     CASE(4, 4); CASE(4, 3); CASE(4, 2); CASE(4, 1);
     CASE(3, 4); CASE(3, 3); CASE(3, 2); CASE(3, 1);
@@ -138,46 +143,206 @@ static inline __attribute__((always_inline)) void tile(const float *x, int in, c
         for (int r = 0; r < nr; r++) {
             float t = s[o * NR_MAX + r];
             for (int k = KVEC(in); k < in; k++)
-                t += wat(W, w16, (long)(o0 + o) * in + k) * xr[(long)r * in + k];
-            y[(long)(r0 + r) * out + o0 + o] = act1(b ? t + b[o0 + o] : t, act);
+                t += W[(long)(o0 + o) * in + k] * xr[(long)r * in + k];
+            y[(long)(r0 + r) * out + o0 + o] = b ? t + b[o0 + o] : t;
         }
 }
 
 /* outputs [o_lo, o_hi) of all n rows: one W block, then every row block over it */
-static void linear_range(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b,
-                         int out, float *y, int o_lo, int o_hi, mt_act act)
+static void linear_range(const float *x, int n, int in, const float *W, const float *b, int out, float *y,
+                         int o_lo, int o_hi)
 {
     for (int o = o_lo; o < o_hi; o += NO_MAX) {
         int no = o_hi - o < NO_MAX ? o_hi - o : NO_MAX;
-        for (int r = 0; r < n; r += NR_MAX) {
-            int nr = n - r < NR_MAX ? n - r : NR_MAX;
-            if (W16)
-                tile(x, in, W, W16, b, out, y, o, no, r, nr, 1, act);
-            else
-                tile(x, in, W, NULL, b, out, y, o, no, r, nr, 0, act);
-        }
+        for (int r = 0; r < n; r += NR_MAX)
+            tile(x, in, W, b, out, y, o, no, r, n - r < NR_MAX ? n - r : NR_MAX);
     }
 }
 
 typedef struct {
     const float *x, *W, *b;
-    const uint16_t *W16;
     float *y;
     int n, in, out, per;      /* outputs per chunk, a multiple of NO_MAX */
-    mt_act act;
 } linear_job;
 
 static void linear_chunk(void *ctx, int c)
 {
     const linear_job *j = ctx;
     int lo = c * j->per, hi = lo + j->per < j->out ? lo + j->per : j->out;
-    linear_range(j->x, j->n, j->in, j->W, j->W16, j->b, j->out, j->y, lo, hi, j->act);
+    linear_range(j->x, j->n, j->in, j->W, j->b, j->out, j->y, lo, hi);
 }
 
-#define CHUNK_MIN_WORK (64 * 1024)   /* multiply-adds: a chunk is worth a few microseconds */
+#ifndef CHUNK_MIN_WORK
+#define CHUNK_MIN_WORK (32 * 1024)
+#endif   /* multiply-adds: a chunk is worth a few microseconds */
 
-void mt_k_linear_act(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
-                     float *y, mt_act act)
+/* ---- packed weights: the decode-step product -----------------------------------------
+ * Decoder weights are repacked once at load into panels of MT_PANEL outputs,
+ * each panel [in][MT_PANEL] (k-major), F32 or F16.  The product then needs no
+ * horizontal sums: a block of NR rows x NP panels keeps NR*NP vector
+ * accumulators, and each k adds x[r][k] (broadcast) times one panel row.
+ * Panels stream sequentially from memory (what the hardware prefetcher
+ * wants at batch 1) and stay in cache while every row block passes over
+ * them (what a batch wants).
+ *
+ * y[r][o] = (FMA chain over k = 0..in-1, from 0) + b[o], then the activation:
+ * one fixed order whatever n, the block or the thread, so a row's result is
+ * bit-identical in any batch. */
+#if VW == 16
+#define PK_NR 8           /* rows per block: 8 x 3 accumulators + 3 panel vectors */
+#define PK_NP 3           /* panels per block */
+#else
+#define PK_NR 4           /* AVX2 (16 registers): 4 x 2 accumulators + 2; or scalar */
+#define PK_NP 1
+#endif
+#define PV (MT_PANEL / (VW ? VW : MT_PANEL))   /* vectors per panel row */
+
+size_t mt_k_packed_bytes(int in, int out, int f16)
+{
+    return (size_t)((out + MT_PANEL - 1) / MT_PANEL) * (size_t)in * MT_PANEL * (f16 ? 2 : 4);
+}
+
+void mt_k_pack(const float *W, int in, int out, int f16, void *dst)
+{
+    int np = (out + MT_PANEL - 1) / MT_PANEL;
+    for (int p = 0; p < np; p++)
+        for (int k = 0; k < in; k++)
+            for (int j = 0; j < MT_PANEL; j++) {
+                int o = p * MT_PANEL + j;
+                float v = o < out ? W[(long)o * in + k] : 0.0f;          /* the last panel is zero-padded */
+                long at = ((long)p * in + k) * MT_PANEL + j;
+                if (f16)
+                    ((uint16_t *)dst)[at] = mt_f32_to_f16(v);
+                else
+                    ((float *)dst)[at] = v;
+            }
+}
+
+#if VW
+/* rows [0, NR) of x times panels [p0, p0 + NP): acc[r][j * PV + v] */
+static inline __attribute__((always_inline)) void pk_block(const float *x, int in, const void *Wp, int p0,
+                                                           vf acc[PK_NR][PK_NP * PV], const int NR, const int NP,
+                                                           const int F16)
+{
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 6
+        for (int j = 0; j < NP * PV; j++)
+            acc[r][j] = vzero();
+    long pstride = (long)in * MT_PANEL;
+    for (int k = 0; k < in; k++) {
+        vf w[PK_NP * PV];
+#pragma GCC unroll 3
+        for (int j = 0; j < NP; j++)
+#pragma GCC unroll 2
+            for (int v = 0; v < PV; v++) {
+                long at = (p0 + j) * pstride + (long)k * MT_PANEL + v * VW;
+                w[j * PV + v] = F16 ? vload16((const uint16_t *)Wp + at) : vload((const float *)Wp + at);
+            }
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; r++) {
+            vf xb = vset1(x[(long)r * in + k]);
+#pragma GCC unroll 6
+            for (int j = 0; j < NP * PV; j++)
+                acc[r][j] = vfma(xb, w[j], acc[r][j]);
+        }
+    }
+}
+#endif
+
+/* rows [r0, r0 + nr) x panels [p0, p0 + np) into y (only outputs < out) */
+static inline __attribute__((always_inline)) void pk_tile(const float *x, const mt_packed *W, const float *b,
+                                                          float *y, int r0, int nr, int p0, int np, mt_act act,
+                                                          const int F16)
+{
+    int in = W->in, out = W->out;
+    const float *xr = x + (long)r0 * in;
+    float lane[PK_NR][PK_NP * MT_PANEL];
+#if VW
+    vf acc[PK_NR][PK_NP * PV];
+#define CASE(NR, NP) case (NR) * 8 + (NP): pk_block(xr, in, W->data, p0, acc, NR, NP, F16); break
+    switch (nr * 8 + np) {
+#if PK_NP == 3
+    CASE(8, 3); CASE(7, 3); CASE(6, 3); CASE(5, 3); CASE(4, 3); CASE(3, 3); CASE(2, 3); CASE(1, 3);
+    CASE(8, 2); CASE(7, 2); CASE(6, 2); CASE(5, 2); CASE(4, 2); CASE(3, 2); CASE(2, 2); CASE(1, 2);
+    CASE(8, 1); CASE(7, 1); CASE(6, 1); CASE(5, 1);
+#endif
+    CASE(4, 1); CASE(3, 1); CASE(2, 1); CASE(1, 1);
+    }
+#undef CASE
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < np * PV; j++)
+            vstore(lane[r] + j * VW, acc[r][j]);
+#else
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < np * MT_PANEL; j++) {
+            float t = 0.0f;
+            long at = (long)(p0 + j / MT_PANEL) * in * MT_PANEL + j % MT_PANEL;
+            for (int k = 0; k < in; k++, at += MT_PANEL)
+                t = fmaf(xr[(long)r * in + k],
+                         F16 ? mt_f16_to_f32(((const uint16_t *)W->data)[at]) : ((const float *)W->data)[at], t);
+            lane[r][j] = t;
+        }
+#endif
+    int o0 = p0 * MT_PANEL, no = np * MT_PANEL < out - o0 ? np * MT_PANEL : out - o0;
+    for (int r = 0; r < nr; r++) {
+        float *yr = y + (long)(r0 + r) * out + o0;
+        for (int j = 0; j < no; j++)
+            yr[j] = act1(b ? lane[r][j] + b[o0 + j] : lane[r][j], act);
+    }
+}
+
+/* panels [p_lo, p_hi) of all n rows: one panel block, every row block over it */
+static void pk_range(const float *x, int n, const mt_packed *W, const float *b, float *y, int p_lo, int p_hi,
+                     mt_act act)
+{
+    for (int p = p_lo; p < p_hi; p += PK_NP) {
+        int np = p_hi - p < PK_NP ? p_hi - p : PK_NP;
+        for (int r = 0; r < n; r += PK_NR) {
+            int nr = n - r < PK_NR ? n - r : PK_NR;
+            if (W->f16)
+                pk_tile(x, W, b, y, r, nr, p, np, act, 1);
+            else
+                pk_tile(x, W, b, y, r, nr, p, np, act, 0);
+        }
+    }
+}
+
+typedef struct {
+    const float *x, *b;
+    const mt_packed *W;
+    float *y;
+    int n, per;               /* panels per chunk, a multiple of PK_NP */
+    mt_act act;
+} pk_job;
+
+static void pk_chunk(void *ctx, int c)
+{
+    const pk_job *j = ctx;
+    int np = (j->W->out + MT_PANEL - 1) / MT_PANEL, lo = c * j->per, hi = lo + j->per < np ? lo + j->per : np;
+    pk_range(j->x, j->n, j->W, j->b, j->y, lo, hi, j->act);
+}
+
+void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act)
+{
+    int threads = mt_par_threads(), np = (W->out + MT_PANEL - 1) / MT_PANEL;
+    long work = (long)n * W->in * W->out;
+    int chunks = threads < 2 ? 1 : (int)(work / CHUNK_MIN_WORK);
+    if (chunks > 4 * threads)
+        chunks = 4 * threads;                 /* a few per thread: balance without overhead */
+    if (chunks <= 1) {
+        pk_range(x, n, W, b, y, 0, np, act);
+        return;
+    }
+    int per = (np + chunks - 1) / chunks;
+    per = (per + PK_NP - 1) / PK_NP * PK_NP;
+    pk_job j = {.x = x, .b = b, .W = W, .y = y, .n = n, .per = per, .act = act};
+    mt_par_for((np + per - 1) / per, pk_chunk, &j);
+}
+
+/* The row-major product for a source being encoded (up to STREAM_MAX_ROWS
+ * rows): W straight from the mapping, its output rows split over the pool. */
+static void linear_rowmajor(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
 {
     int threads = mt_par_threads();
     long work = (long)n * in * out;
@@ -185,20 +350,13 @@ void mt_k_linear_act(const float *x, int n, int in, const float *W, const uint16
     if (chunks > 4 * threads)
         chunks = 4 * threads;                 /* a few per thread: balance without overhead */
     if (chunks <= 1) {
-        linear_range(x, n, in, W, W16, b, out, y, 0, out, act);
+        linear_range(x, n, in, W, b, out, y, 0, out);
         return;
     }
     int per = (out + chunks - 1) / chunks;
     per = (per + NO_MAX - 1) / NO_MAX * NO_MAX;
-    linear_job j = {.x = x, .W = W, .b = b, .W16 = W16, .y = y, .n = n, .in = in, .out = out, .per = per,
-                    .act = act};
+    linear_job j = {.x = x, .W = W, .b = b, .y = y, .n = n, .in = in, .out = out, .per = per};
     mt_par_for((out + per - 1) / per, linear_chunk, &j);
-}
-
-void mt_k_linear_w(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
-                   float *y)
-{
-    mt_k_linear_act(x, n, in, W, W16, b, out, y, MT_ACT_NONE);
 }
 
 /* sc[j] = alpha * (K[j] . q) over len features, j < nk (K rows ld apart): the
@@ -285,7 +443,7 @@ static void gemm_chunk(void *ctx, int c)
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
 {
     if (n <= STREAM_MAX_ROWS) {
-        mt_k_linear_w(x, n, in, W, NULL, b, out, y);
+        linear_rowmajor(x, n, in, W, b, out, y);
         return;
     }
     int chunks = 2 * mt_par_threads();
@@ -293,11 +451,6 @@ void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, 
     per = (per + 15) / 16 * 16;
     gemm_job j = {.x = x, .W = W, .b = b, .y = y, .n = n, .in = in, .out = out, .per = per};
     mt_par_for((out + per - 1) / per, gemm_chunk, &j);
-}
-
-void mt_k_gemv(int m, int k, float alpha, const float *A, int lda, const float *x, float *y)
-{
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, alpha, A, lda, x, 1, 0.0f, y, 1);
 }
 
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,

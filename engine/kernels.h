@@ -4,35 +4,42 @@
  * is [out][in] (PyTorch nn.Linear), so y = x W^T + b, y[o] = b[o] + sum_i
  * W[o*in+i] x[i].  Activations are [rows][features].
  *
- * The mt_k_* functions are the fast path (OpenBLAS cblas); the mt_ref_*
- * functions are plain scalar versions kept for the unit tests.
+ * The mt_k_* functions are the fast path: the engine's own AVX-512 / AVX2
+ * kernels for the products of decode steps and short sources, OpenBLAS
+ * (one thread per caller) for the large ones, all split over the compute
+ * pool (parallel.h).  The mt_ref_* functions are plain scalar versions kept
+ * for the unit tests.
  */
 #ifndef MT_KERNELS_H
 #define MT_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU, MT_ACT_NONE } mt_act;
 
-/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL), W in F32 (W) or
- * F16 (W16, the other NULL).  The packing-free kernel of decode steps, split
- * over the compute pool (parallel.h).  Each output is summed in an order that
- * depends on neither n nor the split: a row's result is bit-identical in any
- * batch and with any number of threads. */
-void mt_k_linear_w(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
-                   float *y);
-/* mt_k_linear_w followed by an activation on every output, in the same pass. */
-void mt_k_linear_act(const float *x, int n, int in, const float *W, const uint16_t *W16, const float *b, int out,
-                     float *y, mt_act act);
-/* The same product for any n, F32 weights: mt_k_linear_w up to 64 rows, above
- * that sgemm with its output columns split over the pool. */
+/* A Linear weight [out][in] packed for decode steps (mt_k_pack): panels of
+ * MT_PANEL outputs, each [in][MT_PANEL], the last zero-padded; F32 or F16. */
+#define MT_PANEL 16
+typedef struct {
+    const void *data;
+    int in, out, f16;
+} mt_packed;
+size_t mt_k_packed_bytes(int in, int out, int f16);
+/* Pack W [out][in] (F32) into dst (mt_k_packed_bytes); f16: rounded to nearest even. */
+void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
+/* y[n][out] = act(x[n][in] W^T + b) with packed W, split over the compute pool.
+ * Each output is one FMA chain over k then + b: bit-identical in any batch and
+ * with any number of threads. */
+void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
+/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL), W row-major F32
+ * (the encoder's weights, straight from the mapping): a packing-free kernel up
+ * to 64 rows, above that sgemm; either way split over the compute pool. */
 void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y);
 /* sc[j] = alpha * (K[j] . q) over len features for j < nk, K rows ld floats apart. */
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc);
 /* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk, V rows ld floats apart. */
 void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out);
-/* y[m] = alpha * A[m][k] x[k] (A with leading dimension lda). */
-void mt_k_gemv(int m, int k, float alpha, const float *A, int lda, const float *x, float *y);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);

@@ -487,19 +487,24 @@ out:
     return st;
 }
 
-/* ---- F16 weights (mt_model_params.weights) --------------------------------------------
- * A batch-1 decode step reads every decoder weight and the vocabulary
- * projection once per token, so its speed is the bytes of those weights over
- * the memory bandwidth.  In F16 mode every weight matrix is rounded to half
- * precision once, here (round to nearest even): the decoder's products and the
- * embedding tables are held as F16 and converted exactly in registers; the
- * encoder's (and the cross K/V projections, sgemm inputs) hold the same rounded
- * values as F32.  The model is then exactly "these weights rounded to F16",
- * which a reference can reproduce (bench/bench_torch.py --weights f16). */
+/* ---- the decoder's products, packed; F16 weights -----------------------------------------
+ * A decode step multiplies a few rows by every decoder weight and by the
+ * vocabulary projection, so those matrices are repacked once, here, into the
+ * panels of mt_k_linear_packed (engine/kernels.c); their row-major arrays are
+ * then dropped (a mapping is left alone: its pages are simply not read again).
+ *
+ * F16 (mt_model_params.weights): a batch-1 step's speed is the bytes of those
+ * matrices over the memory bandwidth, so they can be held at half precision.
+ * Then EVERY weight matrix is rounded to F16 once (round to nearest even): the
+ * packed ones are stored as F16 and converted exactly in registers; the
+ * encoder's and the cross K/V projections hold the same rounded values as F32
+ * (sgemm inputs); the embedding tables are F16.  The model is exactly "these
+ * weights rounded to F16", which a reference reproduces (bench/bench_torch.py
+ * --weights f16); activations stay F32. */
 static int in_map(const loader *L, const void *p)
 {
-    const char *b = (const char *)L->m->st->map, *q = p;
-    return q >= b && q < b + L->m->st->size;
+    const uint8_t *q = p;
+    return q >= L->m->st->map && q < L->m->st->map + L->m->st->size;
 }
 
 /* Forget array p of n floats (freed if owned; a mapping is left alone). */
@@ -519,30 +524,29 @@ static void drop(loader *L, const float *p, size_t n)
         }
 }
 
-static mt_status to_half(loader *L, const float *w, size_t n, const uint16_t **out, mt_err *err)
+static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_packed *pk, mt_err *err)
 {
-    uint16_t *h = own(L, n * sizeof(uint16_t), err);
-    if (!h)
+    void *dst = own(L, mt_k_packed_bytes(in, out, f16), err);
+    if (!dst)
         return MT_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        h[i] = mt_f32_to_f16(w[i]);
-    *out = h;
+    mt_k_pack(w, in, out, f16, dst);
+    *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16};
     return MT_OK;
 }
 
-/* w becomes F16 (w16), its F32 array dropped. */
-static mt_status lin_to_half(loader *L, mt_lin *l, size_t n, mt_err *err)
+/* A decoder product: packed, its row-major weights dropped. */
+static mt_status pack_lin(loader *L, mt_lin *l, int in, int out, int f16, mt_err *err)
 {
-    mt_status st = to_half(L, l->w, n, &l->w16, err);
+    mt_status st = pack(L, l->w, in, out, f16, &l->pk, err);
     if (st == MT_OK) {
-        drop(L, l->w, n);
+        drop(L, l->w, (size_t)in * out);
         l->w = NULL;
     }
     return st;
 }
 
-/* w keeps F32 storage with F16-rounded values. */
-static mt_status lin_round(loader *L, mt_lin *l, size_t n, mt_err *err)
+/* F16 mode, an sgemm input: F32 storage holding F16-rounded values. */
+static mt_status round_lin(loader *L, mt_lin *l, size_t n, mt_err *err)
 {
     float *r = own(L, n * sizeof(float), err);
     if (!r)
@@ -554,51 +558,65 @@ static mt_status lin_round(loader *L, mt_lin *l, size_t n, mt_err *err)
     return MT_OK;
 }
 
-static mt_status hold_f16(loader *L, mt_err *err)
+static mt_status half_table(loader *L, const float *t, size_t n, const uint16_t **out, mt_err *err)
+{
+    uint16_t *h = own(L, n * sizeof(uint16_t), err);
+    if (!h)
+        return MT_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        h[i] = mt_f32_to_f16(t[i]);
+    *out = h;
+    return MT_OK;
+}
+
+static mt_status prepare_weights(loader *L, int f16, mt_err *err)
 {
     mt_model *m = L->m;
-    size_t d = (size_t)m->d, V = (size_t)m->V;
+    int d = m->d, V = m->V;
     mt_status st = MT_OK;
-    for (int i = 0; i < m->info.enc_layers && st == MT_OK; i++) {
-        mt_enc_layer *l = &m->enc[i];
-        size_t F = (size_t)m->enc_ffn;
-        if ((st = lin_round(L, &l->qkv, 3 * d * d, err)) != MT_OK || (st = lin_round(L, &l->out, d * d, err)) != MT_OK ||
-            (st = lin_round(L, &l->fc1, F * d, err)) != MT_OK)
-            break;
-        st = lin_round(L, &l->fc2, d * F, err);
-    }
     for (int i = 0; i < m->info.dec_layers && st == MT_OK; i++) {
         mt_dec_layer *l = &m->dec[i];
-        size_t F = (size_t)m->dec_ffn;
-        if ((st = lin_to_half(L, &l->self_qkv, 3 * d * d, err)) != MT_OK ||
-            (st = lin_to_half(L, &l->self_out, d * d, err)) != MT_OK ||
-            (st = lin_to_half(L, &l->cross_q, d * d, err)) != MT_OK ||
-            (st = lin_round(L, &l->cross_kv, 2 * d * d, err)) != MT_OK ||
-            (st = lin_to_half(L, &l->cross_out, d * d, err)) != MT_OK ||
-            (st = lin_to_half(L, &l->fc1, F * d, err)) != MT_OK)
+        int F = m->dec_ffn;
+        if ((st = pack_lin(L, &l->self_qkv, d, 3 * d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->self_out, d, d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->cross_q, d, d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->cross_out, d, d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->fc2, F, d, f16, err)) != MT_OK)
             break;
-        st = lin_to_half(L, &l->fc2, d * F, err);
+        if (f16)
+            st = round_lin(L, &l->cross_kv, 2 * (size_t)d * d, err);
+    }
+    if (st == MT_OK)
+        st = pack(L, m->lm_head, d, V, f16, &m->lm_pk, err);    /* lm_head may alias an embedding table */
+    if (st != MT_OK || !f16)
+        return st;
+    for (int i = 0; i < m->info.enc_layers && st == MT_OK; i++) {
+        mt_enc_layer *l = &m->enc[i];
+        size_t F = (size_t)m->enc_ffn, dd = (size_t)d;
+        if ((st = round_lin(L, &l->qkv, 3 * dd * dd, err)) != MT_OK || (st = round_lin(L, &l->out, dd * dd, err)) != MT_OK ||
+            (st = round_lin(L, &l->fc1, F * dd, err)) != MT_OK)
+            break;
+        st = round_lin(L, &l->fc2, dd * F, err);
     }
     if (st != MT_OK)
         return st;
-    /* embedding tables, converted once each however many roles share one */
-    const float *t32[3] = {m->enc_emb, m->dec_emb, m->lm_head};
-    const uint16_t *t16[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++) {
-        for (int j = 0; j < i && !t16[i]; j++)
-            if (t32[j] == t32[i])
-                t16[i] = t16[j];
-        if (!t16[i] && (st = to_half(L, t32[i], V * d, &t16[i], err)) != MT_OK)
-            return st;
-    }
+    /* the embedding tables (one or two; the LM head is packed above) */
+    size_t n = (size_t)V * d;
+    if ((st = half_table(L, m->enc_emb, n, &m->enc_emb16, err)) != MT_OK)
+        return st;
+    if (m->dec_emb == m->enc_emb)
+        m->dec_emb16 = m->enc_emb16;
+    else if ((st = half_table(L, m->dec_emb, n, &m->dec_emb16, err)) != MT_OK)
+        return st;
+    const float *tables[3] = {m->enc_emb, m->dec_emb, m->lm_head};
     for (int i = 0; i < 3; i++) {
         int first = 1;
         for (int j = 0; j < i; j++)
-            first &= t32[j] != t32[i];
+            first &= tables[j] != tables[i];
         if (first)
-            drop(L, t32[i], V * d);
+            drop(L, tables[i], n);
     }
-    m->enc_emb16 = t16[0], m->dec_emb16 = t16[1], m->lm_head16 = t16[2];
     m->enc_emb = m->dec_emb = m->lm_head = NULL;
     snprintf(m->held, sizeof m->held, "F16");
     return MT_OK;
@@ -640,8 +658,8 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     loader L = {.m = m, .dir = dir};
     snprintf(m->held, sizeof m->held, "F32");
     mt_status st = load_all(&L, err);
-    if (st == MT_OK && params && params->weights == MT_WEIGHTS_F16)
-        st = hold_f16(&L, err);
+    if (st == MT_OK)
+        st = prepare_weights(&L, params && params->weights == MT_WEIGHTS_F16, err);
     if (st != MT_OK) {
         mt_model_free(m);
         return st;

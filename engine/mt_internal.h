@@ -13,9 +13,9 @@
 #include "safetensors.h"
 
 typedef struct {
-    const float *w;            /* [out][in], F32; NULL when held as F16 */
-    const uint16_t *w16;       /* [out][in], F16 (MT_WEIGHTS_F16, decoder products); else NULL */
+    const float *w;            /* [out][in] F32 (encoder, cross K/V); NULL once packed */
     const float *b;            /* [out] */
+    mt_packed    pk;           /* the decoder's step products: packed (model.c prepare_weights) */
 } mt_lin;
 typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
 
@@ -52,7 +52,8 @@ struct mt_model {
     const float *dec_emb;        /* [V][d] */
     const float *lm_head;        /* [V][d], = dec_emb when tied */
     const float *final_bias;     /* [V] (zeros when absent) */
-    const uint16_t *enc_emb16, *dec_emb16, *lm_head16;  /* MT_WEIGHTS_F16: these instead of the F32 three */
+    mt_packed    lm_pk;          /* lm_head packed for the step product */
+    const uint16_t *enc_emb16, *dec_emb16;  /* MT_WEIGHTS_F16: the tables in F16 (the F32 ones NULL) */
     float        *pos;           /* [max_positions][d], computed */
     mt_enc_layer *enc;           /* [enc_layers] */
     mt_dec_layer *dec;           /* [dec_layers] */

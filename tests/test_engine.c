@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "mt.h"
+#include "parallel.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -744,6 +745,76 @@ static void test_cancel_frees_rows(void **state)
     assert_int_equal(mt_seq_take(s, 0, NULL, NULL), MT_ERR_INPUT);          /* nothing to take */
 }
 
+/* Threads and weight storage.  (1) Two compute threads give logits
+ * bit-identical to one (every output is summed in one fixed order).  (2) F16
+ * weights (mt_model_params.weights): on a checkpoint stored in F16 (tiny) the
+ * rounding is exact, so logits are bit-identical to F32 mode; on an F32
+ * checkpoint (en-fr) the weights change by the rounding, and the greedy
+ * outputs are counted against the F32 reference (not asserted equal: they are
+ * a different model; bench/ compares them with PyTorch on the same rounding). */
+static void scores_of(const ctx *c, mt_session *s, int n, float *logits, long per_case)
+{
+    for (int i = 0; i < n; i++) {
+        int32_t src[1024], tgt[256];
+        int ns = case_src(c, i, src), nt = ids_of(json_object_get(c->cases[i], "greedy_ids"), tgt, 256);
+        assert_true((long)nt * c->V <= per_case);
+        memset(logits + i * per_case, 0, sizeof(float) * (size_t)per_case);
+        assert_int_equal(mt_score(s, src, ns, tgt, nt, NULL, logits + i * per_case, NULL), MT_OK);
+    }
+}
+
+static void test_threads_and_f16(void **state)
+{
+    CTX_OR_RETURN(c);
+    int n = c->n_cases < 6 ? c->n_cases : 6;
+    long per_case = 64L * c->V;
+    float *a = malloc(sizeof(float) * (size_t)(n * per_case)), *b = malloc(sizeof(float) * (size_t)(n * per_case));
+    scores_of(c, c->s, n, a, per_case);
+    mt_par_set_threads(2);
+    scores_of(c, c->s, n, b, per_case);
+    assert_memory_equal(a, b, sizeof(float) * (size_t)(n * per_case));
+    mt_par_set_threads(1);
+
+    mt_model_params mp = mt_model_default_params();
+    mp.weights = MT_WEIGHTS_F16;
+    mt_model *m16;
+    mt_session *s16;
+    mt_err err = {0};
+    assert_int_equal(mt_model_load(c->model_dir, &mp, &m16, &err), MT_OK);
+    const mt_model_info *i16 = mt_model_get_info(m16), *i32 = mt_model_get_info(c->m);
+    assert_string_equal(i16->weights, "F16");
+    assert_string_equal(i32->weights, "F32");
+    assert_true(i16->weight_bytes < i32->weight_bytes);
+    mt_session_params sp = mt_session_default_params(m16);
+    sp.max_tgt_len = 256 < i16->max_positions ? 256 : i16->max_positions;
+    assert_int_equal(mt_session_new(m16, &sp, &s16, &err), MT_OK);
+    scores_of(c, s16, n, b, per_case);
+    int exact = !strcmp(i32->dtype, "F16");
+    if (exact)
+        assert_memory_equal(a, b, sizeof(float) * (size_t)(n * per_case));
+    int same = 0, total = c->n_cases < 100 ? c->n_cases : 100;
+    for (int i = 0; i < total; i++) {
+        int32_t src[1024], ref[256];
+        int ns = case_src(c, i, src), nr = ids_of(json_object_get(c->cases[i], "greedy_ids"), ref, 256);
+        const int32_t *sp1 = src;
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = 1;
+        dp.max_length = case_maxlen(c, i);
+        mt_hyp h;
+        assert_int_equal(mt_generate(s16, &sp1, &ns, 1, &dp, &h, &err), MT_OK);
+        same += h.n_ids == nr && memcmp(h.ids, ref, sizeof(int32_t) * (size_t)nr) == 0;
+        mt_hyps_free(&h, 1);
+    }
+    print_message("  [%s] 2 threads: logits bit-identical to 1; F16 weights (%zu vs %zu bytes): logits %s, greedy "
+                  "ids equal to the F32 reference on %d/%d\n", c->name, i16->weight_bytes, i32->weight_bytes,
+                  exact ? "bit-identical (F16 checkpoint)" : "rounded", same, total);
+    if (exact)
+        assert_int_equal(same, total);
+    mt_session_free(s16);
+    mt_model_free(m16);
+    free(a), free(b);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -775,7 +846,7 @@ int main(void)
         PER_MODEL(test_session_reuse),
         PER_MODEL(test_no_alloc_in_decode_loop),
         PER_MODEL(test_staggered_joins),
-        PER_MODEL(test_cancel_frees_rows),
+        PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16),
     };
     /* The extra model's tests exist only when it is given: never a standing skip. */
     struct CMUnitTest run[sizeof tests / sizeof tests[0]];

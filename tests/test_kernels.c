@@ -1,6 +1,8 @@
-/* test_kernels.c: the BLAS-backed kernels against the naive references
- * (engine/kernels.h): linear (sgemm and sgemv paths, odd sizes), the strided
- * gemm wrappers used by attention, add+layernorm, masked softmax, activations,
+/* test_kernels.c: the kernels against the naive references (engine/kernels.h):
+ * the row-major product (own kernel and sgemm paths, odd sizes), the packed
+ * decode-step product (F32 and F16, fused activation, batch- and
+ * thread-independent bits), the attention's dot products and weighted sums,
+ * the strided gemm wrappers, add+layernorm, masked softmax, activations,
  * log-softmax with pad excluded, and the F16/BF16 conversions. */
 #include <math.h>
 #include <setjmp.h>
@@ -89,40 +91,57 @@ static void test_linear_shapes(void **state)
     mt_par_set_threads(1);
 }
 
-/* F16 weights: the kernel converts exactly, so it must match the reference on
- * the F32 values of the same halves; the fused activation matches a separate pass. */
-static void test_linear_f16_and_act(void **state)
+/* The decode-step product on packed weights, F32 and F16, against the naive
+ * reference (on the F32 values of the same halves for F16); the fused
+ * activation equals a separate pass; ragged panel ends and odd `in`. */
+static void *packed_new(const float *W, int in, int out, int f16, mt_packed *pk)
+{
+    void *p = malloc(mt_k_packed_bytes(in, out, f16));
+    mt_k_pack(W, in, out, f16, p);
+    *pk = (mt_packed){.data = p, .in = in, .out = out, .f16 = f16};
+    return p;
+}
+
+static void test_linear_packed(void **state)
 {
     (void)state;
-    static const int shapes[][3] = {{1, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {33, 64, 99}, {5, 19, 7}};
+    static const int shapes[][3] = {{1, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {33, 64, 99}, {5, 19, 7},
+                                    {1, 1, 1}, {9, 256, 17}, {17, 32, 50}, {64, 256, 1024}, {130, 40, 77}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
         size_t nw = (size_t)out * in, ny = (size_t)n * out;
         float *x = rand_vec((size_t)n * in, 1), *W = rand_vec(nw, 0.5f), *b = rand_vec((size_t)out, 1);
-        float *y = malloc(sizeof(float) * ny), *r = malloc(sizeof(float) * ny);
-        uint16_t *W16 = malloc(sizeof(uint16_t) * nw);
-        for (size_t k = 0; k < nw; k++) {
-            W16[k] = mt_f32_to_f16(W[k]);
-            W[k] = mt_f16_to_f32(W16[k]);                    /* the values the halves hold */
-        }
+        float *y = malloc(sizeof(float) * ny), *r = malloc(sizeof(float) * ny), *y32 = malloc(sizeof(float) * ny);
+        float *Wh = malloc(sizeof(float) * nw);
+        for (size_t k = 0; k < nw; k++)
+            Wh[k] = mt_f16_to_f32(mt_f32_to_f16(W[k]));        /* the values the halves hold */
+        mt_packed p32, p16, ph;
+        void *a32 = packed_new(W, in, out, 0, &p32), *a16 = packed_new(W, in, out, 1, &p16);
+        void *ah = packed_new(Wh, in, out, 0, &ph);
         for (int threads = 1; threads <= 2; threads++) {
             mt_par_set_threads(threads);
-            mt_k_linear_w(x, n, in, NULL, W16, b, out, y);
+            mt_k_linear_packed(x, n, &p32, b, y, MT_ACT_NONE);
             mt_ref_linear(x, n, in, W, b, out, r);
             assert_true(nmse(y, r, ny) <= 1e-10);
-            float *y32 = malloc(sizeof(float) * ny);         /* F32 and F16 paths: the same sums */
-            mt_k_linear_w(x, n, in, W, NULL, b, out, y32);
+            assert_true(max_abs(y, r, ny) <= 1e-4 * sqrt((double)in));
+            mt_k_linear_packed(x, n, &p32, NULL, y, MT_ACT_NONE);
+            mt_ref_linear(x, n, in, W, NULL, out, r);
+            assert_true(nmse(y, r, ny) <= 1e-10);
+            /* F16 storage: exactly the F32 kernel on the rounded values */
+            mt_k_linear_packed(x, n, &p16, b, y, MT_ACT_NONE);
+            mt_k_linear_packed(x, n, &ph, b, y32, MT_ACT_NONE);
             assert_memory_equal(y, y32, sizeof(float) * ny);
-            for (mt_act a = MT_ACT_SWISH; a <= MT_ACT_GELU; a++) {
-                mt_k_linear_act(x, n, in, NULL, W16, b, out, y, a);
-                mt_k_activation(y32, (long)ny, a);
+            mt_ref_linear(x, n, in, Wh, b, out, r);
+            assert_true(nmse(y, r, ny) <= 1e-10);
+            for (mt_act act = MT_ACT_SWISH; act <= MT_ACT_GELU; act++) {
+                mt_k_linear_packed(x, n, &p16, b, y, act);
+                mt_k_linear_packed(x, n, &p16, b, y32, MT_ACT_NONE);
+                mt_k_activation(y32, (long)ny, act);
                 assert_memory_equal(y, y32, sizeof(float) * ny);
-                mt_k_linear_w(x, n, in, W, NULL, b, out, y32);
             }
-            free(y32);
         }
         mt_par_set_threads(1);
-        free(x), free(W), free(b), free(y), free(r), free(W16);
+        free(x), free(W), free(Wh), free(b), free(y), free(r), free(y32), free(a32), free(a16), free(ah);
     }
 }
 
@@ -134,15 +153,20 @@ static void test_linear_row_independent(void **state)
     int in = 256, out = 203, nmax = 64;
     float *x = rand_vec((size_t)nmax * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
     float *yn = malloc(sizeof(float) * (size_t)nmax * out), y1[203];
-    for (int threads = 1; threads <= 2; threads++) {
-        mt_par_set_threads(threads);
-        for (int n = 2; n <= nmax; n = n * 2 + 1) {
-            mt_k_linear_w(x, n, in, W, NULL, b, out, yn);
-            for (int r = 0; r < n; r++) {
-                mt_k_linear_w(x + r * in, 1, in, W, NULL, b, out, y1);
-                assert_memory_equal(y1, yn + (long)r * out, sizeof y1);
+    for (int f16 = 0; f16 <= 1; f16++) {
+        mt_packed pk;
+        void *a = packed_new(W, in, out, f16, &pk);
+        for (int threads = 1; threads <= 2; threads++) {
+            mt_par_set_threads(threads);
+            for (int n = 2; n <= nmax; n = n * 2 + 1) {
+                mt_k_linear_packed(x, n, &pk, b, yn, MT_ACT_NONE);
+                for (int r = 0; r < n; r++) {
+                    mt_k_linear_packed(x + r * in, 1, &pk, b, y1, MT_ACT_NONE);
+                    assert_memory_equal(y1, yn + (long)r * out, sizeof y1);
+                }
             }
         }
+        free(a);
     }
     mt_par_set_threads(1);
     free(x), free(W), free(b), free(yn);
@@ -150,29 +174,38 @@ static void test_linear_row_independent(void **state)
 
 /* With several threads the products split their outputs over the pool
  * (helpers claiming chunks): results must be bit-identical to one thread, for
- * single rows too, with helpers awake and asleep. */
+ * single rows too, with helpers awake and asleep; packed and row-major. */
 static void test_linear_split_equals_serial(void **state)
 {
     (void)state;
     static const int shapes[][3] = {
         {1, 256, 8000}, {1, 256, 768}, {1, 1024, 256}, {1, 256, 1024}, {1, 256, 203}, {4, 256, 8000},
         {4, 256, 768}, {3, 1024, 256}, {8, 256, 1000}, {2, 64, 4099}, {32, 256, 1024}, {64, 1024, 256},
+        {100, 256, 768},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
+        size_t ny = (size_t)n * out;
         float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
-        float *y1 = malloc(sizeof(float) * (size_t)n * out), *y2 = malloc(sizeof(float) * (size_t)n * out);
+        float *y1 = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
+        float *p1 = malloc(sizeof(float) * ny), *p2 = malloc(sizeof(float) * ny);
+        mt_packed pk;
+        void *a = packed_new(W, in, out, 0, &pk);
         mt_par_set_threads(1);
         mt_k_linear(x, n, in, W, b, out, y1);
+        mt_k_linear_packed(x, n, &pk, b, p1, MT_ACT_SWISH);
         mt_par_set_threads(2);
         for (int rep = 0; rep < 50; rep++) {
-            memset(y2, 0, sizeof(float) * (size_t)n * out);
+            memset(y2, 0, sizeof(float) * ny);
+            memset(p2, 0, sizeof(float) * ny);
             mt_k_linear(x, n, in, W, b, out, y2);
-            assert_memory_equal(y1, y2, sizeof(float) * (size_t)n * out);
+            mt_k_linear_packed(x, n, &pk, b, p2, MT_ACT_SWISH);
+            assert_memory_equal(y1, y2, sizeof(float) * ny);
+            assert_memory_equal(p1, p2, sizeof(float) * ny);
             if (rep == 25)
                 usleep(2000);                           /* let them fall asleep once */
         }
-        free(x), free(W), free(b), free(y1), free(y2);
+        free(x), free(W), free(b), free(y1), free(y2), free(p1), free(p2), free(a);
     }
     mt_par_set_threads(1);
 }
@@ -404,7 +437,7 @@ int main(void)
         cmocka_unit_test(test_gemm_strided),   cmocka_unit_test(test_linear_split_equals_serial),
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
-        cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_f16_and_act),
+        cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_packed),
         cmocka_unit_test(test_dots_wsum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
