@@ -7,6 +7,7 @@
  * key padding mask without the padding.
  */
 #include "mt_internal.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,24 +28,40 @@ static void attend_one(const float *q, const float *k, const float *v, int ldkv,
     }
 }
 
+typedef struct {
+    const float *q, *k, *v;
+    int ldq, nq, nk, ldkv, hd, causal, ldo;
+    float scale, *sc, *out, *cap;
+} heads_job;
+
+static void attend_head(void *ctx, int h)
+{
+    const heads_job *j = ctx;
+    int nq = j->nq, nk = j->nk, hd = j->hd;
+    float *sc = j->sc + (long)h * nq * nk;
+    mt_k_gemm_nt(nq, nk, hd, j->scale, j->q + h * hd, j->ldq, j->k + h * hd, j->ldkv, 0.0f, sc, nk);
+    for (int i = 0; i < nq; i++)
+        mt_k_softmax(sc + (long)i * nk, j->causal ? i + 1 : nk, nk);
+    if (j->cap)
+        memcpy(j->cap + (long)h * nq * nk, sc, sizeof(float) * (size_t)nq * nk);
+    mt_k_gemm_nn(nq, hd, nk, sc, nk, j->v + h * hd, j->ldkv, 0.0f, j->out + h * hd, j->ldo);
+}
+
 void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
                int nk, int heads, int causal, float *out, int ldo, float *cap)
 {
     int hd = s->m->d / heads;
     float scale = (float)(1.0 / sqrt((double)hd));
-    float *sc = s->scores;                              /* [nq][nk] */
+    float *sc = s->scores;                              /* [H][nq][nk] */
     if (nq == 1) {
         attend_one(q, k, v, ldkv, nk, heads, hd, scale, sc, out, cap);
         return;
     }
-    for (int h = 0; h < heads; h++) {
-        mt_k_gemm_nt(nq, nk, hd, scale, q + h * hd, ldq, k + h * hd, ldkv, 0.0f, sc, nk);
-        for (int i = 0; i < nq; i++)
-            mt_k_softmax(sc + (long)i * nk, causal ? i + 1 : nk, nk);
-        if (cap)
-            memcpy(cap + (long)h * nq * nk, sc, sizeof(float) * (size_t)nq * nk);
-        mt_k_gemm_nn(nq, hd, nk, sc, nk, v + h * hd, ldkv, 0.0f, out + h * hd, ldo);
-    }
+    /* one head per chunk, each with its own [nq][nk] scores: a head's products
+     * are the same calls however many threads run, so are its bits */
+    heads_job j = {.q = q, .k = k, .v = v, .ldq = ldq, .nq = nq, .nk = nk, .ldkv = ldkv, .hd = hd, .causal = causal,
+                   .scale = scale, .sc = sc, .out = out, .ldo = ldo, .cap = cap};
+    mt_par_for(heads, attend_head, &j);
 }
 
 void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,

@@ -1,7 +1,7 @@
 /* encoder.c: the encoder stack over one source, then its cross-attention K/V.
  *
  * Sources are encoded one at a time (n rows, no padding): projections and FFN
- * are single sgemm calls over the n rows, attention sees exactly the source's
+ * are single products over the n rows, attention sees exactly the source's
  * own keys.  That is the padded-batch computation with the padding removed,
  * so a source gives the same result alone or inside any batch.
  */
@@ -37,18 +37,23 @@ void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, 
         embed(m, m->enc_emb, m->enc_emb16, ids, n, pos0, x);
 }
 
+/* y [n][out] = x W^T + b (act: fused activation), W packed (model.c). */
+static void lin(const mt_lin *l, const float *x, int n, float *y, mt_act act)
+{
+    mt_k_linear_packed(x, n, &l->pk, l->b, y, act);
+}
+
 /* One post-LN encoder layer over x [n][d]. */
 static void encoder_layer(mt_session *s, const mt_enc_layer *l, int n, float *cap)
 {
     const mt_model *m = s->m;
-    int d = m->d, F = m->enc_ffn;
-    mt_k_linear(s->x, n, d, l->qkv.w, l->qkv.b, 3 * d, s->qkv);                      /* [n][3d] */
+    int d = m->d;
+    lin(&l->qkv, s->x, n, s->qkv, MT_ACT_NONE);                                      /* [n][3d] */
     mt_attend(s, s->qkv, 3 * d, n, s->qkv + d, s->qkv + 2 * d, 3 * d, n, m->enc_heads, 0, s->ctx, d, cap);
-    mt_k_linear(s->ctx, n, d, l->out.w, l->out.b, d, s->h);
+    lin(&l->out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->attn_ln.g, l->attn_ln.b);
-    mt_k_linear(s->x, n, d, l->fc1.w, l->fc1.b, F, s->ffn);                           /* [n][F] */
-    mt_k_activation(s->ffn, (long)n * F, m->act);
-    mt_k_linear(s->ffn, n, F, l->fc2.w, l->fc2.b, d, s->h);
+    lin(&l->fc1, s->x, n, s->ffn, m->act);                                           /* [n][F] */
+    lin(&l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
@@ -61,8 +66,6 @@ void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *
     for (int l = 0; l < m->info.enc_layers; l++)
         encoder_layer(s, &m->enc[l], n, cap_enc ? cap_enc + (long)l * H * n * n : NULL);
     /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v. */
-    for (int l = 0; l < m->info.dec_layers; l++) {
-        float *kv = s->cross_kv + ((long)l * cross_rows + off) * 2 * d;
-        mt_k_linear(s->x, n, d, m->dec[l].cross_kv.w, m->dec[l].cross_kv.b, 2 * d, kv);
-    }
+    for (int l = 0; l < m->info.dec_layers; l++)
+        lin(&m->dec[l].cross_kv, s->x, n, s->cross_kv + ((long)l * cross_rows + off) * 2 * d, MT_ACT_NONE);
 }

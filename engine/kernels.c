@@ -16,21 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- the decode-step product -------------------------------------------------------
- * y[n][out] = x[n][in] W[out][in]^T + b without packing: OpenBLAS sgemm packs
- * the whole weight matrix on every call, which for a decode step (1 to a few
- * dozen rows) costs more than the product (a beam-4 step spent 53% of its
- * time in sgemm_incopy).  Blocks of NO outputs x NR rows keep NO*NR vector
- * accumulators over `in`; a block of W (NO rows) stays in L1 while every row
- * block of x passes over it, so W is read from memory once per call.
- *
- * Each output y[r][o] is: lanes accumulated by FMA in k order, a fixed
- * reduction tree, the scalar tail, then + b.  That order does not depend on
- * n, on the block a row lands in, or on the thread that computes it, so a
- * row's result is bit-identical whatever batch it is decoded in.
- *
- * W may be F16 (weights stored at half the bytes; converted exactly to F32
- * in registers): a batch-1 step is bound by the bytes of weights it reads. */
+/* ---- vectors: AVX-512, else AVX2 + FMA + F16C, else scalar ----------------------------- */
 #if defined(__AVX512F__)
 #define VW 16
 typedef __m512 vf;
@@ -61,56 +47,6 @@ static inline float vsum(vf v)
 #define VW 0
 #endif
 
-#define NO_MAX 4          /* outputs per block */
-#ifndef PF_AHEAD
-#define PF_AHEAD 2        /* blocks of W prefetched ahead */
-#endif
-#define NR_MAX 4          /* rows per block: 16 accumulators + 4 x + 1 w registers */
-
-#if VW
-/* y[r][o0+o] (r < NR, o < NO) for the k range [0, in - in % VW); returns the
- * lane sums, the tail is added by the caller. */
-static inline __attribute__((always_inline)) void block(const float *x, int in, const float *W, int o0, float *s,
-                                                        const int NO, const int NR)
-{
-    vf acc[NO_MAX][NR_MAX];
-#pragma GCC unroll 4
-    for (int o = 0; o < NO; o++)
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            acc[o][r] = vzero();
-    int kend = in - in % VW;
-    /* W is read block after block, each NO rows long: prefetch the block PF_AHEAD
-     * ahead at the pace this one is consumed (the hardware prefetcher does not
-     * ramp up on NO short interleaved streams) */
-    const int step_bytes = NO * VW * (int)sizeof(float);
-    const char *pf = (const char *)(W + (long)o0 * in) + (long)PF_AHEAD * NO * in * (long)sizeof(float);
-    for (int k = 0; k < kend; k += VW, pf += step_bytes) {
-        for (int p = 0; p < step_bytes; p += 64)
-            _mm_prefetch(pf + p, _MM_HINT_T0);
-        vf xv[NR_MAX];
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            xv[r] = vload(x + (long)r * in + k);
-#pragma GCC unroll 4
-        for (int o = 0; o < NO; o++) {
-            vf w = vload(W + (long)(o0 + o) * in + k);
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++)
-                acc[o][r] = vfma(w, xv[r], acc[o][r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int o = 0; o < NO; o++)
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            s[o * NR_MAX + r] = vsum(acc[o][r]);
-}
-#define KVEC(in) ((in) - (in) % VW)
-#else
-#define KVEC(in) 0
-#endif
-
 /* The activation applied to one output as it is written (MT_ACT_NONE: identity):
  * fused here, it runs in whichever thread computed the output. */
 static inline float act1(float v, mt_act act)
@@ -123,61 +59,10 @@ static inline float act1(float v, mt_act act)
     }
 }
 
-/* outputs [o0, o0+no) x rows [r0, r0+nr) into y, no <= NO_MAX, nr <= NR_MAX */
-static void tile(const float *x, int in, const float *W, const float *b, int out, float *y, int o0, int no, int r0,
-                 int nr)
-{
-    float s[NO_MAX * NR_MAX] = {0};
-    const float *xr = x + (long)r0 * in;
-#if VW
-#define CASE(NO, NR) case (NO) * 8 + (NR): block(xr, in, W, o0, s, NO, NR); break
-    switch (no * 8 + nr) {
-    CASE(4, 4); CASE(4, 3); CASE(4, 2); CASE(4, 1);
-    CASE(3, 4); CASE(3, 3); CASE(3, 2); CASE(3, 1);
-    CASE(2, 4); CASE(2, 3); CASE(2, 2); CASE(2, 1);
-    CASE(1, 4); CASE(1, 3); CASE(1, 2); CASE(1, 1);
-    }
-#undef CASE
-#endif
-    for (int o = 0; o < no; o++)
-        for (int r = 0; r < nr; r++) {
-            float t = s[o * NR_MAX + r];
-            for (int k = KVEC(in); k < in; k++)
-                t += W[(long)(o0 + o) * in + k] * xr[(long)r * in + k];
-            y[(long)(r0 + r) * out + o0 + o] = b ? t + b[o0 + o] : t;
-        }
-}
+#define CHUNK_MIN_WORK (32 * 1024)   /* multiply-adds: a chunk is worth a few microseconds */
 
-/* outputs [o_lo, o_hi) of all n rows: one W block, then every row block over it */
-static void linear_range(const float *x, int n, int in, const float *W, const float *b, int out, float *y,
-                         int o_lo, int o_hi)
-{
-    for (int o = o_lo; o < o_hi; o += NO_MAX) {
-        int no = o_hi - o < NO_MAX ? o_hi - o : NO_MAX;
-        for (int r = 0; r < n; r += NR_MAX)
-            tile(x, in, W, b, out, y, o, no, r, n - r < NR_MAX ? n - r : NR_MAX);
-    }
-}
-
-typedef struct {
-    const float *x, *W, *b;
-    float *y;
-    int n, in, out, per;      /* outputs per chunk, a multiple of NO_MAX */
-} linear_job;
-
-static void linear_chunk(void *ctx, int c)
-{
-    const linear_job *j = ctx;
-    int lo = c * j->per, hi = lo + j->per < j->out ? lo + j->per : j->out;
-    linear_range(j->x, j->n, j->in, j->W, j->b, j->out, j->y, lo, hi);
-}
-
-#ifndef CHUNK_MIN_WORK
-#define CHUNK_MIN_WORK (32 * 1024)
-#endif   /* multiply-adds: a chunk is worth a few microseconds */
-
-/* ---- packed weights: the decode-step product -----------------------------------------
- * Decoder weights are repacked once at load into panels of MT_PANEL outputs,
+/* ---- packed weights: every Linear ------------------------------------------------------
+ * Weights are repacked once at load (model.c) into panels of MT_PANEL outputs,
  * each panel [in][MT_PANEL] (k-major), F32 or F16.  The product then needs no
  * horizontal sums: a block of NR rows x NP panels keeps NR*NP vector
  * accumulators, and each k adds x[r][k] (broadcast) times one panel row.
@@ -340,25 +225,6 @@ void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *
     mt_par_for((np + per - 1) / per, pk_chunk, &j);
 }
 
-/* The row-major product for a source being encoded (up to STREAM_MAX_ROWS
- * rows): W straight from the mapping, its output rows split over the pool. */
-static void linear_rowmajor(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
-{
-    int threads = mt_par_threads();
-    long work = (long)n * in * out;
-    int chunks = threads < 2 ? 1 : (int)(work / CHUNK_MIN_WORK);
-    if (chunks > 4 * threads)
-        chunks = 4 * threads;                 /* a few per thread: balance without overhead */
-    if (chunks <= 1) {
-        linear_range(x, n, in, W, b, out, y, 0, out);
-        return;
-    }
-    int per = (out + chunks - 1) / chunks;
-    per = (per + NO_MAX - 1) / NO_MAX * NO_MAX;
-    linear_job j = {.x = x, .W = W, .b = b, .y = y, .n = n, .in = in, .out = out, .per = per};
-    mt_par_for((out + per - 1) / per, linear_chunk, &j);
-}
-
 /* sc[j] = alpha * (K[j] . q) over len features, j < nk (K rows ld apart): the
  * scores of one query, one head.  A BLAS call per head and row costs more
  * than the 64-long dot products themselves. */
@@ -413,46 +279,7 @@ void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *o
     }
 }
 
-/* ---- matrix products ---------------------------------------------------------- */
-/* Above this many rows (a source being encoded, a teacher-forced pass) sgemm's
- * packing pays for itself; its output columns are split over the pool, each
- * part a one-thread sgemm. */
-#define STREAM_MAX_ROWS 64
-
-typedef struct {
-    const float *x, *W, *b;
-    float *y;
-    int n, in, out, per;
-} gemm_job;
-
-static void gemm_chunk(void *ctx, int c)
-{
-    const gemm_job *j = ctx;
-    int lo = c * j->per, hi = lo + j->per < j->out ? lo + j->per : j->out;
-    for (int r = 0; r < j->n; r++) {       /* start from the bias, accumulate (beta = 1) */
-        float *yr = j->y + (long)r * j->out + lo;
-        if (j->b)
-            memcpy(yr, j->b + lo, sizeof(float) * (size_t)(hi - lo));
-        else
-            memset(yr, 0, sizeof(float) * (size_t)(hi - lo));
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, hi - lo, j->in, 1.0f, j->x, j->in,
-                j->W + (long)lo * j->in, j->in, 1.0f, j->y + lo, j->out);
-}
-
-void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
-{
-    if (n <= STREAM_MAX_ROWS) {
-        linear_rowmajor(x, n, in, W, b, out, y);
-        return;
-    }
-    int chunks = 2 * mt_par_threads();
-    int per = (out + chunks - 1) / chunks;
-    per = (per + 15) / 16 * 16;
-    gemm_job j = {.x = x, .W = W, .b = b, .y = y, .n = n, .in = in, .out = out, .per = per};
-    mt_par_for((out + per - 1) / per, gemm_chunk, &j);
-}
-
+/* ---- attention over whole sequences (OpenBLAS, one thread per caller) ------------- */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc)
 {
@@ -468,7 +295,7 @@ void mt_k_gemm_nn(int m, int n, int k, const float *A, int lda, const float *B, 
 /* ---- normalization ------------------------------------------------------------- */
 /* Mean and biased variance in double: the float rounding of PyTorch's moments
  * is not reproducible anyway, so be as exact as is cheap. */
-void mt_k_add_layernorm(float *x, const float *h, int rows, int d, const float *g, const float *b)
+static void layernorm_rows(float *x, const float *h, int rows, int d, const float *g, const float *b)
 {
     for (int r = 0; r < rows; r++) {
         float *xr = x + (long)r * d;
@@ -489,6 +316,33 @@ void mt_k_add_layernorm(float *x, const float *h, int rows, int d, const float *
         for (int i = 0; i < d; i++)
             xr[i] = (xr[i] - m) * rstd * g[i] + b[i];
     }
+}
+
+typedef struct {
+    float *x;
+    const float *h, *g, *b;
+    int rows, d, per;
+} ln_job;
+
+static void ln_chunk(void *ctx, int c)
+{
+    const ln_job *j = ctx;
+    int r0 = c * j->per, n = r0 + j->per < j->rows ? j->per : j->rows - r0;
+    layernorm_rows(j->x + (long)r0 * j->d, j->h ? j->h + (long)r0 * j->d : NULL, n, j->d, j->g, j->b);
+}
+
+/* Rows are independent: a batch or a source of many rows splits them over the pool. */
+void mt_k_add_layernorm(float *x, const float *h, int rows, int d, const float *g, const float *b)
+{
+    int chunks = (int)((long)rows * d / 4096);
+    if (chunks > 2 * mt_par_threads())
+        chunks = 2 * mt_par_threads();
+    if (chunks < 2) {
+        layernorm_rows(x, h, rows, d, g, b);
+        return;
+    }
+    ln_job j = {.x = x, .h = h, .g = g, .b = b, .rows = rows, .d = d, .per = (rows + chunks - 1) / chunks};
+    mt_par_for((rows + j.per - 1) / j.per, ln_chunk, &j);
 }
 
 void mt_k_softmax(float *x, int n, int ld)

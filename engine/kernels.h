@@ -5,9 +5,9 @@
  * W[o*in+i] x[i].  Activations are [rows][features].
  *
  * The mt_k_* functions are the fast path: the engine's own AVX-512 / AVX2
- * kernels for the products of decode steps and short sources, OpenBLAS
- * (one thread per caller) for the large ones, all split over the compute
- * pool (parallel.h).  The mt_ref_* functions are plain scalar versions kept
+ * kernel for every Linear (weights packed at load), OpenBLAS sgemm (one
+ * thread per caller) for the attention of whole sequences, all split over
+ * the compute pool (parallel.h).  The mt_ref_* functions are plain scalar versions kept
  * for the unit tests.
  */
 #ifndef MT_KERNELS_H
@@ -18,7 +18,7 @@
 
 typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU, MT_ACT_NONE } mt_act;
 
-/* A Linear weight [out][in] packed for decode steps (mt_k_pack): panels of
+/* A Linear weight [out][in] packed at load (mt_k_pack): panels of
  * MT_PANEL outputs, each [in][MT_PANEL], the last zero-padded; F32 or F16. */
 #define MT_PANEL 16
 typedef struct {
@@ -32,10 +32,6 @@ void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
  * Each output is one FMA chain over k then + b: bit-identical in any batch and
  * with any number of threads. */
 void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
-/* y[n][out] = x[n][in] W[out][in]^T + b[out] (b may be NULL), W row-major F32
- * (the encoder's weights, straight from the mapping): a packing-free kernel up
- * to 64 rows, above that sgemm; either way split over the compute pool. */
-void mt_k_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y);
 /* sc[j] = alpha * (K[j] . q) over len features for j < nk, K rows ld floats apart. */
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc);
 /* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk, V rows ld floats apart. */

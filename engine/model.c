@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define REQUIRED INT_MIN
 
@@ -487,32 +489,38 @@ out:
     return st;
 }
 
-/* ---- the decoder's products, packed; F16 weights -----------------------------------------
- * A decode step multiplies a few rows by every decoder weight and by the
- * vocabulary projection, so those matrices are repacked once, here, into the
- * panels of mt_k_linear_packed (engine/kernels.c); their row-major arrays are
- * then dropped (a mapping is left alone: its pages are simply not read again).
+/* ---- packed products; F16 weights -------------------------------------------------------
+ * Every Linear and the vocabulary projection are repacked once, here, into
+ * the panels of mt_k_linear_packed (engine/kernels.c), as CTranslate2 packs
+ * at load: the kernel then streams each panel sequentially and needs no
+ * horizontal sums.  The row-major arrays are dropped: owned ones freed,
+ * mapped ones released from this process (madvise), the mapping staying for
+ * what is used in place (embedding tables, biases, norms).
  *
- * F16 (mt_model_params.weights): a batch-1 step's speed is the bytes of those
- * matrices over the memory bandwidth, so they can be held at half precision.
- * Then EVERY weight matrix is rounded to F16 once (round to nearest even): the
- * packed ones are stored as F16 and converted exactly in registers; the
- * encoder's and the cross K/V projections hold the same rounded values as F32
- * (sgemm inputs); the embedding tables are F16.  The model is exactly "these
- * weights rounded to F16", which a reference reproduces (bench/bench_torch.py
- * --weights f16); activations stay F32. */
+ * F16 (mt_model_params.weights): a batch-1 step's speed is the bytes of its
+ * weights over the memory bandwidth, so they can be held at half precision.
+ * Then EVERY weight matrix is rounded to F16 once (round to nearest even):
+ * the packed ones and the embedding tables are stored as F16 and converted
+ * exactly in registers.  The model is exactly "these weights rounded to F16",
+ * which a reference reproduces (bench/bench_torch.py --weights f16);
+ * activations stay F32.  On an F16 checkpoint the rounding is exact. */
 static int in_map(const loader *L, const void *p)
 {
     const uint8_t *q = p;
     return q >= L->m->st->map && q < L->m->st->map + L->m->st->size;
 }
 
-/* Forget array p of n floats (freed if owned; a mapping is left alone). */
+/* Forget array p of n floats: freed if owned; if mapped, its whole pages are
+ * given back (they were read once, to pack). */
 static void drop(loader *L, const float *p, size_t n)
 {
     mt_model *m = L->m;
     if (in_map(L, p)) {
         L->mapped_bytes -= n * sizeof(float);
+        uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + pg - 1) / pg * pg,
+                  hi = ((uintptr_t)(p + n)) / pg * pg;
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_DONTNEED);
         return;
     }
     for (int i = 0; i < m->n_owned; i++)
@@ -534,7 +542,7 @@ static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_pa
     return MT_OK;
 }
 
-/* A decoder product: packed, its row-major weights dropped. */
+/* A Linear: packed, its row-major weights dropped. */
 static mt_status pack_lin(loader *L, mt_lin *l, int in, int out, int f16, mt_err *err)
 {
     mt_status st = pack(L, l->w, in, out, f16, &l->pk, err);
@@ -543,19 +551,6 @@ static mt_status pack_lin(loader *L, mt_lin *l, int in, int out, int f16, mt_err
         l->w = NULL;
     }
     return st;
-}
-
-/* F16 mode, an sgemm input: F32 storage holding F16-rounded values. */
-static mt_status round_lin(loader *L, mt_lin *l, size_t n, mt_err *err)
-{
-    float *r = own(L, n * sizeof(float), err);
-    if (!r)
-        return MT_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        r[i] = mt_f16_to_f32(mt_f32_to_f16(l->w[i]));
-    drop(L, l->w, n);
-    l->w = r;
-    return MT_OK;
 }
 
 static mt_status half_table(loader *L, const float *t, size_t n, const uint16_t **out, mt_err *err)
@@ -569,39 +564,43 @@ static mt_status half_table(loader *L, const float *t, size_t n, const uint16_t 
     return MT_OK;
 }
 
-static mt_status prepare_weights(loader *L, int f16, mt_err *err)
+static mt_status pack_layers(loader *L, int f16, mt_err *err)
 {
     mt_model *m = L->m;
-    int d = m->d, V = m->V;
+    int d = m->d;
     mt_status st = MT_OK;
+    for (int i = 0; i < m->info.enc_layers && st == MT_OK; i++) {
+        mt_enc_layer *l = &m->enc[i];
+        int F = m->enc_ffn;
+        if ((st = pack_lin(L, &l->qkv, d, 3 * d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->out, d, d, f16, err)) != MT_OK || (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK)
+            break;
+        st = pack_lin(L, &l->fc2, F, d, f16, err);
+    }
     for (int i = 0; i < m->info.dec_layers && st == MT_OK; i++) {
         mt_dec_layer *l = &m->dec[i];
         int F = m->dec_ffn;
         if ((st = pack_lin(L, &l->self_qkv, d, 3 * d, f16, err)) != MT_OK ||
             (st = pack_lin(L, &l->self_out, d, d, f16, err)) != MT_OK ||
             (st = pack_lin(L, &l->cross_q, d, d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->cross_kv, d, 2 * d, f16, err)) != MT_OK ||
             (st = pack_lin(L, &l->cross_out, d, d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->fc2, F, d, f16, err)) != MT_OK)
+            (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK)
             break;
-        if (f16)
-            st = round_lin(L, &l->cross_kv, 2 * (size_t)d * d, err);
+        st = pack_lin(L, &l->fc2, F, d, f16, err);
     }
+    return st;
+}
+
+static mt_status prepare_weights(loader *L, int f16, mt_err *err)
+{
+    mt_model *m = L->m;
+    int d = m->d, V = m->V;
+    mt_status st = pack_layers(L, f16, err);
     if (st == MT_OK)
         st = pack(L, m->lm_head, d, V, f16, &m->lm_pk, err);    /* lm_head may alias an embedding table */
     if (st != MT_OK || !f16)
         return st;
-    for (int i = 0; i < m->info.enc_layers && st == MT_OK; i++) {
-        mt_enc_layer *l = &m->enc[i];
-        size_t F = (size_t)m->enc_ffn, dd = (size_t)d;
-        if ((st = round_lin(L, &l->qkv, 3 * dd * dd, err)) != MT_OK || (st = round_lin(L, &l->out, dd * dd, err)) != MT_OK ||
-            (st = round_lin(L, &l->fc1, F * dd, err)) != MT_OK)
-            break;
-        st = round_lin(L, &l->fc2, dd * F, err);
-    }
-    if (st != MT_OK)
-        return st;
-    /* the embedding tables (one or two; the LM head is packed above) */
     size_t n = (size_t)V * d;
     if ((st = half_table(L, m->enc_emb, n, &m->enc_emb16, err)) != MT_OK)
         return st;

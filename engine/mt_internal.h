@@ -13,9 +13,9 @@
 #include "safetensors.h"
 
 typedef struct {
-    const float *w;            /* [out][in] F32 (encoder, cross K/V); NULL once packed */
+    const float *w;            /* [out][in] F32 as loaded; NULL once packed */
     const float *b;            /* [out] */
-    mt_packed    pk;           /* the decoder's step products: packed (model.c prepare_weights) */
+    mt_packed    pk;           /* the weights as the products use them (model.c prepare_weights) */
 } mt_lin;
 typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
 
@@ -97,8 +97,9 @@ struct mt_session {
     int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
     /* activations [rows_max][.] */
     float *x, *qkv, *ctx, *h, *ffn;
-    float *scores;             /* [max(S,T)][max(S,T)] attention weights of one head; in a
-                                  decode step, row r's scratch is scores + r * max(S,T) */
+    float *scores;             /* attention weights: [H][L][L] (L = max(S,T); one [nq][nk] block
+                                  per head, heads run in parallel); in a decode step, row r's
+                                  scratch is scores + r * L */
     float *logits;             /* [max_batch][V] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
     /* caches */

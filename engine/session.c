@@ -46,7 +46,8 @@ static void layout(mt_session *s, carver *c)
     s->ctx = carve(c, R * d, sizeof(float));
     s->h = carve(c, R * d, sizeof(float));
     s->ffn = carve(c, R * F, sizeof(float));
-    s->scores = carve(c, L * (L > B ? L : B), sizeof(float));
+    size_t H = (size_t)imax(m->enc_heads, m->dec_heads);
+    s->scores = carve(c, L * (H * L > B ? H * L : B), sizeof(float));
     s->logits = carve(c, B * V, sizeof(float));
     s->lp = carve(c, B * V, sizeof(float));
     s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));

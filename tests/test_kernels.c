@@ -1,7 +1,6 @@
 /* test_kernels.c: the kernels against the naive references (engine/kernels.h):
- * the row-major product (own kernel and sgemm paths, odd sizes), the packed
- * decode-step product (F32 and F16, fused activation, batch- and
- * thread-independent bits), the attention's dot products and weighted sums,
+ * the packed product of every Linear (odd sizes, F32 and F16, fused
+ * activation, batch- and thread-independent bits), the attention's dot products and weighted sums,
  * the strided gemm wrappers, add+layernorm, masked softmax, activations,
  * log-softmax with pad excluded, and the F16/BF16 conversions. */
 #include <math.h>
@@ -58,18 +57,28 @@ static double max_abs(const float *a, const float *b, size_t n)
     return m;
 }
 
+static void *packed_new(const float *W, int in, int out, int f16, mt_packed *pk)
+{
+    void *p = malloc(mt_k_packed_bytes(in, out, f16));
+    mt_k_pack(W, in, out, f16, p);
+    *pk = (mt_packed){.data = p, .in = in, .out = out, .f16 = f16};
+    return p;
+}
+
 static void check_linear(int n, int in, int out, int with_bias)
 {
     float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
     float *y = malloc(sizeof(float) * (size_t)n * out), *r = malloc(sizeof(float) * (size_t)n * out);
-    mt_k_linear(x, n, in, W, with_bias ? b : NULL, out, y);
+    mt_packed pk;
+    void *a = packed_new(W, in, out, 0, &pk);
+    mt_k_linear_packed(x, n, &pk, with_bias ? b : NULL, y, MT_ACT_NONE);
     mt_ref_linear(x, n, in, W, with_bias ? b : NULL, out, r);
     double e = nmse(y, r, (size_t)n * out);
     if (e > 1e-10)
         print_message("linear n=%d in=%d out=%d: nmse %g\n", n, in, out, e);
     assert_true(e <= 1e-10);
     assert_true(max_abs(y, r, (size_t)n * out) <= 1e-4 * sqrt((double)in));
-    free(x), free(W), free(b), free(y), free(r);
+    free(x), free(W), free(b), free(y), free(r), free(a);
 }
 
 static void test_linear_shapes(void **state)
@@ -79,7 +88,7 @@ static void test_linear_shapes(void **state)
         {1, 1, 1}, {1, 32, 96}, {1, 256, 768}, {1, 256, 8000}, {1, 1024, 256}, {1, 7, 13},
         {2, 3, 5}, {3, 17, 31}, {13, 64, 33}, {37, 31, 65}, {64, 256, 1024}, {5, 1, 9}, {9, 256, 256},
         {2, 256, 8000}, {3, 256, 768}, {4, 1024, 256}, {5, 64, 33}, {7, 32, 7}, {8, 256, 256}, {1, 8, 3},
-        {65, 256, 300}, {130, 40, 77}, {200, 256, 768},                 /* above 64 rows: sgemm, split */
+        {65, 256, 300}, {130, 40, 77}, {200, 256, 768}, {35, 1024, 256},    /* a source's rows */
     };
     for (int threads = 1; threads <= 2; threads++) {
         mt_par_set_threads(threads);
@@ -94,14 +103,6 @@ static void test_linear_shapes(void **state)
 /* The decode-step product on packed weights, F32 and F16, against the naive
  * reference (on the F32 values of the same halves for F16); the fused
  * activation equals a separate pass; ragged panel ends and odd `in`. */
-static void *packed_new(const float *W, int in, int out, int f16, mt_packed *pk)
-{
-    void *p = malloc(mt_k_packed_bytes(in, out, f16));
-    mt_k_pack(W, in, out, f16, p);
-    *pk = (mt_packed){.data = p, .in = in, .out = out, .f16 = f16};
-    return p;
-}
-
 static void test_linear_packed(void **state)
 {
     (void)state;
@@ -174,7 +175,7 @@ static void test_linear_row_independent(void **state)
 
 /* With several threads the products split their outputs over the pool
  * (helpers claiming chunks): results must be bit-identical to one thread, for
- * single rows too, with helpers awake and asleep; packed and row-major. */
+ * single rows too, with helpers awake and asleep. */
 static void test_linear_split_equals_serial(void **state)
 {
     (void)state;
@@ -187,25 +188,20 @@ static void test_linear_split_equals_serial(void **state)
         int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
         size_t ny = (size_t)n * out;
         float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
-        float *y1 = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
         float *p1 = malloc(sizeof(float) * ny), *p2 = malloc(sizeof(float) * ny);
         mt_packed pk;
         void *a = packed_new(W, in, out, 0, &pk);
         mt_par_set_threads(1);
-        mt_k_linear(x, n, in, W, b, out, y1);
         mt_k_linear_packed(x, n, &pk, b, p1, MT_ACT_SWISH);
         mt_par_set_threads(2);
         for (int rep = 0; rep < 50; rep++) {
-            memset(y2, 0, sizeof(float) * ny);
             memset(p2, 0, sizeof(float) * ny);
-            mt_k_linear(x, n, in, W, b, out, y2);
             mt_k_linear_packed(x, n, &pk, b, p2, MT_ACT_SWISH);
-            assert_memory_equal(y1, y2, sizeof(float) * ny);
             assert_memory_equal(p1, p2, sizeof(float) * ny);
             if (rep == 25)
                 usleep(2000);                           /* let them fall asleep once */
         }
-        free(x), free(W), free(b), free(y1), free(y2), free(p1), free(p2), free(a);
+        free(x), free(W), free(b), free(p1), free(p2), free(a);
     }
     mt_par_set_threads(1);
 }
