@@ -16,6 +16,43 @@
 #include <math.h>
 #include <string.h>
 
+/* e^x: Cody-Waite reduction + the Cephes expf polynomial (about 1 ulp), the
+ * argument clamped to [-87.3, 88.3].  exp1 (scalar) and vexp (vectors) do the
+ * same float operations in the same order, so their results are identical:
+ * an activation gives the same bits in the product's vector epilogue and in
+ * a scalar tail. */
+#define EXP_LO -87.3f
+#define EXP_HI 88.3f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 -2.12194440e-4f
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
+static inline float exp1(float x)
+{
+    x = fminf(fmaxf(x, EXP_LO), EXP_HI);
+    float n = nearbyintf(x * EXP_LOG2E);
+    float r = fmaf(-n, EXP_C1, x);
+    r = fmaf(-n, EXP_C2, r);
+    float p = EXP_P0;
+    p = fmaf(p, r, EXP_P1);
+    p = fmaf(p, r, EXP_P2);
+    p = fmaf(p, r, EXP_P3);
+    p = fmaf(p, r, EXP_P4);
+    p = fmaf(p, r, EXP_P5);
+    p = fmaf(p * r, r, r + 1.0f);
+    uint32_t bits;
+    memcpy(&bits, &p, sizeof bits);
+    bits += (uint32_t)(int32_t)n << 23;
+    memcpy(&p, &bits, sizeof p);
+    return p;
+}
+
 /* ---- vectors: AVX-512, else AVX2 + FMA + F16C, else scalar ----------------------------- */
 #if defined(__AVX512F__)
 #define VW 16
@@ -26,7 +63,29 @@ static inline vf vload16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_load
 static inline vf vset1(float v) { return _mm512_set1_ps(v); }
 static inline void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
+static inline vf vexp(vf x)
+{
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
+    vf n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    vf r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C1), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C2), r);
+    vf p = _mm512_set1_ps(EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23);
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e));
+}
+static inline vf vswish(vf v)
+{
+    return _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), vexp(_mm512_sub_ps(_mm512_setzero_ps(), v))));
+}
+static inline vf vrelu(vf v) { return _mm512_max_ps(v, _mm512_setzero_ps()); }
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define VW 8
 typedef __m256 vf;
@@ -36,6 +95,7 @@ static inline vf vload16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_s
 static inline vf vset1(float v) { return _mm256_set1_ps(v); }
 static inline void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline float vsum(vf v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -43,6 +103,27 @@ static inline float vsum(vf v)
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
 }
+static inline vf vexp(vf x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_LO)), _mm256_set1_ps(EXP_HI));
+    vf n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    vf r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C1), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C2), r);
+    vf p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+}
+static inline vf vswish(vf v)
+{
+    return _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), vexp(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+}
+static inline vf vrelu(vf v) { return _mm256_max_ps(v, _mm256_setzero_ps()); }
 #else
 #define VW 0
 #endif
@@ -52,7 +133,7 @@ static inline float vsum(vf v)
 static inline float act1(float v, mt_act act)
 {
     switch (act) {
-    case MT_ACT_SWISH: return v / (1.0f + expf(-v));
+    case MT_ACT_SWISH: return v / (1.0f + exp1(-v));
     case MT_ACT_RELU:  return v > 0.0f ? v : 0.0f;
     case MT_ACT_GELU:  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     default:           return v;
@@ -74,8 +155,10 @@ static inline float act1(float v, mt_act act)
  * one fixed order whatever n, the block or the thread, so a row's result is
  * bit-identical in any batch. */
 #if VW == 16
+#ifndef PK_NR
 #define PK_NR 8           /* rows per block: 8 x 3 accumulators + 3 panel vectors */
 #define PK_NP 3           /* panels per block */
+#endif
 #else
 #define PK_NR 4           /* AVX2 (16 registers): 4 x 2 accumulators + 2; or scalar */
 #define PK_NP 1
@@ -145,16 +228,30 @@ static inline __attribute__((always_inline)) void pk_tile(const float *x, const 
     float lane[PK_NR][PK_NP * MT_PANEL];
 #if VW
     vf acc[PK_NR][PK_NP * PV];
-#define CASE(NR, NP) case (NR) * 8 + (NP): pk_block(xr, in, W->data, p0, acc, NR, NP, F16); break
+    /* every (rows, panels) shape up to the block, each compiled with constant trip counts */
+#define CASE(NR, NP)                                                                   \
+    case (NR) * 8 + (NP):                                                              \
+        if ((NR) <= PK_NR && (NP) <= PK_NP)                                            \
+            pk_block(xr, in, W->data, p0, acc, (NR) <= PK_NR ? (NR) : 1, (NP) <= PK_NP ? (NP) : 1, F16); \
+        break
+#define CASES(NR) CASE(NR, 1); CASE(NR, 2); CASE(NR, 3); CASE(NR, 4)
     switch (nr * 8 + np) {
-#if PK_NP == 3
-    CASE(8, 3); CASE(7, 3); CASE(6, 3); CASE(5, 3); CASE(4, 3); CASE(3, 3); CASE(2, 3); CASE(1, 3);
-    CASE(8, 2); CASE(7, 2); CASE(6, 2); CASE(5, 2); CASE(4, 2); CASE(3, 2); CASE(2, 2); CASE(1, 2);
-    CASE(8, 1); CASE(7, 1); CASE(6, 1); CASE(5, 1);
-#endif
-    CASE(4, 1); CASE(3, 1); CASE(2, 1); CASE(1, 1);
+    CASES(1); CASES(2); CASES(3); CASES(4); CASES(5); CASES(6); CASES(7); CASES(8);
     }
+#undef CASES
 #undef CASE
+    int o0v = p0 * MT_PANEL;
+    if (act != MT_ACT_GELU && o0v + np * MT_PANEL <= out) {
+        /* whole panels: + b and the activation in vectors, straight to y */
+        for (int r = 0; r < nr; r++) {
+            float *yr = y + (long)(r0 + r) * out + o0v;
+            for (int j = 0; j < np * PV; j++) {
+                vf v = b ? vadd(acc[r][j], vload(b + o0v + j * VW)) : acc[r][j];
+                vstore(yr + j * VW, act == MT_ACT_SWISH ? vswish(v) : act == MT_ACT_RELU ? vrelu(v) : v);
+            }
+        }
+        return;
+    }
     for (int r = 0; r < nr; r++)
         for (int j = 0; j < np * PV; j++)
             vstore(lane[r] + j * VW, acc[r][j]);
@@ -367,7 +464,7 @@ void mt_k_activation(float *x, long n, mt_act act)
     switch (act) {
     case MT_ACT_SWISH:
         for (long i = 0; i < n; i++)
-            x[i] = x[i] / (1.0f + expf(-x[i]));
+            x[i] = act1(x[i], MT_ACT_SWISH);
         break;
     case MT_ACT_RELU:
         for (long i = 0; i < n; i++)
