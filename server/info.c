@@ -18,13 +18,13 @@ void srv_handle_health(srv_request *req, srv_response *resp)
 static json_t *model_json(const srv_server *srv, const srv_model *m, int is_default)
 {
     const mt_model_info *i = m->info;
-    json_t *config = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:s,s:i,s:i}",
+    json_t *config = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:s,s:s,s:i,s:i}",
                                "d_model", i->d_model, "encoder_layers", i->enc_layers,
                                "decoder_layers", i->dec_layers, "encoder_heads", i->enc_heads,
                                "decoder_heads", i->dec_heads, "encoder_ffn", i->enc_ffn,
                                "decoder_ffn", i->dec_ffn, "vocab_size", i->vocab_size,
                                "max_positions", i->max_positions, "activation", i->activation,
-                               "dtype", i->dtype, "default_beam", i->default_beam,
+                               "dtype", i->dtype, "weights", i->weights, "default_beam", i->default_beam,
                                "default_max_length", i->default_max_length);
     json_t *size = json_pack("{s:I,s:I,s:I}", "file_bytes", (json_int_t)i->file_bytes,
                              "weight_bytes", (json_int_t)i->weight_bytes, "session_bytes",

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF } opt_kind;
+typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS } opt_kind;
 
 typedef struct {
     const char *flag;       /* "--port" */
@@ -31,7 +31,9 @@ static const opt_def opt_table[] = {
     { "--threads", "MTSERVE_THREADS", OPT_INT, F(threads), 0, 0, 256,
       "inference workers (sessions per model); 0 = auto" },
     { "--blas-threads", "MTSERVE_BLAS_THREADS", OPT_INT, F(blas_threads), 0, 0, 256,
-      "OpenBLAS threads; 0 = auto (cores / workers)" },
+      "compute threads of the engine's pool; 0 = auto (batching: cores; else cores / workers)" },
+    { "--weights", "MTSERVE_WEIGHTS", OPT_WEIGHTS, F(weights_f16), 0, 0, 0,
+      "f32|f16: hold weights as loaded, or rounded to half precision (half the bytes per decode step)" },
     { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
       "HTTP (I/O) threads; 0 = auto (cores, at least 2)" },
     { "--queue", "MTSERVE_QUEUE", OPT_INT, F(queue), 0, 0, 100000,
@@ -229,6 +231,13 @@ static int set_value(srv_options *o, const opt_def *def, const char *value, int 
     case OPT_BOOL:
         *(int *)field = from_env ? !is_false(value) : 0;
         return 0;
+    case OPT_WEIGHTS:
+        if (strcmp(value, "f32") == 0 || strcmp(value, "f16") == 0) {
+            *(int *)field = value[1] == '1';
+            return 0;
+        }
+        snprintf(err, err_len, "%s: '%s' is not f32 or f16", name, value);
+        return -1;
     case OPT_ONOFF:
         if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)
             *(int *)field = 1;
