@@ -64,6 +64,8 @@ static inline vf vset1(float v) { return _mm512_set1_ps(v); }
 static inline void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
 static inline vf vexp(vf x)
 {
@@ -96,6 +98,8 @@ static inline vf vset1(float v) { return _mm256_set1_ps(v); }
 static inline void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
 static inline float vsum(vf v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -392,6 +396,43 @@ void mt_k_gemm_nn(int m, int n, int k, const float *A, int lda, const float *B, 
 /* ---- normalization ------------------------------------------------------------- */
 /* Mean and biased variance in double: the float rounding of PyTorch's moments
  * is not reproducible anyway, so be as exact as is cheap. */
+/* sum of x[0..n) and of (x[i] - m)^2, accumulated in double */
+static double sum_d(const float *x, int n)
+{
+    double s = 0;
+    int i = 0;
+#if VW == 16
+    __m512d a = _mm512_setzero_pd(), c = _mm512_setzero_pd();
+    for (; i + 16 <= n; i += 16) {
+        a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+        c = _mm512_add_pd(c, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+    }
+    s = _mm512_reduce_add_pd(_mm512_add_pd(a, c));
+#endif
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+static double sqdev_d(const float *x, int n, double m)
+{
+    double s = 0;
+    int i = 0;
+#if VW == 16
+    __m512d a = _mm512_setzero_pd(), mv = _mm512_set1_pd(m);
+    for (; i + 8 <= n; i += 8) {
+        __m512d c = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), mv);
+        a = _mm512_fmadd_pd(c, c, a);
+    }
+    s = _mm512_reduce_add_pd(a);
+#endif
+    for (; i < n; i++) {
+        double c = x[i] - m;
+        s += c * c;
+    }
+    return s;
+}
+
 static void layernorm_rows(float *x, const float *h, int rows, int d, const float *g, const float *b)
 {
     for (int r = 0; r < rows; r++) {
@@ -401,16 +442,9 @@ static void layernorm_rows(float *x, const float *h, int rows, int d, const floa
             for (int i = 0; i < d; i++)
                 xr[i] += hr[i];
         }
-        double s = 0, ss = 0;
-        for (int i = 0; i < d; i++)
-            s += xr[i];
-        double mean = s / d;
-        for (int i = 0; i < d; i++) {
-            double c = xr[i] - mean;
-            ss += c * c;
-        }
-        float rstd = (float)(1.0 / sqrt(ss / d + 1e-5)), m = (float)mean;
-        for (int i = 0; i < d; i++)
+        double mean = sum_d(xr, d) / d;
+        float rstd = (float)(1.0 / sqrt(sqdev_d(xr, d, mean) / d + 1e-5)), m = (float)mean;
+        for (int i = 0; i < d; i++)                  /* vectorized by the compiler (no reduction) */
             xr[i] = (xr[i] - m) * rstd * g[i] + b[i];
     }
 }
@@ -431,7 +465,7 @@ static void ln_chunk(void *ctx, int c)
 /* Rows are independent: a batch or a source of many rows splits them over the pool. */
 void mt_k_add_layernorm(float *x, const float *h, int rows, int d, const float *g, const float *b)
 {
-    int chunks = (int)((long)rows * d / 4096);
+    int chunks = (int)((long)rows * d / 2048);
     if (chunks > 2 * mt_par_threads())
         chunks = 2 * mt_par_threads();
     if (chunks < 2) {
@@ -445,17 +479,37 @@ void mt_k_add_layernorm(float *x, const float *h, int rows, int d, const float *
 void mt_k_softmax(float *x, int n, int ld)
 {
     float mx = x[0];
-    for (int i = 1; i < n; i++)
+    int i = 0;
+#if VW
+    vf vm = vset1(mx);
+    for (; i + VW <= n; i += VW)
+        vm = vmax(vm, vload(x + i));
+    float t[VW];
+    vstore(t, vm);
+    for (int k = 0; k < VW; k++)
+        mx = t[k] > mx ? t[k] : mx;
+#endif
+    for (; i < n; i++)
         mx = x[i] > mx ? x[i] : mx;
     float s = 0;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
+    i = 0;
+#if VW
+    vf vs = vzero(), vmx = vset1(mx);
+    for (; i + VW <= n; i += VW) {
+        vf e = vexp(vsub(vload(x + i), vmx));
+        vstore(x + i, e);
+        vs = vadd(vs, e);
+    }
+    s = vsum(vs);
+#endif
+    for (; i < n; i++) {
+        x[i] = exp1(x[i] - mx);                     /* the same function as the vectors */
         s += x[i];
     }
     float inv = 1.0f / s;
-    for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         x[i] *= inv;
-    for (int i = n; i < ld; i++)
+    for (i = n; i < ld; i++)
         x[i] = 0.0f;
 }
 
