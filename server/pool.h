@@ -1,6 +1,6 @@
 /* pool: who may decode now.
  *
- * srv_workers   W inference threads (W x BLAS threads <= cores) fed by a
+ * srv_workers   W inference threads (W x compute threads <= cores) fed by a
  *               bounded queue: a request needing a model is queued if fewer
  *               than W + Q jobs are outstanding, else refused at once (503
  *               queue_full).  The HTTP threads only parse and reply, so

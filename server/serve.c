@@ -63,8 +63,10 @@ static int sched_rows(const srv_server *srv)
     return srv->opts.max_batch > 0 ? srv->opts.max_batch : 64;
 }
 
-/* Workers x BLAS threads <= cores: on 2 cores, 2 workers of 1 BLAS thread each
- * (two requests decode in parallel; one alone uses one core).  The HTTP
+/* Workers x compute threads <= cores: on 2 cores, 2 workers of 1 thread each
+ * (two requests decode in parallel; one alone uses one core).  The compute
+ * threads are the engine's one process-wide pool (engine/parallel.h): one
+ * session at a time uses it, others run on their own thread.  The HTTP
  * threads only parse and reply: as many as cores, at least 2. */
 static void plan_threads(srv_server *srv)
 {
@@ -74,8 +76,8 @@ static void plan_threads(srv_server *srv)
     srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
     if (o->batching) {
         /* Batching: the scheduler is the only compute thread, with every core
-         * for BLAS; the workers only parse, tokenize and wait for it, one per
-         * concurrent request (as many as its decoder rows by default). */
+         * in the engine's pool; the workers only parse, tokenize and wait for
+         * it, one per concurrent request (as many as its decoder rows by default). */
         srv->workers = o->threads > 0 ? o->threads : sched_rows(srv);
         srv->blas_threads = o->blas_threads > 0 ? o->blas_threads : srv->cores;
         return;
@@ -85,7 +87,7 @@ static void plan_threads(srv_server *srv)
                         : (srv->cores / srv->workers > 0 ? srv->cores / srv->workers : 1);
     srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
     if (srv->workers * srv->blas_threads > srv->cores)
-        fprintf(stderr, "mtserve: warning: %d workers x %d BLAS threads > %d cores\n",
+        fprintf(stderr, "mtserve: warning: %d workers x %d compute threads > %d cores\n",
                 srv->workers, srv->blas_threads, srv->cores);
 }
 
@@ -186,7 +188,7 @@ static int run(srv_server *srv)
         srv_workers_free(srv->workers_pool);
         return 1;
     }
-    fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %s, %d workers x %d BLAS threads, "
+    fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %s, %d workers x %d compute threads, "
                     "%d HTTP threads, queue %d)\n", srv->opts.host, srv_http_port(http), srv->cores,
             srv->opts.batching ? "batching on" : "batching off", srv->workers, srv->blas_threads,
             srv->http_threads, srv->opts.queue);
