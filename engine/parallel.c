@@ -5,7 +5,10 @@
  * machine is shared) claims nothing and the caller takes the remaining chunks
  * itself; only a chunk already claimed by a preempted helper makes the caller
  * wait.  Helpers spin on the job number for ~200 us after their last job and
- * then sleep on a futex; the caller wakes them only if one is asleep.
+ * then sleep on a futex; the caller wakes them only if one is asleep.  When a
+ * wait shows the machine is oversubscribed (a claimed chunk stalled for
+ * ~2 ms), the next jobs run serially for a while: results are the same
+ * bits either way (parallel.h), only the speed differs.
  */
 #include "parallel.h"
 
@@ -21,6 +24,10 @@
 #define MAX_HELPERS  15
 #define SPIN_CYCLES  600000ull     /* ~200 us at 2.6 GHz before a helper sleeps */
 #define WAIT_CYCLES  50000ull      /* the caller spins this long on a claimed chunk, then yields */
+#ifndef STALL_CYCLES
+#define STALL_CYCLES 5200000ull    /* ~2 ms waiting for a helper: it was descheduled */
+#endif
+#define SERIAL_JOBS  2000          /* ... then run this many jobs alone before trying again */
 
 static struct {
     pthread_mutex_t busy;          /* one job at a time (trylock) */
@@ -31,6 +38,7 @@ static struct {
     _Atomic unsigned long long next;
     _Atomic int done;
     _Atomic int sleeping;
+    _Atomic int serial_left;       /* > 0: the machine is oversubscribed, run jobs alone */
     mt_par_fn fn;                  /* the job, stable while it has unfinished chunks */
     void *ctx;
     int n_chunks;
@@ -101,7 +109,10 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
 {
     if (n_chunks <= 0)
         return;
-    if (n_chunks == 1 || mt_par_threads() < 2 || pthread_mutex_trylock(&P.busy)) {
+    if (n_chunks == 1 || mt_par_threads() < 2 || atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0 ||
+        pthread_mutex_trylock(&P.busy)) {
+        if (atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0)
+            atomic_fetch_sub_explicit(&P.serial_left, 1, memory_order_relaxed);
         for (int c = 0; c < n_chunks; c++)
             fn(ctx, c);
         return;
@@ -114,11 +125,18 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
     if (atomic_load(&P.sleeping))
         syscall(SYS_futex, &P.seq, FUTEX_WAKE_PRIVATE, MAX_HELPERS, NULL, NULL, 0);
     run_chunks(job);
-    unsigned long long t0 = __rdtsc();
-    while (atomic_load_explicit(&P.done, memory_order_acquire) < n_chunks)
-        if (__rdtsc() - t0 > WAIT_CYCLES)
+    unsigned long long t0 = __rdtsc(), waited = 0;
+    while (atomic_load_explicit(&P.done, memory_order_acquire) < n_chunks) {
+        waited = __rdtsc() - t0;
+        if (waited > WAIT_CYCLES)
             sched_yield();
         else
             _mm_pause();
+    }
+    /* A helper that held a chunk this long was descheduled: other processes
+     * want these cores.  Every job would wait on it again, so run alone for a
+     * while (one thread's speed, instead of a fraction of it) and then retry. */
+    if (waited > STALL_CYCLES)
+        atomic_store_explicit(&P.serial_left, SERIAL_JOBS, memory_order_relaxed);
     pthread_mutex_unlock(&P.busy);
 }
