@@ -168,8 +168,11 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int threa
 {
     const mt_model_info *MI = mt_model_get_info(m);
     long d = MI->d_model, F = MI->dec_ffn, V = MI->vocab_size, L = MI->dec_layers, Fe = MI->enc_ffn;
-    /* decode step: every decoder Linear + the vocabulary projection, once per step */
-    double step_bytes = 4.0 * (L * (3 * d * d + d * d + d * d + d * d + 2 * d * F) + V * d);
+    /* decode step: every decoder Linear + the vocabulary projection, once per step,
+     * at the bytes per weight they are held in (F16: 2, F32: 4) */
+    int f16 = MI->weights && !strcmp(MI->weights, "F16");
+    double wbytes = f16 ? 2.0 : 4.0;
+    double step_bytes = wbytes * (L * (3 * d * d + d * d + d * d + d * d + 2 * d * F) + V * d);
     /* step time: greedy batch 1 at max_length T vs 2 (one forced step): same encoder work */
     int n = S->n < 16 ? S->n : 16, T = max_length;
     long tok_a, tok_b;
@@ -242,14 +245,14 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int threa
         mt_session_free(s3);
     }
     mt_session_free(s1), mt_session_free(s2);
-    printf("{\"limits\": {\"threads\": %d, \"step_us\": %.1f, \"step_weight_bytes\": %.0f, "
+    printf("{\"limits\": {\"weights\": \"%s\", \"threads\": %d, \"step_us\": %.1f, \"step_weight_bytes\": %.0f, "
            "\"sgemv_gbs_1t\": %.1f, \"sgemv_gbs_nt\": %.1f, \"sgemv64mb_gbs_1t\": %.1f, \"sgemv64mb_gbs_nt\": %.1f, "
            "\"step_bound_us\": %.1f, \"step_eff_gbs\": %.1f, "
            "\"enc_gflops\": %.1f, \"enc_flops\": %.0f, \"enc_seconds\": %.4f, \"enc_sources\": %ld, "
            "\"sgemm_gflops_1t\": %.1f, \"sgemm_gflops_nt\": %.1f, "
            "\"kv_self_bytes_per_token\": %.0f, \"kv_cross_bytes_per_src_token\": %.0f, "
            "\"session_bytes_per_tgt_token\": %.0f, \"session_bytes_default\": %zu, \"weight_bytes\": %zu}}\n",
-           threads, step_us, step_bytes, gv[0], gv[1], gv_big[0], gv_big[1], bound_us,
+           f16 ? "F16" : "F32", threads, step_us, step_bytes, gv[0], gv[1], gv_big[0], gv_big[1], bound_us,
            step_bytes / (step_us * 1e-6) / 1e9, enc_gflops, flops, te, srcs, gm[0], gm[1], kv_self, kv_cross,
            sess_tok, sess_default, MI->weight_bytes);
     fflush(stdout);
