@@ -12,29 +12,25 @@
 #include <math.h>
 #include <string.h>
 
-/* One query (a decoding step): scores by direct dot products, then the
- * weighted sum of V rows (mt_k_wsum); BLAS calls per head cost more than these
- * short products.  k by rows [nk][ldk], or k_t: K^T [d][ldk] (a cache block:
- * the scores of a head are then FMAs across keys, mt_k_dots_t). */
-static void attend_one(const float *q, const float *k, int ldk, int k_t, const float *v, int ldv, int nk, int heads,
-                       int hd, float scale, float *sc, float *out, float *cap)
+/* One query (a decoding step): scores by direct dot products (mt_k_dots), then
+ * the weighted sum of V rows (mt_k_wsum); BLAS calls per head cost more than
+ * these short products. */
+static void attend_one(const float *q, const float *k, const float *v, int ldkv, int nk, int heads, int hd,
+                       float scale, float *sc, float *out, float *cap)
 {
     for (int h = 0; h < heads; h++) {
         const float *qh = q + h * hd;
-        if (k_t)
-            mt_k_dots_t(nk, hd, scale, k + (long)h * hd * ldk, ldk, qh, sc);
-        else
-            mt_k_dots(nk, hd, scale, k + h * hd, ldk, qh, sc);
+        mt_k_dots(nk, hd, scale, k + h * hd, ldkv, qh, sc);
         mt_k_softmax(sc, nk, nk);
         if (cap)
             memcpy(cap + (long)h * nk, sc, sizeof(float) * (size_t)nk);
-        mt_k_wsum(nk, hd, sc, v + h * hd, ldv, out + h * hd);
+        mt_k_wsum(nk, hd, sc, v + h * hd, ldkv, out + h * hd);
     }
 }
 
 typedef struct {
     const float *q, *k, *v;
-    int ldq, nq, nk, ldk, k_t, ldv, hd, causal, ldo;
+    int ldq, nq, nk, ldkv, hd, causal, ldo;
     float scale, *sc, *out, *cap;
 } heads_job;
 
@@ -43,38 +39,34 @@ static void attend_head(void *ctx, int h)
     const heads_job *j = ctx;
     int nq = j->nq, nk = j->nk, hd = j->hd;
     float *sc = j->sc + (long)h * nq * nk;
-    if (j->k_t)                 /* scores [nq][nk] = Q_h [nq][hd] K^T_h [hd][nk] */
-        mt_k_gemm_nn(nq, nk, hd, j->scale, j->q + h * hd, j->ldq, j->k + (long)h * hd * j->ldk, j->ldk, 0.0f, sc,
-                     nk);
-    else
-        mt_k_gemm_nt(nq, nk, hd, j->scale, j->q + h * hd, j->ldq, j->k + h * hd, j->ldk, 0.0f, sc, nk);
+    mt_k_gemm_nt(nq, nk, hd, j->scale, j->q + h * hd, j->ldq, j->k + h * hd, j->ldkv, 0.0f, sc, nk);
     for (int i = 0; i < nq; i++)
         mt_k_softmax(sc + (long)i * nk, j->causal ? i + 1 : nk, nk);
     if (j->cap)
         memcpy(j->cap + (long)h * nq * nk, sc, sizeof(float) * (size_t)nq * nk);
-    mt_k_gemm_nn(nq, hd, nk, 1.0f, sc, nk, j->v + h * hd, j->ldv, 0.0f, j->out + h * hd, j->ldo);
+    mt_k_gemm_nn(nq, hd, nk, sc, nk, j->v + h * hd, j->ldkv, 0.0f, j->out + h * hd, j->ldo);
 }
 
-void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, int ldk, int k_t, const float *v,
-               int ldv, int nk, int heads, int causal, float *out, int ldo, float *cap)
+void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
+               int nk, int heads, int causal, float *out, int ldo, float *cap)
 {
     int hd = s->m->d / heads;
     float scale = (float)(1.0 / sqrt((double)hd));
     float *sc = s->scores;                              /* [H][nq][nk] */
     if (nq == 1) {
-        attend_one(q, k, ldk, k_t, v, ldv, nk, heads, hd, scale, sc, out, cap);
+        attend_one(q, k, v, ldkv, nk, heads, hd, scale, sc, out, cap);
         return;
     }
     /* one head per chunk, each with its own [nq][nk] scores: a head's products
      * are the same calls however many threads run, so are its bits */
-    heads_job j = {.q = q, .k = k, .v = v, .ldq = ldq, .nq = nq, .nk = nk, .ldk = ldk, .k_t = k_t, .ldv = ldv,
-                   .hd = hd, .causal = causal, .scale = scale, .sc = sc, .out = out, .ldo = ldo, .cap = cap};
+    heads_job j = {.q = q, .k = k, .v = v, .ldq = ldq, .nq = nq, .nk = nk, .ldkv = ldkv, .hd = hd, .causal = causal,
+                   .scale = scale, .sc = sc, .out = out, .ldo = ldo, .cap = cap};
     mt_par_for(heads, attend_head, &j);
 }
 
-void mt_attend_step(const mt_session *s, const float *q, const float *kt, int ldt, const float *v, int ldv,
-                    int nk, int heads, float *out, float *sc)
+void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,
+                    int heads, float *out, float *sc)
 {
     int hd = s->m->d / heads;
-    attend_one(q, kt, ldt, 1, v, ldv, nk, heads, hd, (float)(1.0 / sqrt((double)hd)), sc, out, NULL);
+    attend_one(q, k, v, ldkv, nk, heads, hd, (float)(1.0 / sqrt((double)hd)), sc, out, NULL);
 }

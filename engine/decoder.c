@@ -1,23 +1,25 @@
 /* decoder.c: the decoder stack, incremental (one position for n rows, KV
  * cache; rows may be at different positions) and teacher-forced (T positions of one sequence, causal mask).
  *
- * Caches (struct mt_session): per layer and slot a block K^T [d][N] then
- * V [N][d]; self-attention slots are physical row slots (N = max_tgt_len),
- * cross-attention slots are sources (N = max_src_len).
+ * Self-attention cache: s->self_kv [layer][slot][max_tgt_len][2d], position t
+ * of slot holds k | v of that position.  Cross K/V: s->cross_kv
+ * [layer][max_batch * max_src_len][2d], source i at rows src_off[i].. .
  */
 #include "mt_internal.h"
 #include "parallel.h"
 
 #include <string.h>
 
-float *mt_self_k(const mt_session *s, int layer, int slot)
+static float *self_cache(const mt_session *s, int layer, int slot)
 {
-    return s->self_kv + ((long)layer * s->p.max_batch + slot) * 2 * s->m->d * s->p.max_tgt_len;
+    long per_slot = (long)s->p.max_tgt_len * 2 * s->m->d;
+    return s->self_kv + ((long)layer * s->p.max_batch + slot) * per_slot;
 }
 
-float *mt_cross_k(const mt_session *s, int layer, int src)
+static const float *cross_cache(const mt_session *s, int layer, int src)
 {
-    return s->cross_kv + ((long)layer * s->p.max_batch + src) * 2 * s->m->d * s->p.max_src_len;
+    long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
+    return s->cross_kv + ((long)layer * cross_rows + s->src_off[src]) * 2 * s->m->d;
 }
 
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits)
@@ -63,19 +65,14 @@ static void attn_rows(void *ctx, int c)
     for (int r = c * j->per; r < hi; r++) {
         float *sc = s->scores + (long)r * L, *out = s->ctx + (long)r * d;
         if (j->cross) {
-            int src = j->row_src[r], S = s->p.max_src_len;
-            const float *kt = mt_cross_k(s, j->li, src);
-            mt_attend_step(s, s->qkv + (long)r * d, kt, S, kt + (long)d * S, d, s->src_len[src], H, out, sc);
+            const float *kv = cross_cache(s, j->li, j->row_src[r]);
+            mt_attend_step(s, s->qkv + (long)r * d, kv, kv + d, 2 * d, s->src_len[j->row_src[r]], H, out, sc);
         } else {
-            /* append this position's k (a column of K^T) and v (a row of V), then
-             * attend over positions 0..pos[r] */
-            int T = s->p.max_tgt_len, t = j->pos[r];
-            float *kt = mt_self_k(s, j->li, j->row_slot[r]), *v = kt + (long)d * T;
+            /* append this position's k, v, then attend over positions 0..pos[r] */
+            float *kv = self_cache(s, j->li, j->row_slot[r]);
             const float *qkv = s->qkv + (long)r * 3 * d;
-            for (int i = 0; i < d; i++)
-                kt[(long)i * T + t] = qkv[d + i];
-            memcpy(v + (long)t * d, qkv + 2 * d, sizeof(float) * (size_t)d);
-            mt_attend_step(s, qkv, kt, T, v, d, t + 1, H, out, sc);
+            memcpy(kv + (long)j->pos[r] * 2 * d, qkv + d, sizeof(float) * 2 * (size_t)d);
+            mt_attend_step(s, qkv, kv, kv + d, 2 * d, j->pos[r] + 1, H, out, sc);
         }
     }
 }
@@ -127,14 +124,13 @@ void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *ca
         const mt_dec_layer *l = &m->dec[li];
         float *cs = cap && cap->dec ? cap->dec + (long)li * H * T * T : NULL;
         float *cc = cap && cap->cross ? cap->cross + (long)li * H * T * S : NULL;
-        const float *kt = mt_cross_k(s, li, 0);
-        int Smax = s->p.max_src_len;
+        const float *c = cross_cache(s, li, 0);
         lin(&l->self_qkv, s->x, T, d, 3 * d, s->qkv);
-        mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, 3 * d, 0, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
+        mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
         lin(&l->self_out, s->ctx, T, d, d, s->h);
         mt_k_add_layernorm(s->x, s->h, T, d, l->self_ln.g, l->self_ln.b);
         lin(&l->cross_q, s->x, T, d, d, s->qkv);
-        mt_attend(s, s->qkv, d, T, kt, Smax, 1, kt + (long)d * Smax, d, S, H, 0, s->ctx, d, cc);
+        mt_attend(s, s->qkv, d, T, c, c + d, 2 * d, S, H, 0, s->ctx, d, cc);
         lin(&l->cross_out, s->ctx, T, d, d, s->h);
         mt_k_add_layernorm(s->x, s->h, T, d, l->cross_ln.g, l->cross_ln.b);
         feed_forward(s, l, T);

@@ -49,7 +49,7 @@ static void encoder_layer(mt_session *s, const mt_enc_layer *l, int n, float *ca
     const mt_model *m = s->m;
     int d = m->d;
     lin(&l->qkv, s->x, n, s->qkv, MT_ACT_NONE);                                      /* [n][3d] */
-    mt_attend(s, s->qkv, 3 * d, n, s->qkv + d, 3 * d, 0, s->qkv + 2 * d, 3 * d, n, m->enc_heads, 0, s->ctx, d, cap);
+    mt_attend(s, s->qkv, 3 * d, n, s->qkv + d, s->qkv + 2 * d, 3 * d, n, m->enc_heads, 0, s->ctx, d, cap);
     lin(&l->out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->attn_ln.g, l->attn_ln.b);
     lin(&l->fc1, s->x, n, s->ffn, m->act);                                           /* [n][F] */
@@ -57,23 +57,15 @@ static void encoder_layer(mt_session *s, const mt_enc_layer *l, int n, float *ca
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
-void mt_encode_source(mt_session *s, const int32_t *src, int n, int slot, float *cap_enc)
+void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc)
 {
     const mt_model *m = s->m;
-    int d = m->d, H = m->enc_heads, S = s->p.max_src_len;
+    int d = m->d, H = m->enc_heads;
+    long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
     mt_embed_tokens(m, 0, src, n, 0, s->x);
     for (int l = 0; l < m->info.enc_layers; l++)
         encoder_layer(s, &m->enc[l], n, cap_enc ? cap_enc + (long)l * H * n * n : NULL);
-    /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v in
-     * s->qkv, stored as the slot's K^T [d][S] and V [S][d] */
-    for (int l = 0; l < m->info.dec_layers; l++) {
-        float *kt = mt_cross_k(s, l, slot), *v = kt + (long)d * S;
-        lin(&m->dec[l].cross_kv, s->x, n, s->qkv, MT_ACT_NONE);
-        for (int t = 0; t < n; t++) {
-            const float *kv = s->qkv + (long)t * 2 * d;
-            for (int c = 0; c < d; c++)
-                kt[(long)c * S + t] = kv[c];
-            memcpy(v + (long)t * d, kv + d, sizeof(float) * (size_t)d);
-        }
-    }
+    /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v. */
+    for (int l = 0; l < m->info.dec_layers; l++)
+        lin(&m->dec[l].cross_kv, s->x, n, s->cross_kv + ((long)l * cross_rows + off) * 2 * d, MT_ACT_NONE);
 }

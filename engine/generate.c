@@ -155,8 +155,7 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
     const mt_model *m = s->m;
     int Bm = q->Bm, base = q->base;
     int *old_slot = s->tmp_i + 2 * base, *claimed = s->slot_used + base;  /* the sequence's own scratch */
-    int d = m->d, T = s->p.max_tgt_len;
-    size_t row_bytes = sizeof(float) * (size_t)q->cur;     /* positions 0..cur-1 of a K^T row */
+    long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)q->cur * 2 * m->d * (long)sizeof(float);
     for (int b = 0; b < Bm; b++) {
         old_slot[b] = s->row_slot[base + b];
         claimed[b] = 0;
@@ -176,11 +175,8 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
             free_i++;
         int dst = old_slot[free_i++], src = old_slot[parent[b]];
         for (int l = 0; l < m->info.dec_layers; l++) {
-            float *kd = mt_self_k(s, l, dst);
-            const float *ks = mt_self_k(s, l, src);
-            for (int c = 0; c < d; c++)                       /* K^T [d][T]: the first cur of each row */
-                memcpy(kd + (long)c * T, ks + (long)c * T, row_bytes);
-            memcpy(kd + (long)d * T, ks + (long)d * T, row_bytes * (size_t)d);  /* V [T][d]: cur rows */
+            float *cache = s->self_kv + (long)l * s->p.max_batch * per_slot;
+            memcpy(cache + dst * per_slot, cache + src * per_slot, (size_t)bytes);
         }
         s->row_slot[base + b] = dst;
     }
@@ -294,8 +290,9 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
                           mt_session_rows_used(s), s->p.max_batch);
     while (s->seqs[id].state != MT_SEQ_FREE)        /* fewer sequences than rows: one is free */
         id++;
+    s->src_off[id] = id * s->p.max_src_len;
     s->src_len[id] = src_len;
-    mt_encode_source(s, src, src_len, id, NULL);
+    mt_encode_source(s, src, src_len, s->src_off[id], NULL);
     int Bm = q.beam_size;
     for (int b = 0; b < Bm; b++) {
         int r = base + b;

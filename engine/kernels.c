@@ -64,7 +64,6 @@ static inline vf vset1(float v) { return _mm512_set1_ps(v); }
 static inline void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
@@ -99,7 +98,6 @@ static inline vf vset1(float v) { return _mm256_set1_ps(v); }
 static inline void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
 static inline float vsum(vf v)
@@ -349,40 +347,6 @@ void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float
     }
 }
 
-/* sc[j] = alpha * sum_i q[i] KT[i][j] for j < nk, i < len (KT rows ldt apart):
- * one query's scores against a transposed key cache.  Keys run along the
- * vectors, so there are no horizontal sums; each score is one FMA chain over
- * i, the same in the vector body and the scalar tail. */
-void mt_k_dots_t(int nk, int len, float alpha, const float *KT, int ldt, const float *q, float *sc)
-{
-    int j = 0;
-#if VW
-    for (; j + 2 * VW <= nk; j += 2 * VW) {
-        vf a0 = vzero(), a1 = vzero();
-        for (int i = 0; i < len; i++) {
-            vf qi = vset1(q[i]);
-            const float *k = KT + (long)i * ldt + j;
-            a0 = vfma(qi, vload(k), a0);
-            a1 = vfma(qi, vload(k + VW), a1);
-        }
-        vstore(sc + j, vmul(vset1(alpha), a0));
-        vstore(sc + j + VW, vmul(vset1(alpha), a1));
-    }
-    for (; j + VW <= nk; j += VW) {
-        vf a0 = vzero();
-        for (int i = 0; i < len; i++)
-            a0 = vfma(vset1(q[i]), vload(KT + (long)i * ldt + j), a0);
-        vstore(sc + j, vmul(vset1(alpha), a0));
-    }
-#endif
-    for (; j < nk; j++) {
-        float t = 0.0f;
-        for (int i = 0; i < len; i++)
-            t = fmaf(q[i], KT[(long)i * ldt + j], t);
-        sc[j] = alpha * t;
-    }
-}
-
 /* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk (V rows ld apart): the
  * attention-weighted sum of one head's values, kept in registers over j. */
 void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out)
@@ -423,10 +387,10 @@ void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, con
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void mt_k_gemm_nn(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+void mt_k_gemm_nn(int m, int n, int k, const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- normalization ------------------------------------------------------------- */

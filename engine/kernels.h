@@ -34,15 +34,13 @@ void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
 void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
 /* sc[j] = alpha * (K[j] . q) over len features for j < nk, K rows ld floats apart. */
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc);
-/* sc[j] = alpha * sum_i q[i] KT[i][j] for j < nk, i < len, KT rows ldt floats apart. */
-void mt_k_dots_t(int nk, int len, float alpha, const float *KT, int ldt, const float *q, float *sc);
 /* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk, V rows ld floats apart. */
 void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
-/* C[m][n] = alpha * A[m][k] . B[k][n] (+ beta C), with leading dimensions. */
-void mt_k_gemm_nn(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+/* C[m][n] = A[m][k] . B[k][n] (+ beta C), with leading dimensions. */
+void mt_k_gemm_nn(int m, int n, int k, const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc);
 /* x[r] = LayerNorm(x[r] + h[r]) * g + b over rows of d features, eps 1e-5 (h may be NULL). */
 void mt_k_add_layernorm(float *x, const float *h, int rows, int d, const float *g, const float *b);

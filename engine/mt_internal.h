@@ -103,13 +103,9 @@ struct mt_session {
     float *logits;             /* [max_batch][V] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
     /* caches */
-    /* KV caches, one block per (layer, slot): K transposed, then V by rows:
-     *   K^T [d][N]  (head h = rows h*hd..: a query's scores are FMAs across keys, no horizontal sums)
-     *   V   [N][d]  (a key's values for head h at columns h*hd..)
-     * N = max_src_len (cross, slot = source) or max_tgt_len (self, slot = physical row slot). */
-    float *cross_kv;           /* [dec_layers][max_batch][2][d * max_src_len] */
-    float *self_kv;            /* [dec_layers][max_batch][2][d * max_tgt_len] */
-    int   *src_len;            /* [max_batch] per source slot: its length */
+    float *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
+    float *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
+    int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
     /* per-row decoding state [max_batch] */
     int   *row_src, *row_slot, *row_tok, *act_rows, *slot_used, *tmp_i;
     int32_t *tok_in;
@@ -135,25 +131,19 @@ struct mt_session {
 static inline const float *mt_pos_row(const mt_model *m, int pos) { return m->pos + (long)pos * m->d; }
 
 /* attention.c: multi-head attention of nq queries over nk keys.
- *   q [nq][ldq] (head h at columns h*hd), out [nq][ldo], v [nk][ldv];
- *   k [nk][ldk] by rows, or with k_t: K^T [d][ldk] (a cache block).
+ *   q [nq][ldq] (head h at columns h*hd), k and v [nk][ldkv], out [nq][ldo].
  *   causal: query i sees keys 0..i (nq == nk).  cap (may be NULL): [H][nq][nk]. */
-void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, int ldk, int k_t, const float *v,
-               int ldv, int nk, int heads, int causal, float *out, int ldo, float *cap);
+void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
+               int nk, int heads, int causal, float *out, int ldo, float *cap);
 
-/* One query per call, for decode steps run in parallel over rows, over a
- * cache block: kt = K^T [d][ldt], v = V [nk][ldv].  The scores go to the
- * caller's scratch sc [nk] instead of s->scores. */
-void mt_attend_step(const mt_session *s, const float *q, const float *kt, int ldt, const float *v, int ldv,
-                    int nk, int heads, float *out, float *sc);
+/* One query per call, for decode steps run in parallel over rows: the scores
+ * go to the caller's scratch sc [nk] instead of s->scores. */
+void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,
+                    int heads, float *out, float *sc);
 
-/* decoder.c: a cache block's K^T and V (see struct mt_session). */
-float *mt_cross_k(const mt_session *s, int layer, int src);
-float *mt_self_k(const mt_session *s, int layer, int slot);
-
-/* encoder.c: encode one source (n tokens) and fill its cross K/V block in
- * source slot `slot` for every decoder layer. cap may be NULL. */
-void mt_encode_source(mt_session *s, const int32_t *src, int n, int slot, float *cap_enc);
+/* encoder.c: encode one source (n tokens) and fill its cross K/V rows at
+ * cross offset `off` for every decoder layer. cap may be NULL. */
+void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc);
 
 /* encoder.c: x[i] = E[id_i] * embed_scale + PE[pos0 + i] ([n][d]), decoder or encoder table. */
 void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x);

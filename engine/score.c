@@ -21,6 +21,7 @@ static mt_status check_ids(const mt_session *s, const char *what, const int32_t 
 
 static void encode_one(mt_session *s, const int32_t *src, int n, float *cap_enc)
 {
+    s->src_off[0] = 0;
     s->src_len[0] = n;
     mt_encode_source(s, src, n, 0, cap_enc);
 }

@@ -52,6 +52,7 @@ static void layout(mt_session *s, carver *c)
     s->lp = carve(c, B * V, sizeof(float));
     s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));
     s->self_kv = carve(c, NL * B * T * 2 * d, sizeof(float));
+    s->src_off = carve(c, B, sizeof(int));
     s->src_len = carve(c, B, sizeof(int));
     s->row_src = carve(c, B, sizeof(int));
     s->row_slot = carve(c, B, sizeof(int));
