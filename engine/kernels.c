@@ -328,9 +328,46 @@ void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *
 
 /* sc[j] = alpha * (K[j] . q) over len features, j < nk (K rows ld apart): the
  * scores of one query, one head.  A BLAS call per head and row costs more
- * than the 64-long dot products themselves. */
+ * than the 64-long dot products themselves.  With AVX-512 keys go four at a
+ * time through one shared reduction (the horizontal sums are most of the
+ * work); a short last group repeats its last key, so every key is summed by
+ * the same tree. */
+#if VW == 16
+static inline __m128 sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
+{
+    __m256 b0 = _mm256_add_ps(_mm512_castps512_ps256(a0), _mm512_extractf32x8_ps(a0, 1));
+    __m256 b1 = _mm256_add_ps(_mm512_castps512_ps256(a1), _mm512_extractf32x8_ps(a1, 1));
+    __m256 b2 = _mm256_add_ps(_mm512_castps512_ps256(a2), _mm512_extractf32x8_ps(a2, 1));
+    __m256 b3 = _mm256_add_ps(_mm512_castps512_ps256(a3), _mm512_extractf32x8_ps(a3, 1));
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+#endif
+
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc)
 {
+#if VW == 16
+    if (len % 16 == 0) {
+        for (int j = 0; j < nk; j += 4) {
+            const float *k0 = K + (long)j * ld, *k1 = K + (long)(j + 1 < nk ? j + 1 : nk - 1) * ld,
+                        *k2 = K + (long)(j + 2 < nk ? j + 2 : nk - 1) * ld,
+                        *k3 = K + (long)(j + 3 < nk ? j + 3 : nk - 1) * ld;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int i = 0; i < len; i += 16) {
+                __m512 qi = _mm512_loadu_ps(q + i);
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(k0 + i), qi, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(k1 + i), qi, a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(k2 + i), qi, a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(k3 + i), qi, a3);
+            }
+            float t[4];
+            _mm_storeu_ps(t, _mm_mul_ps(_mm_set1_ps(alpha), sum4(a0, a1, a2, a3)));
+            for (int u = 0; u < 4 && j + u < nk; u++)
+                sc[j + u] = t[u];
+        }
+        return;
+    }
+#endif
     for (int j = 0; j < nk; j++) {
         const float *kj = K + (long)j * ld;
         float t = 0.0f;
