@@ -12,20 +12,14 @@
 #include <math.h>
 #include <string.h>
 
-/* One query (a decoding step): scores by direct dot products (mt_k_dots), then
- * the weighted sum of V rows (mt_k_wsum); BLAS calls per head cost more than
- * these short products. */
+/* One query (a decoding step): all heads in one pass over the keys
+ * (mt_k_attend_row); BLAS calls per head cost more than these short products. */
 static void attend_one(const float *q, const float *k, const float *v, int ldkv, int nk, int heads, int hd,
                        float scale, float *sc, float *out, float *cap)
 {
-    for (int h = 0; h < heads; h++) {
-        const float *qh = q + h * hd;
-        mt_k_dots(nk, hd, scale, k + h * hd, ldkv, qh, sc);
-        mt_k_softmax(sc, nk, nk);
-        if (cap)
-            memcpy(cap + (long)h * nk, sc, sizeof(float) * (size_t)nk);
-        mt_k_wsum(nk, hd, sc, v + h * hd, ldkv, out + h * hd);
-    }
+    mt_k_attend_row(q, k, v, ldkv, nk, heads, hd, scale, sc, out);
+    if (cap)
+        memcpy(cap, sc, sizeof(float) * (size_t)heads * nk);
 }
 
 typedef struct {

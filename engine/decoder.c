@@ -63,7 +63,7 @@ static void attn_rows(void *ctx, int c)
                                                                                 : s->p.max_tgt_len;
     int hi = (c + 1) * j->per < j->n ? (c + 1) * j->per : j->n;
     for (int r = c * j->per; r < hi; r++) {
-        float *sc = s->scores + (long)r * L, *out = s->ctx + (long)r * d;
+        float *sc = s->scores + (long)r * H * L, *out = s->ctx + (long)r * d;
         if (j->cross) {
             const float *kv = cross_cache(s, j->li, j->row_src[r]);
             mt_attend_step(s, s->qkv + (long)r * d, kv, kv + d, 2 * d, s->src_len[j->row_src[r]], H, out, sc);

@@ -34,6 +34,10 @@ void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
 void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
 /* sc[j] = alpha * (K[j] . q) over len features for j < nk, K rows ld floats apart. */
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc);
+/* A decode step's attention for one query, all heads: q [d], K and V rows ld
+ * floats apart, nk keys; sc [heads][nk] scratch (the weights on return), out [d]. */
+void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int nk, int heads, int hd, float scale,
+                     float *sc, float *out);
 /* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk, V rows ld floats apart. */
 void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */

@@ -33,6 +33,7 @@ typedef struct {
     char        st_path[4096];
     size_t      mapped_bytes;      /* F32 tensors used in place */
     size_t      owned_bytes;
+    uint8_t    *pk_at;             /* next free byte of m->packed */
 } loader;
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -532,11 +533,29 @@ static void drop(loader *L, const float *p, size_t n)
         }
 }
 
+/* bytes of one packed matrix in m->packed (64-byte aligned) */
+static size_t pk_bytes(int in, int out, int f16) { return (mt_k_packed_bytes(in, out, f16) + 63) / 64 * 64; }
+
+/* Every matrix pack_layers and prepare_weights pack, in bytes. */
+static size_t packed_total(const mt_model *m, int f16)
+{
+    size_t n = 0;
+    int Fe = m->enc_ffn, Fd = m->dec_ffn, D = m->d;
+    n += (size_t)m->info.enc_layers * (pk_bytes(D, 3 * D, f16) + pk_bytes(D, D, f16) + pk_bytes(D, Fe, f16) +
+                                       pk_bytes(Fe, D, f16));
+    n += (size_t)m->info.dec_layers * (pk_bytes(D, 3 * D, f16) + 3 * pk_bytes(D, D, f16) + pk_bytes(D, 2 * D, f16) +
+                                       pk_bytes(D, Fd, f16) + pk_bytes(Fd, D, f16));
+    return n + pk_bytes(D, m->V, f16);
+}
+
 static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_packed *pk, mt_err *err)
 {
-    void *dst = own(L, mt_k_packed_bytes(in, out, f16), err);
-    if (!dst)
-        return MT_ERR_NOMEM;
+    mt_model *m = L->m;
+    size_t need = pk_bytes(in, out, f16);
+    if (!L->pk_at || L->pk_at + need > (uint8_t *)m->packed + m->packed_bytes)
+        return mt_err_set(err, MT_ERR_INTERNAL, "packed weights: arena too small for a [%d][%d] matrix", out, in);
+    void *dst = L->pk_at;
+    L->pk_at += need;
     mt_k_pack(w, in, out, f16, dst);
     *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16};
     return MT_OK;
@@ -596,6 +615,11 @@ static mt_status prepare_weights(loader *L, int f16, mt_err *err)
 {
     mt_model *m = L->m;
     int d = m->d, V = m->V;
+    m->packed_bytes = packed_total(m, f16);
+    if (!(m->packed = mt_huge_alloc(m->packed_bytes)))
+        return mt_err_set(err, MT_ERR_NOMEM, "cannot allocate %zu MB of packed weights", m->packed_bytes >> 20);
+    L->pk_at = m->packed;
+    L->owned_bytes += m->packed_bytes;
     mt_status st = pack_layers(L, f16, err);
     if (st == MT_OK)
         st = pack(L, m->lm_head, d, V, f16, &m->lm_pk, err);    /* lm_head may alias an embedding table */
@@ -677,6 +701,7 @@ void mt_model_free(mt_model *m)
     for (int i = 0; i < m->n_owned; i++)
         free(m->owned[i]);
     free(m->owned);
+    mt_huge_free(m->packed, m->packed_bytes);
     free(m->enc);
     free(m->dec);
     mt_st_close(m->st);

@@ -53,6 +53,8 @@ struct mt_model {
     const float *lm_head;        /* [V][d], = dec_emb when tied */
     const float *final_bias;     /* [V] (zeros when absent) */
     mt_packed    lm_pk;          /* lm_head packed for the step product */
+    void        *packed;         /* every packed matrix, one huge-page mapping (alloc.c) */
+    size_t       packed_bytes;
     const uint16_t *enc_emb16, *dec_emb16;  /* MT_WEIGHTS_F16: the tables in F16 (the F32 ones NULL) */
     float        *pos;           /* [max_positions][d], computed */
     mt_enc_layer *enc;           /* [enc_layers] */
@@ -97,9 +99,9 @@ struct mt_session {
     int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
     /* activations [rows_max][.] */
     float *x, *qkv, *ctx, *h, *ffn;
-    float *scores;             /* attention weights: [H][L][L] (L = max(S,T); one [nq][nk] block
-                                  per head, heads run in parallel); in a decode step, row r's
-                                  scratch is scores + r * L */
+    float *scores;             /* attention weights, [H][L][max(L, B)] (L = max(S,T)): a whole
+                                  sequence uses [H][nq][nk] (heads in parallel); in a decode
+                                  step row r's scratch is scores + r * H * L */
     float *logits;             /* [max_batch][V] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
     /* caches */
@@ -125,6 +127,10 @@ struct mt_session {
     int   *gen_src;            /* [max_batch] mt_generate: sequence -> its source index, -1 */
     int    n_seqs;             /* sequences not FREE */
 };
+
+/* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers. */
+void *mt_huge_alloc(size_t bytes);
+void  mt_huge_free(void *p, size_t bytes);
 
 /* model.c */
 /* Row `id` of the positional table at position pos, [d]. */

@@ -47,7 +47,7 @@ static void layout(mt_session *s, carver *c)
     s->h = carve(c, R * d, sizeof(float));
     s->ffn = carve(c, R * F, sizeof(float));
     size_t H = (size_t)imax(m->enc_heads, m->dec_heads);
-    s->scores = carve(c, L * (H * L > B ? H * L : B), sizeof(float));
+    s->scores = carve(c, H * L * (L > B ? L : B), sizeof(float));
     s->logits = carve(c, B * V, sizeof(float));
     s->lp = carve(c, B * V, sizeof(float));
     s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));
@@ -111,8 +111,8 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     carver c = {0};
     layout(s, &c);
     s->bytes = c.at;
-    /* calloc: large blocks come zeroed from mmap, pages only touched when used */
-    if (c.at > ((size_t)1 << 36) || !(s->arena = calloc(1, c.at))) {
+    /* zeroed, huge pages, paged in only when used (alloc.c) */
+    if (c.at > ((size_t)1 << 36) || !(s->arena = mt_huge_alloc(c.at))) {
         free(s);
         return mt_err_set(err, MT_ERR_NOMEM, "session: cannot allocate %zu MB", c.at >> 20);
     }
@@ -128,7 +128,7 @@ void mt_session_free(mt_session *s)
 {
     if (!s)
         return;
-    free(s->arena);
+    mt_huge_free(s->arena, s->bytes);
     free(s);
 }
 

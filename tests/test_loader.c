@@ -439,6 +439,28 @@ static void check_tensor(const mt_st_file *f, const char *name, const float *got
         assert_true(got[i] == half_ref((uint16_t)(p[2 * i] | p[2 * i + 1] << 8)));
 }
 
+/* The [rows][in] tensor `name` is rows o0.. of the packed matrix pk: panels of
+ * MT_PANEL outputs, each [in][MT_PANEL] (engine/kernels.h), F32 here. */
+static void check_packed(const mt_st_file *f, const char *name, const mt_packed *pk, int o0, int rows)
+{
+    const mt_st_tensor *t = mt_st_find(f, name);
+    assert_non_null(t);
+    assert_int_equal(t->dtype, MT_DT_F16);
+    assert_int_equal(pk->f16, 0);
+    int in = pk->in;
+    assert_int_equal(t->shape[0], rows);
+    assert_int_equal(t->shape[1], in);
+    const uint8_t *p = t->data;
+    const float *w = pk->data;
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < in; k++) {
+            int o = o0 + r;
+            size_t i = (size_t)r * in + k;
+            float got = w[((size_t)(o / MT_PANEL) * in + k) * MT_PANEL + o % MT_PANEL];
+            assert_true(got == half_ref((uint16_t)(p[2 * i] | p[2 * i + 1] << 8)));
+        }
+}
+
 static void test_f16_conversion_and_layout(void **state)
 {
     (void)state;
@@ -450,13 +472,16 @@ static void test_f16_conversion_and_layout(void **state)
     check_tensor(f, "model.shared.weight", m->enc_emb, 8000 * 32);
     assert_ptr_equal(m->lm_head, m->dec_emb);                     /* tied */
     check_tensor(f, "final_logits_bias", m->final_bias, 8000);
-    check_tensor(f, "model.encoder.layers.1.self_attn.q_proj.weight", m->enc[1].qkv.w, (size_t)d * d);
-    check_tensor(f, "model.encoder.layers.1.self_attn.k_proj.weight", m->enc[1].qkv.w + d * d, (size_t)d * d);
-    check_tensor(f, "model.encoder.layers.1.self_attn.v_proj.weight", m->enc[1].qkv.w + 2 * d * d, (size_t)d * d);
+    /* Linears are packed at load (q, k, v fused into one [3d][d]); the row-major arrays are gone */
+    check_packed(f, "model.encoder.layers.1.self_attn.q_proj.weight", &m->enc[1].qkv.pk, 0, d);
+    check_packed(f, "model.encoder.layers.1.self_attn.k_proj.weight", &m->enc[1].qkv.pk, d, d);
+    check_packed(f, "model.encoder.layers.1.self_attn.v_proj.weight", &m->enc[1].qkv.pk, 2 * d, d);
+    assert_null(m->enc[1].qkv.w);
+    check_packed(f, "model.shared.weight", &m->lm_pk, 0, 8000);         /* the tied head, packed */
     check_tensor(f, "model.encoder.layers.1.self_attn.v_proj.bias", m->enc[1].qkv.b + 2 * d, (size_t)d);
-    check_tensor(f, "model.decoder.layers.0.encoder_attn.k_proj.weight", m->dec[0].cross_kv.w, (size_t)d * d);
+    check_packed(f, "model.decoder.layers.0.encoder_attn.k_proj.weight", &m->dec[0].cross_kv.pk, 0, d);
     check_tensor(f, "model.decoder.layers.0.encoder_attn.v_proj.bias", m->dec[0].cross_kv.b + d, (size_t)d);
-    check_tensor(f, "model.decoder.layers.1.fc2.weight", m->dec[1].fc2.w, (size_t)d * 64);
+    check_packed(f, "model.decoder.layers.1.fc2.weight", &m->dec[1].fc2.pk, 0, d);
     /* positions: [sin | cos], spec 1.2 */
     const float *pe1 = m->pos + d;
     assert_true(m->pos[0] == 0.0f && m->pos[16] == 1.0f);
