@@ -392,10 +392,63 @@ void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float
  * caches of a batch live in L3; that pass ran at ~12 GB/s).  Four heads of a
  * key share one horizontal reduction (AVX-512).  The sums are in a fixed
  * order per (head, key) and per output, whatever the batch. */
+#if VW == 16
+/* The common shape (hd = 64, d = 256: the default model): q and the output
+ * stay in registers, every loop has constant bounds. */
+static void attend_row_256(const float *q, const float *K, const float *V, int ld, int nk, float scale, float *sc,
+                           float *out)
+{
+    __m512 qv[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++)
+        qv[c] = _mm512_loadu_ps(q + 16 * c);
+    for (int j = 0; j < nk; j++) {
+        const float *kj = K + (long)j * ld;
+        __m512 a[4];
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; h++) {
+            __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(kj + 64 * h), qv[4 * h]);
+            acc = _mm512_fmadd_ps(_mm512_loadu_ps(kj + 64 * h + 16), qv[4 * h + 1], acc);
+            acc = _mm512_fmadd_ps(_mm512_loadu_ps(kj + 64 * h + 32), qv[4 * h + 2], acc);
+            a[h] = _mm512_fmadd_ps(_mm512_loadu_ps(kj + 64 * h + 48), qv[4 * h + 3], acc);
+        }
+        float t[4];
+        _mm_storeu_ps(t, _mm_mul_ps(_mm_set1_ps(scale), sum4(a[0], a[1], a[2], a[3])));
+        for (int h = 0; h < 4; h++)
+            sc[(long)h * nk + j] = t[h];
+    }
+    for (int h = 0; h < 4; h++)
+        mt_k_softmax(sc + (long)h * nk, nk, nk);
+    __m512 o[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++)
+        o[c] = _mm512_setzero_ps();
+    for (int j = 0; j < nk; j++) {
+        const float *vj = V + (long)j * ld;
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; h++) {
+            __m512 w = _mm512_set1_ps(sc[(long)h * nk + j]);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+                o[4 * h + c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 64 * h + 16 * c), o[4 * h + c]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++)
+        _mm512_storeu_ps(out + 16 * c, o[c]);
+}
+#endif
+
 void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int nk, int heads, int hd, float scale,
                      float *sc, float *out)
 {
     int d = heads * hd;
+#if VW == 16
+    if (heads == 4 && hd == 64) {
+        attend_row_256(q, K, V, ld, nk, scale, sc, out);
+        return;
+    }
+#endif
     for (int j = 0; j < nk; j++) {
         const float *kj = K + (long)j * ld;
         int h = 0;
