@@ -111,8 +111,10 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     carver c = {0};
     layout(s, &c);
     s->bytes = c.at;
-    /* zeroed, huge pages, paged in only when used (alloc.c) */
-    if (c.at > ((size_t)1 << 36) || !(s->arena = mt_huge_alloc(c.at))) {
+    /* calloc: large blocks come zeroed from mmap, pages only touched when used.
+     * (Not huge pages: a session's touched parts are spread over its layers'
+     * caches, and 2 MB pages made each idle worker cost ~30 MB of RSS.) */
+    if (c.at > ((size_t)1 << 36) || !(s->arena = calloc(1, c.at))) {
         free(s);
         return mt_err_set(err, MT_ERR_NOMEM, "session: cannot allocate %zu MB", c.at >> 20);
     }
@@ -128,7 +130,7 @@ void mt_session_free(mt_session *s)
 {
     if (!s)
         return;
-    mt_huge_free(s->arena, s->bytes);
+    free(s->arena);
     free(s);
 }
 
