@@ -492,39 +492,6 @@ void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int
     }
 }
 
-/* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk (V rows ld apart): the
- * attention-weighted sum of one head's values, kept in registers over j. */
-void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out)
-{
-    int i = 0;
-#if VW
-    for (; i + 4 * VW <= len; i += 4 * VW) {
-        vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
-        for (int j = 0; j < nk; j++) {
-            const float *vj = V + (long)j * ld + i;
-            vf wj = vset1(w[j]);
-            a0 = vfma(wj, vload(vj), a0);
-            a1 = vfma(wj, vload(vj + VW), a1);
-            a2 = vfma(wj, vload(vj + 2 * VW), a2);
-            a3 = vfma(wj, vload(vj + 3 * VW), a3);
-        }
-        vstore(out + i, a0), vstore(out + i + VW, a1), vstore(out + i + 2 * VW, a2), vstore(out + i + 3 * VW, a3);
-    }
-    for (; i + VW <= len; i += VW) {
-        vf a0 = vzero();
-        for (int j = 0; j < nk; j++)
-            a0 = vfma(vset1(w[j]), vload(V + (long)j * ld + i), a0);
-        vstore(out + i, a0);
-    }
-#endif
-    for (; i < len; i++) {
-        float t = 0.0f;
-        for (int j = 0; j < nk; j++)
-            t += w[j] * V[(long)j * ld + i];
-        out[i] = t;
-    }
-}
-
 /* ---- attention over whole sequences (OpenBLAS, one thread per caller) ------------- */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc)

@@ -38,8 +38,6 @@ void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float
  * floats apart, nk keys; sc [heads][nk] scratch (the weights on return), out [d]. */
 void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int nk, int heads, int hd, float scale,
                      float *sc, float *out);
-/* out[i] = sum_j w[j] * V[j][i] for i < len, j < nk, V rows ld floats apart. */
-void mt_k_wsum(int nk, int len, const float *w, const float *V, int ld, float *out);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
