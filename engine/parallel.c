@@ -16,6 +16,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,6 +40,8 @@ static struct {
     _Atomic int done;
     _Atomic int sleeping;
     _Atomic int serial_left;       /* > 0: the machine is oversubscribed, run jobs alone */
+    _Atomic int stop;              /* process exit: helpers return */
+    pthread_t tid[MAX_HELPERS];
     mt_par_fn fn;                  /* the job, stable while it has unfinished chunks */
     void *ctx;
     int n_chunks;
@@ -76,9 +79,21 @@ static void *helper(void *arg)
             t0 = __rdtsc();
         }
         last = cur;
+        if (atomic_load(&P.stop))
+            return arg;
         run_chunks(cur);
     }
-    return arg;
+}
+
+/* At exit: wake the helpers, let them return, join them (their stacks and
+ * thread state are released: nothing is left for a leak checker). */
+static void stop_helpers(void)
+{
+    atomic_store(&P.stop, 1);
+    atomic_fetch_add(&P.seq, 1);
+    syscall(SYS_futex, &P.seq, FUTEX_WAKE_PRIVATE, MAX_HELPERS, NULL, NULL, 0);
+    for (int i = 0; i < atomic_load(&P.helpers); i++)
+        pthread_join(P.tid[i], NULL);
 }
 
 void mt_par_set_threads(int n)
@@ -87,15 +102,15 @@ void mt_par_set_threads(int n)
     openblas_set_num_threads(1);
     pthread_mutex_lock(&P.start);
     while (atomic_load(&P.helpers) < n - 1) {
-        pthread_t t;
         pthread_attr_t a;
         pthread_attr_init(&a);
-        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&a, 256 * 1024);
-        int rc = pthread_create(&t, &a, helper, NULL);
+        int i = atomic_load(&P.helpers), rc = pthread_create(&P.tid[i], &a, helper, NULL);
         pthread_attr_destroy(&a);
         if (rc)
             break;
+        if (i == 0)
+            atexit(stop_helpers);
         atomic_fetch_add(&P.helpers, 1);
     }
     int have = atomic_load(&P.helpers) + 1;
