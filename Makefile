@@ -1,6 +1,6 @@
 # mtserve: a plain Makefile.  `make` builds build/mtserve; `make test` runs every test.
 #   make debug      -O0 -g build in build-debug/
-#   make asan       AddressSanitizer + UBSan build and test run in build-asan/
+#   make asan       AddressSanitizer + UBSan build and test run in build-asan/ (same -march: the SIMD paths)
 #   make valgrind   the unit tests under valgrind (memcheck)
 CC       ?= cc
 PKGS     := libmicrohttpd jansson openblas
@@ -83,7 +83,7 @@ debug:
 	$(MAKE) B=build-debug OPT="-O0 -g" all
 
 asan:
-	$(MAKE) B=build-asan OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	$(MAKE) B=build-asan OPT="-O1 -g $(ARCH) -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDFLAGS="-fsanitize=address,undefined" test
 
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).
