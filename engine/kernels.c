@@ -33,19 +33,27 @@
 #define EXP_P4 1.6666665459e-1f
 #define EXP_P5 5.0000001201e-1f
 
+/* With an FMA instruction, the fused form (the vectors use it); in a portable
+ * build fmaf is a libm call, so plain multiply-add there. */
+#if defined(__FMA__)
+#define FMA1(a, b, c) fmaf(a, b, c)
+#else
+#define FMA1(a, b, c) ((a) * (b) + (c))
+#endif
+
 static inline float exp1(float x)
 {
     x = fminf(fmaxf(x, EXP_LO), EXP_HI);
     float n = nearbyintf(x * EXP_LOG2E);
-    float r = fmaf(-n, EXP_C1, x);
-    r = fmaf(-n, EXP_C2, r);
+    float r = FMA1(-n, EXP_C1, x);
+    r = FMA1(-n, EXP_C2, r);
     float p = EXP_P0;
-    p = fmaf(p, r, EXP_P1);
-    p = fmaf(p, r, EXP_P2);
-    p = fmaf(p, r, EXP_P3);
-    p = fmaf(p, r, EXP_P4);
-    p = fmaf(p, r, EXP_P5);
-    p = fmaf(p * r, r, r + 1.0f);
+    p = FMA1(p, r, EXP_P1);
+    p = FMA1(p, r, EXP_P2);
+    p = FMA1(p, r, EXP_P3);
+    p = FMA1(p, r, EXP_P4);
+    p = FMA1(p, r, EXP_P5);
+    p = FMA1(p * r, r, r + 1.0f);
     uint32_t bits;
     memcpy(&bits, &p, sizeof bits);
     bits += (uint32_t)(int32_t)n << 23;
@@ -260,14 +268,24 @@ static inline __attribute__((always_inline)) void pk_tile(const float *x, const 
         for (int j = 0; j < np * PV; j++)
             vstore(lane[r] + j * VW, acc[r][j]);
 #else
+    /* Portable build (no FMA instruction: fmaf would be a libm call): a panel
+     * row at a time into 16 sums the compiler keeps in SSE registers; one
+     * fixed order per output, as in the vector paths. */
     for (int r = 0; r < nr; r++)
-        for (int j = 0; j < np * MT_PANEL; j++) {
-            float t = 0.0f;
-            long at = (long)(p0 + j / MT_PANEL) * in * MT_PANEL + j % MT_PANEL;
-            for (int k = 0; k < in; k++, at += MT_PANEL)
-                t = fmaf(xr[(long)r * in + k],
-                         F16 ? mt_f16_to_f32(((const uint16_t *)W->data)[at]) : ((const float *)W->data)[at], t);
-            lane[r][j] = t;
+        for (int j = 0; j < np; j++) {
+            float t[MT_PANEL] = {0};
+            const float *xk = xr + (long)r * in;
+            long at = (long)(p0 + j) * in * MT_PANEL;
+            for (int k = 0; k < in; k++, at += MT_PANEL) {
+                float xv = xk[k];
+                if (F16)
+                    for (int u = 0; u < MT_PANEL; u++)
+                        t[u] += xv * mt_f16_to_f32(((const uint16_t *)W->data)[at + u]);
+                else
+                    for (int u = 0; u < MT_PANEL; u++)
+                        t[u] += xv * ((const float *)W->data)[at + u];
+            }
+            memcpy(lane[r] + j * MT_PANEL, t, sizeof t);
         }
 #endif
     int o0 = p0 * MT_PANEL, no = np * MT_PANEL < out - o0 ? np * MT_PANEL : out - o0;
@@ -487,7 +505,7 @@ void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int
                 vstore(oh + i, vfma(wv, vload(vh + i), vload(oh + i)));
 #endif
             for (; i < hd; i++)
-                oh[i] = fmaf(w, vh[i], oh[i]);
+                oh[i] = FMA1(w, vh[i], oh[i]);
         }
     }
 }
