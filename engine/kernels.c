@@ -75,27 +75,16 @@ static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
-static inline vf vexp(vf x)
+static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
+static inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vf vfnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
+static inline vf vround(vf x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/* p * 2^n for integral n (the exponent field added to) */
+static inline vf vldexp(vf p, vf n)
 {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
-    vf n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vf r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C1), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C2), r);
-    vf p = _mm512_set1_ps(EXP_P0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23);
-    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e));
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)));
 }
-static inline vf vswish(vf v)
-{
-    return _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), vexp(_mm512_sub_ps(_mm512_setzero_ps(), v))));
-}
-static inline vf vrelu(vf v) { return _mm512_max_ps(v, _mm512_setzero_ps()); }
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define VW 8
 typedef __m256 vf;
@@ -115,29 +104,39 @@ static inline float vsum(vf v)
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
 }
-static inline vf vexp(vf x)
+static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
+static inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf vfnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+static inline vf vround(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vf vldexp(vf p, vf n)
 {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_LO)), _mm256_set1_ps(EXP_HI));
-    vf n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vf r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C1), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C2), r);
-    vf p = _mm256_set1_ps(EXP_P0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
 }
-static inline vf vswish(vf v)
-{
-    return _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), vexp(_mm256_sub_ps(_mm256_setzero_ps(), v))));
-}
-static inline vf vrelu(vf v) { return _mm256_max_ps(v, _mm256_setzero_ps()); }
 #else
 #define VW 0
+#endif
+
+#if VW
+/* exp1 in vectors: the same operations, lane by lane */
+static inline vf vexp(vf x)
+{
+    x = vmin(vmax(x, vset1(EXP_LO)), vset1(EXP_HI));
+    vf n = vround(vmul(x, vset1(EXP_LOG2E)));
+    vf r = vfnma(n, vset1(EXP_C1), x);
+    r = vfnma(n, vset1(EXP_C2), r);
+    vf p = vset1(EXP_P0);
+    p = vfma(p, r, vset1(EXP_P1));
+    p = vfma(p, r, vset1(EXP_P2));
+    p = vfma(p, r, vset1(EXP_P3));
+    p = vfma(p, r, vset1(EXP_P4));
+    p = vfma(p, r, vset1(EXP_P5));
+    p = vfma(vmul(p, r), r, vadd(r, vset1(1.0f)));
+    return vldexp(p, n);
+}
+
+static inline vf vswish(vf v) { return vdiv(v, vadd(vset1(1.0f), vexp(vsub(vzero(), v)))); }
+static inline vf vrelu(vf v) { return vmax(v, vzero()); }
 #endif
 
 /* The activation applied to one output as it is written (MT_ACT_NONE: identity):

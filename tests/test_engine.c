@@ -312,21 +312,28 @@ static void test_full_rows(void **state)
     assert_true(worst <= LOGIT_TOL);
 }
 
+/* Greedy decoding of case i in session s into *h; 1 when its ids are the fixture's. */
+static int greedy_case(const ctx *c, mt_session *s, int i, mt_hyp *h)
+{
+    int32_t src[1024], ref[256];
+    int ns = case_src(c, i, src), nr = ids_of(json_object_get(c->cases[i], "greedy_ids"), ref, 256);
+    const int32_t *sp = src;
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = 1;
+    dp.max_length = case_maxlen(c, i);
+    mt_err err = {0};
+    assert_int_equal(mt_generate(s, &sp, &ns, 1, &dp, h, &err), MT_OK);
+    return h->n_ids == nr && memcmp(h->ids, ref, sizeof(int32_t) * (size_t)nr) == 0;
+}
+
 static void test_greedy(void **state)
 {
     CTX_OR_RETURN(c);
     int same_ids = 0, same_text = 0;
     for (int i = 0; i < c->n_cases; i++) {
-        int32_t src[1024], ref[256];
-        int ns = case_src(c, i, src), nr = ids_of(json_object_get(c->cases[i], "greedy_ids"), ref, 256);
-        const int32_t *sp = src;
-        mt_decode_params dp = mt_decode_default_params();
-        dp.beam_size = 1;
-        dp.max_length = case_maxlen(c, i);
         mt_hyp h;
         mt_err err = {0};
-        assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, &h, &err), MT_OK);
-        if (h.n_ids == nr && memcmp(h.ids, ref, sizeof(int32_t) * (size_t)nr) == 0)
+        if (greedy_case(c, c->s, i, &h))
             same_ids++;
         else
             print_message("  case %d: greedy ids differ\n", i);
@@ -809,15 +816,8 @@ static void test_threads_and_f16(void **state)
         assert_memory_equal(a, b, sizeof(float) * (size_t)(n * per_case));
     int same = 0, total = c->n_cases < 100 ? c->n_cases : 100;
     for (int i = 0; i < total; i++) {
-        int32_t src[1024], ref[256];
-        int ns = case_src(c, i, src), nr = ids_of(json_object_get(c->cases[i], "greedy_ids"), ref, 256);
-        const int32_t *sp1 = src;
-        mt_decode_params dp = mt_decode_default_params();
-        dp.beam_size = 1;
-        dp.max_length = case_maxlen(c, i);
         mt_hyp h;
-        assert_int_equal(mt_generate(s16, &sp1, &ns, 1, &dp, &h, &err), MT_OK);
-        same += h.n_ids == nr && memcmp(h.ids, ref, sizeof(int32_t) * (size_t)nr) == 0;
+        same += greedy_case(c, s16, i, &h);
         mt_hyps_free(&h, 1);
     }
     print_message("  [%s] 2 threads: logits bit-identical to 1; F16 weights (%zu vs %zu bytes): logits %s, greedy "
