@@ -765,6 +765,38 @@ static void test_models_languages_openapi(void **state)
     reply_free(&r);
 }
 
+/* --weights f16: /models says so, and on the tiny model (an F16 checkpoint:
+ * the rounding is exact) the translations equal the F32 server's. */
+static void test_weights_f16(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--model", "models/tiny", "--weights", "f16", NULL };
+    server s;
+    assert_int_equal(server_start(&s, args), 0);
+    reply r = get(&s, "/models");
+    json_t *j = expect_json(&r, 200);
+    json_t *cfg = json_object_get(json_array_get(json_object_get(j, "models"), 0), "config");
+    assert_string_equal(json_string_value(json_object_get(cfg, "weights")), "F16");
+    assert_string_equal(json_string_value(json_object_get(cfg, "dtype")), "F16");
+    json_decref(j);
+    reply_free(&r);
+    r = get(&main_srv, "/models");
+    j = expect_json(&r, 200);
+    cfg = json_object_get(json_array_get(json_object_get(j, "models"), 0), "config");
+    assert_string_equal(json_string_value(json_object_get(cfg, "weights")), "F32");
+    json_decref(j);
+    reply_free(&r);
+    const char *body = "{\"text\": [\"The package provides tools.\", \"Hello world!\", \"Free software\"], "
+                       "\"beam_size\": 2}";
+    json_t *a = translate(&s, body), *b = translate(&main_srv, body);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(tr_text(a, i), tr_text(b, i));
+    json_decref(a);
+    json_decref(b);
+    int status = server_stop(&s);
+    assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void test_metrics(void **state)
 {
     (void)state;
@@ -1414,9 +1446,10 @@ static void test_bad_startup(void **state)
     const char *argv1[] = { bin_path(), "serve", "--port", "notaport", NULL };
     const char *argv2[] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", "0", "--model",
                             "models/does-not-exist", NULL };
-    const char *const *cases[] = { argv1, argv2 };
-    int expect[] = { 2, 1 };
-    for (int i = 0; i < 2; i++) {
+    const char *argv3[] = { bin_path(), "serve", "--weights", "f8", NULL };
+    const char *const *cases[] = { argv1, argv2, argv3 };
+    int expect[] = { 2, 1, 2 };
+    for (int i = 0; i < 3; i++) {
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -1448,6 +1481,7 @@ int main(void)
         cmocka_unit_test(test_tokenize_detokenize),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_models_languages_openapi),
+        cmocka_unit_test(test_weights_f16),
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_errors_json_and_fields),
         cmocka_unit_test(test_errors_empty_text),
