@@ -295,7 +295,16 @@ static inline __attribute__((always_inline)) void pk_tile(const float *x, const 
     }
 }
 
-/* panels [p_lo, p_hi) of all n rows: one panel block, every row block over it */
+/* panels [p_lo, p_hi) of all n rows: one panel block, every row block over it.
+ * A portable build (no vector ISA at compile time) still gets vectors: GCC
+ * compiles this loop nest again for AVX-512 and AVX2 and picks one at load
+ * (function multi-versioning); the portable path's 16-wide sums vectorize. */
+#if !VW && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MULTIVERSION
+#endif
+MULTIVERSION
 static void pk_range(const float *x, int n, const mt_packed *W, const float *b, float *y, int p_lo, int p_hi,
                      mt_act act)
 {
@@ -456,6 +465,7 @@ static void attend_row_256(const float *q, const float *K, const float *V, int l
 }
 #endif
 
+MULTIVERSION
 void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int nk, int heads, int hd, float scale,
                      float *sc, float *out)
 {
