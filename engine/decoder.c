@@ -27,23 +27,13 @@ void mt_lm_head(const mt_model *m, const float *h, int n, float *logits)
     mt_k_linear_packed(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE);
 }
 
-/* Every decoder product goes through the packed kernel, whatever the rows: a
- * decode step's output then does not depend on its batch, and the
- * teacher-forced pass sums exactly as the steps do.  (in, out: the packed
- * shape, checked against the caller's view of it.) */
-static void lin(const mt_lin *l, const float *x, int n, int in, int out, float *y)
-{
-    (void)in, (void)out;
-    mt_k_linear_packed(x, n, &l->pk, l->b, y, MT_ACT_NONE);
-}
-
 /* residual + LN after the feed-forward block, shared by both paths; x [n][d]. */
 static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
 {
     const mt_model *m = s->m;
-    int d = m->d, F = m->dec_ffn;
-    mt_k_linear_packed(s->x, n, &l->fc1.pk, l->fc1.b, s->ffn, m->act);          /* [n][F], activation fused */
-    lin(&l->fc2, s->ffn, n, F, d, s->h);
+    int d = m->d;
+    mt_lin_apply(&l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F], activation fused */
+    mt_lin_apply(&l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
@@ -91,14 +81,14 @@ static void step_layer(mt_session *s, int li, int n, const int *pos, const int *
     const mt_model *m = s->m;
     const mt_dec_layer *l = &m->dec[li];
     int d = m->d;
-    lin(&l->self_qkv, s->x, n, d, 3 * d, s->qkv);                                   /* [n][3d] */
+    mt_lin_apply(&l->self_qkv, s->x, n, s->qkv, MT_ACT_NONE);                         /* [n][3d] */
     step_attention(s, li, n, 0, pos, row_slot, row_src);                            /* ctx [n][d] */
-    lin(&l->self_out, s->ctx, n, d, d, s->h);
+    mt_lin_apply(&l->self_out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->self_ln.g, l->self_ln.b);
     /* cross-attention over the row's source (K/V computed once per source) */
-    lin(&l->cross_q, s->x, n, d, d, s->qkv);                                        /* [n][d] */
+    mt_lin_apply(&l->cross_q, s->x, n, s->qkv, MT_ACT_NONE);                          /* [n][d] */
     step_attention(s, li, n, 1, pos, row_slot, row_src);
-    lin(&l->cross_out, s->ctx, n, d, d, s->h);
+    mt_lin_apply(&l->cross_out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->cross_ln.g, l->cross_ln.b);
     feed_forward(s, l, n);
 }
@@ -125,13 +115,13 @@ void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *ca
         float *cs = cap && cap->dec ? cap->dec + (long)li * H * T * T : NULL;
         float *cc = cap && cap->cross ? cap->cross + (long)li * H * T * S : NULL;
         const float *c = cross_cache(s, li, 0);
-        lin(&l->self_qkv, s->x, T, d, 3 * d, s->qkv);
+        mt_lin_apply(&l->self_qkv, s->x, T, s->qkv, MT_ACT_NONE);
         mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
-        lin(&l->self_out, s->ctx, T, d, d, s->h);
+        mt_lin_apply(&l->self_out, s->ctx, T, s->h, MT_ACT_NONE);
         mt_k_add_layernorm(s->x, s->h, T, d, l->self_ln.g, l->self_ln.b);
-        lin(&l->cross_q, s->x, T, d, d, s->qkv);
+        mt_lin_apply(&l->cross_q, s->x, T, s->qkv, MT_ACT_NONE);
         mt_attend(s, s->qkv, d, T, c, c + d, 2 * d, S, H, 0, s->ctx, d, cc);
-        lin(&l->cross_out, s->ctx, T, d, d, s->h);
+        mt_lin_apply(&l->cross_out, s->ctx, T, s->h, MT_ACT_NONE);
         mt_k_add_layernorm(s->x, s->h, T, d, l->cross_ln.g, l->cross_ln.b);
         feed_forward(s, l, T);
     }

@@ -3,11 +3,8 @@
 #include "parallel.h"
 #include "safetensors.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__)
 #include <immintrin.h>
-#define HAVE_AVX2 1
-#else
-#define HAVE_AVX2 0
 #endif
 
 #include <cblas.h>
@@ -85,6 +82,15 @@ static inline vf vldexp(vf p, vf n)
 {
     return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)));
 }
+/* a float vector summed into double lanes */
+typedef struct { __m512d lo, hi; } vd;
+static inline vd vd_zero(void) { return (vd){_mm512_setzero_pd(), _mm512_setzero_pd()}; }
+static inline vd vd_add(vd s, vf e)
+{
+    return (vd){_mm512_add_pd(s.lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e))),
+                _mm512_add_pd(s.hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)))};
+}
+static inline double vd_sum(vd s) { return _mm512_reduce_add_pd(_mm512_add_pd(s.lo, s.hi)); }
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define VW 8
 typedef __m256 vf;
@@ -112,6 +118,19 @@ static inline vf vround(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_
 static inline vf vldexp(vf p, vf n)
 {
     return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
+}
+typedef struct { __m256d lo, hi; } vd;
+static inline vd vd_zero(void) { return (vd){_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+static inline vd vd_add(vd s, vf e)
+{
+    return (vd){_mm256_add_pd(s.lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e))),
+                _mm256_add_pd(s.hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)))};
+}
+static inline double vd_sum(vd s)
+{
+    double t[4];
+    _mm256_storeu_pd(t, _mm256_add_pd(s.lo, s.hi));
+    return (t[0] + t[1]) + (t[2] + t[3]);
 }
 #else
 #define VW 0
@@ -352,13 +371,8 @@ void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *
     mt_par_for((np + per - 1) / per, pk_chunk, &j);
 }
 
-/* sc[j] = alpha * (K[j] . q) over len features, j < nk (K rows ld apart): the
- * scores of one query, one head.  A BLAS call per head and row costs more
- * than the 64-long dot products themselves.  With AVX-512 keys go four at a
- * time through one shared reduction (the horizontal sums are most of the
- * work); a short last group repeats its last key, so every key is summed by
- * the same tree. */
 #if VW == 16
+/* four vectors' horizontal sums at once: [sum a0, sum a1, sum a2, sum a3] */
 static inline __m128 sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 {
     __m256 b0 = _mm256_add_ps(_mm512_castps512_ps256(a0), _mm512_extractf32x8_ps(a0, 1));
@@ -370,30 +384,11 @@ static inline __m128 sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 }
 #endif
 
+/* sc[j] = alpha * (K[j] . q) over len features, j < nk (K rows ld apart): the
+ * scores of one query and one head, for heads mt_k_attend_row does not take
+ * four at a time. */
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc)
 {
-#if VW == 16
-    if (len % 16 == 0) {
-        for (int j = 0; j < nk; j += 4) {
-            const float *k0 = K + (long)j * ld, *k1 = K + (long)(j + 1 < nk ? j + 1 : nk - 1) * ld,
-                        *k2 = K + (long)(j + 2 < nk ? j + 2 : nk - 1) * ld,
-                        *k3 = K + (long)(j + 3 < nk ? j + 3 : nk - 1) * ld;
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int i = 0; i < len; i += 16) {
-                __m512 qi = _mm512_loadu_ps(q + i);
-                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(k0 + i), qi, a0);
-                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(k1 + i), qi, a1);
-                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(k2 + i), qi, a2);
-                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(k3 + i), qi, a3);
-            }
-            float t[4];
-            _mm_storeu_ps(t, _mm_mul_ps(_mm_set1_ps(alpha), sum4(a0, a1, a2, a3)));
-            for (int u = 0; u < 4 && j + u < nk; u++)
-                sc[j + u] = t[u];
-        }
-        return;
-    }
-#endif
     for (int j = 0; j < nk; j++) {
         const float *kj = K + (long)j * ld;
         float t = 0.0f;
@@ -674,75 +669,40 @@ void mt_k_activation(float *x, long n, mt_act act)
 
 /* max and sum of exp(x - mx) over x[0..n): AVX2 when available.  A beam
  * step normalizes beams x vocab logits (32k for beam 4), so this is hot. */
-#if HAVE_AVX2
-/* e^x for x in [-87.3, 0]: Cody-Waite reduction + Cephes expf polynomial
- * (about 1 ulp); below -87.3 the result is clamped (irrelevant in a sum). */
-static inline __m256 exp8(__m256 x)
-{
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
-}
-
+/* max and sum of e^(x - mx) over x[0..n): the vocabulary's log-sum-exp, once
+ * per row and step (greedy scores, beam log-probs).  Sums in double. */
 static float range_max(const float *x, int n, float mx)
 {
-    __m256 m = _mm256_set1_ps(mx);
     int i = 0;
-    for (; i + 8 <= n; i += 8)
-        m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
-    float t[8];
-    _mm256_storeu_ps(t, m);
-    for (int k = 0; k < 8; k++)
+#if VW
+    vf m = vset1(mx);
+    for (; i + VW <= n; i += VW)
+        m = vmax(m, vload(x + i));
+    float t[VW];
+    vstore(t, m);
+    for (int k = 0; k < VW; k++)
         mx = t[k] > mx ? t[k] : mx;
-    for (; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    return mx;
-}
-
-static double range_sumexp(const float *x, int n, float mx)
-{
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();     /* summed in double */
-    __m256 vm = _mm256_set1_ps(mx);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    double t[4], s = 0;
-    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
-    s = (t[0] + t[1]) + (t[2] + t[3]);
-    for (; i < n; i++)
-        s += expf(x[i] - mx);
-    return s;
-}
-#else
-static float range_max(const float *x, int n, float mx)
-{
-    for (int i = 0; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    return mx;
-}
-
-static double range_sumexp(const float *x, int n, float mx)
-{
-    double s = 0;                 /* expf (1 ulp) summed in double */
-    for (int i = 0; i < n; i++)
-        s += expf(x[i] - mx);
-    return s;
-}
 #endif
+    for (; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+static double range_sumexp(const float *x, int n, float mx)
+{
+    double s = 0;
+    int i = 0;
+#if VW
+    vd acc = vd_zero();
+    vf vm = vset1(mx);
+    for (; i + VW <= n; i += VW)
+        acc = vd_add(acc, vexp(vsub(vload(x + i), vm)));
+    s = vd_sum(acc);
+#endif
+    for (; i < n; i++)
+        s += exp1(x[i] - mx);
+    return s;
+}
 
 double mt_k_logsumexp_skip(const float *logits, int n, int skip)
 {

@@ -34,6 +34,7 @@ typedef struct {
     size_t      mapped_bytes;      /* F32 tensors used in place */
     size_t      owned_bytes;
     uint8_t    *pk_at;             /* next free byte of m->packed */
+    size_t      pk_need;           /* sizing pass (m->packed still NULL): bytes the packs take */
 } loader;
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -536,23 +537,16 @@ static void drop(loader *L, const float *p, size_t n)
 /* bytes of one packed matrix in m->packed (64-byte aligned) */
 static size_t pk_bytes(int in, int out, int f16) { return (mt_k_packed_bytes(in, out, f16) + 63) / 64 * 64; }
 
-/* Every matrix pack_layers and prepare_weights pack, in bytes. */
-static size_t packed_total(const mt_model *m, int f16)
-{
-    size_t n = 0;
-    int Fe = m->enc_ffn, Fd = m->dec_ffn, D = m->d;
-    n += (size_t)m->info.enc_layers * (pk_bytes(D, 3 * D, f16) + pk_bytes(D, D, f16) + pk_bytes(D, Fe, f16) +
-                                       pk_bytes(Fe, D, f16));
-    n += (size_t)m->info.dec_layers * (pk_bytes(D, 3 * D, f16) + 3 * pk_bytes(D, D, f16) + pk_bytes(D, 2 * D, f16) +
-                                       pk_bytes(D, Fd, f16) + pk_bytes(Fd, D, f16));
-    return n + pk_bytes(D, m->V, f16);
-}
-
+/* Pack w into the arena; in the sizing pass (no arena yet) only count its bytes. */
 static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_packed *pk, mt_err *err)
 {
     mt_model *m = L->m;
     size_t need = pk_bytes(in, out, f16);
-    if (!L->pk_at || L->pk_at + need > (uint8_t *)m->packed + m->packed_bytes)
+    if (!m->packed) {
+        L->pk_need += need;
+        return MT_OK;
+    }
+    if (L->pk_at + need > (uint8_t *)m->packed + m->packed_bytes)
         return mt_err_set(err, MT_ERR_INTERNAL, "packed weights: arena too small for a [%d][%d] matrix", out, in);
     void *dst = L->pk_at;
     L->pk_at += need;
@@ -565,7 +559,7 @@ static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_pa
 static mt_status pack_lin(loader *L, mt_lin *l, int in, int out, int f16, mt_err *err)
 {
     mt_status st = pack(L, l->w, in, out, f16, &l->pk, err);
-    if (st == MT_OK) {
+    if (st == MT_OK && L->m->packed) {
         drop(L, l->w, (size_t)in * out);
         l->w = NULL;
     }
@@ -592,7 +586,8 @@ static mt_status pack_layers(loader *L, int f16, mt_err *err)
         mt_enc_layer *l = &m->enc[i];
         int F = m->enc_ffn;
         if ((st = pack_lin(L, &l->qkv, d, 3 * d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->out, d, d, f16, err)) != MT_OK || (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK)
+            (st = pack_lin(L, &l->out, d, d, f16, err)) != MT_OK ||
+            (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK)
             break;
         st = pack_lin(L, &l->fc2, F, d, f16, err);
     }
@@ -615,14 +610,19 @@ static mt_status prepare_weights(loader *L, int f16, mt_err *err)
 {
     mt_model *m = L->m;
     int d = m->d, V = m->V;
-    m->packed_bytes = packed_total(m, f16);
-    if (!(m->packed = mt_huge_alloc(m->packed_bytes)))
-        return mt_err_set(err, MT_ERR_NOMEM, "cannot allocate %zu MB of packed weights", m->packed_bytes >> 20);
-    L->pk_at = m->packed;
-    L->owned_bytes += m->packed_bytes;
-    mt_status st = pack_layers(L, f16, err);
-    if (st == MT_OK)
-        st = pack(L, m->lm_head, d, V, f16, &m->lm_pk, err);    /* lm_head may alias an embedding table */
+    mt_status st = MT_OK;
+    for (int pass = 0; pass < 2 && st == MT_OK; pass++) {      /* 0: size the arena, 1: pack */
+        if (pass == 1) {
+            m->packed_bytes = L->pk_need;
+            if (!(m->packed = mt_huge_alloc(m->packed_bytes)))
+                return mt_err_set(err, MT_ERR_NOMEM, "cannot allocate %zu MB of packed weights",
+                                  m->packed_bytes >> 20);
+            L->pk_at = m->packed;
+            L->owned_bytes += m->packed_bytes;
+        }
+        if ((st = pack_layers(L, f16, err)) == MT_OK)
+            st = pack(L, m->lm_head, d, V, f16, &m->lm_pk, err);    /* lm_head may alias an embedding table */
+    }
     if (st != MT_OK || !f16)
         return st;
     size_t n = (size_t)V * d;

@@ -17,6 +17,13 @@ typedef struct {
     const float *b;            /* [out] */
     mt_packed    pk;           /* the weights as the products use them (model.c prepare_weights) */
 } mt_lin;
+
+/* y [n][out] = act(x [n][in] W^T + b): every Linear, through its packed weights
+ * (the order of each sum is fixed: a row's result does not depend on n). */
+static inline void mt_lin_apply(const mt_lin *l, const float *x, int n, float *y, mt_act act)
+{
+    mt_k_linear_packed(x, n, &l->pk, l->b, y, act);
+}
 typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
 
 typedef struct {

@@ -207,7 +207,7 @@ static void test_linear_split_equals_serial(void **state)
     mt_par_set_threads(1);
 }
 
-/* The per-key dot products (mt_k_dots, four keys per reduction) against double sums. */
+/* The per-key dot products (mt_k_dots) against double sums. */
 static void test_dots(void **state)
 {
     (void)state;
