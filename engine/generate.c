@@ -315,12 +315,9 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
  * rows' logits; sequences touch only their own rows, slots and scratch, so
  * they run in parallel over the compute pool (for greedy rows the log-sum-exp
  * over the vocabulary is most of the work, for beams the top-k). */
-typedef struct { mt_session *s; int n_seq; } post_job;
-
 static void post_seq(void *ctx, int c)
 {
-    const post_job *j = ctx;
-    mt_session *s = j->s;
+    mt_session *s = ctx;
     mt_seq *q = &s->seqs[s->step_seq[c]];
     int a = s->step_row[c];
     int running = q->Bm == 1 ? greedy_seq_step(s, q, s->logits + (long)a * s->m->V) : beam_seq_step(s, q, a);
@@ -349,8 +346,7 @@ int mt_step(mt_session *s)
     if (n == 0)
         return 0;
     mt_decoder_step(s, n, s->tok_in, s->step_pos, s->step_slot, s->row_src);
-    post_job j = {.s = s, .n_seq = n_seq};
-    mt_par_for(n_seq, post_seq, &j);
+    mt_par_for(n_seq, post_seq, s);
     for (int c = 0; c < n_seq; c++)
         done += s->seqs[s->step_seq[c]].state == MT_SEQ_DONE;
     return done;

@@ -116,7 +116,7 @@ struct mt_session {
     float *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
     int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
     /* per-row decoding state [max_batch] */
-    int   *row_src, *row_slot, *row_tok, *act_rows, *slot_used, *tmp_i;
+    int   *row_src, *row_slot, *row_tok, *slot_used, *tmp_i;
     int32_t *tok_in;
     int32_t *hist, *hist2;     /* [max_batch][max_tgt_len] generated ids per row */
     int32_t *fin_ids, *fin_ids2; /* [max_batch][max_tgt_len] finished hypotheses, beam slots */

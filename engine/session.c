@@ -57,7 +57,6 @@ static void layout(mt_session *s, carver *c)
     s->row_src = carve(c, B, sizeof(int));
     s->row_slot = carve(c, B, sizeof(int));
     s->row_tok = carve(c, B, sizeof(int));
-    s->act_rows = carve(c, B, sizeof(int));
     s->slot_used = carve(c, B, sizeof(int));
     s->tmp_i = carve(c, 2 * B, sizeof(int));
     s->tok_in = carve(c, B, sizeof(int32_t));
