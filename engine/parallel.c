@@ -1,14 +1,33 @@
 /* parallel.c: the compute pool (parallel.h).
  *
- * A job is (fn, ctx, n_chunks) and a number.  Chunks are claimed with a CAS on
- * `next` = job << 32 | chunk, so a helper that the OS has descheduled (this
- * machine is shared) claims nothing and the caller takes the remaining chunks
- * itself; only a chunk already claimed by a preempted helper makes the caller
- * wait.  Helpers spin on the job number for ~200 us after their last job and
- * then sleep on a futex; the caller wakes them only if one is asleep.  When a
- * wait shows the machine is oversubscribed (a claimed chunk stalled for
- * ~2 ms), the next jobs run serially for a while: results are the same
- * bits either way (parallel.h), only the speed differs.
+ * The claim protocol.  A job is (fn, ctx, n_chunks).  Every claim is a CAS on
+ * one 64-bit word, `claim` = job:32 | n_chunks:16 | next chunk:16, so the
+ * job number, its size and the next free chunk are read and advanced as one
+ * unit.  A CAS from (J, n, k) to (J, n, k+1) with k < n succeeds only while
+ * the word still belongs to job J, and job J has exactly n such claims.
+ *
+ * Why fn/ctx may be read after a successful claim: the caller of job J
+ * returns (and releases `busy`, the only way the next caller may overwrite
+ * fn/ctx) only after `done` has counted all n chunks, and the chunk just
+ * claimed is not counted until after it ran.  The caller's release store of
+ * the claim word publishes fn/ctx; the helper's acquiring CAS (a read-modify-
+ * write in that release sequence) sees them.  A helper that read a stale
+ * word of a finished job fails its CAS or sees k == n: it never mixes jobs.
+ *
+ * (The first version checked the chunk index against a plain n_chunks that
+ * the next job had already overwritten, while `next` still held the old
+ * job's word: a helper could then run chunk n of the NEW fn with the old
+ * claim and count it as done, and the caller returned while a chunk still
+ * ran on its stack.  tests/test_parallel.c hammers exactly that.)
+ *
+ * Helpers spin on the job number for ~200 us after their last job and then
+ * sleep on a futex; the caller wakes them only if one is asleep.  A helper
+ * the OS has descheduled (this machine is shared) claims nothing and the
+ * caller takes the remaining chunks itself; only a chunk already claimed by
+ * a preempted helper makes the caller wait.  When a wait shows the machine
+ * is oversubscribed (a claimed chunk stalled for ~2 ms), the next jobs run
+ * serially for a while: results are the same bits either way (parallel.h),
+ * only the speed differs.
  */
 #include "parallel.h"
 
@@ -29,6 +48,7 @@
 #define STALL_CYCLES 5200000ull    /* ~2 ms waiting for a helper: it was descheduled */
 #endif
 #define SERIAL_JOBS  2000          /* ... then run this many jobs alone before trying again */
+#define MAX_CHUNKS   0xffff        /* n_chunks fits the claim word's 16 bits; larger jobs run serially */
 
 static struct {
     pthread_mutex_t busy;          /* one job at a time (trylock) */
@@ -36,28 +56,35 @@ static struct {
     _Atomic int threads;           /* wanted, caller included */
     _Atomic int helpers;           /* started (never stopped: they sleep when idle) */
     _Atomic unsigned seq;          /* job number; futex word */
-    _Atomic unsigned long long next;
+    _Atomic unsigned long long claim; /* job:32 | n_chunks:16 | next chunk:16 */
     _Atomic int done;
     _Atomic int sleeping;
     _Atomic int serial_left;       /* > 0: the machine is oversubscribed, run jobs alone */
     _Atomic int stop;              /* process exit: helpers return */
     pthread_t tid[MAX_HELPERS];
-    mt_par_fn fn;                  /* the job, stable while it has unfinished chunks */
+    mt_par_fn fn;                  /* the job's, stable until its caller returns */
     void *ctx;
-    int n_chunks;
 } P = {.busy = PTHREAD_MUTEX_INITIALIZER, .start = PTHREAD_MUTEX_INITIALIZER, .threads = 1};
 
+static unsigned long long claim_word(unsigned job, int n_chunks)
+{
+    return (unsigned long long)job << 32 | (unsigned long long)n_chunks << 16;
+}
+
+/* Claims and runs chunks of `job` until none is left. */
 static void run_chunks(unsigned job)
 {
+    unsigned long long v = atomic_load_explicit(&P.claim, memory_order_acquire);
     for (;;) {
-        unsigned long long v = atomic_load_explicit(&P.next, memory_order_acquire);
-        if ((unsigned)(v >> 32) != job || (int)(v & 0xffffffffu) >= P.n_chunks)
+        int n = (int)(v >> 16 & 0xffff), k = (int)(v & 0xffff);
+        if ((unsigned)(v >> 32) != job || k >= n)
             return;
-        if (!atomic_compare_exchange_weak_explicit(&P.next, &v, v + 1, memory_order_acq_rel,
-                                                   memory_order_relaxed))
-            continue;
-        P.fn(P.ctx, (int)(v & 0xffffffffu));
+        if (!atomic_compare_exchange_weak_explicit(&P.claim, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;                   /* v now holds the current word */
+        P.fn(P.ctx, k);                 /* chunk k of job J: fn/ctx are J's (see the top) */
         atomic_fetch_add_explicit(&P.done, 1, memory_order_release);
+        v = atomic_load_explicit(&P.claim, memory_order_acquire);
     }
 }
 
@@ -124,7 +151,7 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
 {
     if (n_chunks <= 0)
         return;
-    if (n_chunks == 1 || mt_par_threads() < 2 || atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0 ||
+    if (n_chunks == 1 || n_chunks > MAX_CHUNKS || mt_par_threads() < 2 || atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0 ||
         pthread_mutex_trylock(&P.busy)) {
         if (atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0)
             atomic_fetch_sub_explicit(&P.serial_left, 1, memory_order_relaxed);
@@ -132,10 +159,12 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
             fn(ctx, c);
         return;
     }
-    P.fn = fn, P.ctx = ctx, P.n_chunks = n_chunks;
+    /* No helper can be inside the previous job's fn now (its caller saw all
+     * its chunks done), and none can claim a chunk until the store below. */
+    P.fn = fn, P.ctx = ctx;
     atomic_store_explicit(&P.done, 0, memory_order_relaxed);
     unsigned job = atomic_load_explicit(&P.seq, memory_order_relaxed) + 1;
-    atomic_store_explicit(&P.next, (unsigned long long)job << 32, memory_order_release);
+    atomic_store_explicit(&P.claim, claim_word(job, n_chunks), memory_order_release);
     atomic_store(&P.seq, job);
     if (atomic_load(&P.sleeping))
         syscall(SYS_futex, &P.seq, FUTEX_WAKE_PRIVATE, MAX_HELPERS, NULL, NULL, 0);
