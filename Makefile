@@ -2,6 +2,8 @@
 #   make debug      -O0 -g build in build-debug/
 #   make asan       AddressSanitizer + UBSan build and test run in build-asan/ (same -march: the SIMD paths)
 #   make valgrind   the unit tests under valgrind (memcheck)
+#   make tsan       ThreadSanitizer build in build-tsan/: the pool, engine and server tests and a load
+#   make fuzz       every libFuzzer target for a bounded time (tests/fuzz/fuzz.mk)
 CC       ?= cc
 PKGS     := libmicrohttpd jansson openblas
 ARCH     ?= -march=native
@@ -21,12 +23,12 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps run check test debug asan valgrind bench clean
+.PHONY: all deps run check test debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev
-DEB_TEST  := libcmocka-dev libcurl4-openssl-dev git
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev git clang libclang-rt-14-dev wrk valgrind
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -92,5 +94,16 @@ valgrind:
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out %/test_server,$(TESTS))); do echo "== valgrind $$t"; \
 	    valgrind -q --error-exitcode=9 --leak-check=full $$t || exit 1; done
 
+# ThreadSanitizer: the tests that run threads, and the real server under load
+# (tests/test_load.c in its TSan mode).  TSAN_TESTS can narrow it.
+TSAN_TESTS ?= test_parallel test_engine test_server test_load
+tsan:
+	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
+	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
+	    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" MTSERVE_BIN=build-tsan/mtserve MTSERVE_TSAN=1 \
+	    build-tsan/tests/$$t || exit 1; done
+
+include tests/fuzz/fuzz.mk
+
 clean:
-	rm -rf build build-debug build-asan build-vg
+	rm -rf build build-debug build-asan build-vg build-tsan build-fuzz
