@@ -24,11 +24,13 @@ static const struct {
     [SRV_E_NOT_FOUND]            = { 404, "not_found" },
     [SRV_E_UNKNOWN_MODEL]        = { 404, "unknown_model" },
     [SRV_E_METHOD_NOT_ALLOWED]   = { 405, "method_not_allowed" },
+    [SRV_E_REQUEST_TIMEOUT]      = { 408, "request_timeout" },
     [SRV_E_BODY_TOO_LARGE]       = { 413, "body_too_large" },
     [SRV_E_INPUT_TOO_LONG]       = { 413, "input_too_long" },
     [SRV_E_INTERNAL]             = { 500, "internal_error" },
     [SRV_E_QUEUE_FULL]           = { 503, "queue_full" },
     [SRV_E_LOADING]              = { 503, "loading" },
+    [SRV_E_CLIENT_GONE]          = { 499, "client_closed_request" },
 };
 
 int srv_code_http(srv_code code)

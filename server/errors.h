@@ -24,11 +24,14 @@ typedef enum {
     SRV_E_NOT_FOUND,            /* 404 unknown route                           */
     SRV_E_UNKNOWN_MODEL,        /* 404 no model with that id                   */
     SRV_E_METHOD_NOT_ALLOWED,   /* 405 (the router sets Allow)                 */
+    SRV_E_REQUEST_TIMEOUT,      /* 408 head and body not received in time      */
     SRV_E_BODY_TOO_LARGE,       /* 413 body over --max-body                    */
     SRV_E_INPUT_TOO_LONG,       /* 413 source tokens over a limit              */
     SRV_E_INTERNAL,             /* 500 our own failure                         */
     SRV_E_QUEUE_FULL,           /* 503 no worker free and the queue is full    */
     SRV_E_LOADING,              /* 503 models still loading                    */
+    SRV_E_CLIENT_GONE,          /* 499 the client closed its connection first
+                                       (nginx's code: only logs and metrics see it) */
     SRV_E_COUNT
 } srv_code;
 

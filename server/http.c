@@ -1,11 +1,22 @@
 /* http: libmicrohttpd glue.  Every MHD call of the program is in this file.
  *
+ * Connection lifecycle: accepted -> deadline.c guards it (a whole request
+ * within --request-timeout, keep-alive idle within --timeout) -> closed.
+ * libmicrohttpd refuses connections over --max-connections-per-ip and, with
+ * epoll, holds thousands of idle ones cheaply.
+ *
  * Request lifecycle (libmicrohttpd's access-handler protocol):
- *   1st call    *req_cls == NULL: allocate conn_state; refuse a declared
- *               Content-Length over the limit with 413 right away (the body
- *               is never read).
+ *   1st call    *req_cls == NULL: allocate conn_state; refuse HTTP/1.1
+ *               without Host, and framing that
+ *               a proxy could read differently (duplicate Content-Length,
+ *               Content-Length with Transfer-Encoding) with 400 and close.
+ *               A declared Content-Length over the limit is refused with 413
+ *               at once only if the client waits for "100 Continue";
+ *               otherwise the body is read and dropped first, so a client
+ *               that writes before it reads still receives the 413.
  *   next calls  a body chunk: append it, or drop it once over the limit;
- *               *upload_data_size = 0 marks it consumed.
+ *               *upload_data_size = 0 marks it consumed.  Past the request
+ *               deadline: 408 and close.
  *   last call   *upload_data_size == 0: prepare (route, checks, light
  *               handlers) and reply, or suspend the connection and queue the
  *               request on a worker, which resumes it when the reply is ready;
@@ -19,12 +30,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "deadline.h"
 #include "errors.h"
 #include "metrics.h"
 #include "routes.h"
@@ -32,6 +45,7 @@
 struct srv_http {
     struct MHD_Daemon *daemon;
     srv_http_config    cfg;
+    srv_deadline      *deadline;
     _Atomic int        draining;
     int                port;
 };
@@ -43,6 +57,7 @@ typedef struct {
     char       *body;
     size_t      len, cap;
     int         too_large;      /* the body went over max_body: the rest is dropped */
+    size_t      dropped;        /* bytes dropped since */
     _Atomic int ready;          /* a worker filled resp (set before resuming) */
     srv_request req;
     srv_response resp;
@@ -176,6 +191,73 @@ static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, con
 
 /* ---- requests ------------------------------------------------------------------- */
 
+/* Drop at most this much of an oversized body before answering 413 anyway
+ * (and closing): past it, reading on costs more than a client deserves. */
+#define MAX_DROPPED_BODY ((size_t)64 << 20)
+
+static srv_deadline_conn *guard_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* 400 for framing that two parsers could read differently (request
+ * smuggling behind a proxy): Content-Length more than once, or together with
+ * Transfer-Encoding, or a Transfer-Encoding other than chunked.  NULL = fine. */
+typedef struct {
+    int n_length, n_encoding, chunked;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    framing *f = cls;
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        f->n_length++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->n_encoding++;
+        f->chunked = value && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+static const char *bad_framing(struct MHD_Connection *c, const char *version)
+{
+    /* RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host
+     * (checked here, not by libmicrohttpd's strict mode, for a JSON error body) */
+    if (strcmp(version, MHD_HTTP_VERSION_1_0) != 0 &&
+        !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+        return "an HTTP/1.1 request needs a Host header";
+    framing f = { 0 };
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    if (f.n_length > 1)
+        return "more than one Content-Length header";
+    if (f.n_length && f.n_encoding)
+        return "both Content-Length and Transfer-Encoding";
+    if (f.n_encoding > 1 || (f.n_encoding && !f.chunked))
+        return "unsupported Transfer-Encoding (only a single chunked is accepted)";
+    return NULL;
+}
+
+/* An error decided by http.c itself (framing, size, deadline): rendered by
+ * errors.c like any other.  Queued before the body is read, it makes
+ * libmicrohttpd close the connection after the reply. */
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_state *st, srv_code code,
+                                  const char *msg)
+{
+    srv_response resp = { 0 };
+    resp.route = srv_route_label(st->path);
+    srv_fail(&resp, code, "%s", msg);
+    srv_error_render(&resp, 0);
+    return send_response(h, c, st, &resp);
+}
+
+static int expects_continue(struct MHD_Connection *c)
+{
+    const char *e = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return e && strcasecmp(e, "100-continue") == 0;
+}
+
 static conn_state *conn_new(srv_http *h, struct MHD_Connection *c, const char *method,
                             const char *url)
 {
@@ -217,6 +299,7 @@ static int body_append(const srv_http *h, conn_state *st, const char *data, size
 {
     if (st->too_large || n > h->cfg.max_body - st->len) {
         st->too_large = 1;
+        st->dropped += n;
         free(st->body);
         st->body = NULL;
         st->len = st->cap = 0;
@@ -311,25 +394,37 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     srv_http *h = cls;
     conn_state *st = *req_cls;
-    (void)version;
     if (!st) {
         if (!(st = conn_new(h, c, method, url)))
             return MHD_NO;
         *req_cls = st;
-        if (declared_too_large(h, c))
-            return send_too_large(h, c, st);
+        const char *bad = bad_framing(c, version);
+        if (bad)
+            return send_error(h, c, st, SRV_E_BAD_REQUEST, bad);
+        if (declared_too_large(h, c)) {
+            if (expects_continue(c))        /* the client sends no body until told to */
+                return send_too_large(h, c, st);
+            st->too_large = 1;              /* read and drop it, then answer */
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!st->status && body_append(h, st, upload_data, *upload_data_size))
+        if (st->status)                     /* answered already: libmicrohttpd drops the rest */
+            return MHD_YES;
+        if (srv_deadline_expired(h->deadline, guard_of(c)))
+            return send_error(h, c, st, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
+        if (body_append(h, st, upload_data, *upload_data_size))
             return MHD_NO;
         *upload_data_size = 0;
+        if (st->dropped > MAX_DROPPED_BODY)
+            return send_too_large(h, c, st);
         return MHD_YES;
     }
-    if (st->status)             /* already answered (early 413) */
+    if (st->status)             /* already answered (early 413, 400, 408) */
         return MHD_YES;
     if (atomic_load(&st->ready))    /* resumed by a worker */
         return send_response(h, c, st, &st->resp);
+    srv_deadline_request_done(h->deadline, guard_of(c));
     if (st->too_large)
         return send_too_large(h, c, st);
     return dispatch(h, c, st);
@@ -341,6 +436,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     srv_http *h = cls;
     conn_state *st = *req_cls;
     (void)c;
+    srv_deadline_reply_sent(h->deadline, guard_of(c));
     if (!st)
         return;
     if (h->cfg.access_log)
@@ -350,6 +446,61 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     conn_free(st);
     *req_cls = NULL;
     atomic_fetch_sub(h->cfg.in_flight, 1);
+}
+
+/* ---- connections ------------------------------------------------------------------ */
+
+/* Accepted: guard it; closing: forget it (before libmicrohttpd closes the
+ * socket, so the sweeper never touches a reused descriptor). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    srv_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? srv_deadline_add(h->deadline, (int)ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_deadline_remove(h->deadline, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* The request line arrived: its head and body are now on the clock.  The
+ * return value would become *req_cls: NULL keeps on_request's protocol. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    srv_http *h = cls;
+    (void)uri;
+    srv_deadline_request_line(h->deadline, guard_of(c));
+    return NULL;
+}
+
+/* The whole 408 the sweeper writes before closing, rendered by errors.c. */
+static char *timeout_reply(void)
+{
+    srv_response resp = { 0 };
+    srv_fail(&resp, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
+    srv_error_render(&resp, 0);
+    serialize(&resp);
+    char *raw = NULL;
+    if (resp.text && asprintf(&raw, "HTTP/1.1 %d Request Timeout\r\nContent-Type: application/json\r\n"
+                                    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              resp.status, resp.text_len, resp.text) < 0)
+        raw = NULL;
+    free(resp.text);
+    return raw;
+}
+
+static srv_deadline *deadline_start(const srv_http_config *cfg)
+{
+    srv_deadline_params p = srv_deadline_default_params();
+    p.first_s = p.request_s = cfg->request_timeout_s;
+    p.idle_s = cfg->timeout_s;
+    char *reply = timeout_reply();
+    p.timeout_reply = reply;
+    srv_deadline *d = srv_deadline_new(&p);
+    free(reply);
+    return d;
 }
 
 /* ---- daemon ---------------------------------------------------------------------- */
@@ -382,18 +533,29 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
         return NULL;
     }
     h->cfg = *cfg;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
+    if (!(h->deadline = deadline_start(cfg))) {
+        snprintf(err, err_len, "cannot start the request deadline thread");
+        free(h);
+        return NULL;
+    }
+    /* epoll: thousands of idle connections cost no poll() scan */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, &on_request, h,
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_connections_per_ip,
+                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->timeout_s,
                                  MHD_OPTION_NOTIFY_COMPLETED, &request_completed, h,
+                                 MHD_OPTION_NOTIFY_CONNECTION, &on_connection, h,
+                                 MHD_OPTION_URI_LOG_CALLBACK, &on_request_line, h,
                                  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
                                  MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, err_len, "cannot listen on %s:%d (address in use?)", cfg->host, cfg->port);
+        srv_deadline_free(h->deadline);
         free(h);
         return NULL;
     }
@@ -428,6 +590,7 @@ int srv_http_stop(srv_http *h, int drain_s)
         return -1;
     }
     MHD_stop_daemon(h->daemon);
+    srv_deadline_free(h->deadline);
     free(h);
     return 0;
 }

@@ -35,7 +35,9 @@ typedef struct {
     int             port;           /* 0 = any free port */
     int             threads;        /* HTTP thread pool size */
     int             max_connections;
-    int             timeout_s;      /* idle connection timeout */
+    int             max_connections_per_ip;     /* 0 = no per-address limit */
+    int             timeout_s;      /* keep-alive idle timeout */
+    int             request_timeout_s;  /* a whole request (head and body) must arrive within this */
     size_t          max_body;
     int             access_log;
     const char     *cors_origins;   /* "*" or a comma-separated list */

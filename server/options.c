@@ -52,10 +52,14 @@ static const opt_def opt_table[] = {
       "sequences (sentences x beams) per session; 0 = engine default" },
     { "--max-alternatives", "MTSERVE_MAX_ALTERNATIVES", OPT_INT, F(max_alternatives), 0, 0, 64,
       "LibreTranslate 'alternatives' limit" },
-    { "--max-connections", "MTSERVE_MAX_CONNECTIONS", OPT_INT, F(max_connections), 0, 1, 100000,
-      "open connections" },
+    { "--max-connections", "MTSERVE_MAX_CONNECTIONS", OPT_INT, F(max_connections), 0, 1, 1000000,
+      "open connections (more are refused at once; capped by the open-file limit)" },
+    { "--max-connections-per-ip", "MTSERVE_MAX_CONNECTIONS_PER_IP", OPT_INT, F(max_connections_per_ip), 0, 0,
+      1000000, "open connections from one client address; 0 = no limit (behind a load balancer)" },
     { "--timeout", "MTSERVE_TIMEOUT", OPT_INT, F(timeout_s), 0, 1, 86400,
-      "idle connection timeout in seconds" },
+      "keep-alive idle timeout in seconds" },
+    { "--request-timeout", "MTSERVE_REQUEST_TIMEOUT", OPT_INT, F(request_timeout_s), 0, 1, 86400,
+      "seconds a client has to send a whole request (head and body); beyond it 408" },
     { "--drain-timeout", "MTSERVE_DRAIN_TIMEOUT", OPT_INT, F(drain_s), 0, 0, 86400,
       "on SIGTERM, seconds to wait for in-flight requests" },
     { "--no-access-log", "MTSERVE_ACCESS_LOG", OPT_BOOL, F(access_log), 0, 0, 0,
@@ -77,12 +81,15 @@ static void defaults(srv_options *o)
     snprintf(o->cors_origins, sizeof o->cors_origins, "*");
     snprintf(o->web_dir, sizeof o->web_dir, "web");
     o->port = 8080;
-    o->queue = 16;
+    o->queue = 1024;    /* waiting costs a suspended connection, not a thread:
+                           256 clients queue instead of a 503 storm */
     o->queue_timeout_ms = 30000;
     o->max_body = 1 << 20;
     o->max_tokens = 1024;
     o->max_alternatives = 4;
-    o->max_connections = 256;
+    o->max_connections = 8192;
+    o->max_connections_per_ip = 512;
+    o->request_timeout_s = 10;
     o->timeout_s = 60;
     o->drain_s = 30;
     o->access_log = 1;

@@ -38,7 +38,9 @@ typedef struct {
     int    batching;        /* 1: continuous batching, one scheduler thread per model (default) */
     int    max_alternatives;/* LibreTranslate alternatives cap */
     int    max_connections;
-    int    timeout_s;       /* idle connection timeout */
+    int    max_connections_per_ip;  /* 0 = no per-address limit */
+    int    timeout_s;       /* keep-alive idle timeout */
+    int    request_timeout_s;   /* a whole request must arrive within this (408) */
     int    drain_s;         /* on SIGTERM: wait at most this long for in-flight requests */
     int    access_log;      /* one stderr line per request */
     char   web_dir[1024];   /* the demo page's directory; "" = not served */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -159,6 +160,28 @@ static int wait_for_signal(const sigset_t *set, loader *ld)
     }
 }
 
+/* Each connection is a descriptor: raise the soft open-file limit to the hard
+ * one, and keep --max-connections within it (a server out of descriptors
+ * stops accepting, and waiting clients hang in the backlog). */
+#define RESERVED_FDS 64     /* model files, logs, the daemon's own, the loader's */
+static void fit_connections(srv_server *srv)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)srv->opts.max_connections + RESERVED_FDS > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * RESERVED_FDS ? (int)(rl.rlim_cur - RESERVED_FDS) : RESERVED_FDS;
+        fprintf(stderr, "mtserve: open-file limit %llu: --max-connections %d lowered to %d\n",
+                (unsigned long long)rl.rlim_cur, srv->opts.max_connections, fit);
+        srv->opts.max_connections = fit;
+    }
+}
+
 static int run(srv_server *srv)
 {
     sigset_t set;
@@ -169,6 +192,7 @@ static int run(srv_server *srv)
     signal(SIGPIPE, SIG_IGN);
     json_object_seed(0);
     register_metrics(srv);
+    fit_connections(srv);
 
     srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue);
     if (!srv->workers_pool)
@@ -176,6 +200,8 @@ static int run(srv_server *srv)
     srv_http_config cfg = {
         .host = srv->opts.host, .port = srv->opts.port, .threads = srv->http_threads,
         .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
+        .max_connections_per_ip = srv->opts.max_connections_per_ip,
+        .request_timeout_s = srv->opts.request_timeout_s,
         .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
         .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
         .router = { .prepare = route_prepare, .run = route_run, .busy = route_busy,

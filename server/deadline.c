@@ -1,0 +1,217 @@
+/* deadline: per-connection request deadlines (deadline.h). */
+#include "deadline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+typedef enum { WAIT_FIRST, REQUEST, HANDLING, IDLE } phase;
+
+struct srv_deadline_conn {
+    srv_deadline_conn *prev, *next;
+    int    fd;
+    phase  ph;
+    double since;           /* when the phase began */
+    int    closed;          /* the sweeper shut it down already */
+};
+
+struct srv_deadline {
+    pthread_mutex_t    mu;
+    pthread_cond_t     cv;      /* stop */
+    pthread_t          tid;
+    int                stop, started;
+    srv_deadline_params p;
+    srv_deadline_conn  head;    /* sentinel of a circular list */
+    long               n_408, n_idle;
+    char              *reply;   /* params.timeout_reply's copy, or NULL */
+    size_t             reply_len;
+};
+
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+srv_deadline_params srv_deadline_default_params(void)
+{
+    return (srv_deadline_params){ .first_s = 10, .request_s = 10, .idle_s = 60, .tick_ms = 250 };
+}
+
+/* Under mu: the deadline of c, or 0 for none. */
+static double due(const srv_deadline *d, const srv_deadline_conn *c)
+{
+    switch (c->ph) {
+    case WAIT_FIRST: return c->since + d->p.first_s;
+    case REQUEST:    return c->since + d->p.request_s;
+    case IDLE:       return c->since + d->p.idle_s;
+    default:         return 0;
+    }
+}
+
+/* Under mu.  MSG_DONTWAIT: a client that does not read cannot block the
+ * sweeper; the reply is best effort, the shutdown is what matters. */
+static void expire(srv_deadline *d, srv_deadline_conn *c)
+{
+    if (c->ph != IDLE) {
+        if (d->reply) {
+            ssize_t n = send(c->fd, d->reply, d->reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            (void)n;
+        }
+        d->n_408++;
+    } else {
+        d->n_idle++;
+    }
+    shutdown(c->fd, SHUT_RDWR);
+    c->closed = 1;
+}
+
+static void *sweeper(void *arg)
+{
+    srv_deadline *d = arg;
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_nsec += (long)d->p.tick_ms * 1000000L;
+        t.tv_sec += t.tv_nsec / 1000000000L;
+        t.tv_nsec %= 1000000000L;
+        int rc = pthread_cond_timedwait(&d->cv, &d->mu, &t);
+        if (d->stop)
+            break;
+        if (rc != ETIMEDOUT && rc != 0)
+            continue;
+        double now = now_s();
+        for (srv_deadline_conn *c = d->head.next; c != &d->head; c = c->next) {
+            double when = due(d, c);
+            if (!c->closed && when > 0 && now > when)
+                expire(d, c);
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+srv_deadline *srv_deadline_new(const srv_deadline_params *p)
+{
+    srv_deadline *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->p = *p;
+    if (d->p.tick_ms <= 0)
+        d->p.tick_ms = 250;
+    d->head.next = d->head.prev = &d->head;
+    if (p->timeout_reply) {
+        if (!(d->reply = strdup(p->timeout_reply))) {
+            free(d);
+            return NULL;
+        }
+        d->reply_len = strlen(d->reply);
+    }
+    d->p.timeout_reply = NULL;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&d->tid, NULL, sweeper, d) != 0) {
+        srv_deadline_free(d);
+        return NULL;
+    }
+    d->started = 1;
+    return d;
+}
+
+void srv_deadline_free(srv_deadline *d)
+{
+    if (!d)
+        return;
+    if (d->started) {
+        pthread_mutex_lock(&d->mu);
+        d->stop = 1;
+        pthread_cond_signal(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->tid, NULL);
+    }
+    /* entries still listed belong to connections libmicrohttpd never closed
+     * (the daemon was left running at exit): free them with the registry */
+    for (srv_deadline_conn *c = d->head.next, *n; c != &d->head; c = n) {
+        n = c->next;
+        free(c);
+    }
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    free(d->reply);
+    free(d);
+}
+
+srv_deadline_conn *srv_deadline_add(srv_deadline *d, int fd)
+{
+    srv_deadline_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->ph = WAIT_FIRST;
+    c->since = now_s();
+    pthread_mutex_lock(&d->mu);
+    c->next = d->head.next;
+    c->prev = &d->head;
+    d->head.next->prev = c;
+    d->head.next = c;
+    pthread_mutex_unlock(&d->mu);
+    return c;
+}
+
+void srv_deadline_remove(srv_deadline *d, srv_deadline_conn *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&d->mu);
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    pthread_mutex_unlock(&d->mu);
+    free(c);
+}
+
+static void set_phase(srv_deadline *d, srv_deadline_conn *c, phase ph)
+{
+    if (!c)
+        return;
+    double t = now_s();
+    pthread_mutex_lock(&d->mu);
+    /* the first request's clock runs from the accept: trickling the request
+     * line itself must not buy a fresh deadline */
+    if (!(ph == REQUEST && c->ph == WAIT_FIRST))
+        c->since = t;
+    c->ph = ph;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void srv_deadline_request_line(srv_deadline *d, srv_deadline_conn *c) { set_phase(d, c, REQUEST); }
+void srv_deadline_request_done(srv_deadline *d, srv_deadline_conn *c) { set_phase(d, c, HANDLING); }
+void srv_deadline_reply_sent(srv_deadline *d, srv_deadline_conn *c)   { set_phase(d, c, IDLE); }
+
+int srv_deadline_expired(srv_deadline *d, srv_deadline_conn *c)
+{
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&d->mu);
+    double when = due(d, c);
+    int r = c->ph == REQUEST && when > 0 && now_s() > when;
+    pthread_mutex_unlock(&d->mu);
+    return r;
+}
+
+void srv_deadline_counts(srv_deadline *d, long counts[2])
+{
+    pthread_mutex_lock(&d->mu);
+    counts[0] = d->n_408;
+    counts[1] = d->n_idle;
+    pthread_mutex_unlock(&d->mu);
+}

@@ -1,0 +1,62 @@
+/* deadline: every connection gets a bounded time to deliver its request.
+ *
+ * libmicrohttpd's own timeout is an idle timeout: a client that sends one
+ * byte a second (slowloris) or trickles a body never trips it and holds its
+ * connection forever.  This module tracks each connection's phase and a
+ * sweeper thread closes the ones past their deadline:
+ *
+ *   WAIT_FIRST  accepted, no request line yet        first_s  (408, close)
+ *   REQUEST     request line seen, body not complete  request_s (408, close)
+ *   HANDLING    request complete, being answered      no deadline
+ *   IDLE        keep-alive, between two requests     idle_s   (closed quietly)
+ *
+ * Closing = a prepared "408 Request Timeout" written to the socket, then
+ * shutdown(): libmicrohttpd sees the end of stream and closes the connection
+ * through its normal path.  The socket is only touched under the registry
+ * lock, and a connection leaves the registry (srv_deadline_remove, called
+ * from libmicrohttpd's CLOSED notification, before it closes the socket)
+ * under the same lock, so a descriptor is never used after it was closed.
+ */
+#ifndef SRV_DEADLINE_H
+#define SRV_DEADLINE_H
+
+typedef struct srv_deadline srv_deadline;
+typedef struct srv_deadline_conn srv_deadline_conn;
+
+typedef struct {
+    double first_s;     /* accept -> first request line and whole request */
+    double request_s;   /* request line -> whole request (head and body) */
+    double idle_s;      /* keep-alive: reply sent -> next request line */
+    int    tick_ms;     /* how often the sweeper looks */
+    const char *timeout_reply;  /* the whole HTTP response written before closing
+                                   (status line, headers, body: http.c renders it
+                                   from errors.c); copied; NULL = close silently */
+} srv_deadline_params;
+
+srv_deadline_params srv_deadline_default_params(void);
+
+/* Starts the sweeper thread; NULL on failure. */
+srv_deadline *srv_deadline_new(const srv_deadline_params *p);
+/* Stops the sweeper.  Connections still registered are forgotten, not closed. */
+void          srv_deadline_free(srv_deadline *d);
+
+/* A connection was accepted on fd (phase WAIT_FIRST); NULL when out of memory
+ * (the connection is then simply not guarded). */
+srv_deadline_conn *srv_deadline_add(srv_deadline *d, int fd);
+/* libmicrohttpd is about to close it: forget it (NULL is ignored). */
+void srv_deadline_remove(srv_deadline *d, srv_deadline_conn *c);
+
+/* Phase changes (NULL is ignored). */
+void srv_deadline_request_line(srv_deadline *d, srv_deadline_conn *c);   /* -> REQUEST */
+void srv_deadline_request_done(srv_deadline *d, srv_deadline_conn *c);   /* -> HANDLING */
+void srv_deadline_reply_sent(srv_deadline *d, srv_deadline_conn *c);     /* -> IDLE */
+
+/* 1 when the connection's request deadline has passed (a body still being
+ * received is then answered 408 by the caller instead of waiting for the
+ * sweeper). */
+int  srv_deadline_expired(srv_deadline *d, srv_deadline_conn *c);
+
+/* Connections closed for a passed deadline so far: [0] with 408, [1] idle. */
+void srv_deadline_counts(srv_deadline *d, long counts[2]);
+
+#endif
