@@ -1,0 +1,92 @@
+/* fuzz_common.h: small helpers shared by the libFuzzer targets (tests/fuzz/README.md).
+ *
+ * Every target is one fuzz_<name>.c defining LLVMFuzzerTestOneInput.  A target
+ * must never exit, print per input, or leak: libFuzzer reports each as a bug.
+ * A broken invariant is reported with FUZZ_CHECK, which aborts (a crash that
+ * libFuzzer saves under build-fuzz/crashes/<target>/).
+ */
+#ifndef FUZZ_COMMON_H
+#define FUZZ_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FUZZ_ROOT
+#define FUZZ_ROOT "."
+#endif
+
+#define FUZZ_CHECK(cond)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);   \
+            abort();                                                                       \
+        }                                                                                  \
+    } while (0)
+
+/* The repository root, where the fixtures live: $FUZZ_ROOT, else the directory
+ * the target was built from (fuzz.mk passes it), so a binary runs from anywhere. */
+static inline const char *fuzz_root(void)
+{
+    const char *r = getenv("FUZZ_ROOT");
+    return r && *r ? r : FUZZ_ROOT;
+}
+
+/* root/rel into buf; aborts when it does not fit (a setup error, not a finding). */
+static inline const char *fuzz_path(char *buf, size_t cap, const char *rel)
+{
+    int n = snprintf(buf, cap, "%s/%s", fuzz_root(), rel);
+    FUZZ_CHECK(n > 0 && (size_t)n < cap);
+    return buf;
+}
+
+/* A whole file into a malloc'd buffer (setup only: aborts when unreadable). */
+static inline uint8_t *fuzz_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "fuzz setup: cannot open %s (set FUZZ_ROOT to the repository root)\n", path);
+        abort();
+    }
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    FUZZ_CHECK(buf);
+    for (;;) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        cap *= 2;
+        buf = realloc(buf, cap);
+        FUZZ_CHECK(buf);
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Cut the input in parts at the first `max_parts - 1` NUL bytes (the format of
+ * the targets that take several files in one input). */
+static inline int fuzz_split(const uint8_t *data, size_t size, int max_parts, const uint8_t **part,
+                             size_t *part_len)
+{
+    int n = 0;
+    size_t at = 0;
+    while (n < max_parts - 1) {
+        const uint8_t *z = memchr(data + at, 0, size - at);
+        if (!z)
+            break;
+        part[n] = data + at;
+        part_len[n] = (size_t)(z - (data + at));
+        n++;
+        at = (size_t)(z - data) + 1;
+    }
+    part[n] = data + at;
+    part_len[n] = size - at;
+    return n + 1;
+}
+
+#endif
