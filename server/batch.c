@@ -237,7 +237,7 @@ static int decode_scheduled(srv_model *m, sentence_list *l, const srv_tr_params 
     mt_status st = srv_sched_run(m->sched, items, n, &dp, req ? req->client_gone : NULL, req ? req->conn : NULL,
                                  &gone, &err);
     if (gone) {
-        srv_fail(resp, SRV_E_QUEUE_FULL, "the client went away");
+        srv_fail(resp, SRV_E_CLIENT_GONE, "the client went away");
         goto done;
     }
     if (st != MT_OK) {

@@ -10,6 +10,9 @@
  *   HANDLING    request complete, being answered      no deadline
  *   IDLE        keep-alive, between two requests     idle_s   (closed quietly)
  *
+ * It also releases sockets whose client has gone but which libmicrohttpd
+ * has not noticed (deadline.c says when that happens).
+ *
  * Closing = a prepared "408 Request Timeout" written to the socket, then
  * shutdown(): libmicrohttpd sees the end of stream and closes the connection
  * through its normal path.  The socket is only touched under the registry
@@ -56,7 +59,8 @@ void srv_deadline_reply_sent(srv_deadline *d, srv_deadline_conn *c);     /* -> I
  * sweeper). */
 int  srv_deadline_expired(srv_deadline *d, srv_deadline_conn *c);
 
-/* Connections closed for a passed deadline so far: [0] with 408, [1] idle. */
-void srv_deadline_counts(srv_deadline *d, long counts[2]);
+/* Connections closed by the sweeper so far: [0] a deadline passed (408),
+ * [1] keep-alive idle, [2] the client had gone (see deadline.c). */
+void srv_deadline_counts(srv_deadline *d, long counts[3]);
 
 #endif

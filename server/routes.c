@@ -201,7 +201,11 @@ void srv_route_run(srv_request *req, srv_response *resp)
 {
     const srv_route *route = req->route;
     double waited_ms = (srv_now() - req->t_queued) * 1e3;
-    if (waited_ms > req->srv->opts.queue_timeout_ms) {
+    if (req->client_gone && req->client_gone(req->conn)) {
+        /* it left while queued: no compute for nobody, and libmicrohttpd
+         * closes its socket as soon as this reply resumes the connection */
+        srv_fail(resp, SRV_E_CLIENT_GONE, "the client went away after %.0f ms in the queue", waited_ms);
+    } else if (waited_ms > req->srv->opts.queue_timeout_ms) {
         resp->retry_after = 1;
         srv_fail(resp, SRV_E_QUEUE_FULL, "waited %.0f ms for a worker; retry later", waited_ms);
     } else {
