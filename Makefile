@@ -49,6 +49,9 @@ $(B)/%.o: %.c $(wildcard engine/*.h server/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# server/openapi.c embeds this file (.incbin)
+$(B)/server/openapi.o: server/openapi.json
+
 $(B)/libmt.a: $(ENGINE_OBJ)
 	ar rcs $@ $^
 

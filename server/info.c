@@ -73,13 +73,15 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
 }
 
 
+/* Byte for byte as server/openapi.json (the unit tests check that it parses). */
 void srv_handle_openapi(srv_request *req, srv_response *resp)
 {
-    json_error_t jerr;
-    json_t *doc = json_loads(srv_openapi_json, 0, &jerr);
-    if (!doc) {
-        srv_fail(resp, SRV_E_INTERNAL, "openapi.json is broken at line %d: %s", jerr.line, jerr.text);
+    (void)req;
+    if (!(resp->text = strdup(srv_openapi_json))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;
     }
-    srv_reply_json(resp, 200, doc);
+    resp->text_len = strlen(resp->text);
+    resp->content_type = "application/json";
+    resp->status = 200;
 }

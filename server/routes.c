@@ -29,7 +29,7 @@ static const srv_route routes[] = {
     { "POST", "/attention",    srv_handle_attention,  ROUTE_BODY | ROUTE_WORKER },
     { "POST", "/tokenize",     srv_handle_tokenize,   ROUTE_BODY },
     { "POST", "/detokenize",   srv_handle_detokenize, ROUTE_BODY },
-    { "GET",  "/languages",    srv_handle_languages,  ROUTE_LT },
+    { "GET",  "/languages",    srv_handle_languages,  ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/models",       srv_handle_models,     0 },
     { "GET",  "/health",       srv_handle_health,     ROUTE_PUBLIC | ROUTE_LOADING },
     { "GET",  "/metrics",      srv_handle_metrics,    ROUTE_LOADING },

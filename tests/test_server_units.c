@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "pool.h"
+#include "routes.h"
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -224,6 +225,71 @@ static void test_multipart(void **state)
     assert_null(srv_multipart_parse(body, 40, "multipart/form-data; boundary=b", err, sizeof err));
 }
 
+/* ---- the OpenAPI document ------------------------------------------------------------ */
+
+/* server/openapi.json, as embedded: it parses, names every route of the
+ * routing table and every error code of the error table, and gives every
+ * operation the statuses any request can get (400 for bad framing, 405,
+ * 408, 500) and, for POST, 413. */
+static void test_openapi_document(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    json_t *doc = json_loads(srv_openapi_json, 0, &jerr);
+    if (!doc)
+        print_error("openapi.json: line %d: %s\n", jerr.line, jerr.text);
+    assert_non_null(doc);
+    json_t *paths = json_object_get(doc, "paths");
+    assert_non_null(paths);
+    const char *routes[32];
+    int n = srv_route_paths(routes, 32);
+    assert_true(n >= 10);
+    for (int i = 0; i < n; i++) {
+        const char *p = strcmp(routes[i], "/web/") == 0 ? "/web/{file}" : routes[i];
+        if (!json_object_get(paths, p))
+            print_error("route %s is not in openapi.json\n", routes[i]);
+        assert_non_null(json_object_get(paths, p));
+    }
+    json_t *codes = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
+        json_object_get(json_object_get(doc, "components"), "schemas"), "Error"), "properties"), "error"),
+        "properties"), "code");
+    json_t *en = json_object_get(codes, "enum");
+    assert_true(json_is_array(en));
+    for (int c = 1; c < SRV_E_COUNT; c++) {
+        int found = 0;
+        for (size_t k = 0; k < json_array_size(en); k++)
+            found |= strcmp(json_string_value(json_array_get(en, k)), srv_code_name((srv_code)c)) == 0;
+        if (!found)
+            print_error("error code %s is not in openapi.json\n", srv_code_name((srv_code)c));
+        assert_true(found);
+    }
+    const char *path;
+    json_t *item;
+    json_object_foreach(paths, path, item) {
+        const char *method;
+        json_t *op;
+        json_object_foreach(item, method, op) {
+            json_t *r = json_object_get(op, "responses");
+            const char *always[] = { "200", "400", "405", "408", "500" };
+            for (size_t k = 0; k < sizeof always / sizeof *always; k++) {
+                if (!json_object_get(r, always[k]))
+                    print_error("%s %s: no %s response\n", method, path, always[k]);
+                assert_non_null(json_object_get(r, always[k]));
+            }
+            if (strcmp(method, "post") == 0)
+                assert_non_null(json_object_get(r, "413"));
+            /* security [] marks a public route; every other one can answer 401 */
+            json_t *sec = json_object_get(op, "security");
+            if (!(json_is_array(sec) && json_array_size(sec) == 0))
+                assert_non_null(json_object_get(r, "401"));
+        }
+    }
+    /* /languages is public, as LibreTranslate's */
+    json_t *lang = json_object_get(json_object_get(paths, "/languages"), "get");
+    assert_int_equal(json_array_size(json_object_get(lang, "security")), 0);
+    json_decref(doc);
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 
 static void test_errors(void **state)
@@ -375,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_openapi_document),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_workers_queue),
     };
