@@ -27,7 +27,6 @@ struct srv_deadline {
     int                stop, started;
     srv_deadline_params p;
     srv_deadline_conn  head;    /* sentinel of a circular list */
-    long               n_408, n_idle, n_gone;
     struct pollfd     *pfd;     /* the sweeper's scratch */
     srv_deadline_conn **pconn;
     int                pcap;
@@ -59,6 +58,12 @@ static double due(const srv_deadline *d, const srv_deadline_conn *c)
     }
 }
 
+static void closed(srv_deadline *d, int why)
+{
+    if (d->p.on_close)
+        d->p.on_close(d->p.on_close_ctx, why);
+}
+
 /* Under mu.  MSG_DONTWAIT: a client that does not read cannot block the
  * sweeper; the reply is best effort, the shutdown is what matters. */
 static void expire(srv_deadline *d, srv_deadline_conn *c)
@@ -68,12 +73,10 @@ static void expire(srv_deadline *d, srv_deadline_conn *c)
             ssize_t n = send(c->fd, d->reply, d->reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
             (void)n;
         }
-        d->n_408++;
-    } else {
-        d->n_idle++;
     }
     shutdown(c->fd, SHUT_RDWR);
     c->closed = 1;
+    closed(d, c->ph == IDLE ? 1 : 0);
 }
 
 /* Under mu.  libmicrohttpd 0.9.75 with epoll misses the end of stream of a
@@ -117,7 +120,7 @@ static void release_departed(srv_deadline *d)
             continue;
         shutdown(c->fd, SHUT_RDWR);
         c->closed = 1;
-        d->n_gone++;
+        closed(d, 2);
     }
 }
 
@@ -260,13 +263,4 @@ int srv_deadline_expired(srv_deadline *d, srv_deadline_conn *c)
     int r = c->ph == REQUEST && when > 0 && now_s() > when;
     pthread_mutex_unlock(&d->mu);
     return r;
-}
-
-void srv_deadline_counts(srv_deadline *d, long counts[3])
-{
-    pthread_mutex_lock(&d->mu);
-    counts[0] = d->n_408;
-    counts[1] = d->n_idle;
-    counts[2] = d->n_gone;
-    pthread_mutex_unlock(&d->mu);
 }

@@ -34,6 +34,10 @@ typedef struct {
     const char *timeout_reply;  /* the whole HTTP response written before closing
                                    (status line, headers, body: http.c renders it
                                    from errors.c); copied; NULL = close silently */
+    /* called (under the registry lock: keep it short) for each connection the
+     * sweeper closes: why = 0 deadline (408), 1 keep-alive idle, 2 client gone */
+    void (*on_close)(void *ctx, int why);
+    void  *on_close_ctx;
 } srv_deadline_params;
 
 srv_deadline_params srv_deadline_default_params(void);
@@ -59,8 +63,5 @@ void srv_deadline_reply_sent(srv_deadline *d, srv_deadline_conn *c);     /* -> I
  * sweeper). */
 int  srv_deadline_expired(srv_deadline *d, srv_deadline_conn *c);
 
-/* Connections closed by the sweeper so far: [0] a deadline passed (408),
- * [1] keep-alive idle, [2] the client had gone (see deadline.c). */
-void srv_deadline_counts(srv_deadline *d, long counts[3]);
 
 #endif

@@ -491,9 +491,17 @@ static char *timeout_reply(void)
     return raw;
 }
 
+static void count_closed(void *ctx, int why)
+{
+    (void)ctx;
+    srv_metrics_connection_closed(why == 0 ? SRV_CLOSE_REQUEST_TIMEOUT : why == 1 ? SRV_CLOSE_IDLE
+                                                                                  : SRV_CLOSE_CLIENT_GONE);
+}
+
 static srv_deadline *deadline_start(const srv_http_config *cfg)
 {
     srv_deadline_params p = srv_deadline_default_params();
+    p.on_close = count_closed;
     p.first_s = p.request_s = cfg->request_timeout_s;
     p.idle_s = cfg->timeout_s;
     char *reply = timeout_reply();

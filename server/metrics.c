@@ -31,6 +31,7 @@ static struct {
     _Atomic u64 gen_tokens[SRV_METRICS_MAX_MODELS];
     _Atomic u64 batch_hist[12];     /* decoder steps by rows, non-cumulative (batch_buckets) */
     _Atomic u64 batch_steps, batch_rows, cancelled;
+    _Atomic u64 closed[SRV_CLOSE_REASONS];     /* connections the server closed, by reason */
 } M = { .routes = { "other" }, .n_routes = 1 };
 
 void srv_metrics_set_routes(const char *const *labels, int n)
@@ -102,6 +103,12 @@ void srv_metrics_batch_step(int rows)
 void srv_metrics_cancelled(int n)
 {
     atomic_fetch_add(&M.cancelled, (u64)(n > 0 ? n : 0));
+}
+
+void srv_metrics_connection_closed(srv_close_reason why)
+{
+    if (why >= 0 && why < SRV_CLOSE_REASONS)
+        atomic_fetch_add(&M.closed[why], 1);
 }
 
 /* ---- rendering ---------------------------------------------------------------- */
@@ -210,6 +217,19 @@ static void render_batch(strbuf *sb)
               atomic_load(&M.cancelled));
 }
 
+static void render_closed(strbuf *sb)
+{
+    static const char *const reason[SRV_CLOSE_REASONS] = {
+        [SRV_CLOSE_REQUEST_TIMEOUT] = "request_timeout", [SRV_CLOSE_IDLE] = "idle",
+        [SRV_CLOSE_CLIENT_GONE] = "client_gone",
+    };
+    sb_printf(sb, "# HELP mtserve_connections_closed_total Connections the server closed: a request not received "
+                  "within --request-timeout (408), keep-alive idle past --timeout, or a client that had gone.\n"
+                  "# TYPE mtserve_connections_closed_total counter\n");
+    for (int r = 0; r < SRV_CLOSE_REASONS; r++)
+        sb_printf(sb, "mtserve_connections_closed_total{reason=\"%s\"} %llu\n", reason[r], atomic_load(&M.closed[r]));
+}
+
 static void render_gauge(strbuf *sb, const char *name, const char *help, double v)
 {
     sb_printf(sb, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v);
@@ -229,6 +249,7 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_requests_in_flight", "HTTP requests being processed.", g->in_flight);
     render_gauge(&sb, "mtserve_models_loaded", "Models loaded and serving.", g->models_loaded);
     render_batch(&sb);
+    render_closed(&sb);
     render_gauge(&sb, "mtserve_active_sequences", "Sentences decoding in the batching schedulers now.",
                  g->active_sequences);
     render_gauge(&sb, "mtserve_waiting_sequences", "Sentences waiting for decoder rows.", g->waiting_sequences);

@@ -25,6 +25,10 @@ void srv_metrics_batch_step(int rows);
 /* Sentences dropped by a scheduler because their client went away. */
 void srv_metrics_cancelled(int n);
 
+/* Connections the server closed (http.c, from deadline.c's sweeper). */
+typedef enum { SRV_CLOSE_REQUEST_TIMEOUT, SRV_CLOSE_IDLE, SRV_CLOSE_CLIENT_GONE, SRV_CLOSE_REASONS } srv_close_reason;
+void srv_metrics_connection_closed(srv_close_reason why);
+
 /* Gauges the renderer reads from their owners at scrape time. */
 typedef struct {
     int    active_sessions;   /* sessions in use now */

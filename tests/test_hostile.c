@@ -119,6 +119,18 @@ static int server_fds(void)
     return n - 2;
 }
 
+/* A counter of /metrics, e.g. closed("request_timeout"); -1 if absent. */
+static long closed_count(const char *reason)
+{
+    reply r = get(&srv, "/metrics");
+    char key[128];
+    snprintf(key, sizeof key, "mtserve_connections_closed_total{reason=\"%s\"} ", reason);
+    const char *p = r.body ? strstr(r.body, key) : NULL;
+    long v = p ? strtol(p + strlen(key), NULL, 10) : -1;
+    reply_free(&r);
+    return v;
+}
+
 /* ---- the normal client ------------------------------------------------------------------ */
 
 /* n requests, each on a new connection (a new client), alternating /health
@@ -194,8 +206,8 @@ static void test_idle_sockets(void **state)
     int refused = 0;
     for (int i = 0; i < N_IDLE; i++)
         refused += closed_by_server(fds[i], 0);
-    double worst = normal_client(20);
     int held = server_fds() - base_fds;
+    double worst = normal_client(20);
     printf("# idle: %d sockets, %d refused at once, server holds %d more fds, normal client's slowest %.3f s\n",
            N_IDLE, refused, held, worst);
     assert_true(worst >= 0 && worst < NORMAL_MAX_S);
@@ -251,6 +263,7 @@ static void *drip(void *arg)
 static void test_slowloris(void **state)
 {
     (void)state;
+    long before = closed_count("request_timeout");
     drip_ctx d = { .n = N_SLOW };
     d.fds = malloc(sizeof(int) * N_SLOW);
     assert_non_null(d.fds);
@@ -281,6 +294,7 @@ static void test_slowloris(void **state)
            got_408, closed);
     assert_true(worst >= 0 && worst < NORMAL_MAX_S);
     assert_int_equal(got_408, N_SLOW);
+    assert_true(before >= 0 && closed_count("request_timeout") >= before + N_SLOW);
 }
 
 /* A body that stops arriving: 408 once the deadline passes. */
@@ -311,6 +325,7 @@ static void test_departed_clients_released(void **state)
 {
     (void)state;
     int base = server_fds();
+    long before = closed_count("client_gone");
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < 200; i++) {
             int fd = connect_from("127.0.0.5");
@@ -327,6 +342,7 @@ static void test_departed_clients_released(void **state)
     }
     printf("# departed: 600 clients came and went; server fds %d -> %d within %.2f s\n", base, now, now_s() - t0);
     assert_true(now <= base + 4);
+    assert_true(before >= 0 && closed_count("client_gone") > before);
 }
 
 /* One request that must be answered with status and close the connection. */
