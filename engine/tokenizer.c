@@ -661,6 +661,22 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
         if (t == MT_SPM_USER_DEFINED)
             ukeys[u++] = key;
     }
+    /* spm allows one reserved and one normal piece per string, never two of a
+     * class.  The id map above keeps one id per string (the reserved one wins),
+     * so NORMAL "x", CONTROL "x", NORMAL "x" passed it, and ptrie_build, which
+     * needs unique keys, read past the end of the duplicate (fuzz_spm_model,
+     * tests/fuzz/crashers/spm_model/duplicate-normal-after-reserved).  The
+     * matchable pieces are exactly the normal class: no two may be equal. */
+    qsort(keys, (size_t)n_match, sizeof *keys, tkey_cmp);
+    for (int j = 1; j < n_match; j++)
+        if (tkey_cmp(&keys[j - 1], &keys[j]) == 0) {
+            int a = keys[j - 1].id < keys[j].id ? keys[j - 1].id : keys[j].id;
+            int b = keys[j - 1].id < keys[j].id ? keys[j].id : keys[j - 1].id;
+            free(keys);
+            free(ukeys);
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)", name, b,
+                              (int)(m->piece[b].n > 64 ? 64 : m->piece[b].n), (const char *)m->piece[b].p, a);
+        }
     int bad = ptrie_build(&sp->match, keys, (size_t)n_match);
     if (!bad && n_user) {
         bad = ptrie_build(&sp->user, ukeys, (size_t)n_user);
