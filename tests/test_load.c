@@ -73,7 +73,7 @@
  * RSS_GROWTH_PCT % + RSS_GROWTH_MB.  Measured: the server starts at 61 MB,
  * jumps to 84-88 MB in the first seconds of load (the scheduler's session,
  * per-thread malloc arenas of the 64 workers), then creeps up ever slower
- * towards a plateau: +1.4 to +2.3 MB between the two thirds in 4 runs of
+ * towards a plateau: +1.4 to +2.5 MB between the two thirds in 9 runs of
  * this test (91-92 -> 93-94 MB), and in a 180 s wrk soak 95.5 MB at 10 s,
  * 97.9 at 40 s, 98.3 at 90 s, 98.6 at 180 s.  So even when a slow start
  * leaves the first third low (84 MB), the plateau is within 10% + 8 MB
