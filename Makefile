@@ -52,11 +52,12 @@ $(B)/%.o: %.c $(wildcard engine/*.h server/*.h tests/*.h)
 # server/openapi.c embeds this file (.incbin)
 $(B)/server/openapi.o: server/openapi.json
 
+# rebuilt whole: `ar r` alone keeps the members of files that were removed or renamed
 $(B)/libmt.a: $(ENGINE_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(B)/libmtserver.a: $(SERVER_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(B)/mtserve: $(B)/server/main.o $(B)/libmtserver.a $(B)/libmt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

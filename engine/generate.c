@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_BEAM  16
 #define NEG_BIG   (-1e9f)        /* model.py's "impossible" running score */
 
 mt_decode_params mt_decode_default_params(void)
@@ -32,9 +31,9 @@ mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p,
     const mt_model_info *info = &s->m->info;
     mt_decode_params q = p ? *p : mt_decode_default_params();
     if (q.beam_size == 0)
-        q.beam_size = info->default_beam < MAX_BEAM ? info->default_beam : MAX_BEAM;
-    if (q.beam_size < 1 || q.beam_size > MAX_BEAM)
-        return mt_err_set(err, MT_ERR_INPUT, "beam_size %d outside [1, %d]", q.beam_size, MAX_BEAM);
+        q.beam_size = info->default_beam < MT_MAX_BEAM ? info->default_beam : MT_MAX_BEAM;
+    if (q.beam_size < 1 || q.beam_size > MT_MAX_BEAM)
+        return mt_err_set(err, MT_ERR_INPUT, "beam_size %d outside [1, %d]", q.beam_size, MT_MAX_BEAM);
     if (q.beam_size > s->p.max_batch)
         return mt_err_set(err, MT_ERR_INPUT, "beam_size %d exceeds the session's max_batch %d", q.beam_size,
                           s->p.max_batch);
@@ -110,8 +109,8 @@ static void update_finished(mt_session *s, const mt_seq *q, const int *stop)
     int Bm = q->Bm, T = s->p.max_tgt_len, V = s->m->V, n = 0, base = q->base;
     mt_fin_slot *fin = s->fin + base;
     int32_t *fids = s->fin_ids + (long)base * T;
-    double sc[2 * MAX_BEAM];
-    int from[2 * MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(r+1) */
+    double sc[2 * MT_MAX_BEAM];
+    int from[2 * MT_MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(r+1) */
     for (int j = 0; j < Bm; j++) {
         sc[n] = fin[j].n >= 0 ? fin[j].score : -1e9;
         from[n++] = j;
@@ -160,7 +159,7 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
         old_slot[b] = s->row_slot[base + b];
         claimed[b] = 0;
     }
-    int first[MAX_BEAM];
+    int first[MT_MAX_BEAM];
     for (int b = 0; b < Bm; b++) {
         first[b] = !claimed[parent[b]];
         claimed[parent[b]] = 1;
@@ -205,8 +204,8 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
     int *top_i = s->top_i + 2 * base;
     topk(tot, Bm * V, K, top_v, top_i);
-    int stop[2 * MAX_BEAM], all_stop = 1, parent[MAX_BEAM], order[MAX_BEAM];
-    float alive[2 * MAX_BEAM], run_new[MAX_BEAM];
+    int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
+    float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM];
     for (int k = 0; k < K; k++) {
         stop[k] = top_i[k] % V == eos || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
@@ -269,7 +268,7 @@ static int find_rows(const mt_session *s, int Bm)
 int mt_session_can_start(const mt_session *s, int beam_size)
 {
     if (beam_size == 0)
-        beam_size = s->m->info.default_beam < MAX_BEAM ? s->m->info.default_beam : MAX_BEAM;
+        beam_size = s->m->info.default_beam < MT_MAX_BEAM ? s->m->info.default_beam : MT_MAX_BEAM;
     return beam_size >= 1 && find_rows(s, beam_size) >= 0;
 }
 
@@ -435,6 +434,10 @@ mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_l
         s->gen_src[i] = -1;
     int next = 0, done = 0;
     while (done < n) {
+        if (q.abort_callback && q.abort_callback(q.abort_callback_data)) {
+            st = mt_err_set(err, MT_ERR_ABORTED, "mt_generate: aborted by the caller");
+            break;
+        }
         while (next < n) {
             int id;
             mt_err busy;

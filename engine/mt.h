@@ -19,6 +19,10 @@
 #include "status.h"
 #include "tokenizer.h"
 
+/* The widest beam search (the search's per-row arrays are sized by it); the
+ * server, the CLI and the OpenAPI limits all come from this one constant. */
+#define MT_MAX_BEAM 16
+
 typedef struct mt_model   mt_model;
 typedef struct mt_session mt_session;
 
@@ -70,10 +74,15 @@ size_t    mt_session_bytes(const mt_session *s);   /* bytes allocated by the ses
 
 /* ---- decoding ------------------------------------------------------------- */
 typedef struct {
-    int   beam_size;        /* 1 = greedy; 0 = the model's default */
+    int   beam_size;        /* 1 = greedy; 0 = the model's default; at most MT_MAX_BEAM */
     int   max_length;       /* HF max_length; 0 = min(model default, session max_tgt_len) */
     float length_penalty;   /* beam scores: sum log p / (generated length incl. </s>)^lp */
     int   n_best;           /* hypotheses returned per source, <= beam size */
+    /* Asked before every decoder step of mt_generate: nonzero stops it with
+     * MT_ERR_ABORTED, every row freed (as whisper.cpp's abort callback).
+     * NULL: never.  Called on the decoding thread. */
+    int (*abort_callback)(void *data);
+    void *abort_callback_data;
 } mt_decode_params;
 
 mt_decode_params mt_decode_default_params(void);
@@ -82,7 +91,7 @@ typedef struct {
     int32_t *ids;           /* generated ids; the final </s> included when produced */
     int      n_ids;
     float    score;         /* greedy: sum of log p; beam: length-normalized */
-    char    *text;          /* detokenized (mt_translate only; NULL otherwise) */
+    char    *text;          /* detokenized text, when the caller asked (NULL otherwise) */
 } mt_hyp;
 
 /* Decode n tokenized sources as one batch (each result equals decoding it
@@ -143,19 +152,5 @@ typedef struct {
 mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt_in,
                            int tgt_len, mt_attention *out, mt_err *err);
 void      mt_attention_free(mt_attention *a);
-
-/* ---- text in, text out ---------------------------------------------------- */
-typedef struct {
-    int32_t *src_ids;       /* tokenized source, </s> included */
-    int      n_src;
-    mt_hyp  *hyps;          /* n_best hypotheses, best first, with text */
-    int      n_hyps;
-} mt_translation;
-
-/* Tokenize, decode as one batch, detokenize.  MT_ERR_INPUT for invalid UTF-8,
- * MT_ERR_TOO_LONG when a source exceeds the session's max_src_len. */
-mt_status mt_translate(mt_session *s, const char *const *texts, int n, const mt_decode_params *params,
-                       mt_translation *out, mt_err *err);
-void      mt_translation_free(mt_translation *t, int n);
 
 #endif

@@ -27,6 +27,7 @@ const char *mt_status_name(mt_status s)
     case MT_ERR_NOMEM:       return "out_of_memory";
     case MT_ERR_BUSY:        return "busy";
     case MT_ERR_INTERNAL:    return "internal_error";
+    case MT_ERR_ABORTED:     return "aborted";
     }
     return "unknown";
 }

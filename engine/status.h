@@ -16,6 +16,7 @@ typedef enum {
     MT_ERR_NOMEM,       /* allocation failed                                */
     MT_ERR_BUSY,        /* no free slot or session                          */
     MT_ERR_INTERNAL,    /* a bug on our side                                */
+    MT_ERR_ABORTED,     /* the caller's abort callback asked to stop        */
 } mt_status;
 
 typedef struct {

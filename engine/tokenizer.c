@@ -14,6 +14,7 @@
  * Everything loaded is immutable; per-call scratch is malloc'd per call.
  */
 #include "tokenizer.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -69,33 +70,6 @@ static inline size_t one_char_len(uint8_t b)
 {
     static const uint8_t t[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4 };
     return t[b >> 4];
-}
-
-/* spm's DecodeUTF8 validity: one well-formed character (no overlong forms, no
- * surrogates, <= U+10FFFF) at s[0..len).  Returns its length, or 0 if invalid.
- * *cp receives the code point. */
-size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
-{
-    uint8_t b = s[0];
-    if (b < 0x80) {
-        *cp = b;
-        return 1;
-    }
-    if (len >= 2 && (b & 0xE0) == 0xC0 && (s[1] & 0xC0) == 0x80) {
-        *cp = (uint32_t)(b & 0x1F) << 6 | (s[1] & 0x3F);
-        return *cp >= 0x80 ? 2 : 0;
-    }
-    if (len >= 3 && (b & 0xF0) == 0xE0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80) {
-        *cp = (uint32_t)(b & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
-        return *cp >= 0x800 && (*cp < 0xD800 || *cp > 0xDFFF) ? 3 : 0;
-    }
-    if (len >= 4 && (b & 0xF8) == 0xF0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80 &&
-        (s[3] & 0xC0) == 0x80) {
-        *cp = (uint32_t)(b & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 |
-              (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
-        return *cp >= 0x10000 && *cp <= 0x10FFFF ? 4 : 0;
-    }
-    return 0;
 }
 
 /* Offset of the first byte that does not start a valid UTF-8 character, or len. */

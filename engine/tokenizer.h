@@ -92,9 +92,5 @@ int32_t     mt_tokenizer_eos(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_unk(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_pad(const mt_tokenizer *tok);
 
-/* One well-formed UTF-8 character at s[0..len) (no overlong forms, no
- * surrogates, <= U+10FFFF): its length, or 0 if invalid; *cp gets the code
- * point.  The one UTF-8 decoder of the project (the server validates with it). */
-size_t      mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp);
 
 #endif

@@ -113,8 +113,9 @@ static int translate_greedy(attn_req *a, mt_session *s, srv_response *resp)
 static int run(srv_request *req, attn_req *a, srv_response *resp)
 {
     mt_session *s;
-    if (srv_session_take(a->m->sessions, &s, resp))
-        return -1;
+    mt_err get_err = { 0 };
+    if (srv_sessions_get(a->m->sessions, &s, &get_err) != MT_OK)
+        return srv_fail(resp, SRV_E_INTERNAL, "cannot get a session: %s", get_err.msg);
     int rc = 0;
     if (!a->target)
         rc = translate_greedy(a, s, resp);

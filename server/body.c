@@ -1,7 +1,7 @@
 /* body: request body parsing (JSON, form) and typed field getters. */
 #include "body.h"
 
-#include "tokenizer.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,25 +10,6 @@
 #include <strings.h>
 
 /* ---- UTF-8 ------------------------------------------------------------------ */
-
-size_t srv_utf8_valid_prefix(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    uint32_t cp;
-    while (i < len) {
-        size_t k = mt_utf8_decode(u + i, len - i, &cp);
-        if (!k)
-            break;
-        i += k;
-    }
-    return i;
-}
-
-int srv_utf8_valid(const char *s, size_t len)
-{
-    return srv_utf8_valid_prefix(s, len) == len;
-}
 
 static int is_space_cp(uint32_t c)
 {
@@ -103,7 +84,7 @@ static int form_pair(json_t *obj, const char *p, size_t len, char *err, size_t e
         goto done;
     }
     if (memchr(key, 0, (size_t)kn) || memchr(val, 0, (size_t)vn) ||
-        !srv_utf8_valid(key, (size_t)kn) || !srv_utf8_valid(val, (size_t)vn)) {
+        !mt_utf8_valid(key, (size_t)kn) || !mt_utf8_valid(val, (size_t)vn)) {
         snprintf(err, err_len, "the form body is not valid UTF-8 text");
         goto done;
     }
@@ -199,7 +180,7 @@ json_t *srv_multipart_parse(const char *body, size_t len, const char *content_ty
         const char *value = hdr_end + 4;
         size_t vlen = (size_t)(next - 2 - value);
         if (part_name(p, (size_t)(hdr_end - p), name, sizeof name)) {
-            if (!srv_utf8_valid(value, vlen) || memchr(value, 0, vlen)) {
+            if (!mt_utf8_valid(value, vlen) || memchr(value, 0, vlen)) {
                 snprintf(err, err_len, "multipart field '%s' is not valid UTF-8 text", name);
                 json_decref(obj);
                 return NULL;
@@ -252,7 +233,7 @@ int srv_body_parse(srv_request *req, srv_response *resp)
 {
     if (req->body_len == 0)
         return srv_fail(resp, SRV_E_INVALID_JSON, "the request has no body; expected a JSON object");
-    size_t ok = srv_utf8_valid_prefix(req->body, req->body_len);
+    size_t ok = mt_utf8_valid_prefix(req->body, req->body_len);
     if (ok != req->body_len)
         return srv_fail(resp, SRV_E_INVALID_UTF8, "the body is not valid UTF-8 (byte %zu)", ok);
     int multipart = media_is(req->content_type, "multipart/form-data");

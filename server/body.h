@@ -15,10 +15,6 @@
 
 #include "handlers.h"
 
-/* Length of the longest prefix of s[0..len) that is valid UTF-8 (no
- * overlongs, surrogates or code points above U+10FFFF). */
-size_t srv_utf8_valid_prefix(const char *s, size_t len);
-int    srv_utf8_valid(const char *s, size_t len);
 
 /* Parses "a=1&b=x+y%21" into {"a":"1","b":"x y!"}.  NULL on a malformed
  * escape or invalid UTF-8 after decoding (message in err). */

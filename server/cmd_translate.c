@@ -1,6 +1,8 @@
 /* cmd_translate.c: `mtserve translate`: one sentence per stdin line -> one
  * translation per stdout line, in order, flushed per line.  With --json each
- * output line is {"source_ids", "ids", "pieces", "text", "score"}. */
+ * output line is {"source_ids", "ids", "pieces", "text", "score"}.  Each line
+ * goes through the server's translate pipeline (pipeline.h, not split: a
+ * line is a sentence), decoded on this thread by the session loop. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,8 @@
 
 #include "commands.h"
 #include "mt.h"
+#include "pipeline.h"
+#include "seqloop.h"
 
 #define DEFAULT_MODEL "models/en-fr"
 
@@ -23,12 +27,12 @@ static void usage(FILE *f)
                "                         [--json]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
-               "  --beam N          beam size 1-16 (1 = greedy; default: the model's num_beams)\n"
+               "  --beam N          beam size 1-%d (1 = greedy; default: the model's num_beams)\n"
                "  --max-length N    decoder length limit incl. the start token (default: the model's)\n"
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n",
-            DEFAULT_MODEL);
+            DEFAULT_MODEL, MT_MAX_BEAM);
 }
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
@@ -58,7 +62,7 @@ static int parse_args(int argc, char **argv, options *o)
             o->model = v;
             i++;
         } else if (!strcmp(a, "--beam")) {
-            if (!parse_int(a, v, 1, 16, &o->beam))
+            if (!parse_int(a, v, 1, MT_MAX_BEAM, &o->beam))
                 return 2;
             i++;
         } else if (!strcmp(a, "--max-length")) {
@@ -113,34 +117,63 @@ static int only_space(const char *s)
     return 1;
 }
 
+static void decoded(srv_decode_job *job)
+{
+    (void)job;                      /* the loop runs inline: nothing to wake */
+}
+
+/* Through the pipeline: tokenize, decode on s, detokenize. */
+static mt_status translate_text(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp, const char *line,
+                                srv_tr **out, mt_err *err)
+{
+    mt_status st = srv_tr_new(tm, &line, 1, tp, out, err);
+    if (st != MT_OK)
+        return st;
+    srv_decode_job *job = srv_tr_job(*out);
+    job->done = decoded;
+    srv_seqloop_run(s, job);
+    if (job->status != MT_OK) {
+        *err = job->err;
+        return job->status;
+    }
+    srv_tr_result r;
+    if ((st = srv_tr_finish(*out, &r, err)) == MT_OK)
+        srv_tr_results_free(&r, 1);
+    return st;
+}
+
 /* Translate one line; errors go to stderr and leave an empty output line so
  * the output stays aligned with the input.  Returns 0 on success. */
-static int translate_line(mt_session *s, const mt_tokenizer *tok, const options *o, const mt_decode_params *dp,
+static int translate_line(mt_session *s, const srv_tr_model *tm, const options *o, const srv_tr_params *tp,
                           const char *line, long lineno)
 {
     if (only_space(line)) {
         if (o->json)
-            print_json(tok, NULL, 0, NULL);
+            print_json(tm->tok, NULL, 0, NULL);
         else
             putchar('\n');
         return 0;
     }
-    mt_translation t;
+    srv_tr *t = NULL;
     mt_err err = {0};
-    mt_status st = mt_translate(s, &line, 1, dp, &t, &err);
+    mt_status st = translate_text(s, tm, tp, line, &t, &err);
     if (st != MT_OK) {
         fprintf(stderr, "mtserve translate: line %ld: %s: %s\n", lineno, mt_status_name(st), err.msg);
         if (o->json)
-            print_json(tok, NULL, 0, NULL);
+            print_json(tm->tok, NULL, 0, NULL);
         else
             putchar('\n');
+        srv_tr_free(t);
         return 1;
     }
+    int n_src;
+    const int32_t *src = srv_tr_source(t, 0, &n_src);
+    const mt_hyp *best = srv_tr_best(t, 0);
     if (o->json)
-        print_json(tok, t.src_ids, t.n_src, &t.hyps[0]);
+        print_json(tm->tok, src, n_src, best);
     else
-        puts(t.hyps[0].text ? t.hyps[0].text : "");
-    mt_translation_free(&t, 1);
+        puts(best->text ? best->text : "");
+    srv_tr_free(t);
     return 0;
 }
 
@@ -155,9 +188,9 @@ static int run(mt_model *m, const options *o)
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
         return 1;
     }
-    mt_decode_params dp = mt_decode_default_params();
-    dp.beam_size = o->beam;
-    dp.max_length = o->max_length;
+    const mt_model_info *info = mt_model_get_info(m);
+    srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = info->eos_id, .max_src_len = sp.max_src_len };
+    srv_tr_params tp = { .beam_size = o->beam, .max_length = o->max_length, .n_best = 1, .split = 0 };
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -167,7 +200,7 @@ static int run(mt_model *m, const options *o)
         lineno++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
-        failed |= translate_line(s, mt_model_tokenizer(m), o, &dp, line, lineno);
+        failed |= translate_line(s, &tm, o, &tp, line, lineno);
         fflush(stdout);
     }
     free(line);

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "body.h"
 #include "handlers.h"
+#include "utf8.h"
 
 static const struct {
     int         http;
@@ -65,7 +65,7 @@ int srv_fail(srv_response *resp, srv_code code, const char *fmt, ...)
     vsnprintf(resp->message, sizeof resp->message, fmt, ap);
     va_end(ap);
     /* truncation may cut a character in two; JSON strings must be UTF-8 */
-    resp->message[srv_utf8_valid_prefix(resp->message, strlen(resp->message))] = 0;
+    resp->message[mt_utf8_valid_prefix(resp->message, strlen(resp->message))] = 0;
     return -1;
 }
 

@@ -22,7 +22,10 @@
 
 typedef struct srv_server srv_server;
 
-typedef struct {
+typedef struct srv_request srv_request;
+typedef struct srv_response srv_response;
+
+struct srv_request {
     srv_server *srv;
     const char *method;         /* "GET", "POST", ... */
     const char *path;           /* "/translate", without the query */
@@ -32,16 +35,23 @@ typedef struct {
     size_t      body_len;
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */
     int         form;           /* the body was application/x-www-form-urlencoded */
+    int         lt;             /* a LibreTranslate-shaped request (the router decides, once) */
     double      t_start;        /* srv_now() when the request arrived */
     double      t_queued;       /* srv_now() when it was queued for a worker */
-    const void *route;          /* set by srv_route_prepare for srv_route_run */
-    /* 1 once the client has closed its connection (http.c; NULL = unknown) */
+    const void *route;          /* the router's */
+    /* 1 once the client has closed its connection (http.c's; NULL = unknown) */
     int       (*client_gone)(void *conn);
     void       *conn;
-} srv_request;
-
-/* The request whose handler runs on this thread (routes.c), or NULL. */
-srv_request *srv_current_request(void);
+    /* Work that completes on another thread (a decoder, a worker): the handler
+     * sets finish and pending (its state) and arranges for resume(req) to be
+     * called exactly once, from any thread, when the work is over; finish
+     * then builds the reply on an HTTP thread and frees pending.  If the
+     * request dies first, pending_free(pending) frees it. */
+    void      (*resume)(srv_request *req);      /* http.c's */
+    void      (*finish)(srv_request *req, srv_response *resp);
+    void       *pending;
+    void      (*pending_free)(void *pending);
+};
 
 struct srv_response {
     int         status;         /* HTTP status */
@@ -60,8 +70,11 @@ struct srv_response {
 
 typedef void (*srv_handler)(srv_request *req, srv_response *resp);
 
-/* Sets a 200 JSON body (steals body). */
+/* Sets a JSON body (steals body). */
 void srv_reply_json(srv_response *resp, int status, json_t *body);
+/* A JSON body -> its text, done once by whoever holds the reply last (big
+ * replies on the worker that built them, the rest on an HTTP thread). */
+void srv_reply_serialize(srv_response *resp);
 /* Seconds on a monotonic clock. */
 double srv_now(void);
 
@@ -69,7 +82,6 @@ double srv_now(void);
 void srv_handle_translate(srv_request *req, srv_response *resp);     /* translate.c */
 void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate.c */
 void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate.c */
-int  srv_lt_is_request(const srv_request *req);                      /* libretranslate.c */
 void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention.c */
 void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize.c */
 void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize.c */

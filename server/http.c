@@ -40,7 +40,6 @@
 #include "deadline.h"
 #include "errors.h"
 #include "metrics.h"
-#include "routes.h"
 
 struct srv_http {
     struct MHD_Daemon *daemon;
@@ -58,7 +57,7 @@ typedef struct {
     size_t      len, cap;
     int         too_large;      /* the body went over max_body: the rest is dropped */
     size_t      dropped;        /* bytes dropped since */
-    _Atomic int ready;          /* a worker filled resp (set before resuming) */
+    _Atomic int ready;          /* the work is over (set before resuming) */
     srv_request req;
     srv_response resp;
     char       *content_type, *authorization;   /* copies of request headers */
@@ -125,26 +124,6 @@ static void add_headers(const srv_http *h, struct MHD_Connection *c, struct MHD_
     add_cors(h, c, r, resp);
 }
 
-static const char internal_error_body[] =
-    "{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot serialize the reply\"}}";
-
-/* JSON body -> text body.  Big replies (attention) are serialized on the
- * worker that built them, not on an HTTP thread. */
-static void serialize(srv_response *resp)
-{
-    if (!resp->json)
-        return;
-    resp->text = json_dumps(resp->json, JSON_COMPACT | JSON_REAL_PRECISION(10));
-    json_decref(resp->json);
-    resp->json = NULL;
-    if (!resp->text) {          /* our own failure: say so with a fixed body */
-        resp->status = 500;
-        resp->text = strdup(internal_error_body);
-    }
-    resp->text_len = resp->text ? strlen(resp->text) : 0;
-    resp->content_type = "application/json";
-}
-
 static double now_s(void)
 {
     struct timespec t;
@@ -157,7 +136,7 @@ static double now_s(void)
 static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn_state *st,
                                      srv_response *resp)
 {
-    serialize(resp);
+    srv_reply_serialize(resp);
     char *buf = resp->text;
     size_t len = resp->text_len;
     resp->text = NULL;
@@ -182,7 +161,7 @@ static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn
 static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, conn_state *st)
 {
     srv_response resp = { 0 };
-    resp.route = srv_route_label(st->path);
+    resp.route = h->cfg.router.label(h->cfg.router.ctx, st->path);
     srv_fail(&resp, SRV_E_BODY_TOO_LARGE, "the request body is over the limit of %zu bytes",
              h->cfg.max_body);
     srv_error_render(&resp, 0);
@@ -246,7 +225,7 @@ static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_st
                                   const char *msg)
 {
     srv_response resp = { 0 };
-    resp.route = srv_route_label(st->path);
+    resp.route = h->cfg.router.label(h->cfg.router.ctx, st->path);
     srv_fail(&resp, code, "%s", msg);
     srv_error_render(&resp, 0);
     return send_response(h, c, st, &resp);
@@ -278,6 +257,8 @@ static conn_state *conn_new(srv_http *h, struct MHD_Connection *c, const char *m
 
 static void conn_free(conn_state *st)
 {
+    if (st->req.pending && st->req.pending_free)   /* the request died before its finish */
+        st->req.pending_free(st->req.pending);
     json_decref(st->req.json);
     json_decref(st->resp.json);
     free(st->resp.text);
@@ -341,19 +322,10 @@ static int conn_gone(void *arg)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-/* On a worker: run the handler and serialize its reply ... */
-static void run_job(void *arg)
+/* Any thread: the router's work for this request is over. */
+static void conn_resume(srv_request *req)
 {
-    conn_state *st = arg;
-    const srv_http_router *rt = &st->h->cfg.router;
-    rt->run(rt->ctx, &st->req, &st->resp);
-    serialize(&st->resp);
-}
-
-/* ... then, once the worker counts as free again, wake the connection up. */
-static void job_done(void *arg)
-{
-    conn_state *st = arg;
+    conn_state *st = req->conn;
     atomic_store(&st->ready, 1);
     MHD_resume_connection(st->conn);
 }
@@ -373,18 +345,14 @@ static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_stat
         .t_start = st->t_start,
         .client_gone = conn_gone,
         .conn = st,
+        .resume = conn_resume,
     };
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     st->fd = ci ? (int)ci->connect_fd : -1;
     if (!rt->prepare(rt->ctx, &st->req, &st->resp))
         return send_response(h, c, st, &st->resp);
-    MHD_suspend_connection(c);
-    st->req.t_queued = now_s();
-    if (rt->submit(rt->ctx, run_job, job_done, st) != 0) {
-        rt->busy(rt->ctx, &st->req, &st->resp);
-        atomic_store(&st->ready, 1);
-        MHD_resume_connection(c);
-    }
+    MHD_suspend_connection(c);      /* before start: its resume may come at once */
+    rt->start(rt->ctx, &st->req, &st->resp);
     return MHD_YES;
 }
 
@@ -422,8 +390,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (st->status)             /* already answered (early 413, 400, 408) */
         return MHD_YES;
-    if (atomic_load(&st->ready))    /* resumed by a worker */
+    if (atomic_load(&st->ready)) {  /* resumed: the work is over */
+        h->cfg.router.finish(h->cfg.router.ctx, &st->req, &st->resp);
         return send_response(h, c, st, &st->resp);
+    }
     srv_deadline_request_done(h->deadline, guard_of(c));
     if (st->too_large)
         return send_too_large(h, c, st);
@@ -481,7 +451,7 @@ static char *timeout_reply(void)
     srv_response resp = { 0 };
     srv_fail(&resp, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
     srv_error_render(&resp, 0);
-    serialize(&resp);
+    srv_reply_serialize(&resp);
     char *raw = NULL;
     if (resp.text && asprintf(&raw, "HTTP/1.1 %d Request Timeout\r\nContent-Type: application/json\r\n"
                                     "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",

@@ -6,9 +6,9 @@
  * request to the router as an srv_request, and sends the srv_response back
  * with CORS headers and one access-log line per request.
  *
- * Requests that decode are not run on the HTTP threads: their connection is
- * suspended, the job goes to the worker pool (submit), and the worker resumes
- * the connection when the reply is ready.  A refused submit gets busy's 503.
+ * Requests that decode are not run on the HTTP threads: the router says
+ * the request must wait, its connection is suspended, and whoever finishes
+ * the work (a decoder, a worker) resumes it through req->resume.
  */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
@@ -21,12 +21,15 @@
 typedef struct srv_http srv_http;
 
 typedef struct {
-    /* 0: resp is final; 1: call run on a worker (see routes.h) */
+    /* The whole request is in (an HTTP thread).  0: resp is final.  1: the
+     * request waits: http.c suspends the connection, sets req->resume, and
+     * calls start, which ends with one req->resume(req) from any thread. */
     int  (*prepare)(void *ctx, srv_request *req, srv_response *resp);
-    void (*run)(void *ctx, srv_request *req, srv_response *resp);
-    void (*busy)(void *ctx, srv_request *req, srv_response *resp);
-    /* queue fn(arg) then after(arg) on a worker; -1 when the queue is full */
-    int  (*submit)(void *ctx, void (*fn)(void *), void (*after)(void *), void *arg);
+    void (*start)(void *ctx, srv_request *req, srv_response *resp);
+    /* After the resume, on an HTTP thread: completes resp. */
+    void (*finish)(void *ctx, srv_request *req, srv_response *resp);
+    /* The metrics label of a path, for the replies http.c makes itself. */
+    const char *(*label)(void *ctx, const char *path);
     void  *ctx;
 } srv_http_router;
 

@@ -56,11 +56,13 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.models_loaded = atomic_load(&srv->ready) ? srv->n_models : 0;
     for (int i = 0; g.models_loaded && i < srv->n_models; i++)
         if (srv->models[i].sched) {
-            int a, w, r;
-            srv_sched_stats(srv->models[i].sched, &a, &w, &r);
-            g.active_sequences += a;
-            g.waiting_sequences += w;
-            g.rows_in_use += r;
+            srv_sched_counts c;
+            srv_sched_stats(srv->models[i].sched, &c);
+            g.active_sequences += c.active;
+            g.waiting_sequences += c.waiting;
+            g.rows_in_use += c.rows;
+            g.active_sessions += c.jobs_started;    /* requests decoding: the scheduler's */
+            g.queue_depth += c.jobs_waiting;
         }
     g.uptime_s = srv_now() - srv->t_start;
     resp->text = srv_metrics_render(&g, &resp->text_len);

@@ -13,18 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
 #include "body.h"
 #include "handlers.h"
 #include "server.h"
-
-int srv_lt_is_request(const srv_request *req)
-{
-    if (!req->json)
-        return 0;
-    return req->form ||
-           (json_object_get(req->json, "q") && !json_object_get(req->json, "text"));
-}
+#include "translate_job.h"
 
 /* ---- languages ------------------------------------------------------------------ */
 
@@ -100,6 +92,7 @@ typedef struct {
     const char  *source, *target;
     int          alternatives;
     srv_model   *model;
+    srv_tr      *tr;
 } lt_req;
 
 static int required(const srv_request *req, srv_response *resp, const char *name, const char **out)
@@ -250,35 +243,65 @@ static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
     return out;
 }
 
+static void lt_free(void *p)
+{
+    lt_req *t = p;
+    srv_tr_free(t->tr);
+    free(t->all);
+    free(t->texts);
+    free(t->index);
+    json_decref(t->q_parsed);
+    free(t);
+}
+
+/* The reply, from the translations of the non-blank entries. */
+static void lt_reply(srv_response *resp, lt_req *t)
+{
+    srv_tr_result *res = calloc((size_t)t->n + 1, sizeof *res);
+    if (!res) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (t->n == 0 || srv_translate_results(t->model, t->tr, res, resp) == 0) {
+        srv_reply_json(resp, 200, reply_json(t, res));
+        srv_tr_results_free(res, t->n);
+    }
+    free(res);
+}
+
+/* After decoding, on an HTTP thread. */
+static void lt_finish(srv_request *req, srv_response *resp)
+{
+    lt_req *t = req->pending;
+    resp->lt_errors = 1;
+    lt_reply(resp, t);
+    lt_free(t);
+    req->pending = NULL;
+}
+
 void srv_handle_lt_translate(srv_request *req, srv_response *resp)
 {
-    lt_req t = { 0 };
-    srv_tr_result *res = NULL;
+    lt_req *t = calloc(1, sizeof *t);
     resp->lt_errors = 1;
-    if (parse(req, resp, &t))
-        goto done;
-    srv_tr_params tp = { .beam_size = srv_default_beam(t.model), .n_best = t.alternatives + 1,
-                         .split = 1 };
+    if (!t) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (parse(req, resp, t))
+        goto fail;
+    srv_tr_params tp = { .beam_size = srv_default_beam(t->model), .n_best = t->alternatives + 1, .split = 1 };
     if (tp.beam_size < tp.n_best)
         tp.beam_size = tp.n_best;
-    int max_beam = t.model->sparams.max_batch < SRV_MAX_BEAM ? t.model->sparams.max_batch : SRV_MAX_BEAM;
+    int max_beam = srv_max_beam(t->model);
     if (tp.beam_size > max_beam) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
                  max_beam - 1);
-        goto done;
+        goto fail;
     }
-    if (!(res = calloc((size_t)t.n + 1, sizeof *res))) {
-        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-        goto done;
-    }
-    if (t.n == 0 || srv_translate_texts(req->srv, t.model, t.texts, t.n, &tp, res, resp) == 0) {
-        srv_reply_json(resp, 200, reply_json(&t, res));
-        srv_tr_results_free(res, t.n);
-    }
-done:
-    free(res);
-    free(t.all);
-    free(t.texts);
-    free(t.index);
-    json_decref(t.q_parsed);
+    if (t->n == 0)                  /* every entry blank: nothing to decode */
+        lt_reply(resp, t);
+    else if (srv_translate_start(req, resp, t->model, t->texts, t->n, &tp, &t->tr, lt_finish, t, lt_free) == 0)
+        return;                     /* pending: lt_finish frees t */
+fail:
+    lt_free(t);
 }

@@ -243,8 +243,8 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_requests(&sb);
     render_latency(&sb);
     render_tokens(&sb);
-    render_gauge(&sb, "mtserve_active_sessions", "Sessions decoding now.", g->active_sessions);
-    render_gauge(&sb, "mtserve_queue_depth", "Requests waiting for a worker.", g->queue_depth);
+    render_gauge(&sb, "mtserve_active_sessions", "Requests decoding now (on a worker, or in a batching scheduler).", g->active_sessions);
+    render_gauge(&sb, "mtserve_queue_depth", "Requests waiting for a worker or for decoder rows.", g->queue_depth);
     render_gauge(&sb, "mtserve_workers", "Inference worker slots.", g->workers);
     render_gauge(&sb, "mtserve_requests_in_flight", "HTTP requests being processed.", g->in_flight);
     render_gauge(&sb, "mtserve_models_loaded", "Models loaded and serving.", g->models_loaded);

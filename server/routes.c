@@ -7,35 +7,38 @@
 
 #include "body.h"
 #include "server.h"
+#include "workers.h"
 
 enum {
     ROUTE_BODY    = 1,   /* POST with a JSON (or form) body */
     ROUTE_PUBLIC  = 2,   /* no API key needed */
     ROUTE_LOADING = 4,   /* answers while models load */
     ROUTE_LT      = 8,   /* LibreTranslate endpoint: errors as {"error": "..."} */
-    ROUTE_WORKER  = 16,  /* decodes: runs on an inference worker, not the HTTP thread */
+    ROUTE_WORKER  = 16,  /* computes: the router runs it on a worker thread */
     ROUTE_PREFIX  = 32,  /* path is a prefix: "/web/" matches /web/app.js */
+    ROUTE_ASYNC   = 64,  /* starts work that resumes the request (handlers.h: pending) */
 };
 
 typedef struct {
     const char *method;
     const char *path;
     srv_handler handler;
+    srv_handler lt_handler;     /* for a LibreTranslate-shaped body, if not NULL */
     int         flags;
 } srv_route;
 
 static const srv_route routes[] = {
-    { "POST", "/translate",    srv_handle_translate,  ROUTE_BODY | ROUTE_WORKER },
-    { "POST", "/attention",    srv_handle_attention,  ROUTE_BODY | ROUTE_WORKER },
-    { "POST", "/tokenize",     srv_handle_tokenize,   ROUTE_BODY },
-    { "POST", "/detokenize",   srv_handle_detokenize, ROUTE_BODY },
-    { "GET",  "/languages",    srv_handle_languages,  ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
-    { "GET",  "/models",       srv_handle_models,     0 },
-    { "GET",  "/health",       srv_handle_health,     ROUTE_PUBLIC | ROUTE_LOADING },
-    { "GET",  "/metrics",      srv_handle_metrics,    ROUTE_LOADING },
-    { "GET",  "/openapi.json", srv_handle_openapi,    ROUTE_LOADING },
-    { "GET",  "/",             srv_handle_web,        ROUTE_PUBLIC | ROUTE_LOADING },
-    { "GET",  "/web/",         srv_handle_web,        ROUTE_PUBLIC | ROUTE_LOADING | ROUTE_PREFIX },
+    { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC },
+    { "POST", "/attention",    srv_handle_attention,  NULL, ROUTE_BODY | ROUTE_WORKER },
+    { "POST", "/tokenize",     srv_handle_tokenize,   NULL, ROUTE_BODY },
+    { "POST", "/detokenize",   srv_handle_detokenize, NULL, ROUTE_BODY },
+    { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
+    { "GET",  "/models",       srv_handle_models,     NULL, 0 },
+    { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
+    { "GET",  "/metrics",      srv_handle_metrics,    NULL, ROUTE_LOADING },
+    { "GET",  "/openapi.json", srv_handle_openapi,    NULL, ROUTE_LOADING },
+    { "GET",  "/",             srv_handle_web,        NULL, ROUTE_PUBLIC | ROUTE_LOADING },
+    { "GET",  "/web/",         srv_handle_web,        NULL, ROUTE_PUBLIC | ROUTE_LOADING | ROUTE_PREFIX },
 };
 #define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
 
@@ -76,8 +79,9 @@ static int allowed_methods(const char *path, char *out, size_t len)
     return n;
 }
 
-const char *srv_route_label(const char *path)
+const char *srv_route_label(void *ctx, const char *path)
 {
+    (void)ctx;
     for (int i = 0; i < N_ROUTES; i++)
         if (path_matches(&routes[i], path))
             return routes[i].path;
@@ -132,6 +136,15 @@ static int authorized(const srv_request *req, const srv_route *route)
 
 /* ---- dispatch ------------------------------------------------------------------- */
 
+/* The request's shape, decided here once: LibreTranslate's (a form, or "q"
+ * without our "text") or our JSON API.  It picks the handler and the error shape. */
+static int lt_shaped(const srv_request *req)
+{
+    if (!req->json)
+        return 0;
+    return req->form || (json_object_get(req->json, "q") && !json_object_get(req->json, "text"));
+}
+
 /* The checks in front of a handler; 0 when it may run. */
 static int admit(const srv_route *route, srv_request *req, srv_response *resp)
 {
@@ -139,7 +152,8 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp)
     int body_ok = 1;
     if (route->flags & ROUTE_BODY)
         body_ok = srv_body_parse(req, &scratch) == 0;   /* api_key may be in the body */
-    resp->lt_errors = (route->flags & ROUTE_LT) || (body_ok && srv_lt_is_request(req));
+    req->lt = body_ok && route->lt_handler && lt_shaped(req);
+    resp->lt_errors = (route->flags & ROUTE_LT) || req->lt;
     if (!authorized(req, route))
         return srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
                         : "missing or wrong API key (Authorization: Bearer KEY)");
@@ -153,7 +167,7 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp)
 }
 
 /* Renders a recorded error; a handler that set nothing is our bug. */
-static void finish(const srv_request *req, srv_response *resp)
+static void render(const srv_request *req, srv_response *resp)
 {
     if (resp->error == SRV_OK && resp->status == 0)
         srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
@@ -173,52 +187,82 @@ static void no_route(srv_request *req, srv_response *resp)
     }
 }
 
-int srv_route_prepare(srv_request *req, srv_response *resp)
+int srv_route_prepare(void *ctx, srv_request *req, srv_response *resp)
 {
-    resp->route = srv_route_label(req->path);
+    req->srv = ctx;
+    resp->route = srv_route_label(ctx, req->path);
     const srv_route *route = find_route(req->method, req->path);
     if (!route) {
         no_route(req, resp);
     } else if (admit(route, req, resp) == 0) {
-        if (route->flags & ROUTE_WORKER) {
+        if (route->flags & (ROUTE_WORKER | ROUTE_ASYNC)) {
             req->route = route;
             return 1;
         }
         route->handler(req, resp);
     }
-    finish(req, resp);
+    render(req, resp);
     return 0;
 }
 
-static _Thread_local srv_request *current;
+/* ---- work off the HTTP thread -------------------------------------------------------- */
 
-srv_request *srv_current_request(void)
+/* On a worker: the handler, unless the request waited too long or its
+ * client left while it was queued (no compute for nobody). */
+static void run_on_worker(void *arg)
 {
-    return current;
-}
-
-void srv_route_run(srv_request *req, srv_response *resp)
-{
+    srv_request *req = arg;
+    srv_response *resp = req->pending;
     const srv_route *route = req->route;
     double waited_ms = (srv_now() - req->t_queued) * 1e3;
     if (req->client_gone && req->client_gone(req->conn)) {
-        /* it left while queued: no compute for nobody, and libmicrohttpd
-         * closes its socket as soon as this reply resumes the connection */
         srv_fail(resp, SRV_E_CLIENT_GONE, "the client went away after %.0f ms in the queue", waited_ms);
     } else if (waited_ms > req->srv->opts.queue_timeout_ms) {
         resp->retry_after = 1;
         srv_fail(resp, SRV_E_QUEUE_FULL, "waited %.0f ms for a worker; retry later", waited_ms);
     } else {
-        current = req;
         route->handler(req, resp);
-        current = NULL;
     }
-    finish(req, resp);
+    render(req, resp);
+    srv_reply_serialize(resp);      /* a big reply (attention) costs the worker, not an HTTP thread */
 }
 
-void srv_route_busy(srv_request *req, srv_response *resp)
+static void worker_done(void *arg)
 {
-    resp->retry_after = 1;
-    srv_fail(resp, SRV_E_QUEUE_FULL, "all workers are busy and the queue is full; retry later");
-    finish(req, resp);
+    srv_request *req = arg;
+    req->pending = NULL;
+    req->resume(req);
+}
+
+void srv_route_start(void *ctx, srv_request *req, srv_response *resp)
+{
+    srv_server *srv = ctx;
+    const srv_route *route = req->route;
+    if (route->flags & ROUTE_WORKER) {
+        req->t_queued = srv_now();
+        req->pending = resp;        /* the worker's reply goes there */
+        if (srv_workers_submit(srv->workers_pool, run_on_worker, worker_done, req) == 0)
+            return;
+        req->pending = NULL;
+        resp->retry_after = 1;
+        srv_fail(resp, SRV_E_QUEUE_FULL, "all workers are busy and the queue is full; retry later");
+        render(req, resp);
+        req->resume(req);
+        return;
+    }
+    (req->lt ? route->lt_handler : route->handler)(req, resp);
+    if (!req->finish) {             /* answered at once (an error): nothing is pending */
+        render(req, resp);
+        req->resume(req);
+    }
+}
+
+void srv_route_finish(void *ctx, srv_request *req, srv_response *resp)
+{
+    (void)ctx;
+    if (!req->finish)
+        return;                     /* resp is final already */
+    req->finish(req, resp);
+    req->finish = NULL;
+    render(req, resp);
 }

@@ -2,25 +2,29 @@
  * run in front of every handler: 404/405, CORS preflight, API key, 503 while
  * loading, body parsing, and rendering errors in the right shape.
  *
- * Two phases, so that decoding never blocks an HTTP thread:
- *   srv_route_prepare   on the HTTP thread: checks, and runs light handlers
- *   srv_route_run       on an inference worker: runs a model handler
+ * Decoding never blocks an HTTP thread and never parks one: see the three
+ * calls below.
  */
 #ifndef SRV_ROUTES_H
 #define SRV_ROUTES_H
 
 #include "handlers.h"
 
-/* Returns 0 when resp is final (an error, a preflight, or a light handler's
- * reply), 1 when the handler needs a worker: call srv_route_run there. */
-int  srv_route_prepare(srv_request *req, srv_response *resp);
-/* Runs the handler chosen by srv_route_prepare (503 if it waited too long). */
-void srv_route_run(srv_request *req, srv_response *resp);
-/* The reply when no worker could take the request (503 queue_full). */
-void srv_route_busy(srv_request *req, srv_response *resp);
+/* The router as http.c sees it (srv_http_router); ctx is the srv_server.
+ *
+ * srv_route_prepare  on an HTTP thread, once the whole request is in: the
+ *                    checks, and the light handlers.  0: resp is final.
+ *                    1: the request must wait; suspend it and call start.
+ * srv_route_start    after the suspension: starts the work (a decoder job,
+ *                    or the handler on a worker thread), which ends with
+ *                    exactly one req->resume(req), maybe inside start.
+ * srv_route_finish   on an HTTP thread after the resume: completes resp. */
+int  srv_route_prepare(void *ctx, srv_request *req, srv_response *resp);
+void srv_route_start(void *ctx, srv_request *req, srv_response *resp);
+void srv_route_finish(void *ctx, srv_request *req, srv_response *resp);
 
 /* The metrics label of a path: the route's path, or "other". */
-const char *srv_route_label(const char *path);
+const char *srv_route_label(void *ctx, const char *path);
 
 /* Every distinct route path, for metrics registration; returns the count. */
 int srv_route_paths(const char **paths, int max);

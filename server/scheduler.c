@@ -9,98 +9,160 @@
 
 #include "metrics.h"
 
-#define GONE_POLL_MS 20         /* how often a waiting request checks its client */
-
-typedef struct {
-    pthread_cond_t   cv;        /* signalled when remaining reaches 0 */
-    int              remaining; /* items not finished (under sc->mu) */
-    _Atomic int      cancelled;
-    mt_decode_params dp;
-} job;
+#define GONE_POLL_S 0.02        /* how often the jobs' clients are checked */
+#define IDLE_WAIT_MS 20         /* the thread's sleep with work held but nothing to step */
 
 struct srv_sched {
-    pthread_mutex_t mu;
-    pthread_cond_t  cv;         /* work arrived, or stop */
-    pthread_t       tid;
-    int             started, stop;
-    mt_session     *s;
-    int             rows;
-    srv_seq_req    *head, *tail;    /* waiting for rows, FIFO */
-    srv_seq_req   **active;         /* [rows]: decoding (scheduler thread only) */
-    int             n_active;
-    _Atomic int     st_active, st_waiting, st_rows;
+    pthread_mutex_t  mu;
+    pthread_cond_t   cv;        /* work arrived, or stop */
+    pthread_t        tid;
+    int              started, stop;
+    srv_sched_params p;
+    mt_session      *s;
+    int              rows;
+    srv_seq_req     *head, *tail;   /* sentences waiting for rows, FIFO */
+    srv_decode_job  *jobs;          /* every job held (waiting or decoding) */
+    int              n_jobs;
+    srv_seq_req    **active;        /* [rows]: decoding (scheduler thread only) */
+    int              n_active;
+    double           last_poll;
+    _Atomic int      st_active, st_waiting, st_rows, st_jobs_started, st_jobs_waiting;
 };
 
-/* Under mu: item done; wake its request when it was the last. */
-static void finish(srv_seq_req *it)
+static double now_s(void)
 {
-    job *j = it->job;
-    if (--j->remaining == 0)
-        pthread_cond_signal(&j->cv);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int cancelled(const srv_seq_req *it)
+srv_sched_params srv_sched_default_params(void)
 {
-    return atomic_load(&((job *)it->job)->cancelled);
+    return (srv_sched_params){ .max_jobs = 1024, .queue_timeout_s = 30 };
 }
 
-static void publish_stats(srv_sched *sc, int waiting_delta)
+/* ---- jobs (under mu) ---------------------------------------------------------- */
+
+static void unlink_job(srv_sched *sc, srv_decode_job *job)
 {
+    for (srv_decode_job **pp = &sc->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == job) {
+            *pp = job->next;
+            sc->n_jobs--;
+            return;
+        }
+}
+
+/* An item is over; a job whose last item is over moves to *done_list (its
+ * done() is called once mu is released). */
+static void finish_item(srv_sched *sc, srv_seq_req *it, srv_decode_job **done_list)
+{
+    srv_decode_job *job = it->job;
+    if (--job->remaining > 0)
+        return;
+    unlink_job(sc, job);
+    srv_decode_job_finish(job);
+    job->next = *done_list;
+    *done_list = job;
+}
+
+static void fail_item(srv_sched *sc, srv_seq_req *it, mt_status st, const char *why, srv_decode_job **done_list)
+{
+    it->status = mt_err_set(&it->err, st, "%s", why);
+    finish_item(sc, it, done_list);
+}
+
+static void publish_stats(srv_sched *sc)
+{
+    int waiting = 0;
+    for (srv_seq_req *it = sc->head; it; it = it->next)
+        waiting++;
+    int started = 0;
+    for (srv_decode_job *job = sc->jobs; job; job = job->next)
+        started += job->started;
     atomic_store(&sc->st_active, sc->n_active);
-    atomic_fetch_add(&sc->st_waiting, waiting_delta);
+    atomic_store(&sc->st_waiting, waiting);
     atomic_store(&sc->st_rows, mt_session_rows_used(sc->s));
+    atomic_store(&sc->st_jobs_started, started);
+    atomic_store(&sc->st_jobs_waiting, sc->n_jobs - started);
 }
 
-/* Under mu: drop the active sequences of requests that went away. */
-static void drop_cancelled(srv_sched *sc)
+/* Under mu: mark the jobs whose client went away, at most every GONE_POLL_S
+ * (gone() is a poll() of a socket with no wait: cheap enough to hold mu). */
+static void poll_gone(srv_sched *sc)
+{
+    double t = now_s();
+    if (t - sc->last_poll < GONE_POLL_S)
+        return;
+    sc->last_poll = t;
+    for (srv_decode_job *job = sc->jobs; job; job = job->next)
+        if (!job->cancelled && job->abort.gone && job->abort.gone(job->abort.ctx))
+            job->cancelled = 1;         /* (only this thread writes it while held) */
+}
+
+/* Under mu: drop the sentences of cancelled jobs, active and waiting, and
+ * fail the waiting sentences of jobs past the queue timeout. */
+static void drop(srv_sched *sc, srv_decode_job **done_list)
 {
     for (int i = 0; i < sc->n_active;) {
         srv_seq_req *it = sc->active[i];
-        if (!cancelled(it)) {
+        if (!it->job->cancelled) {
             i++;
             continue;
         }
         mt_seq_cancel(sc->s, it->seq);
         srv_metrics_cancelled(1);
-        it->status = mt_err_set(&it->err, MT_ERR_BUSY, "cancelled: the client went away");
-        finish(it);
         sc->active[i] = sc->active[--sc->n_active];
+        fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
     }
+    double t = now_s();
+    for (srv_seq_req **pp = &sc->head; *pp;) {
+        srv_seq_req *it = *pp;
+        srv_decode_job *job = it->job;
+        if (!job->cancelled && !(t - job->t_submit > sc->p.queue_timeout_s)) {
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        if (job->cancelled) {
+            srv_metrics_cancelled(1);
+            fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
+        } else {
+            job->timed_out = 1;
+            fail_item(sc, it, MT_ERR_BUSY, "waited too long for decoder rows", done_list);
+        }
+    }
+    sc->tail = NULL;
+    for (srv_seq_req *it = sc->head; it; it = it->next)
+        sc->tail = it;
 }
 
 /* Under mu (released while a source is encoded): FIFO admission while rows are free. */
-static void admit(srv_sched *sc)
+static void admit(srv_sched *sc, srv_decode_job **done_list)
 {
     while (sc->head) {
         srv_seq_req *it = sc->head;
-        job *j = it->job;
-        if (!cancelled(it) && j->dp.beam_size <= sc->rows && !mt_session_can_start(sc->s, j->dp.beam_size))
+        const mt_decode_params *dp = &it->job->dp;
+        if (dp->beam_size <= sc->rows && !mt_session_can_start(sc->s, dp->beam_size))
             break;                      /* the head waits for rows; nobody overtakes it */
         sc->head = it->next;
         if (!sc->head)
             sc->tail = NULL;
-        publish_stats(sc, -1);
-        if (cancelled(it)) {
-            srv_metrics_cancelled(1);
-            it->status = mt_err_set(&it->err, MT_ERR_BUSY, "cancelled: the client went away");
-            finish(it);
-            continue;
-        }
+        it->job->started = 1;
         pthread_mutex_unlock(&sc->mu);
-        mt_status st = mt_seq_start(sc->s, it->src, it->n_src, &j->dp, &it->seq, &it->err);
+        mt_status st = mt_seq_start(sc->s, it->src, it->n_src, dp, &it->seq, &it->err);
         pthread_mutex_lock(&sc->mu);
         if (st != MT_OK) {
             it->status = st;
-            finish(it);
+            finish_item(sc, it, done_list);
         } else {
             sc->active[sc->n_active++] = it;
         }
     }
-    publish_stats(sc, 0);
 }
 
 /* Under mu: hand the finished sequences their hypotheses. */
-static void retire(srv_sched *sc)
+static void retire(srv_sched *sc, srv_decode_job **done_list)
 {
     for (int i = 0; i < sc->n_active;) {
         srv_seq_req *it = sc->active[i];
@@ -109,37 +171,69 @@ static void retire(srv_sched *sc)
             continue;
         }
         it->status = mt_seq_take(sc->s, it->seq, it->hyps, &it->err);
-        finish(it);
         sc->active[i] = sc->active[--sc->n_active];
+        finish_item(sc, it, done_list);
     }
-    publish_stats(sc, 0);
+}
+
+/* Calls done() of finished jobs with mu released: done() may resume a
+ * connection whose thread then frees the job. */
+static void complete(srv_sched *sc, srv_decode_job **done_list)
+{
+    srv_decode_job *job = *done_list;
+    *done_list = NULL;
+    if (!job)
+        return;
+    pthread_mutex_unlock(&sc->mu);
+    while (job) {
+        srv_decode_job *next = job->next;
+        job->done(job);
+        job = next;
+    }
+    pthread_mutex_lock(&sc->mu);
 }
 
 static void *sched_main(void *arg)
 {
     srv_sched *sc = arg;
+    srv_decode_job *done_list = NULL;
     pthread_mutex_lock(&sc->mu);
     for (;;) {
-        while (!sc->head && sc->n_active == 0 && !sc->stop)
+        while (!sc->jobs && !sc->stop)
             pthread_cond_wait(&sc->cv, &sc->mu);
-        if (!sc->head && sc->n_active == 0)
+        if (!sc->jobs)
             break;                      /* stop, and nothing left */
-        drop_cancelled(sc);
-        admit(sc);
-        if (sc->n_active == 0)
+        poll_gone(sc);
+        drop(sc, &done_list);
+        admit(sc, &done_list);
+        publish_stats(sc);
+        complete(sc, &done_list);
+        if (sc->n_active == 0) {
+            if (sc->jobs) {             /* waiting for rows that only a timeout frees: look again shortly */
+                struct timespec t;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                t.tv_nsec += IDLE_WAIT_MS * 1000000L;
+                t.tv_sec += t.tv_nsec / 1000000000L;
+                t.tv_nsec %= 1000000000L;
+                pthread_cond_timedwait(&sc->cv, &sc->mu, &t);
+            }
             continue;
+        }
         int rows = mt_session_rows_used(sc->s);
         pthread_mutex_unlock(&sc->mu);
         mt_step(sc->s);                 /* the only compute: no lock held */
         srv_metrics_batch_step(rows);
         pthread_mutex_lock(&sc->mu);
-        retire(sc);
+        retire(sc, &done_list);
+        publish_stats(sc);
+        complete(sc, &done_list);
     }
     pthread_mutex_unlock(&sc->mu);
     return NULL;
 }
 
-srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *params, mt_err *err)
+srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *sparams, const srv_sched_params *p,
+                         mt_err *err)
 {
     srv_sched *sc = calloc(1, sizeof *sc);
     if (!sc) {
@@ -147,9 +241,14 @@ srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *params,
         return NULL;
     }
     pthread_mutex_init(&sc->mu, NULL);
-    pthread_cond_init(&sc->cv, NULL);
-    sc->rows = params->max_batch;
-    if (mt_session_new(model, params, &sc->s, err) != MT_OK ||
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sc->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    sc->p = *p;
+    sc->rows = sparams->max_batch;
+    if (mt_session_new(model, sparams, &sc->s, err) != MT_OK ||
         !(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
         if (sc->s)
             mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
@@ -183,71 +282,50 @@ void srv_sched_free(srv_sched *sc)
     free(sc);
 }
 
-static void deadline_in(struct timespec *t, int ms)
+static int sched_submit(void *self, srv_decode_job *job)
 {
-    clock_gettime(CLOCK_MONOTONIC, t);
-    t->tv_nsec += (long)ms * 1000000L;
-    t->tv_sec += t->tv_nsec / 1000000000L;
-    t->tv_nsec %= 1000000000L;
-}
-
-mt_status srv_sched_run(srv_sched *sc, srv_seq_req *items, int n, const mt_decode_params *dp,
-                        int (*gone)(void *ctx), void *ctx, int *was_cancelled, mt_err *err)
-{
-    *was_cancelled = 0;
-    if (n <= 0)
-        return MT_OK;
-    job j = { .remaining = n, .dp = *dp };
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j.cv, &ca);
-    pthread_condattr_destroy(&ca);
-    for (int i = 0; i < n; i++) {
-        srv_seq_req *it = &items[i];
-        memset(it->hyps, 0, sizeof *it->hyps * (size_t)dp->n_best);
-        it->status = MT_OK;
-        it->seq = -1;
-        it->job = &j;
-        it->next = i + 1 < n ? &items[i + 1] : NULL;
+    srv_sched *sc = self;
+    if (job->n <= 0) {
+        srv_decode_job_finish(job);
+        job->done(job);
+        return 0;
     }
     pthread_mutex_lock(&sc->mu);
-    if (sc->tail)
-        sc->tail->next = &items[0];
-    else
-        sc->head = &items[0];
-    sc->tail = &items[n - 1];
-    atomic_fetch_add(&sc->st_waiting, n);
-    pthread_cond_signal(&sc->cv);
-    while (j.remaining > 0) {
-        struct timespec t;
-        deadline_in(&t, GONE_POLL_MS);
-        pthread_cond_timedwait(&j.cv, &sc->mu, &t);
-        if (j.remaining > 0 && gone && !atomic_load(&j.cancelled)) {
-            pthread_mutex_unlock(&sc->mu);
-            int g = gone(ctx);
-            pthread_mutex_lock(&sc->mu);
-            if (g) {                    /* the scheduler drops our sentences between two steps */
-                atomic_store(&j.cancelled, 1);
-                pthread_cond_signal(&sc->cv);
-            }
-        }
+    if (sc->stop || sc->n_jobs >= sc->p.max_jobs) {
+        pthread_mutex_unlock(&sc->mu);
+        return -1;
     }
+    job->remaining = job->n;
+    job->t_submit = now_s();
+    for (int i = 0; i < job->n; i++) {
+        job->items[i].job = job;
+        job->items[i].next = i + 1 < job->n ? &job->items[i + 1] : NULL;
+    }
+    if (sc->tail)
+        sc->tail->next = &job->items[0];
+    else
+        sc->head = &job->items[0];
+    sc->tail = &job->items[job->n - 1];
+    job->next = sc->jobs;
+    sc->jobs = job;
+    sc->n_jobs++;
+    atomic_fetch_add(&sc->st_waiting, job->n);
+    atomic_fetch_add(&sc->st_jobs_waiting, 1);
+    pthread_cond_signal(&sc->cv);
     pthread_mutex_unlock(&sc->mu);
-    pthread_cond_destroy(&j.cv);
-    *was_cancelled = atomic_load(&j.cancelled);
-    for (int i = 0; i < n; i++)
-        if (items[i].status != MT_OK) {
-            if (err)
-                *err = items[i].err;
-            return items[i].status;
-        }
-    return MT_OK;
+    return 0;
 }
 
-void srv_sched_stats(srv_sched *sc, int *active, int *waiting, int *rows)
+srv_decoder srv_sched_decoder(srv_sched *sc)
 {
-    *active = atomic_load(&sc->st_active);
-    *waiting = atomic_load(&sc->st_waiting);
-    *rows = atomic_load(&sc->st_rows);
+    return (srv_decoder){ .submit = sched_submit, .self = sc };
+}
+
+void srv_sched_stats(srv_sched *sc, srv_sched_counts *c)
+{
+    c->active = atomic_load(&sc->st_active);
+    c->waiting = atomic_load(&sc->st_waiting);
+    c->rows = atomic_load(&sc->st_rows);
+    c->jobs_started = atomic_load(&sc->st_jobs_started);
+    c->jobs_waiting = atomic_load(&sc->st_jobs_waiting);
 }

@@ -32,32 +32,6 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
-/* ---- the router, as http.c sees it ---------------------------------------------- */
-
-static int route_prepare(void *ctx, srv_request *req, srv_response *resp)
-{
-    req->srv = ctx;
-    return srv_route_prepare(req, resp);
-}
-
-static void route_run(void *ctx, srv_request *req, srv_response *resp)
-{
-    (void)ctx;
-    srv_route_run(req, resp);
-}
-
-static void route_busy(void *ctx, srv_request *req, srv_response *resp)
-{
-    (void)ctx;
-    srv_route_busy(req, resp);
-}
-
-static int submit(void *ctx, void (*fn)(void *), void (*after)(void *), void *arg)
-{
-    srv_server *srv = ctx;
-    return srv_workers_submit(srv->workers_pool, fn, after, arg);
-}
-
 /* Decoder rows of a scheduler's session: --max-batch, else 64. */
 static int sched_rows(const srv_server *srv)
 {
@@ -76,10 +50,11 @@ static void plan_threads(srv_server *srv)
     srv->cores = n > 0 ? (int)n : 1;
     srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
     if (o->batching) {
-        /* Batching: the scheduler is the only compute thread, with every core
-         * in the engine's pool; the workers only parse, tokenize and wait for
-         * it, one per concurrent request (as many as its decoder rows by default). */
-        srv->workers = o->threads > 0 ? o->threads : sched_rows(srv);
+        /* Batching: the scheduler decodes /translate with every core in the
+         * engine's pool, and no thread waits for it (the HTTP threads split,
+         * tokenize and join; the scheduler resumes the connection).  The
+         * workers run only /attention. */
+        srv->workers = o->threads > 0 ? o->threads : srv->cores;
         srv->blas_threads = o->blas_threads > 0 ? o->blas_threads : srv->cores;
         return;
     }
@@ -99,9 +74,15 @@ static int start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
     p.max_batch = sched_rows(srv);
     if (p.max_batch < m->sparams.max_batch)
         p.max_batch = m->sparams.max_batch;
-    m->sched = srv_sched_new(m->model, &p, err);
+    srv_sched_params sp = srv_sched_default_params();
+    /* as many requests decode at once as --threads says (default: one per
+     * decoder row), and --queue more may wait */
+    sp.max_jobs = srv->opts.queue + (srv->opts.threads > 0 ? srv->opts.threads : p.max_batch);
+    sp.queue_timeout_s = srv->opts.queue_timeout_ms / 1e3;
+    m->sched = srv_sched_new(m->model, &p, &sp, err);
     if (!m->sched)
         return -1;
+    m->decoder = srv_sched_decoder(m->sched);
     fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows\n", m->id, p.max_batch);
     return 0;
 }
@@ -204,8 +185,8 @@ static int run(srv_server *srv)
         .request_timeout_s = srv->opts.request_timeout_s,
         .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
         .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
-        .router = { .prepare = route_prepare, .run = route_run, .busy = route_busy,
-                    .submit = submit, .ctx = srv },
+        .router = { .prepare = srv_route_prepare, .start = srv_route_start, .finish = srv_route_finish,
+                    .label = srv_route_label, .ctx = srv },
     };
     char err[512];
     srv_http *http = srv_http_start(&cfg, err, sizeof err);

@@ -9,10 +9,14 @@
 
 #include <stdatomic.h>
 
+#include "decoder.h"
+#include "handlers.h"
 #include "mt.h"
 #include "options.h"
-#include "pool.h"
 #include "scheduler.h"
+#include "seqloop.h"
+#include "sessions.h"
+#include "workers.h"
 
 typedef struct {
     char               id[64];
@@ -24,6 +28,8 @@ typedef struct {
     mt_session_params  sparams;      /* every session of this model */
     srv_sessions      *sessions;     /* per-request sessions (batching off; /attention) */
     srv_sched         *sched;        /* batching on: the scheduler decoding /translate */
+    srv_seqloop        loop;         /* batching off: sessions decoding on the workers */
+    srv_decoder        decoder;      /* /translate's: the scheduler's, or the loop's */
     double             load_ms;
 } srv_model;
 
@@ -31,7 +37,7 @@ struct srv_server {
     srv_options  opts;
     srv_model    models[SRV_MAX_MODELS];
     int          n_models;
-    srv_workers *workers_pool;      /* inference threads + queue */
+    srv_workers *workers_pool;      /* compute threads + queue: /attention, and decoding with batching off */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
     _Atomic int  ready;             /* 0 while loading, 1 serving */

@@ -2,14 +2,16 @@
  *   {"text": string | [strings], "model"?, "beam_size"?, "max_length"?,
  *    "return_tokens"?, "return_scores"?, "split"?}
  *   -> {"model", "translations": [{"text", "tokens"?, "token_ids"?, "score"?}], "timing_ms"}
- * A LibreTranslate-shaped body ("q", "source", "target") goes to libretranslate.c.
+ * (The router sends a LibreTranslate-shaped body to libretranslate.c.)
+ * The texts are decoded while the connection waits (translate_job.h): the
+ * handler starts the work, finish() builds the reply.
  */
 #include <stdlib.h>
 
-#include "batch.h"
 #include "body.h"
 #include "handlers.h"
 #include "server.h"
+#include "translate_job.h"
 
 typedef struct {
     const char  **texts;
@@ -17,6 +19,7 @@ typedef struct {
     srv_model    *model;
     srv_tr_params tp;
     int           return_tokens, return_scores;
+    srv_tr       *tr;
 } translate_req;
 
 static int parse(srv_request *req, srv_response *resp, translate_req *t)
@@ -26,9 +29,8 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
     if (!(t->model = srv_request_model(req, resp)))
         return -1;
     const srv_model *m = t->model;
-    int max_beam = m->sparams.max_batch < SRV_MAX_BEAM ? m->sparams.max_batch : SRV_MAX_BEAM;
     t->tp = (srv_tr_params){ .beam_size = srv_default_beam(m), .n_best = 1, .split = 1 };
-    if (srv_field_int(req, resp, "beam_size", 1, max_beam, &t->tp.beam_size) < 0 ||
+    if (srv_field_int(req, resp, "beam_size", 1, srv_max_beam(m), &t->tp.beam_size) < 0 ||
         srv_field_int(req, resp, "max_length", 2, m->sparams.max_tgt_len, &t->tp.max_length) < 0 ||
         srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
@@ -62,29 +64,43 @@ static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
     return o;
 }
 
+static void translate_free(void *p)
+{
+    translate_req *t = p;
+    srv_tr_free(t->tr);
+    free(t->texts);
+    free(t);
+}
+
+/* After decoding, on an HTTP thread. */
+static void translate_finish(srv_request *req, srv_response *resp)
+{
+    translate_req *t = req->pending;
+    srv_tr_result *results = calloc((size_t)t->n + 1, sizeof *results);
+    if (!results) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    } else if (srv_translate_results(t->model, t->tr, results, resp) == 0) {
+        json_t *list = json_array();
+        for (int i = 0; i < t->n; i++)
+            json_array_append_new(list, translation_json(t, &results[i]));
+        srv_reply_json(resp, 200, json_pack("{s:s,s:o,s:f}", "model", t->model->id, "translations", list,
+                                            "timing_ms", (srv_now() - req->t_start) * 1e3));
+        srv_tr_results_free(results, t->n);
+    }
+    free(results);
+    translate_free(t);
+    req->pending = NULL;
+}
+
 void srv_handle_translate(srv_request *req, srv_response *resp)
 {
-    if (srv_lt_is_request(req)) {
-        srv_handle_lt_translate(req, resp);
+    translate_req *t = calloc(1, sizeof *t);
+    if (!t) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;
     }
-    translate_req t = { 0 };
-    srv_tr_result *results = NULL;
-    if (parse(req, resp, &t))
-        goto done;
-    if (!(results = calloc((size_t)t.n, sizeof *results))) {
-        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-        goto done;
-    }
-    if (srv_translate_texts(req->srv, t.model, t.texts, t.n, &t.tp, results, resp))
-        goto done;
-    json_t *list = json_array();
-    for (int i = 0; i < t.n; i++)
-        json_array_append_new(list, translation_json(&t, &results[i]));
-    srv_reply_json(resp, 200, json_pack("{s:s,s:o,s:f}", "model", t.model->id, "translations", list,
-                                        "timing_ms", (srv_now() - req->t_start) * 1e3));
-    srv_tr_results_free(results, t.n);
-done:
-    free(results);
-    free(t.texts);
+    if (parse(req, resp, t) ||
+        srv_translate_start(req, resp, t->model, t->texts, t->n, &t->tp, &t->tr, translate_finish, t,
+                            translate_free))
+        translate_free(t);
 }

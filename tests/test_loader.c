@@ -22,6 +22,8 @@
 #include <jansson.h>
 
 #include "mt.h"
+#include "pipeline.h"
+#include "seqloop.h"
 #include "mt_internal.h"
 #include "safetensors.h"
 
@@ -532,6 +534,17 @@ static void test_real_opus_configs(void **state)
     expect_load("tests/fixtures/opus-mt/tc-big-fr-en", MT_ERR_IO, "tc-big-fr-en/model.safetensors", "cannot open");
 }
 
+static int abort_now(void *data)
+{
+    (void)data;
+    return 1;
+}
+
+static void job_done(srv_decode_job *job)
+{
+    (void)job;
+}
+
 static void test_session_params(void **state)
 {
     (void)state;
@@ -562,25 +575,45 @@ static void test_session_params(void **state)
     assert_int_equal(mt_generate(s, &bp, &nb, 1, &dp, h, &err), MT_ERR_TOO_LONG);
     src[1] = 8000;
     assert_int_equal(mt_generate(s, &sp, &n, 1, &dp, h, &err), MT_ERR_INPUT);
-    /* text layer: invalid UTF-8 and too long */
-    mt_translation t, tt[2];
+    /* the abort callback stops decoding, every row freed */
+    src[1] = 6;
+    dp = mt_decode_default_params();
+    dp.abort_callback = abort_now;
+    assert_int_equal(mt_generate(s, &sp, &n, 1, &dp, h, &err), MT_ERR_ABORTED);
+    assert_int_equal(mt_session_rows_used(s), 0);
+    dp = mt_decode_default_params();
+    /* text layer (the translate pipeline): invalid UTF-8 and too long */
+    const mt_model_info *info = mt_model_get_info(m);
+    srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = info->eos_id, .max_src_len = p.max_src_len };
+    srv_tr_params tp = { .beam_size = 1, .n_best = 1, .split = 0 };
+    srv_tr *t = NULL;
     const char *bad = "caf\xc3";
-    assert_int_equal(mt_translate(s, &bad, 1, &dp, &t, &err), MT_ERR_INPUT);
+    assert_int_equal(srv_tr_new(&tm, &bad, 1, &tp, &t, &err), MT_ERR_INPUT);
+    assert_null(t);
     char *longtext = malloc(4000);
     for (int i = 0; i < 3999; i++)
         longtext[i] = i % 4 == 3 ? ' ' : 'a' + i % 3;
     longtext[3999] = 0;
     const char *lt = longtext;
-    assert_int_equal(mt_translate(s, &lt, 1, &dp, &t, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(srv_tr_new(&tm, &lt, 1, &tp, &t, &err), MT_ERR_TOO_LONG);
     free(longtext);
     const char *ok[2] = {"Hello.", ""};
-    dp.beam_size = 2;
-    dp.n_best = 2;
-    assert_int_equal(mt_translate(s, ok, 2, &dp, tt, &err), MT_OK);
-    assert_int_equal(tt[0].n_hyps, 2);
-    assert_int_equal(tt[1].n_src, 1);                 /* "" -> </s> */
-    assert_non_null(tt[1].hyps[0].text);
-    mt_translation_free(tt, 2);
+    tp.beam_size = 2;
+    tp.n_best = 2;
+    assert_int_equal(srv_tr_new(&tm, ok, 2, &tp, &t, &err), MT_OK);
+    srv_decode_job *job = srv_tr_job(t);
+    job->done = job_done;
+    srv_seqloop_run(s, job);
+    assert_int_equal(job->status, MT_OK);
+    srv_tr_result r[2];
+    assert_int_equal(srv_tr_finish(t, r, &err), MT_OK);
+    assert_int_equal(r[0].n_alts, 2);
+    int n_src = 0;
+    srv_tr_source(t, 1, &n_src);
+    assert_int_equal(n_src, 1);                       /* "" -> </s> */
+    assert_non_null(srv_tr_best(t, 1)->text);
+    srv_tr_results_free(r, 2);
+    srv_tr_free(t);
     mt_session_free(s);
     mt_model_free(m);
 }

@@ -14,11 +14,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "utf8.h"
 #include "body.h"
 #include "errors.h"
 #include "metrics.h"
 #include "options.h"
-#include "pool.h"
+#include "sessions.h"
+#include "workers.h"
 #include "routes.h"
 
 /* ---- options ------------------------------------------------------------------ */
@@ -116,13 +118,13 @@ static void test_utf8(void **state)
 {
     (void)state;
     static const char ok[] = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
-    assert_true(srv_utf8_valid(ok, sizeof ok - 1));
-    assert_false(srv_utf8_valid("\xc3", 1));                 /* truncated */
-    assert_false(srv_utf8_valid("\xc0\xaf", 2));             /* overlong */
-    assert_false(srv_utf8_valid("\xed\xa0\x80", 3));         /* surrogate */
-    assert_false(srv_utf8_valid("\xf4\x90\x80\x80", 4));     /* > U+10FFFF */
-    assert_false(srv_utf8_valid("\xff", 1));
-    assert_int_equal(srv_utf8_valid_prefix("ab\xff", 3), 2);
+    assert_true(mt_utf8_valid(ok, sizeof ok - 1));
+    assert_false(mt_utf8_valid("\xc3", 1));                 /* truncated */
+    assert_false(mt_utf8_valid("\xc0\xaf", 2));             /* overlong */
+    assert_false(mt_utf8_valid("\xed\xa0\x80", 3));         /* surrogate */
+    assert_false(mt_utf8_valid("\xf4\x90\x80\x80", 4));     /* > U+10FFFF */
+    assert_false(mt_utf8_valid("\xff", 1));
+    assert_int_equal(mt_utf8_valid_prefix("ab\xff", 3), 2);
     assert_true(srv_is_blank(" \t\n\xc2\xa0\xe3\x80\x80", 8));
     assert_false(srv_is_blank(" x ", 3));
     assert_true(srv_is_blank("", 0));

@@ -18,7 +18,7 @@ static inline void fuzz_body_render(srv_response *resp, int lt_shape)
 {
     if (resp->error == SRV_OK)
         return;
-    FUZZ_CHECK(srv_utf8_valid(resp->message, strlen(resp->message)));
+    FUZZ_CHECK(fuzz_utf8_valid(resp->message, strlen(resp->message)));
     srv_error_render(resp, lt_shape);
     FUZZ_CHECK(resp->json != NULL);
     FUZZ_CHECK(resp->status >= 400 && resp->status < 600);
@@ -101,10 +101,10 @@ static inline void fuzz_body_request(const char *content_type, const char *body,
         const char *key;
         json_t *val;
         json_object_foreach(req.json, key, val) {
-            FUZZ_CHECK(srv_utf8_valid(key, strlen(key)));
+            FUZZ_CHECK(fuzz_utf8_valid(key, strlen(key)));
             if (req.form)
                 FUZZ_CHECK(json_is_string(val) &&
-                           srv_utf8_valid(json_string_value(val), json_string_length(val)));
+                           fuzz_utf8_valid(json_string_value(val), json_string_length(val)));
         }
         fuzz_body_fields(&req);
     } else {

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *key;
         json_t *val;
         json_object_foreach(obj, key, val) {
-            FUZZ_CHECK(*key && srv_utf8_valid(key, strlen(key)));
+            FUZZ_CHECK(*key && fuzz_utf8_valid(key, strlen(key)));
             FUZZ_CHECK(json_is_string(val));
             /* NULs are refused, so the C string is the whole value */
             FUZZ_CHECK(strlen(json_string_value(val)) == json_string_length(val));

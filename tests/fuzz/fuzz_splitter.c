@@ -12,7 +12,6 @@
 #include "fuzz_common.h"
 
 #include "splitter.h"
-#include "tokenizer.h"
 
 enum { C_OTHER = 0, C_SPACE = 1, C_BREAK = 2 };
 
@@ -35,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(cls);
     for (size_t i = 0; i < size;) {
         uint32_t cp = 0;
-        size_t k = mt_utf8_decode(data + i, size - i, &cp);
+        size_t k = fuzz_utf8_char(data + i, size - i, &cp);
         cls[i] = k ? (signed char)char_class(cp) : C_OTHER;
         if (!k)
             k = 1;

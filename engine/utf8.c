@@ -1,0 +1,45 @@
+/* utf8: validating UTF-8 decoder (utf8.h). */
+#include "utf8.h"
+
+size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
+{
+    uint8_t b = s[0];
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    if (len >= 2 && (b & 0xE0) == 0xC0 && (s[1] & 0xC0) == 0x80) {
+        *cp = (uint32_t)(b & 0x1F) << 6 | (s[1] & 0x3F);
+        return *cp >= 0x80 ? 2 : 0;
+    }
+    if (len >= 3 && (b & 0xF0) == 0xE0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80) {
+        *cp = (uint32_t)(b & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
+        return *cp >= 0x800 && (*cp < 0xD800 || *cp > 0xDFFF) ? 3 : 0;
+    }
+    if (len >= 4 && (b & 0xF8) == 0xF0 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80 &&
+        (s[3] & 0xC0) == 0x80) {
+        *cp = (uint32_t)(b & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 |
+              (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
+        return *cp >= 0x10000 && *cp <= 0x10FFFF ? 4 : 0;
+    }
+    return 0;
+}
+
+size_t mt_utf8_valid_prefix(const char *s, size_t len)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t i = 0;
+    uint32_t cp;
+    while (i < len) {
+        size_t k = mt_utf8_decode(u + i, len - i, &cp);
+        if (!k)
+            break;
+        i += k;
+    }
+    return i;
+}
+
+int mt_utf8_valid(const char *s, size_t len)
+{
+    return mt_utf8_valid_prefix(s, len) == len;
+}

@@ -1,0 +1,22 @@
+/* utf8: the project's one UTF-8 decoder, a leaf module.
+ *
+ * SentencePiece's validity rules (its DecodeUTF8): no overlong forms, no
+ * surrogates, nothing above U+10FFFF.  The tokenizer decodes with it and
+ * the server validates request bodies and messages with it, so both agree
+ * on what is valid.
+ */
+#ifndef MT_UTF8_H
+#define MT_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One well-formed character at s[0..len) (len >= 1): its length, or 0 if
+ * invalid; *cp gets the code point. */
+size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp);
+/* Length of the longest valid prefix of s[0..len). */
+size_t mt_utf8_valid_prefix(const char *s, size_t len);
+/* 1 if all of s[0..len) is valid. */
+int    mt_utf8_valid(const char *s, size_t len);
+
+#endif

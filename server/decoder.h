@@ -1,0 +1,74 @@
+/* decoder: the one decode interface of the translate pipeline.
+ *
+ * Tokenized sentences in, hypotheses out.  Two implementations:
+ *   scheduler.c  continuous batching: one thread per model decodes the
+ *                sentences of every request together (batching on)
+ *   seqloop.c    a session of the request's own, stepping its sentences
+ *                with the mt_seq_* calls (batching off, and the CLI)
+ *
+ * A job is handed over with submit() and comes back through job->done(job),
+ * called exactly once, from whatever thread finished the work (possibly
+ * inside submit), when every item is decoded, dropped or refused.  The job
+ * and its items belong to the caller but must stay untouched until done().
+ * Cancellation is explicit: job->abort.gone(job->abort.ctx) is polled while
+ * the job waits or decodes; once it returns 1 the job's rows are freed and
+ * done() reports `cancelled`.
+ */
+#ifndef SRV_DECODER_H
+#define SRV_DECODER_H
+
+#include <stdint.h>
+
+#include "mt.h"
+
+/* One sentence of a job. */
+typedef struct srv_seq_req {
+    const int32_t *src;         /* tokenized, </s> included */
+    int            n_src;
+    mt_hyp        *hyps;        /* [dp.n_best], filled by the decoder (zeroed if not decoded) */
+    mt_status      status;      /* MT_OK, or why it was not decoded */
+    mt_err         err;
+    /* the decoder's */
+    int            seq;
+    struct srv_seq_req *next;
+    struct srv_decode_job *job;
+} srv_seq_req;
+
+typedef struct {
+    int  (*gone)(void *ctx);    /* 1 once nobody waits for the result (NULL: never) */
+    void  *ctx;
+} srv_abort;
+
+typedef struct srv_decode_job srv_decode_job;
+struct srv_decode_job {
+    srv_seq_req     *items;
+    int              n;
+    mt_decode_params dp;        /* resolved: beam_size and n_best explicit */
+    srv_abort        abort;
+    void           (*done)(srv_decode_job *job);
+    void            *ctx;       /* the caller's, for done() */
+    /* results, valid in done() */
+    mt_status        status;    /* MT_OK, or the first failed item's status */
+    mt_err           err;
+    int              cancelled; /* abort said gone: the items were dropped */
+    int              timed_out; /* waited longer than the decoder's queue timeout */
+    /* the decoder's */
+    int              remaining;
+    int              started;   /* a sentence got decoder rows */
+    double           t_submit;
+    srv_decode_job  *next;
+};
+
+typedef struct {
+    /* 0: accepted (done() follows); -1: refused at once, the queue is full
+     * (done() is not called). */
+    int  (*submit)(void *self, srv_decode_job *job);
+    void  *self;
+} srv_decoder;
+
+/* Prepares job for submit: items[0..n) reset, results cleared. */
+void srv_decode_job_init(srv_decode_job *job, srv_seq_req *items, int n, const mt_decode_params *dp);
+/* Called by a decoder when the job is over: fills status/err from the items. */
+void srv_decode_job_finish(srv_decode_job *job);
+
+#endif

@@ -1,0 +1,74 @@
+/* pipeline: the one translate path, text in and text out.
+ *
+ *   texts -> split into sentences (splitter.h) -> tokenize, once -> decode
+ *   (any decoder.h implementation) -> detokenize -> join each text's
+ *   translations back with its original whitespace and line breaks
+ *
+ * POST /translate (our JSON API and the LibreTranslate shape) and the
+ * `mtserve translate` command all go through it.  The decode in the middle
+ * is asynchronous in form: srv_tr_new prepares a decode job, the caller
+ * submits it to a decoder (setting job->done, job->ctx and, for
+ * cancellation, job->abort), and srv_tr_finish builds the results once
+ * done() was called.  Failures are engine statuses with a message:
+ * MT_ERR_INPUT (invalid UTF-8), MT_ERR_TOO_LONG (a sentence or the request
+ * over its token limit), MT_ERR_NOMEM.
+ */
+#ifndef SRV_PIPELINE_H
+#define SRV_PIPELINE_H
+
+#include <stdint.h>
+
+#include "decoder.h"
+
+#define SRV_MAX_BEAM MT_MAX_BEAM    /* the engine's limit (mt.h) */
+
+/* What the pipeline needs of a model. */
+typedef struct {
+    const mt_tokenizer *tok;
+    int32_t eos_id;
+    int     max_src_len;        /* source tokens per sentence, </s> included */
+    long    max_tokens;         /* source tokens per request, all sentences; 0 = no limit */
+} srv_tr_model;
+
+typedef struct {
+    int beam_size;      /* >= 1 (resolved, not 0) */
+    int max_length;     /* decoder length incl. the start token; 0 = the model's */
+    int n_best;         /* hypotheses per text, 1..beam_size */
+    int split;          /* split texts into sentences */
+} srv_tr_params;
+
+typedef struct {
+    char   **alts;      /* n_alts joined translations, best first (malloc'd) */
+    int      n_alts;
+    int32_t *ids;       /* target ids of the best translation, sentence after sentence, </s> dropped */
+    int      n_ids;
+    double   score;     /* sum over the sentences of the best hypothesis' score */
+    int      n_sentences;
+} srv_tr_result;
+
+typedef struct srv_tr srv_tr;
+
+/* Splits and tokenizes n texts (the texts must outlive *out).  MT_OK and
+ * *out, or a failure with err (nothing to free). */
+mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, const srv_tr_params *p,
+                     srv_tr **out, mt_err *err);
+/* The decode job of t's sentences: set done/ctx/abort, then submit it. */
+srv_decode_job *srv_tr_job(srv_tr *t);
+/* After done(): detokenizes and joins into out[0..n); free with
+ * srv_tr_results_free.  The job's own failure (cancelled, timed out, an
+ * item's error) is the caller's to look at first. */
+mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err);
+void      srv_tr_free(srv_tr *t);
+/* Source tokens of every sentence; generated tokens of the best hypotheses. */
+long      srv_tr_src_tokens(const srv_tr *t);
+long      srv_tr_gen_tokens(const srv_tr *t);
+
+void      srv_tr_results_free(srv_tr_result *r, int n);
+
+/* Sentence i as decoded (after srv_tr_finish): its source ids (</s>
+ * included) and its best hypothesis (the final </s> included, with text). */
+const int32_t *srv_tr_source(const srv_tr *t, int i, int *n_src);
+const mt_hyp  *srv_tr_best(const srv_tr *t, int i);
+int            srv_tr_sentences(const srv_tr *t);
+
+#endif

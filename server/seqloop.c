@@ -1,0 +1,101 @@
+/* seqloop: a job decoded on a session of its own (seqloop.h). */
+#include "seqloop.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int job_gone(void *data)
+{
+    srv_decode_job *job = data;
+    return job->abort.gone(job->abort.ctx);
+}
+
+/* mt_generate steps the job's sentences together (starting them as rows
+ * free up) and stops when the abort callback says the client has gone. */
+void srv_seqloop_run(mt_session *s, srv_decode_job *job)
+{
+    int n = job->n, nb = job->dp.n_best > 0 ? job->dp.n_best : 1;
+    const int32_t **src = malloc(sizeof *src * (size_t)(n + 1));
+    int *len = malloc(sizeof *len * (size_t)(n + 1));
+    mt_hyp *out = calloc((size_t)n * (size_t)nb + 1, sizeof *out);
+    mt_err err = { 0 };
+    mt_status st;
+    if (!src || !len || !out) {
+        st = mt_err_set(&err, MT_ERR_NOMEM, "out of memory");
+    } else {
+        for (int i = 0; i < n; i++)
+            src[i] = job->items[i].src, len[i] = job->items[i].n_src;
+        mt_decode_params dp = job->dp;
+        if (job->abort.gone) {
+            dp.abort_callback = job_gone;
+            dp.abort_callback_data = job;
+        }
+        st = mt_generate(s, src, len, n, &dp, out, &err);
+    }
+    for (int i = 0; i < n; i++) {
+        srv_seq_req *it = &job->items[i];
+        if (st == MT_OK) {          /* the hypotheses move to the item */
+            memcpy(it->hyps, out + (long)i * nb, sizeof *out * (size_t)nb);
+        } else {
+            it->status = st;
+            it->err = err;
+        }
+    }
+    job->cancelled = st == MT_ERR_ABORTED;
+    free(src);
+    free(len);
+    free(out);
+    srv_decode_job_finish(job);
+    job->done(job);
+}
+
+/* ---- on a worker thread, with a pooled session ----------------------------------------- */
+
+typedef struct {
+    srv_seqloop    *loop;
+    srv_decode_job *job;
+} loop_task;
+
+/* A session for the task: the pool holds as many as there are workers, so
+ * one is free; failing that (out of memory) every item fails. */
+static void run_task(void *arg)
+{
+    loop_task *t = arg;
+    srv_decode_job *job = t->job;
+    mt_session *s = NULL;
+    mt_err err = { 0 };
+    if (srv_sessions_get(t->loop->sessions, &s, &err) != MT_OK) {
+        for (int i = 0; i < job->n; i++) {
+            job->items[i].status = err.status ? err.status : MT_ERR_NOMEM;
+            job->items[i].err = err;
+        }
+        srv_decode_job_finish(job);
+        job->done(job);
+        return;
+    }
+    srv_seqloop_run(s, job);
+    srv_sessions_put(t->loop->sessions, s);
+}
+
+static void free_task(void *arg)
+{
+    free(arg);
+}
+
+static int loop_submit(void *self, srv_decode_job *job)
+{
+    loop_task *t = malloc(sizeof *t);
+    if (!t)
+        return -1;
+    *t = (loop_task){ .loop = self, .job = job };
+    if (srv_workers_submit(t->loop->workers, run_task, free_task, t) != 0) {
+        free(t);
+        return -1;
+    }
+    return 0;
+}
+
+srv_decoder srv_seqloop_decoder(srv_seqloop *loop)
+{
+    return (srv_decoder){ .submit = loop_submit, .self = loop };
+}
