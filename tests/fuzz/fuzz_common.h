@@ -68,6 +68,39 @@ static inline uint8_t *fuzz_slurp(const char *path, size_t *len)
     return buf;
 }
 
+/* The fuzz targets' own UTF-8 decoder, written from the rules the project
+ * documents (no overlong forms, no surrogates, nothing above U+10FFFF), so the
+ * checks do not trust the code under test.  One character at s[0..len)
+ * (len >= 1): its length, or 0 if invalid; *cp gets the code point. */
+static inline size_t fuzz_utf8_char(const uint8_t *s, size_t len, uint32_t *cp)
+{
+    uint8_t b = s[0];
+    size_t n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    if (n == 0 || n > len)
+        return 0;
+    uint32_t c = n == 1 ? b : (uint32_t)(b & (0xff >> (n + 1)));
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[n] || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+        return 0;
+    *cp = c;
+    return n;
+}
+
+/* 1 when s[0..len) is entirely valid UTF-8. */
+static inline int fuzz_utf8_valid(const char *s, size_t len)
+{
+    uint32_t cp;
+    for (size_t i = 0, k; i < len; i += k)
+        if (!(k = fuzz_utf8_char((const uint8_t *)s + i, len - i, &cp)))
+            return 0;
+    return 1;
+}
+
 /* Cut the input in parts at the first `max_parts - 1` NUL bytes (the format of
  * the targets that take several files in one input). */
 static inline int fuzz_split(const uint8_t *data, size_t size, int max_parts, const uint8_t **part,
