@@ -8,6 +8,8 @@
  * split is linear in the text length. */
 #include "splitter.h"
 
+#include "utf8.h"
+
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,36 +24,17 @@ typedef struct {
     size_t n;      /* bytes it takes, 1..4; always 1 for an invalid byte */
 } utf8_char;
 
-static bool is_cont(unsigned char b) { return (b & 0xC0) == 0x80; }
 
 /* Decodes the character at s (avail > 0 bytes readable).  Strict: overlong forms,
  * surrogates, code points above U+10FFFF and truncated sequences give one opaque
  * invalid byte, so the scan resynchronises on the next byte. */
+/* The project's one UTF-8 decoder (engine/utf8.h); an invalid byte is
+ * stepped over as one unknown character. */
 static utf8_char utf8_decode(const unsigned char *s, size_t avail)
 {
-    const utf8_char bad = { CP_INVALID, 1 };
-    unsigned char b = s[0];
-    if (b < 0x80)
-        return (utf8_char){ b, 1 };
-    if (b >= 0xC2 && b <= 0xDF) {
-        if (avail < 2 || !is_cont(s[1])) return bad;
-        return (utf8_char){ ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F), 2 };
-    }
-    if (b >= 0xE0 && b <= 0xEF) {
-        if (avail < 3 || !is_cont(s[1]) || !is_cont(s[2])) return bad;
-        if (b == 0xE0 && s[1] < 0xA0) return bad;   /* overlong */
-        if (b == 0xED && s[1] > 0x9F) return bad;   /* surrogate */
-        return (utf8_char){ ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6)
-                                | (s[2] & 0x3F), 3 };
-    }
-    if (b >= 0xF0 && b <= 0xF4) {
-        if (avail < 4 || !is_cont(s[1]) || !is_cont(s[2]) || !is_cont(s[3])) return bad;
-        if (b == 0xF0 && s[1] < 0x90) return bad;   /* overlong */
-        if (b == 0xF4 && s[1] > 0x8F) return bad;   /* above U+10FFFF */
-        return (utf8_char){ ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12)
-                                | ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F), 4 };
-    }
-    return bad;
+    uint32_t cp;
+    size_t n = mt_utf8_decode(s, avail, &cp);
+    return n ? (utf8_char){ cp, n } : (utf8_char){ CP_INVALID, 1 };
 }
 
 /* ---- character classes ---- */
