@@ -428,6 +428,14 @@ static void test_sustained_load(void **state)
     }
     server s;
     assert_int_equal(server_start(&s, NULL), 0);        /* the defaults: models/en-fr, batching on */
+    reply m = get(&s, "/models");
+    json_t *mj = reply_json(&m);
+    const char *def = json_string_value(json_object_get(mj, "default"));
+    if (!def || strcmp(def, "en-fr") != 0)
+        print_error("the default model is %s, not en-fr (MTSERVE_MODEL in the environment?)\n", def ? def : "?");
+    assert_true(def && strcmp(def, "en-fr") == 0);
+    json_decref(mj);
+    reply_free(&m);
     long rss_start = server_rss_kb(&s);
     assert_int_equal(compute_references(&s, N_INPUTS, LOAD_REQ_TIMEOUT_MS), 0);
     long rss_refs = server_rss_kb(&s);
