@@ -7,8 +7,14 @@
  * The mt_k_* functions are the fast path: the engine's own AVX-512 / AVX2
  * kernel for every Linear (weights packed at load), OpenBLAS sgemm (one
  * thread per caller) for the attention of whole sequences, all split over
- * the compute pool (parallel.h).  The mt_ref_* functions are plain scalar versions kept
- * for the unit tests.
+ * the compute pool (parallel.h).  This is the one public header of the
+ * kernel files:
+ *   simd.h          the vector shim they share (static inline: AVX-512 / AVX2 / scalar)
+ *   linear.c        mt_k_packed_bytes, mt_k_pack, mt_k_linear_packed: every Linear
+ *   attn_kernels.c  mt_k_dots, mt_k_attend_row, mt_k_gemm_nt, mt_k_gemm_nn: attention products
+ *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
+ *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip: row-wise kernels
+ * Their naive references are test code: tests/ref_kernels.h.
  */
 #ifndef MT_KERNELS_H
 #define MT_KERNELS_H
@@ -54,11 +60,5 @@ void mt_k_activation(float *x, long n, mt_act act);
 void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp);
 /* log(sum_{v != skip} exp(logits[v])) computed stably. */
 double mt_k_logsumexp_skip(const float *logits, int n, int skip);
-
-/* ---- naive references (tests) ---- */
-void mt_ref_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y);
-void mt_ref_add_layernorm(float *x, const float *h, int rows, int d, const float *g, const float *b);
-void mt_ref_softmax(float *x, int n, int ld);
-void mt_ref_activation(float *x, long n, mt_act act);
 
 #endif

@@ -1,4 +1,8 @@
-/* attention.c: scaled dot-product multi-head attention (marian-spec 1.3-1.4).
+/* mha.c: the multi-head attention of a session over whole sequences (mt_attend:
+ * one head per pool chunk, OpenBLAS products, causal mask, weights captured
+ * for /attention) and of decode steps (mt_attend_step), over the kernels of
+ * attn_kernels.c.  Scaled dot-product attention as marian-spec 1.3-1.4.
+ * (server/attention.c is the POST /attention handler, not this file.)
  *
  * Head h owns columns [h*hd, (h+1)*hd) of q, k, v and of the output.  Scores
  * are q.k^T * hd^-0.5, softmax over the visible keys; masked keys get weight

@@ -1,5 +1,5 @@
 /* mt_internal.h: the engine's private structures, shared by model.c,
- * attention.c, encoder.c, decoder.c, session.c, generate.c and translate.c.
+ * mha.c, encoder.c, decoder.c, session.c, generate.c and score.c.
  * Nothing outside engine/ includes this file.
  *
  * Shapes are written [dim][dim] (row-major); d = d_model, F = ffn dim,
@@ -143,7 +143,7 @@ void  mt_huge_free(void *p, size_t bytes);
 /* Row `id` of the positional table at position pos, [d]. */
 static inline const float *mt_pos_row(const mt_model *m, int pos) { return m->pos + (long)pos * m->d; }
 
-/* attention.c: multi-head attention of nq queries over nk keys.
+/* mha.c: multi-head attention of nq queries over nk keys.
  *   q [nq][ldq] (head h at columns h*hd), k and v [nk][ldkv], out [nq][ldo].
  *   causal: query i sees keys 0..i (nq == nk).  cap (may be NULL): [H][nq][nk]. */
 void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,

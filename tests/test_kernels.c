@@ -1,6 +1,6 @@
-/* test_kernels.c: the kernels against the naive references (engine/kernels.h):
- * the packed product of every Linear (odd sizes, F32 and F16, fused
- * activation, batch- and thread-independent bits), the attention's dot
+/* test_kernels.c: the kernels (engine/kernels.h) against the naive references
+ * (tests/ref_kernels.h): the packed product of every Linear (odd sizes, F32
+ * and F16, fused activation, batch- and thread-independent bits), the attention's dot
  * products and a decode step's attention row, the strided gemm wrappers,
  * add+layernorm, masked softmax, activations, log-softmax with pad excluded,
  * and the F16/BF16 conversions. */
@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "parallel.h"
+#include "ref_kernels.h"
 #include "safetensors.h"
 
 static uint32_t rng = 12345;
