@@ -209,8 +209,10 @@ static int run(srv_server *srv)
     }
     int rc = wait_for_signal(&set, &ld);
     if (srv_http_stop(http, rc ? 0 : srv->opts.drain_s) != 0) {
+        if (atomic_load(&ld.done) != 0)
+            pthread_join(tid, NULL);    /* the loader is over: nothing of ours left unjoined */
         fflush(NULL);
-        _exit(1);           /* workers still decode: do not free what they use */
+        _exit(1);           /* requests still decode: do not free what they use */
     }
     if (atomic_load(&ld.done) == 0) {
         fprintf(stderr, "mtserve: stopped while loading models\n");

@@ -32,8 +32,8 @@
 #define VALGRIND_CASES 12     /* under valgrind (50x slower) only the first cases run */
 /* Under AddressSanitizer (make asan) the first 48 cases: the point there is
  * memory errors on every path, and all 215 x 2 models took over half an hour. */
-#if defined(__SANITIZE_ADDRESS__)
-#define ASAN_CASES 48
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ASAN_CASES 48       /* TSan too: the point there is the threads, not every case */
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define ASAN_CASES 48
@@ -49,8 +49,9 @@
  * The test binary defines malloc & co. and forwards to glibc's __libc_*
  * entry points, counting calls while `counting` is set.  Every allocation in
  * the process goes through here (engine, jansson, OpenBLAS), so the count is
- * honest.  Disabled under AddressSanitizer, which owns malloc. */
-#if defined(__SANITIZE_ADDRESS__)
+ * honest.  Disabled under AddressSanitizer and ThreadSanitizer, which own
+ * malloc (TSan calls it during its own start-up, before our counters exist). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define HAVE_ALLOC_COUNTER 0
 #else
 #define HAVE_ALLOC_COUNTER 1

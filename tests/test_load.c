@@ -412,20 +412,9 @@ static void expect_clean_exit(server *s)
 
 #define MAX_SAMPLES 256
 
-/* valgrind puts its preload library in the environment of the programs it runs */
-static int under_valgrind(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "vgpreload");
-}
-
 static void test_sustained_load(void **state)
 {
     (void)state;
-    if (under_valgrind()) {     /* make valgrind: 64 client threads serialized; nothing to learn */
-        print_message("# skipped under valgrind\n");
-        skip();
-    }
     server s;
     assert_int_equal(server_start(&s, NULL), 0);        /* the defaults: models/en-fr, batching on */
     reply m = get(&s, "/models");
