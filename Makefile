@@ -43,7 +43,14 @@ run: deps all
 # The README's second command (and CI): install, build, run every test.
 check: deps
 	$(MAKE) test
+	$(MAKE) tsan TSAN_TESTS="$(CHECK_TSAN_TESTS)"
+	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 	bash tests/docker_check.sh
+
+# What `make check` (CI) runs beyond `make test`: the pool stress test and the
+# bounded concurrent load under ThreadSanitizer, and each fuzz target briefly.
+CHECK_TSAN_TESTS   ?= test_parallel test_load
+CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(wildcard engine/*.h server/*.h)
 	@mkdir -p $(dir $@)
