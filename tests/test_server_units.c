@@ -286,6 +286,10 @@ static void test_openapi_document(void **state)
                 assert_non_null(json_object_get(r, "401"));
         }
     }
+    /* the beam limit is the engine's one constant */
+    json_t *beam = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
+        json_object_get(doc, "components"), "schemas"), "TranslateRequest"), "properties"), "beam_size"), "maximum");
+    assert_int_equal(json_integer_value(beam), MT_MAX_BEAM);
     /* /languages is public, as LibreTranslate's */
     json_t *lang = json_object_get(json_object_get(paths, "/languages"), "get");
     assert_int_equal(json_array_size(json_object_get(lang, "security")), 0);
