@@ -493,7 +493,7 @@ out:
 
 /* ---- packed products; F16 weights -------------------------------------------------------
  * Every Linear and the vocabulary projection are repacked once, here, into
- * the panels of mt_k_linear_packed (engine/kernels.c), as CTranslate2 packs
+ * the panels of mt_k_linear_packed (engine/linear.c), as CTranslate2 packs
  * at load: the kernel then streams each panel sequentially and needs no
  * horizontal sums.  The row-major arrays are dropped: owned ones freed,
  * mapped ones released from this process (madvise), the mapping staying for
