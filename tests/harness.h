@@ -21,7 +21,11 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define START_TIMEOUT_S   180       /* from spawn to /health 200: loading runs 5-20x slower */
+#else
 #define START_TIMEOUT_S   60        /* from spawn to /health 200 */
+#endif
 #define REQUEST_TIMEOUT_S 120       /* a request without its own timeout_ms */
 
 /* ---- time, processes ---------------------------------------------------------- */
