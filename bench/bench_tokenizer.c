@@ -8,7 +8,8 @@
  * (</s> not counted), lines/s and MB/s for encode, and lines/s for decode.
  * Single-threaded.  Build and run from the repository root (no Makefile target):
  *   cc -O2 -march=native -std=c11 -D_GNU_SOURCE -Iengine bench/bench_tokenizer.c engine/tokenizer.c \
- *      engine/spm_proto.c engine/status.c $(pkg-config --cflags --libs jansson) -o build/bench_tokenizer
+ *      engine/spm.c engine/spm_norm.c engine/spm_proto.c engine/vocab.c engine/strmap.c engine/strbuf.c \
+ *      engine/utf8.c engine/status.c $(pkg-config --cflags --libs jansson) -o build/bench_tokenizer
  *   build/bench_tokenizer [MODEL_DIR] [FILE...] */
 #include <stdio.h>
 #include <stdlib.h>

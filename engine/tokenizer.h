@@ -1,8 +1,17 @@
-/* SentencePiece unigram tokenizer + Marian vocabulary (engine/tokenizer.c).
+/* SentencePiece unigram tokenizer + Marian vocabulary: the one public header
+ * of the tokenizer files.
  *
  * mt_spm       one .spm file (SentencePiece ModelProto): normalizer + Viterbi.
  * mt_tokenizer a Marian model directory's source.spm, target.spm, vocab.json
  *              (and target_vocab.json when the vocabularies are separate).
+ *
+ * The files (their internal headers are for engine/ only):
+ *   tokenizer.c  mt_tokenizer_*: load a model directory, encode, decode, piece lookups
+ *   spm.c        mt_spm_*: one unigram model: load and check, Viterbi encode, decode (spm.h)
+ *   spm_norm.c   spm's Normalizer: precompiled charsmap, whitespace (spm_norm.h)
+ *   spm_proto.c  the ModelProto wire-format reader (spm_proto.h)
+ *   vocab.c      one vocab.json: piece <-> id, special-token ids (vocab.h)
+ *   strmap.c     string -> id: hash map and byte trie (strmap.h); strbuf.c the byte buffer (strbuf.h)
  *
  * Both are immutable after load and safe to share between threads.
  * Contract (marian-spec.md sections 5 and 6): encode = spm pieces mapped

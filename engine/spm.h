@@ -1,0 +1,27 @@
+/* spm: one SentencePiece unigram model (the public mt_spm_* calls are in
+ * tokenizer.h); this header is what the Marian layer (tokenizer.c) needs
+ * beyond them: decoding piece strings that are not ids of the model.
+ * Internal to engine/. */
+#ifndef MT_SPM_H
+#define MT_SPM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+#include "tokenizer.h"
+
+/* A piece to decode: its string and PieceToId(string) in the decoding spm. */
+typedef struct {
+    const char *p;     /* piece string */
+    size_t      n;
+    int32_t     id;    /* PieceToId(piece) in the decoding spm */
+} mt_spm_dpiece;
+
+/* PieceToId: reserved pieces first, then normal pieces, else the unknown id. */
+int32_t mt_spm_piece_to_id(const mt_spm *sp, const char *p, size_t n);
+/* SentencePieceProcessor::Decode of pc[0..n) (ids in range), appended to o
+ * (NUL-terminated): 0, or -1 without memory. */
+int     mt_spm_decode_pieces(const mt_spm *sp, const mt_spm_dpiece *pc, int n, mt_sbuf *o);
+
+#endif

@@ -1,0 +1,21 @@
+/* strbuf: a growable byte string, the tokenizer files' output buffer
+ * (spm.c, spm_norm.c, tokenizer.c).  Internal to engine/.
+ *
+ * p[0..n) is the content, cap the allocation; a zeroed mt_sbuf is empty.
+ * The owner frees p.  mt_sb_add keeps p NUL-terminated. */
+#ifndef MT_STRBUF_H
+#define MT_STRBUF_H
+
+#include <stddef.h>
+
+typedef struct {
+    char  *p;
+    size_t n, cap;
+} mt_sbuf;
+
+/* Room for extra more bytes (capacity doubles from 64): 0, or -1 on overflow or no memory. */
+int mt_sb_reserve(mt_sbuf *b, size_t extra);
+/* Append s[0..n) and a NUL (not counted in b->n): 0, or -1. */
+int mt_sb_add(mt_sbuf *b, const void *s, size_t n);
+
+#endif
