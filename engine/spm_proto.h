@@ -6,7 +6,7 @@
  * every other field, known or not, is skipped by wire type.  Every length and
  * varint is checked against the buffer, so a truncated or hostile file yields
  * MT_ERR_FORMAT, never an over-read.  Semantic checks (one UNKNOWN piece, no
- * duplicates, byte pieces...) are the loader's job (tokenizer.c).
+ * duplicates, byte pieces...) are the loader's job (spm.c).
  */
 #ifndef MT_SPM_PROTO_H
 #define MT_SPM_PROTO_H

@@ -37,24 +37,6 @@ struct mt_tokenizer {
     int       clean_up;       /* clean_up_tokenization_spaces                    */
 };
 
-/* Offset of the first byte that does not start a valid UTF-8 character, or len. */
-static size_t utf8_invalid_at(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    uint32_t cp;
-    while (i < len) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n = mt_utf8_decode(s + i, len - i, &cp);
-        if (!n)
-            return i;
-        i += n;
-    }
-    return len;
-}
-
 /* Python's str.isspace() (what str.strip() removes). */
 static int py_isspace(uint32_t c)
 {
@@ -213,7 +195,7 @@ mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t 
     if (!tok || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids))
         return mt_err_set(err, MT_ERR_INPUT, "mt_tokenizer_encode: bad arguments");
     *n_ids = 0;
-    size_t bad = utf8_invalid_at((const uint8_t *)text, len);
+    size_t bad = mt_utf8_valid_prefix(text, len);
     if (bad < len)
         return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
                           (uint8_t)text[bad], bad);
