@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers.h"
+#include "reply.h"
 #include "utf8.h"
 
 static const struct {

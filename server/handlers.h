@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "errors.h"
+#include "reply.h"
 
 typedef struct srv_server srv_server;
 
@@ -53,30 +54,8 @@ struct srv_request {
     void      (*pending_free)(void *pending);
 };
 
-struct srv_response {
-    int         status;         /* HTTP status */
-    json_t     *json;           /* JSON body (owned), or ... */
-    char       *text;           /* ... a text body (malloc'd, owned) */
-    size_t      text_len;
-    const char *content_type;   /* of text; JSON bodies are application/json */
-    srv_code    error;          /* SRV_OK, or the failure srv_fail recorded */
-    char        message[480];
-    int         lt_errors;      /* render errors the LibreTranslate way */
-    char        allow[96];      /* Allow header (405 and OPTIONS) */
-    int         retry_after;    /* seconds; 0 = no header */
-    int         preflight;      /* a CORS preflight answer */
-    const char *route;          /* metrics label: the route's path or "other" */
-};
-
 typedef void (*srv_handler)(srv_request *req, srv_response *resp);
 
-/* Sets a JSON body (steals body). */
-void srv_reply_json(srv_response *resp, int status, json_t *body);
-/* A JSON body -> its text, done once by whoever holds the reply last (big
- * replies on the worker that built them, the rest on an HTTP thread). */
-void srv_reply_serialize(srv_response *resp);
-/* Seconds on a monotonic clock. */
-double srv_now(void);
 
 /* ---- the handlers ------------------------------------------------------- */
 void srv_handle_translate(srv_request *req, srv_response *resp);     /* translate.c */

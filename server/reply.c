@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "handlers.h"
+#include "reply.h"
 
 static const char internal_error_body[] =
     "{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot serialize the reply\"}}";
