@@ -28,7 +28,7 @@ all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev
-DEB_TEST  := libcmocka-dev libcurl4-openssl-dev git clang libclang-rt-14-dev wrk valgrind
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev git clang libclang-rt-14-dev wrk valgrind nginx-light
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -101,7 +101,7 @@ asan:
 
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).  The tests
 # that drive a server process (whose threads valgrind would not follow) are left out.
-VG_SKIP := %/test_server %/test_load %/test_hostile
+VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb
 valgrind:
 	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \
