@@ -120,3 +120,7 @@ include tests/fuzz/fuzz.mk
 
 clean:
 	rm -rf build build-debug build-asan build-vg build-tsan build-fuzz
+
+.PHONY: docker-test
+docker-test:
+	bash docker/test.sh
