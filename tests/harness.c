@@ -397,3 +397,38 @@ int server_stop(server *s)
     s->pid = 0;
     return log_clean(s) ? status : -2;
 }
+
+/* The single translation of a /translate reply (malloc'ed), or NULL with
+ * what is wrong in why. */
+char *reply_text(const reply *r, char *why, size_t why_len)
+{
+    json_error_t e;
+    json_t *j = r->body ? json_loadb(r->body, r->len, 0, &e) : NULL;
+    json_t *tr = json_object_get(j, "translations");
+    const char *t = json_string_value(json_object_get(json_array_get(tr, 0), "text"));
+    char *out = NULL;
+    if (!j)
+        snprintf(why, why_len, "not JSON: %.200s", r->body ? r->body : "(no body)");
+    else if (json_array_size(tr) != 1 || !t || !*t)
+        snprintf(why, why_len, "no translation: %.200s", r->body);
+    else
+        out = strdup(t);
+    json_decref(j);
+    return out;
+}
+
+/* The value of a /metrics sample line "prefix value", or -1. */
+double metric(const server *s, const char *prefix)
+{
+    reply r = get(s, "/metrics");
+    double v = -1;
+    size_t n = strlen(prefix);
+    for (char *line = r.body; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (strncmp(line, prefix, n) == 0 && line[n] == ' ')
+            v = atof(line + n + 1);
+        line = nl ? nl + 1 : NULL;
+    }
+    reply_free(&r);
+    return v;
+}

@@ -81,6 +81,11 @@ void  reply_free(reply *r);
 int   header(const reply *r, const char *name, char *out, size_t len);
 /* The parsed body (caller decrefs), or NULL (printed). */
 json_t *reply_json(const reply *r);
+/* The single, non-empty translation of a /translate reply (malloc'ed), or
+ * NULL with what is wrong in why. */
+char *reply_text(const reply *r, char *why, size_t why_len);
+/* The value of a /metrics sample line "prefix value" ("name{labels}"), or -1. */
+double metric(const server *s, const char *prefix);
 
 /* ---- servers ------------------------------------------------------------------------ */
 

@@ -122,13 +122,9 @@ static int server_fds(void)
 /* A counter of /metrics, e.g. closed("request_timeout"); -1 if absent. */
 static long closed_count(const char *reason)
 {
-    reply r = get(&srv, "/metrics");
     char key[128];
-    snprintf(key, sizeof key, "mtserve_connections_closed_total{reason=\"%s\"} ", reason);
-    const char *p = r.body ? strstr(r.body, key) : NULL;
-    long v = p ? strtol(p + strlen(key), NULL, 10) : -1;
-    reply_free(&r);
-    return v;
+    snprintf(key, sizeof key, "mtserve_connections_closed_total{reason=\"%s\"}", reason);
+    return (long)metric(&srv, key);
 }
 
 /* ---- the normal client ------------------------------------------------------------------ */

@@ -91,22 +91,6 @@ static const char *tr_text(json_t *j, size_t i)
     return json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), i), "text"));
 }
 
-/* The value of a metrics sample line starting with prefix ("name{labels}"), or -1. */
-static double metric(const server *s, const char *prefix)
-{
-    reply r = get(s, "/metrics");
-    double v = -1;
-    size_t n = strlen(prefix);
-    for (char *line = r.body; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, prefix, n) == 0 && line[n] == ' ')
-            v = atof(line + n + 1);
-        line = nl ? nl + 1 : NULL;
-    }
-    reply_free(&r);
-    return v;
-}
-
 /* ---- group setup ------------------------------------------------------------------------ */
 
 static int group_setup(void **state)
