@@ -157,17 +157,6 @@ static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn
     return ret;
 }
 
-/* 413 before dispatch: the body is never handed to a handler. */
-static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, conn_state *st)
-{
-    srv_response resp = { 0 };
-    resp.route = h->cfg.router.label(h->cfg.router.ctx, st->path);
-    srv_fail(&resp, SRV_E_BODY_TOO_LARGE, "the request body is over the limit of %zu bytes",
-             h->cfg.max_body);
-    srv_error_render(&resp, 0);
-    return send_response(h, c, st, &resp);
-}
-
 /* ---- requests ------------------------------------------------------------------- */
 
 /* Drop at most this much of an oversized body before answering 413 anyway
@@ -229,6 +218,14 @@ static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_st
     srv_fail(&resp, code, "%s", msg);
     srv_error_render(&resp, 0);
     return send_response(h, c, st, &resp);
+}
+
+/* 413: the body is never handed to a handler. */
+static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
+    return send_error(h, c, st, SRV_E_BODY_TOO_LARGE, msg);
 }
 
 static int expects_continue(struct MHD_Connection *c)
