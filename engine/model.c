@@ -227,10 +227,10 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
 
 /* ---- tensors ------------------------------------------------------------------- */
 /* Find name and check it is a float tensor of shape [d0] or [d0][d1] (d1 = 0: rank 1). */
-static mt_status find_tensor(loader *L, const char *name, int64_t d0, int64_t d1, const mt_st_tensor **out,
+static mt_status find_tensor(loader *L, const char *name, int64_t d0, int64_t d1, const mt_tensor **out,
                              mt_err *err)
 {
-    const mt_st_tensor *t = mt_st_find(L->m->st, name);
+    const mt_tensor *t = mt_wfile_find(L->m->st, name);
     *out = NULL;
     if (!t)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: missing tensor '%s'", L->st_path, name);
@@ -254,7 +254,7 @@ static mt_status find_tensor(loader *L, const char *name, int64_t d0, int64_t d1
     return MT_OK;
 }
 
-static void convert(const mt_st_tensor *t, float *dst, size_t n)
+static void convert(const mt_tensor *t, float *dst, size_t n)
 {
     const uint8_t *p = t->data;
     if (t->dtype == MT_DT_F32) {
@@ -270,7 +270,7 @@ static void convert(const mt_st_tensor *t, float *dst, size_t n)
 /* A float32 view of the tensor: in place when F32 and aligned, else a converted copy. */
 static mt_status get_f32(loader *L, const char *name, int64_t d0, int64_t d1, const float **out, mt_err *err)
 {
-    const mt_st_tensor *t;
+    const mt_tensor *t;
     mt_status st = find_tensor(L, name, d0, d1, &t, err);
     if (st != MT_OK)
         return st;
@@ -298,7 +298,7 @@ static mt_status get_fused(loader *L, const char *prefix, const char *const *par
         return MT_ERR_NOMEM;
     for (int i = 0; i < nparts; i++) {
         char name[256];
-        const mt_st_tensor *t;
+        const mt_tensor *t;
         mt_status st;
         snprintf(name, sizeof name, "%s.%s.weight", prefix, parts[i]);
         if ((st = find_tensor(L, name, d, in, &t, err)) != MT_OK)
@@ -397,7 +397,7 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
                                             "model.decoder.embed_tokens.weight"};
         const char *use = names[0];
         for (int i = 0; i < 3; i++)
-            if (mt_st_find(m->st, names[i])) {
+            if (mt_wfile_find(m->st, names[i])) {
                 use = names[i];
                 break;
             }
@@ -412,7 +412,7 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
         m->lm_head = m->dec_emb;
     else if ((st = get_f32(L, "lm_head.weight", V, d, &m->lm_head, err)) != MT_OK)
         return st;
-    if (mt_st_find(m->st, "final_logits_bias"))
+    if (mt_wfile_find(m->st, "final_logits_bias"))
         return get_f32(L, "final_logits_bias", V, 0, &m->final_bias, err);
     float *zeros = own(L, sizeof(float) * (size_t)V, err);   /* HF: missing bias = zeros */
     if (!zeros)
@@ -649,7 +649,7 @@ static mt_status prepare_weights(loader *L, int f16, mt_err *err)
 static void fill_info(loader *L)
 {
     mt_model *m = L->m;
-    const mt_st_tensor *t = NULL;
+    const mt_tensor *t = NULL;
     for (int i = 0; i < m->st->n_tensors && !t; i++)
         if (m->st->tensors[i].dtype == MT_DT_F32 || m->st->tensors[i].dtype == MT_DT_F16 ||
             m->st->tensors[i].dtype == MT_DT_BF16)
@@ -704,7 +704,7 @@ void mt_model_free(mt_model *m)
     mt_huge_free(m->packed, m->packed_bytes);
     free(m->enc);
     free(m->dec);
-    mt_st_close(m->st);
+    mt_wfile_close(m->st);
     mt_tokenizer_free(m->tok);
     free(m);
 }

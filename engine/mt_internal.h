@@ -50,7 +50,7 @@ typedef struct {
 struct mt_model {
     mt_model_info info;
     mt_tokenizer *tok;
-    mt_st_file   *st;            /* the mapping; F32 tensors point into it */
+    mt_wfile   *st;            /* the mapping; F32 tensors point into it */
     int d, enc_heads, dec_heads, enc_ffn, dec_ffn, V;
     mt_act act;
     int shared_emb, tied_head;   /* config switches (spec 2.3) */

@@ -166,7 +166,7 @@ static void expect_load(const char *dir, mt_status want, const char *needle1, co
 
 static void expect_st(mt_status want, const char *needle)
 {
-    mt_st_file *f = (mt_st_file *)0x1;
+    mt_wfile *f = (mt_wfile *)0x1;
     mt_err err = {0};
     mt_status st = mt_st_open(st_path, &f, &err);
     print_message("    %-14s %s\n", mt_status_name(st), err.msg);
@@ -255,16 +255,16 @@ static void test_st_valid_small(void **state)
                           "\"data_offsets\": [8, 12]}, \"e\": {\"dtype\": \"F32\", \"shape\": [0, 4], "
                           "\"data_offsets\": [8, 8]}, \"w\": {\"dtype\": \"F32\", \"shape\": [2], "
                           "\"data_offsets\": [0, 8]}}", data, sizeof data);
-    mt_st_file *f;
+    mt_wfile *f;
     mt_err err = {0};
     assert_int_equal(mt_st_open(st_path, &f, &err), MT_OK);
     assert_int_equal(f->n_tensors, 3);
-    const mt_st_tensor *z = mt_st_find(f, "z"), *w = mt_st_find(f, "w");
+    const mt_tensor *z = mt_wfile_find(f, "z"), *w = mt_wfile_find(f, "w");
     assert_non_null(z);
     assert_int_equal(z->rank, 0);
     assert_true(((const float *)w->data)[1] == 2.0f && *(const float *)z->data == 3.0f);
-    assert_null(mt_st_find(f, "__metadata__"));
-    mt_st_close(f);
+    assert_null(mt_wfile_find(f, "__metadata__"));
+    mt_wfile_close(f);
 }
 
 /* ---- model refusals --------------------------------------------------------------- */
@@ -431,9 +431,9 @@ static float half_ref(uint16_t h)
     return (float)((h & 0x8000) ? -v : v);
 }
 
-static void check_tensor(const mt_st_file *f, const char *name, const float *got, size_t n)
+static void check_tensor(const mt_wfile *f, const char *name, const float *got, size_t n)
 {
-    const mt_st_tensor *t = mt_st_find(f, name);
+    const mt_tensor *t = mt_wfile_find(f, name);
     assert_non_null(t);
     assert_int_equal(t->dtype, MT_DT_F16);
     const uint8_t *p = t->data;
@@ -443,9 +443,9 @@ static void check_tensor(const mt_st_file *f, const char *name, const float *got
 
 /* The [rows][in] tensor `name` is rows o0.. of the packed matrix pk: panels of
  * MT_PANEL outputs, each [in][MT_PANEL] (engine/kernels.h), F32 here. */
-static void check_packed(const mt_st_file *f, const char *name, const mt_packed *pk, int o0, int rows)
+static void check_packed(const mt_wfile *f, const char *name, const mt_packed *pk, int o0, int rows)
 {
-    const mt_st_tensor *t = mt_st_find(f, name);
+    const mt_tensor *t = mt_wfile_find(f, name);
     assert_non_null(t);
     assert_int_equal(t->dtype, MT_DT_F16);
     assert_int_equal(pk->f16, 0);
@@ -467,7 +467,7 @@ static void test_f16_conversion_and_layout(void **state)
 {
     (void)state;
     mt_model *m;
-    mt_st_file *f;
+    mt_wfile *f;
     assert_int_equal(mt_model_load(TINY, NULL, &m, NULL), MT_OK);
     assert_int_equal(mt_st_open(TINY "/model.safetensors", &f, NULL), MT_OK);
     int d = 32;
@@ -492,7 +492,7 @@ static void test_f16_conversion_and_layout(void **state)
     assert_float_equal(pe1[1], sin(1.0 / pow(10000.0, 2.0 / 32)), 1e-7);
     assert_float_equal(m->pos[5 * d + 31], cos(5.0 / pow(10000.0, 30.0 / 32)), 1e-7);
     assert_float_equal(m->embed_scale, sqrt(32.0), 1e-6);
-    mt_st_close(f);
+    mt_wfile_close(f);
     mt_model_free(m);
 }
 

@@ -15,11 +15,11 @@ from model import Marian, default_config
 from marian_tok import MarianTok
 
 
-def load_pairs(corpus, split, tok, max_len):
-    with open(f"{corpus}/{split}.en") as fe, open(f"{corpus}/{split}.fr") as ff:
-        en, fr = fe.read().splitlines(), ff.read().splitlines()
+def load_pairs(corpus, split, tok, max_len, src="en", tgt="fr"):
+    with open(f"{corpus}/{split}.{src}") as fs, open(f"{corpus}/{split}.{tgt}") as ft:
+        srcs, tgts = fs.read().splitlines(), ft.read().splitlines()
     out = []
-    for e, f in tqdm(list(zip(en, fr)), desc=f"tokenize {split}", unit="pair"):
+    for e, f in tqdm(list(zip(srcs, tgts)), desc=f"tokenize {split} {src}-{tgt}", unit="pair"):
         s, t = tok.encode(e), tok.encode(f, target=True)
         if len(s) <= max_len and len(t) <= max_len:
             out.append((s, t))
@@ -81,7 +81,16 @@ def main():
     ap.add_argument("--eval-every", type=int, default=400)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
+    # The joint en+fr SentencePiece model serves both directions unchanged.
+    ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
+    # Warm start from an exported model directory (its model.safetensors): the
+    # schedule restarts (fresh Adam state, a new warm-up); the run is new.
+    ap.add_argument("--init", help="exported model directory to start from")
+    # Every evaluation also keeps the weights as last-N.pt (N = 0..keep-1, a
+    # ring), so the last checkpoints can be averaged (recipe/average.py).
+    ap.add_argument("--keep", type=int, default=4)
     a = ap.parse_args()
+    src_lang, tgt_lang = a.direction.split("-")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -90,6 +99,12 @@ def main():
     cfg = default_config(vocab_size=V, decoder_vocab_size=V, pad_token_id=tok.pad, decoder_start_token_id=tok.pad,
                          bad_words_ids=[[tok.pad]], eos_token_id=tok.eos, forced_eos_token_id=tok.eos)
     model = Marian(cfg)
+    if a.init and not os.path.exists(f"{a.out}/checkpoint.pt"):
+        import safetensors_io
+        st0, _ = safetensors_io.read(f"{a.init}/model.safetensors")
+        missing, unexpected = model.load_state_dict(st0, strict=False)
+        assert not unexpected and all(k == "final_logits_bias" for k in missing), (missing, unexpected)
+        print(f"initialized from {a.init}", flush=True)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-9)
     ck_path = f"{a.out}/checkpoint.pt"
     st = dict(step=0, epoch=0, elapsed=0.0, best=math.inf, bad=0, batch_pos=0)
@@ -97,13 +112,14 @@ def main():
         ck = torch.load(ck_path)
         model.load_state_dict(ck["model"]); opt.load_state_dict(ck["opt"]); st = ck["state"]
         print(f"resumed at step {st['step']} epoch {st['epoch']} ({st['elapsed']/60:.1f} min done)", flush=True)
-    train = load_pairs(a.corpus, "train", tok, a.max_len)
-    dev = load_pairs(a.corpus, "dev", tok, a.max_len)
+    train = load_pairs(a.corpus, "train", tok, a.max_len, src_lang, tgt_lang)
+    dev = load_pairs(a.corpus, "dev", tok, a.max_len, src_lang, tgt_lang)
     dev_b = batches(dev, a.max_tokens, random.Random(0))
     use_bf16 = bf16_ok()
     log = open(f"{a.out}/train.log", "a")
     def say(msg):
         print(msg, flush=True); log.write(msg + "\n"); log.flush()
+    say(f"{a.direction}: init {a.init or 'random'}, lr {a.lr}, warmup {a.warmup}, threads {a.threads}")
     say(f"params {sum(p.numel() for p in model.parameters())}, train {len(train)} pairs, dev {len(dev)}, bf16 {use_bf16}")
 
     def save(path=ck_path):
@@ -117,6 +133,8 @@ def main():
                 l, k = loss_fn(model, collate(dev, b, tok.pad), 0.0, tok.pad); tot += float(l) * k; n += k
         model.train(); return tot / n
 
+    if a.init and st["step"] == 0:
+        say(f"dev loss at start (from {a.init}): {dev_loss():.4f}")
     t0 = time.time() - st["elapsed"]; last_ck = time.time(); stop = False
     tok_count, tok_t = 0, time.time()
     while not stop:
@@ -142,6 +160,9 @@ def main():
                 say(f"step {st['step']} epoch {st['epoch']} loss {float(loss):.4f} lr {lr:.2e} tok/s {rate:.0f} min {st['elapsed']/60:.1f}")
             if st["step"] % a.eval_every == 0:
                 dl = dev_loss()
+                ring = st["step"] // a.eval_every % a.keep
+                torch.save({"model": model.state_dict(), "config": cfg, "dev_loss": dl, "step": st["step"]},
+                           f"{a.out}/last-{ring}.pt")
                 if dl < st["best"]:
                     st["best"], st["bad"] = dl, 0
                     torch.save({"model": model.state_dict(), "config": cfg, "dev_loss": dl, "step": st["step"]}, f"{a.out}/best.pt")

@@ -7,7 +7,7 @@
  *
  * After a successful open every promise of safetensors.h is checked: each
  * tensor's bytes lie inside the mapping, its byte size is numel x dtype size,
- * names are sorted and mt_st_find finds each one; the F16/BF16 converters run
+ * names are sorted and mt_wfile_find finds each one; the F16/BF16 converters run
  * on the data.  The file lives in a memfd (no disk I/O); mt_st_open maps it
  * through /proc/self/fd/N as it would a real file.  The input is the file. */
 #include "fuzz_common.h"
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         at += (size_t)w;
     }
     mt_err err = {0};
-    mt_st_file *f = NULL;
+    mt_wfile *f = NULL;
     mt_status st = mt_st_open(path, &f, &err);
     if (st != MT_OK) {
         FUZZ_CHECK(f == NULL && err.msg[0]);
@@ -51,9 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *lo = f->map + 8 + hlen, *hi = f->map + f->size;
     uint64_t total = 0;
     for (int i = 0; i < f->n_tensors; i++) {
-        const mt_st_tensor *t = &f->tensors[i];
+        const mt_tensor *t = &f->tensors[i];
         FUZZ_CHECK(t->name && t->dtype != MT_DT_UNKNOWN && t->dtype_name);
-        FUZZ_CHECK(t->rank >= 0 && t->rank <= MT_ST_MAX_RANK && t->end >= t->begin);
+        FUZZ_CHECK(t->rank >= 0 && t->rank <= MT_MAX_RANK && t->end >= t->begin);
         uint64_t numel = 1;
         for (int k = 0; k < t->rank; k++) {
             FUZZ_CHECK(t->shape[k] >= 0);
@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(d >= lo && d <= hi && bytes <= (uint64_t)(hi - d));
         if (i > 0)
             FUZZ_CHECK(strcmp(f->tensors[i - 1].name, t->name) < 0);
-        FUZZ_CHECK(mt_st_find(f, t->name) == t);
+        FUZZ_CHECK(mt_wfile_find(f, t->name) == t);
         total += bytes;
         /* read the first and last element: inside the mapping, or a crash */
         if (bytes >= 2 && (t->dtype == MT_DT_F16 || t->dtype == MT_DT_BF16)) {
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     FUZZ_CHECK(total == (uint64_t)(hi - lo));         /* the tensors tile the data */
-    FUZZ_CHECK(mt_st_find(f, "\xff no such tensor") == NULL);
-    mt_st_close(f);
+    FUZZ_CHECK(mt_wfile_find(f, "\xff no such tensor") == NULL);
+    mt_wfile_close(f);
     return 0;
 }
