@@ -35,6 +35,10 @@ void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, 
         embed(m, m->dec_emb, m->dec_emb16, ids, n, pos0, x);
     else
         embed(m, m->enc_emb, m->enc_emb16, ids, n, pos0, x);
+    if (m->emb_ln) {                /* normalize_embedding: LN(x + 0), the BART-era layernorm_embedding */
+        const mt_ln *ln = decoder ? &m->dec_emb_ln : &m->enc_emb_ln;
+        mt_k_add_layernorm(x, NULL, n, m->d, ln->g, ln->b);
+    }
 }
 
 /* One post-LN encoder layer over x [n][d]. */

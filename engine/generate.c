@@ -248,7 +248,7 @@ static mt_status check_source(const mt_session *s, const int32_t *src, int len, 
         return mt_err_set(err, MT_ERR_TOO_LONG, "source %d has %d tokens; the limit is %d", i, len,
                           s->p.max_src_len);
     for (int j = 0; j < len; j++)
-        if (src[j] < 0 || src[j] >= s->m->V)
+        if (src[j] < 0 || src[j] >= s->m->V_src)
             return mt_err_set(err, MT_ERR_INPUT, "source %d: token id %d outside the vocabulary", i, (int)src[j]);
     return MT_OK;
 }

@@ -137,7 +137,7 @@ static mt_status parse_activation(mt_model *m, const char *file, json_t *cfg, mt
 /* The legacy BART-era switches must have the Marian values. */
 static mt_status check_architecture(const char *file, json_t *cfg, mt_err *err)
 {
-    static const char *must_be_false[] = {"normalize_before", "normalize_embedding", "add_final_layer_norm"};
+    static const char *must_be_false[] = {"normalize_before", "add_final_layer_norm"};
     for (size_t i = 0; i < sizeof must_be_false / sizeof *must_be_false; i++)
         if (json_is_true(json_object_get(cfg, must_be_false[i])))
             return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: '%s' = true is not a Marian architecture", file,
@@ -156,7 +156,7 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     char file[4096];
     snprintf(file, sizeof file, "%s/config.json", L->dir);
     mt_status st;
-    int scale, dvocab, sh, tie, pad, eos, start;
+    int scale, dvocab, sh, tie, pad, eos, start, norm_emb;
 #define INT(key, def, dst) if ((st = cfg_int(file, cfg, key, def, dst, err)) != MT_OK) return st
     INT("d_model", REQUIRED, &info->d_model);
     INT("encoder_layers", REQUIRED, &info->enc_layers);
@@ -174,6 +174,7 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     INT("decoder_vocab_size", info->vocab_size, &dvocab);
     INT("share_encoder_decoder_embeddings", 1, &sh);
     INT("tie_word_embeddings", 1, &tie);
+    INT("normalize_embedding", 0, &norm_emb);
     INT("num_beams", 1, &info->default_beam);
     INT("max_length", 20, &info->default_max_length);           /* GenerationConfig default */
 #undef INT
@@ -186,17 +187,20 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     RANGE("encoder_ffn_dim", info->enc_ffn, 1, 1 << 20);
     RANGE("decoder_ffn_dim", info->dec_ffn, 1, 1 << 20);
     RANGE("vocab_size", info->vocab_size, 2, 1 << 24);
+    RANGE("decoder_vocab_size", dvocab, 2, 1 << 24);
     RANGE("max_position_embeddings", info->max_positions, 2, 1 << 20);
-    RANGE("pad_token_id", pad, 0, info->vocab_size - 1);
-    RANGE("eos_token_id", eos, 0, info->vocab_size - 1);
-    RANGE("decoder_start_token_id", start, 0, info->vocab_size - 1);
+    /* the special ids are target-side ids (they index the logits) */
+    RANGE("pad_token_id", pad, 0, dvocab - 1);
+    RANGE("eos_token_id", eos, 0, dvocab - 1);
+    RANGE("decoder_start_token_id", start, 0, dvocab - 1);
 #undef RANGE
     if (info->d_model % info->enc_heads || info->d_model % info->dec_heads)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: d_model %d is not divisible by the attention heads (encoder %d, "
                           "decoder %d)", file, info->d_model, info->enc_heads, info->dec_heads);
-    if (dvocab != info->vocab_size)
-        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: decoder_vocab_size %d differs from vocab_size %d "
-                          "(separate target vocabularies are not supported)", file, dvocab, info->vocab_size);
+    if (dvocab != info->vocab_size && sh)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: decoder_vocab_size %d differs from vocab_size %d but "
+                          "share_encoder_decoder_embeddings is true (one table cannot have two sizes)", file, dvocab,
+                          info->vocab_size);
     if ((st = parse_activation(m, file, cfg, err)) != MT_OK || (st = check_architecture(file, cfg, err)) != MT_OK)
         return st;
     if (gen) {
@@ -214,7 +218,11 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     info->eos_id = eos;
     info->decoder_start_id = start;
     m->d = info->d_model;
-    m->V = info->vocab_size;
+    info->src_vocab_size = info->vocab_size;
+    info->vocab_size = dvocab;
+    m->V = dvocab;
+    m->V_src = info->src_vocab_size;
+    m->emb_ln = norm_emb;
     m->enc_heads = info->enc_heads;
     m->dec_heads = info->dec_heads;
     m->enc_ffn = info->enc_ffn;
@@ -254,17 +262,35 @@ static mt_status find_tensor(loader *L, const char *name, int64_t d0, int64_t d1
     return MT_OK;
 }
 
-static void convert(const mt_tensor *t, float *dst, size_t n)
+static float elem(const mt_tensor *t, size_t i)
 {
     const uint8_t *p = t->data;
     if (t->dtype == MT_DT_F32) {
-        memcpy(dst, p, n * sizeof *dst);
+        float f;
+        memcpy(&f, p + 4 * i, sizeof f);
+        return f;
+    }
+    uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);          /* little-endian on disk */
+    return t->dtype == MT_DT_F16 ? mt_f16_to_f32(h) : mt_bf16_to_f32(h);
+}
+
+/* dst [shape[0]][shape[1]] (n elements) = the tensor in F32; a transposed one
+ * (Marian's [in][out]) is turned to [out][in] here, once. */
+static void convert(const mt_tensor *t, float *dst, size_t n)
+{
+    if (t->transposed && t->rank == 2) {
+        size_t rows = (size_t)t->shape[0], cols = (size_t)t->shape[1];     /* stored [cols][rows] */
+        for (size_t c = 0; c < cols; c++)
+            for (size_t r = 0; r < rows; r++)
+                dst[r * cols + c] = elem(t, c * rows + r);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);      /* little-endian on disk */
-        dst[i] = t->dtype == MT_DT_F16 ? mt_f16_to_f32(h) : mt_bf16_to_f32(h);
+    if (t->dtype == MT_DT_F32) {
+        memcpy(dst, t->data, n * sizeof *dst);
+        return;
     }
+    for (size_t i = 0; i < n; i++)
+        dst[i] = elem(t, i);
 }
 
 /* A float32 view of the tensor: in place when F32 and aligned, else a converted copy. */
@@ -275,7 +301,7 @@ static mt_status get_f32(loader *L, const char *name, int64_t d0, int64_t d1, co
     if (st != MT_OK)
         return st;
     size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1);
-    if (t->dtype == MT_DT_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
+    if (t->dtype == MT_DT_F32 && !(t->transposed && t->rank == 2) && ((uintptr_t)t->data % sizeof(float)) == 0) {
         *out = t->data;
         L->mapped_bytes += n * sizeof(float);
         return MT_OK;
@@ -392,6 +418,9 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
     mt_model *m = L->m;
     int V = m->V, d = m->d;
     mt_status st;
+    if (m->emb_ln && ((st = get_ln(L, "model.encoder", "layernorm_embedding", d, &m->enc_emb_ln, err)) != MT_OK ||
+                      (st = get_ln(L, "model.decoder", "layernorm_embedding", d, &m->dec_emb_ln, err)) != MT_OK))
+        return st;
     if (shared) {
         static const char *const names[] = {"model.shared.weight", "model.encoder.embed_tokens.weight",
                                             "model.decoder.embed_tokens.weight"};
@@ -404,7 +433,7 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
         if ((st = get_f32(L, use, V, d, &m->enc_emb, err)) != MT_OK)
             return st;
         m->dec_emb = m->enc_emb;
-    } else if ((st = get_f32(L, "model.encoder.embed_tokens.weight", V, d, &m->enc_emb, err)) != MT_OK ||
+    } else if ((st = get_f32(L, "model.encoder.embed_tokens.weight", m->V_src, d, &m->enc_emb, err)) != MT_OK ||
                (st = get_f32(L, "model.decoder.embed_tokens.weight", V, d, &m->dec_emb, err)) != MT_OK) {
         return st;
     }
@@ -440,20 +469,28 @@ static mt_status compute_positions(loader *L, mt_err *err)
     return MT_OK;
 }
 
-static mt_status load_tokenizer(loader *L, mt_err *err)
+/* The vocabularies must fit the embedding tables, and the target's </s> must be
+ * the config's eos (it ends hypotheses). */
+static mt_status check_tokenizer(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
-    mt_status st = mt_tokenizer_load(L->dir, &m->tok, err);
-    if (st != MT_OK)
-        return st;
-    int tv = mt_tokenizer_vocab_size(m->tok);
+    int sv = mt_tokenizer_vocab_size(m->tok), tv = mt_tokenizer_target_vocab_size(m->tok);
+    if (sv > m->V_src)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: the source vocabulary has %d entries but the model's source "
+                          "embeddings have %d rows (vocab_size)", L->dir, sv, m->V_src);
     if (tv > m->V)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s/vocab.json: %d entries but config.json vocab_size is %d",
-                          L->dir, tv, m->V);
-    if (mt_tokenizer_eos(m->tok) != m->info.eos_id)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: vocab.json </s> is id %d but config.json eos_token_id is %d",
-                          L->dir, (int)mt_tokenizer_eos(m->tok), (int)m->info.eos_id);
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: the target vocabulary has %d entries but the model's output "
+                          "layer has %d (decoder_vocab_size)", L->dir, tv, m->V);
+    if (mt_tokenizer_target_eos(m->tok) != m->info.eos_id)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: the target vocabulary's </s> is id %d but the config's "
+                          "eos_token_id is %d", L->dir, (int)mt_tokenizer_target_eos(m->tok), (int)m->info.eos_id);
     return MT_OK;
+}
+
+static mt_status load_tokenizer(loader *L, mt_err *err)
+{
+    mt_status st = mt_tokenizer_load(L->dir, &L->m->tok, err);
+    return st != MT_OK ? st : check_tokenizer(L, err);
 }
 
 static mt_status load_all(loader *L, mt_err *err)
@@ -625,8 +662,8 @@ static mt_status prepare_weights(loader *L, int f16, mt_err *err)
     }
     if (st != MT_OK || !f16)
         return st;
-    size_t n = (size_t)V * d;
-    if ((st = half_table(L, m->enc_emb, n, &m->enc_emb16, err)) != MT_OK)
+    size_t n = (size_t)V * d, n_src = (size_t)m->V_src * d;
+    if ((st = half_table(L, m->enc_emb, n_src, &m->enc_emb16, err)) != MT_OK)
         return st;
     if (m->dec_emb == m->enc_emb)
         m->dec_emb16 = m->enc_emb16;
@@ -638,7 +675,7 @@ static mt_status prepare_weights(loader *L, int f16, mt_err *err)
         for (int j = 0; j < i; j++)
             first &= tables[j] != tables[i];
         if (first)
-            drop(L, tables[i], n);
+            drop(L, tables[i], i == 0 ? n_src : n);
     }
     m->enc_emb = m->dec_emb = m->lm_head = NULL;
     snprintf(m->held, sizeof m->held, "F16");

@@ -43,7 +43,9 @@ void      mt_model_free(mt_model *model);
 
 typedef struct {
     int d_model, enc_layers, dec_layers, enc_heads, dec_heads, enc_ffn, dec_ffn;
-    int vocab_size, max_positions;
+    int vocab_size;             /* target (decoder) vocabulary: the logits */
+    int src_vocab_size;         /* source (encoder) vocabulary; = vocab_size unless separate */
+    int max_positions;
     int32_t pad_id, eos_id, decoder_start_id;
     int default_beam;           /* generation_config.json num_beams (else config.json, else 1) */
     int default_max_length;     /* max_length, HF semantics: decoder length incl. start token */
@@ -53,7 +55,10 @@ typedef struct {
     const char *dtype;          /* dtype of the weights on disk: "F32", "F16", "BF16" */
     const char *weights;        /* how they are held in memory: "F32" or "F16" (mt_weights) */
     size_t weight_bytes;        /* bytes of weights in use (mmapped or converted) */
-    size_t file_bytes;          /* size of model.safetensors */
+    size_t file_bytes;          /* size of the weights file */
+    const char *format;         /* the form loaded: "safetensors", "pytorch" (pytorch_model.bin),
+                                   "marian-npz" (an original Marian/OPUS-MT release) */
+    const char *weights_file;   /* its file name in the model directory */
 } mt_model_info;
 
 const mt_model_info *mt_model_get_info(const mt_model *model);

@@ -51,11 +51,15 @@ struct mt_model {
     mt_model_info info;
     mt_tokenizer *tok;
     mt_wfile   *st;            /* the mapping; F32 tensors point into it */
-    int d, enc_heads, dec_heads, enc_ffn, dec_ffn, V;
+    int d, enc_heads, dec_heads, enc_ffn, dec_ffn;
+    int V;                       /* target vocabulary (logits, decoder embeddings) */
+    int V_src;                   /* source vocabulary (encoder embeddings); = V unless separate */
     mt_act act;
     int shared_emb, tied_head;   /* config switches (spec 2.3) */
     float embed_scale;           /* sqrt(d) when scale_embedding */
-    const float *enc_emb;        /* [V][d] */
+    int emb_ln;                  /* normalize_embedding: a LayerNorm after embedding + position */
+    mt_ln enc_emb_ln, dec_emb_ln;
+    const float *enc_emb;        /* [V_src][d] */
     const float *dec_emb;        /* [V][d] */
     const float *lm_head;        /* [V][d], = dec_emb when tied */
     const float *final_bias;     /* [V] (zeros when absent) */
@@ -68,7 +72,7 @@ struct mt_model {
     mt_dec_layer *dec;           /* [dec_layers] */
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
     int     n_owned, cap_owned;
-    char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8];
+    char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8], weights_file[256];
 };
 
 /* Attention weights capture for mt_attention_run (NULL on the normal path). */

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static mt_status check_ids(const mt_session *s, const char *what, const int32_t *ids, int n, int max, mt_err *err)
+static mt_status check_ids(const char *what, const int32_t *ids, int n, int max, int V, mt_err *err)
 {
     if (!ids || n < 1)
         return mt_err_set(err, MT_ERR_INPUT, "%s is empty", what);
     if (n > max)
         return mt_err_set(err, MT_ERR_TOO_LONG, "%s has %d tokens; the session limit is %d", what, n, max);
     for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= s->m->V)
+        if (ids[i] < 0 || ids[i] >= V)
             return mt_err_set(err, MT_ERR_INPUT, "%s: token id %d outside the vocabulary", what, (int)ids[i]);
     return MT_OK;
 }
@@ -30,8 +30,8 @@ mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t
                    float *logits, mt_err *err)
 {
     mt_status st;
-    if ((st = check_ids(s, "source", src, src_len, s->p.max_src_len, err)) != MT_OK ||
-        (st = check_ids(s, "target", tgt, tgt_len, s->p.max_tgt_len, err)) != MT_OK)
+    if ((st = check_ids("source", src, src_len, s->p.max_src_len, s->m->V_src, err)) != MT_OK ||
+        (st = check_ids("target", tgt, tgt_len, s->p.max_tgt_len, s->m->V, err)) != MT_OK)
         return st;
     const mt_model *m = s->m;
     int V = m->V, d = m->d, B = s->p.max_batch;
@@ -60,8 +60,8 @@ mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const
     mt_status st;
     const mt_model *m = s->m;
     memset(out, 0, sizeof *out);
-    if ((st = check_ids(s, "source", src, src_len, s->p.max_src_len, err)) != MT_OK ||
-        (st = check_ids(s, "target", tgt_in, tgt_len, s->p.max_tgt_len, err)) != MT_OK)
+    if ((st = check_ids("source", src, src_len, s->p.max_src_len, s->m->V_src, err)) != MT_OK ||
+        (st = check_ids("target", tgt_in, tgt_len, s->p.max_tgt_len, s->m->V, err)) != MT_OK)
         return st;
     if (m->enc_heads != m->dec_heads)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "attention capture needs equal encoder/decoder head counts");

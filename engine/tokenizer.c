@@ -123,50 +123,25 @@ static const mt_vocab *dec_vocab(const mt_tokenizer *tok)
     return tok->separate ? &tok->tvocab : &tok->vocab;
 }
 
-mt_status mt_tokenizer_load(const char *model_dir, mt_tokenizer **out, mt_err *err)
+mt_status mt_tokenizer_load_files(const mt_tokenizer_files *f, mt_tokenizer **out, mt_err *err)
 {
-    char path[4096];
-    json_t *cfg = NULL;
-    mt_status st;
-    if (!model_dir || !out)
-        return mt_err_set(err, MT_ERR_INPUT, "mt_tokenizer_load: bad arguments");
+    if (!f || !f->src_spm || !f->tgt_spm || !f->src_vocab || !out)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_tokenizer_load_files: bad arguments");
     *out = NULL;
     mt_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok)
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", model_dir);
-
-    /* tokenizer_config.json is optional; when present it must parse. */
-    if ((st = join_path(path, sizeof path, model_dir, "tokenizer_config.json", err)))
-        goto fail;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        json_error_t je;
-        fclose(f);
-        cfg = json_load_file(path, 0, &je);
-        if (!json_is_object(cfg)) {
-            st = mt_err_set(err, MT_ERR_FORMAT, "%s: line %d: %s", path, je.line,
-                            cfg ? "not a JSON object" : je.text);
-            goto fail;
-        }
-    }
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", f->src_vocab);
     mt_vocab_specials sp_tok = {
-        config_token(cfg, "eos_token", "</s>"),
-        config_token(cfg, "unk_token", "<unk>"),
-        config_token(cfg, "pad_token", "<pad>"),
+        f->eos_token ? f->eos_token : "</s>",
+        f->unk_token ? f->unk_token : "<unk>",
+        f->pad_token ? f->pad_token : "<pad>",
     };
-    tok->clean_up = json_is_true(json_object_get(cfg, "clean_up_tokenization_spaces"));
-    tok->separate = json_is_true(json_object_get(cfg, "separate_vocabs"));
-
-    if ((st = join_path(path, sizeof path, model_dir, "source.spm", err)) ||
-        (st = mt_spm_load(path, &tok->src, err)) ||
-        (st = join_path(path, sizeof path, model_dir, "target.spm", err)) ||
-        (st = mt_spm_load(path, &tok->tgt, err)) ||
-        (st = join_path(path, sizeof path, model_dir, "vocab.json", err)) ||
-        (st = mt_vocab_load(&tok->vocab, path, &sp_tok, err)))
-        goto fail;
-    if (tok->separate &&
-        ((st = join_path(path, sizeof path, model_dir, "target_vocab.json", err)) ||
-         (st = mt_vocab_load(&tok->tvocab, path, &sp_tok, err))))
+    mt_status st;
+    tok->clean_up = f->clean_up;
+    tok->separate = f->tgt_vocab && strcmp(f->tgt_vocab, f->src_vocab) != 0;
+    if ((st = mt_spm_load(f->src_spm, &tok->src, err)) || (st = mt_spm_load(f->tgt_spm, &tok->tgt, err)) ||
+        (st = mt_vocab_load(&tok->vocab, f->src_vocab, &sp_tok, err)) ||
+        (tok->separate && (st = mt_vocab_load(&tok->tvocab, f->tgt_vocab, &sp_tok, err))))
         goto fail;
 
     const mt_vocab *dv = dec_vocab(tok);
@@ -174,18 +149,58 @@ mt_status mt_tokenizer_load(const char *model_dir, mt_tokenizer **out, mt_err *e
     tok->tgt_map = map_spm(tok->tgt, dv);
     tok->dec_spm = malloc((size_t)dv->size * sizeof *tok->dec_spm);
     if (!tok->src_map || !tok->tgt_map || !tok->dec_spm) {
-        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", model_dir);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", f->src_vocab);
         goto fail;
     }
     for (int32_t i = 0; i < dv->size; i++)
         tok->dec_spm[i] = dv->piece[i] ? mt_spm_piece_to_id(tok->tgt, dv->piece[i], dv->piece_len[i]) : -1;
     tok->dec_unk_spm = mt_spm_piece_to_id(tok->tgt, "<unk>", 5);
-    json_decref(cfg);
     *out = tok;
     return MT_OK;
 fail:
-    json_decref(cfg);
     mt_tokenizer_free(tok);
+    return st;
+}
+
+/* A Hugging Face directory: tokenizer_config.json (optional) names the special
+ * tokens and says whether target_vocab.json is used. */
+mt_status mt_tokenizer_load(const char *model_dir, mt_tokenizer **out, mt_err *err)
+{
+    char path[4096], src_spm[4096], tgt_spm[4096], vocab[4096], tvocab[4096];
+    json_t *cfg = NULL;
+    mt_status st;
+    if (!model_dir || !out)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_tokenizer_load: bad arguments");
+    *out = NULL;
+    /* tokenizer_config.json is optional; when present it must parse. */
+    if ((st = join_path(path, sizeof path, model_dir, "tokenizer_config.json", err)))
+        return st;
+    FILE *fp = fopen(path, "rb");
+    if (fp) {
+        json_error_t je;
+        fclose(fp);
+        cfg = json_load_file(path, 0, &je);
+        if (!json_is_object(cfg)) {
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: line %d: %s", path, je.line,
+                            cfg ? "not a JSON object" : je.text);
+            json_decref(cfg);
+            return st;
+        }
+    }
+    int separate = json_is_true(json_object_get(cfg, "separate_vocabs"));
+    mt_tokenizer_files f = {
+        .src_spm = src_spm, .tgt_spm = tgt_spm, .src_vocab = vocab, .tgt_vocab = separate ? tvocab : NULL,
+        .eos_token = config_token(cfg, "eos_token", "</s>"),
+        .unk_token = config_token(cfg, "unk_token", "<unk>"),
+        .pad_token = config_token(cfg, "pad_token", "<pad>"),
+        .clean_up = json_is_true(json_object_get(cfg, "clean_up_tokenization_spaces")),
+    };
+    if (!(st = join_path(src_spm, sizeof src_spm, model_dir, "source.spm", err)) &&
+        !(st = join_path(tgt_spm, sizeof tgt_spm, model_dir, "target.spm", err)) &&
+        !(st = join_path(vocab, sizeof vocab, model_dir, "vocab.json", err)) &&
+        !(st = join_path(tvocab, sizeof tvocab, model_dir, "target_vocab.json", err)))
+        st = mt_tokenizer_load_files(&f, out, err);
+    json_decref(cfg);      /* the token strings are only looked up during the load */
     return st;
 }
 
@@ -325,6 +340,8 @@ int32_t mt_tokenizer_piece_id(const mt_tokenizer *tok, const char *piece)
 }
 
 int mt_tokenizer_vocab_size(const mt_tokenizer *tok) { return tok ? tok->vocab.size : 0; }
+int mt_tokenizer_target_vocab_size(const mt_tokenizer *tok) { return tok ? dec_vocab(tok)->size : 0; }
+int32_t mt_tokenizer_target_eos(const mt_tokenizer *tok) { return tok ? dec_vocab(tok)->eos : -1; }
 int32_t mt_tokenizer_eos(const mt_tokenizer *tok) { return tok ? tok->vocab.eos : -1; }
 int32_t mt_tokenizer_unk(const mt_tokenizer *tok) { return tok ? tok->vocab.unk : -1; }
 int32_t mt_tokenizer_pad(const mt_tokenizer *tok) { return tok ? tok->vocab.pad : -1; }

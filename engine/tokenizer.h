@@ -83,6 +83,21 @@ mt_status mt_spm_encode(const mt_spm *sp, const char *text, size_t len, mt_piece
 mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out, size_t *out_len, mt_err *err);
 
 /* ---- Marian tokenizer ---------------------------------------------------- */
+/* The files of a tokenizer, wherever they come from (a Hugging Face directory,
+ * a Marian release).  Vocabularies are vocab.json-style JSON objects or
+ * Marian .yml files (by their extension; a .yml without "<pad>" gets it at
+ * id = size, the Hugging Face converter's convention). */
+typedef struct {
+    const char *src_spm, *tgt_spm;          /* paths of the SentencePiece models */
+    const char *src_vocab;                  /* the (source, or joint) vocabulary */
+    const char *tgt_vocab;                  /* the target vocabulary; NULL or = src_vocab when joint */
+    const char *eos_token, *unk_token, *pad_token;   /* NULL: "</s>", "<unk>", "<pad>" */
+    int         clean_up;                   /* clean_up_tokenization_spaces */
+} mt_tokenizer_files;
+
+mt_status mt_tokenizer_load_files(const mt_tokenizer_files *files, mt_tokenizer **out, mt_err *err);
+/* A Hugging Face model directory (source.spm, target.spm, vocab.json, and
+ * tokenizer_config.json, target_vocab.json when present / separate). */
 mt_status mt_tokenizer_load(const char *model_dir, mt_tokenizer **out, mt_err *err);
 void      mt_tokenizer_free(mt_tokenizer *tok);
 
@@ -100,6 +115,9 @@ int         mt_tokenizer_vocab_size(const mt_tokenizer *tok);     /* max vocab.j
 int32_t     mt_tokenizer_eos(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_unk(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_pad(const mt_tokenizer *tok);
+/* The target side (target_vocab.json when separate, else the same as above). */
+int         mt_tokenizer_target_vocab_size(const mt_tokenizer *tok);
+int32_t     mt_tokenizer_target_eos(const mt_tokenizer *tok);
 
 
 #endif
