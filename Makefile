@@ -56,8 +56,9 @@ $(B)/%.o: %.c $(wildcard engine/*.h server/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# server/openapi.c embeds this file (.incbin)
+# server/openapi.c and server/languages.c embed these files (.incbin)
 $(B)/server/openapi.o: server/openapi.json
+$(B)/server/languages.o: server/languages.tsv
 
 # rebuilt whole: `ar r` alone keeps the members of files that were removed or renamed
 $(B)/libmt.a: $(ENGINE_OBJ)

@@ -493,6 +493,25 @@ static mt_status load_tokenizer(loader *L, mt_err *err)
     return st != MT_OK ? st : check_tokenizer(L, err);
 }
 
+static int exists(const char *dir, const char *name, char *path, size_t cap)
+{
+    struct stat sb;
+    snprintf(path, cap, "%s/%s", dir, name);
+    return stat(path, &sb) == 0;
+}
+
+/* A Hugging Face directory's weights: model.safetensors, else pytorch_model.bin
+ * (what most Helsinki-NLP repositories ship). */
+static mt_status open_weights(loader *L, mt_err *err)
+{
+    mt_model *m = L->m;
+    if (exists(L->dir, "model.safetensors", L->st_path, sizeof L->st_path)) {
+        snprintf(m->weights_file, sizeof m->weights_file, "model.safetensors");
+        return mt_st_open(L->st_path, &m->st, err);
+    }
+    return mt_err_set(err, MT_ERR_IO, "%s: no weights (model.safetensors or pytorch_model.bin)", L->dir);
+}
+
 static mt_status load_all(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
@@ -508,8 +527,7 @@ static mt_status load_all(loader *L, mt_err *err)
         goto out;
     cfg_str(tcfg, "source_lang", "", m->src_lang, sizeof m->src_lang);
     cfg_str(tcfg, "target_lang", "", m->tgt_lang, sizeof m->tgt_lang);
-    snprintf(L->st_path, sizeof L->st_path, "%s/model.safetensors", L->dir);
-    if ((st = mt_st_open(L->st_path, &m->st, err)) != MT_OK)
+    if ((st = open_weights(L, err)) != MT_OK)
         goto out;
     m->enc = calloc((size_t)m->info.enc_layers, sizeof *m->enc);
     m->dec = calloc((size_t)m->info.dec_layers, sizeof *m->dec);
@@ -699,6 +717,8 @@ static void fill_info(loader *L)
     m->info.weight_bytes = L->mapped_bytes + L->owned_bytes;
     m->info.weights = m->held;
     m->info.file_bytes = m->st->size;
+    m->info.format = m->st->format;
+    m->info.weights_file = m->weights_file;
 }
 
 /* ---- public API ---------------------------------------------------------------- */

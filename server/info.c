@@ -33,9 +33,17 @@ static json_t *model_json(const srv_server *srv, const srv_model *m, int is_defa
                                "max_sentence_tokens", m->sparams.max_src_len, "max_length",
                                m->sparams.max_tgt_len, "max_request_tokens", srv->opts.max_tokens,
                                "sessions", srv->workers);
-    return json_pack("{s:s,s:b,s:s,s:s,s:o,s:o,s:o,s:f}", "id", m->id, "default", is_default,
-                     "source_lang", i->source_lang, "target_lang", i->target_lang, "size", size,
-                     "config", config, "limits", limits, "load_ms", m->load_ms);
+    json_t *o = json_pack("{s:s,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "id", m->id, "default", is_default,
+                          "source_lang", i->source_lang, "target_lang", i->target_lang, "format", i->format,
+                          "weights_file", i->weights_file, "size", size, "config", config, "limits", limits,
+                          "load_ms", m->load_ms);
+    if (o && m->n_targets) {            /* multilingual: the languages its target tokens name */
+        json_t *targets = json_array();
+        for (int k = 0; k < m->n_targets; k++)
+            json_array_append_new(targets, json_string(m->targets[k]));
+        json_object_set_new(o, "target_languages", targets);
+    }
+    return o;
 }
 
 void srv_handle_models(srv_request *req, srv_response *resp)

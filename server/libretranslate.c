@@ -14,69 +14,51 @@
 #include <string.h>
 
 #include "body.h"
+#include "languages.h"
 #include "handlers.h"
 #include "server.h"
 #include "translate_job.h"
 
 /* ---- languages ------------------------------------------------------------------ */
 
-static const char *language_name(const char *code)
+/* Every language a model names: sources, targets, multilingual targets. */
+static json_t *candidates(const srv_server *srv)
 {
-    static const char *const names[][2] = {
-        { "ar", "Arabic" },  { "de", "German" },     { "en", "English" }, { "es", "Spanish" },
-        { "fi", "Finnish" }, { "fr", "French" },     { "it", "Italian" }, { "ja", "Japanese" },
-        { "ko", "Korean" },  { "mg", "Malagasy" },   { "nl", "Dutch" },   { "pl", "Polish" },
-        { "pt", "Portuguese" }, { "ru", "Russian" }, { "sv", "Swedish" }, { "tr", "Turkish" },
-        { "uk", "Ukrainian" }, { "zh", "Chinese" },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i][0], code) == 0)
-            return names[i][1];
-    return code;
-}
-
-static int known_code(json_t *list, const char *code)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(list, i, e)
-        if (strcmp(json_string_value(json_object_get(e, "code")), code) == 0)
-            return 1;
-    return 0;
-}
-
-static void add_language(json_t *list, srv_server *srv, const char *code)
-{
-    if (!code[0] || known_code(list, code))
-        return;
-    json_t *targets = json_array();
+    json_t *set = json_object();
     for (int i = 0; i < srv->n_models; i++) {
-        const mt_model_info *info = srv->models[i].info;
-        if (strcmp(info->source_lang, code) == 0 && info->target_lang[0]) {
-            json_t *t = json_string(info->target_lang);
-            size_t k;
-            json_t *e;
-            int dup = 0;
-            json_array_foreach(targets, k, e)
-                dup |= json_equal(e, t);
-            if (dup)
-                json_decref(t);
-            else
-                json_array_append_new(targets, t);
-        }
+        const srv_model *m = &srv->models[i];
+        if (m->info->source_lang[0])
+            json_object_set_new(set, m->info->source_lang, json_true());
+        if (m->info->target_lang[0] && !m->n_targets)
+            json_object_set_new(set, m->info->target_lang, json_true());
+        for (int k = 0; k < m->n_targets; k++)
+            json_object_set_new(set, m->targets[k], json_true());
     }
-    json_array_append_new(list, json_pack("{s:s,s:s,s:o}", "code", code, "name",
-                                          language_name(code), "targets", targets));
+    return set;
+}
+
+/* One source language and every target a path reaches (direct or through a pivot). */
+static json_t *language_json(srv_server *srv, const char *code, json_t *all)
+{
+    json_t *targets = json_array(), *v;
+    const char *to;
+    json_object_foreach(all, to, v) {
+        srv_path path;
+        srv_response scratch = { 0 };       /* srv_fail only writes into it */
+        if (!srv_lang_same(to, code) && srv_path_for_pair(srv, code, to, &path, &scratch) == 0)
+            json_array_append_new(targets, json_string(to));
+    }
+    return json_pack("{s:s,s:s,s:o}", "code", code, "name", srv_lang_name(code), "targets", targets);
 }
 
 void srv_handle_languages(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
-    json_t *list = json_array();
-    for (int i = 0; i < srv->n_models; i++)
-        add_language(list, srv, srv->models[i].info->source_lang);
-    for (int i = 0; i < srv->n_models; i++)
-        add_language(list, srv, srv->models[i].info->target_lang);
+    json_t *list = json_array(), *all = candidates(srv), *v;
+    const char *code;
+    json_object_foreach(all, code, v)
+        json_array_append_new(list, language_json(srv, code, all));
+    json_decref(all);
     srv_reply_json(resp, 200, list);
 }
 
@@ -91,8 +73,8 @@ typedef struct {
     json_t      *q_parsed;       /* a form's q holding a JSON array */
     const char  *source, *target;
     int          alternatives;
-    srv_model   *model;
-    srv_tr      *tr;
+    srv_path     path;
+    srv_trjob   *job;
 } lt_req;
 
 static int required(const srv_request *req, srv_response *resp, const char *name, const char **out)
@@ -147,20 +129,15 @@ static int parse_q(const srv_request *req, srv_response *resp, lt_req *t)
     return 0;
 }
 
-static int pick_model(srv_request *req, srv_response *resp, lt_req *t)
+/* Our extension "model" names the model (its target token from "target" when
+ * multilingual); else the pair picks it, maybe through a pivot (pairs.h). */
+static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
 {
-    if (json_object_get(req->json, "model"))        /* our extension: name the model */
-        return (t->model = srv_request_model(req, resp)) ? 0 : -1;
-    if ((t->model = srv_find_pair(req->srv, t->source, t->target)))
-        return 0;
-    int source_known = strcmp(t->source, "auto") == 0;
-    for (int i = 0; i < req->srv->n_models; i++)
-        source_known |= strcmp(req->srv->models[i].info->source_lang, t->source) == 0;
-    if (!source_known)
-        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s is not supported", t->source);
-    return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE,
-                    "%s (%s) is not available as a target language from %s (%s)",
-                    language_name(t->target), t->target, language_name(t->source), t->source);
+    if (json_object_get(req->json, "model")) {
+        srv_model *m = srv_request_model(req, resp);
+        return m ? srv_path_for_model(m, t->target, &t->path, resp) : -1;
+    }
+    return srv_path_for_pair(req->srv, t->source, t->target, &t->path, resp);
 }
 
 static int parse(srv_request *req, srv_response *resp, lt_req *t)
@@ -176,7 +153,7 @@ static int parse(srv_request *req, srv_response *resp, lt_req *t)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "%s format is not supported", format);
     json_t *alt = json_object_get(req->json, "alternatives");
     if (alt && !json_is_null(alt)) {
-        srv_response scratch = { 0 };
+        srv_response scratch = { 0 };       /* srv_fail only writes into it */
         if (srv_field_int(req, &scratch, "alternatives", 0, 1 << 20, &t->alternatives) < 0)
             return srv_fail(resp, SRV_E_INVALID_FIELD,
                             "Invalid request: alternatives parameter is not a number");
@@ -184,7 +161,7 @@ static int parse(srv_request *req, srv_response *resp, lt_req *t)
             return srv_fail(resp, SRV_E_INVALID_FIELD,
                             "Invalid request: alternatives parameter must be <= %d", max_alt);
     }
-    return pick_model(req, resp, t);
+    return pick_path(req, resp, t);
 }
 
 /* The alternatives of one text: hypotheses 2..n_best, duplicates of earlier ones dropped. */
@@ -203,7 +180,7 @@ static json_t *alternatives_json(const srv_tr_result *r)
 
 static json_t *detected_json(const lt_req *t)
 {
-    return json_pack("{s:f,s:s}", "confidence", 100.0, "language", t->model->info->source_lang);
+    return json_pack("{s:f,s:s}", "confidence", 100.0, "language", t->path.model[0]->info->source_lang);
 }
 
 /* Entry i of q: its translation and alternatives, or itself when blank. */
@@ -246,7 +223,7 @@ static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
 static void lt_free(void *p)
 {
     lt_req *t = p;
-    srv_tr_free(t->tr);
+    srv_trjob_free(t->job);
     free(t->all);
     free(t->texts);
     free(t->index);
@@ -262,7 +239,7 @@ static void lt_reply(srv_response *resp, lt_req *t)
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;
     }
-    if (t->n == 0 || srv_translate_results(t->model, t->tr, res, resp) == 0) {
+    if (t->n == 0 || srv_translate_results(t->job, res, resp) == 0) {
         srv_reply_json(resp, 200, reply_json(t, res));
         srv_tr_results_free(res, t->n);
     }
@@ -289,10 +266,11 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     }
     if (parse(req, resp, t))
         goto fail;
-    srv_tr_params tp = { .beam_size = srv_default_beam(t->model), .n_best = t->alternatives + 1, .split = 1 };
+    const srv_model *last = t->path.model[t->path.n_legs - 1];
+    srv_tr_params tp = { .beam_size = srv_default_beam(last), .n_best = t->alternatives + 1, .split = 1 };
     if (tp.beam_size < tp.n_best)
         tp.beam_size = tp.n_best;
-    int max_beam = srv_max_beam(t->model);
+    int max_beam = srv_max_beam(last);
     if (tp.beam_size > max_beam) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
                  max_beam - 1);
@@ -300,7 +278,7 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     }
     if (t->n == 0)                  /* every entry blank: nothing to decode */
         lt_reply(resp, t);
-    else if (srv_translate_start(req, resp, t->model, t->texts, t->n, &tp, &t->tr, lt_finish, t, lt_free) == 0)
+    else if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &tp, &t->job, lt_finish, t, lt_free) == 0)
         return;                     /* pending: lt_finish frees t */
 fail:
     lt_free(t);

@@ -6,6 +6,7 @@
 
 #include "body.h"
 #include "handlers.h"
+#include "pairs.h"
 
 srv_model *srv_find_model(srv_server *srv, const char *id)
 {
@@ -27,20 +28,6 @@ srv_model *srv_request_model(srv_request *req, srv_response *resp)
     if (!m)
         srv_fail(resp, SRV_E_UNKNOWN_MODEL, "unknown model '%s' (see GET /models)", id);
     return m;
-}
-
-srv_model *srv_find_pair(srv_server *srv, const char *source, const char *target)
-{
-    int any_source = strcmp(source, "auto") == 0;
-    for (int i = 0; i < srv->n_models; i++) {
-        const mt_model_info *info = srv->models[i].info;
-        if (!info->source_lang[0] || !info->target_lang[0])
-            continue;
-        if ((any_source || strcmp(info->source_lang, source) == 0) &&
-            strcmp(info->target_lang, target) == 0)
-            return &srv->models[i];
-    }
-    return NULL;
 }
 
 /* Session shape: the engine's defaults, source length capped by --max-tokens,
@@ -72,6 +59,8 @@ mt_status srv_model_load(srv_server *srv, int i, mt_err *err)
         return st;
     m->info = mt_model_get_info(m->model);
     m->tok = mt_model_tokenizer(m->model);
+    if (srv_model_find_targets(m) != 0)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
     m->sparams = session_params(srv, m->model);
     m->sessions = srv_sessions_new(m->model, &m->sparams, srv->workers);
     if (!m->sessions)
@@ -93,6 +82,7 @@ void srv_models_free(srv_server *srv)
 {
     for (int i = 0; i < SRV_MAX_MODELS; i++) {
         srv_sessions_free(srv->models[i].sessions);
+        srv_model_free_targets(&srv->models[i]);
         mt_model_free(srv->models[i].model);
         srv->models[i].sessions = NULL;
         srv->models[i].model = NULL;

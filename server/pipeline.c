@@ -178,8 +178,14 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
         sentence *s = &t->l.v[i];
         if (!(s->ids = malloc(sizeof *s->ids * (size_t)max)))
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        mt_status st = mt_tokenizer_encode(t->m.tok, t->texts[s->text] + s->start, s->len, 0, s->ids, max,
-                                           &s->n_ids, err);
+        /* a multilingual model's target-language token goes first, as the
+         * Hugging Face tokenizer puts a leading ">>fra<<" */
+        int pre = t->m.has_lang;
+        if (pre)
+            s->ids[0] = t->m.lang_id;
+        mt_status st = mt_tokenizer_encode(t->m.tok, t->texts[s->text] + s->start, s->len, 0, s->ids + pre,
+                                           max - pre, &s->n_ids, err);
+        s->n_ids += pre;
         if (st == MT_ERR_TOO_LONG)
             return mt_err_set(err, MT_ERR_TOO_LONG, "a sentence of text %d has %d tokens; the limit is %d per sentence",
                               s->text, s->n_ids, max);

@@ -28,6 +28,8 @@ typedef struct {
     int32_t eos_id;
     int     max_src_len;        /* source tokens per sentence, </s> included */
     long    max_tokens;         /* source tokens per request, all sentences; 0 = no limit */
+    int     has_lang;           /* 1: lang_id, a multilingual model's target-language token */
+    int32_t lang_id;            /* (">>fra<<"), goes before every sentence */
 } srv_tr_model;
 
 typedef struct {

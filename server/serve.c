@@ -98,10 +98,12 @@ static void *load_models(void *arg)
             atomic_store(&ld->done, -1);
             return NULL;
         }
-        fprintf(stderr, "mtserve: model %s (%s): %s->%s, %d+%d layers, d_model %d, vocab %d, "
+        fprintf(stderr, "mtserve: model %s (%s, %s %s): %s->%s%s, %d+%d layers, d_model %d, vocab %d, "
                         "%.1f MB weights (%s), session %.1f MB (batch %d, src %d, tgt %d), loaded in %.0f ms\n",
-                m->id, m->dir, m->info->source_lang[0] ? m->info->source_lang : "?",
-                m->info->target_lang[0] ? m->info->target_lang : "?", m->info->enc_layers,
+                m->id, m->dir, m->info->format, m->info->weights_file,
+                m->info->source_lang[0] ? m->info->source_lang : "?",
+                m->info->target_lang[0] ? m->info->target_lang : "?",
+                m->n_targets ? " (multilingual)" : "", m->info->enc_layers,
                 m->info->dec_layers, m->info->d_model, m->info->vocab_size,
                 (double)m->info->weight_bytes / 1e6, m->info->weights, (double)srv_sessions_bytes(m->sessions) / 1e6,
                 m->sparams.max_batch, m->sparams.max_src_len, m->sparams.max_tgt_len, m->load_ms);

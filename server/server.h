@@ -31,6 +31,9 @@ typedef struct {
     srv_seqloop        loop;         /* batching off: sessions decoding on the workers */
     srv_decoder        decoder;      /* /translate's: the scheduler's, or the loop's */
     double             load_ms;
+    char             (*targets)[16];  /* a multilingual model's target languages (">>fra<<" -> "fra") ... */
+    int32_t           *target_ids;    /* ... and their token ids (pairs.c); n_targets 0: not multilingual */
+    int                n_targets;
 } srv_model;
 
 struct srv_server {
@@ -49,8 +52,6 @@ srv_model *srv_find_model(srv_server *srv, const char *id);
 /* The model of a request's optional "model" field; NULL with resp failed
  * (404 unknown_model, 400 when not a string). */
 srv_model *srv_request_model(srv_request *req, srv_response *resp);
-/* The first model translating source -> target ("auto" = any known source). */
-srv_model *srv_find_pair(srv_server *srv, const char *source, const char *target);
 
 /* Loads model i (opts.models[i]) and creates its session pool.  Thread: loader. */
 mt_status srv_model_load(srv_server *srv, int i, mt_err *err);

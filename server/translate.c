@@ -1,7 +1,10 @@
 /* POST /translate
- *   {"text": string | [strings], "model"?, "beam_size"?, "max_length"?,
- *    "return_tokens"?, "return_scores"?, "split"?}
- *   -> {"model", "translations": [{"text", "tokens"?, "token_ids"?, "score"?}], "timing_ms"}
+ *   {"text": string | [strings], "model"?, "source"?, "target"?, "beam_size"?,
+ *    "max_length"?, "return_tokens"?, "return_scores"?, "split"?}
+ *   -> {"model", "pivot"?, "translations": [{"text", "tokens"?, "token_ids"?, "score"?}], "timing_ms"}
+ * The model: "model" when given, else the one for "source" -> "target"
+ * (pairs.h: maybe through a pivot, which the reply names), else the
+ * default.  "target" also picks a multilingual model's target token.
  * (The router sends a LibreTranslate-shaped body to libretranslate.c.)
  * The texts are decoded while the connection waits (translate_job.h): the
  * handler starts the work, finish() builds the reply.
@@ -16,19 +19,32 @@
 typedef struct {
     const char  **texts;
     int           n, is_list;
-    srv_model    *model;
+    srv_path      path;
     srv_tr_params tp;
     int           return_tokens, return_scores;
-    srv_tr       *tr;
+    srv_trjob    *job;
 } translate_req;
+
+/* The path: "model" (with "target" for a multilingual one), or the pair "source" -> "target". */
+static int pick_path(srv_request *req, srv_response *resp, translate_req *t)
+{
+    const char *source = NULL, *target = NULL;
+    if (srv_field_string(req, resp, "source", &source) < 0 || srv_field_string(req, resp, "target", &target) < 0)
+        return -1;
+    if (json_object_get(req->json, "model") || !target) {
+        srv_model *m = srv_request_model(req, resp);
+        return m ? srv_path_for_model(m, target, &t->path, resp) : -1;
+    }
+    return srv_path_for_pair(req->srv, source ? source : "auto", target, &t->path, resp);
+}
 
 static int parse(srv_request *req, srv_response *resp, translate_req *t)
 {
     if (srv_field_texts(req, resp, "text", &t->texts, &t->n, &t->is_list) < 0)
         return -1;
-    if (!(t->model = srv_request_model(req, resp)))
+    if (pick_path(req, resp, t) < 0)
         return -1;
-    const srv_model *m = t->model;
+    const srv_model *m = t->path.model[t->path.n_legs - 1];
     t->tp = (srv_tr_params){ .beam_size = srv_default_beam(m), .n_best = 1, .split = 1 };
     if (srv_field_int(req, resp, "beam_size", 1, srv_max_beam(m), &t->tp.beam_size) < 0 ||
         srv_field_int(req, resp, "max_length", 2, m->sparams.max_tgt_len, &t->tp.max_length) < 0 ||
@@ -56,7 +72,7 @@ static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
     json_t *o = json_pack("{s:s}", "text", r->alts[0]);
     if (o && t->return_tokens) {
         json_t *ids;
-        json_object_set_new(o, "tokens", tokens_json(t->model, r, &ids));
+        json_object_set_new(o, "tokens", tokens_json(srv_trjob_model(t->job), r, &ids));
         json_object_set_new(o, "token_ids", ids);
     }
     if (o && t->return_scores)
@@ -67,7 +83,7 @@ static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
 static void translate_free(void *p)
 {
     translate_req *t = p;
-    srv_tr_free(t->tr);
+    srv_trjob_free(t->job);
     free(t->texts);
     free(t);
 }
@@ -79,12 +95,16 @@ static void translate_finish(srv_request *req, srv_response *resp)
     srv_tr_result *results = calloc((size_t)t->n + 1, sizeof *results);
     if (!results) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    } else if (srv_translate_results(t->model, t->tr, results, resp) == 0) {
+    } else if (srv_translate_results(t->job, results, resp) == 0) {
         json_t *list = json_array();
         for (int i = 0; i < t->n; i++)
             json_array_append_new(list, translation_json(t, &results[i]));
-        srv_reply_json(resp, 200, json_pack("{s:s,s:o,s:f}", "model", t->model->id, "translations", list,
-                                            "timing_ms", (srv_now() - req->t_start) * 1e3));
+        json_t *reply = json_pack("{s:s,s:o,s:f}", "model", srv_trjob_model(t->job)->id, "translations", list,
+                                  "timing_ms", (srv_now() - req->t_start) * 1e3);
+        if (t->path.n_legs == 2)
+            json_object_set_new(reply, "pivot", json_pack("{s:s,s:[s,s]}", "language", t->path.pivot, "models",
+                                                          t->path.model[0]->id, t->path.model[1]->id));
+        srv_reply_json(resp, 200, reply);
         srv_tr_results_free(results, t->n);
     }
     free(results);
@@ -100,7 +120,7 @@ void srv_handle_translate(srv_request *req, srv_response *resp)
         return;
     }
     if (parse(req, resp, t) ||
-        srv_translate_start(req, resp, t->model, t->texts, t->n, &t->tp, &t->tr, translate_finish, t,
+        srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, translate_finish, t,
                             translate_free))
         translate_free(t);
 }

@@ -1,0 +1,44 @@
+/* pairs: which model(s) translate a language pair.
+ *
+ * A model translates from its source language (tokenizer_config.json's
+ * source_lang) into its target language, or, when it is multilingual (its
+ * vocabulary holds target tokens such as ">>fra<<", as opus-mt-en-ROMANCE
+ * does), into any of the languages of those tokens: the request's target
+ * picks the token, which the pipeline puts before the source.  Codes match
+ * in either ISO form (languages.h: "fr" = "fra").
+ *
+ * When no model translates source -> target directly but two do through a
+ * shared language (fr -> en and en -> de), the pair is translated through
+ * that pivot, as Argos Translate does: a path of two legs.
+ */
+#ifndef SRV_PAIRS_H
+#define SRV_PAIRS_H
+
+#include <stdint.h>
+
+#include "server.h"
+
+typedef struct {
+    int        n_legs;           /* 1, or 2 through a pivot */
+    srv_model *model[2];
+    int32_t    lang_id[2];       /* each leg's target-language token id, or -1 */
+    char       pivot[16];        /* the language between the legs ("" when direct) */
+} srv_path;
+
+/* Fills m->targets: the target-language tokens of its vocabulary.  At load. */
+int srv_model_find_targets(srv_model *m);
+void srv_model_free_targets(srv_model *m);
+/* 1 when m translates into lang; *lang_id gets the token to put first (-1: none needed). */
+int srv_model_targets_lang(const srv_model *m, const char *lang, int32_t *lang_id);
+/* 1 when m translates from lang ("auto": any). */
+int srv_model_sources_lang(const srv_model *m, const char *lang);
+
+/* The path for source -> target ("auto" = any source); 0, or -1 with resp
+ * failed (400 unsupported_language naming what is available). */
+int srv_path_for_pair(srv_server *srv, const char *source, const char *target, srv_path *out,
+                      srv_response *resp);
+/* The one-leg path of a named model; target may be NULL.  A multilingual
+ * model needs a target it can produce: else -1, resp failed naming the choices. */
+int srv_path_for_model(srv_model *m, const char *target, srv_path *out, srv_response *resp);
+
+#endif
