@@ -492,6 +492,31 @@ static void test_bad_extra(void **state)
     free(p);
 }
 
+/* A real numpy.savez archive (tests/fixtures/pt/savez.npz): force_zip64 local headers. */
+static void test_numpy_savez(void **state)
+{
+    (void)state;
+    FILE *f = fopen("tests/fixtures/pt/savez.npz", "rb");
+    assert_non_null(f);
+    uint8_t tmp[4096];
+    size_t len = fread(tmp, 1, sizeof tmp, f);
+    fclose(f);
+    assert_true(len > 100 && len < sizeof tmp);
+    uint8_t *p = malloc(len);
+    memcpy(p, tmp, len);
+    mt_zip *z = open_ok(p, len);
+    assert_int_equal(mt_zip_count(z), 2);
+    for (int i = 0; i < 2; i++) {
+        const mt_zip_entry *e = mt_zip_find(z, i ? "y.npy" : "x.npy");
+        assert_non_null(e);
+        assert_non_null(e->data);
+        assert_true(e->size > 10 && e->offset + e->size <= len);
+        assert_memory_equal(e->data, "\x93NUMPY", 6);
+    }
+    mt_zip_free(z);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_structural_refusals),
         cmocka_unit_test(test_bad_names),
         cmocka_unit_test(test_bad_extra),
+        cmocka_unit_test(test_numpy_savez),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
