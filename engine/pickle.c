@@ -173,7 +173,7 @@ static mt_status push(unpickler *u, uint32_t idx)
 /* A new object of kind, pushed; *o points at it (valid until the next new_obj). */
 static mt_status push_new(unpickler *u, okind kind, obj **o)
 {
-    uint32_t idx;
+    uint32_t idx = 0;
     mt_status st = new_obj(u, kind, &idx);
     if (st == MT_OK && (st = push(u, idx)) == MT_OK && o)
         *o = &u->objs[idx];
@@ -225,7 +225,7 @@ static mt_status seq_add(unpickler *u, uint32_t container, const uint32_t *items
  * its new top: they are copied before the push can overwrite them. */
 static mt_status push_tuple(unpickler *u, const uint32_t *items, uint32_t n)
 {
-    uint32_t copy[3], idx, *tmp = n <= 3 ? copy : malloc(n * sizeof *tmp);
+    uint32_t copy[3], idx = 0, *tmp = n <= 3 ? copy : malloc(n * sizeof *tmp);
     if (!tmp)
         return nomem(u);
     if (n)
@@ -745,7 +745,8 @@ mt_status mt_pickle_state_dict(const char *where, const uint8_t *p, size_t n, mt
 {
     *out = NULL;
     unpickler u = {.where = where, .p = p, .n = n, .err = err};
-    mt_status st = MT_OK;
+    /* allocated up front: `stack + i` of an empty stack must not be NULL + 0 */
+    mt_status st = grow((void **)&u.stack, &u.cap_stack, 64, sizeof *u.stack, MAX_STACK) ? MT_OK : nomem(&u);
     int stop = 0;
     while (st == MT_OK && !stop)
         st = step(&u, &stop);

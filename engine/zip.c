@@ -294,7 +294,7 @@ static mt_status index_names(const char *path, mt_zip *z, mt_err *err)
 mt_status mt_zip_open(const char *path, const uint8_t *map, size_t size, mt_zip **out, mt_err *err)
 {
     *out = NULL;
-    cd_info cd;
+    cd_info cd = {0};
     mt_status st = read_eocd(path, map, size, &cd, err);
     if (st != MT_OK)
         return st;

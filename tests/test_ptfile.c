@@ -436,6 +436,7 @@ static void test_pickle_refusals(void **state)
     REFUSED("\x80\x02" "}(K\x01u.", "odd number");
     REFUSED("\x80\x02" "}K\x01" "a.", "APPEND on something that is not a list");
     REFUSED("\x80\x02" "]K\x01" "a.", "the pickle holds no dict");
+    REFUSED("\x80\x02" "(t.", "the pickle holds no dict");       /* a tuple of the empty stack (fuzz_pickle) */
     REFUSED("\x80\x02" "}K\x01K\x02s.", "key is not a string");
     REFUSED("\x80\x02" "}X\x01\x00\x00\x00xK\x02s.", "entry 'x' is not a tensor");
     REFUSED("\x80\x02" "}X\x02\x00\x00\x00x\x00K\x02s.", "holds a NUL byte");
