@@ -64,6 +64,15 @@ static int clip(const char *s, size_t n)
     return (int)n;
 }
 
+/* The length of the character at s[i] of a line (lines are valid UTF-8), to
+ * quote it whole in a message. */
+static int char_len(const yline *l, int i)
+{
+    uint32_t cp;
+    size_t n = mt_utf8_decode((const uint8_t *)l->s + i, (size_t)(l->len - i), &cp);
+    return n ? (int)n : 1;
+}
+
 static void *nomem(yparser *p, int no)
 {
     return fail(p, no, MT_ERR_NOMEM, "out of memory");
@@ -112,7 +121,8 @@ static int add_line(yparser *p, const char *s, int len, int no, int *state)
         int start = s[0] == '-';
         yline probe = {s, len, 3, no};
         if (!rest_empty(&probe, 3))
-            return fail(p, no, MT_ERR_UNSUPPORTED, "content on a '%s' line is not supported", start ? "---" : "..."), -1;
+            return fail(p, no, MT_ERR_UNSUPPORTED, "content on a '%s' line is not supported",
+                        start ? "---" : "..."), -1;
         if (start && *state != 0)
             return fail(p, no, MT_ERR_UNSUPPORTED, "a second YAML document is not supported"), -1;
         if (!start)
@@ -179,6 +189,7 @@ static uint32_t escape(yparser *p, const yline *l, int *i)
     static const char simple[] = "abtnvfre \"/\\\t", value[] = "\a\b\t\n\v\f\r\x1b \"/\\\t";
     char c = l->s[*i];
     const char *k = strchr(simple, c);
+    int clen = char_len(l, *i);
     (*i)++;
     if (c && k)
         return (unsigned char)value[k - simple];
@@ -191,11 +202,13 @@ static uint32_t escape(yparser *p, const yline *l, int *i)
     }
     int digits = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
     if (!digits)
-        return fail(p, l->no, MT_ERR_FORMAT, "unknown escape '\\%c' in a double-quoted scalar", c), 0;
+        return fail(p, l->no, MT_ERR_FORMAT, "unknown escape '\\%.*s' in a double-quoted scalar", clen,
+                    l->s + *i - 1), 0;
     uint32_t v = 0;
     for (int d = 0; d < digits; d++, (*i)++) {
         char h = *i < l->len ? l->s[*i] : 0;
-        int x = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        int x = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+              : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
         if (x < 0)
             return fail(p, l->no, MT_ERR_FORMAT, "'\\%c' needs %d hex digits", c, digits), 0;
         v = v << 4 | (uint32_t)x;
@@ -203,7 +216,8 @@ static uint32_t escape(yparser *p, const yline *l, int *i)
     if (v == 0)
         return fail(p, l->no, MT_ERR_UNSUPPORTED, "escape of a NUL character is not supported"), 0;
     if ((v >= 0xD800 && v <= 0xDFFF) || v > 0x10FFFF)
-        return fail(p, l->no, MT_ERR_FORMAT, "escape '\\%c' gives U+%04X, not a Unicode scalar value", c, (unsigned)v), 0;
+        return fail(p, l->no, MT_ERR_FORMAT, "escape '\\%c' gives U+%04X, not a Unicode scalar value", c,
+                    (unsigned)v), 0;
     return v;
 }
 
@@ -399,11 +413,14 @@ static int flow_next(yparser *p, const yline *l, int *i, char close)
     skip_ws(l, i);
     if (*i >= l->len)
         return multi_line_flow(p, l), -1;
-    char c = l->s[(*i)++];
+    char c = l->s[*i];
+    int clen = char_len(l, *i);
+    (*i)++;
     if (c == close)
         return 1;
     if (c != ',')
-        return fail(p, l->no, MT_ERR_FORMAT, "expected ',' or '%c' in a flow collection, got '%c'", close, c), -1;
+        return fail(p, l->no, MT_ERR_FORMAT, "expected ',' or '%c' in a flow collection, got '%.*s'", close, clen,
+                    l->s + *i - 1), -1;
     skip_ws(l, i);
     if (*i < l->len && l->s[*i] == close) {                 /* a trailing comma */
         (*i)++;

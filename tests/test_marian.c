@@ -253,7 +253,8 @@ static void test_yaml_scalars(void **state)
     yaml_is("\xEF\xBB\xBF--- # a document\r\na: 'x # y' # c\r\nb: x#y\r\nc: [1, [2, 3], {d: 4, e: }, ]\r\n"
             "f: {}\r\n...\r\n# after\r\n",
             "{\"a\": \"x # y\", \"b\": \"x#y\", \"c\": [1, [2, 3], {\"d\": 4, \"e\": null}], \"f\": {}}");
-    yaml_is("- - a\n  - b\n- c: 1\n  d: 2\n-\n- e:\n  - 3\n", "[[\"a\", \"b\"], {\"c\": 1, \"d\": 2}, null, {\"e\": [3]}]");
+    yaml_is("- - a\n  - b\n- c: 1\n  d: 2\n-\n- e:\n  - 3\n",
+            "[[\"a\", \"b\"], {\"c\": 1, \"d\": 2}, null, {\"e\": [3]}]");
     yaml_is("a:\n  b:\n    c: 1\n  d: x\ne: 2\n", "{\"a\": {\"b\": {\"c\": 1}, \"d\": \"x\"}, \"e\": 2}");
     yaml_is("", "null");
     yaml_is("# nothing\n\n", "null");
@@ -399,7 +400,8 @@ static void check_tensor(const mt_wfile *w, json_t *e)
     for (int i = 0; i < t->rank; i++)
         assert_int_equal(t->shape[i], json_integer_value(json_array_get(shape, (size_t)i)));
     assert_int_equal(t->transposed, json_is_true(json_object_get(e, "transposed")));
-    assert_true((const uint8_t *)t->data >= w->map && (const uint8_t *)t->data + (t->end - t->begin) <= w->map + w->size);
+    const uint8_t *p = t->data;
+    assert_true(p >= w->map && p + (t->end - t->begin) <= w->map + w->size);
     json_array_foreach(json_object_get(e, "probes"), k, probe) {
         float want = (float)json_real_value(json_array_get(probe, json_array_size(probe) - 1));
         if (hf_at(t, probe) != want)

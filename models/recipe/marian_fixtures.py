@@ -29,6 +29,7 @@ import numpy as np
 import yaml
 
 OUT = "tests/fixtures/marian"
+FUZZ = "tests/fuzz/corpus"
 SPM = "tests/fixtures/tokenizer/spm"
 SEED = 20241123
 D, HEADS, FFN = 8, 2, 12
@@ -205,20 +206,21 @@ def make_weights(rng, m):
             a = rng.standard_normal((1, cols)).astype(np.float32) * 0.1 + (1.0 if kind == "ln" else 0.0)
             out[marian] = (a.astype(np.float32), hf, a[0].astype(np.float32))
 
+    d = m.get("d", D)
     if m["share"]:
-        add("Wemb", "model.shared.weight", "emb", m["n_src"], D)
+        add("Wemb", "model.shared.weight", "emb", m["n_src"], d)
     else:
-        add("encoder_Wemb", "model.encoder.embed_tokens.weight", "emb", m["n_src"], D)
-        add("decoder_Wemb", "model.decoder.embed_tokens.weight", "emb", m["n_tgt"], D)
+        add("encoder_Wemb", "model.encoder.embed_tokens.weight", "emb", m["n_src"], d)
+        add("decoder_Wemb", "model.decoder.embed_tokens.weight", "emb", m["n_tgt"], d)
     if not m["tie"]:
-        add("decoder_ff_logit_out_W", "lm_head.weight", "mat", D, m["n_tgt"])
+        add("decoder_ff_logit_out_W", "lm_head.weight", "mat", d, m["n_tgt"])
     add("decoder_ff_logit_out_b", "final_logits_bias", "vec", 0, m["n_tgt"])
     if m["norm_emb"]:
         for side in ("encoder", "decoder"):
-            add(side + "_emb_ln_scale_pre", "model.%s.layernorm_embedding.weight" % side, "ln", 0, D)
-            add(side + "_emb_ln_bias_pre", "model.%s.layernorm_embedding.bias" % side, "vec", 0, D)
+            add(side + "_emb_ln_scale_pre", "model.%s.layernorm_embedding.weight" % side, "ln", 0, d)
+            add(side + "_emb_ln_bias_pre", "model.%s.layernorm_embedding.bias" % side, "vec", 0, d)
     for side, ffn in (("encoder", m["enc_ffn"]), ("decoder", m["dec_ffn"])):
-        dim = {"d": D, "f": ffn}
+        dim = {"d": d, "f": ffn}
         for suffix, hf, kind, i, o, dec_only in LAYER:
             if dec_only and side == "encoder":
                 continue
@@ -241,12 +243,17 @@ def cnpy_chars(text):
     return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + data
 
 
+def stored(name):
+    """A member with a fixed date, so that the fixtures are byte-identical on every run."""
+    return zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+
+
 def write_npz(path, weights, model_yml):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
         members = {k: npy_bytes(v[0]) for k, v in weights.items()}
         members["special:model.yml"] = cnpy_chars(model_yml)
         for name in sorted(members):            # cnpy writes its std::map in order
-            z.writestr(name + ".npy", members[name])
+            z.writestr(stored(name + ".npy"), members[name])
 
 
 def probes(a, rng):
@@ -342,6 +349,38 @@ def main():
 
     np.savez_compressed(os.path.join(OUT, "compressed.npz"), Wemb=np.zeros((4, D), np.float32))
     print("wrote", OUT)
+    write_fuzz_seeds(np.random.default_rng(SEED + 1))
+
+
+def write_fuzz_seeds(rng):
+    """Seeds of tests/fuzz/fuzz_npz.c (whose fixed vocabulary has 16 pieces) and fuzz_yaml.c."""
+    out = os.path.join(FUZZ, "npz")
+    os.makedirs(out, exist_ok=True)
+    for name, m in (("tiny_joint", {"share": True, "tie": True, "norm_emb": False, "yml": {}}),
+                    ("tiny_separate", {"share": False, "tie": False, "norm_emb": True,
+                                       "yml": {"tied-embeddings-all": False, "transformer-postprocess-emb": "nd",
+                                               "transformer-ffn-activation": "relu"}})):
+        m.update({"d": 4, "enc_ffn": 4, "dec_ffn": 4, "n_src": 16, "n_tgt": 16})
+        cfg = marian_config(16, 16, **dict(m["yml"], **{"dim-emb": 4, "transformer-dim-ffn": 4,
+                                                        "transformer-heads": 2}))
+        write_npz(os.path.join(out, name), make_weights(rng, m), emit_config(cfg, 2 if m["share"] else 0))
+    with zipfile.ZipFile(os.path.join(out, "one_array"), "w", zipfile.ZIP_STORED) as z:
+        z.writestr(stored("x.npy"), npy_bytes(np.arange(6, dtype=np.float16).reshape(2, 3)))
+    shutil.copy(os.path.join(OUT, "compressed.npz"), os.path.join(out, "compressed"))
+    out = os.path.join(FUZZ, "yaml")
+    os.makedirs(out, exist_ok=True)
+    seeds = {
+        "model_yml": emit_config(marian_config(16, 16), 2),
+        "model_yml_flat": emit_config(marian_config(16, 16), 0),
+        "decoder_yml": open(os.path.join(OUT, "joint", "decoder.yml")).read(),
+        "vocab_opus": emit_vocab(opus_vocab(HARD + ["</s>", "<unk>"]), "opus"),
+        "vocab_marian": emit_vocab(marian_vocab(HARD + ["tab\there"]), "marian"),
+        "flow": "--- # flow and escapes\na: [1, [2, 3], {b: 'c''d', e: }, ]\nf: \"\\x41\\u00e9\\U0001F600\\L\\ \"\n"
+                "g:\n- - h\n  - i: ~\n    j: 1.5e-3\n...\n",
+    }
+    for name, text in seeds.items():
+        with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
