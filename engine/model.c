@@ -11,8 +11,10 @@
  * once.  q/k/v (and cross k/v) are fused into one matrix so a step does one
  * product instead of three.
  */
+#include "marian.h"
 #include "mt_internal.h"
 #include "parallel.h"
+#include "ptfile.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -31,6 +33,8 @@ typedef struct {
     mt_model   *m;
     const char *dir;
     char        st_path[4096];
+    char        cfg_file[4200];    /* where the config came from, for messages */
+    int         pad_rows;          /* Marian: vocabulary-sized tensors lack their zero pad row (marian.h) */
     size_t      mapped_bytes;      /* F32 tensors used in place */
     size_t      owned_bytes;
     uint8_t    *pk_at;             /* next free byte of m->packed */
@@ -153,8 +157,7 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
 {
     mt_model *m = L->m;
     mt_model_info *info = &m->info;
-    char file[4096];
-    snprintf(file, sizeof file, "%s/config.json", L->dir);
+    const char *file = L->cfg_file;
     mt_status st;
     int scale, dvocab, sh, tie, pad, eos, start, norm_emb;
 #define INT(key, def, dst) if ((st = cfg_int(file, cfg, key, def, dst, err)) != MT_OK) return st
@@ -314,6 +317,26 @@ static mt_status get_f32(loader *L, const char *name, int64_t d0, int64_t d1, co
     return MT_OK;
 }
 
+/* A vocabulary-sized tensor [rows][d] (d = 0: [rows]).  A Marian release
+ * stores rows - 1 of them: the last, the pad token's, is zero and is added
+ * here (as Hugging Face's converter adds it to the file). */
+static mt_status get_vocab_f32(loader *L, const char *name, int64_t rows, int64_t d, const float **out, mt_err *err)
+{
+    if (!L->pad_rows)
+        return get_f32(L, name, rows, d, out, err);
+    const mt_tensor *t;
+    mt_status st = find_tensor(L, name, rows - L->pad_rows, d, &t, err);
+    if (st != MT_OK)
+        return st;
+    size_t width = (size_t)(d ? d : 1), stored = (size_t)(rows - L->pad_rows) * width;
+    float *dst = own(L, (size_t)rows * width * sizeof(float), err);      /* zeroed: the pad row */
+    if (!dst)
+        return MT_ERR_NOMEM;
+    convert(t, dst, stored);
+    *out = dst;
+    return MT_OK;
+}
+
 /* Load nparts [d][in] matrices (and their [d] biases) stacked into one [nparts*d][in]. */
 static mt_status get_fused(loader *L, const char *prefix, const char *const *parts, int nparts, int d, int in,
                            mt_lin *out, mt_err *err)
@@ -430,19 +453,19 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
                 use = names[i];
                 break;
             }
-        if ((st = get_f32(L, use, V, d, &m->enc_emb, err)) != MT_OK)
+        if ((st = get_vocab_f32(L, use, V, d, &m->enc_emb, err)) != MT_OK)
             return st;
         m->dec_emb = m->enc_emb;
-    } else if ((st = get_f32(L, "model.encoder.embed_tokens.weight", m->V_src, d, &m->enc_emb, err)) != MT_OK ||
-               (st = get_f32(L, "model.decoder.embed_tokens.weight", V, d, &m->dec_emb, err)) != MT_OK) {
+    } else if ((st = get_vocab_f32(L, "model.encoder.embed_tokens.weight", m->V_src, d, &m->enc_emb, err)) != MT_OK ||
+               (st = get_vocab_f32(L, "model.decoder.embed_tokens.weight", V, d, &m->dec_emb, err)) != MT_OK) {
         return st;
     }
     if (tied)
         m->lm_head = m->dec_emb;
-    else if ((st = get_f32(L, "lm_head.weight", V, d, &m->lm_head, err)) != MT_OK)
+    else if ((st = get_vocab_f32(L, "lm_head.weight", V, d, &m->lm_head, err)) != MT_OK)
         return st;
     if (mt_wfile_find(m->st, "final_logits_bias"))
-        return get_f32(L, "final_logits_bias", V, 0, &m->final_bias, err);
+        return get_vocab_f32(L, "final_logits_bias", V, 0, &m->final_bias, err);
     float *zeros = own(L, sizeof(float) * (size_t)V, err);   /* HF: missing bias = zeros */
     if (!zeros)
         return MT_ERR_NOMEM;
@@ -509,41 +532,90 @@ static mt_status open_weights(loader *L, mt_err *err)
         snprintf(m->weights_file, sizeof m->weights_file, "model.safetensors");
         return mt_st_open(L->st_path, &m->st, err);
     }
+    if (exists(L->dir, "pytorch_model.bin", L->st_path, sizeof L->st_path)) {
+        snprintf(m->weights_file, sizeof m->weights_file, "pytorch_model.bin");
+        return mt_pt_open(L->st_path, &m->st, err);
+    }
     return mt_err_set(err, MT_ERR_IO, "%s: no weights (model.safetensors or pytorch_model.bin)", L->dir);
 }
 
-static mt_status load_all(loader *L, mt_err *err)
+/* The config parsed, the weights opened: every tensor the engine uses. */
+static mt_status load_tensors(loader *L, json_t *cfg, json_t *gen, mt_err *err)
+{
+    mt_model *m = L->m;
+    mt_status st;
+    if ((st = parse_config(L, cfg, gen, err)) != MT_OK)
+        return st;
+    m->enc = calloc((size_t)m->info.enc_layers, sizeof *m->enc);
+    m->dec = calloc((size_t)m->info.dec_layers, sizeof *m->dec);
+    if (!m->enc || !m->dec)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if ((st = load_embeddings(L, m->shared_emb, m->tied_head, err)) != MT_OK || (st = load_encoder(L, err)) != MT_OK ||
+        (st = load_decoder(L, err)) != MT_OK)
+        return st;
+    return compute_positions(L, err);
+}
+
+/* A Hugging Face directory: config.json, generation_config.json,
+ * tokenizer_config.json, the weights (open_weights) and the tokenizer files. */
+static mt_status load_hf(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
     json_t *cfg = NULL, *gen = NULL, *tcfg = NULL;
     mt_status st;
-    struct stat sb;
-    if (stat(L->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return mt_err_set(err, MT_ERR_IO, "%s: model directory not found", L->dir);
-    if ((st = read_json(L->dir, "config.json", 1, &cfg, err)) != MT_OK ||
-        (st = read_json(L->dir, "generation_config.json", 0, &gen, err)) != MT_OK ||
-        (st = read_json(L->dir, "tokenizer_config.json", 0, &tcfg, err)) != MT_OK ||
-        (st = parse_config(L, cfg, gen, err)) != MT_OK)
-        goto out;
-    cfg_str(tcfg, "source_lang", "", m->src_lang, sizeof m->src_lang);
-    cfg_str(tcfg, "target_lang", "", m->tgt_lang, sizeof m->tgt_lang);
-    if ((st = open_weights(L, err)) != MT_OK)
-        goto out;
-    m->enc = calloc((size_t)m->info.enc_layers, sizeof *m->enc);
-    m->dec = calloc((size_t)m->info.dec_layers, sizeof *m->dec);
-    if (!m->enc || !m->dec) {
-        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        goto out;
+    snprintf(L->cfg_file, sizeof L->cfg_file, "%s/config.json", L->dir);
+    if ((st = read_json(L->dir, "config.json", 1, &cfg, err)) == MT_OK &&
+        (st = read_json(L->dir, "generation_config.json", 0, &gen, err)) == MT_OK &&
+        (st = read_json(L->dir, "tokenizer_config.json", 0, &tcfg, err)) == MT_OK &&
+        (st = open_weights(L, err)) == MT_OK && (st = load_tensors(L, cfg, gen, err)) == MT_OK) {
+        cfg_str(tcfg, "source_lang", "", m->src_lang, sizeof m->src_lang);
+        cfg_str(tcfg, "target_lang", "", m->tgt_lang, sizeof m->tgt_lang);
+        st = load_tokenizer(L, err);
     }
-    if ((st = load_embeddings(L, m->shared_emb, m->tied_head, err)) != MT_OK || (st = load_encoder(L, err)) != MT_OK ||
-        (st = load_decoder(L, err)) != MT_OK || (st = compute_positions(L, err)) != MT_OK ||
-        (st = load_tokenizer(L, err)) != MT_OK)
-        goto out;
-out:
     json_decref(cfg);
     json_decref(gen);
     json_decref(tcfg);
     return st;
+}
+
+/* An original Marian / OPUS-MT release (marian.h): the same model, read
+ * through the Hugging Face names and config marian.c derives. */
+static mt_status load_marian(loader *L, mt_err *err)
+{
+    mt_model *m = L->m;
+    mt_marian_dir d;
+    mt_status st = mt_marian_open(L->dir, &d, err);
+    if (st != MT_OK)
+        return st;
+    m->st = d.weights;                  /* the model owns the mapping from here */
+    d.weights = NULL;
+    L->pad_rows = d.pad_rows;
+    const char *base = strrchr(d.model_path, '/') ? strrchr(d.model_path, '/') + 1 : d.model_path;
+    snprintf(m->weights_file, sizeof m->weights_file, "%.*s", (int)sizeof m->weights_file - 1, base);
+    snprintf(L->st_path, sizeof L->st_path, "%s", d.model_path);
+    snprintf(L->cfg_file, sizeof L->cfg_file, "%s (special:model.yml)", d.model_path);
+    if ((st = load_tensors(L, d.config, NULL, err)) == MT_OK) {
+        mt_tokenizer_files f = {
+            .src_spm = d.src_spm, .tgt_spm = d.tgt_spm, .src_vocab = d.src_vocab_path,
+            .tgt_vocab = d.joint_vocab ? NULL : d.tgt_vocab_path, .src_vocab_obj = d.src_vocab,
+            .tgt_vocab_obj = d.joint_vocab ? NULL : d.tgt_vocab,
+        };
+        if ((st = mt_tokenizer_load_files(&f, &m->tok, err)) == MT_OK)
+            st = check_tokenizer(L, err);
+    }
+    mt_marian_close(&d);
+    return st;
+}
+
+static mt_status load_all(loader *L, mt_err *err)
+{
+    struct stat sb;
+    char path[4096];
+    if (stat(L->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return mt_err_set(err, MT_ERR_IO, "%s: model directory not found", L->dir);
+    if (!exists(L->dir, "config.json", path, sizeof path) && mt_marian_detect(L->dir))
+        return load_marian(L, err);
+    return load_hf(L, err);
 }
 
 /* ---- packed products; F16 weights -------------------------------------------------------

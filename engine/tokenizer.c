@@ -123,6 +123,12 @@ static const mt_vocab *dec_vocab(const mt_tokenizer *tok)
     return tok->separate ? &tok->tvocab : &tok->vocab;
 }
 
+static mt_status load_vocab(mt_vocab *v, const char *path, const json_t *obj, const mt_vocab_specials *sp,
+                            mt_err *err)
+{
+    return obj ? mt_vocab_from_json(v, obj, path, sp, err) : mt_vocab_load(v, path, sp, err);
+}
+
 mt_status mt_tokenizer_load_files(const mt_tokenizer_files *f, mt_tokenizer **out, mt_err *err)
 {
     if (!f || !f->src_spm || !f->tgt_spm || !f->src_vocab || !out)
@@ -140,8 +146,8 @@ mt_status mt_tokenizer_load_files(const mt_tokenizer_files *f, mt_tokenizer **ou
     tok->clean_up = f->clean_up;
     tok->separate = f->tgt_vocab && strcmp(f->tgt_vocab, f->src_vocab) != 0;
     if ((st = mt_spm_load(f->src_spm, &tok->src, err)) || (st = mt_spm_load(f->tgt_spm, &tok->tgt, err)) ||
-        (st = mt_vocab_load(&tok->vocab, f->src_vocab, &sp_tok, err)) ||
-        (tok->separate && (st = mt_vocab_load(&tok->tvocab, f->tgt_vocab, &sp_tok, err))))
+        (st = load_vocab(&tok->vocab, f->src_vocab, f->src_vocab_obj, &sp_tok, err)) ||
+        (tok->separate && (st = load_vocab(&tok->tvocab, f->tgt_vocab, f->tgt_vocab_obj, &sp_tok, err))))
         goto fail;
 
     const mt_vocab *dv = dec_vocab(tok);

@@ -84,13 +84,16 @@ mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out,
 
 /* ---- Marian tokenizer ---------------------------------------------------- */
 /* The files of a tokenizer, wherever they come from (a Hugging Face directory,
- * a Marian release).  Vocabularies are vocab.json-style JSON objects or
- * Marian .yml files (by their extension; a .yml without "<pad>" gets it at
- * id = size, the Hugging Face converter's convention). */
+ * a Marian release).  A vocabulary is a vocab.json-style file ({piece: id}),
+ * or that object already parsed (a Marian .yml vocabulary read by marian.c:
+ * then the path only names it in messages). */
+struct json_t;
 typedef struct {
     const char *src_spm, *tgt_spm;          /* paths of the SentencePiece models */
     const char *src_vocab;                  /* the (source, or joint) vocabulary */
     const char *tgt_vocab;                  /* the target vocabulary; NULL or = src_vocab when joint */
+    const struct json_t *src_vocab_obj;     /* when set: src_vocab's content, parsed */
+    const struct json_t *tgt_vocab_obj;     /* when set: tgt_vocab's content, parsed */
     const char *eos_token, *unk_token, *pad_token;   /* NULL: "</s>", "<unk>", "<pad>" */
     int         clean_up;                   /* clean_up_tokenization_spaces */
 } mt_tokenizer_files;

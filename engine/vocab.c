@@ -39,6 +39,16 @@ mt_status mt_vocab_load(mt_vocab *v, const char *path, const mt_vocab_specials *
         fclose(f);
         return mt_err_set(err, MT_ERR_FORMAT, "%s: line %d: %s", path, je.line, je.text);
     }
+    mt_status st = mt_vocab_from_json(v, root, path, sp_tok, err);
+    json_decref(root);
+    return st;
+}
+
+mt_status mt_vocab_from_json(mt_vocab *v, const json_t *root_c, const char *path, const mt_vocab_specials *sp_tok,
+                             mt_err *err)
+{
+    json_t *root = (json_t *)root_c;        /* only read: jansson's iterators take no const */
+    memset(v, 0, sizeof *v);
     mt_status st = MT_OK;
     const char *key;
     size_t klen, total = 0;
@@ -87,7 +97,6 @@ mt_status mt_vocab_load(mt_vocab *v, const char *path, const mt_vocab_specials *
         !(st = special_id(v, sp_tok->unk, &v->unk, path, err)))
         st = special_id(v, sp_tok->pad, &v->pad, path, err);
 out:
-    json_decref(root);
     if (st)
         mt_vocab_free(v);
     return st;

@@ -28,6 +28,11 @@ typedef struct {
  * MT_ERR_FORMAT naming path); when two keys share an id, the last wins
  * id -> piece.  On failure *v is left empty. */
 mt_status mt_vocab_load(mt_vocab *v, const char *path, const mt_vocab_specials *sp_tok, mt_err *err);
+struct json_t;
+/* The same from a parsed {piece: id} object (a Marian .yml vocabulary read
+ * by marian.c); path names it in messages.  root is only read. */
+mt_status mt_vocab_from_json(mt_vocab *v, const struct json_t *root, const char *path,
+                             const mt_vocab_specials *sp_tok, mt_err *err);
 void      mt_vocab_free(mt_vocab *v);
 
 /* Id of piece s[0..n), or -1. */
