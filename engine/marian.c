@@ -24,6 +24,20 @@
 #define MAX_LAYERS     1024
 #define MAX_VOCAB      (1 << 24)
 
+/* ---- messages ------------------------------------------------------------------ */
+/* How many bytes of an untrusted string (a piece, a setting) to quote in a
+ * message: at most 48, never half a UTF-8 character. */
+static int quote_len(const char *s)
+{
+    size_t n = strlen(s);
+    if (n <= 48)
+        return (int)n;
+    n = 48;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return (int)n;
+}
+
 /* ---- files -------------------------------------------------------------------- */
 static int is_file(const char *path)
 {
@@ -190,7 +204,7 @@ typedef struct {
 /* A short rendering of a YAML value for messages. */
 static const char *show(json_t *v, char *buf, size_t cap)
 {
-    char *s = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    char *s = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;   /* cut anywhere */
     snprintf(buf, cap, "%s", s ? s : "(absent)");
     free(s);
     return buf;
@@ -293,9 +307,9 @@ static mt_status y_ops(const ycfg *c, const char *key, const char *def, const ch
             *which = i;
             return MT_OK;
         }
-    return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: '%s' = \"%s\" is not supported (Marian's post-norm "
+    return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: '%s' = \"%.*s\" is not supported (Marian's post-norm "
                       "transformer has transformer-preprocess \"\", transformer-postprocess \"dan\", "
-                      "transformer-postprocess-emb \"d\" or \"nd\")", c->file, key, s);
+                      "transformer-postprocess-emb \"d\" or \"nd\")", c->file, key, quote_len(s), s);
 }
 
 /* Settings that change the network must have the values of the architecture we run. */
@@ -323,8 +337,8 @@ static mt_status check_fixed(const ycfg *c)
         if ((st = y_str(c, strings[i].key, strings[i].def, &s)) != MT_OK)
             return st;
         if (strcmp(s, strings[i].want))
-            return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: '%s' = \"%s\" is not supported (only \"%s\")",
-                              c->file, strings[i].key, s, strings[i].want);
+            return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: '%s' = \"%.*s\" is not supported (only \"%s\")",
+                              c->file, strings[i].key, quote_len(s), s, strings[i].want);
     }
     json_t *tied = json_object_get(c->y, "transformer-tied-layers");
     if (tied && !json_is_null(tied) && !(json_is_array(tied) && json_array_size(tied) == 0))
@@ -348,8 +362,8 @@ static mt_status read_activation(const ycfg *c, marian_cfg *m)
         return MT_OK;
     }
     /* Marian's gelu is x * sigmoid(1.702 x), not the erf gelu of Hugging Face and the engine */
-    return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: 'transformer-ffn-activation' = \"%s\" is not supported "
-                      "(swish, relu)", c->file, a);
+    return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: 'transformer-ffn-activation' = \"%.*s\" is not supported "
+                      "(swish, relu)", c->file, quote_len(a), a);
 }
 
 static mt_status read_dims(const ycfg *c, marian_cfg *m)
@@ -457,13 +471,14 @@ static mt_status check_vocab(const char *path, json_t *v, mt_err *err)
     json_object_foreach(v, piece, id) {
         json_int_t k = json_is_integer(id) ? json_integer_value(id) : -1;
         if (k < 0 || (size_t)k >= n) {
-            st = mt_err_set(err, MT_ERR_FORMAT, "%s: piece \"%s\" has id %s: the ids of %zu pieces must be 0..%zu",
-                            path, piece, json_is_integer(id) ? "out of range" : "that is not an integer", n, n - 1);
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: piece \"%.*s\" has id %s: the ids of %zu pieces must be "
+                            "0..%zu", path, quote_len(piece), piece,
+                            json_is_integer(id) ? "out of range" : "that is not an integer", n, n - 1);
             break;
         }
         if (by_id[k]) {
-            st = mt_err_set(err, MT_ERR_FORMAT, "%s: id %lld is given to both \"%s\" and \"%s\"", path, (long long)k,
-                            by_id[k], piece);
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: id %lld is given to both \"%.*s\" and \"%.*s\"", path,
+                            (long long)k, quote_len(by_id[k]), by_id[k], quote_len(piece), piece);
             break;
         }
         by_id[k] = piece;

@@ -16,6 +16,10 @@ Writes tests/fixtures/marian/ (format: tests/fixtures/marian/README.md):
                norm ("nd"), a decoder FFN size of its own, model.yml with
                sequences at their key's indentation
   compressed.npz   a savez_compressed archive (must be refused)
+and the seeds of the fuzz targets: tests/fuzz/corpus/npz/ (tiny Marian models
+with dim-vocabs [16, 16], the vocabulary size fuzz_npz.c's release uses) and
+tests/fuzz/corpus/yaml/ (model.yml in both list styles, decoder.yml, both
+vocabulary styles, flow collections and escapes).
 Each model directory has expected.json: the Hugging Face config the converter's
 rules give, both vocabularies with <pad> added, and for every tensor its
 Hugging Face name, shape, transposition and a few values indexed [out][in].
