@@ -36,9 +36,11 @@ deps:
 	  $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
 
-# The README's first command: install, build, serve the default model on 127.0.0.1:8080.
+# The README's first command: install, build, serve the default model on 127.0.0.1:8080
+# (en-fr; and fr-en beside it once models/fr-en exists: /languages lists both directions).
+RUN_MODELS := $(if $(wildcard models/fr-en/model.safetensors),--model en-fr=models/en-fr --model fr-en=models/fr-en)
 run: deps all
-	$(B)/mtserve serve
+	$(B)/mtserve serve $(RUN_MODELS)
 
 # The README's second command (and CI): install, build, run every test.
 check: deps

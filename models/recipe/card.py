@@ -1,79 +1,286 @@
 #!/usr/bin/python3
-"""Write models/en-fr/README.md (the model card) from the recipe's own records:
-corpus sizes, the training log and eval.json.  Every figure in the card comes
-from those files."""
+"""Write a model card (models/en-fr/README.md or models/fr-en/README.md) from
+the recipe's own records: corpus sizes, the training log, pick.json (which
+checkpoint was shipped), eval.json (test scores and the length guard), the
+fixtures' case count and, for en-fr, the previous model's eval-v1.json.
+Every figure in the card comes from those files."""
 import argparse, json, os, re
+
+LANG = {"en": "English", "fr": "French"}
+
+
+def parse_log(path):
+    """The last run in train.log (train.py appends): its header, step and dev lines."""
+    lines = open(path).read().splitlines()
+    start = max([i for i, l in enumerate(lines) if re.match(r"(en-fr|fr-en): init ", l)] or [0])
+    lines = lines[start:]
+    r = {"header": lines[0] if lines and re.match(r"(en-fr|fr-en): init ", lines[0]) else "",
+         "steps": [l for l in lines if l.startswith("step ")],
+         "dev": [(int(re.search(r"step (\d+)", l).group(1)), float(re.search(r"loss ([\d.]+)", l).group(1)))
+                 for l in lines if l.startswith("dev step ")],
+         "start": None, "stop": "", "done": ""}
+    for l in lines:
+        m = re.match(r"dev loss at start \(from (.*)\): ([\d.]+)", l)
+        if m:
+            r["start"] = (m.group(1), float(m.group(2)))
+        if l.startswith("early stop") or l.startswith("time budget"):
+            r["stop"] = l
+        if l.startswith("done: "):
+            r["done"] = l
+    return r
+
+
+def training_facts(log):
+    last = log["steps"][-1] if log["steps"] else ""
+    f = {"minutes": float(re.search(r"min ([\d.]+)", last).group(1)) if last else 0.0,
+         "steps": int(re.search(r"step (\d+)", last).group(1)) if last else 0,
+         "epochs": int(re.search(r"epoch (\d+)", last).group(1)) if last else 0,
+         "tok_s": 0}
+    rates = [float(re.search(r"tok/s (\d+)", l).group(1)) for l in log["steps"]]
+    f["tok_s"] = sum(rates) / max(1, len(rates))
+    m = re.match(r"done: step (\d+) epoch (\d+) best dev loss ([\d.]+) minutes ([\d.]+)", log["done"])
+    if m:
+        f.update(steps=int(m.group(1)), epochs=int(m.group(2)), minutes=float(m.group(4)))
+    h = log["header"]
+    f["init"] = re.search(r"init (\S+),", h).group(1) if h else "random"
+    f["lr"] = re.search(r"lr ([\d.e-]+),", h).group(1) if h else ""
+    f["warmup"] = re.search(r"warmup (\d+)", h).group(1) if h else ""
+    dev = log["dev"]
+    if dev:
+        bi = min(range(len(dev)), key=lambda i: (dev[i][1], i))
+        f["best_step"], f["best"] = dev[bi]
+        f["after_best"] = len(dev) - 1 - bi
+    else:
+        f["best_step"], f["best"], f["after_best"] = 0, float("nan"), 0
+    return f
+
+
+def curve(log):
+    pts = ([f"start {log['start'][1]:.3f}"] if log["start"] else []) + [f"{s}: {l:.3f}" for s, l in log["dev"]]
+    return ", ".join(pts)
+
+
+def stop_sentence(log, f):
+    if "early stop" in log["stop"]:
+        why = (f"training stopped early at step {f['steps']}: {f['after_best']} evaluations in a row "
+               f"without a lower dev loss")
+    elif "time budget" in log["stop"]:
+        why = (f"the time budget ended the run at step {f['steps']}" +
+               (f", {f['after_best']} evaluation(s) after the best" if f["after_best"] else
+                ", with dev loss still falling at the last evaluation"))
+    else:
+        why = f"the run ended at step {f['steps']}"
+    return f"Dev loss was lowest at step {f['best_step']} ({f['best']:.4f}); {why}."
+
+
+def guard_section(ev, name):
+    g = ev.get("length_guard")
+    if not g:
+        return ""
+    rows = []
+    labels = {"greedy": "greedy (C)", "beam4": "beam 4 (C)"}
+    for k, v in g.items():
+        if not isinstance(v, dict) or "bleu" not in v:
+            continue
+        if k in labels:
+            label = labels[k]
+        elif k.startswith("greedy_no_repeat_"):
+            label = f"greedy, no_repeat_ngram_size {k.rsplit('_', 1)[1]} (PyTorch reference)"
+        elif k.startswith("greedy_cap_"):
+            a, b = k[len("greedy_cap_"):].split(":")
+            label = f"greedy, at most ⌈{a} × source⌉ + {b} tokens"
+        elif k.startswith("beam4_cap_"):
+            a, b = k[len("beam4_cap_"):].split(":")
+            label = f"beam 4, at most ⌈{a} × source⌉ + {b} tokens (C)"
+        else:
+            label = k
+        ch = v.get("changed")
+        rows.append(f"| {label} | {v['bleu']} | {v['chrf']} | {v['loops']} ({v['loops_pct']}%) | "
+                    f"{'' if ch is None else ch} |")
+    ref = g["references"]
+    n = g["test_sentences"]
+
+    def gain(base, prefix):
+        b = g[base]["bleu"]
+        best = max(((v["bleu"], k) for k, v in g.items() if k.startswith(prefix) and isinstance(v, dict)),
+                   default=None)
+        return b, best
+    b1, best1 = gain("greedy", "greedy_")
+    b4, best4 = gain("beam4", "beam4_")
+    helps = [(k, x - b) for b, best in ((b1, best1), (b4, best4)) if best for x, k in [best] if x > b]
+    if helps:
+        verdict = ("A guard raised BLEU here: " + "; ".join(f"{k} by {d:.2f}" for k, d in helps) +
+                   ". mtserve cannot apply it per sentence yet (no no_repeat_ngram_size in the engine; "
+                   "max_length is per request), so the model ships without a default guard; see the issue.")
+    else:
+        verdict = ("No guard raised BLEU, so the model ships without one (generation_config.json has no "
+                   "no_repeat_ngram_size). A client can still bound a request's output with max_length.")
+    return f"""
+## Length guard: outputs that loop
+
+An output *loops* when, in its BLEU tokens, some 4-gram occurs 3 or more
+times, or one token occurs 4 or more times in a row. The test references do so
+{ref['loops']} times in {n} ({ref['loops_pct']}%: the lists of package
+descriptions repeat themselves too). Measured by models/recipe/repeats.py on the {n} test
+sentences; "changed" counts outputs that differ from the unguarded ones.
+
+| decoding | BLEU | chrF | outputs that loop | changed |
+|---|---:|---:|---:|---:|
+{chr(10).join(rows)}
+
+{verdict}
+"""
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True); ap.add_argument("--work", required=True)
+    ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
+    ap.add_argument("--train", help="the training directory (train.log); default <work>/train")
+    ap.add_argument("--hyp-dir", help="evaluate.py's translations; default <work>/eval")
+    ap.add_argument("--pick", help="pick.json of recipe/pick.py")
+    ap.add_argument("--old", help="the previous model's eval.json (with its 'training'), for old vs new")
+    ap.add_argument("--fixtures", help="the fixtures directory (tests/fixtures/<model>) for the case count")
     a = ap.parse_args()
+    sl, tl = a.direction.split("-")
+    S, T = LANG[sl], LANG[tl]
+    train_dir = a.train or f"{a.work}/train"
+    hyp_dir = a.hyp_dir or f"{a.work}/eval"
     cfg = json.load(open(f"{a.model}/config.json"))
     ev = json.load(open(f"{a.model}/eval.json"))
-    log = open(f"{a.work}/train/train.log").read().splitlines()
-    steps = [l for l in log if l.startswith("step ")]
-    last = steps[-1] if steps else ""
-    minutes = float(re.search(r"min ([\d.]+)", last).group(1)) if last else 0
-    step = int(re.search(r"step (\d+)", last).group(1)) if last else 0
-    epoch = int(re.search(r"epoch (\d+)", last).group(1)) if last else 0
-    rates = [float(re.search(r"tok/s (\d+)", l).group(1)) for l in steps]
-    devs = [l for l in log if l.startswith("dev ")]
-    best = min(float(re.search(r"loss ([\d.]+)", l).group(1)) for l in devs) if devs else float("nan")
-    n = {k: sum(1 for _ in open(f"{a.work}/corpus/{k}.en")) for k in ("train", "dev", "test")}
-    words = sum(len(l.split()) for l in open(f"{a.work}/corpus/train.en"))
+    log = parse_log(f"{train_dir}/train.log")
+    f = training_facts(log)
+    n = {k: sum(1 for _ in open(f"{a.work}/corpus/{k}.{sl}")) for k in ("train", "dev", "test")}
+    words = sum(len(l.split()) for l in open(f"{a.work}/corpus/train.{sl}"))
     params = os.path.getsize(f"{a.model}/model.safetensors") // 4
     b1, b4 = ev["beam1"], ev["beam4"]
     same = ""
-    tf, cf = f"{a.work}/eval/test.beam1.fr", f"{a.work}/eval/c.beam1.fr"
+    tf, cf = f"{hyp_dir}/test.beam1.{tl}", f"{hyp_dir}/c.beam1.{tl}"
     if os.path.exists(tf) and os.path.exists(cf):
         t, c = open(tf).read().splitlines(), open(cf).read().splitlines()
         same = (f" On this test split the C engine's greedy output equals the reference's on "
                 f"{sum(x == y for x, y in zip(t, c))} of {len(t)} lines.")
-    card = f"""# en-fr: the default mtserve model
+    cases = "the fixture cases"
+    if a.fixtures and os.path.exists(f"{a.fixtures}/cases.jsonl"):
+        cases = f"{sum(1 for _ in open(f'{a.fixtures}/cases.jsonl'))} fixture cases"
+    pick = json.load(open(a.pick)) if a.pick and os.path.exists(a.pick) else None
+    old = json.load(open(a.old)) if a.old and os.path.exists(a.old) else None
+    warm = f["init"] != "random"
 
-A small English→French Transformer (MarianMT layout) trained on this machine
-from Debian's own translated package descriptions. It knows the French of
-software package descriptions, not general French.
+    if pick:
+        cand = "; ".join(f"{c['name']} (step{'s' if len(c['steps']) > 1 else ''} "
+                         f"{', '.join(map(str, c['steps']))}): {c['bleu']}" for c in pick["candidates"])
+        w = pick["picked"]
+        shipped = ("the weights of best.pt (lowest dev loss)" if w == "best" else
+                   f"the average of the weights of steps {', '.join(map(str, pick['picked_steps']))}")
+        ckpt_row = (f"| checkpoint | {shipped}, chosen by greedy BLEU on the {pick['sentences']} {pick['split']} "
+                    f"sentences: {cand} |\n")
+    else:
+        ckpt_row = ""
+    schedule = f"Adam, lr {f['lr']}, warm-up {f['warmup']} steps + inverse-sqrt" if f["lr"] else \
+        "Adam, warm-up + inverse-sqrt"
+    if warm:
+        how = (f"continued from the previous {a.direction} model (warm restart: its weights, fresh Adam state "
+               f"and a new warm-up) for")
+    else:
+        how = "from random initialization,"
+    training = (f"{how} {f['minutes']:.0f} min on 2 CPU cores (bfloat16 autocast; the machine was shared), "
+                f"{f['steps']} steps, {f['epochs']} full epoch{'' if f['epochs'] == 1 else 's'}, ~{f['tok_s']:.0f} tokens/s, label smoothing 0.1, "
+                f"{schedule}; best dev loss {f['best']:.3f} at step {f['best_step']}")
+    if warm and log["start"]:
+        training += f" (from {log['start'][1]:.3f} at the start)"
+
+    if a.direction == "en-fr":
+        title = "# en-fr: the default mtserve model"
+        intro = ("A small English→French Transformer (MarianMT layout) trained on this machine\n"
+                 "from Debian's own translated package descriptions. It knows the French of\n"
+                 "software package descriptions, not general French. mtserve serves it by\n"
+                 "default; models/fr-en is the same recipe in the other direction.")
+    else:
+        title = "# fr-en: French→English, beside the default en-fr"
+        intro = ("A small French→English Transformer (MarianMT layout) trained on this machine\n"
+                 "from Debian's own translated package descriptions, the en-fr recipe in the\n"
+                 "other direction (same corpus and split, the same joint SentencePiece model:\n"
+                 "source.spm = target.spm, one vocab.json). It knows the English of software\n"
+                 "package descriptions, not general English. `make run` serves it beside en-fr.")
+
+    oldnew = ""
+    if old:
+        ot = old.get("training", {})
+        new_steps = (ot.get("steps", 0) + f["steps"]) if warm else f["steps"]
+        if old["test_sentences"] == ev["test_sentences"]:
+            same_set = f"on the same {ev['test_sentences']} test pairs, corpus, split and tokenizer"
+        else:
+            same_set = (f"NOT comparable: v1 on {old['test_sentences']} test pairs, this model on the first "
+                        f"{ev['test_sentences']} only (a trial run)")
+        lg_old, lg_new = old.get("length_guard"), ev.get("length_guard")
+        loop_row = ""
+        if lg_old and lg_new:
+            loop_row = (f"| test outputs that loop, greedy / beam 4 (see below) | {lg_old['greedy']['loops_pct']}% / "
+                        f"{lg_old['beam4']['loops_pct']}% | {lg_new['greedy']['loops_pct']}% / "
+                        f"{lg_new['beam4']['loops_pct']}% |\n")
+        oldnew = f"""
+## Old and new
+
+The model before this one (v1, its figures kept in eval-v1.json) and this one,
+{same_set}:
+
+| | v1 | this model |
+|---|---:|---:|
+| test BLEU, greedy | {old['beam1']['bleu']} | **{b1['bleu']}** |
+| test chrF, greedy | {old['beam1']['chrf']} | **{b1['chrf']}** |
+| test BLEU, beam 4 | {old['beam4']['bleu']} | **{b4['bleu']}** |
+| test chrF, beam 4 | {old['beam4']['chrf']} | **{b4['chrf']}** |
+| best dev loss | {ot.get('best_dev_loss', float('nan')):.3f} | {f['best']:.3f} |
+{loop_row}| training | {ot.get('minutes', 0)} min, {ot.get('steps', 0)} steps, {ot.get('epochs', 0)} epochs from random init | {'v1 + ' if warm else ''}{f['minutes']:.0f} min, {f['steps']} steps, {f['epochs']} epoch{'' if f['epochs'] == 1 else 's'}{f' ({new_steps} steps in all)' if warm else ''} |
+"""
+    stop = stop_sentence(log, f)
+    card = f"""{title}
+
+{intro}
 
 | | |
 |---|---|
 | architecture | MarianMT encoder-decoder, post-norm, swish FFN, sinusoidal positions, tied embeddings |
 | size | d_model {cfg['d_model']}, {cfg['encoder_layers']}+{cfg['decoder_layers']} layers, {cfg['encoder_attention_heads']} heads, FFN {cfg['encoder_ffn_dim']}, vocab {cfg['vocab_size']} (joint en+fr SentencePiece unigram), about {params/1e6:.1f}M parameters, float32 |
-| data | Debian 12 (bookworm) DDTP Translation-en / Translation-fr, paired by Description-md5; {n['train']} train / {n['dev']} dev / {n['test']} test pairs (sentences where both sides split alike, else paragraphs); {words} English words in train; split by package name |
-| training | {minutes:.0f} min on 2 CPU cores (bfloat16 autocast), {step} steps, {epoch} full epochs, ~{sum(rates)/max(1,len(rates)):.0f} tokens/s on average (the machine was shared with other work), label smoothing 0.1, Adam, warm-up + inverse-sqrt, best dev loss {best:.3f} |
-| test BLEU, greedy | **{b1['bleu']}** |
+| data | Debian 12 (bookworm) DDTP Translation-en / Translation-fr, paired by Description-md5; {n['train']} train / {n['dev']} dev / {n['test']} test pairs (sentences where both sides split alike, else paragraphs); {words} {S} words in train; split by package name |
+| training | {training} |
+{ckpt_row}| test BLEU, greedy | **{b1['bleu']}** |
 | test chrF, greedy | **{b1['chrf']}** |
 | test BLEU, beam 4 | **{b4['bleu']}** |
 | test chrF, beam 4 | **{b4['chrf']}** |
 
 Scores: {ev['test_sentences']} held-out test pairs from packages never seen in
-training. BLEU is NLTK's corpus_bleu on text tokenized by the regex
+training ({S} source, {T} reference). BLEU is NLTK's corpus_bleu on text tokenized by the regex
 `\\w+|[^\\w\\s]`, case-sensitive; chrF uses character 6-grams, beta 2,
 whitespace removed. Greedy: decoded by the PyTorch reference
 (models/recipe/model.py, {b1.get('decoder', 'torch')}); beam 4: decoded by
 {'the C engine (build/mtserve translate)' if b4.get('decoder') == 'c' else 'the PyTorch reference'},
 which tests/test_engine.c proves identical to the reference (greedy and all
-beam-4 hypotheses on 215 fixture cases).{same}
+beam-4 hypotheses on {cases}).{same}
+{oldnew}
+## Training: where dev loss stopped improving
 
-The issue's aim was BLEU ≥ 30 and chrF ≥ 55 greedy; the figures above are the
-honest result of this run.
-
+{stop} Dev loss (label smoothing off) every {(log['dev'][1][0] - log['dev'][0][0]) if len(log['dev']) > 1 else 400} steps
+({train_dir}/train.log): {curve(log)}.
+{guard_section(ev, a.direction)}
 ## Limits
-- Domain: package descriptions ("This package provides…"). Everyday French,
-  dialogue or literature come out poorly.
+- Domain: package descriptions ("This package provides…" / "Ce paquet fournit…").
+  Everyday {T}, dialogue or literature come out poorly.
 - Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.
 - Long inputs: trained on pieces of at most 128 tokens; the server splits text
   into sentences first.
 
 ## Rebuild
-`make -C models corpus tokenizer train export eval` (Debian's /usr/bin/python3
-with python3-torch 1.13, python3-sentencepiece, python3-nltk, python3-tqdm).
+`make -C models corpus tokenizer train-{a.direction} finish-{a.direction}` (Debian's /usr/bin/python3
+with python3-torch 1.13, python3-sentencepiece, python3-nltk, python3-tqdm):
+train, then pick the checkpoint, export, evaluate, measure the length guard,
+write the fixtures, check the C engine on them and write this card.
 The corpus and tokenizer are byte-for-byte reproducible; training resumes from
-its checkpoint if interrupted.
+its checkpoint if interrupted.{' Its warm start reads the previous model from git (models/en-fr at commit b516e3a); see models/Makefile.' if warm else ''}
 """
-    with open(f"{a.model}/README.md", "w") as f:
-        f.write(card)
+    with open(f"{a.model}/README.md", "w") as fh:
+        fh.write(card)
     print(card)
 
 

@@ -12,6 +12,10 @@ chrF: character 6-grams, beta = 2, whitespace removed, averaged over n = 1..6
 reference: tests/test_engine.c proves the two produce the same ids (greedy
 and beam 4, every fixture case), and C's beam search is much faster than the
 reference's sentence-at-a-time Python loop.
+
+--direction fr-en reads test.fr as the source and test.en as the references;
+the translations go to <hyp-dir>/test.beam<N>.<target language> (en-fr's keep
+their names: work/eval/test.beam1.fr ...).
 """
 import subprocess
 import argparse, json, os, re, sys, time
@@ -69,6 +73,17 @@ def translate(m, tok, lines, beam, max_len, batch=32):
     return out
 
 
+def c_translate(mtserve, model, lines, beam, max_length, threads=2, json_out=False):
+    """build/mtserve translate on lines (one per line): the texts, or with
+    json_out the parsed --json objects (source_ids, ids, pieces, text, score)."""
+    cmd = [mtserve, "translate", "--model", model, "--beam", str(beam), "--max-length", str(max_length),
+           "--threads", str(threads)] + (["--json"] if json_out else [])
+    run = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    out = run.stdout.split("\n")[:len(lines)]
+    assert len(out) == len(lines), (len(out), len(lines))
+    return [json.loads(l) for l in out] if json_out else out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True); ap.add_argument("--corpus", required=True)
@@ -78,29 +93,33 @@ def main():
     ap.add_argument("--beams", default="1,4")
     ap.add_argument("--decoder", default="torch", choices=["torch", "c"])
     ap.add_argument("--mtserve", default="../build/mtserve")
+    ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
+    ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
-    torch.set_num_threads(2)
-    m, _ = load_dir(a.model); tok = MarianTok(a.model)
-    src = open(f"{a.corpus}/test.en").read().splitlines(); ref = open(f"{a.corpus}/test.fr").read().splitlines()
+    torch.set_num_threads(a.threads)
+    sl, tl = a.direction.split("-")
+    if a.decoder == "torch":
+        m, _ = load_dir(a.model); tok = MarianTok(a.model)
+    src = open(f"{a.corpus}/test.{sl}").read().splitlines(); ref = open(f"{a.corpus}/test.{tl}").read().splitlines()
     if a.limit:
         src, ref = src[:a.limit], ref[:a.limit]
-    res = {"test_sentences": len(src), "bleu_tokenization": "regex \\w+|[^\\w\\s], case-sensitive, nltk corpus_bleu",
+    res = {"direction": a.direction, "test_sentences": len(src),
+           "bleu_tokenization": "regex \\w+|[^\\w\\s], case-sensitive, nltk corpus_bleu",
            "chrf": "char 6-grams, beta 2, whitespace removed"}
-    if os.path.exists(a.out):          # keep results of other beams / decoders
-        res.update({k: v for k, v in json.load(open(a.out)).items() if k.startswith("beam")})
+    if os.path.exists(a.out):          # keep results of other beams / decoders (and the length guard's)
+        old = json.load(open(a.out))
+        if old.get("test_sentences") == len(src) and old.get("direction", "en-fr") == a.direction:
+            res.update({k: v for k, v in old.items() if k not in res})
     for beam in map(int, a.beams.split(",")):
         t0 = time.time()
         if a.decoder == "c":
-            run = subprocess.run([a.mtserve, "translate", "--model", a.model, "--beam", str(beam), "--max-length",
-                                  str(a.max_length), "--threads", "2"], input="\n".join(src) + "\n",
-                                 capture_output=True, text=True, check=True)
-            hyp = run.stdout.split("\n")[:len(src)]
+            hyp = c_translate(a.mtserve, a.model, src, beam, a.max_length, a.threads)
         else:
             hyp = translate(m, tok, src, beam, a.max_length)
         res[f"beam{beam}"] = {"bleu": round(bleu(hyp, ref), 2), "chrf": round(chrf(hyp, ref), 2),
                               "seconds": round(time.time() - t0, 1), "decoder": a.decoder}
         os.makedirs(a.hyp_dir, exist_ok=True)
-        with open(f"{a.hyp_dir}/test.beam{beam}.fr", "w") as f:
+        with open(f"{a.hyp_dir}/test.beam{beam}.{tl}", "w") as f:
             f.write("\n".join(hyp) + "\n")
         print(beam, res[f"beam{beam}"], flush=True)
     with open(a.out, "w") as f:

@@ -40,10 +40,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ckpt", required=True); ap.add_argument("--tok", required=True)
     ap.add_argument("--out", required=True); ap.add_argument("--dtype", default="F32", choices=list(DTYPES))
+    # tokenizer_config.json's source_lang / target_lang (what mtserve routes by);
+    # the joint SentencePiece model and vocab.json serve both directions as they are
+    ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
     a = ap.parse_args()
     ck = torch.load(a.ckpt)
-    export(ck["model"], ck["config"], a.tok, a.out, a.dtype)
-    print(f"exported {a.ckpt} (step {ck.get('step')}, dev loss {ck.get('dev_loss')}) to {a.out}")
+    src, tgt = a.direction.split("-")
+    export(ck["model"], ck["config"], a.tok, a.out, a.dtype, src, tgt)
+    what = (" = average of steps " + ", ".join(str(s) for _, s, _ in ck["averaged"])) if len(ck.get("averaged") or []) > 1 else ""
+    print(f"exported {a.ckpt} (step {ck.get('step')}{what}, dev loss {ck.get('dev_loss')}) to {a.out} ({a.direction})")
 
 
 if __name__ == "__main__":

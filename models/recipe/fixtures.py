@@ -28,18 +28,25 @@ HARD = [
     "«quotes» “double” ‘single’", "—dash–dash-", "≥ ≤ ≠ ∞ √", "©®™", "   leading and trailing   ",
     "This package provides the Python 3 module.", "A library for parsing JSON.",
 ]
+# fr-en: the same inputs (most are language-neutral), then French ones of the
+# same kinds: the domain, elision and apostrophes, ligatures and accents.
+HARD_FR = [
+    "Ce paquet fournit le module Python 3.", "Une bibliothèque pour analyser du JSON.",
+    "L'outil n'est qu'une interface « simple » à l'API.", "Œuvre, cœur, sœur, ex æquo.",
+    "À l'été, où ça ? Déjà !", "Il s'agit d'un logiciel libre : vous pouvez le redistribuer.",
+]
 
 
 def rnd(t):
     return [[[float('%.7g' % x) for x in row] for row in head] for head in t.tolist()]
 
 
-def pick_inputs(corpus, n):
-    with open(f"{corpus}/test.en") as f:
+def pick_inputs(corpus, n, src="en"):
+    with open(f"{corpus}/test.{src}") as f:
         lines = f.read().splitlines()
     lines.sort(key=len)
     step = max(1, len(lines) // n)
-    return HARD + lines[::step][:n]
+    return HARD + (HARD_FR if src == "fr" else []) + lines[::step][:n]
 
 
 @torch.no_grad()
@@ -50,13 +57,15 @@ def main():
     ap.add_argument("--max-length", type=int, default=0)
     ap.add_argument("--full-rows", type=int, default=6)
     ap.add_argument("--attention", type=int, default=4)
+    # fr-en: the inputs come from test.fr (the model's own direction is in its directory)
+    ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
     a = ap.parse_args()
     torch.set_num_threads(2)
     m, cfg = load_dir(a.model)
     tok = MarianTok(a.model)
     max_len = a.max_length or min(cfg["max_length"], 128)
     os.makedirs(a.out, exist_ok=True)
-    inputs = pick_inputs(a.corpus, a.n)
+    inputs = pick_inputs(a.corpus, a.n, a.direction.split("-")[0])
     full_index, full_rows = [], []
     attn = []
     with open(f"{a.out}/cases.jsonl", "w") as out:
