@@ -41,6 +41,10 @@ def training_facts(log):
     m = re.match(r"done: step (\d+) epoch (\d+) best dev loss ([\d.]+) minutes ([\d.]+)", log["done"])
     if m:
         f.update(steps=int(m.group(1)), epochs=int(m.group(2)), minutes=float(m.group(4)))
+        # train.py measures dev loss once more when it stops; a new best there is saved as best.pt
+        if log["dev"] and float(m.group(3)) < min(l for _, l in log["dev"]) - 5e-5 and \
+                log["dev"][-1][0] != int(m.group(1)):
+            log["dev"].append((int(m.group(1)), float(m.group(3))))
     h = log["header"]
     f["init"] = re.search(r"init (\S+),", h).group(1) if h else "random"
     f["lr"] = re.search(r"lr ([\d.e-]+),", h).group(1) if h else ""
