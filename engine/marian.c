@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "npz.h"
+#include "utf8.h"
 #include "yaml.h"
 
 #define CONFIG_MEMBER  "special:model.yml"
@@ -27,16 +28,7 @@
 /* ---- messages ------------------------------------------------------------------ */
 /* How many bytes of an untrusted string (a piece, a setting) to quote in a
  * message: at most 48, never half a UTF-8 character. */
-static int quote_len(const char *s)
-{
-    size_t n = strlen(s);
-    if (n <= 48)
-        return (int)n;
-    n = 48;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return (int)n;
-}
+static int quote_len(const char *s) { return mt_utf8_clip(s, strlen(s), 48); }
 
 /* ---- files -------------------------------------------------------------------- */
 static int is_file(const char *path)

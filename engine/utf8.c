@@ -43,3 +43,13 @@ int mt_utf8_valid(const char *s, size_t len)
 {
     return mt_utf8_valid_prefix(s, len) == len;
 }
+
+int mt_utf8_clip(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return (int)len;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return (int)n;
+}

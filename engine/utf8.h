@@ -18,5 +18,8 @@ size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp);
 size_t mt_utf8_valid_prefix(const char *s, size_t len);
 /* 1 if all of s[0..len) is valid. */
 int    mt_utf8_valid(const char *s, size_t len);
+/* How many bytes of s[0..len) to quote in a message: at most max, never
+ * half a character (continuation bytes are stepped back over). */
+int    mt_utf8_clip(const char *s, size_t len, size_t max);
 
 #endif

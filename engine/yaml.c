@@ -54,15 +54,7 @@ static void *fail(yparser *p, int no, mt_status st, const char *fmt, ...)
 }
 
 /* How many bytes of s[0..n) to quote in a message: at most 48, never half a character. */
-static int clip(const char *s, size_t n)
-{
-    if (n <= 48)
-        return (int)n;
-    n = 48;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return (int)n;
-}
+static int clip(const char *s, size_t n) { return mt_utf8_clip(s, n, 48); }
 
 /* The length of the character at s[i] of a line (lines are valid UTF-8), to
  * quote it whole in a message. */

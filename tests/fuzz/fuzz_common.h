@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef FUZZ_ROOT
 #define FUZZ_ROOT "."
@@ -66,6 +67,17 @@ static inline uint8_t *fuzz_slurp(const char *path, size_t *len)
     fclose(f);
     *len = n;
     return buf;
+}
+
+/* Make the file behind fd hold exactly data[0..size) (a memfd the target maps). */
+static inline void fuzz_fill_fd(int fd, const uint8_t *data, size_t size)
+{
+    FUZZ_CHECK(ftruncate(fd, 0) == 0);
+    for (size_t at = 0; at < size;) {
+        ssize_t w = pwrite(fd, data + at, size - at, (off_t)at);
+        FUZZ_CHECK(w > 0);
+        at += (size_t)w;
+    }
 }
 
 /* The fuzz targets' own UTF-8 decoder, written from the rules the project

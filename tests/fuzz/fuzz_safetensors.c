@@ -30,12 +30,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    FUZZ_CHECK(ftruncate(fd, 0) == 0);
-    for (size_t at = 0; at < size;) {
-        ssize_t w = pwrite(fd, data + at, size - at, (off_t)at);
-        FUZZ_CHECK(w > 0);
-        at += (size_t)w;
-    }
+    fuzz_fill_fd(fd, data, size);
     mt_err err = {0};
     mt_wfile *f = NULL;
     mt_status st = mt_st_open(path, &f, &err);

@@ -65,12 +65,7 @@ static void check_zip(const uint8_t *data, size_t size)
 
 static void check_pt(const uint8_t *data, size_t size)
 {
-    FUZZ_CHECK(ftruncate(fd, 0) == 0);
-    for (size_t at = 0; at < size;) {
-        ssize_t w = pwrite(fd, data + at, size - at, (off_t)at);
-        FUZZ_CHECK(w > 0);
-        at += (size_t)w;
-    }
+    fuzz_fill_fd(fd, data, size);
     mt_err err = {0};
     mt_wfile *f = NULL;
     mt_status st = mt_pt_open(path, &f, &err);
