@@ -19,6 +19,7 @@ ENGINE_SRC := $(sort $(wildcard engine/*.c))
 SERVER_SRC := $(sort $(filter-out server/main.c,$(wildcard server/*.c)))
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+TEST_SUPPORT := $(filter-out tests/gen_opus.c,$(TEST_SUPPORT))   # a program of its own (opus-models)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
@@ -79,6 +80,25 @@ $(B)/tests/%: tests/%.c $(TEST_SUPPORT) $(wildcard tests/*.h) $(B)/libmtserver.a
 # Every test binary prints cmocka's counts; the run fails if any binary fails.
 test: $(TESTS)
 	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve $$t || fail=1; done; exit $$fail
+
+# Random-weight OPUS-MT models of the published configurations in every file form
+# (safetensors F32/F16, pytorch_model.bin, Marian .npz), regenerated from a formula
+# by tests/gen_opus.c, never committed (tests/fixtures/opus-mt/README.md).
+OPUS_MODELS := en-mg tc-big-fr-en variants
+OPUS_FIX    := tests/fixtures/opus-mt
+.PHONY: opus-models
+opus-models: $(OPUS_MODELS:%=$(B)/opus-mt/%/.done)
+
+$(B)/tests/gen_opus: tests/gen_opus.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -ffp-contract=off $< -o $@ $(shell pkg-config --libs jansson zlib) -lm
+
+$(B)/opus-mt/%/.done: $(B)/tests/gen_opus $(OPUS_FIX)/%/config.json $(OPUS_FIX)/%/gen.json $(OPUS_FIX)/%/vocab.json \
+                      $(OPUS_FIX)/%/pt/manifest.json $(OPUS_FIX)/%/pt/data.pkl
+	rm -rf $(@D) && $< $(OPUS_FIX)/$* $(@D) && touch $@
+
+# tests/test_opus.c decodes them: generating all three takes ~10 s and 2.4 GB.
+test: opus-models
 
 # Issue 6 benchmarks (bench/run.py): prints a table and writes BENCHMARKS.md.
 #   make bench BENCH_MODEL=/tmp/x BENCH_ARGS="--n 32 --max-length 48 --label '...'"

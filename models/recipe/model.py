@@ -9,6 +9,16 @@ Conventions (all from the spec):
     Marian's [sin | cos] layout, computed in float64, starting at 0;
   - post-norm blocks, LayerNorm eps 1e-5, swish (or relu) feed-forward;
   - logits = h . shared^T + final_logits_bias (tied embeddings);
+  - the config variants of published models (none of them changes the default
+    configuration's modules, parameters or results): separate encoder and
+    decoder tables when share_encoder_decoder_embeddings is false (the decoder's
+    with decoder_vocab_size rows; the special ids are target ids), an own
+    lm_head when tie_word_embeddings is false, and normalize_embedding: the
+    BART-era layernorm_embedding (transformers 3.x, when MarianMTModel was a
+    BartForConditionalGeneration) applied to embedding * scale + position in
+    the encoder and in the decoder.  Today's HF MarianMTModel has no such module
+    (it ignores the key) and convert_marian_to_pytorch.py refuses such models;
+    this follows the BART code that defined the key;
   - decoding starts from the pad token; pad is never generated: it is removed
     from the softmax normalizer ("renormalized" logits);
   - greedy and beam search (HF v4.50+ rules, length penalty over generated
@@ -122,17 +132,37 @@ class DecoderLayer(nn.Module):
 
 
 class _Stack(nn.Module):
-    def __init__(self, layers):
+    """An encoder or decoder: its layers, and (config variants only) its own
+    token table (embed_tokens) and layernorm_embedding."""
+
+    def __init__(self, layers, embed_tokens=None, layernorm_embedding=None):
         super().__init__()
+        if embed_tokens is not None:
+            self.embed_tokens = embed_tokens
         self.layers = nn.ModuleList(layers)
+        if layernorm_embedding is not None:
+            self.layernorm_embedding = layernorm_embedding
+
+
+def _table(rows, d, pad):
+    return nn.Embedding(rows, d, padding_idx=pad if 0 <= pad < rows else None)
 
 
 class _Inner(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.shared = nn.Embedding(c["vocab_size"], c["d_model"], padding_idx=c["pad_token_id"])
-        self.encoder = _Stack([EncoderLayer(c) for _ in range(c["encoder_layers"])])
-        self.decoder = _Stack([DecoderLayer(c) for _ in range(c["decoder_layers"])])
+        d, pad = c["d_model"], c["pad_token_id"]
+        enc_tab = dec_tab = enc_ln = dec_ln = None
+        if c.get("share_encoder_decoder_embeddings", True):
+            self.shared = nn.Embedding(c["vocab_size"], d, padding_idx=pad)
+        else:
+            self.shared = None
+            enc_tab = _table(c["vocab_size"], d, pad)
+            dec_tab = _table(c.get("decoder_vocab_size", c["vocab_size"]), d, pad)
+        if c.get("normalize_embedding", False):
+            enc_ln, dec_ln = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.encoder = _Stack([EncoderLayer(c) for _ in range(c["encoder_layers"])], enc_tab, enc_ln)
+        self.decoder = _Stack([DecoderLayer(c) for _ in range(c["decoder_layers"])], dec_tab, dec_ln)
 
 
 class Marian(nn.Module):
@@ -142,26 +172,44 @@ class Marian(nn.Module):
         super().__init__()
         self.c = c
         self.model = _Inner(c)
-        self.register_buffer("final_logits_bias", torch.zeros(1, c["vocab_size"]))
+        shared = c.get("share_encoder_decoder_embeddings", True)
+        v_out = c["vocab_size"] if shared else c.get("decoder_vocab_size", c["vocab_size"])
+        self.register_buffer("final_logits_bias", torch.zeros(1, v_out))
+        if not c.get("tie_word_embeddings", True):
+            self.lm_head = nn.Linear(c["d_model"], v_out, bias=False)
         self.register_buffer("pos", sinusoidal_positions(c["max_position_embeddings"], c["d_model"]), persistent=False)
         self.scale = math.sqrt(c["d_model"]) if c["scale_embedding"] else 1.0
         self.pad, self.eos = c["pad_token_id"], c["eos_token_id"]
         std = c["init_std"]
         for m in self.modules():
             if isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, std=std); nn.init.zeros_(m.bias)
+                nn.init.normal_(m.weight, std=std)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
             elif isinstance(m, nn.Embedding):
                 nn.init.normal_(m.weight, std=std)
         with torch.no_grad():
-            self.model.shared.weight[self.pad].zero_()
+            for tab in {id(t): t for t in (self.table(False), self.table(True))}.values():
+                if self.pad < tab.weight.shape[0]:
+                    tab.weight[self.pad].zero_()
 
     # ---- building blocks -------------------------------------------------
-    def embed(self, ids, start=0):  # ids [B,T] -> [B,T,d]
-        x = self.model.shared(ids) * self.scale + self.pos[start:start + ids.shape[1]]
+    def table(self, decoder):
+        """The token embedding table of the encoder or the decoder."""
+        if self.model.shared is not None:
+            return self.model.shared
+        return (self.model.decoder if decoder else self.model.encoder).embed_tokens
+
+    def embed(self, ids, start=0, decoder=False):  # ids [B,T] -> [B,T,d]
+        x = self.table(decoder)(ids) * self.scale + self.pos[start:start + ids.shape[1]]
+        ln = getattr(self.model.decoder if decoder else self.model.encoder, "layernorm_embedding", None)
+        if ln is not None:
+            x = ln(x)
         return F.dropout(x, self.c["dropout"], self.training)
 
     def logits(self, h):  # [..., d] -> [..., V]
-        return F.linear(h, self.model.shared.weight) + self.final_logits_bias[0]
+        head = self.lm_head.weight if hasattr(self, "lm_head") else self.table(True).weight
+        return F.linear(h, head) + self.final_logits_bias[0]
 
     def logprobs(self, logits):
         """log-softmax with pad removed from the normalizer (never generated)."""
@@ -190,7 +238,7 @@ class Marian(nn.Module):
         T = tgt_in.shape[1]
         causal = torch.triu(torch.full((T, T), NEG), diagonal=1)[None, None]
         cm = self.key_mask(src_mask)
-        h = self.embed(tgt_in)
+        h = self.embed(tgt_in, decoder=True)
         for layer, (ck, cv) in zip(self.model.decoder.layers, self.cross_kv(enc)):
             k, v = layer.self_attn.kv(h)
             h, ws, wc = layer(h, k, v, causal, ck, cv, cm)
@@ -207,7 +255,7 @@ class Marian(nn.Module):
 
     def step(self, tok, t, cache, src_mask):
         """tok [B] at position t; appends this position's K/V to the cache -> logits [B,V]."""
-        h = self.embed(tok[:, None], start=t)
+        h = self.embed(tok[:, None], start=t, decoder=True)
         cm = self.key_mask(src_mask)
         for i, layer in enumerate(self.model.decoder.layers):
             k, v = layer.self_attn.kv(h)
