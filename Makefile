@@ -29,7 +29,7 @@ all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev
-DEB_TEST  := libcmocka-dev libcurl4-openssl-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
