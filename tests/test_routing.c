@@ -19,6 +19,12 @@
  * the choices), takes "fr" and "fra" alike, and its reply for a target equals
  * the engine's own decode of [the target token] + the source ids; a pair
  * nothing reaches is a 400.
+ *
+ * test_forms: a second server serves the random-weight opus-mt-en-mg of
+ * `make opus-models` in its three forms at once (pytorch_model.bin, the
+ * Marian release, model.safetensors) and tc-big-fr-en's F16 safetensors:
+ * /models names each form, and the three en-mg forms (the same weights)
+ * give the same reply.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +37,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <libgen.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -346,6 +353,67 @@ static void test_multilingual_matches_engine(void **state)
     mt_model_free(m);
 }
 
+/* The directory of the generated OPUS-MT models (as tests/test_opus.c finds it). */
+static void opus_dir(char *out, size_t cap)
+{
+    const char *env = getenv("MT_OPUS_DIR");
+    char bin[1024];
+    snprintf(bin, sizeof bin, "%s", bin_path());
+    if (env && *env)
+        snprintf(out, cap, "%s", env);
+    else
+        snprintf(out, cap, "%s/opus-mt", dirname(bin));
+}
+
+static void test_forms(void **state)
+{
+    (void)state;
+    char root[1024], a[4][1200];
+    opus_dir(root, sizeof root);
+    snprintf(a[0], sizeof a[0], "mg-pt=%s/en-mg/pytorch", root);
+    snprintf(a[1], sizeof a[1], "mg-npz=%s/en-mg/marian", root);
+    snprintf(a[2], sizeof a[2], "mg-st=%s/en-mg/safetensors-f32", root);
+    snprintf(a[3], sizeof a[3], "big=%s/tc-big-fr-en/safetensors-f16", root);
+    const char *const args[] = {"--model", a[0], "--model", a[1], "--model", a[2], "--model", a[3],
+                                "--threads", "2", NULL};
+    server s2;
+    assert_int_equal(server_start(&s2, args), 0);
+    reply r = get(&s2, "/models");
+    json_t *j = reply_json(&r);
+    reply_free(&r);
+    static const char *const want[4][2] = {{"mg-pt", "pytorch"}, {"mg-npz", "marian-npz"},
+                                           {"mg-st", "safetensors"}, {"big", "safetensors"}};
+    for (int i = 0; i < 4; i++) {
+        json_t *m = json_array_get(json_object_get(j, "models"), (size_t)i);
+        assert_string_equal(json_string_value(json_object_get(m, "id")), want[i][0]);
+        assert_string_equal(json_string_value(json_object_get(m, "format")), want[i][1]);
+    }
+    json_decref(j);
+    char *text[3];
+    for (int i = 0; i < 3; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"model\": \"%s\", \"text\": \"The program is free software.\", "
+                 "\"max_length\": 12, \"beam_size\": 1}", want[i][0]);
+        reply t = post(&s2, "/translate", body);
+        assert_int_equal(t.status, 200);
+        char why[256];
+        text[i] = reply_text(&t, why, sizeof why);
+        if (!text[i])
+            print_message("%s: %s\n", want[i][0], why);
+        assert_non_null(text[i]);
+        reply_free(&t);
+    }
+    print_message("    en-mg (random weights): %s\n", text[0]);
+    assert_string_equal(text[0], text[1]);
+    assert_string_equal(text[0], text[2]);
+    for (int i = 0; i < 3; i++)
+        free(text[i]);
+    reply t = post(&s2, "/translate", "{\"model\": \"big\", \"text\": \"Bonjour.\", \"max_length\": 8}");
+    assert_int_equal(t.status, 200);
+    reply_free(&t);
+    assert_int_equal(server_stop(&s2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_multilingual_listing),
         cmocka_unit_test(test_multilingual_target),
         cmocka_unit_test(test_multilingual_matches_engine),
+        cmocka_unit_test(test_forms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
