@@ -52,7 +52,7 @@ check: deps
 
 # What `make check` (CI) runs beyond `make test`: the pool stress test and the
 # bounded concurrent load under ThreadSanitizer, and each fuzz target briefly.
-CHECK_TSAN_TESTS   ?= test_parallel test_load
+CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing
 CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(wildcard engine/*.h server/*.h)
@@ -133,10 +133,11 @@ valgrind:
 # ThreadSanitizer: the tests that run threads, and the real server under load
 # (tests/test_load.c in its TSan mode).  TSAN_TESTS can narrow it.
 TSAN_TESTS ?= test_parallel test_engine test_server test_load
-tsan:
+tsan: opus-models      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
 	    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" MTSERVE_BIN=build-tsan/mtserve MTSERVE_TSAN=1 \
+	    MT_OPUS_DIR=$(CURDIR)/build/opus-mt \
 	    build-tsan/tests/$$t || exit 1; done
 
 include tests/fuzz/fuzz.mk

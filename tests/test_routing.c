@@ -38,6 +38,7 @@
 
 #include <ftw.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,56 @@ static void test_pivot(void **state)
     free(got);
 }
 
+/* Pivots under concurrency: the second leg is submitted from the first leg's
+ * done() on a scheduler thread while other requests come and go (the TSan
+ * run of this test is `make tsan TSAN_TESTS=test_routing`). */
+#define PIVOT_THREADS 4
+#define PIVOT_EACH    12
+
+typedef struct {
+    const char *want;
+    int         bad;
+} pivot_arg;
+
+static void *pivot_client(void *p)
+{
+    pivot_arg *a = p;
+    for (int i = 0; i < PIVOT_EACH; i++) {
+        const char *body = i % 2 ? "{\"q\": \"" TEXT "\", \"source\": \"de\", \"target\": \"fr\"}"
+                                 : "{\"text\": \"" TEXT "\", \"source\": \"de\", \"target\": \"fr\"}";
+        reply r = post(&srv, "/translate", body);
+        json_t *j = r.status == 200 ? reply_json(&r) : NULL;
+        const char *t = json_string_value(json_object_get(j, "translatedText"));
+        if (!t)
+            t = json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "text"));
+        a->bad += !t || strcmp(t, a->want) != 0;
+        json_decref(j);
+        reply_free(&r);
+    }
+    return NULL;
+}
+
+static void test_pivot_concurrent(void **state)
+{
+    (void)state;
+    char *mid = by_model("de-en", TEXT, NULL), *want = by_model("en-fr", mid, NULL);
+    pthread_t th[PIVOT_THREADS];
+    pivot_arg args[PIVOT_THREADS];
+    for (int i = 0; i < PIVOT_THREADS; i++) {
+        args[i] = (pivot_arg){.want = want};
+        assert_int_equal(pthread_create(&th[i], NULL, pivot_client, &args[i]), 0);
+    }
+    int bad = 0;
+    for (int i = 0; i < PIVOT_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        bad += args[i].bad;
+    }
+    print_message("    %d pivoted requests from %d clients, %d wrong\n", PIVOT_THREADS * PIVOT_EACH, PIVOT_THREADS, bad);
+    assert_int_equal(bad, 0);
+    free(mid);
+    free(want);
+}
+
 static void test_unreachable_pair(void **state)
 {
     (void)state;
@@ -420,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_languages),
         cmocka_unit_test(test_pair_routing),
         cmocka_unit_test(test_pivot),
+        cmocka_unit_test(test_pivot_concurrent),
         cmocka_unit_test(test_unreachable_pair),
         cmocka_unit_test(test_multilingual_listing),
         cmocka_unit_test(test_multilingual_target),
