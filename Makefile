@@ -51,7 +51,8 @@ check: deps
 	bash tests/docker_check.sh
 
 # What `make check` (CI) runs beyond `make test`: the pool stress test and the
-# bounded concurrent load under ThreadSanitizer, and each fuzz target briefly.
+# bounded concurrent load and the routing tests (pivots) under ThreadSanitizer, and each
+# fuzz target briefly.
 CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing
 CHECK_FUZZ_SECONDS ?= 8
 
@@ -124,7 +125,7 @@ asan:
 
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).  The tests
 # that drive a server process (whose threads valgrind would not follow) are left out.
-VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb
+VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing
 valgrind:
 	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \
