@@ -20,6 +20,7 @@ Run from the repository root with Debian's python3 (torch 1.13, numpy,
 sentencepiece, yaml):
 
     /usr/bin/python3 models/recipe/opus_fixtures.py [--models en-mg,...] [--no-verify]
+    /usr/bin/python3 models/recipe/opus_fixtures.py --pt-only DIR [--work W]   (only DIR/pt/, see --help)
 
 It then builds and runs build/tests/gen_opus and checks every file it writes
 against this formula (torch.load, numpy, yaml), and that pytorch_model.bin
@@ -315,9 +316,10 @@ def load_json(path):
         return json.load(f, object_pairs_hook=collections.OrderedDict)
 
 
-def model_config(name):
-    """The config gen_opus writes: the fixture's config.json with gen.json's layers."""
-    d = f"{FIX}/{name}"
+def model_config(name, fixture=None):
+    """The config gen_opus writes: the fixture's config.json with gen.json's layers
+    (fixture: another fixture directory than FIX/name, e.g. --pt-only's)."""
+    d = fixture or f"{FIX}/{name}"
     cfg = load_json(f"{d}/config.json")
     gen = load_json(f"{d}/gen.json")
     if "layers" in gen:
@@ -691,8 +693,9 @@ def hf_state_dict(cfg, tensors):
     return sd
 
 
-def write_pt_skeleton(name, cfg, tensors, work):
-    """torch.save the state dict once; keep its small members and a manifest."""
+def write_pt_skeleton(name, cfg, tensors, work, out=None):
+    """torch.save the state dict once; keep its small members and a manifest in
+    out (default FIX/name/pt).  Returns the path of torch.save's whole file."""
     sd = hf_state_dict(cfg, tensors)
     path = f"{work}/{name}.{PT_PREFIX}.bin"
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -704,7 +707,7 @@ def write_pt_skeleton(name, cfg, tensors, work):
         ptr_name.setdefault(t.data_ptr(), n)
     # storage key -> tensor: read the pickle's persistent ids through a restricted unpickler
     keys = storage_keys(path)
-    out = f"{FIX}/{name}/pt"
+    out = out or f"{FIX}/{name}/pt"
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     members = []
@@ -887,8 +890,17 @@ def main():
     ap.add_argument("--work", default="build/opus-recipe")
     ap.add_argument("--build", default="build")
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--pt-only", metavar="FIXTURE",
+                    help="only write FIXTURE/pt/ for the fixture directory FIXTURE (a copy of FIX/<model>, e.g. "
+                         "with other layers in gen.json: bench/load_forms.py); torch.save's whole file is kept as "
+                         "WORK/<basename of FIXTURE>.pytorch_model.bin and its path printed")
     a = ap.parse_args()
     torch.set_num_threads(2)
+    if a.pt_only:
+        fx = a.pt_only.rstrip("/")
+        cfg = model_config(None, fx)
+        print(write_pt_skeleton(os.path.basename(fx), cfg, build_tensors(cfg), a.work, f"{fx}/pt"))
+        return
     logs = []
 
     def log(s):
