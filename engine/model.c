@@ -296,6 +296,21 @@ static void convert(const mt_tensor *t, float *dst, size_t n)
         dst[i] = elem(t, i);
 }
 
+/* t was copied out of the mapping (converted, transposed or fused): its whole
+ * pages are given back, as drop() does for what is packed.  A read-only file
+ * mapping refaults them from the file should the tensor be read again (a
+ * tied table). */
+static void release_source(const mt_tensor *t)
+{
+    size_t bytes = mt_dtype_size(t->dtype);
+    for (int i = 0; i < t->rank; i++)
+        bytes *= (size_t)t->shape[i];
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)t->data + pg - 1) / pg * pg,
+              hi = ((uintptr_t)t->data + bytes) / pg * pg;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* A float32 view of the tensor: in place when F32 and aligned, else a converted copy. */
 static mt_status get_f32(loader *L, const char *name, int64_t d0, int64_t d1, const float **out, mt_err *err)
 {
@@ -313,6 +328,7 @@ static mt_status get_f32(loader *L, const char *name, int64_t d0, int64_t d1, co
     if (!dst)
         return MT_ERR_NOMEM;
     convert(t, dst, n);
+    release_source(t);
     *out = dst;
     return MT_OK;
 }
@@ -333,6 +349,7 @@ static mt_status get_vocab_f32(loader *L, const char *name, int64_t rows, int64_
     if (!dst)
         return MT_ERR_NOMEM;
     convert(t, dst, stored);
+    release_source(t);
     *out = dst;
     return MT_OK;
 }
@@ -353,6 +370,7 @@ static mt_status get_fused(loader *L, const char *prefix, const char *const *par
         if ((st = find_tensor(L, name, d, in, &t, err)) != MT_OK)
             return st;
         convert(t, w + (size_t)i * d * in, (size_t)d * in);
+        release_source(t);
         snprintf(name, sizeof name, "%s.%s.bias", prefix, parts[i]);
         if ((st = find_tensor(L, name, d, 0, &t, err)) != MT_OK)
             return st;
