@@ -316,12 +316,16 @@ static void test_slow_body(void **state)
 }
 
 /* Clients that connect, send half a request or nothing, and leave: the
- * server's descriptors come back at once (no CLOSE-WAIT until a timeout). */
+ * server's descriptors come back, released by the departed-client sweep
+ * (reason client_gone), not by the request deadline (3 s here) nor the idle
+ * timeout.  What is asserted is the mechanism, through the server's own
+ * counters, so a busy machine (the sweep is then late) cannot fail it; the
+ * wait is only bounded (10 s) so that a regression fails rather than hangs. */
 static void test_departed_clients_released(void **state)
 {
     (void)state;
     int base = server_fds();
-    long before = closed_count("client_gone");
+    long before = closed_count("client_gone"), timeouts = closed_count("request_timeout");
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < 200; i++) {
             int fd = connect_from("127.0.0.5");
@@ -332,13 +336,16 @@ static void test_departed_clients_released(void **state)
         }
     double t0 = now_s();
     int now = server_fds();
-    while (now > base + 4 && now_s() - t0 < 2.0) {
+    while (now > base + 4 && now_s() - t0 < 10.0) {
         sleep_ms(50);
         now = server_fds();
     }
-    printf("# departed: 600 clients came and went; server fds %d -> %d within %.2f s\n", base, now, now_s() - t0);
+    long gone = closed_count("client_gone") - before, late = closed_count("request_timeout") - timeouts;
+    printf("# departed: 600 clients came and went; server fds %d -> %d within %.2f s; closed as client_gone %ld, "
+           "by the request deadline %ld\n", base, now, now_s() - t0, gone, late);
     assert_true(now <= base + 4);
-    assert_true(before >= 0 && closed_count("client_gone") > before);
+    assert_true(before >= 0 && gone > 0);
+    assert_int_equal(late, 0);
 }
 
 /* One request that must be answered with status and close the connection. */
