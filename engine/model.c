@@ -296,19 +296,24 @@ static void convert(const mt_tensor *t, float *dst, size_t n)
         dst[i] = elem(t, i);
 }
 
-/* t was copied out of the mapping (converted, transposed or fused): its whole
- * pages are given back, as drop() does for what is packed.  A read-only file
- * mapping refaults them from the file should the tensor be read again (a
- * tied table). */
+/* Give back the whole pages of [p, p + bytes) of the read-only mapping; a file
+ * mapping refaults them from the file should they be read again. */
+static void release_pages(const void *p, size_t bytes)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + pg - 1) / pg * pg,
+              hi = ((uintptr_t)p + bytes) / pg * pg;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* t was copied out of the mapping (converted, transposed or fused): its pages
+ * go back, as drop() does for what is packed (a tied table refaults). */
 static void release_source(const mt_tensor *t)
 {
     size_t bytes = mt_dtype_size(t->dtype);
     for (int i = 0; i < t->rank; i++)
         bytes *= (size_t)t->shape[i];
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)t->data + pg - 1) / pg * pg,
-              hi = ((uintptr_t)t->data + bytes) / pg * pg;
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    release_pages(t->data, bytes);
 }
 
 /* A float32 view of the tensor: in place when F32 and aligned, else a converted copy. */
@@ -664,10 +669,7 @@ static void drop(loader *L, const float *p, size_t n)
     mt_model *m = L->m;
     if (in_map(L, p)) {
         L->mapped_bytes -= n * sizeof(float);
-        uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + pg - 1) / pg * pg,
-                  hi = ((uintptr_t)(p + n)) / pg * pg;
-        if (hi > lo)
-            madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        release_pages(p, n * sizeof(float));
         return;
     }
     for (int i = 0; i < m->n_owned; i++)

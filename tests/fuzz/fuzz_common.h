@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #ifndef FUZZ_ROOT
@@ -67,6 +68,16 @@ static inline uint8_t *fuzz_slurp(const char *path, size_t *len)
     fclose(f);
     *len = n;
     return buf;
+}
+
+/* A memfd for the targets whose readers map a path: its fd, and its
+ * /proc/self/fd path in path[0..cap). */
+static inline int fuzz_memfd(const char *name, char *path, size_t cap)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    FUZZ_CHECK(fd >= 0);
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+    return fd;
 }
 
 /* Make the file behind fd hold exactly data[0..size) (a memfd the target maps). */

@@ -52,9 +52,7 @@ static void cleanup(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    fd = memfd_create("fuzz.npz", MFD_CLOEXEC);
-    FUZZ_CHECK(fd >= 0);
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    fd = fuzz_memfd("fuzz.npz", path, sizeof path);
     snprintf(dir, sizeof dir, "/tmp/fuzz_npz_XXXXXX");
     FUZZ_CHECK(mkdtemp(dir));
     atexit(cleanup);

@@ -26,9 +26,7 @@ static char path[64];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    fd = memfd_create("fuzz.zip", MFD_CLOEXEC);
-    FUZZ_CHECK(fd >= 0);
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    fd = fuzz_memfd("fuzz.zip", path, sizeof path);
     return 0;
 }
 
