@@ -11,7 +11,10 @@ OPT      ?= -O2 $(ARCH)
 CFLAGS   ?= $(OPT)
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -Iengine -Iserver \
             $(shell pkg-config --cflags $(PKGS))
-LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lm -pthread
+# BLAS_LIBS: how OpenBLAS is linked.  docker/Dockerfile links Debian's static libopenblas.a:
+# the binary then holds sgemm and its per-CPU kernels only, not the whole 43 MB package.
+BLAS_LIBS ?= $(shell pkg-config --libs openblas)
+LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson) $(BLAS_LIBS) -lm -pthread
 TEST_LIBS := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
 B        ?= build
 

@@ -4,5 +4,6 @@
 
 int mt_cmd_translate(int argc, char **argv);   /* server/cmd_translate.c */
 int mt_cmd_serve(int argc, char **argv);       /* server/serve.c */
+int mt_cmd_health(int argc, char **argv);      /* server/cmd_health.c */
 
 #endif

@@ -1,6 +1,7 @@
-/* mtserve: one binary, two commands.
+/* mtserve: one binary, three commands.
  *   mtserve translate [--model DIR] [--beam N] [--json]   stdin lines -> translations
  *   mtserve serve     [--model DIR]... [--host H] [--port P] ...   the HTTP service
+ *   mtserve health    [--host H] [--port P]                 exit 0 when /health answers 200
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@ static void usage(FILE *f)
                "commands:\n"
                "  translate   translate stdin, one sentence per line\n"
                "  serve       run the HTTP service\n"
+               "  health      exit 0 when a running server's /health answers 200\n"
                "run 'mtserve <command> --help' for the options of a command\n");
 }
 
@@ -26,6 +28,8 @@ int main(int argc, char **argv)
         return mt_cmd_translate(argc - 1, argv + 1);
     if (strcmp(argv[1], "serve") == 0)
         return mt_cmd_serve(argc - 1, argv + 1);
+    if (strcmp(argv[1], "health") == 0)
+        return mt_cmd_health(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;

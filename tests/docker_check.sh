@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # docker_check: checks docker/Dockerfile on a machine without a Docker engine.
 #
-#   - the stages are debian:bookworm-slim, the runtime stage is non-root, exposes 8080,
-#     has a /health HEALTHCHECK whose tool is installed (or Essential: bash), and the expected ENTRYPOINT;
+#   - the build stage is debian:bookworm-slim, the runtime stage FROM scratch holds what
+#     docker/rootfs.sh assembles, runs as uid 999, exposes 8080, its HEALTHCHECK is
+#     `mtserve health`, and the expected ENTRYPOINT;
 #   - every COPY source exists and gets through the top-level .dockerignore;
 #   - every apt package named in the Dockerfile exists (apt-cache show);
 #   - a clean clone of the committed tree builds with the Dockerfile's make command and ARCH default (no -march=native);
-#   - the runtime packages (and their dependencies) provide every shared library the
-#     binary links against;
+#   - docker/rootfs.sh run on that binary gives a root file system in which, chrooted as
+#     uid 999 (root only; skipped otherwise), `mtserve serve` loads the image's model,
+#     `mtserve health` answers 0 and /translate answers: the image without an engine;
 #   - `mtserve serve` accepts the ENTRYPOINT arguments and knows every MTSERVE_* the
 #     image sets (skipped, not passed, while `serve` is not implemented);
 #   - docker/k8s/*.yaml parse as YAML (Debian's python3-yaml) and carry the required
@@ -55,22 +57,23 @@ apt_packages() {
         | grep -v '^-' | grep -v '^$' | sort -u
 }
 apt_packages "$TMP/instr" > "$TMP/pkgs_all"
-apt_packages "$TMP/runtime" > "$TMP/pkgs_runtime"
 
 # ---- the image's shape ----
 check "multi-stage build ($n_stages stages)" [ "$n_stages" -ge 2 ]
-grep -i '^FROM ' "$TMP/instr" | grep -v '^FROM debian:bookworm-slim\( \|$\)' > "$TMP/other_bases"
-check "every stage is FROM debian:bookworm-slim" not test -s "$TMP/other_bases"
+# build stages on Debian; the runtime stage is FROM scratch (docker/rootfs.sh fills it)
+grep -i '^FROM ' "$TMP/instr" | sed '$d' | grep -v '^FROM debian:bookworm-slim\( \|$\)' > "$TMP/other_bases"
+check "every build stage is FROM debian:bookworm-slim" not test -s "$TMP/other_bases"
+check "the runtime stage is FROM scratch" grep -Eq '^FROM scratch$' <(grep -i '^FROM ' "$TMP/instr" | tail -n1)
 check "runtime stage EXPOSE 8080" grep -Eq '^EXPOSE .*\b8080\b' "$TMP/runtime"
 user=$(grep -i '^USER ' "$TMP/runtime" | tail -n1 | awk '{print $2}')
-check "runtime stage runs as a non-root USER (${user:-none})" \
-    bash -c '[ -n "$1" ] && [ "$1" != root ] && [ "$1" != 0 ] && [ "${1%%:*}" != 0 ]' _ "$user"
-check "runtime stage creates user '${user:-?}'" grep -Eq "useradd .*\b${user:-@@}\b" "$TMP/runtime"
-check "HEALTHCHECK probes /health" grep -Eq '^HEALTHCHECK .*/health' "$TMP/runtime"
-hc_tool=$(grep '^HEALTHCHECK' "$TMP/runtime" | sed 's/.* CMD \[*"*//' | awk '{print $1}' | tr -d '",')
-# the tool is installed in the runtime stage, or is an Essential package (bash), in every Debian base image
-check "HEALTHCHECK tool '$hc_tool' is installed in the runtime stage or Essential" \
-    bash -c 'grep -qx "$1" "$2" || [ "$(apt-cache show --no-all-versions "$1" 2>/dev/null | sed -n "s/^Essential: //p" | head -n1)" = yes ]' _ "$hc_tool" "$TMP/pkgs_runtime"
+check "runtime stage runs as a non-root numeric USER (${user:-none})" \
+    bash -c '[[ "$1" =~ ^[0-9]+(:[0-9]+)?$ ]] && [ "${1%%:*}" != 0 ]' _ "$user"
+check "docker/rootfs.sh names uid ${user%%:*} in /etc/passwd" \
+    grep -Eq "^echo 'mtserve:x:${user%%:*}:${user##*:}:" "$ROOT/docker/rootfs.sh"
+check "the build stage runs docker/rootfs.sh and the runtime stage copies its tree" \
+    bash -c 'grep -Eq "^RUN bash docker/rootfs.sh build/mtserve /rootfs" "$1" && grep -Eq "^COPY --from=build /rootfs/? /$" "$2"' _ "$TMP/instr" "$TMP/runtime"
+hc=$(grep '^HEALTHCHECK' "$TMP/runtime" | sed 's/.* CMD[[:space:]]*//' | tr -d '[]",')
+check "HEALTHCHECK runs the image's own binary: '$hc'" grep -Eq '^mtserve health( |$)' <<<"$hc"
 entry=$(grep '^ENTRYPOINT' "$TMP/runtime" | tail -n1 | sed 's/^ENTRYPOINT[[:space:]]*//')
 check "ENTRYPOINT is [\"mtserve\",\"serve\",\"--host\",\"0.0.0.0\"]" \
     [ "$(echo "$entry" | tr -d ' ')" = '["mtserve","serve","--host","0.0.0.0"]' ]
@@ -257,16 +260,19 @@ while read -r p; do
     check "apt package '$p' exists" apt_exists "$p"
 done < "$TMP/pkgs_all"
 
-# ---- clean clone builds portably ----
-make_args=$(grep -Eo 'make [^&]*' "$TMP/instr" | head -n1 | sed "s/^make//; s/-j\"*\\\$(nproc)\"*//; s/ARCH=\"\\\$ARCH\"/ARCH=$arch_default/")
+# ---- clean clone builds portably, with the Dockerfile's own make command ----
+# "make -j"$(nproc)" ARCH="$ARCH" BLAS_LIBS="$(pkg-config ...)" build/mtserve": run by the
+# shell as the build stage does, with ARG ARCH's default in the environment
+make_cmd=$(grep -Eo '^RUN make [^&]*' "$TMP/instr" | head -n1 | sed 's/^RUN //; s/-j"*\$(nproc)"*/-j2/')
 BIN=""
 if git clone --quiet "$ROOT" "$TMP/src" 2>"$TMP/clone.log"; then
     ok "git clone of the committed tree"
-    if (cd "$TMP/src" && nice -n 10 make -j2 $make_args) >"$TMP/make.log" 2>&1; then
-        ok "clean clone: make$make_args"
+    if [ -n "$make_cmd" ] && (cd "$TMP/src" && export ARCH="$arch_default" && eval "nice -n 10 $make_cmd") \
+            >"$TMP/make.log" 2>&1; then
+        ok "clean clone: $make_cmd (ARCH=$arch_default)"
         BIN=$TMP/src/build/mtserve
     else
-        bad "clean clone: make$make_args (last lines below)"
+        bad "clean clone: '${make_cmd:-no RUN make line}' (last lines below)"
         tail -n 15 "$TMP/make.log" | sed 's/^/      /'
     fi
     check "no -march=native in the build commands" not grep -q "march=native" "$TMP/make.log"
@@ -274,41 +280,61 @@ else
     bad "git clone of the committed tree"
 fi
 
-# ---- shared libraries come from the runtime packages ----
-# allowed: the runtime packages and everything they depend on (libc6 included)
-if [ -n "$BIN" ]; then
-    apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
-        --no-replaces --no-enhances $(cat "$TMP/pkgs_runtime") 2>/dev/null \
-        | grep -v '^ ' | sed 's/:.*//' | sort -u > "$TMP/allowed"
-    ldd "$BIN" | awk '/=> \// {print $3}' > "$TMP/libs"
-    while read -r lib; do
-        real=$(readlink -f "$lib")
-        pkg=""
-        for f in "$real" "${real#/usr}" "$lib" "/usr${lib}"; do
-            pkg=$(dpkg -S "$f" 2>/dev/null | head -n1 | cut -d: -f1) && [ -n "$pkg" ] && break
-        done
-        check "$(basename "$lib") comes from ${pkg:-an unknown package}, installed in the runtime stage" \
-            grep -qx "${pkg:-@@}" "$TMP/allowed"
-    done < "$TMP/libs"
-else
-    skip "shared libraries vs runtime packages: no binary was built"
+# ---- the runtime root file system, without an engine ----
+# docker/rootfs.sh with the Dockerfile's arguments, the runtime stage's COPY lines
+# applied, then the ENTRYPOINT run chrooted as the image's USER with the image's ENV.
+rootfs=$TMP/rootfs
+rootfs_args=$(grep -Eo '^RUN bash docker/rootfs.sh build/mtserve /rootfs.*' "$TMP/instr" | head -n1 \
+              | sed 's#^RUN bash docker/rootfs.sh build/mtserve /rootfs##')
+if [ -n "$BIN" ] && (cd "$TMP/src" && bash docker/rootfs.sh build/mtserve "$rootfs" $rootfs_args) \
+        >"$TMP/rootfs.log" 2>&1; then
+    ok "docker/rootfs.sh build/mtserve /rootfs$rootfs_args ($(du -sm "$rootfs" | cut -f1) MB)"
+    grep -i '^COPY ' "$TMP/runtime" | grep -v -- '--from' | while read -r _ src dst; do
+        mkdir -p "$rootfs/$dst" && cp -r "$TMP/src/${src%/}/." "$rootfs/$dst"
+    done
+    for lib in $(ldd "$BIN" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'); do
+        check "rootfs holds $(basename "$lib") and its package's copyright" \
+            bash -c '[ -f "$1$2" ] && ls "$1"/usr/share/doc/*/copyright >/dev/null' _ "$rootfs" "$lib"
+    done
+elif [ -n "$BIN" ]; then
+    bad "docker/rootfs.sh (last lines below)"; tail -n 5 "$TMP/rootfs.log" | sed 's/^/      /'
+    BIN=""
 fi
-
-# ---- the ENTRYPOINT and the MTSERVE_* variables are accepted ----
+entry_args=$(echo "$entry" | tr -d '[]",')
+# ENV lines: "ENV A=x B=y" -> one assignment a line
+image_env=$(grep '^ENV ' "$TMP/runtime" | sed 's/^ENV //' | tr ' ' '\n' | grep '=')
 if [ -z "$BIN" ]; then
-    skip "'mtserve serve --host 0.0.0.0 --help': no binary was built"
+    skip "the image's root file system: no binary was built"
+elif [ "$(id -u)" != 0 ]; then
+    skip "the image's root file system: chroot needs root"
 else
-    entry_args=$(echo "$entry" | tr -d '[]",' | awk '{$1=""; print}')
-    out=$("$BIN" $entry_args --help 2>&1); rc=$?
-    if echo "$out" | grep -qi 'not implemented\|unknown command'; then
-        skip "'mtserve$entry_args --help': serve is not implemented yet"
-    else
-        check "'mtserve$entry_args --help' exits 0" [ "$rc" -eq 0 ]
-        for v in $(grep -o 'MTSERVE_[A-Z_]*=' "$TMP/runtime" | tr -d = | sort -u); do
-            check "the image's $v is a known variable (mtserve serve --help)" \
-                grep -qw "$v" <<<"$out"
-        done
-    fi
+    run_in_image() {  # [VAR=value...] -- COMMAND...: as the image's USER, env and root
+        local envs=()
+        while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+        env -i $image_env "${envs[@]}" chroot --userspec="$user" "$rootfs" "$@"
+    }
+    out=$(run_in_image -- $entry_args --help 2>&1); rc=$?
+    check "chrooted as $user: '$entry_args --help' exits 0" [ "$rc" -eq 0 ]
+    for v in $(grep -o 'MTSERVE_[A-Z_]*=' "$TMP/runtime" | tr -d = | sort -u); do
+        check "the image's $v is a known variable (mtserve serve --help)" grep -qw "$v" <<<"$out"
+    done
+    port=$(( 20000 + RANDOM % 20000 ))
+    run_in_image MTSERVE_PORT=$port -- $entry_args >"$TMP/serve.log" 2>&1 &
+    serve_pid=$!
+    healthy=1
+    for _ in $(seq 1 100); do
+        run_in_image MTSERVE_PORT=$port -- $hc >/dev/null 2>&1 && { healthy=0; break; }
+        kill -0 "$serve_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    check "chrooted: the ENTRYPOINT serves and the HEALTHCHECK ('$hc') answers 0" [ "$healthy" -eq 0 ]
+    reply=$(curl -s --max-time 30 "http://127.0.0.1:$port/translate" -H 'Content-Type: application/json' \
+            -d '{"text":"Hello, how are you?"}')
+    check "chrooted: /translate with the image's model answers (${reply:0:80})" \
+        grep -q '"translations"' <<<"$reply"
+    kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid"; rc=$?
+    check "chrooted: SIGTERM stops the server with status 0 (got $rc)" [ "$rc" -eq 0 ]
+    [ "$healthy" -eq 0 ] || tail -n 5 "$TMP/serve.log" | sed 's/^/      /'
 fi
 
 finish

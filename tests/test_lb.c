@@ -5,8 +5,9 @@
  * the current user with its own prefix <dir of MTSERVE_BIN>/tests/lb-<port>/
  * (config, pid, logs and every temp path inside; removed at the end).  The
  * upstream is least_conn with keepalive and max_fails=1 fail_timeout=2s per
- * server; a failed or refused attempt is retried on another replica (a
- * translation is idempotent, so retrying a POST is right).
+ * server; its location includes docker/nginx/proxy.conf, the proxy policy the
+ * compose file's nginx ships with: a failed or refused attempt is retried on
+ * another replica (a translation is idempotent, so retrying a POST is right).
  *
  *   test_failover: 16 keep-alive clients send 1,000 POST /translate through
  *   nginx; after ~300 have completed one replica is SIGKILLed.  Every one of
@@ -50,6 +51,7 @@
 #include "harness.h"
 
 #define NGINX_BIN      "/usr/sbin/nginx"
+#define PROXY_CONF     "docker/nginx/proxy.conf"
 #define MODEL          "models/tiny"
 #define MAX_LENGTH     16
 #define INPUTS_FILE    "tests/fixtures/tokenizer/inputs/test.en.txt"
@@ -113,10 +115,12 @@ static int lb_start(lb *b, const int *ports, int n)
     const char *bin = bin_path(), *slash = strrchr(bin, '/');
     snprintf(bindir, sizeof bindir, "%.*s", slash ? (int)(slash - bin) : 1, slash ? bin : ".");
     char *abs = realpath(bindir, NULL);
+    /* the shipped proxy policy (retries, keep-alive, timeouts): what this test proves */
+    char proxy_conf[PATH_MAX];
     int port = free_port();
-    if (!abs || port <= 0) {
+    if (!abs || port <= 0 || !realpath(PROXY_CONF, proxy_conf)) {
         free(abs);
-        print_error("no bin dir or free port\n");
+        print_error("no bin dir, free port or %s\n", PROXY_CONF);
         return -1;
     }
     b->s.port = port;
@@ -149,18 +153,14 @@ static int lb_start(lb *b, const int *ports, int n)
                "  client_body_temp_path %s/client_body;\n  proxy_temp_path %s/proxy;\n"
                "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n  scgi_temp_path %s/scgi;\n",
             d, d, d, d, d);
-    fprintf(f, "  upstream up {\n    least_conn;\n");
+    fprintf(f, "  upstream mtserve {\n    least_conn;\n");
     for (int i = 0; i < n; i++)
         fprintf(f, "    server 127.0.0.1:%d max_fails=1 fail_timeout=%ds;\n", ports[i], FAIL_TIMEOUT_S);
     fprintf(f, "    keepalive 16;\n  }\n");
     fprintf(f, "  server {\n    listen 127.0.0.1:%d;\n"
                "    location = /lb-health { return 200 \"ok\\n\"; }\n"
-               "    location / {\n      proxy_pass http://up;\n      proxy_http_version 1.1;\n"
-               "      proxy_set_header Connection \"\";\n"
-               "      proxy_next_upstream error timeout http_502 http_503 non_idempotent;\n"
-               "      proxy_next_upstream_tries 3;\n      proxy_connect_timeout 1s;\n"
-               "      proxy_read_timeout 30s;\n    }\n  }\n}\n",
-            port);
+               "    location / { include %s; }\n  }\n}\n",
+            port, proxy_conf);
     fclose(f);
 
     fflush(NULL);
