@@ -311,7 +311,7 @@ else
     run_in_image() {  # [VAR=value...] -- COMMAND...: as the image's USER, env and root
         local envs=()
         while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-        env -i $image_env "${envs[@]}" chroot --userspec="$user" "$rootfs" "$@"
+        env -i $image_env "${envs[@]}" "$(command -v chroot)" --userspec="$user" "$rootfs" "$@"
     }
     out=$(run_in_image -- $entry_args --help 2>&1); rc=$?
     check "chrooted as $user: '$entry_args --help' exits 0" [ "$rc" -eq 0 ]
