@@ -319,7 +319,9 @@ else
         check "the image's $v is a known variable (mtserve serve --help)" grep -qw "$v" <<<"$out"
     done
     port=$(( 20000 + RANDOM % 20000 ))
-    run_in_image MTSERVE_PORT=$port -- $entry_args >"$TMP/serve.log" 2>&1 &
+    # a simple command, so that $! is the server itself (bash execs it in the subshell)
+    env -i $image_env MTSERVE_PORT=$port "$(command -v chroot)" --userspec="$user" "$rootfs" $entry_args \
+        >"$TMP/serve.log" 2>&1 &
     serve_pid=$!
     healthy=1
     for _ in $(seq 1 100); do
