@@ -26,9 +26,19 @@ gcc_s=$(ldconfig -p | awk '$1 == "libgcc_s.so.1" && $NF ~ /^\// { print $NF; exi
 [ -n "$gcc_s" ] || { echo "rootfs.sh: libgcc_s.so.1 not found (ldconfig -p)" >&2; exit 1; }
 libs="$libs $gcc_s"
 copyright() {  # PACKAGE: its copyright file goes along with its code
-    [ -f "/usr/share/doc/$1/copyright" ] || { echo "rootfs.sh: no copyright file for $1" >&2; exit 1; }
+    local doc=/usr/share/doc/$1/copyright src other
+    if [ ! -f "$doc" ]; then
+        # Some packages' doc directory is a symlink to a sibling's of the same source
+        # (libgcc-s1 -> gcc-12-base), and slim images drop such symlinks: take the
+        # copyright of an installed package built from the same source.
+        src=$(dpkg-query -W -f='${source:Package}' "$1" 2>/dev/null)
+        for other in $(dpkg-query -W -f='${Package} ${source:Package}\n' 2>/dev/null | awk -v s="$src" '$2 == s { print $1 }'); do
+            [ -f "/usr/share/doc/$other/copyright" ] && { doc=/usr/share/doc/$other/copyright; break; }
+        done
+    fi
+    [ -f "$doc" ] || { echo "rootfs.sh: no copyright file for $1" >&2; exit 1; }
     mkdir -p "$root/usr/share/doc/$1"
-    cp "/usr/share/doc/$1/copyright" "$root/usr/share/doc/$1/"
+    cp "$doc" "$root/usr/share/doc/$1/"
 }
 for lib in $libs; do
     cp --parents -L "$lib" "$root/"

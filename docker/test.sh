@@ -3,14 +3,18 @@
 # and checks the image as a user would.  Not part of `make check` (it needs root, a few
 # minutes and Debian's package mirror).
 #
-#   - installs what is missing (docker.io, debootstrap, curl);
+#   - installs what is missing (docker.io, debootstrap, curl, docker-compose);
 #   - starts a private dockerd (vfs, no iptables, no bridge) when none answers, and
 #     stops it at the end;
 #   - makes debian:bookworm-slim with debootstrap when the engine lacks it (the rootfs
 #     tarball is cached as build/docker/bookworm-rootfs.tar);
-#   - builds the image (--network host), then: /health and /translate, --read-only,
-#     non-root, HEALTHCHECK healthy, `docker stop` under load loses no reply and exits 0,
-#     image size, start-up time and memory.
+#   - builds the image (--network host), then: /health and /translate, a mounted model
+#     directory named by MTSERVE_MODEL, --read-only, uid 999, HEALTHCHECK healthy,
+#     `docker stop` under load loses no reply and exits 0, image size (< 120 MB),
+#     start-up time and memory;
+#   - docker/docker-compose.replicas.yml: 3 replicas behind nginx on :8080 (ports
+#     8080-8083 must be free); one replica killed under load loses no request, and the
+#     restarted replica (restart: unless-stopped) serves again through nginx.
 # Every container uses --network host and a free port.  Every wait is bounded.
 # Last line: "docker-test: N passed, N failed"; exit status 0 when nothing failed.
 set -u
@@ -47,7 +51,7 @@ finish() {
 
 # ---- packages ----
 missing=""
-for p in docker.io debootstrap curl; do
+for p in docker.io debootstrap curl docker-compose; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
@@ -108,7 +112,9 @@ else
     bad "docker build (last lines below)"; tail -n 20 "$WORK/build.log" | sed 's/^/      /'; finish
 fi
 size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
-ok "image size $size bytes ($(( size / 1000000 )) MB)"
+check "image size $size bytes ($(( size / 1000000 )) MB) < 120 MB" [ "$size" -lt 120000000 ]
+docker history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | cut -c1-110 | sed 's/^/      /'
+
 
 # ---- helpers ----
 free_port() {
@@ -150,12 +156,12 @@ if ready=$(wait_ready "$port" 60 "$t0"); then
     reply=$(translate "$port"); rc=$?
     check "/translate with the baked-in model: ${reply:0:120}" \
         bash -c '[ "$1" -eq 0 ] && grep -q "\"translations\"" <<<"$2" && grep -q "\"text\": *\"[^\"]" <<<"$2"' _ "$rc" "$reply"
-    # the non-root process
-    uid=$(docker exec "$c" id -u 2>/dev/null)
-    user=$(docker image inspect -f '{{.Config.User}}' "$IMAGE")
-    check "runs as non-root (User '$user', id -u ${uid:-?})" bash -c '[ -n "$1" ] && [ "$1" != 0 ]' _ "$uid"
-    # memory: the container's process (VmRSS) and docker stats
+    # the process's real and effective uid, seen from the host (the image has no `id`)
     pid=$(docker inspect -f '{{.State.Pid}}' "$c")
+    uids=$(awk '/^Uid:/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null)
+    user=$(docker image inspect -f '{{.Config.User}}' "$IMAGE")
+    check "runs as uid 999 (User '$user', process Uid ${uids:-?})" [ "$uids" = "999 999" ]
+    # memory: the container's process (VmRSS) and docker stats
     rss=$(awk '/^VmRSS/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null)
     stats=$(timeout 20 docker stats --no-stream --format '{{.MemUsage}}' "$c" 2>/dev/null)
     note "memory after one request: VmRSS ${rss:-?}; docker stats ${stats:-?}"
@@ -169,6 +175,22 @@ if ready=$(wait_ready "$port" 60 "$t0"); then
     check "HEALTHCHECK reaches healthy (status '$status')" [ "$status" = healthy ]
 else
     bad "docker run: /health did not answer 200 within 60 s (logs below)"
+    docker logs "$c" 2>&1 | tail -n 15 | sed 's/^/      /'
+fi
+docker rm -f "$c" >/dev/null 2>&1
+
+# ---- a mounted model directory, named by MTSERVE_MODEL ----
+port=$(free_port); c=mtserve-test-mount
+run "$c" "$port" -v "$ROOT/models:/models:ro" -e MTSERVE_MODEL=en-fr=/models/en-fr,tiny=/models/tiny
+if wait_ready "$port" 60 >/dev/null; then
+    models=$(curl -s --max-time 5 "http://127.0.0.1:$port/models")
+    reply=$(curl -s --max-time 30 "http://127.0.0.1:$port/translate" -H 'Content-Type: application/json' \
+            -d '{"text":"Hello.","model":"tiny"}')
+    check "MTSERVE_MODEL with a mounted /models: both listed, the mounted tiny model translates" \
+        bash -c 'grep -q "\"tiny\"" <<<"$1" && grep -q "\"en-fr\"" <<<"$1" && grep -q "\"model\": *\"tiny\"" <<<"$2"' \
+        _ "$models" "$reply"
+else
+    bad "mounted models: the service did not answer (logs below)"
     docker logs "$c" 2>&1 | tail -n 15 | sed 's/^/      /'
 fi
 docker rm -f "$c" >/dev/null 2>&1
@@ -227,5 +249,62 @@ else
     bad "docker stop under load: the service did not start"
 fi
 docker rm -f "$c" >/dev/null 2>&1
+
+# ---- 3 replicas behind nginx (docker/docker-compose.replicas.yml) ----
+# The same topology as tests/test_lb.c, in containers: 8 clients loop on POST /translate
+# through nginx on :8080; after 3 s one replica is SIGKILLed (`docker kill`), its
+# restart policy brings it back; every request must end in 200.  Then, once nginx's
+# fail_timeout has passed, requests must reach the restarted replica again (its /metrics
+# count of /translate grows).
+if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi
+CF=docker/docker-compose.replicas.yml
+busy=""
+for p in 8080 8081 8082 8083; do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && busy="$busy $p"; done
+if [ -n "$busy" ]; then
+    bad "compose replicas: ports$busy are in use (the compose file's nginx and replicas need 8080-8083)"
+elif ! "${COMPOSE[@]}" -p mtserve-test -f "$CF" up -d --build >"$WORK/compose.log" 2>&1; then
+    bad "compose replicas: ${COMPOSE[*]} up (last lines below)"; tail -n 15 "$WORK/compose.log" | sed 's/^/      /'
+else
+    up=1
+    for p in 8081 8082 8083; do wait_ready "$p" 60 >/dev/null || up=0; done
+    for _ in $(seq 1 50); do curl -sf --max-time 2 http://127.0.0.1:8080/lb-health >/dev/null && break; sleep 0.2; done
+    if [ "$up" -eq 1 ] && translate 8080 >/dev/null; then
+        ok "compose replicas: 3 replicas and nginx up, /translate through nginx answers"
+        client() {  # ID SECONDS: POST /translate through nginx in a loop
+            local end=$(( $(date +%s) + $2 )) code
+            while [ "$(date +%s)" -lt "$end" ]; do
+                code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "http://127.0.0.1:8080/translate" \
+                    -H 'Content-Type: application/json' -d '{"text":"The package is not installed, so it can be removed."}')
+                echo "$code" >>"$TMP/lb.$1"
+            done
+        }
+        rm -f "$TMP"/lb.*
+        pids=()
+        for i in 1 2 3 4 5 6 7 8; do client "$i" 10 & pids+=($!); done
+        sleep 3
+        victim=$("${COMPOSE[@]}" -p mtserve-test -f "$CF" ps -q mtserve-2)
+        docker kill "$victim" >/dev/null
+        for p in "${pids[@]}"; do wait "$p"; done
+        cat "$TMP"/lb.* >"$TMP/lb"
+        total=$(wc -l <"$TMP/lb"); n200=$(grep -cx 200 "$TMP/lb")
+        check "compose replicas: a replica killed under load, $n200 of $total requests answered 200" \
+            bash -c '[ "$1" -gt 0 ] && [ "$1" -eq "$2" ]' _ "$n200" "$total"
+        # back in: restarted by its policy, taken back by nginx after fail_timeout (5 s)
+        if wait_ready 8082 60 >/dev/null; then
+            sleep 6
+            before=$(curl -s http://127.0.0.1:8082/metrics | awk '/^mtserve_requests_total.*translate.*200/ {s += $NF} END {print s + 0}')
+            for _ in $(seq 1 30); do translate 8080 >/dev/null; done
+            after=$(curl -s http://127.0.0.1:8082/metrics | awk '/^mtserve_requests_total.*translate.*200/ {s += $NF} END {print s + 0}')
+            check "compose replicas: the restarted replica serves again through nginx ($((after - before)) of 30)" \
+                [ "$after" -gt "$before" ]
+        else
+            bad "compose replicas: the killed replica did not come back (restart: unless-stopped)"
+        fi
+    else
+        bad "compose replicas: not all of nginx and 3 replicas answered"
+        "${COMPOSE[@]}" -p mtserve-test -f "$CF" logs --tail 10 2>&1 | sed 's/^/      /'
+    fi
+    "${COMPOSE[@]}" -p mtserve-test -f "$CF" down -t 40 >>"$WORK/compose.log" 2>&1
+fi
 
 finish
