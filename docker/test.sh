@@ -252,8 +252,8 @@ docker rm -f "$c" >/dev/null 2>&1
 
 # ---- 3 replicas behind nginx (docker/docker-compose.replicas.yml) ----
 # The same topology as tests/test_lb.c, in containers: 8 clients loop on POST /translate
-# through nginx on :8080; after 3 s one replica is SIGKILLed (`docker kill`), its
-# restart policy brings it back; every request must end in 200.  Then, once nginx's
+# through nginx on :8080; after 3 s one replica's process is SIGKILLed, its restart
+# policy brings it back; every request must end in 200.  Then, once nginx's
 # fail_timeout has passed, requests must reach the restarted replica again (its /metrics
 # count of /translate grows).
 if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi
@@ -282,8 +282,10 @@ else
         pids=()
         for i in 1 2 3 4 5 6 7 8; do client "$i" 10 & pids+=($!); done
         sleep 3
+        # a crash, not `docker kill` (Docker does not restart what a user stopped):
+        # SIGKILL to the replica's process from the host
         victim=$("${COMPOSE[@]}" -p mtserve-test -f "$CF" ps -q mtserve-2)
-        docker kill "$victim" >/dev/null
+        kill -KILL "$(docker inspect -f '{{.State.Pid}}' "$victim")"
         for p in "${pids[@]}"; do wait "$p"; done
         cat "$TMP"/lb.* >"$TMP/lb"
         total=$(wc -l <"$TMP/lb"); n200=$(grep -cx 200 "$TMP/lb")
