@@ -22,9 +22,12 @@ static const float *cross_cache(const mt_session *s, int layer, int src)
     return s->cross_kv + ((long)layer * cross_rows + s->src_off[src]) * 2 * s->m->d;
 }
 
-void mt_lm_head(const mt_model *m, const float *h, int n, float *logits)
+void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8)
 {
-    mt_k_linear_packed(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE);
+    if (m->lm_pk.i8)
+        mt_k_linear_q8(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE, q8);
+    else
+        mt_k_linear_packed(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE);
 }
 
 /* residual + LN after the feed-forward block, shared by both paths; x [n][d]. */
@@ -32,8 +35,8 @@ static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
 {
     const mt_model *m = s->m;
     int d = m->d;
-    mt_lin_apply(&l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F], activation fused */
-    mt_lin_apply(&l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
+    mt_lin_apply(s->q8, &l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F], activation fused */
+    mt_lin_apply(s->q8, &l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
@@ -81,14 +84,14 @@ static void step_layer(mt_session *s, int li, int n, const int *pos, const int *
     const mt_model *m = s->m;
     const mt_dec_layer *l = &m->dec[li];
     int d = m->d;
-    mt_lin_apply(&l->self_qkv, s->x, n, s->qkv, MT_ACT_NONE);                         /* [n][3d] */
+    mt_lin_apply(s->q8, &l->self_qkv, s->x, n, s->qkv, MT_ACT_NONE);                         /* [n][3d] */
     step_attention(s, li, n, 0, pos, row_slot, row_src);                            /* ctx [n][d] */
-    mt_lin_apply(&l->self_out, s->ctx, n, s->h, MT_ACT_NONE);
+    mt_lin_apply(s->q8, &l->self_out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->self_ln.g, l->self_ln.b);
     /* cross-attention over the row's source (K/V computed once per source) */
-    mt_lin_apply(&l->cross_q, s->x, n, s->qkv, MT_ACT_NONE);                          /* [n][d] */
+    mt_lin_apply(s->q8, &l->cross_q, s->x, n, s->qkv, MT_ACT_NONE);                          /* [n][d] */
     step_attention(s, li, n, 1, pos, row_slot, row_src);
-    mt_lin_apply(&l->cross_out, s->ctx, n, s->h, MT_ACT_NONE);
+    mt_lin_apply(s->q8, &l->cross_out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->cross_ln.g, l->cross_ln.b);
     feed_forward(s, l, n);
 }
@@ -102,7 +105,7 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
         mt_embed_tokens(m, 1, tok + r, 1, pos[r], s->x + (long)r * d);
     for (int l = 0; l < m->info.dec_layers; l++)
         step_layer(s, l, n, pos, row_slot, row_src);
-    mt_lm_head(m, s->x, n, s->logits);
+    mt_lm_head(m, s->x, n, s->logits, s->q8);
 }
 
 void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap)
@@ -115,13 +118,13 @@ void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *ca
         float *cs = cap && cap->dec ? cap->dec + (long)li * H * T * T : NULL;
         float *cc = cap && cap->cross ? cap->cross + (long)li * H * T * S : NULL;
         const float *c = cross_cache(s, li, 0);
-        mt_lin_apply(&l->self_qkv, s->x, T, s->qkv, MT_ACT_NONE);
+        mt_lin_apply(s->q8, &l->self_qkv, s->x, T, s->qkv, MT_ACT_NONE);
         mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
-        mt_lin_apply(&l->self_out, s->ctx, T, s->h, MT_ACT_NONE);
+        mt_lin_apply(s->q8, &l->self_out, s->ctx, T, s->h, MT_ACT_NONE);
         mt_k_add_layernorm(s->x, s->h, T, d, l->self_ln.g, l->self_ln.b);
-        mt_lin_apply(&l->cross_q, s->x, T, s->qkv, MT_ACT_NONE);
+        mt_lin_apply(s->q8, &l->cross_q, s->x, T, s->qkv, MT_ACT_NONE);
         mt_attend(s, s->qkv, d, T, c, c + d, 2 * d, S, H, 0, s->ctx, d, cc);
-        mt_lin_apply(&l->cross_out, s->ctx, T, s->h, MT_ACT_NONE);
+        mt_lin_apply(s->q8, &l->cross_out, s->ctx, T, s->h, MT_ACT_NONE);
         mt_k_add_layernorm(s->x, s->h, T, d, l->cross_ln.g, l->cross_ln.b);
         feed_forward(s, l, T);
     }

@@ -46,12 +46,12 @@ static void encoder_layer(mt_session *s, const mt_enc_layer *l, int n, float *ca
 {
     const mt_model *m = s->m;
     int d = m->d;
-    mt_lin_apply(&l->qkv, s->x, n, s->qkv, MT_ACT_NONE);                              /* [n][3d] */
+    mt_lin_apply(s->q8, &l->qkv, s->x, n, s->qkv, MT_ACT_NONE);                              /* [n][3d] */
     mt_attend(s, s->qkv, 3 * d, n, s->qkv + d, s->qkv + 2 * d, 3 * d, n, m->enc_heads, 0, s->ctx, d, cap);
-    mt_lin_apply(&l->out, s->ctx, n, s->h, MT_ACT_NONE);
+    mt_lin_apply(s->q8, &l->out, s->ctx, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->attn_ln.g, l->attn_ln.b);
-    mt_lin_apply(&l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F] */
-    mt_lin_apply(&l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
+    mt_lin_apply(s->q8, &l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F] */
+    mt_lin_apply(s->q8, &l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
@@ -65,6 +65,6 @@ void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *
         encoder_layer(s, &m->enc[l], n, cap_enc ? cap_enc + (long)l * H * n * n : NULL);
     /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v. */
     for (int l = 0; l < m->info.dec_layers; l++)
-        mt_lin_apply(&m->dec[l].cross_kv, s->x, n, s->cross_kv + ((long)l * cross_rows + off) * 2 * d,
+        mt_lin_apply(s->q8, &m->dec[l].cross_kv, s->x, n, s->cross_kv + ((long)l * cross_rows + off) * 2 * d,
                      MT_ACT_NONE);
 }

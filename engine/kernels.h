@@ -11,6 +11,7 @@
  * kernel files:
  *   simd.h          the vector shim they share (static inline: AVX-512 / AVX2 / scalar)
  *   linear.c        mt_k_packed_bytes, mt_k_pack, mt_k_linear_packed: every Linear
+ *   linear_q8.c     mt_k_pack_q8, mt_k_linear_q8: every Linear with INT8 weights
  *   attn_kernels.c  mt_k_dots, mt_k_attend_row, mt_k_gemm_nt, mt_k_gemm_nn: attention products
  *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
  *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip: row-wise kernels
@@ -27,9 +28,15 @@ typedef enum { MT_ACT_SWISH, MT_ACT_RELU, MT_ACT_GELU, MT_ACT_NONE } mt_act;
 /* A Linear weight [out][in] packed at load (mt_k_pack): panels of
  * MT_PANEL outputs, each [in][MT_PANEL], the last zero-padded; F32 or F16. */
 #define MT_PANEL 16
+/* INT8 kernels (linear_q8.c), best first; the CPU's best is found at run time. */
+typedef enum { MT_Q8_SCALAR = 0, MT_Q8_AVX2 = 1, MT_Q8_VNNI512 = 2 } mt_q8_isa;
 typedef struct {
     const void *data;
     int in, out, f16;
+    int i8;                     /* INT8 (mt_k_pack_q8): data is [panels][in4/4][16][4] int8 */
+    mt_q8_isa isa;              /* i8: the kernel that runs it */
+    const float *scale;         /* i8: [out] per output row, max |W[o]| / 127 */
+    const int32_t *wsum;        /* i8: [out] sum_k of the quantized row */
 } mt_packed;
 size_t mt_k_packed_bytes(int in, int out, int f16);
 /* Pack W [out][in] (F32) into dst (mt_k_packed_bytes); f16: rounded to nearest even. */
@@ -38,6 +45,17 @@ void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
  * Each output is one FMA chain over k then + b: bit-identical in any batch and
  * with any number of threads. */
 void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
+/* INT8 weights (linear_q8.c): W quantized per output row, each input row
+ * quantized per row as the product needs it, the sums exact in int32, then
+ * y = act((float)acc * (xs[r] * ws[o]) + b[o]); every ISA gives the same bits. */
+mt_q8_isa   mt_k_q8_best_isa(void);
+const char *mt_k_q8_isa_name(mt_q8_isa isa);
+size_t mt_k_q8_bytes(int in, int out);
+void   mt_k_pack_q8(const float *W, int in, int out, mt_q8_isa isa, void *dst, mt_packed *pk);
+/* scratch for the quantized inputs of up to `rows` rows of `in` features */
+size_t mt_k_q8_scratch_bytes(int rows, int in);
+void   mt_k_linear_q8(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act,
+                      void *scratch);
 /* sc[j] = alpha * (K[j] . q) over len features for j < nk, K rows ld floats apart. */
 void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float *q, float *sc);
 /* A decode step's attention for one query, all heads: q [d], K and V rows ld

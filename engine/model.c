@@ -39,6 +39,8 @@ typedef struct {
     size_t      owned_bytes;
     uint8_t    *pk_at;             /* next free byte of m->packed */
     size_t      pk_need;           /* sizing pass (m->packed still NULL): bytes the packs take */
+    mt_weights  held;              /* how the products' weights are held: F32, F16 or INT8 */
+    mt_q8_isa   isa;               /* INT8: the kernel that runs them */
 } loader;
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -682,13 +684,17 @@ static void drop(loader *L, const float *p, size_t n)
 }
 
 /* bytes of one packed matrix in m->packed (64-byte aligned) */
-static size_t pk_bytes(int in, int out, int f16) { return (mt_k_packed_bytes(in, out, f16) + 63) / 64 * 64; }
+static size_t pk_bytes(const loader *L, int in, int out)
+{
+    size_t n = L->held == MT_WEIGHTS_I8 ? mt_k_q8_bytes(in, out) : mt_k_packed_bytes(in, out, L->held == MT_WEIGHTS_F16);
+    return (n + 63) / 64 * 64;
+}
 
 /* Pack w into the arena; in the sizing pass (no arena yet) only count its bytes. */
-static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_packed *pk, mt_err *err)
+static mt_status pack(loader *L, const float *w, int in, int out, mt_packed *pk, mt_err *err)
 {
     mt_model *m = L->m;
-    size_t need = pk_bytes(in, out, f16);
+    size_t need = pk_bytes(L, in, out);
     if (!m->packed) {
         L->pk_need += need;
         return MT_OK;
@@ -697,15 +703,20 @@ static mt_status pack(loader *L, const float *w, int in, int out, int f16, mt_pa
         return mt_err_set(err, MT_ERR_INTERNAL, "packed weights: arena too small for a [%d][%d] matrix", out, in);
     void *dst = L->pk_at;
     L->pk_at += need;
+    if (L->held == MT_WEIGHTS_I8) {
+        mt_k_pack_q8(w, in, out, L->isa, dst, pk);
+        return MT_OK;
+    }
+    int f16 = L->held == MT_WEIGHTS_F16;
     mt_k_pack(w, in, out, f16, dst);
     *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16};
     return MT_OK;
 }
 
 /* A Linear: packed, its row-major weights dropped. */
-static mt_status pack_lin(loader *L, mt_lin *l, int in, int out, int f16, mt_err *err)
+static mt_status pack_lin(loader *L, mt_lin *l, int in, int out, mt_err *err)
 {
-    mt_status st = pack(L, l->w, in, out, f16, &l->pk, err);
+    mt_status st = pack(L, l->w, in, out, &l->pk, err);
     if (st == MT_OK && L->m->packed) {
         drop(L, l->w, (size_t)in * out);
         l->w = NULL;
@@ -724,7 +735,7 @@ static mt_status half_table(loader *L, const float *t, size_t n, const uint16_t 
     return MT_OK;
 }
 
-static mt_status pack_layers(loader *L, int f16, mt_err *err)
+static mt_status pack_layers(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
     int d = m->d;
@@ -732,28 +743,28 @@ static mt_status pack_layers(loader *L, int f16, mt_err *err)
     for (int i = 0; i < m->info.enc_layers && st == MT_OK; i++) {
         mt_enc_layer *l = &m->enc[i];
         int F = m->enc_ffn;
-        if ((st = pack_lin(L, &l->qkv, d, 3 * d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->out, d, d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK)
+        if ((st = pack_lin(L, &l->qkv, d, 3 * d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->out, d, d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->fc1, d, F, err)) != MT_OK)
             break;
-        st = pack_lin(L, &l->fc2, F, d, f16, err);
+        st = pack_lin(L, &l->fc2, F, d, err);
     }
     for (int i = 0; i < m->info.dec_layers && st == MT_OK; i++) {
         mt_dec_layer *l = &m->dec[i];
         int F = m->dec_ffn;
-        if ((st = pack_lin(L, &l->self_qkv, d, 3 * d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->self_out, d, d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->cross_q, d, d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->cross_kv, d, 2 * d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->cross_out, d, d, f16, err)) != MT_OK ||
-            (st = pack_lin(L, &l->fc1, d, F, f16, err)) != MT_OK)
+        if ((st = pack_lin(L, &l->self_qkv, d, 3 * d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->self_out, d, d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->cross_q, d, d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->cross_kv, d, 2 * d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->cross_out, d, d, err)) != MT_OK ||
+            (st = pack_lin(L, &l->fc1, d, F, err)) != MT_OK)
             break;
-        st = pack_lin(L, &l->fc2, F, d, f16, err);
+        st = pack_lin(L, &l->fc2, F, d, err);
     }
     return st;
 }
 
-static mt_status prepare_weights(loader *L, int f16, mt_err *err)
+static mt_status prepare_weights(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
     int d = m->d, V = m->V;
@@ -767,10 +778,17 @@ static mt_status prepare_weights(loader *L, int f16, mt_err *err)
             L->pk_at = m->packed;
             L->owned_bytes += m->packed_bytes;
         }
-        if ((st = pack_layers(L, f16, err)) == MT_OK)
-            st = pack(L, m->lm_head, d, V, f16, &m->lm_pk, err);    /* lm_head may alias an embedding table */
+        if ((st = pack_layers(L, err)) == MT_OK)
+            st = pack(L, m->lm_head, d, V, &m->lm_pk, err);    /* lm_head may alias an embedding table */
     }
-    if (st != MT_OK || !f16)
+    if (st == MT_OK && L->held == MT_WEIGHTS_I8) {
+        /* the embedding tables stay F32 (a gather reads one row per token) */
+        snprintf(m->held, sizeof m->held, "INT8");
+        m->q8_isa = L->isa;
+        int F = m->enc_ffn > m->dec_ffn ? m->enc_ffn : m->dec_ffn;
+        m->q8_in_max = F > m->d ? F : m->d;
+    }
+    if (st != MT_OK || L->held != MT_WEIGHTS_F16)
         return st;
     size_t n = (size_t)V * d, n_src = (size_t)m->V_src * d;
     if ((st = half_table(L, m->enc_emb, n_src, &m->enc_emb16, err)) != MT_OK)
@@ -808,6 +826,7 @@ static void fill_info(loader *L)
     m->info.dtype = m->dtype;
     m->info.weight_bytes = L->mapped_bytes + L->owned_bytes;
     m->info.weights = m->held;
+    m->info.int8_kernel = m->q8_in_max ? mt_k_q8_isa_name(m->q8_isa) : "";
     m->info.file_bytes = m->st->size;
     m->info.format = m->st->format;
     m->info.weights_file = m->weights_file;
@@ -816,7 +835,7 @@ static void fill_info(loader *L)
 /* ---- public API ---------------------------------------------------------------- */
 mt_model_params mt_model_default_params(void)
 {
-    return (mt_model_params){.n_threads = 0, .weights = MT_WEIGHTS_F32};
+    return (mt_model_params){.n_threads = 0, .weights = MT_WEIGHTS_F32, .int8_kernel = MT_INT8_AUTO};
 }
 
 mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model **out, mt_err *err)
@@ -827,18 +846,21 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    loader L = {.m = m, .dir = dir};
+    mt_model_params p = params ? *params : mt_model_default_params();
+    loader L = {.m = m, .dir = dir, .held = p.weights, .isa = mt_k_q8_best_isa()};
+    if (p.int8_kernel != MT_INT8_AUTO && (int)p.int8_kernel < (int)L.isa)
+        L.isa = (mt_q8_isa)p.int8_kernel;      /* a slower kernel on request (tests, benchmarks) */
     snprintf(m->held, sizeof m->held, "F32");
     mt_status st = load_all(&L, err);
     if (st == MT_OK)
-        st = prepare_weights(&L, params && params->weights == MT_WEIGHTS_F16, err);
+        st = prepare_weights(&L, err);
     if (st != MT_OK) {
         mt_model_free(m);
         return st;
     }
     fill_info(&L);
     /* the pool is process-wide; OpenBLAS stays at one thread (parallel.h) */
-    mt_par_set_threads(params && params->n_threads > 0 ? params->n_threads : mt_par_threads());
+    mt_par_set_threads(p.n_threads > 0 ? p.n_threads : mt_par_threads());
     *out = m;
     return MT_OK;
 }

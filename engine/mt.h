@@ -30,11 +30,19 @@ typedef struct mt_session mt_session;
 /* How weights are held in memory.  F16 halves the bytes a decode step reads
  * (its speed at batch 1 is those bytes over the memory bandwidth): every weight
  * matrix is rounded to half precision at load; activations stay F32. */
-typedef enum { MT_WEIGHTS_F32 = 0, MT_WEIGHTS_F16 } mt_weights;
+typedef enum { MT_WEIGHTS_F32 = 0, MT_WEIGHTS_F16, MT_WEIGHTS_I8 } mt_weights;
+/* INT8 (MT_WEIGHTS_I8): every Linear and the vocabulary projection quantized
+ * per output row, their inputs per row as each product runs, the products on
+ * int8 with int32 sums (engine/linear_q8.c); embeddings, norms, attention and
+ * the KV caches stay F32.  A quarter of the F32 bytes per decode step.  The
+ * kernel is the CPU's best, found at run time (AVX-512 VNNI, AVX2, portable);
+ * int8_kernel may ask for a slower one: all give the same bits. */
+typedef enum { MT_INT8_AUTO = -1, MT_INT8_PORTABLE = 0, MT_INT8_AVX2 = 1, MT_INT8_VNNI512 = 2 } mt_int8_kernel;
 
 typedef struct {
     int n_threads;      /* compute threads for the process (engine/parallel.h); 0 = leave as is */
     mt_weights weights; /* default MT_WEIGHTS_F32: the checkpoint's values, exactly */
+    mt_int8_kernel int8_kernel;   /* default MT_INT8_AUTO */
 } mt_model_params;
 
 mt_model_params mt_model_default_params(void);
@@ -53,7 +61,8 @@ typedef struct {
     const char *source_lang;    /* from tokenizer_config.json; "" when unknown */
     const char *target_lang;
     const char *dtype;          /* dtype of the weights on disk: "F32", "F16", "BF16" */
-    const char *weights;        /* how they are held in memory: "F32" or "F16" (mt_weights) */
+    const char *weights;        /* how they are held in memory: "F32", "F16" or "INT8" (mt_weights) */
+    const char *int8_kernel;    /* INT8: "avx512-vnni", "avx2" or "portable"; else "" */
     size_t weight_bytes;        /* bytes of weights in use (mmapped or converted) */
     size_t file_bytes;          /* size of the weights file */
     const char *format;         /* the form loaded: "safetensors", "pytorch" (pytorch_model.bin),

@@ -19,10 +19,14 @@ typedef struct {
 } mt_lin;
 
 /* y [n][out] = act(x [n][in] W^T + b): every Linear, through its packed weights
- * (the order of each sum is fixed: a row's result does not depend on n). */
-static inline void mt_lin_apply(const mt_lin *l, const float *x, int n, float *y, mt_act act)
+ * (the order of each sum is fixed: a row's result does not depend on n).
+ * INT8 weights need q8, scratch for the quantized inputs (mt_session.q8). */
+static inline void mt_lin_apply(void *q8, const mt_lin *l, const float *x, int n, float *y, mt_act act)
 {
-    mt_k_linear_packed(x, n, &l->pk, l->b, y, act);
+    if (l->pk.i8)
+        mt_k_linear_q8(x, n, &l->pk, l->b, y, act, q8);    /* q8: the session's scratch */
+    else
+        mt_k_linear_packed(x, n, &l->pk, l->b, y, act);
 }
 typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
 
@@ -73,6 +77,8 @@ struct mt_model {
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
     int     n_owned, cap_owned;
     char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8], weights_file[256];
+    mt_q8_isa q8_isa;            /* INT8 weights: the kernel */
+    int q8_in_max;               /* INT8 weights: the widest product input (session scratch); 0 otherwise */
 };
 
 /* Attention weights capture for mt_attention_run (NULL on the normal path). */
@@ -114,6 +120,7 @@ struct mt_session {
                                   sequence uses [H][nq][nk] (heads in parallel); in a decode
                                   step row r's scratch is scores + r * H * L */
     float *logits;             /* [max_batch][V] */
+    void  *q8;                 /* INT8 weights: the quantized inputs of a product, [rows_max][in] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
     /* caches */
     float *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
@@ -175,7 +182,7 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
  * causal mask; leaves the final hidden states [T][d] in s->x. */
 void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap);
 /* logits[n][V] = h[n][d] E^T + bias. */
-void mt_lm_head(const mt_model *m, const float *h, int n, float *logits);
+void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
 
 /* generate.c */
 mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,

@@ -44,7 +44,7 @@ mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t
     for (int t0 = 0; t0 < tgt_len; t0 += B) {
         int nr = tgt_len - t0 < B ? tgt_len - t0 : B;
         float *rows = logits ? logits + (long)t0 * V : s->logits;
-        mt_lm_head(m, s->x + (long)t0 * d, nr, rows);
+        mt_lm_head(m, s->x + (long)t0 * d, nr, rows, s->q8);
         for (int i = 0; logp && i < nr; i++) {
             int32_t y = tgt[t0 + i];
             const float *r = rows + (long)i * V;

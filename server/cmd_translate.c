@@ -18,12 +18,13 @@
 
 typedef struct {
     const char *model;
-    int beam, max_length, threads, json, f16;
+    int beam, max_length, threads, json;
+    mt_weights weights;
 } options;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16]\n"
+    fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
                "                         [--json]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
@@ -31,6 +32,7 @@ static void usage(FILE *f)
                "  --max-length N    decoder length limit incl. the start token (default: the model's)\n"
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
+               "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n",
             DEFAULT_MODEL, MT_MAX_BEAM);
 }
@@ -69,8 +71,8 @@ static int parse_args(int argc, char **argv, options *o)
             if (!parse_int(a, v, 2, 1 << 20, &o->max_length))
                 return 2;
             i++;
-        } else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "f16"))) {
-            o->f16 = v[1] == '1';
+        } else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "int8"))) {
+            o->weights = v[0] == 'i' ? MT_WEIGHTS_I8 : v[1] == '1' ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
             i++;
         } else if (!strcmp(a, "--threads")) {
             if (!parse_int(a, v, 1, 256, &o->threads))
@@ -222,7 +224,7 @@ int mt_cmd_translate(int argc, char **argv)
     }
     mt_model_params mp = mt_model_default_params();
     mp.n_threads = o.threads;
-    mp.weights = o.f16 ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
+    mp.weights = o.weights;
     mt_model *m;
     mt_err err = {0};
     if (mt_model_load(o.model, &mp, &m, &err) != MT_OK) {

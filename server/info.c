@@ -26,6 +26,8 @@ static json_t *model_json(const srv_server *srv, const srv_model *m, int is_defa
                                "max_positions", i->max_positions, "activation", i->activation,
                                "dtype", i->dtype, "weights", i->weights, "default_beam", i->default_beam,
                                "default_max_length", i->default_max_length);
+    if (config && i->int8_kernel[0])    /* INT8 weights: the kernel this CPU runs them with */
+        json_object_set_new(config, "int8_kernel", json_string(i->int8_kernel));
     json_t *size = json_pack("{s:I,s:I,s:I}", "file_bytes", (json_int_t)i->file_bytes,
                              "weight_bytes", (json_int_t)i->weight_bytes, "session_bytes",
                              (json_int_t)srv_sessions_bytes(m->sessions));

@@ -49,7 +49,7 @@ mt_status srv_model_load(srv_server *srv, int i, mt_err *err)
     double t0 = srv_now();
     mt_model_params mp = mt_model_default_params();
     mp.n_threads = srv->blas_threads;
-    mp.weights = srv->opts.weights_f16 ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
+    mp.weights = (mt_weights)srv->opts.weights;
     _Static_assert(sizeof m->id == sizeof spec->id && sizeof m->dir == sizeof spec->dir, "sizes");
     memcpy(m->id, spec->id, sizeof m->id);
     memcpy(m->dir, spec->dir, sizeof m->dir);

@@ -1,6 +1,7 @@
 /* options: flags and MTSERVE_* variables -> srv_options.  One table drives
  * parsing, the environment and the usage text, so they cannot drift apart. */
 #include "options.h"
+#include "mt.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -32,8 +33,9 @@ static const opt_def opt_table[] = {
       "inference workers (sessions per model); 0 = auto" },
     { "--blas-threads", "MTSERVE_BLAS_THREADS", OPT_INT, F(blas_threads), 0, 0, 256,
       "compute threads of the engine's pool; 0 = auto (batching: cores; else cores / workers)" },
-    { "--weights", "MTSERVE_WEIGHTS", OPT_WEIGHTS, F(weights_f16), 0, 0, 0,
-      "f32|f16: hold weights as loaded, or rounded to half precision (half the bytes per decode step)" },
+    { "--weights", "MTSERVE_WEIGHTS", OPT_WEIGHTS, F(weights), 0, 0, 0,
+      "f32|f16|int8: hold weights as loaded, rounded to half precision (half the bytes per decode step), "
+      "or quantized to int8 per output row (a quarter; the CPU's int8 kernel)" },
     { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
       "HTTP (I/O) threads; 0 = auto (cores, at least 2)" },
     { "--queue", "MTSERVE_QUEUE", OPT_INT, F(queue), 0, 0, 100000,
@@ -239,11 +241,11 @@ static int set_value(srv_options *o, const opt_def *def, const char *value, int 
         *(int *)field = from_env ? !is_false(value) : 0;
         return 0;
     case OPT_WEIGHTS:
-        if (strcmp(value, "f32") == 0 || strcmp(value, "f16") == 0) {
-            *(int *)field = value[1] == '1';
+        if (strcmp(value, "f32") == 0 || strcmp(value, "f16") == 0 || strcmp(value, "int8") == 0) {
+            *(int *)field = value[0] == 'i' ? MT_WEIGHTS_I8 : value[1] == '1' ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
             return 0;
         }
-        snprintf(err, err_len, "%s: '%s' is not f32 or f16", name, value);
+        snprintf(err, err_len, "%s: '%s' is not f32, f16 or int8", name, value);
         return -1;
     case OPT_ONOFF:
         if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)

@@ -25,7 +25,7 @@ typedef struct {
     int    threads;         /* inference workers = sessions per model; 0 = auto
                                (batching: request threads waiting on the scheduler; 0 = max_batch) */
     int    blas_threads;    /* compute threads (engine pool); 0 = auto (cores / workers) */
-    int    weights_f16;     /* 1: --weights f16 (mt_model_params.weights) */
+    int    weights;         /* --weights: an mt_weights (MT_WEIGHTS_F32, _F16, _I8) */
     int    http_threads;    /* libmicrohttpd I/O thread pool; 0 = auto (cores, >= 2) */
     int    queue;           /* requests that may wait for a worker; more get 503 */
     int    queue_timeout_ms;/* a waiting request gives up (503) after this */

@@ -99,13 +99,14 @@ static void *load_models(void *arg)
             return NULL;
         }
         fprintf(stderr, "mtserve: model %s (%s, %s %s): %s->%s%s, %d+%d layers, d_model %d, vocab %d, "
-                        "%.1f MB weights (%s), session %.1f MB (batch %d, src %d, tgt %d), loaded in %.0f ms\n",
+                        "%.1f MB weights (%s%s%s), session %.1f MB (batch %d, src %d, tgt %d), loaded in %.0f ms\n",
                 m->id, m->dir, m->info->format, m->info->weights_file,
                 m->info->source_lang[0] ? m->info->source_lang : "?",
                 m->info->target_lang[0] ? m->info->target_lang : "?",
                 m->n_targets ? " (multilingual)" : "", m->info->enc_layers,
                 m->info->dec_layers, m->info->d_model, m->info->vocab_size,
-                (double)m->info->weight_bytes / 1e6, m->info->weights, (double)srv_sessions_bytes(m->sessions) / 1e6,
+                (double)m->info->weight_bytes / 1e6, m->info->weights,
+                m->info->int8_kernel[0] ? " " : "", m->info->int8_kernel, (double)srv_sessions_bytes(m->sessions) / 1e6,
                 m->sparams.max_batch, m->sparams.max_src_len, m->sparams.max_tgt_len, m->load_ms);
     }
     atomic_store(&srv->ready, 1);

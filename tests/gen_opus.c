@@ -1,7 +1,15 @@
 /* gen_opus.c: regenerate a random-weight OPUS-MT model of a real published
  * configuration in every file form the loaders read (test-only, no engine).
  *
- *   gen_opus <fixture-dir> <out-dir>
+ *   gen_opus [--full-depth] [--gain G] [--eos-bias B] [--forms F,...] <fixture-dir> <out-dir>
+ *
+ * Without options it writes the test models (make opus-models, byte for byte
+ * what tests/test_opus.c expects).  The options make benchmark models (make
+ * bench-models): --full-depth keeps the published depth (gen.json's "layers"
+ * ignored), --gain G draws Linear weights with gain G / sqrt(in) instead of
+ * 5 / sqrt(in) (calm enough that 12 layers do not turn float32 rounding into
+ * different tokens), --eos-bias B sets final_logits_bias[eos] (outputs end at
+ * a realistic length), --forms writes only the forms listed.
  *
  * <fixture-dir> is tests/fixtures/opus-mt/<model>: config.json and the
  * tokenizer files as published, gen.json (what to change: "layers", and
@@ -81,6 +89,11 @@ static inline uint64_t splitmix64(uint64_t z)
 
 typedef enum { K_TABLE, K_HEAD, K_LOGITS_BIAS, K_LINEAR, K_BIAS, K_LN_WEIGHT, K_LN_BIAS } kind;
 
+/* The Linear weights' gain numerator: G / sqrt(in).  5 for the test models (and
+ * by default); --gain sets it for bench models (calm enough at full depth that
+ * float32 rounding does not flip tokens: bench/calm.py). */
+static double linear_gain = 5.0;
+
 typedef struct {
     char     name[160];
     kind     k;
@@ -99,7 +112,7 @@ static void gain_of(const tensor *t, float *gain, float *offset)
     case K_TABLE:
     case K_HEAD:        *gain = 0.1f; break;
     case K_LOGITS_BIAS: *gain = 0.2f; break;
-    case K_LINEAR:      *gain = (float)(5.0 / sqrt((double)t->shape[1])); break;
+    case K_LINEAR:      *gain = (float)(linear_gain / sqrt((double)t->shape[1])); break;
     case K_BIAS:        *gain = 0.01f; break;
     case K_LN_WEIGHT:   *gain = 0.1f; *offset = 1.0f; break;
     case K_LN_BIAS:     *gain = 0.01f; break;
@@ -1030,13 +1043,72 @@ static void write_marian(const model *m, const dims *c, const char *fix, const c
     copy_file(join(from, spm, "target.spm"), dir, "target.spm");
 }
 
+static const char *const forms[] = {"safetensors-f32", "safetensors-f16", "pytorch", "marian"};
+#define N_FORMS 4
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: gen_opus [--full-depth] [--gain G] [--eos-bias B] [--forms F,...] <fixture-dir> <out-dir>\n"
+                    "  --full-depth  the config's own encoder/decoder layers (gen.json's \"layers\" ignored)\n"
+                    "  --gain G      Linear weights drawn with gain G / sqrt(in) (default 5)\n"
+                    "  --eos-bias B  final_logits_bias[eos] = B (default: the formula's value)\n"
+                    "  --forms LIST  which of safetensors-f32,safetensors-f16,pytorch,marian (default all)\n");
+    exit(2);
+}
+
+/* A number option's value, all of it a number. */
+static double num_arg(const char *opt, const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || errno || !isfinite(x))
+        die("%s needs a number, not %s", opt, v ? v : "nothing");
+    return x;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: gen_opus <fixture-dir> <out-dir>\n");
-        return 2;
+    /* The options are for benchmark models (Makefile: bench-models); without them the
+     * output is what the tests expect, byte for byte. */
+    int full_depth = 0, want[N_FORMS] = {1, 1, 1, 1}, eos_set = 0;
+    float eos_bias = 0.0f;
+    int i = 1;
+    for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--full-depth")) {
+            full_depth = 1;
+            continue;
+        }
+        if (!strcmp(a, "--gain")) {
+            linear_gain = num_arg(a, v);
+            if (linear_gain <= 0)
+                die("--gain must be positive");
+        } else if (!strcmp(a, "--eos-bias")) {
+            eos_bias = (float)num_arg(a, v);
+            eos_set = 1;
+        } else if (!strcmp(a, "--forms")) {
+            if (!v)
+                usage();
+            memset(want, 0, sizeof want);
+            for (const char *p = v; *p;) {
+                size_t len = strcspn(p, ",");
+                int f = 0;
+                while (f < N_FORMS && (strlen(forms[f]) != len || strncmp(p, forms[f], len)))
+                    f++;
+                if (f == N_FORMS)
+                    die("--forms: unknown form %.*s", (int)len, p);
+                want[f] = 1;
+                p += len + (p[len] == ',');
+            }
+        } else {
+            usage();
+        }
+        i++;
     }
-    const char *fix = argv[1], *outdir = argv[2];
+    if (argc - i != 2)
+        usage();
+    const char *fix = argv[i], *outdir = argv[i + 1];
     char path[PATH_CAP], spm[PATH_CAP], dir[PATH_CAP];
     json_error_t je;
     json_t *cfg = json_load_file(join(path, fix, "config.json"), 0, &je);
@@ -1046,10 +1118,17 @@ int main(int argc, char **argv)
     if (!gen)
         die("%s:%d: %s", path, je.line, je.text);
     json_t *layers = json_object_get(gen, "layers");
+    if (layers && full_depth) {
+        /* pt/ holds torch.save's skeleton for gen.json's depth: at another depth
+         * pytorch_model.bin would silently hold only those layers */
+        if (want[2] && json_integer_value(layers) != cfg_int(cfg, "encoder_layers", -1))
+            die("--full-depth: the pytorch form needs a pt/ skeleton of the full depth (bench/load_forms.py)");
+        layers = NULL;
+    }
     if (layers) {
         static const char *const keys[] = {"encoder_layers", "decoder_layers", "num_hidden_layers"};
-        for (int i = 0; i < 3; i++)
-            json_object_set(cfg, keys[i], layers);
+        for (int k = 0; k < 3; k++)
+            json_object_set(cfg, keys[k], layers);
     }
     const char *sd = json_string_value(json_object_get(gen, "spm_dir"));
     join(spm, fix, sd ? sd : ".");
@@ -1058,9 +1137,18 @@ int main(int argc, char **argv)
     model *m = xmalloc(sizeof *m);
     m->n = 0;
     build(m, &c);
+    if (eos_set) {
+        /* An end-of-sentence tendency: random weights otherwise rarely pick </s>, and
+         * every output would run to max_length. */
+        tensor *fb = &m->t[0];
+        if (strcmp(fb->name, "final_logits_bias") || c.eos < 0 || c.eos >= c.Vt)
+            die("--eos-bias: no final_logits_bias entry for eos %d", c.eos);
+        fb->data[c.eos] = eos_bias;
+    }
 
-    static const char *const forms[] = {"safetensors-f32", "safetensors-f16", "pytorch", "marian"};
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < N_FORMS; f++) {
+        if (!want[f])
+            continue;
         mkdirs(join(dir, outdir, forms[f]));
         if (f < 2) {
             write_safetensors(m, dir, f == 1);
@@ -1074,8 +1162,8 @@ int main(int argc, char **argv)
             write_marian(m, &c, fix, spm, dir);
         }
     }
-    for (int i = 0; i < m->n; i++)
-        free(m->t[i].data);
+    for (int k = 0; k < m->n; k++)
+        free(m->t[k].data);
     free(m);
     json_decref(cfg);
     json_decref(gen);

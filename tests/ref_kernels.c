@@ -3,6 +3,8 @@
  * against them.  Test-only: not part of libmt.a. */
 #include "ref_kernels.h"
 
+#include <stdlib.h>
+
 #include <math.h>
 
 void mt_ref_linear(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
@@ -14,6 +16,40 @@ void mt_ref_linear(const float *x, int n, int in, const float *W, const float *b
                 s += (double)W[(long)o * in + i] * x[(long)r * in + i];
             y[(long)r * out + o] = (float)s;
         }
+}
+
+/* The INT8 product as kernels.h defines it, written plainly: each row of W and
+ * of x quantized symmetrically (scale = max|.| / 127, q = round half to even of
+ * v * (127 / max)), the sums in 64-bit, then (float)sum * (xs * ws) + b without
+ * a fused multiply-add (the volatile keeps the compiler from fusing). */
+static float ref_q8_row(const float *v, int n, int32_t *q)
+{
+    float mx = 0.0f;
+    for (int i = 0; i < n; i++)
+        mx = fmaxf(mx, fabsf(v[i]));
+    float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    for (int i = 0; i < n; i++) {
+        float t = nearbyintf(v[i] * inv);
+        q[i] = (int32_t)fminf(127.0f, fmaxf(-127.0f, t));
+    }
+    return mx / 127.0f;
+}
+
+void mt_ref_linear_q8(const float *x, int n, int in, const float *W, const float *b, int out, float *y)
+{
+    int32_t *qx = malloc(sizeof(int32_t) * (size_t)in), *qw = malloc(sizeof(int32_t) * (size_t)in);
+    for (int r = 0; r < n; r++) {
+        float xs = ref_q8_row(x + (long)r * in, in, qx);
+        for (int o = 0; o < out; o++) {
+            float ws = ref_q8_row(W + (long)o * in, in, qw);
+            int64_t acc = 0;
+            for (int i = 0; i < in; i++)
+                acc += (int64_t)qx[i] * qw[i];
+            volatile float v = (float)acc * (xs * ws);
+            y[(long)r * out + o] = b ? v + b[o] : v;
+        }
+    }
+    free(qx), free(qw);
 }
 
 void mt_ref_add_layernorm(float *x, const float *h, int rows, int d, const float *g, const float *b)

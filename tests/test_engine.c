@@ -839,6 +839,148 @@ static void test_threads_and_f16(void **state)
     free(a), free(b);
 }
 
+/* INT8 weights (mt_model_params.weights = MT_WEIGHTS_I8) against the PyTorch
+ * reference with the same quantization (models/recipe/model.py quantize_int8,
+ * fixtures int8.jsonl and int8_logits.bin by q8_fixtures.py).  The integer sums
+ * are exact on both sides, but an input element on a rounding boundary may
+ * quantize one step apart when the float32 activations before it differ in the
+ * last bits, so logits are compared with Q8_LOGIT_TOL (relative to the row's
+ * largest |logit|), log-probs with Q8_LP_TOL, and greedy ids must be equal wherever the reference's margin
+ * (smallest top-1 - top-2 gap over the steps) exceeds Q8_MARGIN. */
+#define Q8_LOGIT_TOL 1e-3     /* measured on en-fr: 2.2e-7 on the first rows */
+#define Q8_LP_TOL    0.1      /* teacher-forced log-probs: a step apart on a boundary; measured 0.055 */
+#define Q8_MARGIN    0.05
+
+static void test_int8(void **state)
+{
+    CTX_OR_RETURN(c);
+    char path[512];
+    snprintf(path, sizeof path, "%s/int8.jsonl", c->fix_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s missing: run models/recipe/q8_fixtures.py (make -C models fixtures)", path);
+    mt_model_params mp = mt_model_default_params();
+    mp.weights = MT_WEIGHTS_I8;
+    mp.n_threads = 1;
+    mt_model *m8;
+    mt_session *s8;
+    mt_err err = {0};
+    assert_int_equal(mt_model_load(c->model_dir, &mp, &m8, &err), MT_OK);
+    const mt_model_info *info = mt_model_get_info(m8);
+    assert_string_equal(info->weights, "INT8");
+    assert_true(info->weight_bytes < mt_model_get_info(c->m)->weight_bytes);
+    mt_session_params sp = mt_session_default_params(m8);
+    sp.max_tgt_len = 256 < info->max_positions ? 256 : info->max_positions;
+    assert_int_equal(mt_session_new(m8, &sp, &s8, &err), MT_OK);
+
+    /* greedy ids */
+    int cases = 0, same = 0, sure = 0, sure_same = 0;
+    double worst_lp = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    float *logits = malloc(sizeof(float) * 256 * (size_t)c->V);
+    while (getline(&line, &cap, f) > 0) {
+        json_error_t je;
+        json_t *q = json_loads(line, 0, &je);
+        assert_non_null(q);
+        int ci = (int)json_integer_value(json_object_get(q, "i"));
+        assert_true(ci < c->n_loaded);
+        if (ci >= c->n_cases) {                      /* a sanitizer or valgrind run: fewer cases */
+            json_decref(q);
+            continue;
+        }
+        int32_t src[1024], ref[256], tgt_lp_n;
+        int ns = case_src(c, ci, src), nr = ids_of(json_object_get(q, "greedy_ids"), ref, 256);
+        const int32_t *sp8 = src;
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = 1;
+        dp.max_length = case_maxlen(c, ci);
+        mt_hyp h;
+        assert_int_equal(mt_generate(s8, &sp8, &ns, 1, &dp, &h, &err), MT_OK);
+        int eq = h.n_ids == nr && memcmp(h.ids, ref, sizeof(int32_t) * (size_t)nr) == 0;
+        int confident = json_number_value(json_object_get(q, "margin")) > Q8_MARGIN;
+        cases++, same += eq, sure += confident, sure_same += confident && eq;
+        if (confident && !eq)
+            print_message("  case %d: int8 greedy ids differ from the reference's (margin %.3g)\n", ci,
+                          json_number_value(json_object_get(q, "margin")));
+        mt_hyps_free(&h, 1);
+        /* teacher-forced log-probs of the reference's int8 greedy ids */
+        float lp[256];
+        tgt_lp_n = nr;
+        assert_int_equal(mt_score(s8, src, ns, ref, nr, lp, NULL, &err), MT_OK);
+        json_t *tl = json_object_get(q, "tf_logprobs");
+        for (int t = 0; t < tgt_lp_n; t++) {
+            double e = fabs(lp[t] - json_number_value(json_array_get(tl, (size_t)t)));
+            worst_lp = e > worst_lp ? e : worst_lp;
+        }
+        json_decref(q);
+    }
+    free(line);
+    fclose(f);
+
+    /* full logit rows */
+    snprintf(path, sizeof path, "%s/int8_logits.json", c->fix_dir);
+    json_error_t je;
+    json_t *idx = json_load_file(path, 0, &je);
+    assert_non_null(idx);
+    json_t *rows = json_object_get(idx, "rows");
+    snprintf(path, sizeof path, "%s/int8_logits.bin", c->fix_dir);
+    FILE *fb = fopen(path, "rb");
+    assert_non_null(fb);
+    float *ref = malloc(sizeof(float) * (size_t)c->V);
+    double worst = 0;
+    int n_rows = 0;
+    for (size_t r = 0; r < json_array_size(rows); r++) {
+        json_t *e = json_array_get(rows, r);
+        int ci = (int)json_integer_value(json_object_get(e, "case")), pos = (int)json_integer_value(json_object_get(e, "pos"));
+        long row = (long)json_integer_value(json_object_get(e, "row"));
+        if (ci >= c->n_cases)
+            continue;
+        assert_int_equal(fseek(fb, row * c->V * (long)sizeof(float), SEEK_SET), 0);
+        assert_int_equal(fread(ref, sizeof(float), (size_t)c->V, fb), (size_t)c->V);
+        /* the reference's int8 greedy ids of that case, from int8.jsonl's twin in logits.json order */
+        int32_t src[1024], tgt[256];
+        int ns = case_src(c, ci, src), nt = 0;
+        FILE *f2 = NULL;
+        snprintf(path, sizeof path, "%s/int8.jsonl", c->fix_dir);
+        assert_non_null(f2 = fopen(path, "r"));
+        char *l2 = NULL;
+        size_t c2 = 0;
+        while (getline(&l2, &c2, f2) > 0 && !nt) {
+            json_t *q = json_loads(l2, 0, &je);
+            if (q && json_integer_value(json_object_get(q, "i")) == ci)
+                nt = ids_of(json_object_get(q, "greedy_ids"), tgt, 256);
+            json_decref(q);
+        }
+        free(l2);
+        fclose(f2);
+        assert_true(pos < nt);
+        assert_int_equal(mt_score(s8, src, ns, tgt, nt, NULL, logits, NULL), MT_OK);
+        double scale = 1;
+        for (int v = 0; v < c->V; v++)
+            scale = fabs(ref[v]) > scale ? fabs(ref[v]) : scale;
+        for (int v = 0; v < c->V; v++) {
+            double er = fabs(logits[(long)pos * c->V + v] - ref[v]) / scale;
+            worst = er > worst ? er : worst;
+        }
+        n_rows++;
+    }
+    fclose(fb);
+    json_decref(idx);
+    free(ref);
+    free(logits);
+    print_message("  [%s] INT8 (%s, %zu bytes of weights): greedy ids equal to the int8 reference's %d/%d "
+                  "(%d/%d with margin > %g); log-probs max abs err %.3g; %d full rows: max err %.3g of the "
+                  "row's scale\n", c->name, info->int8_kernel, info->weight_bytes, same, cases, sure_same, sure,
+                  Q8_MARGIN, worst_lp, n_rows, worst);
+    assert_true(cases > 0 && n_rows > 0);
+    assert_int_equal(sure_same, sure);
+    assert_true(worst <= Q8_LOGIT_TOL);
+    assert_true(worst_lp <= Q8_LP_TOL);
+    mt_session_free(s8);
+    mt_model_free(m8);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -871,7 +1013,7 @@ int main(void)
         PER_MODEL(test_session_reuse),
         PER_MODEL(test_no_alloc_in_decode_loop),
         PER_MODEL(test_staggered_joins),
-        PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16),
+        PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16), PER_MODEL(test_int8),
     };
     /* The extra model's tests exist only when it is given, fr-en's only when
      * models/fr-en exists: never a standing skip. */

@@ -381,7 +381,8 @@ static void test_models_languages_openapi(void **state)
 }
 
 /* --weights f16: /models says so, and on the tiny model (an F16 checkpoint:
- * the rounding is exact) the translations equal the F32 server's. */
+ * the rounding is exact) the translations equal the F32 server's.  --weights
+ * int8: /models says so and names the kernel; it translates. */
 static void test_weights_f16(void **state)
 {
     (void)state;
@@ -409,6 +410,25 @@ static void test_weights_f16(void **state)
     json_decref(a);
     json_decref(b);
     int status = server_stop(&s);
+    assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* --weights int8: /models names the weights and the kernel this CPU runs; it translates */
+    static const char *const args8[] = { "--model", "models/tiny", "--weights", "int8", NULL };
+    assert_int_equal(server_start(&s, args8), 0);
+    r = get(&s, "/models");
+    j = expect_json(&r, 200);
+    cfg = json_object_get(json_array_get(json_object_get(j, "models"), 0), "config");
+    assert_string_equal(json_string_value(json_object_get(cfg, "weights")), "INT8");
+    const char *kernel = json_string_value(json_object_get(cfg, "int8_kernel"));
+    assert_non_null(kernel);
+    assert_true(!strcmp(kernel, "avx512-vnni") || !strcmp(kernel, "avx2") || !strcmp(kernel, "portable"));
+    json_decref(j);
+    reply_free(&r);
+    a = translate(&s, body);
+    for (int i = 0; i < 3; i++)
+        assert_true(strlen(tr_text(a, i)) > 0);
+    json_decref(a);
+    status = server_stop(&s);
     assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 

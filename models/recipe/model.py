@@ -60,6 +60,43 @@ def sinusoidal_positions(n_pos, dim):
     return torch.from_numpy(out)
 
 
+def q8_rows(v):
+    """Symmetric int8 quantization of each row of v (float32 [..., n]), as the C
+    engine does it (engine/linear_q8.c): scale = max|row| / 127, q = round half to
+    even of v * (127 / max), every operation in float32.  Returns q (integer
+    valued, float64) and the scales [..., 1] (float32)."""
+    mx = v.abs().amax(dim=-1, keepdim=True)
+    inv = torch.where(mx > 0, torch.tensor(127.0, dtype=v.dtype) / mx, torch.zeros_like(mx))
+    q = torch.round(v * inv).clamp(-127, 127)
+    return q.double(), mx / 127.0
+
+
+def linear_q8(x, qw, ws, b):
+    """y = (float)(qx . qw) * (xs * ws) + b: the int8 product of engine/linear_q8.c.
+    The integer sums are exact in float64 (|sum| < 2^53) and rounded once to
+    float32, as C's (float) of the int32 sum."""
+    qx, xs = q8_rows(x)
+    acc = torch.matmul(qx, qw.t()).float()
+    y = acc * (xs * ws.t())
+    return y + b if b is not None else y
+
+
+def quantize_int8(model):
+    """The C engine's --weights int8 on this reference: every nn.Linear and the
+    vocabulary projection get int8 weights per output row and quantize their inputs
+    per row as they run; embeddings, norms and attention stay float32.  Returns the
+    number of matrices quantized."""
+    n = 0
+    for mod in model.modules():
+        if isinstance(mod, nn.Linear):
+            qw, ws = q8_rows(mod.weight.data.float())
+            mod.forward = (lambda qw, ws, b: (lambda x: linear_q8(x, qw, ws, b)))(qw, ws, mod.bias)
+            n += 1
+    head = model.lm_head.weight if hasattr(model, "lm_head") else model.table(True).weight
+    model.q8_head = q8_rows(head.data.float())      # a copy: a tied table stays float32 for the embeddings
+    return n + (0 if hasattr(model, "lm_head") else 1)
+
+
 def act_fn(name):
     return {"swish": F.silu, "silu": F.silu, "relu": F.relu, "gelu": F.gelu}[name]
 
@@ -208,6 +245,8 @@ class Marian(nn.Module):
         return F.dropout(x, self.c["dropout"], self.training)
 
     def logits(self, h):  # [..., d] -> [..., V]
+        if getattr(self, "q8_head", None) is not None:             # quantize_int8()
+            return linear_q8(h, *self.q8_head, self.final_logits_bias[0])
         head = self.lm_head.weight if hasattr(self, "lm_head") else self.table(True).weight
         return F.linear(h, head) + self.final_logits_bias[0]
 
