@@ -1,9 +1,10 @@
-/* encoder.c: the encoder stack over one source, then its cross-attention K/V.
+/* encoder.c: the encoder stack over sources, then their cross-attention K/V.
  *
- * Sources are encoded one at a time (n rows, no padding): projections and FFN
- * are single products over the n rows, attention sees exactly the source's
- * own keys.  That is the padded-batch computation with the padding removed,
- * so a source gives the same result alone or inside any batch.
+ * Sources are packed as rows, without padding (several sources admitted
+ * together are one batch: mt_encode_sources): projections and FFN are single
+ * products over all rows, attention sees exactly each source's own keys.
+ * That is the padded-batch computation with the padding removed, so a source
+ * gives the same result alone or inside any batch.
  */
 #include "mt_internal.h"
 
@@ -41,30 +42,61 @@ void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, 
     }
 }
 
-/* One post-LN encoder layer over x [n][d]. */
-static void encoder_layer(mt_session *s, const mt_enc_layer *l, int n, float *cap)
+/* One post-LN encoder layer over x [N][d], the rows of k sources packed one
+ * after another (source j at rows row0[j] .. + len[j]): the products run over
+ * all N rows at once, the attention over each source's own rows. */
+static void encoder_layer(mt_session *s, const mt_enc_layer *l, int N, int k, const int *row0, const int *len,
+                          float *cap)
 {
     const mt_model *m = s->m;
     int d = m->d;
-    mt_lin_apply(s->q8, &l->qkv, s->x, n, s->qkv, MT_ACT_NONE);                              /* [n][3d] */
-    mt_attend(s, s->qkv, 3 * d, n, s->qkv + d, s->qkv + 2 * d, 3 * d, n, m->enc_heads, 0, s->ctx, d, cap);
-    mt_lin_apply(s->q8, &l->out, s->ctx, n, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, n, d, l->attn_ln.g, l->attn_ln.b);
-    mt_lin_apply(s->q8, &l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F] */
-    mt_lin_apply(s->q8, &l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
+    mt_lin_apply(s->q8, &l->qkv, s->x, N, s->qkv, MT_ACT_NONE);                              /* [N][3d] */
+    for (int j = 0; j < k; j++) {
+        const float *q = s->qkv + (long)row0[j] * 3 * d;
+        mt_attend(s, q, 3 * d, len[j], q + d, q + 2 * d, 3 * d, len[j], m->enc_heads, 0,
+                  s->ctx + (long)row0[j] * d, d, cap);
+    }
+    mt_lin_apply(s->q8, &l->out, s->ctx, N, s->h, MT_ACT_NONE);
+    mt_k_add_layernorm(s->x, s->h, N, d, l->attn_ln.g, l->attn_ln.b);
+    mt_lin_apply(s->q8, &l->fc1, s->x, N, s->ffn, m->act);                                   /* [N][F] */
+    mt_lin_apply(s->q8, &l->fc2, s->ffn, N, s->h, MT_ACT_NONE);
+    mt_k_add_layernorm(s->x, s->h, N, d, l->ffn_ln.g, l->ffn_ln.b);
+}
+
+/* k sources as one batch (sum of lengths <= rows_max), each then holding its
+ * cross K/V at cross offset off[j].  Rows are independent in every product and
+ * norm and the attention sees one source's keys, so a source's K/V are the same
+ * bits as when it is encoded alone; the batch reads each weight once for all. */
+static void encode_packed(mt_session *s, int k, const int32_t *const *src, const int *len, const int *off,
+                          float *cap_enc)
+{
+    const mt_model *m = s->m;
+    int d = m->d, H = m->enc_heads, N = 0, row0[MT_ENC_MAX_PACK];
+    long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
+    for (int j = 0; j < k; j++) {
+        row0[j] = N;
+        mt_embed_tokens(m, 0, src[j], len[j], 0, s->x + (long)N * d);
+        N += len[j];
+    }
+    for (int l = 0; l < m->info.enc_layers; l++)
+        encoder_layer(s, &m->enc[l], N, k, row0, len, cap_enc ? cap_enc + (long)l * H * N * N : NULL);
+    /* Cross K/V once per source, for every decoder layer: [N][2d] = k | v, then
+     * each source's rows to its place in the cache. */
+    for (int l = 0; l < m->info.dec_layers; l++) {
+        float *kv = k == 1 ? s->cross_kv + ((long)l * cross_rows + off[0]) * 2 * d : s->qkv;
+        mt_lin_apply(s->q8, &m->dec[l].cross_kv, s->x, N, kv, MT_ACT_NONE);
+        for (int j = 0; k > 1 && j < k; j++)
+            memcpy(s->cross_kv + ((long)l * cross_rows + off[j]) * 2 * d, kv + (long)row0[j] * 2 * d,
+                   sizeof(float) * (size_t)len[j] * 2 * d);
+    }
 }
 
 void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc)
 {
-    const mt_model *m = s->m;
-    int d = m->d, H = m->enc_heads;
-    long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
-    mt_embed_tokens(m, 0, src, n, 0, s->x);
-    for (int l = 0; l < m->info.enc_layers; l++)
-        encoder_layer(s, &m->enc[l], n, cap_enc ? cap_enc + (long)l * H * n * n : NULL);
-    /* Cross K/V once per source, for every decoder layer: [n][2d] = k | v. */
-    for (int l = 0; l < m->info.dec_layers; l++)
-        mt_lin_apply(s->q8, &m->dec[l].cross_kv, s->x, n, s->cross_kv + ((long)l * cross_rows + off) * 2 * d,
-                     MT_ACT_NONE);
+    encode_packed(s, 1, &src, &n, &off, cap_enc);
+}
+
+void mt_encode_sources(mt_session *s, int k, const int32_t *const *src, const int *len, const int *off)
+{
+    encode_packed(s, k, src, len, off, NULL);
 }

@@ -8,7 +8,9 @@
  * greedy or beam rule to its rows' logits.  A sequence's rows share its cross
  * K/V (row_src); each row owns a physical self-attention slot (row_slot).
  * Beam reordering re-points slots and copies a cache only when a beam forks
- * (two children of one parent).  mt_step allocates nothing; mt_generate is
+ * (two children of one parent).  Sources started between two steps are
+ * encoded together, as one batch, before the next decoder step
+ * (mt_encode_started).  The decoder step allocates nothing; mt_generate is
  * mt_seq_start / mt_step / mt_seq_take over its sources.
  */
 #include "mt_internal.h"
@@ -291,7 +293,8 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
         id++;
     s->src_off[id] = id * s->p.max_src_len;
     s->src_len[id] = src_len;
-    mt_encode_source(s, src, src_len, s->src_off[id], NULL);
+    /* encoded by the next mt_encode_started (or mt_step), with every source started since the last */
+    memcpy(s->src_ids + (long)id * s->p.max_src_len, src, sizeof(int32_t) * (size_t)src_len);
     int Bm = q.beam_size;
     for (int b = 0; b < Bm; b++) {
         int r = base + b;
@@ -303,7 +306,7 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
         s->glen[r] = 0;
         s->gscore[r] = 0.0;
     }
-    s->seqs[id] = (mt_seq){.state = MT_SEQ_RUN, .base = base, .Bm = Bm, .max_length = q.max_length,
+    s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .Bm = Bm, .max_length = q.max_length,
                            .n_best = q.n_best, .cur = 1, .unsat = 1, .lpen = q.length_penalty};
     s->n_seqs++;
     *seq = id;
@@ -325,9 +328,34 @@ static void post_seq(void *ctx, int c)
         q->state = MT_SEQ_DONE;
 }
 
+/* The sources of the sequences started since the last step, encoded as few
+ * batches as the session's rows allow (each at most rows_max positions):
+ * requests admitted together share one pass over the encoder's weights. */
+void mt_encode_started(mt_session *s)
+{
+    const int32_t *src[MT_ENC_MAX_PACK];
+    int len[MT_ENC_MAX_PACK], off[MT_ENC_MAX_PACK], ids[MT_ENC_MAX_PACK], k = 0, rows = 0;
+    for (int i = 0; i <= s->p.max_batch; i++) {
+        const mt_seq *q = i < s->p.max_batch ? &s->seqs[i] : NULL;
+        int n = q && q->state == MT_SEQ_ENCODE ? s->src_len[i] : 0;
+        if (k > 0 && (!q || (n && (rows + n > s->rows_max || k == MT_ENC_MAX_PACK)))) {
+            mt_encode_sources(s, k, src, len, off);
+            for (int j = 0; j < k; j++)
+                s->seqs[ids[j]].state = MT_SEQ_RUN;
+            k = rows = 0;
+        }
+        if (n) {
+            src[k] = s->src_ids + (long)i * s->p.max_src_len;
+            len[k] = n, off[k] = s->src_off[i], ids[k++] = i;
+            rows += n;
+        }
+    }
+}
+
 int mt_step(mt_session *s)
 {
     int n = 0, n_seq = 0, done = 0;
+    mt_encode_started(s);
     for (int i = 0; i < s->p.max_batch; i++) {           /* gather every running row */
         const mt_seq *q = &s->seqs[i];
         if (q->state != MT_SEQ_RUN)

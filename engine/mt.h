@@ -127,13 +127,21 @@ void      mt_hyps_free(mt_hyp *hyps, int n);
  * projection; each sequence's result equals decoding it alone (mt_generate).
  * One thread at a time, as for every session function. */
 
-/* Encodes src into a free source slot and reserves beam_size rows; *seq is
- * its id (>= 0, reused after take/cancel).  MT_ERR_BUSY when no beam_size
- * consecutive rows are free (nothing changed: retry after a step). */
+/* Takes a copy of src for a free source slot and reserves beam_size rows;
+ * *seq is its id (>= 0, reused after take/cancel).  MT_ERR_BUSY when no
+ * beam_size consecutive rows are free (nothing changed: retry after a step).
+ * The source is encoded by the next mt_encode_started or mt_step, together
+ * with every other source started since the last one: one batch. */
 mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_decode_params *params,
                        int *seq, mt_err *err);
-/* One decoder step for every running sequence; returns how many finished
- * during it.  Allocates nothing. */
+/* Encodes the sources started since the last call, as batches of at most
+ * the session's rows.  mt_step calls it first; calling it before lets a
+ * caller keep the encoding apart (the BLAS it uses for attention may
+ * allocate for small matrices). */
+void      mt_encode_started(mt_session *s);
+/* Encodes what was started (mt_encode_started), then one decoder step for
+ * every running sequence; returns how many finished during it.  The decoder
+ * step allocates nothing. */
 int       mt_step(mt_session *s);
 /* 1 once the sequence has finished (its hypotheses wait for mt_seq_take). */
 int       mt_seq_finished(const mt_session *s, int seq);

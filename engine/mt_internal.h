@@ -98,7 +98,7 @@ typedef struct {
  * Its rows are the contiguous logical rows [base, base + Bm); its physical
  * self-attention slots are the same set of indices (reorder_slots only
  * permutes them within the sequence); its cross K/V is source slot `id`. */
-enum { MT_SEQ_FREE = 0, MT_SEQ_RUN, MT_SEQ_DONE };
+enum { MT_SEQ_FREE = 0, MT_SEQ_ENCODE, MT_SEQ_RUN, MT_SEQ_DONE };   /* ENCODE: started, source not yet encoded */
 typedef struct {
     int   state;
     int   base, Bm;          /* rows; Bm = beam size (1 = greedy) */
@@ -126,6 +126,7 @@ struct mt_session {
     float *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
     float *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
     int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
+    int32_t *src_ids;          /* [max_batch][max_src_len] a started sequence's source, until mt_step encodes it */
     /* per-row decoding state [max_batch] */
     int   *row_src, *row_slot, *row_tok, *slot_used, *tmp_i;
     int32_t *tok_in;
@@ -168,6 +169,10 @@ void mt_attend_step(const mt_session *s, const float *q, const float *k, const f
 /* encoder.c: encode one source (n tokens) and fill its cross K/V rows at
  * cross offset `off` for every decoder layer. cap may be NULL. */
 void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc);
+/* encoder.c: k <= MT_ENC_MAX_PACK sources as one batch, lengths summing to at
+ * most rows_max; source j's cross K/V at cross offset off[j]. */
+#define MT_ENC_MAX_PACK 64
+void mt_encode_sources(mt_session *s, int k, const int32_t *const *src, const int *len, const int *off);
 
 /* encoder.c: x[i] = E[id_i] * embed_scale + PE[pos0 + i] ([n][d]), decoder or encoder table. */
 void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x);

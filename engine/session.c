@@ -55,6 +55,7 @@ static void layout(mt_session *s, carver *c)
     s->self_kv = carve(c, NL * B * T * 2 * d, sizeof(float));
     s->src_off = carve(c, B, sizeof(int));
     s->src_len = carve(c, B, sizeof(int));
+    s->src_ids = carve(c, B * S, sizeof(int32_t));
     s->row_src = carve(c, B, sizeof(int));
     s->row_slot = carve(c, B, sizeof(int));
     s->row_tok = carve(c, B, sizeof(int));

@@ -137,7 +137,8 @@ static void drop(srv_sched *sc, srv_decode_job **done_list)
         sc->tail = it;
 }
 
-/* Under mu (released while a source is encoded): FIFO admission while rows are free. */
+/* Under mu (released around mt_seq_start): FIFO admission while rows are free.  The
+ * sources admitted here are encoded together, as one batch, by the next mt_step. */
 static void admit(srv_sched *sc, srv_decode_job **done_list)
 {
     while (sc->head) {
