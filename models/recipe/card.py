@@ -136,6 +136,27 @@ sentences; "changed" counts outputs that differ from the unguarded ones.
 """
 
 
+def int8_section(ev):
+    """--weights int8, measured by int8_quality.py (absent: nothing)."""
+    q = ev.get("int8")
+    if not q:
+        return ""
+    rows = "".join(f"| {label} | {q[k]['f32_bleu']} / {q[k]['f32_chrf']} | {q[k]['bleu']} / {q[k]['chrf']} | "
+                   f"{q[k]['identical']} ({q[k]['identical_pct']}%) |\n"
+                   for label, k in (("greedy", "beam1"), ("beam 4", "beam4")) if k in q)
+    return f"""
+## INT8 weights (`--weights int8`)
+
+The C engine's INT8 mode ({q['scheme']}; a quarter of the F32 weight bytes per
+decode step; kernel here: {q['kernel']}, every kernel gives the same bits) on
+the same {ev['test_sentences']} test pairs, both decoded by the C engine
+(models/recipe/int8_quality.py):
+
+| decoding | F32 BLEU / chrF | INT8 BLEU / chrF | outputs identical to F32 |
+|---|---|---|---|
+{rows}"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True); ap.add_argument("--work", required=True)
@@ -267,7 +288,7 @@ beam-4 hypotheses on {cases}).{same}
 
 {stop} Dev loss (label smoothing off) every {(log['dev'][1][0] - log['dev'][0][0]) if len(log['dev']) > 1 else 400} steps
 ({train_dir}/train.log): {curve(log)}.
-{guard_section(ev, a.direction)}
+{guard_section(ev, a.direction)}{int8_section(ev)}
 ## Limits
 - Domain: package descriptions ("This package provides…" / "Ce paquet fournit…").
   Everyday {T}, dialogue or literature come out poorly.
