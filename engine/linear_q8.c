@@ -26,6 +26,7 @@
 #include "parallel.h"
 #include "simd.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -119,18 +120,90 @@ size_t mt_k_q8_scratch_bytes(int rows, int in)
     return align64((size_t)rows * in4_of(in)) + align64((size_t)rows * sizeof(float));
 }
 
+/* One row: q[k] = rint(x[k] * inv) + bias (mod 256) for k < kv, where the
+ * vector paths below stopped; the same float operations, so the same bytes. */
+static void quantize_tail(const float *x, int k0, int in, float inv, uint8_t bias, uint8_t *q)
+{
+    for (int k = k0; k < in; k++)
+        q[k] = (uint8_t)((uint8_t)q8_round(x[k], inv) + bias);
+}
+
+#if Q8_X86
+/* AVX-512: max |x| 16 lanes at a time (max is exact in any order), then
+ * round-to-nearest-even (vrndscaleps, as nearbyintf) and narrow (vpmovdb). */
+__attribute__((target("avx512f,avx512bw")))
+static float quantize_row_512(const float *x, int in, uint8_t bias, uint8_t *q)
+{
+    __m512 m = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= in; k += 16)
+        m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
+    float mx = _mm512_reduce_max_ps(m);
+    for (; k < in; k++)
+        mx = fabsf(x[k]) > mx ? fabsf(x[k]) : mx;
+    float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    __m512 vi = _mm512_set1_ps(inv);
+    __m128i vb = _mm_set1_epi8((char)bias);
+    for (k = 0; k + 16 <= in; k += 16) {
+        __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(x + k), vi),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r));
+        _mm_storeu_si128((__m128i *)(q + k), _mm_add_epi8(b, vb));
+    }
+    quantize_tail(x, k, in, inv, bias, q);
+    return mx;
+}
+
+/* AVX2: the same with 8 lanes; narrowed through 32-bit lanes. */
+__attribute__((target("avx2")))
+static float quantize_row_256(const float *x, int in, uint8_t bias, uint8_t *q)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= in; k += 8)
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)));
+    float lanes[8], mx = 0.0f;
+    _mm256_storeu_ps(lanes, m);
+    for (int i = 0; i < 8; i++)
+        mx = lanes[i] > mx ? lanes[i] : mx;
+    for (; k < in; k++)
+        mx = fabsf(x[k]) > mx ? fabsf(x[k]) : mx;
+    float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    __m256 vi = _mm256_set1_ps(inv);
+    for (k = 0; k + 8 <= in; k += 8) {
+        __m256 r = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + k), vi),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        int32_t v[8];
+        _mm256_storeu_si256((__m256i *)v, _mm256_cvtps_epi32(r));
+        for (int i = 0; i < 8; i++)
+            q[k + i] = (uint8_t)((uint8_t)(int8_t)v[i] + bias);
+    }
+    quantize_tail(x, k, in, inv, bias, q);
+    return mx;
+}
+#endif
+
 /* x [n][in] -> xq [n][in4] (int8, or uint8 = int8 + 128 for VNNI; pads are 0 in
  * either's terms) and xs [n] */
-static void quantize_rows(const float *x, int n, int in, int vnni, uint8_t *xq, float *xs)
+static void quantize_rows(const float *x, int n, int in, mt_q8_isa isa, uint8_t *xq, float *xs)
 {
     int in4 = in4_of(in);
-    uint8_t bias = vnni ? 128 : 0;
+    uint8_t bias = isa == MT_Q8_VNNI512 ? 128 : 0;
     for (int r = 0; r < n; r++) {
         const float *xr = x + (long)r * in;
         uint8_t *qr = xq + (long)r * in4;
-        float mx = absmax(xr, in), inv = mx > 0.0f ? 127.0f / mx : 0.0f;
-        for (int k = 0; k < in; k++)
-            qr[k] = (uint8_t)((uint8_t)q8_round(xr[k], inv) + bias);
+        float mx;
+        switch (isa) {
+#if Q8_X86
+        case MT_Q8_VNNI512: mx = quantize_row_512(xr, in, bias, qr); break;
+        case MT_Q8_AVX2:    mx = quantize_row_256(xr, in, bias, qr); break;
+#endif
+        default:
+            mx = absmax(xr, in);
+            quantize_tail(xr, 0, in, mx > 0.0f ? 127.0f / mx : 0.0f, bias, qr);
+            break;
+        }
         for (int k = in; k < in4; k++)
             qr[k] = bias;
         xs[r] = mx / 127.0f;
@@ -317,7 +390,7 @@ void mt_k_linear_q8(const float *x, int n, const mt_packed *W, const float *b, f
     int in4 = in4_of(W->in), np = panels_of(W->out);
     uint8_t *xq = scratch;
     float *xs = (float *)((uint8_t *)scratch + align64((size_t)n * in4));
-    quantize_rows(x, n, W->in, W->isa == MT_Q8_VNNI512, xq, xs);
+    quantize_rows(x, n, W->in, W->isa, xq, xs);
     q8_job j = {.xq = xq, .xs = xs, .b = b, .W = W, .y = y, .n = n, .act = act};
     int threads = mt_par_threads();
     long work = (long)n * in4 * W->out;
