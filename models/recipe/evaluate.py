@@ -30,6 +30,15 @@ from marian_tok import MarianTok
 TOK = re.compile(r"\w+|[^\w\s]")
 
 
+def read_split(corpus, split, direction, limit=0):
+    """The source and reference lines of a corpus split (train/dev/test) for a
+    direction, the first `limit` only when limit > 0."""
+    sl, tl = direction.split("-")
+    src = open(f"{corpus}/{split}.{sl}").read().splitlines()
+    ref = open(f"{corpus}/{split}.{tl}").read().splitlines()
+    return (src[:limit], ref[:limit]) if limit else (src, ref)
+
+
 def bleu(hyps, refs):
     return 100 * corpus_bleu([[TOK.findall(r)] for r in refs], [TOK.findall(h) for h in hyps])
 
@@ -100,9 +109,7 @@ def main():
     sl, tl = a.direction.split("-")
     if a.decoder == "torch":
         m, _ = load_dir(a.model); tok = MarianTok(a.model)
-    src = open(f"{a.corpus}/test.{sl}").read().splitlines(); ref = open(f"{a.corpus}/test.{tl}").read().splitlines()
-    if a.limit:
-        src, ref = src[:a.limit], ref[:a.limit]
+    src, ref = read_split(a.corpus, "test", a.direction, a.limit)
     res = {"direction": a.direction, "test_sentences": len(src),
            "bleu_tokenization": "regex \\w+|[^\\w\\s], case-sensitive, nltk corpus_bleu",
            "chrf": "char 6-grams, beta 2, whitespace removed"}

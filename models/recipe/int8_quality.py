@@ -12,7 +12,7 @@ beside them (int8.beam1.<tl>, int8.beam4.<tl>).  Adds "int8" to eval.json.
 """
 import argparse, json, os, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(__file__))
-from evaluate import bleu, chrf
+from evaluate import bleu, chrf, read_split
 
 
 def kernel_name():
@@ -38,10 +38,7 @@ def main():
     ap.add_argument("--mtserve", default="../build/mtserve")
     a = ap.parse_args()
     sl, tl = a.direction.split("-")
-    src = open(f"{a.corpus}/test.{sl}").read().splitlines()
-    ref = open(f"{a.corpus}/test.{tl}").read().splitlines()
-    if a.limit:
-        src, ref = src[:a.limit], ref[:a.limit]
+    src, ref = read_split(a.corpus, "test", a.direction, a.limit)
     res = {"kernel": kernel_name(), "scheme": "weights per output row, inputs per row, int32 sums (engine/linear_q8.c)"}
     for beam, f32_file in ((1, f"c.beam1.{tl}"), (4, f"test.beam4.{tl}")):
         t0 = time.time()

@@ -22,7 +22,7 @@ import argparse, json, os, re, shutil, sys, time
 import torch
 sys.path.insert(0, os.path.dirname(__file__))
 from average import average, load, ring
-from evaluate import bleu, chrf, c_translate
+from evaluate import bleu, chrf, c_translate, read_split
 from export import export
 
 
@@ -54,10 +54,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     sl, tl = a.direction.split("-")
-    src = open(f"{a.corpus}/{a.split}.{sl}").read().splitlines()
-    ref = open(f"{a.corpus}/{a.split}.{tl}").read().splitlines()
-    if a.limit:
-        src, ref = src[:a.limit], ref[:a.limit]
+    src, ref = read_split(a.corpus, a.split, a.direction, a.limit)
     os.makedirs(a.work, exist_ok=True)
     newest = ring(a.train)
     print(f"ring: " + ", ".join(f"step {s} dev loss {d:.4f}" for s, d, _ in newest), flush=True)

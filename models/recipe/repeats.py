@@ -30,7 +30,7 @@ import argparse, json, math, os, sys, time
 from collections import Counter, defaultdict
 import torch
 sys.path.insert(0, os.path.dirname(__file__))
-from evaluate import TOK, bleu, chrf, c_translate
+from evaluate import TOK, bleu, chrf, c_translate, read_split
 from load import load_dir
 from marian_tok import MarianTok
 
@@ -109,9 +109,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     sl, tl = a.direction.split("-")
-    src = open(f"{a.corpus}/test.{sl}").read().splitlines(); ref = open(f"{a.corpus}/test.{tl}").read().splitlines()
-    if a.limit:
-        src, ref = src[:a.limit], ref[:a.limit]
+    src, ref = read_split(a.corpus, "test", a.direction, a.limit)
     tok = MarianTok(a.model)
     N = len(src)
 
