@@ -104,12 +104,33 @@ $(B)/opus-mt/%/.done: $(B)/tests/gen_opus $(OPUS_FIX)/%/config.json $(OPUS_FIX)/
 # tests/test_opus.c decodes them: generating all three takes ~10 s and 2.4 GB.
 test: opus-models
 
-# Issue 6 benchmarks (bench/run.py): prints a table and writes BENCHMARKS.md.
-#   make bench BENCH_MODEL=/tmp/x BENCH_ARGS="--n 32 --max-length 48 --label '...'"
+# Issue 6 and 13 benchmarks (bench/run.py): prints a table and writes its parts of BENCHMARKS.md.
+# Three shapes: BENCH_MODEL (en-fr), and opus-mt-en-mg and opus-mt-tc-big-fr-en at full depth.
+#   make bench BENCH_MODEL=/tmp/x BENCH_ARGS="--n 32 --shape-n en-mg=16:4 --weights f32,f16 --label '...'"
 BENCH_MODEL ?= models/en-fr
 BENCH_ARGS  ?=
-bench: $(B)/mtserve $(B)/bench/bench_engine $(B)/bench/loadgen
-	B=$(B) /usr/bin/python3 bench/run.py --model $(BENCH_MODEL) $(BENCH_ARGS)
+bench: $(B)/mtserve $(B)/bench/bench_engine $(B)/bench/loadgen bench-models
+	B=$(B) /usr/bin/python3 bench/run.py --model $(BENCH_MODEL) --opus-models $(B)/bench-models $(BENCH_ARGS)
+
+# The benchmark's OPUS-MT shapes: random weights of the published configs at their full
+# depth (6+6), safetensors F32 only, in $(B)/bench-models/<model>/ (never committed; 1.2 GB,
+# a few seconds).  BENCH_GAIN: Linear weights of gain G/sqrt(in), chosen by bench/calm.py:
+# at 1 the float32 and float64 references give the same ids and outputs vary (16-18
+# distinct ids in 40); at 1.5 and above every output is one token repeated.  The stamp
+# carries the gain, so another BENCH_GAIN regenerates.
+BENCH_OPUS := en-mg tc-big-fr-en
+BENCH_GAIN ?= 1
+.PHONY: bench-models
+bench-models: $(BENCH_OPUS:%=$(B)/bench-models/%/.done-gain$(BENCH_GAIN))
+
+$(B)/bench-models/%/.done-gain$(BENCH_GAIN): $(B)/tests/gen_opus $(OPUS_FIX)/%/config.json $(OPUS_FIX)/%/vocab.json \
+                                           $(OPUS_FIX)/%/source.spm $(OPUS_FIX)/%/target.spm
+	rm -rf $(@D)
+	$< --full-depth --gain $(BENCH_GAIN) --signed-ln --forms safetensors-f32 $(OPUS_FIX)/$* $(@D)
+	printf '{"gain": %s, "ln": "signed", "command": "%s"}\n' $(BENCH_GAIN) \
+	    "$< --full-depth --gain $(BENCH_GAIN) --signed-ln --forms safetensors-f32 $(OPUS_FIX)/$* $(@D)" \
+	    > $(@D)/bench-model.json
+	touch $@
 
 $(B)/bench/bench_engine: bench/bench_engine.c $(B)/libmt.a
 	@mkdir -p $(dir $@)

@@ -1,30 +1,71 @@
 /* bench_engine: the C engine's speed through the public API (engine/mt.h).
  *
  *   bench_engine --model DIR --input FILE [--n 64] [--max-length L] [--threads 2]
- *                [--configs 1:1,32:1,1:4,32:4] [--ids-out FILE] [--src-out FILE] [--limits]
+ *                [--weights f32|f16|int8] [--configs 1:1,32:1,1:4,32:4] [--ids-out FILE]
+ *                [--src-out FILE] [--limits] [--limits-n 16] [--limits-reps 3]
  *
  * Reads the first n lines of FILE, tokenizes them with the model's tokenizer
  * (--src-out writes those ids, one JSON list a line, so the PyTorch reference
  * decodes exactly the same inputs), then for each batch:beam configuration
  * decodes all n sentences in chunks of `batch` sources (one warm-up chunk
  * first) and prints one JSON object: sentences/s, target tokens/s (generated
- * ids, </s> included, as bench_torch.py counts them).  --ids-out receives the
- * output ids of every configuration ({"batch","beam","ids":[...]} a line).
+ * ids, </s> included, as bench_torch.py counts them).  A configuration
+ * batch:beam:m decodes only the first m sentences (the slow reference's
+ * batch-1 runs are sized so; both engines then decode the same sentences).
+ * --ids-out receives the output ids of every configuration
+ * ({"batch","beam","sentences","ids":[...]} a line).  The first line printed
+ * describes the model and its load (wall ms, peak RSS after it); the last,
+ * the process's peak RSS after every run.
  *
  * --limits adds the machine's limits and where the engine stands:
- *   decode step at batch 1 (from greedy runs of two lengths, so the encoder
- *   cancels) against weight bytes per step / sgemv bandwidth (measured here on
- *   a matrix of the vocabulary projection's size, cache resident, as the
- *   weights are in the 480 MB L3), the encoder's GFLOP/s against sgemm
- *   peak (1024^3, 1 and 2 threads), and KV-cache bytes per token from the
- *   shape and from mt_session_bytes(). */
+ *   decode step at batch 1 (from greedy runs of two lengths over the first
+ *   --limits-n sentences, best of --limits-reps, so the encoder cancels)
+ *   against the weight bytes a step reads over the sgemv bandwidth measured
+ *   here on a matrix of the vocabulary projection's size (cache resident for
+ *   a small model) and on 64 MB, and over the read bandwidth of a buffer as
+ *   large as those bytes (the step's own working set: in the 32 MB L3 for a
+ *   small model, from memory for the OPUS-MT shapes), the encoder's GFLOP/s
+ *   against sgemm peak (1024^3, 1 and 2 threads), and KV-cache bytes per
+ *   token from the shape and from mt_session_bytes(). */
 #include <cblas.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "mt.h"
+
+/* How the engine may hold its weights (--weights): the option's name, the name
+ * mt_model_info reports, and the bytes a decode step reads per weight and per
+ * output row of each matrix (INT8: the int8 values, then a float scale and an
+ * int32 row sum per row, engine/linear_q8.c).  A new mode is one line here. */
+static const struct {
+    const char *opt, *name;
+    mt_weights  w;
+    double      per_weight, per_row;
+} WEIGHTS[] = {
+    {"f32", "F32", MT_WEIGHTS_F32, 4, 0},
+    {"f16", "F16", MT_WEIGHTS_F16, 2, 0},
+    {"int8", "INT8", MT_WEIGHTS_I8, 1, 8},
+};
+#define N_WEIGHTS (int)(sizeof WEIGHTS / sizeof WEIGHTS[0])
+
+/* A line of /proc/self/status in bytes ("VmHWM", "VmRSS"), 0 if absent. */
+static size_t proc_status(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0, n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':')
+            kb = strtoull(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
 
 static double now(void)
 {
@@ -137,6 +178,75 @@ static double sgemv_gbs(int m, int k)
     return best;
 }
 
+/* Memory read bandwidth: `threads` threads each sum their slice of a buffer of
+ * `bytes` (64-byte vector loads, independent accumulators), repeated for ~0.2 s,
+ * best of 3; GB/s of buffer bytes read.  sgemv alone understates it: OpenBLAS's
+ * sgemv streams less than the engine's packed kernel does from memory. */
+typedef uint64_t v8 __attribute__((vector_size(64)));
+
+typedef struct {
+    const v8 *p;
+    size_t    n;
+    v8        sum;
+} slice;
+
+static void *read_slice(void *arg)
+{
+    slice *s = arg;
+    v8 a = {0}, b = {0}, c = {0}, d = {0};
+    size_t i = 0;
+    for (; i + 4 <= s->n; i += 4) {
+        a += s->p[i], b += s->p[i + 1];
+        c += s->p[i + 2], d += s->p[i + 3];
+    }
+    for (; i < s->n; i++)
+        a += s->p[i];
+    s->sum = a + b + c + d;
+    return NULL;
+}
+
+static double read_gbs(size_t bytes, int threads)
+{
+    size_t n = bytes / sizeof(v8) > 64 ? bytes / sizeof(v8) : 64;
+    size_t len = (n * sizeof(v8) + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    v8 *buf = aligned_alloc(2u << 20, len);
+    if (!buf || threads < 1 || threads > 64) {
+        fprintf(stderr, "bench_engine: read_gbs: no memory or bad thread count\n");
+        exit(1);
+    }
+    madvise(buf, len, MADV_HUGEPAGE);           /* as the engine maps its packed weights (alloc.c) */
+    memset(buf, 1, n * sizeof(v8));             /* every page backed before timing */
+    slice sl[64];
+    pthread_t th[64];
+    uint64_t sink = 0;
+    double best = 0;
+    for (int rep = 0; rep < 4; rep++) {         /* the first is a warm-up */
+        int it = 0;
+        double t0 = now(), dt;
+        do {
+            for (int t = 0; t < threads; t++) {
+                sl[t].p = buf + n * (size_t)t / (size_t)threads;
+                sl[t].n = n * (size_t)(t + 1) / (size_t)threads - n * (size_t)t / (size_t)threads;
+                if (t && pthread_create(&th[t], NULL, read_slice, &sl[t]))
+                    exit(1);
+            }
+            read_slice(&sl[0]);
+            for (int t = 1; t < threads; t++)
+                pthread_join(th[t], NULL);
+            for (int t = 0; t < threads; t++)
+                sink += sl[t].sum[0];
+            it++;
+        } while ((dt = now() - t0) < 0.2);
+        double g = (double)it * (double)(n * sizeof(v8)) / dt / 1e9;
+        if (rep && g > best)
+            best = g;
+    }
+    free(buf);
+    if (sink == 42)                             /* keeps the sums alive */
+        fputc(' ', stderr);
+    return best;
+}
+
 static double sgemm_gflops(int n)
 {
     float *A = randbuf((size_t)n * n), *B = randbuf((size_t)n * n), *C = randbuf((size_t)n * n);
@@ -164,20 +274,27 @@ static double greedy_time(mt_session *s, const sources *S, int n, int max_length
     return best;
 }
 
-static void limits(const mt_model *m, mt_session *s, const sources *S, int threads, int max_length, mt_hyp *hyps)
+/* bytes of the matrices a decode step reads: every decoder Linear but the cross
+ * K/V projections (run once per source) and the vocabulary projection */
+static double step_bytes_of(const mt_model_info *MI, int wi)
+{
+    double d = MI->d_model, F = MI->dec_ffn, V = MI->vocab_size, L = MI->dec_layers;
+    double weights = L * (3 * d * d + d * d + d * d + d * d + 2 * d * F) + V * d;
+    double rows = L * (3 * d + d + d + d + F + d) + V;
+    return WEIGHTS[wi].per_weight * weights + WEIGHTS[wi].per_row * rows;
+}
+
+static void limits(const mt_model *m, mt_session *s, const sources *S, int wi, int threads, int max_length,
+                   int lim_n, int reps, mt_hyp *hyps)
 {
     const mt_model_info *MI = mt_model_get_info(m);
-    long d = MI->d_model, F = MI->dec_ffn, V = MI->vocab_size, L = MI->dec_layers, Fe = MI->enc_ffn;
-    /* decode step: every decoder Linear + the vocabulary projection, once per step,
-     * at the bytes per weight they are held in (F16: 2, F32: 4) */
-    int f16 = MI->weights && !strcmp(MI->weights, "F16");
-    double wbytes = f16 ? 2.0 : 4.0;
-    double step_bytes = wbytes * (L * (3 * d * d + d * d + d * d + d * d + 2 * d * F) + V * d);
+    long d = MI->d_model, V = MI->vocab_size, L = MI->dec_layers, Fe = MI->enc_ffn;
+    double step_bytes = step_bytes_of(MI, wi);
     /* step time: greedy batch 1 at max_length T vs 2 (one forced step): same encoder work */
-    int n = S->n < 16 ? S->n : 16, T = max_length;
+    int n = S->n < lim_n ? S->n : lim_n, T = max_length;
     long tok_a, tok_b;
-    double ta = greedy_time(s, S, n, T, hyps, &tok_a, 3);
-    double tb = greedy_time(s, S, n, 2, hyps, &tok_b, 3);
+    double ta = greedy_time(s, S, n, T, hyps, &tok_a, reps);
+    double tb = greedy_time(s, S, n, 2, hyps, &tok_b, reps);
     double step_us = (ta - tb) / (double)(tok_a - tok_b) * 1e6;
     /* encoder: FLOPs of the encoder stack and the cross K/V projections (both run
      * before the first step) over the actual source lengths, timed at batch 32 with
@@ -208,19 +325,24 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int threa
         te = dt < te ? dt : te;
     }
     double enc_gflops = flops / te / 1e9;
-    /* machine: sgemv bandwidth on the vocab projection's shape (cache resident) and
-     * on 64 MB (beyond L2, in L3), sgemm peak, each with 1 and `threads` threads */
-    double gv[2], gv_big[2], gm[2];
+    /* machine: sgemv bandwidth on the vocab projection's shape (cache resident for
+     * a small model), on 64 MB, and on a matrix of the step's bytes (its working
+     * set; sgemv is F32, the engine's F16/INT8 read fewer bytes of the same
+     * memory), sgemm peak, each with 1 and `threads` threads */
+    double gv[2], gv_big[2], gr_step[2], gm[2];
     int th[2] = {1, threads};
     for (int k = 0; k < 2; k++) {
         openblas_set_num_threads(th[k]);
         gv[k] = sgemv_gbs((int)V, (int)d);
         gv_big[k] = sgemv_gbs(16384, 1024);
+        gr_step[k] = read_gbs((size_t)step_bytes, th[k]);
         gm[k] = sgemm_gflops(1024);
     }
     openblas_set_num_threads(1);               /* the engine parallelizes itself (parallel.h) */
     double gv_best = gv[0] > gv[1] ? gv[0] : gv[1];
+    double gr_best = gr_step[0] > gr_step[1] ? gr_step[0] : gr_step[1];
     double bound_us = step_bytes / (gv_best * 1e9) * 1e6;
+    double step_bound_us = step_bytes / (gr_best * 1e9) * 1e6;
     /* KV cache: self K|V per generated token per sequence, cross K|V per source token */
     double kv_self = 4.0 * L * 2 * d, kv_cross = 4.0 * L * 2 * d;
     mt_session_params sp = mt_session_default_params(m);
@@ -246,23 +368,45 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int threa
     }
     mt_session_free(s1), mt_session_free(s2);
     printf("{\"limits\": {\"weights\": \"%s\", \"threads\": %d, \"step_us\": %.1f, \"step_weight_bytes\": %.0f, "
+           "\"step_sentences\": %d, \"step_tokens\": %ld, "
            "\"sgemv_gbs_1t\": %.1f, \"sgemv_gbs_nt\": %.1f, \"sgemv64mb_gbs_1t\": %.1f, \"sgemv64mb_gbs_nt\": %.1f, "
-           "\"step_bound_us\": %.1f, \"step_eff_gbs\": %.1f, "
+           "\"read_step_gbs_1t\": %.1f, \"read_step_gbs_nt\": %.1f, "
+           "\"step_bound_us\": %.1f, \"step_bound_mem_us\": %.1f, \"step_eff_gbs\": %.1f, "
            "\"enc_gflops\": %.1f, \"enc_flops\": %.0f, \"enc_seconds\": %.4f, \"enc_sources\": %ld, "
            "\"sgemm_gflops_1t\": %.1f, \"sgemm_gflops_nt\": %.1f, "
            "\"kv_self_bytes_per_token\": %.0f, \"kv_cross_bytes_per_src_token\": %.0f, "
            "\"session_bytes_per_tgt_token\": %.0f, \"session_bytes_default\": %zu, \"weight_bytes\": %zu}}\n",
-           f16 ? "F16" : "F32", threads, step_us, step_bytes, gv[0], gv[1], gv_big[0], gv_big[1], bound_us,
+           WEIGHTS[wi].name, threads, step_us, step_bytes, n, tok_a - tok_b, gv[0], gv[1], gv_big[0], gv_big[1],
+           gr_step[0], gr_step[1], bound_us, step_bound_us,
            step_bytes / (step_us * 1e-6) / 1e9, enc_gflops, flops, te, srcs, gm[0], gm[1], kv_self, kv_cross,
            sess_tok, sess_default, MI->weight_bytes);
     fflush(stdout);
+}
+
+/* "batch:beam" or "batch:beam:sentences" (0: all); the next configuration or NULL. */
+static const char *next_config(const char *c, int *batch, int *beam, int *sent)
+{
+    *sent = 0;
+    int used = 0;
+    if (sscanf(c, "%d:%d%n", batch, beam, &used) != 2 || *batch < 1 || *beam < 1) {
+        fprintf(stderr, "bench_engine: bad config %s\n", c);
+        exit(2);
+    }
+    c += used;
+    if (*c == ':' && sscanf(c + 1, "%d%n", sent, &used) == 1 && *sent >= 1)
+        c += 1 + used;
+    if (*c && *c != ',') {
+        fprintf(stderr, "bench_engine: bad config near %s\n", c);
+        exit(2);
+    }
+    return *c ? c + 1 : NULL;
 }
 
 int main(int argc, char **argv)
 {
     const char *model = "models/en-fr", *input = "tests/fixtures/tokenizer/inputs/test.en.txt";
     const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL;
-    int n = 64, max_length = 0, threads = 2, do_limits = 0, f16 = 0;
+    int n = 64, max_length = 0, threads = 2, do_limits = 0, wi = 0, lim_n = 16, lim_reps = 3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--limits")) {
@@ -279,8 +423,16 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-length")) max_length = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--configs")) configs = v;
-        else if (!strcmp(a, "--weights")) f16 = v && !strcmp(v, "f16");
-        else if (!strcmp(a, "--ids-out")) ids_out = v;
+        else if (!strcmp(a, "--limits-n")) lim_n = atoi(v);
+        else if (!strcmp(a, "--limits-reps")) lim_reps = atoi(v);
+        else if (!strcmp(a, "--weights")) {
+            for (wi = 0; wi < N_WEIGHTS && strcmp(v, WEIGHTS[wi].opt); wi++)
+                ;
+            if (wi == N_WEIGHTS) {       /* never measure F32 under another mode's name */
+                fprintf(stderr, "bench_engine: unknown --weights %s\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--ids-out")) ids_out = v;
         else if (!strcmp(a, "--src-out")) src_out = v;
         else {
             fprintf(stderr, "bench_engine: unknown option %s\n", a);
@@ -288,14 +440,25 @@ int main(int argc, char **argv)
         }
         i++;
     }
+    if (n < 1 || lim_n < 1 || lim_reps < 1) {
+        fprintf(stderr, "bench_engine: --n, --limits-n and --limits-reps must be at least 1\n");
+        return 2;
+    }
     mt_model_params mp = mt_model_default_params();
     mp.n_threads = threads;
-    mp.weights = f16 ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
+    mp.weights = WEIGHTS[wi].w;
     mt_model *m;
     mt_err e;
+    double t_load = now();
     if (mt_model_load(model, &mp, &m, &e) != MT_OK)
         die(model, &e);
+    t_load = now() - t_load;
+    size_t hwm_load = proc_status("VmHWM"), rss_load = proc_status("VmRSS");
     const mt_model_info *MI = mt_model_get_info(m);
+    if (strcmp(MI->weights, WEIGHTS[wi].name)) {
+        fprintf(stderr, "bench_engine: --weights %s, the model reports %s\n", WEIGHTS[wi].opt, MI->weights);
+        return 1;
+    }
     if (max_length == 0)
         max_length = MI->default_max_length;
     sources S;
@@ -308,12 +471,11 @@ int main(int argc, char **argv)
         fclose(f);
     }
     /* one session big enough for every configuration */
-    int max_rows = 1;
-    for (const char *c = configs; *c;) {
-        int b, k;
-        if (sscanf(c, "%d:%d", &b, &k) == 2 && b * k > max_rows)
-            max_rows = b * k;
-        c = strchr(c, ',') ? strchr(c, ',') + 1 : c + strlen(c);
+    int max_rows = 1, batch, beam, sent;
+    for (const char *c = configs; c;) {
+        c = next_config(c, &batch, &beam, &sent);
+        if (batch * beam > max_rows)
+            max_rows = batch * beam;
     }
     mt_session_params sp = mt_session_default_params(m);
     sp.max_batch = max_rows;
@@ -327,41 +489,42 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         src_tokens += S.len[i];
     FILE *fo = ids_out ? fopen(ids_out, "w") : NULL;
-    printf("{\"model\": {\"d_model\": %d, \"enc_layers\": %d, \"dec_layers\": %d, \"ffn\": %d, \"vocab\": %d, "
-           "\"dtype\": \"%s\", \"weights\": \"%s\", \"weight_bytes\": %zu, \"max_length\": %d, \"sentences\": %d, "
-           "\"source_tokens\": %ld, \"threads\": %d}}\n",
-           MI->d_model, MI->enc_layers, MI->dec_layers, MI->dec_ffn, MI->vocab_size, MI->dtype, MI->weights, MI->weight_bytes,
-           max_length, n, src_tokens, threads);
-    for (const char *c = configs; *c;) {
-        int batch, beam;
-        if (sscanf(c, "%d:%d", &batch, &beam) != 2) {
-            fprintf(stderr, "bench_engine: bad config %s\n", c);
-            return 2;
-        }
+    printf("{\"model\": {\"d_model\": %d, \"enc_layers\": %d, \"dec_layers\": %d, \"heads\": %d, \"ffn\": %d, "
+           "\"vocab\": %d, \"dtype\": \"%s\", \"weights\": \"%s\", \"weight_bytes\": %zu, \"file_bytes\": %zu, "
+           "\"max_length\": %d, \"sentences\": %d, \"source_tokens\": %ld, \"threads\": %d, "
+           "\"load_ms\": %.0f, \"hwm_after_load\": %zu, \"rss_after_load\": %zu, "
+           "\"step_weight_bytes\": %.0f}}\n",
+           MI->d_model, MI->enc_layers, MI->dec_layers, MI->dec_heads, MI->dec_ffn, MI->vocab_size, MI->dtype,
+           MI->weights, MI->weight_bytes, MI->file_bytes, max_length, n, src_tokens, threads, t_load * 1e3,
+           hwm_load, rss_load, step_bytes_of(MI, wi));
+    fflush(stdout);
+    for (const char *c = configs; c;) {
+        c = next_config(c, &batch, &beam, &sent);
+        int k = sent && sent < n ? sent : n;
         long ntok;
-        run(s, &S, batch < n ? batch : n, batch, beam, max_length, hyps, &ntok);      /* warm-up */
-        mt_hyps_free(hyps, batch < n ? batch : n);
-        double dt = run(s, &S, n, batch, beam, max_length, hyps, &ntok);
+        run(s, &S, batch < k ? batch : k, batch, beam, max_length, hyps, &ntok);      /* warm-up */
+        mt_hyps_free(hyps, batch < k ? batch : k);
+        double dt = run(s, &S, k, batch, beam, max_length, hyps, &ntok);
         printf("{\"engine\": \"c\", \"batch\": %d, \"beam\": %d, \"sentences\": %d, \"seconds\": %.3f, "
                "\"sent_per_s\": %.2f, \"tok_per_s\": %.1f, \"target_tokens\": %ld}\n",
-               batch, beam, n, dt, n / dt, ntok / dt, ntok);
+               batch, beam, k, dt, k / dt, ntok / dt, ntok);
         fflush(stdout);
         if (fo) {
-            fprintf(fo, "{\"batch\": %d, \"beam\": %d, \"ids\": [", batch, beam);
-            for (int i = 0; i < n; i++) {
+            fprintf(fo, "{\"batch\": %d, \"beam\": %d, \"sentences\": %d, \"ids\": [", batch, beam, k);
+            for (int i = 0; i < k; i++) {
                 if (i)
                     fputc(',', fo);
                 print_ids(fo, hyps[i].ids, hyps[i].n_ids);
             }
             fputs("]}\n", fo);
         }
-        mt_hyps_free(hyps, n);
-        c = strchr(c, ',') ? strchr(c, ',') + 1 : c + strlen(c);
+        mt_hyps_free(hyps, k);
     }
     if (fo)
         fclose(fo);
     if (do_limits)
-        limits(m, s, &S, threads, max_length, hyps);
+        limits(m, s, &S, wi, threads, max_length, lim_n, lim_reps, hyps);
+    printf("{\"rss\": {\"hwm_end\": %zu, \"rss_end\": %zu}}\n", proc_status("VmHWM"), proc_status("VmRSS"));
     free(hyps);
     mt_session_free(s);
     for (int i = 0; i < n; i++)

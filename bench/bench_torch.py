@@ -2,10 +2,14 @@
 """The PyTorch reference's speed on the same weights and inputs as bench_engine.
 
 Prints one JSON line per configuration: sentences/s, target tokens/s and the
-output ids (so bench/run.sh can check the C outputs are equal).
+output ids (so bench/run.py can check the C outputs are equal).
 Greedy runs batched (batch 1 and 32); beam search in the reference decodes one
 sentence at a time, so "beam 4 batch 32" is 32 sentences decoded one after
-another (the reference has no batched beam search).
+another (the reference has no batched beam search).  A configuration
+batch:beam:m decodes only the first m sentences (as bench_engine does).
+
+--weights names how the weights are held, as the C engine's --weights: one
+entry of WEIGHTS below per mode (f32: as loaded; f16 and int8 below).
 
 --weights f16 reproduces the C engine's F16 mode (engine/model.c,
 prepare_weights): every weight MATRIX is rounded to half precision (round to
@@ -13,13 +17,18 @@ nearest even) once, before decoding -- the weight of every nn.Linear (attention
 q/k/v/out, fc1, fc2, encoder and decoder) and the embedding table
 (model.shared.weight, which is also the tied lm_head).  Biases, LayerNorm
 weights/biases, final_logits_bias and the sinusoidal position table stay F32;
-activations stay F32."""
+activations stay F32.
+
+--weights int8 is models/recipe/model.py's quantize_int8 (the C engine's INT8:
+every Linear and the vocabulary projection quantized per output row, inputs
+per row as each product runs)."""
 import argparse, json, os, sys, time
 import torch
 import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models", "recipe"))
 from load import load_dir
 from marian_tok import MarianTok
+import model as recipe_model
 
 
 @torch.no_grad()
@@ -67,46 +76,73 @@ def round_f16(m):
     return done
 
 
+def round_f16_mode(m):
+    names = round_f16(m)
+    n = sum(m.get_parameter(x).numel() for x in names)
+    return (f"rounded {len(names)} weight matrices ({n} values) to F16: "
+            f"{sum(x.startswith('model.encoder.') for x in names)} encoder Linear, "
+            f"{sum(x.startswith('model.decoder.') for x in names)} decoder Linear, "
+            f"{sum(x == 'model.shared.weight' for x in names)} embedding/lm_head (model.shared.weight); "
+            f"biases, LayerNorms, final_logits_bias and positions kept F32")
+
+
+def int8_mode(m):
+    return f"quantized {recipe_model.quantize_int8(m)} matrices to int8 per output row (model.quantize_int8)"
+
+
+# --weights: how the reference holds the weights, as the C engine's mode of that name
+# (bench_engine.c WEIGHTS).  None: as loaded.  A new mode is one entry here.
+WEIGHTS = {"f32": None, "f16": round_f16_mode, "int8": int8_mode}
+
+
+def configs(text):
+    """"batch:beam[:sentences],..." -> [(batch, beam, sentences or None)]"""
+    out = []
+    for c in text.split(","):
+        x = [int(v) for v in c.split(":")]
+        if len(x) not in (2, 3) or min(x) < 1:
+            raise SystemExit(f"bench_torch: bad config {c}")
+        out.append((x[0], x[1], x[2] if len(x) == 3 else None))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True); ap.add_argument("--input")
     ap.add_argument("--n", type=int, default=64); ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--weights", choices=("f32", "f16"), default="f32",
-                    help="f16: round every weight matrix to half precision first, as the C engine's F16 mode")
-    ap.add_argument("--configs", default="1:1,32:1,1:4,32:4", help="batch:beam,...")
+    ap.add_argument("--weights", choices=tuple(WEIGHTS), default="f32",
+                    help="how the weights are held, as the C engine's --weights of the same name")
+    ap.add_argument("--configs", default="1:1,32:1,1:4,32:4", help="batch:beam[:sentences],...")
     ap.add_argument("--src-ids", help="source ids, one JSON list a line (bench_engine --src-out): "
                     "decode exactly these instead of tokenizing --input")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     m, _ = load_dir(a.model); tok = MarianTok(a.model)
-    if a.weights == "f16":
+    if WEIGHTS[a.weights]:
         with torch.no_grad():
-            names = round_f16(m)
-        n = sum(m.get_parameter(x).numel() for x in names)
-        print(f"bench_torch: --weights f16: rounded {len(names)} weight matrices ({n} values) to F16: "
-              f"{sum(x.startswith('model.encoder.') for x in names)} encoder Linear, "
-              f"{sum(x.startswith('model.decoder.') for x in names)} decoder Linear, "
-              f"{sum(x == 'model.shared.weight' for x in names)} embedding/lm_head (model.shared.weight); "
-              f"biases, LayerNorms, final_logits_bias and positions kept F32", file=sys.stderr, flush=True)
+            what = WEIGHTS[a.weights](m)
+        print(f"bench_torch: --weights {a.weights}: {what}", file=sys.stderr, flush=True)
     if a.src_ids:
         srcs = [json.loads(x) for x in open(a.src_ids).read().splitlines()[:a.n]]
     else:
         srcs = [tok.encode(x) for x in open(a.input).read().splitlines()[:a.n]]
-    beams = {}       # beam search is sentence by sentence whatever the batch: measured once per beam size
-    for cfg in a.configs.split(","):
-        batch, beam = map(int, cfg.split(":"))
+    beams = {}       # beam search is sentence by sentence whatever the batch: measured once per (beam, sentences)
+    for batch, beam, k in configs(a.configs):
+        sub = srcs[:k] if k else srcs
         note = None
-        if beam > 1 and beam in beams:
-            outs, dt, note = *beams[beam][:2], f"same run as batch {beams[beam][2]} (no batched beam)"
+        if beam > 1 and (beam, len(sub)) in beams:
+            outs, dt, note = *beams[beam, len(sub)][:2], f"same run as batch {beams[beam, len(sub)][2]} (no batched beam)"
         else:
-            run(m, tok, srcs[:batch if beam == 1 else 1], batch, beam, a.max_length)   # warm-up
-            outs, dt = run(m, tok, srcs, batch, beam, a.max_length)
+            # warm-up: the first chunk, a few steps (first calls' allocations, threads); a whole
+            # decode would double the time of the big shapes' runs
+            run(m, tok, sub[:batch if beam == 1 else 1], batch, beam, min(a.max_length, 6))
+            outs, dt = run(m, tok, sub, batch, beam, a.max_length)
             if beam > 1:
-                beams[beam] = (outs, dt, batch)
+                beams[beam, len(sub)] = (outs, dt, batch)
         ntok = sum(len(o) for o in outs)
-        print(json.dumps({"engine": "pytorch", "weights": a.weights.upper(), "batch": batch, "beam": beam, "sentences": len(srcs),
-                          "seconds": round(dt, 3), "sent_per_s": round(len(srcs) / dt, 2),
+        print(json.dumps({"engine": "pytorch", "weights": a.weights.upper(), "batch": batch, "beam": beam,
+                          "sentences": len(sub), "seconds": round(dt, 3), "sent_per_s": round(len(sub) / dt, 2),
                           "tok_per_s": round(ntok / dt, 1), "target_tokens": ntok, "note": note,
                           "ids": outs}), flush=True)
 

@@ -1,15 +1,16 @@
 /* gen_opus.c: regenerate a random-weight OPUS-MT model of a real published
  * configuration in every file form the loaders read (test-only, no engine).
  *
- *   gen_opus [--full-depth] [--gain G] [--eos-bias B] [--forms F,...] <fixture-dir> <out-dir>
+ *   gen_opus [--full-depth] [--gain G] [--signed-ln] [--forms F,...] <fixture-dir> <out-dir>
  *
  * Without options it writes the test models (make opus-models, byte for byte
  * what tests/test_opus.c expects).  The options make benchmark models (make
  * bench-models): --full-depth keeps the published depth (gen.json's "layers"
  * ignored), --gain G draws Linear weights with gain G / sqrt(in) instead of
  * 5 / sqrt(in) (calm enough that 12 layers do not turn float32 rounding into
- * different tokens), --eos-bias B sets final_logits_bias[eos] (outputs end at
- * a realistic length), --forms writes only the forms listed.
+ * different tokens), --signed-ln draws the LayerNorm weights in [-1, 1) (so
+ * calm weights do not decode every source to one token repeated), --forms
+ * writes only the forms listed.
  *
  * <fixture-dir> is tests/fixtures/opus-mt/<model>: config.json and the
  * tokenizer files as published, gen.json (what to change: "layers", and
@@ -94,6 +95,12 @@ typedef enum { K_TABLE, K_HEAD, K_LOGITS_BIAS, K_LINEAR, K_BIAS, K_LN_WEIGHT, K_
  * float32 rounding does not flip tokens: bench/calm.py). */
 static double linear_gain = 5.0;
 
+/* LayerNorm weights: 1 + 0.1 u by default; --signed-ln draws them as u, in [-1, 1).
+ * With tied embeddings and calm weights the residual stream carries the input
+ * token's embedding to the top, so its own logit wins and every output repeats
+ * one token; random signs on the LayerNorm scales break that (bench/calm.py). */
+static float ln_gain = 0.1f, ln_offset = 1.0f;
+
 typedef struct {
     char     name[160];
     kind     k;
@@ -114,7 +121,7 @@ static void gain_of(const tensor *t, float *gain, float *offset)
     case K_LOGITS_BIAS: *gain = 0.2f; break;
     case K_LINEAR:      *gain = (float)(linear_gain / sqrt((double)t->shape[1])); break;
     case K_BIAS:        *gain = 0.01f; break;
-    case K_LN_WEIGHT:   *gain = 0.1f; *offset = 1.0f; break;
+    case K_LN_WEIGHT:   *gain = ln_gain; *offset = ln_offset; break;
     case K_LN_BIAS:     *gain = 0.01f; break;
     }
 }
@@ -1048,10 +1055,11 @@ static const char *const forms[] = {"safetensors-f32", "safetensors-f16", "pytor
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gen_opus [--full-depth] [--gain G] [--eos-bias B] [--forms F,...] <fixture-dir> <out-dir>\n"
+    fprintf(stderr, "usage: gen_opus [--full-depth] [--gain G] [--signed-ln] [--forms F,...] "
+                    "<fixture-dir> <out-dir>\n"
                     "  --full-depth  the config's own encoder/decoder layers (gen.json's \"layers\" ignored)\n"
                     "  --gain G      Linear weights drawn with gain G / sqrt(in) (default 5)\n"
-                    "  --eos-bias B  final_logits_bias[eos] = B (default: the formula's value)\n"
+                    "  --signed-ln   LayerNorm weights drawn in [-1, 1) (default 1 + [-0.1, 0.1))\n"
                     "  --forms LIST  which of safetensors-f32,safetensors-f16,pytorch,marian (default all)\n");
     exit(2);
 }
@@ -1071,8 +1079,7 @@ int main(int argc, char **argv)
 {
     /* The options are for benchmark models (Makefile: bench-models); without them the
      * output is what the tests expect, byte for byte. */
-    int full_depth = 0, want[N_FORMS] = {1, 1, 1, 1}, eos_set = 0;
-    float eos_bias = 0.0f;
+    int full_depth = 0, want[N_FORMS] = {1, 1, 1, 1};
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1080,13 +1087,15 @@ int main(int argc, char **argv)
             full_depth = 1;
             continue;
         }
+        if (!strcmp(a, "--signed-ln")) {
+            ln_gain = 1.0f;
+            ln_offset = 0.0f;
+            continue;
+        }
         if (!strcmp(a, "--gain")) {
             linear_gain = num_arg(a, v);
             if (linear_gain <= 0)
                 die("--gain must be positive");
-        } else if (!strcmp(a, "--eos-bias")) {
-            eos_bias = (float)num_arg(a, v);
-            eos_set = 1;
         } else if (!strcmp(a, "--forms")) {
             if (!v)
                 usage();
@@ -1137,14 +1146,6 @@ int main(int argc, char **argv)
     model *m = xmalloc(sizeof *m);
     m->n = 0;
     build(m, &c);
-    if (eos_set) {
-        /* An end-of-sentence tendency: random weights otherwise rarely pick </s>, and
-         * every output would run to max_length. */
-        tensor *fb = &m->t[0];
-        if (strcmp(fb->name, "final_logits_bias") || c.eos < 0 || c.eos >= c.Vt)
-            die("--eos-bias: no final_logits_bias entry for eos %d", c.eos);
-        fb->data[c.eos] = eos_bias;
-    }
 
     for (int f = 0; f < N_FORMS; f++) {
         if (!want[f])
