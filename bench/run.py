@@ -52,10 +52,13 @@ CMDS = []        # every command run, for BENCHMARKS.md
 TIMES = []       # [command, seconds] of each engine command, in results.json (sizing the run)
 
 # How the engines hold the weights, in the order reported: --weights' default.  Every
-# name must be a mode of bench_engine.c (WEIGHTS) and bench_torch.py (WEIGHTS), which
-# both know int8 too: adding "int8" here (or --weights f32,f16,int8) measures it as well,
-# at the cost of one more reference run per shape (about a third more time).
-WEIGHTS = ["f32", "f16"]
+# name must be a mode of bench_engine.c (WEIGHTS) and bench_torch.py (WEIGHTS).  int8's
+# "outputs equal" compares the engine with the reference's quantize_int8: on the random
+# full-depth shapes, whose top logits are close, an input element quantized one step apart
+# (float32 activations differing in their last bits on either side of a rounding boundary)
+# can change a token, so there it is expected to be lower than F32's; logits agree within
+# tests/test_engine.c's int8 tolerance on the trained models.
+WEIGHTS = ["f32", "f16", "int8"]
 
 # The model shapes.  n: sentences the C engine decodes in every configuration; ref_n:
 # sentences both engines decode at batch 1 and the reference decodes with beam search
