@@ -848,8 +848,11 @@ static void test_threads_and_f16(void **state)
  * last bits, so logits are compared with Q8_LOGIT_TOL (relative to the row's
  * largest |logit|), log-probs with Q8_LP_TOL, and greedy ids must be equal wherever the reference's margin
  * (smallest top-1 - top-2 gap over the steps) exceeds Q8_MARGIN. */
-#define Q8_LOGIT_TOL 1e-3     /* measured on en-fr: 2.2e-7 on the first rows */
-#define Q8_LP_TOL    0.1      /* teacher-forced log-probs: a step apart on a boundary; measured 0.055 */
+/* Measured: full rows 2.4e-7 (tiny), 2.2e-7 (the first en-fr), 4.0e-3 (en-fr v2: one row
+ * downstream of a boundary flip); log-probs 0.056, 0.055, 0.088.  A fault (a wrong scale,
+ * a lost bias, a misplaced panel) moves logits by whole units. */
+#define Q8_LOGIT_TOL 1e-2     /* of the row's largest |logit| */
+#define Q8_LP_TOL    0.25
 #define Q8_MARGIN    0.05
 
 static void test_int8(void **state)
