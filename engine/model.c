@@ -781,13 +781,8 @@ static mt_status prepare_weights(loader *L, mt_err *err)
         if ((st = pack_layers(L, err)) == MT_OK)
             st = pack(L, m->lm_head, d, V, &m->lm_pk, err);    /* lm_head may alias an embedding table */
     }
-    if (st == MT_OK && L->held == MT_WEIGHTS_I8) {
-        /* the embedding tables stay F32 (a gather reads one row per token) */
+    if (st == MT_OK && L->held == MT_WEIGHTS_I8)   /* the embedding tables stay F32 (a gather reads a row per token) */
         snprintf(m->held, sizeof m->held, "INT8");
-        m->q8_isa = L->isa;
-        int F = m->enc_ffn > m->dec_ffn ? m->enc_ffn : m->dec_ffn;
-        m->q8_in_max = F > m->d ? F : m->d;
-    }
     if (st != MT_OK || L->held != MT_WEIGHTS_F16)
         return st;
     size_t n = (size_t)V * d, n_src = (size_t)m->V_src * d;
@@ -826,7 +821,7 @@ static void fill_info(loader *L)
     m->info.dtype = m->dtype;
     m->info.weight_bytes = L->mapped_bytes + L->owned_bytes;
     m->info.weights = m->held;
-    m->info.int8_kernel = m->q8_in_max ? mt_k_q8_isa_name(m->q8_isa) : "";
+    m->info.int8_kernel = m->lm_pk.i8 ? mt_k_q8_isa_name(m->lm_pk.isa) : "";
     m->info.file_bytes = m->st->size;
     m->info.format = m->st->format;
     m->info.weights_file = m->weights_file;

@@ -77,8 +77,6 @@ struct mt_model {
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
     int     n_owned, cap_owned;
     char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8], weights_file[256];
-    mt_q8_isa q8_isa;            /* INT8 weights: the kernel */
-    int q8_in_max;               /* INT8 weights: the widest product input (session scratch); 0 otherwise */
 };
 
 /* Attention weights capture for mt_attention_run (NULL on the normal path). */

@@ -49,7 +49,8 @@ static void layout(mt_session *s, carver *c)
     size_t H = (size_t)imax(m->enc_heads, m->dec_heads);
     s->scores = carve(c, H * L * (L > B ? L : B), sizeof(float));
     s->logits = carve(c, B * V, sizeof(float));
-    s->q8 = m->q8_in_max ? carve(c, mt_k_q8_scratch_bytes((int)R, m->q8_in_max), 1) : NULL;
+    /* INT8 weights (every product is INT8 then): the widest product input is d or F */
+    s->q8 = m->lm_pk.i8 ? carve(c, mt_k_q8_scratch_bytes((int)R, (int)(F > d ? F : d)), 1) : NULL;
     s->lp = carve(c, B * V, sizeof(float));
     s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));
     s->self_kv = carve(c, NL * B * T * 2 * d, sizeof(float));
