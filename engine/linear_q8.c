@@ -211,9 +211,29 @@ static void quantize_rows(const float *x, int n, int in, mt_q8_isa isa, uint8_t 
 }
 
 /* ---- the shared epilogue: every ISA's int32 sums become floats here -------------------- */
+#if VW == 16
+/* (float)(acc - comp * wsum) for VW outputs */
+static inline vf q8_sums(const int32_t *acc, const int32_t *wsum, int comp)
+{
+    __m512i a = _mm512_sub_epi32(_mm512_loadu_si512(acc),
+                                 _mm512_mullo_epi32(_mm512_set1_epi32(comp), _mm512_loadu_si512(wsum)));
+    return _mm512_cvtepi32_ps(a);
+}
+#elif VW == 8
+static inline vf q8_sums(const int32_t *acc, const int32_t *wsum, int comp)
+{
+    __m256i a = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)acc),
+                                 _mm256_mullo_epi32(_mm256_set1_epi32(comp), _mm256_loadu_si256((const __m256i *)wsum)));
+    return _mm256_cvtepi32_ps(a);
+}
+#endif
+
 /* acc [nr][ld] for outputs o0 .. o0 + no of rows r0 ..; comp: 128 for VNNI's
- * unsigned inputs, else 0.  Not fused, not inlined: the same bits from every
- * kernel, and the float operations the reference does. */
+ * unsigned inputs, else 0.  Not fused (fp-contract off), not inlined: the same
+ * bits from every kernel, and the float operations the reference does.  The
+ * vector loop does exactly the scalar tail's operations lane by lane (two
+ * products, one sum, and an activation whose vector form gives act1's bits,
+ * simd.h), so a row's outputs do not depend on where the vectors end. */
 __attribute__((noinline, optimize("fp-contract=off")))
 static void q8_store(const int32_t *acc, int ld, int nr, int o0, int no, const mt_packed *W, const float *xs,
                      const float *b, float *y, int comp, mt_act act)
@@ -221,9 +241,23 @@ static void q8_store(const int32_t *acc, int ld, int nr, int o0, int no, const m
     int out = W->out;
     for (int r = 0; r < nr; r++) {
         float *yr = y + (long)r * out;
-        for (int j = 0; j < no; j++) {
+        const int32_t *ar = acc + (long)r * ld;
+        int j = 0;
+#if VW
+        if (act != MT_ACT_GELU) {         /* GELU has no vector form (erff) */
+            vf xsr = vset1(xs[r]);
+            for (; j + VW <= no; j += VW) {
+                int o = o0 + j;
+                vf v = vmul(q8_sums(ar + j, W->wsum + o, comp), vmul(xsr, vload(W->scale + o)));
+                if (b)
+                    v = vadd(v, vload(b + o));
+                vstore(yr + o, act == MT_ACT_SWISH ? vswish(v) : act == MT_ACT_RELU ? vrelu(v) : v);
+            }
+        }
+#endif
+        for (; j < no; j++) {
             int o = o0 + j;
-            int32_t a = acc[(long)r * ld + j] - comp * W->wsum[o];
+            int32_t a = ar[j] - comp * W->wsum[o];
             float v = (float)a * (xs[r] * W->scale[o]);
             if (b)
                 v = v + b[o];
@@ -262,25 +296,32 @@ static void tile_scalar(const uint8_t *xq, int in4, const int8_t *Wq, int p0, in
 static VNNI_TARGET void vnni_block(const uint8_t *xq, int in4, const int8_t *Wq, int p0, int32_t *acc,
                                   const int NR, const int NP)
 {
-    __m512i a[Q8_MAX_NR][Q8_MAX_NP];
+    __m512i a[Q8_MAX_NR][Q8_MAX_NP];       /* in registers: every loop over r and p unrolled */
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
         for (int p = 0; p < NP; p++)
             a[r][p] = _mm512_setzero_si512();
     long pstride = (long)(in4 / 4) * MT_PANEL * 4;
     const int8_t *w0 = Wq + p0 * pstride;
     for (int g = 0; g < in4 / 4; g++) {
         __m512i w[Q8_MAX_NP];
+#pragma GCC unroll 3
         for (int p = 0; p < NP; p++)
             w[p] = _mm512_loadu_si512(w0 + p * pstride + (long)g * 64);
+#pragma GCC unroll 8
         for (int r = 0; r < NR; r++) {
             int32_t x4;
             memcpy(&x4, xq + (long)r * in4 + 4 * g, 4);
             __m512i xb = _mm512_set1_epi32(x4);
+#pragma GCC unroll 3
             for (int p = 0; p < NP; p++)
                 a[r][p] = _mm512_dpbusd_epi32(a[r][p], xb, w[p]);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
         for (int p = 0; p < NP; p++)
             _mm512_storeu_si512(acc + (long)r * Q8_MAX_NP * MT_PANEL + p * MT_PANEL, a[r][p]);
 }
@@ -300,7 +341,8 @@ static void tile_vnni(const uint8_t *xq, int in4, const int8_t *Wq, int p0, int 
 /* AVX2: a panel's 64-byte group is two registers of 8 outputs x 4 inputs. */
 static AVX2_TARGET void avx2_block(const uint8_t *xq, int in4, const int8_t *Wq, int p0, int32_t *acc, const int NR)
 {
-    __m256i a[4][2];
+    __m256i a[4][2];                       /* in registers: every loop over r unrolled */
+#pragma GCC unroll 4
     for (int r = 0; r < NR; r++)
         a[r][0] = a[r][1] = _mm256_setzero_si256();
     const __m256i ones = _mm256_set1_epi16(1);
@@ -308,6 +350,7 @@ static AVX2_TARGET void avx2_block(const uint8_t *xq, int in4, const int8_t *Wq,
     for (int g = 0; g < in4 / 4; g++) {
         __m256i wa = _mm256_loadu_si256((const __m256i *)(w0 + (long)g * 64));
         __m256i wb = _mm256_loadu_si256((const __m256i *)(w0 + (long)g * 64 + 32));
+#pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             int32_t x4;
             memcpy(&x4, xq + (long)r * in4 + 4 * g, 4);
@@ -318,6 +361,7 @@ static AVX2_TARGET void avx2_block(const uint8_t *xq, int in4, const int8_t *Wq,
             a[r][1] = _mm256_add_epi32(a[r][1], _mm256_madd_epi16(pb, ones));
         }
     }
+#pragma GCC unroll 4
     for (int r = 0; r < NR; r++) {
         int32_t *ar = acc + (long)r * Q8_MAX_NP * MT_PANEL;
         _mm256_storeu_si256((__m256i *)ar, a[r][0]);
