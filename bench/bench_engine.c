@@ -1,7 +1,7 @@
 /* bench_engine: the C engine's speed through the public API (engine/mt.h).
  *
  *   bench_engine --model DIR --input FILE [--n 64] [--max-length L] [--threads 2]
- *                [--weights f32|f16|int8] [--configs 1:1,32:1,1:4,32:4] [--ids-out FILE]
+ *                [--weights f32|f16|int8] [--kv-cache f32|f16] [--configs 1:1,32:1,1:4,32:4] [--ids-out FILE]
  *                [--src-out FILE] [--limits] [--limits-n 16] [--limits-reps 3]
  *
  * Reads the first n lines of FILE, tokenizes them with the model's tokenizer
@@ -406,7 +406,7 @@ int main(int argc, char **argv)
 {
     const char *model = "models/en-fr", *input = "tests/fixtures/tokenizer/inputs/test.en.txt";
     const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL;
-    int n = 64, max_length = 0, threads = 2, do_limits = 0, wi = 0, lim_n = 16, lim_reps = 3;
+    int n = 64, max_length = 0, threads = 2, do_limits = 0, wi = 0, lim_n = 16, lim_reps = 3, kv_f16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--limits")) {
@@ -432,6 +432,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_engine: unknown --weights %s\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--kv-cache")) {
+            if (strcmp(v, "f32") && strcmp(v, "f16")) {
+                fprintf(stderr, "bench_engine: unknown --kv-cache %s\n", v);
+                return 2;
+            }
+            kv_f16 = v[1] == '1';
         } else if (!strcmp(a, "--ids-out")) ids_out = v;
         else if (!strcmp(a, "--src-out")) src_out = v;
         else {
@@ -478,6 +484,7 @@ int main(int argc, char **argv)
             max_rows = batch * beam;
     }
     mt_session_params sp = mt_session_default_params(m);
+    sp.kv_f16 = kv_f16;
     sp.max_batch = max_rows;
     sp.max_src_len = S.max_len;
     sp.max_tgt_len = max_length;

@@ -296,13 +296,17 @@ def loadgen(url, clients, requests, a, max_length):
 
 def server_modes(weights):
     """(batching, weights, extra options): batching off with the first weights mode (F32), then
-    batching on with each mode of --weights."""
+    batching on with each mode of --weights, then (if the build has --kv-cache) batching on with
+    the F16 K/V cache, with the first and the last weights mode."""
     w0 = weights[0].upper()
     if not has_batching():
         return [(None, w0, weights_opt(w0))]
     modes = [("off", w0, ["--batching", "off"] + weights_opt(w0))]
     if weights_opt(w0):
         modes += [("on", w.upper(), ["--batching", "on"] + weights_opt(w)) for w in weights]
+        if "--kv-cache" in serve_help():
+            modes += [("on", f"{w.upper()} + KV F16", ["--batching", "on", "--kv-cache", "f16"] + weights_opt(w))
+                      for w in dict.fromkeys((weights[0], weights[-1]))]
     else:
         modes.append(("on", w0, ["--batching", "on"]))
     return modes
@@ -321,6 +325,32 @@ def server(a, max_length):
         finally:
             srv.stop()
     return res
+
+
+def whole_process(a):
+    """Batch 1 greedy as a user runs it, load included: `mtserve translate --beam 1` against the
+    reference as a process (bench/torch_translate.py), on the same first --whole-n sentences, both
+    with --threads threads, alternately --whole-reps times each; median wall seconds, and the lines
+    of the two outputs that are equal."""
+    lines = open(INPUT).read().splitlines()[:a.whole_n]
+    src = f"{TMP}/whole-in.txt"
+    open(src, "w").write("\n".join(lines) + "\n")
+    cmds = {"c": [MTSERVE, "translate", "--model", a.model, "--beam", "1", "--threads", str(a.threads)],
+            "t": [PY, "bench/torch_translate.py", "--model", a.model, "--threads", str(a.threads)]}
+    for k, c in cmds.items():
+        CMDS.append(" ".join(shlex.quote(x) for x in c) + f" < {src}")
+    secs, outs = {"c": [], "t": []}, {}
+    for _ in range(a.whole_reps):
+        for k in ("c", "t"):
+            t0 = time.monotonic()
+            with open(src) as fin:
+                r = subprocess.run(cmds[k], cwd=ROOT, stdin=fin, stdout=subprocess.PIPE, text=True, check=True)
+            secs[k].append(time.monotonic() - t0)
+            outs[k] = r.stdout.splitlines()
+    med = {k: sorted(v)[len(v) // 2] for k, v in secs.items()}
+    equal = sum(x == y for x, y in zip(outs["c"], outs["t"]))
+    return {"n": len(lines), "reps": a.whole_reps, "seconds": secs, "median": med, "equal": equal,
+            "ratio": med["t"] / med["c"]}
 
 
 def memory(a, max_length):
@@ -392,6 +422,12 @@ def summary(R):
                 P(f"| {S['title']} | {workload(k)} | {W} | {c['tok_per_s']:,.0f} | {ref} | "
                   f"{fmt_ratio(c['tok_per_s'] / tr['tok_per_s']) if tr else 'n/a'} | {equal_cell(tr)} |")
     P("")
+    w = R.get("whole")
+    if w:
+        P(f"Whole process, load included (`mtserve translate --beam 1` against bench/torch_translate.py, "
+          f"{w['n']} en-fr test sentences one at a time, {R['args']['threads']} threads each, median of "
+          f"{w['reps']} alternating runs): C {w['median']['c']:.2f} s, PyTorch {w['median']['t']:.2f} s: "
+          f"**{fmt_ratio(w['ratio'])}**; translations equal on {w['equal']} of {w['n']} lines.\n")
     return L
 
 
@@ -569,8 +605,8 @@ def report(R):
           f"session grows: the part of it that decoding touched (a default session reserves "
           f"{lim['session_bytes_default']/2**20:.1f} MiB, mostly KV cache for max_batch x max_tgt_len, paged in "
           f"only as used), plus the worker's thread stack.\n")
-    P("KV cache (F32 in every weights mode): self-attention K|V = decoder layers x 2 x d_model x 4 bytes per "
-      "target token per sequence (and the same per source token for the cross K|V); mt_session_bytes() per "
+    P("KV cache (F32 in every weights mode by default; `--kv-cache f16` halves it): self-attention K|V = "
+      "decoder layers x 2 x d_model x 4 bytes per target token per sequence (and the same per source token for the cross K|V); mt_session_bytes() per "
       "unit of max_tgt_len per sequence (the KV cache plus the token history and beam bookkeeping):\n")
     P("| shape | K\\|V bytes per target token | session bytes per unit of max_tgt_len |")
     P("|---|---:|---:|")
@@ -613,6 +649,10 @@ def report(R):
                 x = c["tok_per_s"] / t["tok_per_s"] if c and t else None
                 rows.append((f"en-fr: C >= {goal}x PyTorch tokens/s, {name} ({W} weights)", fmt_ratio(x),
                              None if x is None else x >= goal))
+    w = R.get("whole")
+    if w:
+        rows.append(("en-fr: batch 1 greedy whole process (load included) >= 10x PyTorch", fmt_ratio(w["ratio"]),
+                     w["ratio"] >= 10))
     for r in srv or []:
         one = next((x["req_per_s"] for x in r["runs"] if x["clients"] == 1), None)
         n32 = next((x["req_per_s"] for x in r["runs"] if x["clients"] == 32), None)
@@ -706,6 +746,8 @@ def main():
     ap.add_argument("--configs", default=SHAPES["en-fr"]["configs"], help="en-fr's batch:beam configurations")
     ap.add_argument("--opus-configs", default=SHAPES["en-mg"]["configs"], help="the OPUS-MT shapes'")
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--whole-n", type=int, default=100, help="sentences of the whole-process run (0: none)")
+    ap.add_argument("--whole-reps", type=int, default=3, help="runs of each process in the whole-process run")
     ap.add_argument("--skip-server", action="store_true", help="no server and memory runs")
     ap.add_argument("--torch-timeout", type=float, default=1800,
                     help="seconds per bench_torch.py run; configurations not done are n/a")
@@ -728,17 +770,18 @@ def main():
         mach = machine()
         for S in shapes:
             S["E"] = engine(a, S)
-        srv = mem = None
+        srv = mem = whole = None
         enfr = next((S for S in shapes if S["name"] == "en-fr"), None)
         if enfr and not a.skip_server:
             max_length = enfr["E"][a.weights[0].upper()]["model"]["max_length"]
             srv = server(a, max_length)
             mem = memory(a, max_length)
+        whole = whole_process(a) if enfr and not a.skip_torch and a.whole_n > 0 else None
         R = {"version": 3, "cmds": CMDS, "times": TIMES, "model_dir": a.model, "mach": mach,
              "args": {k: getattr(a, k) for k in ("n", "max_length", "threads", "workers", "requests", "clients",
                                                  "seconds", "configs", "opus_configs", "opus_max_length",
                                                  "shape_n", "weights", "skip_torch")},
-             "shapes": shapes, "srv": srv, "mem": mem}
+             "shapes": shapes, "srv": srv, "mem": mem, "whole": whole}
         os.makedirs(os.path.dirname(saved), exist_ok=True)
         json.dump(R, open(saved, "w"), indent=1)
         print(f"saved {saved}", file=sys.stderr)

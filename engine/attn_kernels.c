@@ -6,6 +6,7 @@
  * (mt_k_gemm_nt / mt_k_gemm_nn). */
 #include "kernels.h"
 #include "simd.h"
+#include "tensors.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -46,112 +47,177 @@ void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float
 }
 
 /* One query over nk keys for every head at once: a decode step's attention.
- * q [d], keys K[j] and values V[j] rows ld apart (d = heads * hd), sc
- * [heads][nk] scratch (the weights on return), out [d].  Keys are visited in
- * order and each key's whole row is read at once: a cache row is contiguous,
- * where a head-by-head pass strides through every row once per head (the
- * caches of a batch live in L3; that pass ran at ~12 GB/s).  Four heads of a
- * key share one horizontal reduction (AVX-512).  The sums are in a fixed
- * order per (head, key) and per output, whatever the batch. */
+ * q [d], keys K[j] and values V[j] rows ld elements apart (d = heads * hd),
+ * held as F32 or as F16 (the session's kv_f16: half the bytes a step reads,
+ * widened here as they are loaded), sc [heads][nk] scratch (the weights on
+ * return), out [d].  Keys are visited in order and each key's whole row is
+ * read at once: a cache row is contiguous, where a head-by-head pass strides
+ * through every row once per head (the caches of a batch live in L3; that
+ * pass ran at ~12 GB/s).  The sums are in a fixed order per (head, key) and
+ * per output, whatever the batch. */
 #if VW == 16
-/* The common shape (hd = 64, d = 256: the default model): q and the output
- * stay in registers, every loop has constant bounds. */
-static void attend_row_256(const float *q, const float *K, const float *V, int ld, int nk, float scale, float *sc,
-                           float *out)
+/* 16 cached elements at p[i] as floats */
+static inline __attribute__((always_inline)) __m512 kv_load(const void *p, long i, const int F16)
 {
-    __m512 qv[16];
+    return F16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)))
+               : _mm512_loadu_ps((const float *)p + i);
+}
+
+/* hd = 64 and heads a multiple of 4 (the default model: 4 heads; OPUS-MT base
+ * 8, big 16): each group of 4 heads is 256 columns, 16 registers, so q and the
+ * group's output stay in registers and every loop has constant bounds.  Four
+ * heads of a key share one horizontal reduction. */
+static inline __attribute__((always_inline)) void attend_row_hd64(const float *q, const void *K, const void *V,
+                                                                  int ld, int nk, int heads, float scale,
+                                                                  float *sc, float *out, const int F16)
+{
+    for (int g = 0; g < heads / 4; g++) {
+        const float *qg = q + 256 * g;
+        float *sg = sc + (long)4 * g * nk;
+        __m512 qv[16];
 #pragma GCC unroll 16
-    for (int c = 0; c < 16; c++)
-        qv[c] = _mm512_loadu_ps(q + 16 * c);
-    for (int j = 0; j < nk; j++) {
-        const float *kj = K + (long)j * ld;
-        __m512 a[4];
+        for (int c = 0; c < 16; c++)
+            qv[c] = _mm512_loadu_ps(qg + 16 * c);
+        for (int j = 0; j < nk; j++) {
+            long kj = (long)j * ld + 256 * g;
+            __m512 a[4];
 #pragma GCC unroll 4
-        for (int h = 0; h < 4; h++) {
-            __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(kj + 64 * h), qv[4 * h]);
-            acc = _mm512_fmadd_ps(_mm512_loadu_ps(kj + 64 * h + 16), qv[4 * h + 1], acc);
-            acc = _mm512_fmadd_ps(_mm512_loadu_ps(kj + 64 * h + 32), qv[4 * h + 2], acc);
-            a[h] = _mm512_fmadd_ps(_mm512_loadu_ps(kj + 64 * h + 48), qv[4 * h + 3], acc);
+            for (int h = 0; h < 4; h++) {
+                __m512 acc = _mm512_mul_ps(kv_load(K, kj + 64 * h, F16), qv[4 * h]);
+                acc = _mm512_fmadd_ps(kv_load(K, kj + 64 * h + 16, F16), qv[4 * h + 1], acc);
+                acc = _mm512_fmadd_ps(kv_load(K, kj + 64 * h + 32, F16), qv[4 * h + 2], acc);
+                a[h] = _mm512_fmadd_ps(kv_load(K, kj + 64 * h + 48, F16), qv[4 * h + 3], acc);
+            }
+            float t[4];
+            _mm_storeu_ps(t, _mm_mul_ps(_mm_set1_ps(scale), sum4(a[0], a[1], a[2], a[3])));
+            for (int h = 0; h < 4; h++)
+                sg[(long)h * nk + j] = t[h];
         }
-        float t[4];
-        _mm_storeu_ps(t, _mm_mul_ps(_mm_set1_ps(scale), sum4(a[0], a[1], a[2], a[3])));
-        for (int h = 0; h < 4; h++)
-            sc[(long)h * nk + j] = t[h];
     }
-    for (int h = 0; h < 4; h++)
+    for (int h = 0; h < heads; h++)
         mt_k_softmax(sc + (long)h * nk, nk, nk);
-    __m512 o[16];
+    for (int g = 0; g < heads / 4; g++) {
+        const float *sg = sc + (long)4 * g * nk;
+        __m512 o[16];
 #pragma GCC unroll 16
-    for (int c = 0; c < 16; c++)
-        o[c] = _mm512_setzero_ps();
-    for (int j = 0; j < nk; j++) {
-        const float *vj = V + (long)j * ld;
+        for (int c = 0; c < 16; c++)
+            o[c] = _mm512_setzero_ps();
+        for (int j = 0; j < nk; j++) {
+            long vj = (long)j * ld + 256 * g;
 #pragma GCC unroll 4
-        for (int h = 0; h < 4; h++) {
-            __m512 w = _mm512_set1_ps(sc[(long)h * nk + j]);
+            for (int h = 0; h < 4; h++) {
+                __m512 w = _mm512_set1_ps(sg[(long)h * nk + j]);
 #pragma GCC unroll 4
-            for (int c = 0; c < 4; c++)
-                o[4 * h + c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 64 * h + 16 * c), o[4 * h + c]);
+                for (int c = 0; c < 4; c++)
+                    o[4 * h + c] = _mm512_fmadd_ps(w, kv_load(V, vj + 64 * h + 16 * c, F16), o[4 * h + c]);
+            }
         }
-    }
 #pragma GCC unroll 16
-    for (int c = 0; c < 16; c++)
-        _mm512_storeu_ps(out + 16 * c, o[c]);
+        for (int c = 0; c < 16; c++)
+            _mm512_storeu_ps(out + 256 * g + 16 * c, o[c]);
+    }
 }
 #endif
+
+/* Any shape: per head and key one dot product, then the weighted sum of
+ * values; F16 elements widened one at a time where no vector path exists. */
+static inline __attribute__((always_inline)) float kv_at(const void *p, long i, const int F16)
+{
+    return F16 ? mt_f16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static inline __attribute__((always_inline)) void attend_row_any(const float *q, const void *K, const void *V,
+                                                                 int ld, int nk, int heads, int hd, float scale,
+                                                                 float *sc, float *out, const int F16)
+{
+    for (int j = 0; j < nk; j++)
+        for (int h = 0; h < heads; h++) {
+            long kh = (long)j * ld + (long)h * hd;
+            const float *qh = q + (long)h * hd;
+            float t = 0.0f;
+            int i = 0;
+#if VW
+            vf a = vzero();
+            for (; i + VW <= hd; i += VW)
+                a = vfma(F16 ? vload16((const uint16_t *)K + kh + i) : vload((const float *)K + kh + i),
+                         vload(qh + i), a);
+            t = vsum(a);
+#endif
+            for (; i < hd; i++)
+                t += kv_at(K, kh + i, F16) * qh[i];
+            sc[(long)h * nk + j] = scale * t;
+        }
+    for (int h = 0; h < heads; h++)
+        mt_k_softmax(sc + (long)h * nk, nk, nk);
+    memset(out, 0, sizeof(float) * (size_t)heads * hd);
+    for (int j = 0; j < nk; j++)
+        for (int h = 0; h < heads; h++) {
+            float w = sc[(long)h * nk + j], *oh = out + (long)h * hd;
+            long vh = (long)j * ld + (long)h * hd;
+            int i = 0;
+#if VW
+            vf wv = vset1(w);
+            for (; i + VW <= hd; i += VW)
+                vstore(oh + i, vfma(wv, F16 ? vload16((const uint16_t *)V + vh + i) : vload((const float *)V + vh + i),
+                                    vload(oh + i)));
+#endif
+            for (; i < hd; i++)
+                oh[i] = FMA1(w, kv_at(V, vh + i, F16), oh[i]);
+        }
+}
 
 MULTIVERSION
 void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int nk, int heads, int hd, float scale,
                      float *sc, float *out)
 {
-    int d = heads * hd;
 #if VW == 16
-    if (heads == 4 && hd == 64) {
-        attend_row_256(q, K, V, ld, nk, scale, sc, out);
+    if (hd == 64 && heads % 4 == 0) {
+        attend_row_hd64(q, K, V, ld, nk, heads, scale, sc, out, 0);
         return;
     }
 #endif
-    for (int j = 0; j < nk; j++) {
-        const float *kj = K + (long)j * ld;
-        int h = 0;
+    attend_row_any(q, K, V, ld, nk, heads, hd, scale, sc, out, 0);
+}
+
+MULTIVERSION
+void mt_k_attend_row_f16(const float *q, const uint16_t *K, const uint16_t *V, int ld, int nk, int heads, int hd,
+                         float scale, float *sc, float *out)
+{
 #if VW == 16
-        if (hd % 16 == 0)
-            for (; h + 4 <= heads; h += 4) {
-                __m512 a[4];
-                for (int u = 0; u < 4; u++) {
-                    const float *kh = kj + (h + u) * hd, *qh = q + (h + u) * hd;
-                    __m512 acc = _mm512_setzero_ps();
-                    for (int i = 0; i < hd; i += 16)
-                        acc = _mm512_fmadd_ps(_mm512_loadu_ps(kh + i), _mm512_loadu_ps(qh + i), acc);
-                    a[u] = acc;
-                }
-                float t[4];
-                _mm_storeu_ps(t, _mm_mul_ps(_mm_set1_ps(scale), sum4(a[0], a[1], a[2], a[3])));
-                for (int u = 0; u < 4; u++)
-                    sc[(long)(h + u) * nk + j] = t[u];
-            }
-#endif
-        for (; h < heads; h++)
-            mt_k_dots(1, hd, scale, kj + h * hd, ld, q + h * hd, sc + (long)h * nk + j);
+    if (hd == 64 && heads % 4 == 0) {
+        attend_row_hd64(q, K, V, ld, nk, heads, scale, sc, out, 1);
+        return;
     }
-    for (int h = 0; h < heads; h++)
-        mt_k_softmax(sc + (long)h * nk, nk, nk);
-    memset(out, 0, sizeof(float) * (size_t)d);
-    for (int j = 0; j < nk; j++) {
-        const float *vj = V + (long)j * ld;
-        for (int h = 0; h < heads; h++) {
-            float w = sc[(long)h * nk + j], *oh = out + h * hd;
-            const float *vh = vj + h * hd;
-            int i = 0;
+#endif
+    attend_row_any(q, K, V, ld, nk, heads, hd, scale, sc, out, 1);
+}
+
+/* ---- the F16 K/V cache's conversions ---------------------------------------------- */
+void mt_k_to_f16(const float *x, uint16_t *y, long n)
+{
+    long i = 0;
+#if VW == 16
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif VW == 8
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    for (; i < n; i++)
+        y[i] = mt_f32_to_f16(x[i]);
+}
+
+void mt_k_from_f16(const uint16_t *x, float *y, long n)
+{
+    long i = 0;
 #if VW
-            vf wv = vset1(w);
-            for (; i + VW <= hd; i += VW)
-                vstore(oh + i, vfma(wv, vload(vh + i), vload(oh + i)));
+    for (; i + VW <= n; i += VW)
+        vstore(y + i, vload16(x + i));
 #endif
-            for (; i < hd; i++)
-                oh[i] = FMA1(w, vh[i], oh[i]);
-        }
-    }
+    for (; i < n; i++)
+        y[i] = mt_f16_to_f32(x[i]);
 }
 
 /* ---- attention over whole sequences (OpenBLAS, one thread per caller) ------------- */

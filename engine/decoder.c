@@ -10,16 +10,18 @@
 
 #include <string.h>
 
-static float *self_cache(const mt_session *s, int layer, int slot)
+/* A slot's / a source's cache rows [.][2d], in the caches' precision (mt_kv_bytes). */
+static char *self_cache(const mt_session *s, int layer, int slot)
 {
     long per_slot = (long)s->p.max_tgt_len * 2 * s->m->d;
-    return s->self_kv + ((long)layer * s->p.max_batch + slot) * per_slot;
+    return (char *)s->self_kv + ((long)layer * s->p.max_batch + slot) * per_slot * (long)mt_kv_bytes(s);
 }
 
-static const float *cross_cache(const mt_session *s, int layer, int src)
+static const char *cross_cache(const mt_session *s, int layer, int src)
 {
     long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
-    return s->cross_kv + ((long)layer * cross_rows + s->src_off[src]) * 2 * s->m->d;
+    return (const char *)s->cross_kv +
+           ((long)layer * cross_rows + s->src_off[src]) * 2 * s->m->d * (long)mt_kv_bytes(s);
 }
 
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8)
@@ -58,14 +60,14 @@ static void attn_rows(void *ctx, int c)
     for (int r = c * j->per; r < hi; r++) {
         float *sc = s->scores + (long)r * H * L, *out = s->ctx + (long)r * d;
         if (j->cross) {
-            const float *kv = cross_cache(s, j->li, j->row_src[r]);
-            mt_attend_step(s, s->qkv + (long)r * d, kv, kv + d, 2 * d, s->src_len[j->row_src[r]], H, out, sc);
+            const char *kv = cross_cache(s, j->li, j->row_src[r]);
+            mt_attend_step(s, s->qkv + (long)r * d, kv, s->src_len[j->row_src[r]], H, out, sc);
         } else {
             /* append this position's k, v, then attend over positions 0..pos[r] */
-            float *kv = self_cache(s, j->li, j->row_slot[r]);
+            char *kv = self_cache(s, j->li, j->row_slot[r]);
             const float *qkv = s->qkv + (long)r * 3 * d;
-            memcpy(kv + (long)j->pos[r] * 2 * d, qkv + d, sizeof(float) * 2 * (size_t)d);
-            mt_attend_step(s, qkv, kv, kv + d, 2 * d, j->pos[r] + 1, H, out, sc);
+            mt_kv_put(s, kv, (long)j->pos[r] * 2 * d, qkv + d, 2L * d);
+            mt_attend_step(s, qkv, kv, j->pos[r] + 1, H, out, sc);
         }
     }
 }
@@ -117,7 +119,11 @@ void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *ca
         const mt_dec_layer *l = &m->dec[li];
         float *cs = cap && cap->dec ? cap->dec + (long)li * H * T * T : NULL;
         float *cc = cap && cap->cross ? cap->cross + (long)li * H * T * S : NULL;
-        const float *c = cross_cache(s, li, 0);
+        const float *c = (const float *)cross_cache(s, li, 0);
+        if (s->p.kv_f16) {                          /* the sgemm path reads F32 */
+            mt_k_from_f16((const uint16_t *)c, s->kv32, (long)S * 2 * d);
+            c = s->kv32;
+        }
         mt_lin_apply(s->q8, &l->self_qkv, s->x, T, s->qkv, MT_ACT_NONE);
         mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
         mt_lin_apply(s->q8, &l->self_out, s->ctx, T, s->h, MT_ACT_NONE);

@@ -156,7 +156,7 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
     const mt_model *m = s->m;
     int Bm = q->Bm, base = q->base;
     int *old_slot = s->tmp_i + 2 * base, *claimed = s->slot_used + base;  /* the sequence's own scratch */
-    long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)q->cur * 2 * m->d * (long)sizeof(float);
+    long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)q->cur * 2 * m->d * (long)mt_kv_bytes(s);
     for (int b = 0; b < Bm; b++) {
         old_slot[b] = s->row_slot[base + b];
         claimed[b] = 0;
@@ -176,8 +176,9 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
             free_i++;
         int dst = old_slot[free_i++], src = old_slot[parent[b]];
         for (int l = 0; l < m->info.dec_layers; l++) {
-            float *cache = s->self_kv + (long)l * s->p.max_batch * per_slot;
-            memcpy(cache + dst * per_slot, cache + src * per_slot, (size_t)bytes);
+            char *cache = (char *)s->self_kv + (long)l * s->p.max_batch * per_slot * (long)mt_kv_bytes(s);
+            memcpy(cache + dst * per_slot * (long)mt_kv_bytes(s), cache + src * per_slot * (long)mt_kv_bytes(s),
+                   (size_t)bytes);
         }
         s->row_slot[base + b] = dst;
     }

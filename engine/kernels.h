@@ -12,7 +12,8 @@
  *   simd.h          the vector shim they share (static inline: AVX-512 / AVX2 / scalar)
  *   linear.c        mt_k_packed_bytes, mt_k_pack, mt_k_linear_packed: every Linear
  *   linear_q8.c     mt_k_pack_q8, mt_k_linear_q8: every Linear with INT8 weights
- *   attn_kernels.c  mt_k_dots, mt_k_attend_row, mt_k_gemm_nt, mt_k_gemm_nn: attention products
+ *   attn_kernels.c  mt_k_dots, mt_k_attend_row(_f16), mt_k_gemm_nt, mt_k_gemm_nn: attention products,
+ *                   mt_k_to_f16, mt_k_from_f16: the F16 K/V cache
  *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
  *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip: row-wise kernels
  * Their naive references are test code: tests/ref_kernels.h.
@@ -62,6 +63,12 @@ void mt_k_dots(int nk, int len, float alpha, const float *K, int ld, const float
  * floats apart, nk keys; sc [heads][nk] scratch (the weights on return), out [d]. */
 void mt_k_attend_row(const float *q, const float *K, const float *V, int ld, int nk, int heads, int hd, float scale,
                      float *sc, float *out);
+/* The same with K and V held in half precision (a session's F16 K/V cache). */
+void mt_k_attend_row_f16(const float *q, const uint16_t *K, const uint16_t *V, int ld, int nk, int heads, int hd,
+                         float scale, float *sc, float *out);
+/* The F16 K/V cache's conversions: y[i] = x[i] rounded to nearest even / widened. */
+void mt_k_to_f16(const float *x, uint16_t *y, long n);
+void mt_k_from_f16(const uint16_t *x, float *y, long n);
 /* C[m][n] = alpha * A[m][k] . B[n][k]^T (+ beta C), with leading dimensions. */
 void mt_k_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);

@@ -62,9 +62,15 @@ void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, c
     mt_par_for(heads, attend_head, &j);
 }
 
-void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,
-                    int heads, float *out, float *sc)
+void mt_attend_step(const mt_session *s, const float *q, const void *kv, int nk, int heads, float *out, float *sc)
 {
-    int hd = s->m->d / heads;
-    attend_one(q, k, v, ldkv, nk, heads, hd, (float)(1.0 / sqrt((double)hd)), sc, out, NULL);
+    int d = s->m->d, hd = d / heads;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    if (s->p.kv_f16) {
+        const uint16_t *k = kv;
+        mt_k_attend_row_f16(q, k, k + d, 2 * d, nk, heads, hd, scale, sc, out);
+    } else {
+        const float *k = kv;
+        attend_one(q, k, k + d, 2 * d, nk, heads, hd, scale, sc, out, NULL);
+    }
 }

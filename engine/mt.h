@@ -78,6 +78,9 @@ typedef struct {
     int max_batch;      /* sequences decoded together: sentences x beams */
     int max_src_len;    /* source tokens, </s> included */
     int max_tgt_len;    /* decoder positions, start token included */
+    int kv_f16;         /* 1: the K/V caches hold half precision: half the bytes a decode
+                           step's attention reads; K and V rounded once as they are
+                           cached, so results differ slightly from the F32 cache */
 } mt_session_params;
 
 mt_session_params mt_session_default_params(const mt_model *model);

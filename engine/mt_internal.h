@@ -121,8 +121,11 @@ struct mt_session {
     void  *q8;                 /* INT8 weights: the quantized inputs of a product, [rows_max][in] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
     /* caches */
-    float *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
-    float *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
+    void  *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
+    void  *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
+                               /* (both F32, or F16 with p.kv_f16: mt_kv_put, mt_kv_bytes) */
+    float *kv32;               /* kv_f16: one source's cross K/V widened for whole-sequence attention,
+                                  [max_src_len][2d] */
     int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
     int32_t *src_ids;          /* [max_batch][max_src_len] a started sequence's source, until mt_step encodes it */
     /* per-row decoding state [max_batch] */
@@ -160,9 +163,14 @@ void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, c
                int nk, int heads, int causal, float *out, int ldo, float *cap);
 
 /* One query per call, for decode steps run in parallel over rows: the scores
- * go to the caller's scratch sc [nk] instead of s->scores. */
-void mt_attend_step(const mt_session *s, const float *q, const float *k, const float *v, int ldkv, int nk,
-                    int heads, float *out, float *sc);
+ * go to the caller's scratch sc [nk] instead of s->scores.  kv: nk cached
+ * rows of the session's K/V cache, [nk][2d] = k | v, in its precision. */
+void mt_attend_step(const mt_session *s, const float *q, const void *kv, int nk, int heads, float *out, float *sc);
+
+/* session.c: the K/V caches' element size (4, or 2 with kv_f16), and a store
+ * of n floats into them at element `at` of base, in their precision. */
+static inline size_t mt_kv_bytes(const mt_session *s) { return s->p.kv_f16 ? 2 : 4; }
+void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n);
 
 /* encoder.c: encode one source (n tokens) and fill its cross K/V rows at
  * cross offset `off` for every decoder layer. cap may be NULL. */

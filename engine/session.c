@@ -52,8 +52,9 @@ static void layout(mt_session *s, carver *c)
     /* INT8 weights (every product is INT8 then): the widest product input is d or F */
     s->q8 = m->lm_pk.i8 ? carve(c, mt_k_q8_scratch_bytes((int)R, (int)(F > d ? F : d)), 1) : NULL;
     s->lp = carve(c, B * V, sizeof(float));
-    s->cross_kv = carve(c, NL * B * S * 2 * d, sizeof(float));
-    s->self_kv = carve(c, NL * B * T * 2 * d, sizeof(float));
+    s->cross_kv = carve(c, NL * B * S * 2 * d, mt_kv_bytes(s));
+    s->self_kv = carve(c, NL * B * T * 2 * d, mt_kv_bytes(s));
+    s->kv32 = p->kv_f16 ? carve(c, S * 2 * d, sizeof(float)) : NULL;
     s->src_off = carve(c, B, sizeof(int));
     s->src_len = carve(c, B, sizeof(int));
     s->src_ids = carve(c, B * S, sizeof(int32_t));
@@ -83,6 +84,14 @@ static void layout(mt_session *s, carver *c)
     s->gen_src = carve(c, B, sizeof(int));
 }
 
+void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n)
+{
+    if (s->p.kv_f16)
+        mt_k_to_f16(x, (uint16_t *)base + at, n);
+    else
+        memcpy((float *)base + at, x, sizeof(float) * (size_t)n);
+}
+
 static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_err *err)
 {
     int maxpos = m->info.max_positions;
@@ -94,6 +103,8 @@ static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_
     if (p->max_tgt_len < 2 || p->max_tgt_len > maxpos)
         return mt_err_set(err, MT_ERR_INPUT, "session: max_tgt_len %d outside [2, %d] (max_position_embeddings)",
                           p->max_tgt_len, maxpos);
+    if (p->kv_f16 != 0 && p->kv_f16 != 1)
+        return mt_err_set(err, MT_ERR_INPUT, "session: kv_f16 %d is neither 0 nor 1", p->kv_f16);
     return MT_OK;
 }
 

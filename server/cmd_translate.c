@@ -18,14 +18,14 @@
 
 typedef struct {
     const char *model;
-    int beam, max_length, threads, json;
+    int beam, max_length, threads, json, kv_f16;
     mt_weights weights;
 } options;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
-               "                         [--json]\n"
+               "                         [--kv-cache f32|f16] [--json]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
                "  --beam N          beam size 1-%d (1 = greedy; default: the model's num_beams)\n"
@@ -33,6 +33,7 @@ static void usage(FILE *f)
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
                "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
+               "  --kv-cache f16    hold the decoder's key/value caches in half precision (default f32)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n",
             DEFAULT_MODEL, MT_MAX_BEAM);
 }
@@ -73,6 +74,9 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "int8"))) {
             o->weights = v[0] == 'i' ? MT_WEIGHTS_I8 : v[1] == '1' ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
+            i++;
+        } else if (!strcmp(a, "--kv-cache") && v && (!strcmp(v, "f32") || !strcmp(v, "f16"))) {
+            o->kv_f16 = v[1] == '1';
             i++;
         } else if (!strcmp(a, "--threads")) {
             if (!parse_int(a, v, 1, 256, &o->threads))
@@ -184,6 +188,7 @@ static int run(mt_model *m, const options *o)
     mt_err err = {0};
     mt_session *s;
     mt_session_params sp = mt_session_default_params(m);
+    sp.kv_f16 = o->kv_f16;
     if (o->max_length > sp.max_tgt_len)
         sp.max_tgt_len = o->max_length;
     if (mt_session_new(m, &sp, &s, &err) != MT_OK) {

@@ -31,10 +31,10 @@ static json_t *model_json(const srv_server *srv, const srv_model *m, int is_defa
     json_t *size = json_pack("{s:I,s:I,s:I}", "file_bytes", (json_int_t)i->file_bytes,
                              "weight_bytes", (json_int_t)i->weight_bytes, "session_bytes",
                              (json_int_t)srv_sessions_bytes(m->sessions));
-    json_t *limits = json_pack("{s:i,s:i,s:i,s:i,s:i}", "max_batch", m->sparams.max_batch,
+    json_t *limits = json_pack("{s:i,s:i,s:i,s:i,s:i,s:s}", "max_batch", m->sparams.max_batch,
                                "max_sentence_tokens", m->sparams.max_src_len, "max_length",
                                m->sparams.max_tgt_len, "max_request_tokens", srv->opts.max_tokens,
-                               "sessions", srv->workers);
+                               "sessions", srv->workers, "kv_cache", m->sparams.kv_f16 ? "f16" : "f32");
     json_t *o = json_pack("{s:s,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "id", m->id, "default", is_default,
                           "source_lang", i->source_lang, "target_lang", i->target_lang, "format", i->format,
                           "weights_file", i->weights_file, "size", size, "config", config, "limits", limits,

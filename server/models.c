@@ -37,6 +37,7 @@ static mt_session_params session_params(const srv_server *srv, const mt_model *m
     mt_session_params p = mt_session_default_params(model);
     if (srv->opts.max_batch > 0)
         p.max_batch = srv->opts.max_batch;
+    p.kv_f16 = srv->opts.kv_f16;
     if (srv->opts.max_tokens > 0 && p.max_src_len > srv->opts.max_tokens)
         p.max_src_len = srv->opts.max_tokens;
     return p;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS } opt_kind;
+typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS, OPT_KV } opt_kind;
 
 typedef struct {
     const char *flag;       /* "--port" */
@@ -36,6 +36,9 @@ static const opt_def opt_table[] = {
     { "--weights", "MTSERVE_WEIGHTS", OPT_WEIGHTS, F(weights), 0, 0, 0,
       "f32|f16|int8: hold weights as loaded, rounded to half precision (half the bytes per decode step), "
       "or quantized to int8 per output row (a quarter; the CPU's int8 kernel)" },
+    { "--kv-cache", "MTSERVE_KV_CACHE", OPT_KV, F(kv_f16), 0, 0, 0,
+      "f32|f16: the decoder's key/value caches in single or half precision (half the bytes a decode "
+      "step's attention reads; K and V rounded once as they are cached)" },
     { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
       "HTTP (I/O) threads; 0 = auto (cores, at least 2)" },
     { "--queue", "MTSERVE_QUEUE", OPT_INT, F(queue), 0, 0, 100000,
@@ -246,6 +249,13 @@ static int set_value(srv_options *o, const opt_def *def, const char *value, int 
             return 0;
         }
         snprintf(err, err_len, "%s: '%s' is not f32, f16 or int8", name, value);
+        return -1;
+    case OPT_KV:
+        if (strcmp(value, "f32") == 0 || strcmp(value, "f16") == 0) {
+            *(int *)field = value[1] == '1';
+            return 0;
+        }
+        snprintf(err, err_len, "%s: '%s' is not f32 or f16", name, value);
         return -1;
     case OPT_ONOFF:
         if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)

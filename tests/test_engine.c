@@ -840,6 +840,113 @@ static void test_threads_and_f16(void **state)
     free(a), free(b);
 }
 
+/* The F16 K/V cache (mt_session_params.kv_f16) against the F32 reference.
+ * K and V are rounded to half precision as they are cached (relative error
+ * <= 2^-11), so logits move in their last digits: teacher-forced logit rows
+ * (cross K/V rounded, widened for the whole-sequence path) must stay within
+ * KV16_LOGIT_TOL of the row's largest |logit| and must not be bit-identical
+ * (the cache really is F16); greedy decoding (self and cross K/V rounded,
+ * the step kernels' F16 loads) must give the reference's ids wherever its
+ * margin (smallest top-1 - top-2 gap of the F32 logits along the reference's
+ * greedy path) exceeds KV16_MARGIN, with sums of log p within KV16_SCORE_TOL;
+ * beam 4 (its rows' F16 caches copied on reorder) must agree with the F32
+ * session on the hypotheses it finds, scores within KV16_SCORE_TOL.
+ * Measured: logits 4.0e-4 of the row max (en-fr); a fault (K and V swapped,
+ * a wrong element size, a stale row) moves them by whole units. */
+#define KV16_LOGIT_TOL 5e-3
+#define KV16_MARGIN    0.05
+#define KV16_SCORE_TOL 0.05
+
+/* smallest top-1 - top-2 gap over the rows [nt][V] */
+static double min_margin(const float *lg, int nt, int V)
+{
+    double m = INFINITY;
+    for (int t = 0; t < nt; t++) {
+        const float *r = lg + (long)t * V;
+        float a = -INFINITY, b = -INFINITY;
+        for (int v = 0; v < V; v++)
+            if (r[v] > a)
+                b = a, a = r[v];
+            else if (r[v] > b)
+                b = r[v];
+        m = a - b < m ? a - b : m;
+    }
+    return m;
+}
+
+static void test_kv_f16(void **state)
+{
+    CTX_OR_RETURN(c);
+    mt_session_params sp = mt_session_default_params(c->m);
+    sp.max_tgt_len = 256 < mt_model_get_info(c->m)->max_positions ? 256 : mt_model_get_info(c->m)->max_positions;
+    sp.kv_f16 = 1;
+    mt_session *s16;
+    mt_err err = {0};
+    assert_int_equal(mt_session_new(c->m, &sp, &s16, &err), MT_OK);
+    int total = c->n_cases < 100 ? c->n_cases : 100;
+    float *a = malloc(sizeof(float) * 256 * (size_t)c->V), *b = malloc(sizeof(float) * 256 * (size_t)c->V);
+    double worst = 0, worst_score = 0;
+    int sure = 0, sure_same = 0, same = 0;
+    for (int i = 0; i < total; i++) {
+        int32_t src[1024], tgt[256];
+        int ns = case_src(c, i, src), nt = ids_of(json_object_get(c->cases[i], "greedy_ids"), tgt, 256);
+        assert_int_equal(mt_score(c->s, src, ns, tgt, nt, NULL, a, NULL), MT_OK);
+        assert_int_equal(mt_score(s16, src, ns, tgt, nt, NULL, b, NULL), MT_OK);
+        for (int t = 0; t < nt; t++) {
+            const float *ra = a + (long)t * c->V, *rb = b + (long)t * c->V;
+            double top = 0, d = 0;
+            for (int v = 0; v < c->V; v++) {
+                top = fabs(ra[v]) > top ? fabs(ra[v]) : top;
+                d = fabs(ra[v] - rb[v]) > d ? fabs(ra[v] - rb[v]) : d;
+            }
+            worst = d / top > worst ? d / top : worst;
+        }
+        mt_hyp h, h32;
+        int eq = greedy_case(c, s16, i, &h);
+        int confident = min_margin(a, nt, c->V) > KV16_MARGIN;
+        same += eq, sure += confident, sure_same += confident && eq;
+        if (confident && !eq)
+            print_message("  case %d: F16 K/V greedy ids differ from the reference's\n", i);
+        if (eq) {
+            greedy_case(c, c->s, i, &h32);
+            double e = fabs(h.score - h32.score);
+            worst_score = e > worst_score ? e : worst_score;
+            mt_hyps_free(&h32, 1);
+        }
+        mt_hyps_free(&h, 1);
+    }
+    /* beam 4: the F16 session against the F32 session */
+    int nb = total < 30 ? total : 30, beam_same = 0;
+    for (int i = 0; i < nb; i++) {
+        int32_t src[1024];
+        int ns = case_src(c, i, src);
+        const int32_t *p = src;
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = 4;
+        dp.max_length = case_maxlen(c, i);
+        mt_hyp h32, h16;
+        assert_int_equal(mt_generate(c->s, &p, &ns, 1, &dp, &h32, &err), MT_OK);
+        assert_int_equal(mt_generate(s16, &p, &ns, 1, &dp, &h16, &err), MT_OK);
+        if (h32.n_ids == h16.n_ids && !memcmp(h32.ids, h16.ids, sizeof(int32_t) * (size_t)h32.n_ids)) {
+            beam_same++;
+            double e = fabs(h32.score - h16.score);
+            worst_score = e > worst_score ? e : worst_score;
+        }
+        mt_hyps_free(&h32, 1);
+        mt_hyps_free(&h16, 1);
+    }
+    print_message("  [%s] F16 K/V cache: logits within %.2g of the row max; greedy ids equal to the reference on "
+                  "%d/%d (%d/%d with margin > %.2g); beam 4 equal to the F32 cache on %d/%d; scores within %.2g\n",
+                  c->name, worst, same, total, sure_same, sure, KV16_MARGIN, beam_same, nb, worst_score);
+    assert_true(worst > 0);                      /* the cache really holds F16 */
+    assert_true(worst <= KV16_LOGIT_TOL);
+    assert_int_equal(sure_same, sure);
+    assert_true(worst_score <= KV16_SCORE_TOL);
+    assert_true(beam_same * 10 >= nb * 8);       /* most beams find the same hypothesis */
+    free(a), free(b);
+    mt_session_free(s16);
+}
+
 /* INT8 weights (mt_model_params.weights = MT_WEIGHTS_I8) against the PyTorch
  * reference with the same quantization (models/recipe/model.py quantize_int8,
  * fixtures int8.jsonl and int8_logits.bin by q8_fixtures.py).  The integer sums
@@ -1018,6 +1125,7 @@ int main(void)
         PER_MODEL(test_no_alloc_in_decode_loop),
         PER_MODEL(test_staggered_joins),
         PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16), PER_MODEL(test_int8),
+        PER_MODEL(test_kv_f16),
     };
     /* The extra model's tests exist only when it is given, fr-en's only when
      * models/fr-en exists: never a standing skip. */

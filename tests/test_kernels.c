@@ -319,39 +319,79 @@ static void test_dots(void **state)
     }
 }
 
-/* A decode step's attention row (every head in one pass; hd 64 x 4 heads has
- * its own register path) against a double-precision softmax attention. */
+/* A decode step's attention row (every head in one pass; hd 64 x a multiple of
+ * 4 heads has its own register path) against a double-precision softmax
+ * attention, with K/V as F32 and as F16 (the reference then reads the same
+ * rounded values, widened). */
+static void check_attend_row(int H, int hd, int nk, int f16)
+{
+    int d = H * hd, ld = 2 * d + 3;
+    float *kv = rand_vec((size_t)nk * ld, 1), *q = rand_vec((size_t)d, 2);
+    float *sc = malloc(sizeof(float) * (size_t)H * nk), *out = malloc(sizeof(float) * (size_t)d);
+    float scale = 1.0f / sqrtf((float)hd);
+    if (f16) {
+        uint16_t *kv16 = malloc(sizeof(uint16_t) * (size_t)nk * ld);
+        mt_k_to_f16(kv, kv16, (long)nk * ld);
+        mt_k_from_f16(kv16, kv, (long)nk * ld);          /* what the reference reads */
+        mt_k_attend_row_f16(q, kv16, kv16 + d, ld, nk, H, hd, scale, sc, out);
+        free(kv16);
+    } else {
+        mt_k_attend_row(q, kv, kv + d, ld, nk, H, hd, scale, sc, out);
+    }
+    for (int h = 0; h < H; h++) {
+        double w[64], mx = -1e300, sum = 0;
+        for (int j = 0; j < nk; j++) {
+            double s = 0;
+            for (int i = 0; i < hd; i++)
+                s += (double)q[h * hd + i] * kv[(long)j * ld + h * hd + i];
+            w[j] = s * scale;
+            mx = fmax(mx, w[j]);
+        }
+        for (int j = 0; j < nk; j++)
+            sum += (w[j] = exp(w[j] - mx));
+        for (int j = 0; j < nk; j++)
+            assert_true(fabs(sc[(long)h * nk + j] - w[j] / sum) <= 1e-6);
+        for (int i = 0; i < hd; i++) {
+            double o = 0;
+            for (int j = 0; j < nk; j++)
+                o += w[j] / sum * kv[(long)j * ld + d + h * hd + i];
+            assert_true(fabs(out[h * hd + i] - o) <= 1e-5);
+        }
+    }
+    free(kv), free(q), free(sc), free(out);
+}
+
 static void test_attend_row(void **state)
 {
     (void)state;
-    static const int shapes[][3] = {{4, 64, 36}, {4, 64, 1}, {8, 64, 23}, {2, 24, 9}, {4, 8, 40}, {3, 16, 5}};
-    for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++) {
-        int H = shapes[t][0], hd = shapes[t][1], nk = shapes[t][2], d = H * hd, ld = 2 * d + 3;
-        float *kv = rand_vec((size_t)nk * ld, 1), *q = rand_vec((size_t)d, 2);
-        float *sc = malloc(sizeof(float) * (size_t)H * nk), *out = malloc(sizeof(float) * (size_t)d);
-        float scale = 1.0f / sqrtf((float)hd);
-        mt_k_attend_row(q, kv, kv + d, ld, nk, H, hd, scale, sc, out);
-        for (int h = 0; h < H; h++) {
-            double w[64], mx = -1e300, sum = 0;
-            for (int j = 0; j < nk; j++) {
-                double s = 0;
-                for (int i = 0; i < hd; i++)
-                    s += (double)q[h * hd + i] * kv[(long)j * ld + h * hd + i];
-                w[j] = s * scale;
-                mx = fmax(mx, w[j]);
-            }
-            for (int j = 0; j < nk; j++)
-                sum += (w[j] = exp(w[j] - mx));
-            for (int j = 0; j < nk; j++)
-                assert_true(fabs(sc[(long)h * nk + j] - w[j] / sum) <= 1e-6);
-            for (int i = 0; i < hd; i++) {
-                double o = 0;
-                for (int j = 0; j < nk; j++)
-                    o += w[j] / sum * kv[(long)j * ld + d + h * hd + i];
-                assert_true(fabs(out[h * hd + i] - o) <= 1e-5);
-            }
-        }
-        free(kv), free(q), free(sc), free(out);
+    static const int shapes[][3] = {{4, 64, 36}, {4, 64, 1}, {8, 64, 23}, {16, 64, 7}, {6, 64, 5},
+                                    {2, 24, 9},  {4, 8, 40}, {3, 16, 5}};
+    for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++)
+        for (int f16 = 0; f16 < 2; f16++)
+            check_attend_row(shapes[t][0], shapes[t][1], shapes[t][2], f16);
+}
+
+/* The F16 cache's row conversions equal the scalar conversions element by
+ * element (vector bodies and scalar tails; halves' specials included). */
+static void test_kv_conversions(void **state)
+{
+    (void)state;
+    enum { N = 77 };
+    float x[N], back[N];
+    uint16_t h[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)((i * 7919) % 2001 - 1000) * 0.37f;
+    x[3] = 65520.0f;                  /* rounds to inf */
+    x[5] = 1e-6f;                     /* a subnormal half */
+    x[17] = -0.0f;
+    x[20] = NAN;
+    mt_k_to_f16(x, h, N);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(h[i], mt_f32_to_f16(x[i]));
+    mt_k_from_f16(h, back, N);
+    for (int i = 0; i < N; i++) {
+        float e = mt_f16_to_f32(h[i]);
+        assert_memory_equal(&back[i], &e, sizeof e);
     }
 }
 
@@ -556,7 +596,7 @@ int main(void)
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
         cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_packed),
-        cmocka_unit_test(test_dots),      cmocka_unit_test(test_attend_row),
+        cmocka_unit_test(test_dots),      cmocka_unit_test(test_attend_row), cmocka_unit_test(test_kv_conversions),
         cmocka_unit_test(test_linear_q8_reference), cmocka_unit_test(test_linear_q8_properties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

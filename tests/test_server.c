@@ -382,7 +382,8 @@ static void test_models_languages_openapi(void **state)
 
 /* --weights f16: /models says so, and on the tiny model (an F16 checkpoint:
  * the rounding is exact) the translations equal the F32 server's.  --weights
- * int8: /models says so and names the kernel; it translates. */
+ * int8: /models says so and names the kernel; it translates.  --kv-cache f16:
+ * /models says so; it translates. */
 static void test_weights_f16(void **state)
 {
     (void)state;
@@ -430,6 +431,36 @@ static void test_weights_f16(void **state)
     json_decref(a);
     status = server_stop(&s);
     assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* --kv-cache f16: /models says so (an F32-cache server f32); the en-fr model's translations,
+     * greedy and beam 2, equal the F32 cache's on these sentences (tests/test_engine.c test_kv_f16
+     * bounds the difference in general; the tiny model's near-flat logits would flip) */
+    static const char *const argskv[] = { "--model", "models/en-fr", "--kv-cache", "f16", NULL };
+    static const char *const args32[] = { "--model", "models/en-fr", NULL };
+    server s32;
+    assert_int_equal(server_start(&s, argskv), 0);
+    assert_int_equal(server_start(&s32, args32), 0);
+    for (int k = 0; k < 2; k++) {
+        r = get(k ? &s32 : &s, "/models");
+        j = expect_json(&r, 200);
+        json_t *lim = json_object_get(json_array_get(json_object_get(j, "models"), 0), "limits");
+        assert_string_equal(json_string_value(json_object_get(lim, "kv_cache")), k ? "f32" : "f16");
+        json_decref(j);
+        reply_free(&r);
+    }
+    const char *greedy = "{\"text\": [\"The package provides tools.\", \"Hello world!\", \"Free software\"], "
+                         "\"beam_size\": 1}";
+    for (int k = 0; k < 2; k++) {
+        a = translate(&s, k ? body : greedy), b = translate(&s32, k ? body : greedy);
+        for (int i = 0; i < 3; i++)
+            assert_string_equal(tr_text(a, i), tr_text(b, i));
+        json_decref(a);
+        json_decref(b);
+    }
+    for (int k = 0; k < 2; k++) {
+        status = server_stop(k ? &s32 : &s);
+        assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
 }
 
 static void test_metrics(void **state)

@@ -63,6 +63,7 @@ static void test_options_defaults(void **state)
     assert_string_equal(o.cors_origins, "*");
     assert_int_equal(o.access_log, 1);
     assert_int_equal(o.api_key[0], 0);
+    assert_int_equal(o.kv_f16, 0);
 }
 
 static void test_options_env_and_flags(void **state)
@@ -71,8 +72,9 @@ static void test_options_env_and_flags(void **state)
     srv_options o;
     const char *env[] = { "MTSERVE_MODEL=a=models/x, models/y/", "MTSERVE_PORT=9000", "MTSERVE_HOST=::1",
                           "MTSERVE_API_KEY=k", "MTSERVE_MAX_BODY=2M", "MTSERVE_ACCESS_LOG=0",
-                          "MTSERVE_THREADS=3", NULL };
+                          "MTSERVE_THREADS=3", "MTSERVE_KV_CACHE=f16", NULL };
     assert_int_equal(parse(&o, env, NULL), 0);
+    assert_int_equal(o.kv_f16, 1);
     assert_int_equal(o.n_models, 2);
     assert_string_equal(o.models[0].id, "a");
     assert_string_equal(o.models[0].dir, "models/x");
@@ -85,8 +87,9 @@ static void test_options_env_and_flags(void **state)
     assert_int_equal(o.access_log, 0);
     /* flags win; --model flags replace the environment's list */
     const char *args[] = { "--port", "9001", "--model", "models/tiny", "--model=t2=models/tiny",
-                           "--threads=1", "--no-access-log", NULL };
+                           "--threads=1", "--no-access-log", "--kv-cache", "f32", NULL };
     assert_int_equal(parse(&o, env, args), 0);
+    assert_int_equal(o.kv_f16, 0);
     assert_int_equal(o.port, 9001);
     assert_int_equal(o.threads, 1);
     assert_int_equal(o.n_models, 2);
@@ -103,6 +106,7 @@ static void test_options_errors(void **state)
         { "--port", "70000", NULL }, { "--port", "x", NULL }, { "--threads", NULL },
         { "--frobnicate", NULL }, { "--model", "a=m/x", "--model", "a=m/y" }, { "--model", "bad id=m" },
         { "--max-body", "10G", NULL }, { "--no-access-log=1", NULL }, { "positional", NULL },
+        { "--kv-cache", "f8", NULL }, { "--kv-cache", "F16", NULL },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(parse(&o, NULL, bad[i]), -1);
