@@ -38,6 +38,7 @@ async function connect() {
       if (e.status !== 503) {
         setStatus('not connected', false);
         showError(e.message);
+        if (e.status === 401) document.querySelector('.settings').open = true;   /* where the key goes */
         return;
       }
       setStatus('models loading…', false);                 /* 503 while loading: ask again */
@@ -53,8 +54,9 @@ async function connect() {
     showError(null);
     fillLanguages();
   } catch (e) {
-    setStatus('not connected', false);
+    setStatus(e.status === 401 ? 'API key needed' : 'not connected', false);
     showError(e.message);
+    if (e.status === 401) document.querySelector('.settings').open = true;
   }
 }
 
@@ -107,9 +109,9 @@ function modelChanged(fromUser) {
   const old = Number(API.recall('beam')) || (m ? m.defaultBeam : 1);
   const max = m ? m.maxBeam : 8;
   const opts = [];
-  for (let b = 1; b <= max; b++) if (b === 1 || b === 2 || b % 2 === 0) opts.push([String(b), b === 1 ? 'greedy' : `beam ${b}`]);
-  fillSelect($('beam'), opts, String(Math.min(old, max)));
-  if (!$('beam').value) $('beam').value = String(m ? Math.min(m.defaultBeam, max) : 1);
+  for (let b = 1; b <= max; b += b === 1 ? 1 : 2) opts.push([String(b), b === 1 ? 'greedy' : `beam ${b}`]);   /* 1, 2, 4, 6, 8 */
+  const fits = opts.map(([v]) => Number(v)).filter((v) => v <= old);   /* the widest offered up to the wish */
+  fillSelect($('beam'), opts, String(Math.max(1, ...fits)));
   API.store('source', $('src-lang').value);
   API.store('target', $('tgt-lang').value);
   API.store('model', $('model').value);

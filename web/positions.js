@@ -70,14 +70,16 @@ export class PositionsView {
   /* model: {id, d, maxPositions} */
   setModel(model) {
     if (!model || !model.d || !model.maxPositions) return;
-    if (this.model && this.model.d === model.d && this.model.maxPositions === model.maxPositions) return;
+    if (this.model && this.model.id === model.id) return;
     this.model = model;
     const sel = this.els.count, old = Number(sel.value) || 64;
     sel.textContent = '';
-    for (const n of [16, 32, 64, 128, 256, 512, 1024].filter((x) => x <= model.maxPositions))
+    /* at most 512: the similarity map costs n^2 d multiplications (1024 x 1024 x 1024 would take seconds) */
+    for (const n of [16, 32, 64, 128, 256, 512].filter((x) => x <= model.maxPositions))
       sel.add(new Option(String(n), String(n)));
-    if (![...sel.options].some((o) => Number(o.value) === old)) sel.add(new Option(String(old), String(old)));
-    sel.value = String(Math.min(old, model.maxPositions));
+    if (!sel.options.length) sel.add(new Option(String(model.maxPositions), String(model.maxPositions)));
+    const fits = [...sel.options].map((o) => Number(o.value)).filter((n) => n <= old);
+    sel.value = String(fits.length ? Math.max(...fits) : sel.options[0].value);
     this.draw();
   }
 
