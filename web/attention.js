@@ -219,6 +219,7 @@ export class AttentionExplorer {
     const k = KINDS[this.kind];
     const { layers, heads } = this.tensor();
     this.layer = Math.min(this.layer, layers.length - 1);
+    if (this.head !== 'avg' && this.head >= heads.length) this.head = 'avg';   /* another model's heads */
     fillSelect(this.els.layer, layers.map((l, i) => [String(i), `${l}`]), String(this.layer));
     fillSelect(this.els.head, [...heads.map((h, i) => [String(i), `${h}`]), ['avg', 'average']], String(this.head));
     this.els.panelHelp.textContent = k.help;
