@@ -61,12 +61,15 @@ async function phase(name, fn) {
 
 /* ---- the server ------------------------------------------------------------------------ */
 
+let serverChild = null;      /* killed on every way out, so no server outlives the test */
+
 function startServer() {
   const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--web', resolve(ROOT, 'web'),
                 '--model', `en-fr=${resolve(ROOT, 'models/en-fr')}`];
   if (existsSync(resolve(ROOT, 'models/fr-en/model.safetensors')))
     args.push('--model', `fr-en=${resolve(ROOT, 'models/fr-en')}`);
   const child = spawn(BIN, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  serverChild = child;
   let log = '';
   const base = new Promise((res, rej) => {
     const timer = setTimeout(() => rej(new Error(`no "listening on" from ${BIN} in 20 s:\n${log}`)), 20000);
@@ -441,11 +444,14 @@ async function main() {
   check('the server exited cleanly on SIGTERM', server.child.exitCode === 0, server.log().slice(-2000));
 }
 
-const guard = setTimeout(() => {
-  check('the whole test within 240 s', false);
+function abandon(why) {
+  check(why, false);
+  if (serverChild && serverChild.exitCode === null) serverChild.kill('SIGKILL');
   console.log(`e2e: ${passed} passed, ${failed} failed`);
   process.exit(1);
-}, 240000);
+}
+const guard = setTimeout(() => abandon('the whole test within 240 s'), 240000);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => abandon(`interrupted (${sig})`));
 try {
   await main();
 } catch (e) {
