@@ -4,6 +4,7 @@
 #   make valgrind   the unit tests under valgrind (memcheck)
 #   make tsan       ThreadSanitizer build in build-tsan/: the pool, engine and server tests and a load
 #   make fuzz       every libFuzzer target for a bounded time (tests/fuzz/fuzz.mk)
+#   make e2e        the demo page in Debian's chromium (playwright-core from npm), against the real server
 CC       ?= cc
 PKGS     := libmicrohttpd jansson openblas
 ARCH     ?= -march=native
@@ -27,18 +28,24 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps run check test debug asan tsan valgrind bench clean
+.PHONY: all deps run check test e2e debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev
-DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml \
+             chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Node and npm (for the e2e test's playwright-core) come from Debian's nodejs and npm
+# packages unless an npm is already on PATH (NodeSource's nodejs carries its own and
+# conflicts with Debian's npm package).
 deps:
 	@missing=$$(for p in $(DEB_BUILD) $(DEB_TEST); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
 	  $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
+	@$(MAKE) --no-print-directory $(E2E_MODULES)
 
 # The README's first command: install, build, serve the default model on 127.0.0.1:8080
 # (en-fr; and fr-en beside it once models/fr-en exists: /languages lists both directions).
@@ -49,13 +56,26 @@ run: deps all
 # The README's second command (and CI): install, build, run every test.
 check: deps
 	$(MAKE) test
+	$(MAKE) e2e
 	$(MAKE) tsan TSAN_TESTS="$(CHECK_TSAN_TESTS)"
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 	bash tests/docker_check.sh
 
-# What `make check` (CI) runs beyond `make test`: the pool stress test and the
-# bounded concurrent load and the routing tests (pivots) under ThreadSanitizer, and each
-# fuzz target briefly.
+# The demo page end to end (tests/e2e/demo.mjs): Debian's chromium driven headless by
+# playwright-core, installed from npm by `make deps` with the committed lock into
+# tests/e2e/node_modules (git-ignored), against build/mtserve on a free loopback port.
+# Prints each check and "e2e: N passed, M failed"; screenshots in $(B)/e2e/.
+E2E_DIR     := tests/e2e
+E2E_MODULES := $(E2E_DIR)/node_modules/.package-lock.json
+$(E2E_MODULES): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
+	cd $(E2E_DIR) && npm ci --no-audit --no-fund
+
+e2e: $(B)/mtserve $(E2E_MODULES)
+	B=$(B) node $(E2E_DIR)/demo.mjs
+
+# What `make check` (CI) runs beyond `make test`: the demo page in a browser (e2e), the
+# pool stress test and the bounded concurrent load and the routing tests (pivots) under
+# ThreadSanitizer, and each fuzz target briefly.
 CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing
 CHECK_FUZZ_SECONDS ?= 8
 

@@ -1,7 +1,8 @@
-/* web: the demo page (web/index.html, app.js, style.css) from --web DIR.
+/* web: the demo page (web/index.html, its modules, style.css, data) from --web DIR.
  *   GET /          -> DIR/index.html
  *   GET /web/      -> DIR/index.html
  *   GET /web/NAME  -> DIR/NAME, for plain names with a known type only
+ * index.html names its files by absolute /web/ paths, so the page works at both.
  * Names are checked before any file is opened: no '/', no leading '.', so no
  * request can leave DIR.  Everything else is 404. */
 #include <stdio.h>
@@ -22,6 +23,7 @@ static const char *type_of(const char *name)
     if (strcmp(dot, ".html") == 0) return "text/html; charset=utf-8";
     if (strcmp(dot, ".js") == 0)   return "text/javascript; charset=utf-8";
     if (strcmp(dot, ".css") == 0)  return "text/css; charset=utf-8";
+    if (strcmp(dot, ".json") == 0) return "application/json";     /* the page's data (examples.json) */
     return NULL;
 }
 

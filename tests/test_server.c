@@ -121,18 +121,52 @@ static int group_teardown(void **state)
 
 /* ---- endpoints ------------------------------------------------------------------------------ */
 
-/* The demo page: served from web/ (the default --web), nothing outside it. */
+/* Every "/web/NAME" that page names (its stylesheet and script) answers 200
+ * with its type; the count of names found. */
+static int web_assets_ok(const char *page)
+{
+    int n = 0;
+    for (const char *p = page; (p = strstr(p, "\"/web/")); p++) {
+        char path[128];
+        size_t len = strcspn(p + 1, "\"");
+        assert_true(len < sizeof path);
+        memcpy(path, p + 1, len);
+        path[len] = 0;
+        reply r = get(&main_srv, path);
+        assert_int_equal(r.status, 200);
+        const char *type = strstr(path, ".css") ? "content-type: text/css" : "content-type: text/javascript";
+        assert_non_null(strcasestr(r.headers, type));
+        reply_free(&r);
+        n++;
+    }
+    return n;
+}
+
+/* The demo page: served from web/ (the default --web) at / and at /web/, the
+ * files it names by absolute paths (so they resolve the same from both),
+ * nothing outside web/. */
 static void test_web_page(void **state)
 {
     (void)state;
-    reply r = get(&main_srv, "/");
-    assert_int_equal(r.status, 200);
-    assert_non_null(strcasestr(r.headers, "content-type: text/html"));
-    assert_non_null(strstr(r.body, "<html"));
-    reply_free(&r);
-    r = get(&main_srv, "/web/app.js");
+    static const char *const pages[] = { "/", "/web/" };
+    for (size_t i = 0; i < 2; i++) {
+        reply r = get(&main_srv, pages[i]);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strcasestr(r.headers, "content-type: text/html"));
+        assert_non_null(strstr(r.body, "<html"));
+        assert_int_equal(web_assets_ok(r.body), 2);         /* style.css and app.js */
+        reply_free(&r);
+    }
+    reply r = get(&main_srv, "/web/app.js");
     assert_int_equal(r.status, 200);
     assert_non_null(strcasestr(r.headers, "content-type: text/javascript"));
+    reply_free(&r);
+    r = get(&main_srv, "/web/examples.json");
+    assert_int_equal(r.status, 200);
+    assert_non_null(strcasestr(r.headers, "content-type: application/json"));
+    json_t *ex = reply_json(&r);
+    assert_true(json_is_array(json_object_get(ex, "en")));
+    json_decref(ex);
     reply_free(&r);
     static const char *const refused[] = { "/web/..%2FMakefile", "/web/.hidden.js", "/web/README.md",
                                            "/web/nothere.js", "/web/a%2Fb.js" };

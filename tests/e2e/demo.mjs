@@ -1,0 +1,462 @@
+/* The demo page end to end, in a real browser: Debian's chromium driven by
+ * playwright-core, against the real server (build/mtserve) on a free loopback
+ * port, as a user would use it at 1366x768 and at a phone's width.
+ *
+ * Every expectation comes from the API itself, asked by this script over
+ * plain HTTP (not through the page): the translation from POST /translate with
+ * the body the page sent, the token counts from POST /tokenize, the weights
+ * from POST /attention, the model's shape from GET /models, and the position
+ * encodings' values from shared/reference/marian-spec.md (computed by the
+ * PyTorch reference).  Prints each check, then "e2e: N passed, M failed";
+ * exits 1 if any failed.  Screenshots: $E2E_OUT (default build/e2e/).
+ *
+ *   node tests/e2e/demo.mjs            (make e2e; MTSERVE_BIN, CHROMIUM, E2E_OUT override) */
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const BIN = resolve(ROOT, process.env.MTSERVE_BIN || `${process.env.B || 'build'}/mtserve`);
+const OUT = resolve(ROOT, process.env.E2E_OUT || `${process.env.B || 'build'}/e2e`);
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const DESKTOP = { width: 1366, height: 768 };
+const PHONE = { width: 390, height: 844 };
+
+/* Sentences of the shipped models' domain (Debian package descriptions). */
+const S1 = 'This package provides the documentation.';
+const S2 = 'It is free software, released under the GNU General Public License.';
+const S3 = 'This package contains the development files for the library.';
+const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
+/* Over the server's default --max-tokens (1024 source tokens a request): 413. */
+const TOO_LONG = (S1 + ' ').repeat(150);
+
+/* ---- checks ----------------------------------------------------------------------- */
+
+let passed = 0, failed = 0;
+
+function check(name, ok, detail = '') {
+  if (ok) passed++;
+  else failed++;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${!ok && detail ? ' -- ' + detail : ''}`);
+  return ok;
+}
+
+function equal(name, got, want) {
+  const g = JSON.stringify(got), w = JSON.stringify(want);
+  return check(name, g === w, `got ${g}, want ${w}`);
+}
+
+/* One phase of the test: an exception fails it (and is printed), the next ones still run. */
+async function phase(name, fn) {
+  console.log(`-- ${name}`);
+  try {
+    await fn();
+  } catch (e) {
+    check(`${name}: ran to the end`, false, e.stack || String(e));
+  }
+}
+
+/* ---- the server ------------------------------------------------------------------------ */
+
+let serverChild = null;      /* killed on every way out, so no server outlives the test */
+
+function startServer() {
+  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--web', resolve(ROOT, 'web'),
+                '--model', `en-fr=${resolve(ROOT, 'models/en-fr')}`];
+  if (existsSync(resolve(ROOT, 'models/fr-en/model.safetensors')))
+    args.push('--model', `fr-en=${resolve(ROOT, 'models/fr-en')}`);
+  const child = spawn(BIN, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  serverChild = child;
+  let log = '';
+  const base = new Promise((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`no "listening on" from ${BIN} in 20 s:\n${log}`)), 20000);
+    const read = (chunk) => {
+      log += chunk;
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(log);
+      if (m) { clearTimeout(timer); res(m[1]); }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.on('exit', (code) => { clearTimeout(timer); rej(new Error(`${BIN} exited (${code}):\n${log}`)); });
+  });
+  return { child, base, log: () => log };
+}
+
+async function waitHealthy(base) {
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(base + '/health')).status === 200) return;
+    } catch (e) { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('/health never answered 200');
+}
+
+let BASE = '';
+
+async function api(method, path, body) {
+  const res = await fetch(BASE + path, {
+    method, headers: body ? { 'Content-Type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/* ---- page helpers --------------------------------------------------------------------------- */
+
+async function ready(page) {
+  await page.waitForSelector('body[data-ready=true]', { timeout: 20000 });
+}
+
+/* Clicks Translate; resolves to the JSON body the page sent, after the reply is shown. */
+async function translateVia(page, text, act) {
+  await page.fill('#source', text);
+  const sent = page.waitForRequest((r) => r.url().endsWith('/translate') && r.method() === 'POST');
+  await (act ? act() : page.click('#translate'));
+  const body = JSON.parse((await sent).postData());
+  await page.waitForFunction(() => document.getElementById('output').getAttribute('aria-busy') === 'false' &&
+                                   !document.getElementById('translate').disabled, null, { timeout: 30000 });
+  return body;
+}
+
+const outputText = (page) => page.$eval('#output', (el) => el.textContent);
+
+/* The large map's geometry and cell counts (heatmap.js puts them in its dataset). */
+const mapInfo = (page) => page.$eval('#att-map', (c) => ({
+  rows: Number(c.dataset.rows), cols: Number(c.dataset.cols), masked: Number(c.dataset.masked),
+  x0: Number(c.dataset.x0), y0: Number(c.dataset.y0), cw: Number(c.dataset.cw), ch: Number(c.dataset.ch),
+}));
+
+/* The RGB at each cell's centre of the large map. */
+const cellColours = (page) => page.$eval('#att-map', (c) => {
+  const d = c.dataset, dpr = window.devicePixelRatio || 1, ctx = c.getContext('2d');
+  const out = [];
+  for (let i = 0; i < Number(d.rows); i++) {
+    const row = [];
+    for (let j = 0; j < Number(d.cols); j++) {
+      const x = (Number(d.x0) + (j + 0.5) * Number(d.cw)) * dpr, y = (Number(d.y0) + (i + 0.5) * Number(d.ch)) * dpr;
+      row.push(Array.from(ctx.getImageData(Math.floor(x), Math.floor(y), 1, 1).data.slice(0, 3)));
+    }
+    out.push(row);
+  }
+  return out;
+});
+
+/* heatmap.js: masked cells are neutral grey (hatched); weights run from white to
+ * blue, where blue - red grows with the weight and near-white stays above 225. */
+const isMaskGrey = ([r, g, b]) => Math.abs(r - g) < 8 && Math.abs(g - b) < 8 && r > 120 && r < 225;
+
+/* True when the element's box lies inside the viewport. */
+const inViewport = (page, sel) => page.$eval(sel, (el) => {
+  const r = el.getBoundingClientRect();
+  return r.height > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth;
+});
+
+async function attentionShown(page) {
+  await page.waitForFunction(() => !document.getElementById('att-body').hidden &&
+                                   document.getElementById('att-map').dataset.rows, null, { timeout: 30000 });
+}
+
+async function tokenCounts(model, source, translation) {
+  const s = await api('POST', '/tokenize', { text: source, model });
+  const t = await api('POST', '/tokenize', { text: translation, model, side: 'target' });
+  return { ns: s.pieces.length, nt: t.pieces.length, src: s.pieces, tgt: t.pieces };
+}
+
+/* ---- the test ---------------------------------------------------------------------------------- */
+
+async function main() {
+  mkdirSync(OUT, { recursive: true });
+  const server = startServer();
+  let browser;
+  try {
+    BASE = await server.base;
+    await waitHealthy(BASE);
+    const models = (await api('GET', '/models')).models;
+    const enfr = models.find((m) => m.id === 'en-fr');
+    const args = ['--disable-dev-shm-usage'];
+    if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');   /* chromium refuses root otherwise */
+    browser = await chromium.launch({ executablePath: CHROMIUM, args });
+    console.log(`server ${BASE}, chromium ${browser.version()}, screenshots in ${OUT}`);
+    const context = await browser.newContext({ viewport: DESKTOP });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const bad = [], errors = [];
+    page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+    page.on('pageerror', (e) => errors.push(e.message));
+    /* chromium logs every 4xx; the one 413 the test provokes is checked on its own */
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/status of 413/.test(m.text())) errors.push(m.text());
+    });
+
+    let first = null;      /* {source, translation} of the first translation */
+
+    await phase('the page at / and at /web/', async () => {
+      for (const path of ['/', '/web/']) {     /* /web/ last: the later phases use the page it leaves */
+        bad.length = 0;
+        await page.goto(BASE + path);
+        if (!check(`${path}: the page starts`, await ready(page).then(() => true, () => false))) continue;
+        equal(`${path}: every request answered (no 4xx/5xx)`, bad, []);
+        equal(`${path}: the stylesheet applies`,
+              await page.$eval('main', (el) => getComputedStyle(el).maxWidth), '1240px');
+        check(`${path}: connected`, (await page.textContent('#status')).startsWith('connected'),
+              await page.textContent('#status'));
+      }
+      equal('model choice: every model of /models, and "by the languages"',
+            await page.$$eval('#model option', (os) => os.map((o) => o.value)), ['', ...models.map((m) => m.id)]);
+      equal('language choice: the languages of /languages',
+            await page.$$eval('#src-lang option', (os) => os.map((o) => o.value)),
+            (await api('GET', '/languages')).map((l) => l.code));
+      const maxBeam = Math.min(8, enfr.limits.max_batch), beams = ['1'];
+      for (let b = 2; b <= maxBeam; b += 2) beams.push(String(b));
+      equal(`search choice: greedy and beams up to the model's max_batch (${maxBeam})`,
+            await page.$$eval('#beam option', (os) => os.map((o) => o.value)), beams);
+      equal('no script errors', errors, []);
+    });
+
+    await phase('translate (beam 4): the text shown equals the API\'s reply', async () => {
+      await page.selectOption('#beam', '4');
+      const sent = await translateVia(page, S1);
+      equal('the page asked for beam 4, en -> fr', [sent.beam_size, sent.source, sent.target], [4, 'en', 'fr']);
+      const want = (await api('POST', '/translate', sent)).translations[0].text;
+      const got = await outputText(page);
+      equal('the text shown equals POST /translate\'s reply', got, want);
+      check('timing shown', /\d+ ms/.test(await page.textContent('#timing')), await page.textContent('#timing'));
+      await page.click('#copy');
+      equal('copy puts the translation on the clipboard', await page.evaluate(() => navigator.clipboard.readText()), got);
+      first = { source: S1, translation: got };
+      await page.screenshot({ path: `${OUT}/1-translated.png` });
+    });
+
+    await phase('the attention explorer', async () => {
+      const sent = page.waitForRequest((r) => r.url().endsWith('/attention'));
+      await page.click('#att-show');
+      const body = JSON.parse((await sent).postData());
+      equal('the target sent to /attention is the translation shown (teacher-forced)',
+            [body.text, body.target, body.model], [first.source, first.translation, 'en-fr']);
+      await attentionShown(page);
+      const { ns, nt, src, tgt } = await tokenCounts('en-fr', first.source, first.translation);
+      const ref = await api('POST', '/attention', { text: first.source, target: first.translation, model: 'en-fr' });
+      equal('/attention\'s target tokens are the translation\'s (sanity)', ref.target_tokens, tgt);
+      const L = enfr.config.decoder_layers, H = enfr.config.decoder_heads;
+      const shapes = { encoder: [ns, ns, enfr.config.encoder_layers], decoder: [nt, nt, L], cross: [nt, ns, L] };
+      for (const [kind, [rows, cols, layers]] of Object.entries(shapes)) {
+        await page.click(`#tab-${kind}`);
+        equal(`${kind}: tab selected`, await page.getAttribute(`#tab-${kind}`, 'aria-selected'), 'true');
+        const m = await mapInfo(page);
+        equal(`${kind}: the large map is ${rows} x ${cols} (the token counts)`, [m.rows, m.cols], [rows, cols]);
+        const minis = await page.$$eval('#att-grid .mini canvas', (cs) => cs.map((c) => [+c.dataset.rows, +c.dataset.cols]));
+        equal(`${kind}: the grid has every layer x (head + average) = ${layers} x ${H + 1} maps`, minis.length, layers * (H + 1));
+        check(`${kind}: every small map is ${rows} x ${cols}`, minis.every(([r, c]) => r === rows && c === cols),
+              JSON.stringify(minis));
+        await page.screenshot({ path: `${OUT}/2-attention-${kind}.png`, fullPage: true });
+      }
+
+      /* the decoder's causal mask: every cell above the diagonal drawn masked, none below */
+      await page.click('#tab-decoder');
+      const m = await mapInfo(page);
+      equal('decoder: the map counts n(n-1)/2 masked cells', m.masked, nt * (nt - 1) / 2);
+      const colours = await cellColours(page);
+      const wrong = [];
+      colours.forEach((row, i) => row.forEach((c, j) => { if (isMaskGrey(c) !== (j > i)) wrong.push([i, j, c]); }));
+      equal('decoder: the upper triangle is drawn masked (hatched grey), the rest as weights', wrong, []);
+      await page.click('#tab-encoder');
+      const enc = await cellColours(page);
+      check('encoder: nothing drawn masked', enc.every((row) => row.every((c) => !isMaskGrey(c))));
+
+      /* one map large: a click in the grid opens layer 1 head 2 */
+      await page.click('#tab-cross');
+      await page.click('#att-grid .mini[data-layer="1"][data-head="2"]');
+      equal('a click in the grid opens that map large',
+            [await page.textContent('#att-large-title'), await page.inputValue('#att-layer'), await page.inputValue('#att-head')],
+            ['Cross-attention: layer 1, head 2', '1', '2']);
+      equal('the grid marks the open map',
+            await page.$$eval('#att-grid .mini[aria-pressed=true]', (bs) => bs.map((b) => [b.dataset.layer, b.dataset.head])),
+            [['1', '2']]);
+
+      /* hover: the two tokens and the weight, equal to /attention's */
+      const at = async (i, j) => {
+        const g = await mapInfo(page), box = await (await page.$('#att-map')).boundingBox();
+        await page.mouse.move(box.x + g.x0 + (j + 0.5) * g.cw, box.y + g.y0 + (i + 0.5) * g.ch);
+        return page.textContent('#att-tip');
+      };
+      const [i, j] = [Math.min(2, nt - 1), Math.min(1, ns - 1)];
+      let w = ref.cross_attention[1][2][i][j];
+      equal('hover shows the target token, the source token and the weight (layer 1, head 2)',
+            await at(i, j), `${tgt[i]} ← ${src[j]}: ${w.toFixed(3)}`);
+      check('the tooltip is visible', await page.isVisible('#att-tip'));
+      await page.selectOption('#att-head', 'avg');
+      w = ref.cross_attention[1].reduce((s, h) => s + h[i][j], 0) / H;
+      equal('the average over heads: its weight is the mean of /attention\'s heads',
+            await at(i, j), `${tgt[i]} ← ${src[j]}: ${w.toFixed(3)}`);
+      await page.mouse.move(0, 0);
+
+      /* clicking a target token shades its source alignment in the text */
+      const row = Math.min(1, nt - 1);
+      await page.click(`#att-rows button[data-row="${row}"]`);
+      const spans = await page.$$eval('#att-align .w', (ss) => ss.map((s) => ({
+        text: s.textContent, w: Number(s.dataset.weight), hl: s.classList.contains('hl') })));
+      const avg = ref.cross_attention[1][0][row].map((_, c) => ref.cross_attention[1].reduce((s, h) => s + h[row][c], 0) / H);
+      const argmax = (xs) => xs.indexOf(Math.max(...xs));
+      equal('the source text is shown as its tokens', spans.length, ns);
+      equal('the most-attended source token is highlighted most', argmax(spans.map((s) => s.w)), argmax(avg));
+      check('it is highlighted', spans[argmax(avg)].hl);
+      equal('the chosen target token is marked', await page.getAttribute(`#att-rows button[data-row="${row}"]`, 'aria-pressed'), 'true');
+
+      /* keyboard: the tabs take arrow keys; the map takes arrow keys for its tooltip */
+      await page.focus('#tab-cross');
+      await page.keyboard.press('ArrowLeft');
+      equal('ArrowLeft on the tabs selects the decoder tab', await page.getAttribute('#tab-decoder', 'aria-selected'), 'true');
+      await page.focus('#att-map');
+      await page.keyboard.press('ArrowDown');
+      check('arrow keys on the map show the tooltip', await page.isVisible('#att-tip'));
+      await page.screenshot({ path: `${OUT}/3-attention-keyboard.png`, fullPage: true });
+    });
+
+    await phase('an error is shown in view, and nothing of the previous translation stays', async () => {
+      await page.selectOption('#beam', '1');
+      bad.length = 0;
+      await translateVia(page, TOO_LONG);
+      check('the error is visible', await page.isVisible('#error'));
+      check('the error is inside the 1366x768 viewport', await inViewport(page, '#error'),
+            JSON.stringify(await page.$eval('#error', (e) => e.getBoundingClientRect().toJSON())));
+      check('the error names the HTTP status and the server\'s code', /HTTP 413 input_too_long/.test(await page.textContent('#error')),
+            await page.textContent('#error'));
+      check('the previous translation is gone', !(await outputText(page)).includes(first.translation));
+      check('the previous maps are gone', await page.$eval('#att-map', (c) => !c.dataset.rows) &&
+            (await page.$$('#att-grid .mini')).length === 0 && await page.isHidden('#att-body'));
+      equal('the only failed request is that 413', bad.map((b) => b.split(' ')[0]), ['413']);
+      await page.screenshot({ path: `${OUT}/4-error.png` });
+    });
+
+    await phase('a second translation replaces the first map', async () => {
+      const sent = await translateVia(page, S2);
+      const t2 = await outputText(page);
+      equal('greedy: the text shown equals POST /translate\'s reply', t2, (await api('POST', '/translate', sent)).translations[0].text);
+      await attentionShown(page);                   /* once opened, the explorer follows each translation */
+      let c = await tokenCounts('en-fr', S2, t2);
+      let m = await mapInfo(page);
+      equal('the map follows: its size is the new token counts', [m.rows, m.cols], [c.nt, c.nt]);
+
+      /* the next one, by keyboard (Ctrl+Enter): the old map goes at once */
+      await page.fill('#source', S3);
+      await page.focus('#source');
+      const att = page.waitForRequest((r) => r.url().endsWith('/attention'));
+      await page.keyboard.press('Control+Enter');
+      equal('at once, while translating: no map, no grid',
+            await page.evaluate(() => [!!document.getElementById('att-map').dataset.rows,
+                                       document.querySelectorAll('#att-grid .mini').length]), [false, 0]);
+      const body = JSON.parse((await att).postData());
+      await attentionShown(page);
+      const t3 = await outputText(page);
+      equal('Ctrl+Enter translated; /attention got that translation as its target', [body.text, body.target], [S3, t3]);
+      c = await tokenCounts('en-fr', S3, t3);
+      m = await mapInfo(page);
+      equal('the new map is the new translation\'s: decoder map nt x nt', [m.rows, m.cols], [c.nt, c.nt]);
+      await page.click('#tab-cross');
+      m = await mapInfo(page);
+      equal('and its cross-attention nt x ns', [m.rows, m.cols], [c.nt, c.ns]);
+      equal('one large map on the page', (await page.$$('canvas#att-map')).length, 1);
+      await page.screenshot({ path: `${OUT}/5-second-translation.png`, fullPage: true });
+    });
+
+    if (models.some((m) => m.id === 'fr-en')) {
+      await phase('model choice: fr-en', async () => {
+        await page.selectOption('#model', 'fr-en');
+        equal('choosing the model sets the languages',
+              [await page.inputValue('#src-lang'), await page.inputValue('#tgt-lang')], ['fr', 'en']);
+        const sent = await translateVia(page, FR);
+        equal('the page named the model', sent.model, 'fr-en');
+        equal('the text shown equals POST /translate\'s reply', await outputText(page),
+              (await api('POST', '/translate', sent)).translations[0].text);
+        await attentionShown(page);
+        equal('the explorer uses that model', await page.textContent('#att-status').then((s) => /model fr-en/.test(s)), true);
+      });
+    }
+
+    await phase('the position encodings', async () => {
+      /* shared/reference/marian-spec.md 1.2: values of the PyTorch reference, d = 512 */
+      const got = await page.evaluate(async () => {
+        const { positionTable } = await import('/web/positions.js');
+        const t = positionTable(3, 512);
+        return [t[512], t[513], t[512 + 256], t[512 + 257], t[1024], t[1024 + 256], t[0], t[255], t[256], t[511]];
+      });
+      const want = [0.841471, 0.8218562, 0.5403023, 0.569695, 0.9092974, -0.4161468, 0, 0, 1, 1];
+      check('the table equals the reference values (sin half, then cos half)',
+            got.every((v, k) => Math.abs(v - want[k]) < 1e-6), `got ${got}`);
+      const model = models.find((m) => m.id === 'fr-en') || enfr;
+      const n = Number(await page.inputValue('#pos-count'));
+      const pe = await page.$eval('#pe-map', (c) => [Number(c.dataset.rows), Number(c.dataset.cols)]);
+      equal(`the picture is positions x d_model (${n} x ${model.config.d_model})`, pe, [n, model.config.d_model]);
+      const sim = await page.$eval('#sim-map', (c) => [Number(c.dataset.rows), Number(c.dataset.cols)]);
+      equal('the similarity map is positions x positions', sim, [n, n]);
+      const toeplitz = await page.evaluate(async (d) => {
+        const { positionTable, positionSimilarity } = await import('/web/positions.js');
+        const s = positionSimilarity(positionTable(40, d), 40, d);
+        let worst = 0;
+        for (let p = 0; p + 5 < 40; p++) for (let q = 0; q + 5 < 40; q++) worst = Math.max(worst, Math.abs(s[p][q] - s[p + 5][q + 5]));
+        return worst;
+      }, model.config.d_model);
+      check('the similarity depends on the offset only (constant diagonals)', toeplitz < 1e-5, `max difference ${toeplitz}`);
+      await (await page.$('#positions-panel')).screenshot({ path: `${OUT}/6-positions.png` });
+    });
+
+    await phase('accessible names', async () => {
+      const unnamed = await page.$$eval('select, textarea, input, button', (els) => els
+        .filter((el) => !el.closest('[hidden]') && !(el.labels && el.labels.length) && !el.getAttribute('aria-label') &&
+                        !(el.textContent || '').trim())
+        .map((el) => el.id || el.outerHTML.slice(0, 60)));
+      equal('every control has a label, a name or text', unnamed, []);
+      equal('the maps have names', await page.$$eval('canvas[role=img]', (cs) => cs.filter((c) => !c.getAttribute('aria-label')).length), 0);
+    });
+
+    await phase('a phone\'s width (390 px)', async () => {
+      const phone = await browser.newPage({ viewport: PHONE, isMobile: true, hasTouch: true });
+      await phone.goto(BASE + '/');
+      await ready(phone);
+      const sent = await translateVia(phone, S1);
+      equal('the text shown equals POST /translate\'s reply', await outputText(phone),
+            (await api('POST', '/translate', sent)).translations[0].text);
+      await phone.click('#att-show');
+      await attentionShown(phone);
+      const widths = await phone.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+      check('nothing wider than the screen (no sideways scrolling of the page)', widths[0] <= widths[1], `${widths}`);
+      for (const sel of ['#source', '#translate', '#output', '#att-map'])
+        check(`${sel} fits the width`, await phone.$eval(sel, (el) => el.getBoundingClientRect().right <= innerWidth + 0.5));
+      await phone.screenshot({ path: `${OUT}/7-phone.png`, fullPage: true });
+      await translateVia(phone, TOO_LONG);
+      check('an error is in view on the phone too', await inViewport(phone, '#error'));
+      await phone.close();
+    });
+
+    equal('no script errors in the whole run', errors, []);
+  } finally {
+    if (browser) await browser.close();
+    server.child.kill('SIGTERM');
+    await new Promise((r) => server.child.exitCode !== null ? r() : server.child.on('exit', r));
+  }
+  check('the server exited cleanly on SIGTERM', server.child.exitCode === 0, server.log().slice(-2000));
+}
+
+function abandon(why) {
+  check(why, false);
+  if (serverChild && serverChild.exitCode === null) serverChild.kill('SIGKILL');
+  console.log(`e2e: ${passed} passed, ${failed} failed`);
+  process.exit(1);
+}
+const guard = setTimeout(() => abandon('the whole test within 240 s'), 240000);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => abandon(`interrupted (${sig})`));
+try {
+  await main();
+} catch (e) {
+  check('setup', false, e.stack || String(e));
+}
+clearTimeout(guard);
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
