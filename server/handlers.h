@@ -7,6 +7,7 @@
  *     POST /translate          translate.c  (LibreTranslate bodies: libretranslate.c)
  *     GET  /languages          libretranslate.c
  *     POST /attention          attention.c
+ *     POST /score              score.c
  *     POST /tokenize, /detokenize   tokenize.c
  *     GET  /health, /models, /metrics, /openapi.json   info.c
  *     GET  /, /web/NAME        web.c  (the demo page, with --web DIR)
@@ -62,6 +63,7 @@ void srv_handle_translate(srv_request *req, srv_response *resp);     /* translat
 void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate.c */
 void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate.c */
 void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention.c */
+void srv_handle_score(srv_request *req, srv_response *resp);         /* score.c */
 void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize.c */
 void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize.c */
 void srv_handle_health(srv_request *req, srv_response *resp);        /* info.c */
