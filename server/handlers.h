@@ -50,6 +50,9 @@ struct srv_request {
      * then builds the reply on an HTTP thread and frees pending.  If the
      * request dies first, pending_free(pending) frees it. */
     void      (*resume)(srv_request *req);      /* http.c's */
+    /* A streamed body's reader with nothing to send yet: suspends the
+     * connection (only from inside srv_body_stream.read; resume wakes it). */
+    void      (*suspend)(srv_request *req);     /* http.c's */
     void      (*finish)(srv_request *req, srv_response *resp);
     void       *pending;
     void      (*pending_free)(void *pending);
