@@ -66,7 +66,7 @@ static size_t on_events(char *p, size_t sz, size_t n, void *u)
     char *line = buf, *nl;
     while ((nl = strchr(line, '\n'))) {
         *nl = 0;
-        if (!strncmp(line, "data: {\"index\"", 15) && !s->tokens++)
+        if (!strncmp(line, "data: {\"index\"", 14) && !s->tokens++)
             s->t_first = now();
         if (!strcmp(line, "event: done"))
             s->done = 1;
