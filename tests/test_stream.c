@@ -21,6 +21,8 @@
  *   test_bad_requests    JSON errors with their status before the stream starts
  *   test_error_event     a failure after the start: event: error (queue timeout)
  *   test_batching_off    --batching off streams too (seqloop), same texts
+ *   test_pivot           a pivot path (de -> en -> fr; "de-en" is models/fr-en
+ *                        relabelled): the second leg streams, same texts
  *   test_mixed_load      STREAM_LOAD_CLIENTS clients for STREAM_LOAD_SECONDS,
  *                        half streaming, greedy and beam: 0 errors, every text
  *                        equal to its reference alone
@@ -42,7 +44,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -646,6 +650,55 @@ static void test_batching_off(void **state)
     assert_int_equal(stop_checked(&s, "batching off"), 0);
 }
 
+/* A pivot: the first leg decodes unseen, the second streams. */
+static void test_pivot(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mt_test_stream_XXXXXX", path[1024], from[1024], cwd[512], arg[1100];
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    static const char *const files[] = { "config.json", "generation_config.json", "model.safetensors", "source.spm",
+                                         "target.spm", "special_tokens_map.json", "vocab.json" };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/models/fr-en/%s", cwd, files[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(from, path), 0);
+    }
+    json_error_t je;
+    json_t *tc = json_load_file("models/fr-en/tokenizer_config.json", 0, &je);
+    assert_non_null(tc);
+    json_object_set_new(tc, "source_lang", json_string("de"));
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    assert_int_equal(json_dump_file(tc, path, 0), 0);
+    json_decref(tc);
+    snprintf(arg, sizeof arg, "de-en=%s", dir);
+    const char *const args[] = { "--model", "en-fr=models/en-fr", "--model", arg, NULL };
+    server s;
+    int started = server_start(&s, args);
+    char why[600];
+    for (int b = 0; started == 0 && b < 2; b++) {
+        json_t *req = json_pack("{s:s,s:s,s:s,s:i}", "text", "Le chat dort sur le canapé. Il fait beau.", "source",
+                                "de", "target", "fr", "beam_size", b ? 4 : 1);
+        json_t *plain = NULL;
+        const char *bad = both_ways(&s, req, &plain, NULL, why, sizeof why);
+        if (bad)
+            print_error("pivot beam %d: %s\n", b ? 4 : 1, bad);
+        assert_null(bad);
+        assert_non_null(json_object_get(plain, "pivot"));
+        json_decref(plain);
+        json_decref(req);
+    }
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    unlink(path);
+    rmdir(dir);
+    assert_int_equal(started, 0);
+    assert_int_equal(stop_checked(&s, "pivot"), 0);
+}
+
 /* ---- mixed load ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -838,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_disconnect),
         cmocka_unit_test(test_error_event),
         cmocka_unit_test(test_batching_off),
+        cmocka_unit_test(test_pivot),
         cmocka_unit_test(test_mixed_load),
     };
     const struct CMUnitTest tsan[] = {
