@@ -5,7 +5,7 @@
  * time, and how many network reads carried them).
  *
  * Normal mode:
- *   test_fixture_cases   every case of tests/fixtures/{en-fr,tiny}/cases.jsonl
+ *   test_fixture_cases   every case of tests/fixtures/{en-fr,tiny,fr-en}/cases.jsonl
  *                        (the first STREAM_CASES under a sanitizer), greedy and
  *                        beam 4, split off and on, 8 clients at once: the
  *                        streamed deltas of each text joined equal the
@@ -296,7 +296,8 @@ static int group_setup(void **state)
 {
     (void)state;
     static const char *const args[] = { "--model", "en-fr=models/en-fr", "--model", "tiny=models/tiny",
-                                        "--max-tokens", "2000", "--max-body", "1M", NULL };
+                                        "--model", "fr-en=models/fr-en", "--max-tokens", "2000", "--max-body", "1M",
+                                        NULL };
     curl_global_init(CURL_GLOBAL_ALL);
     return server_start(&srv, args);
 }
@@ -425,6 +426,12 @@ static void test_fixture_cases_tiny(void **state)
 {
     (void)state;
     fixture_cases("tiny");
+}
+
+static void test_fixture_cases_fr_en(void **state)
+{
+    (void)state;
+    fixture_cases("fr-en");
 }
 
 /* Several texts, several sentences each, odd spacing: per index, in order. */
@@ -885,6 +892,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_cases_en_fr),
         cmocka_unit_test(test_fixture_cases_tiny),
+        cmocka_unit_test(test_fixture_cases_fr_en),
         cmocka_unit_test(test_multi_text),
         cmocka_unit_test(test_first_token),
         cmocka_unit_test(test_bad_requests),
