@@ -1,7 +1,7 @@
 /* loadgen: closed-loop HTTP load on mtserve's POST /translate (libcurl).
  *
  *   loadgen --url http://127.0.0.1:PORT/translate --input FILE [--n 64] [--clients 8]
- *           [--requests 256] [--seconds 20] [--beam 1] [--max-length 0]
+ *           [--requests 256] [--seconds 20] [--beam 1] [--max-length 0] [--stream 0]
  *
  * `clients` threads, each with its own keep-alive connection, send one sentence
  * per request (the first n lines of FILE, taken in turn) and wait for the reply
@@ -9,7 +9,13 @@
  * `seconds`, whichever comes first.  Only 127.0.0.1 / localhost URLs are
  * accepted.  Prints one JSON line: successful requests (HTTP 200), errors
  * (anything else, e.g. 503 when the queue is full), seconds, successful
- * requests/s, p50/p99 latency of the successful ones (ms). */
+ * requests/s, p50/p99 latency of the successful ones (ms).
+ *
+ * --stream 1 asks for server-sent events ("stream": true): a request counts
+ * as successful when it ends with its done event; the line adds the time to
+ * the first token event (p50/p99 ms), the token events received, their rate
+ * over the whole run (tokens/s streamed, all clients) and the median rate of
+ * one stream from its first token to its done event. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,9 +37,45 @@ static int n_bodies, max_requests;
 static double t_end;
 static atomic_int next_req, n_errors;
 static double *lat;             /* [max_requests] seconds, by request number */
+static double *ttft, *rate;     /* [max_requests] streaming: time to first token, tokens/s of the stream */
 static atomic_int n_done;
+static atomic_long n_tokens;
+static int stream;
 
 static size_t sink(char *p, size_t sz, size_t n, void *u) { return sz * n; }
+
+/* One streamed reply as it arrives: token events counted (a "data: {\"index\""
+ * line each), the first one timed; the done event seen.  A line may straddle
+ * two reads: the tail of the last one is kept. */
+typedef struct {
+    double t0, t_first;
+    int    tokens, done;
+    char   tail[32];
+} stream_state;
+
+static size_t on_events(char *p, size_t sz, size_t n, void *u)
+{
+    stream_state *s = u;
+    size_t k = sz * n, tl = strlen(s->tail);
+    char *buf = malloc(tl + k + 1);
+    if (!buf)
+        return 0;
+    memcpy(buf, s->tail, tl);
+    memcpy(buf + tl, p, k);
+    buf[tl + k] = 0;
+    char *line = buf, *nl;
+    while ((nl = strchr(line, '\n'))) {
+        *nl = 0;
+        if (!strncmp(line, "data: {\"index\"", 14) && !s->tokens++)
+            s->t_first = now();
+        if (!strcmp(line, "event: done"))
+            s->done = 1;
+        line = nl + 1;
+    }
+    snprintf(s->tail, sizeof s->tail, "%s", strlen(line) < sizeof s->tail ? line : "");
+    free(buf);
+    return k;
+}
 
 static void *client(void *arg)
 {
@@ -49,14 +91,24 @@ static void *client(void *arg)
         if (k >= max_requests || now() > t_end)
             break;
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, bodies[k % n_bodies]);
+        stream_state ss = { .t0 = now() };
+        if (stream) {
+            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_events);
+            curl_easy_setopt(c, CURLOPT_WRITEDATA, &ss);
+        }
         double t0 = now();
         CURLcode rc = curl_easy_perform(c);
         long code = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        if (rc != CURLE_OK || code != 200)
+        if (rc != CURLE_OK || code != 200 || (stream && (!ss.done || !ss.tokens)))
             atomic_fetch_add(&n_errors, 1);     /* lat[k] stays 0: not counted */
         else {
             lat[k] = now() - t0;
+            if (stream) {
+                ttft[k] = ss.t_first - t0;
+                rate[k] = ss.tokens / (lat[k] - ttft[k] > 1e-6 ? lat[k] - ttft[k] : 1e-6);
+                atomic_fetch_add(&n_tokens, ss.tokens);
+            }
             atomic_fetch_add(&n_done, 1);
         }
     }
@@ -107,6 +159,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seconds")) seconds = atof(v);
         else if (!strcmp(a, "--beam")) beam = atoi(v);
         else if (!strcmp(a, "--max-length")) max_length = atoi(v);
+        else if (!strcmp(a, "--stream")) stream = atoi(v);
         else {
             fprintf(stderr, "loadgen: unknown option %s\n", a);
             return 2;
@@ -135,11 +188,10 @@ int main(int argc, char **argv)
         char *js = jstr(line);
         size_t len = strlen(js) + 128;
         bodies[n_bodies] = malloc(len);
+        int at = snprintf(bodies[n_bodies], len, "{\"text\": %s, \"beam_size\": %d", js, beam);
         if (max_length > 0)
-            snprintf(bodies[n_bodies], len, "{\"text\": %s, \"beam_size\": %d, \"max_length\": %d}", js, beam,
-                     max_length);
-        else
-            snprintf(bodies[n_bodies], len, "{\"text\": %s, \"beam_size\": %d}", js, beam);
+            at += snprintf(bodies[n_bodies] + at, len - (size_t)at, ", \"max_length\": %d", max_length);
+        snprintf(bodies[n_bodies] + at, len - (size_t)at, "%s}", stream ? ", \"stream\": true" : "");
         free(js);
         n_bodies++;
     }
@@ -151,6 +203,8 @@ int main(int argc, char **argv)
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     lat = calloc((size_t)max_requests, sizeof *lat);
+    ttft = calloc((size_t)max_requests, sizeof *ttft);
+    rate = calloc((size_t)max_requests, sizeof *rate);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
     double t0 = now();
     t_end = t0 + seconds;
@@ -169,8 +223,24 @@ int main(int argc, char **argv)
     qsort(l, (size_t)k, sizeof *l, cmp);
     double p50 = k ? l[(k - 1) / 2] : 0, p99 = k ? l[(int)((k - 1) * 0.99 + 0.5)] : 0;
     printf("{\"clients\": %d, \"requests\": %d, \"errors\": %d, \"seconds\": %.3f, \"req_per_s\": %.2f, "
-           "\"p50_ms\": %.1f, \"p99_ms\": %.1f}\n",
+           "\"p50_ms\": %.1f, \"p99_ms\": %.1f",
            clients, k, atomic_load(&n_errors), dt, k / dt, p50 * 1e3, p99 * 1e3);
+    if (stream) {
+        double *tf = malloc(sizeof(double) * (size_t)(k ? k : 1)), *rt = malloc(sizeof(double) * (size_t)(k ? k : 1));
+        int m = 0;
+        for (int i = 0; i < max_requests && m < k; i++)
+            if (lat[i] > 0)
+                tf[m] = ttft[i], rt[m++] = rate[i];
+        qsort(tf, (size_t)m, sizeof *tf, cmp);
+        qsort(rt, (size_t)m, sizeof *rt, cmp);
+        printf(", \"ttft_p50_ms\": %.1f, \"ttft_p99_ms\": %.1f, \"tokens\": %ld, \"tokens_per_s\": %.1f, "
+               "\"stream_tokens_per_s_p50\": %.1f",
+               m ? tf[(m - 1) / 2] * 1e3 : 0, m ? tf[(int)((m - 1) * 0.99 + 0.5)] * 1e3 : 0,
+               atomic_load(&n_tokens), atomic_load(&n_tokens) / dt, m ? rt[(m - 1) / 2] : 0);
+        free(tf);
+        free(rt);
+    }
+    printf("}\n");
     curl_global_cleanup();
     return 0;
 }

@@ -112,26 +112,44 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
 
 void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap)
 {
+    int src = 0;
+    mt_decoder_full_packed(s, 1, tgt_in, &T, &src, cap);
+}
+
+void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const int *T, const int *src,
+                            mt_capture *cap)
+{
     const mt_model *m = s->m;
-    int d = m->d, H = m->dec_heads, S = s->src_len[0];
-    mt_embed_tokens(m, 1, tgt_in, T, 0, s->x);
+    int d = m->d, H = m->dec_heads, N = 0, row0[MT_ENC_MAX_PACK];
+    for (int j = 0; j < k; j++) {                       /* sequence j: rows row0[j] .. + T[j] */
+        row0[j] = N;
+        mt_embed_tokens(m, 1, tgt_in + N, T[j], 0, s->x + (long)N * d);
+        N += T[j];
+    }
     for (int li = 0; li < m->info.dec_layers; li++) {
         const mt_dec_layer *l = &m->dec[li];
-        float *cs = cap && cap->dec ? cap->dec + (long)li * H * T * T : NULL;
-        float *cc = cap && cap->cross ? cap->cross + (long)li * H * T * S : NULL;
-        const float *c = (const float *)cross_cache(s, li, 0);
-        if (s->p.kv_f16) {                          /* the sgemm path reads F32 */
-            mt_k_from_f16((const uint16_t *)c, s->kv32, (long)S * 2 * d);
-            c = s->kv32;
+        /* capture: one sequence only (mt_attention_run) */
+        float *cs = cap && cap->dec ? cap->dec + (long)li * H * T[0] * T[0] : NULL;
+        float *cc = cap && cap->cross ? cap->cross + (long)li * H * T[0] * s->src_len[src[0]] : NULL;
+        mt_lin_apply(s->q8, &l->self_qkv, s->x, N, s->qkv, MT_ACT_NONE);                   /* [N][3d] */
+        for (int j = 0; j < k; j++) {
+            const float *q = s->qkv + (long)row0[j] * 3 * d;
+            mt_attend(s, q, 3 * d, T[j], q + d, q + 2 * d, 3 * d, T[j], H, 1, s->ctx + (long)row0[j] * d, d, cs);
         }
-        mt_lin_apply(s->q8, &l->self_qkv, s->x, T, s->qkv, MT_ACT_NONE);
-        mt_attend(s, s->qkv, 3 * d, T, s->qkv + d, s->qkv + 2 * d, 3 * d, T, H, 1, s->ctx, d, cs);
-        mt_lin_apply(s->q8, &l->self_out, s->ctx, T, s->h, MT_ACT_NONE);
-        mt_k_add_layernorm(s->x, s->h, T, d, l->self_ln.g, l->self_ln.b);
-        mt_lin_apply(s->q8, &l->cross_q, s->x, T, s->qkv, MT_ACT_NONE);
-        mt_attend(s, s->qkv, d, T, c, c + d, 2 * d, S, H, 0, s->ctx, d, cc);
-        mt_lin_apply(s->q8, &l->cross_out, s->ctx, T, s->h, MT_ACT_NONE);
-        mt_k_add_layernorm(s->x, s->h, T, d, l->cross_ln.g, l->cross_ln.b);
-        feed_forward(s, l, T);
+        mt_lin_apply(s->q8, &l->self_out, s->ctx, N, s->h, MT_ACT_NONE);
+        mt_k_add_layernorm(s->x, s->h, N, d, l->self_ln.g, l->self_ln.b);
+        mt_lin_apply(s->q8, &l->cross_q, s->x, N, s->qkv, MT_ACT_NONE);                    /* [N][d] */
+        for (int j = 0; j < k; j++) {
+            const float *c = (const float *)cross_cache(s, li, src[j]);
+            if (s->p.kv_f16) {                      /* the sgemm path reads F32 */
+                mt_k_from_f16((const uint16_t *)c, s->kv32, (long)s->src_len[src[j]] * 2 * d);
+                c = s->kv32;
+            }
+            mt_attend(s, s->qkv + (long)row0[j] * d, d, T[j], c, c + d, 2 * d, s->src_len[src[j]], H, 0,
+                      s->ctx + (long)row0[j] * d, d, cc);
+        }
+        mt_lin_apply(s->q8, &l->cross_out, s->ctx, N, s->h, MT_ACT_NONE);
+        mt_k_add_layernorm(s->x, s->h, N, d, l->cross_ln.g, l->cross_ln.b);
+        feed_forward(s, l, N);
     }
 }

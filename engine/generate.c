@@ -385,6 +385,18 @@ int mt_seq_finished(const mt_session *s, int seq)
     return seq >= 0 && seq < s->p.max_batch && s->seqs[seq].state == MT_SEQ_DONE;
 }
 
+const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n)
+{
+    *n = 0;
+    if (seq < 0 || seq >= s->p.max_batch)
+        return NULL;
+    const mt_seq *q = &s->seqs[seq];
+    if (q->Bm != 1 || (q->state != MT_SEQ_RUN && q->state != MT_SEQ_DONE))
+        return NULL;
+    *n = s->glen[q->base];
+    return s->hist + (long)q->base * s->p.max_tgt_len;
+}
+
 int mt_session_rows_used(const mt_session *s)
 {
     int n = 0;

@@ -148,6 +148,12 @@ void      mt_encode_started(mt_session *s);
 int       mt_step(mt_session *s);
 /* 1 once the sequence has finished (its hypotheses wait for mt_seq_take). */
 int       mt_seq_finished(const mt_session *s, int seq);
+/* A greedy sequence's ids so far (*n of them, the final </s> included once
+ * produced), for streaming: valid until the next mt_step, mt_seq_take or
+ * mt_seq_cancel.  Ids already generated never change.  NULL (*n = 0) for a
+ * beam sequence (no hypothesis is final before it finishes) or an unknown,
+ * free or not yet encoded one. */
+const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n);
 /* The finished sequence's n_best hypotheses (as resolved: n_best 0 -> 1) into
  * out, best first; frees its rows.  Free the arrays with mt_hyps_free. */
 mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err);
@@ -164,6 +170,15 @@ int       mt_session_can_start(const mt_session *s, int beam_size);
  * not include the start token.  logits (may be NULL) receives [tgt_len][vocab]. */
 mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
                    float *logp, float *logits, mt_err *err);
+
+/* mt_score of n pairs (logp[i] receives tgt_len[i] values), in as few passes
+ * as the session holds: a pass takes up to max_batch pairs whose target
+ * positions fit the session's rows, encodes their sources as one batch and
+ * runs every target position of every pair as one row of the decoder's
+ * products (attention per pair: its own causal mask and source).  Each pair's
+ * log-probs equal mt_score of it alone, bit for bit.  Uses source slots from 0. */
+mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const int *src_len,
+                         const int32_t *const *tgt, const int *tgt_len, float *const *logp, mt_err *err);
 
 /* Attention weights of a teacher-forced pass; tgt_in starts with the decoder
  * start token.  Arrays are malloc'd; free with mt_attention_free. */

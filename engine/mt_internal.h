@@ -192,6 +192,12 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
 /* Teacher-forced pass over tgt_in [T] (start token first) for source 0 with the
  * causal mask; leaves the final hidden states [T][d] in s->x. */
 void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap);
+/* The same for k <= MT_ENC_MAX_PACK sequences packed as rows (sum of T[j] <=
+ * rows_max): tgt_in holds their inputs one after another, sequence j attends
+ * to source slot src[j]; products over all rows, attention per sequence, so
+ * each one's hidden states are the bits of its pass alone.  cap: k == 1 only. */
+void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const int *T, const int *src,
+                            mt_capture *cap);
 /* logits[n][V] = h[n][d] E^T + bias. */
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
 

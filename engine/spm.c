@@ -614,6 +614,13 @@ static int spm_decode_bytes(const mt_spm *sp, const mt_spm_dpiece *pc, int lo, i
 }
 
 /* Appends the decoded text of pc[0..n) to o. */
+int mt_spm_has_denorm(const mt_spm *sp) { return sp->has_denorm; }
+
+int mt_spm_is_byte(const mt_spm *sp, int32_t id)
+{
+    return id >= 0 && id < mt_spm_size(sp) && sp->m.type[id] == MT_SPM_BYTE;
+}
+
 int mt_spm_decode_pieces(const mt_spm *sp, const mt_spm_dpiece *pc, int n, mt_sbuf *o)
 {
     const size_t start = o->n;

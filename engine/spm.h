@@ -22,6 +22,10 @@ typedef struct {
 int32_t mt_spm_piece_to_id(const mt_spm *sp, const char *p, size_t n);
 /* SentencePieceProcessor::Decode of pc[0..n) (ids in range), appended to o
  * (NUL-terminated): 0, or -1 without memory. */
+/* 1 when the model has denormalization rules (applied to the whole decoded text). */
+int     mt_spm_has_denorm(const mt_spm *sp);
+/* 1 when spm id is a byte piece (<0xE2>): part of a character decoded from bytes. */
+int     mt_spm_is_byte(const mt_spm *sp, int32_t id);
 int     mt_spm_decode_pieces(const mt_spm *sp, const mt_spm_dpiece *pc, int n, mt_sbuf *o);
 
 #endif

@@ -333,6 +333,17 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
     return MT_OK;
 }
 
+int mt_tokenizer_decode_appends(const mt_tokenizer *tok)
+{
+    return tok && !tok->clean_up && !mt_spm_has_denorm(tok->tgt);
+}
+
+int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id)
+{
+    const mt_vocab *v = tok ? dec_vocab(tok) : NULL;
+    return v && id >= 0 && id < v->size && v->piece[id] && mt_spm_is_byte(tok->tgt, tok->dec_spm[id]);
+}
+
 const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id)
 {
     if (!tok || id < 0 || id >= tok->vocab.size)

@@ -111,6 +111,15 @@ mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t 
                               int32_t *ids, int max_ids, int *n_ids, mt_err *err);
 /* Marian ids -> text.  *out is malloc'd and NUL-terminated. */
 mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n, char **out, mt_err *err);
+/* 1 when decoding grows by appending: the text of ids[0..k) is a prefix of
+ * the text of ids[0..n) for every k <= n whose last kept id is not a byte
+ * piece ("<0xE2>": a character may still be incomplete).  That holds for the
+ * spm decode and the final strip; HF's clean-up (" ." -> ".") and spm
+ * denormalization rules may rewrite what came before, so then 0.  (A
+ * streaming caller emits per token when 1, per sentence when 0.) */
+int mt_tokenizer_decode_appends(const mt_tokenizer *tok);
+/* 1 when a decoding id is a byte piece ("<0xE2>") of the target spm. */
+int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id);
 /* Marian id -> piece string from vocab.json (NULL when out of range). */
 const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id);
 int32_t     mt_tokenizer_piece_id(const mt_tokenizer *tok, const char *piece);   /* -1 if absent */

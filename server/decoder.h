@@ -12,7 +12,8 @@
  * and its items belong to the caller but must stay untouched until done().
  * Cancellation is explicit: job->abort.gone(job->abort.ctx) is polled while
  * the job waits or decodes; once it returns 1 the job's rows are freed and
- * done() reports `cancelled`.
+ * done() reports `cancelled`.  Streaming too: job->progress, when set, sees
+ * each item's tokens as they are generated (both decoders).
  */
 #ifndef SRV_DECODER_H
 #define SRV_DECODER_H
@@ -39,12 +40,23 @@ typedef struct {
     void  *ctx;
 } srv_abort;
 
+/* Streaming (decoder.h's optional hook): on the decoder's thread, after every
+ * step, a greedy item's ids so far (ids[0..n), the final </s> included once
+ * produced; final 0), and, when any item finishes, its best hypothesis
+ * (final 1).  ids live only during the call.  It must not block: it copies
+ * and returns (stream.c). */
+typedef struct {
+    void (*fn)(void *ctx, int item, const int32_t *ids, int n, int final);
+    void  *ctx;
+} srv_progress;
+
 typedef struct srv_decode_job srv_decode_job;
 struct srv_decode_job {
     srv_seq_req     *items;
     int              n;
     mt_decode_params dp;        /* resolved: beam_size and n_best explicit */
     srv_abort        abort;
+    srv_progress     progress;  /* fn NULL: no streaming */
     void           (*done)(srv_decode_job *job);
     void            *ctx;       /* the caller's, for done() */
     /* results, valid in done() */

@@ -7,6 +7,7 @@
  *     POST /translate          translate.c  (LibreTranslate bodies: libretranslate.c)
  *     GET  /languages          libretranslate.c
  *     POST /attention          attention.c
+ *     POST /score              score.c
  *     POST /tokenize, /detokenize   tokenize.c
  *     GET  /health, /models, /metrics, /openapi.json   info.c
  *     GET  /, /web/NAME        web.c  (the demo page, with --web DIR)
@@ -49,6 +50,9 @@ struct srv_request {
      * then builds the reply on an HTTP thread and frees pending.  If the
      * request dies first, pending_free(pending) frees it. */
     void      (*resume)(srv_request *req);      /* http.c's */
+    /* A streamed body's reader with nothing to send yet: suspends the
+     * connection (only from inside srv_body_stream.read; resume wakes it). */
+    void      (*suspend)(srv_request *req);     /* http.c's */
     void      (*finish)(srv_request *req, srv_response *resp);
     void       *pending;
     void      (*pending_free)(void *pending);
@@ -62,6 +66,7 @@ void srv_handle_translate(srv_request *req, srv_response *resp);     /* translat
 void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate.c */
 void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate.c */
 void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention.c */
+void srv_handle_score(srv_request *req, srv_response *resp);         /* score.c */
 void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize.c */
 void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize.c */
 void srv_handle_health(srv_request *req, srv_response *resp);        /* info.c */

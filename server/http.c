@@ -131,11 +131,61 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A streamed body (server-sent events): libmicrohttpd asks for its bytes as
+ * the connection can take them.  The holder outlives the request (the
+ * response may be dropped after request_completed): it reaches only the
+ * stream, never the conn_state. */
+typedef struct {
+    srv_body_stream s;
+} stream_holder;
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    stream_holder *sh = cls;
+    (void)pos;
+    long n = sh->s.read(sh->s.ctx, buf, max);
+    return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;   /* 0: suspended by the reader */
+}
+
+static void stream_release(void *cls)
+{
+    stream_holder *sh = cls;
+    sh->s.release(sh->s.ctx);
+    free(sh);
+}
+
+/* Queues a streamed reply: 200 now, the body as it comes (chunked).  Its
+ * metrics are the stream's to count, when it ends. */
+static enum MHD_Result send_stream(srv_http *h, struct MHD_Connection *c, conn_state *st, srv_response *resp)
+{
+    stream_holder *sh = malloc(sizeof *sh);
+    struct MHD_Response *r = NULL;
+    if (sh) {
+        sh->s = resp->stream;
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, sh, stream_release);
+    }
+    resp->stream.read = NULL;
+    if (!r) {
+        free(sh);
+        resp->stream.release(resp->stream.ctx);
+        return MHD_NO;
+    }
+    add_headers(h, c, r, resp, resp->content_type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");     /* nginx: pass events on at once */
+    st->status = resp->status;
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned int)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 /* Queues resp (taking its body).  Metrics are counted here, before the client
  * can see the reply, so a client reading /metrics right after sees its request. */
 static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn_state *st,
                                      srv_response *resp)
 {
+    if (resp->stream.read)
+        return send_stream(h, c, st, resp);
     srv_reply_serialize(resp);
     char *buf = resp->text;
     size_t len = resp->text_len;
@@ -319,12 +369,20 @@ static int conn_gone(void *arg)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-/* Any thread: the router's work for this request is over. */
+/* Any thread: the router's work for this request is over (or, streaming,
+ * the suspended reader has something to send). */
 static void conn_resume(srv_request *req)
 {
     conn_state *st = req->conn;
     atomic_store(&st->ready, 1);
     MHD_resume_connection(st->conn);
+}
+
+/* From inside a streamed body's reader (libmicrohttpd allows it there). */
+static void conn_suspend(srv_request *req)
+{
+    conn_state *st = req->conn;
+    MHD_suspend_connection(st->conn);
 }
 
 static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_state *st)
@@ -343,6 +401,7 @@ static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_stat
         .client_gone = conn_gone,
         .conn = st,
         .resume = conn_resume,
+        .suspend = conn_suspend,
     };
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     st->fd = ci ? (int)ci->connect_fd : -1;

@@ -278,7 +278,7 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     }
     if (t->n == 0)                  /* every entry blank: nothing to decode */
         lt_reply(resp, t);
-    else if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &tp, &t->job, lt_finish, t, lt_free) == 0)
+    else if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &tp, &t->job, lt_finish, t, lt_free, NULL) == 0)
         return;                     /* pending: lt_finish frees t */
 fail:
     lt_free(t);

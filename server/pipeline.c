@@ -307,6 +307,23 @@ const mt_hyp *srv_tr_best(const srv_tr *t, int i)
     return &t->l.v[i].hyps[0];
 }
 
+void srv_tr_span(const srv_tr *t, int i, int *text, size_t *start, size_t *len)
+{
+    *text = t->l.v[i].text;
+    *start = t->l.v[i].start;
+    *len = t->l.v[i].len;
+}
+
+int srv_tr_texts(const srv_tr *t)
+{
+    return t->n_texts;
+}
+
+const char *srv_tr_text(const srv_tr *t, int i)
+{
+    return t->texts[i];
+}
+
 int srv_tr_sentences(const srv_tr *t)
 {
     return t->l.n;

@@ -70,6 +70,12 @@ void      srv_tr_results_free(srv_tr_result *r, int n);
 /* Sentence i as decoded (after srv_tr_finish): its source ids (</s>
  * included) and its best hypothesis (the final </s> included, with text). */
 const int32_t *srv_tr_source(const srv_tr *t, int i, int *n_src);
+/* The layout a stream joins by (stream.c), valid from srv_tr_new: sentence i
+ * replaces texts[*text][*start, *start + *len) in its text's result, and the
+ * bytes between the spans are copied as they are (join_text). */
+void           srv_tr_span(const srv_tr *t, int i, int *text, size_t *start, size_t *len);
+int            srv_tr_texts(const srv_tr *t);
+const char    *srv_tr_text(const srv_tr *t, int i);
 const mt_hyp  *srv_tr_best(const srv_tr *t, int i);
 int            srv_tr_sentences(const srv_tr *t);
 

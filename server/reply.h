@@ -13,6 +13,17 @@
 
 #include "errors.h"
 
+/* A body produced while it is sent (server-sent events, stream.c), read by
+ * http.c on the connection's HTTP thread. */
+typedef struct {
+    /* Up to max bytes into buf: > 0 bytes; 0 nothing yet (the reader has
+     * suspended the connection through req->suspend and a req->resume will
+     * follow); -1 the end. */
+    long (*read)(void *ctx, char *buf, size_t max);
+    void (*release)(void *ctx);     /* the reply is over (sent or aborted): read is not called again */
+    void  *ctx;
+} srv_body_stream;
+
 struct srv_response {
     int         status;         /* HTTP status */
     json_t     *json;           /* JSON body (owned), or ... */
@@ -26,6 +37,8 @@ struct srv_response {
     int         retry_after;    /* seconds; 0 = no header */
     int         preflight;      /* a CORS preflight answer */
     const char *route;          /* metrics label: the route's path or "other" */
+    srv_body_stream stream;     /* read != NULL: the body is this stream (status and
+                                   content_type set; metrics are the stream's to count) */
 };
 
 /* Sets a JSON body (steals body). */

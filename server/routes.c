@@ -30,6 +30,7 @@ typedef struct {
 static const srv_route routes[] = {
     { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC },
     { "POST", "/attention",    srv_handle_attention,  NULL, ROUTE_BODY | ROUTE_WORKER },
+    { "POST", "/score",        srv_handle_score,      NULL, ROUTE_BODY | ROUTE_WORKER },
     { "POST", "/tokenize",     srv_handle_tokenize,   NULL, ROUTE_BODY },
     { "POST", "/detokenize",   srv_handle_detokenize, NULL, ROUTE_BODY },
     { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */

@@ -162,6 +162,22 @@ static void admit(srv_sched *sc, srv_decode_job **done_list)
     }
 }
 
+/* After a step (scheduler thread, no lock: the active items are its own):
+ * the tokens of every streamed greedy sequence so far.  The hook copies them
+ * into the request's own buffer and returns: a slow client never holds the
+ * step loop. */
+static void stream_tokens(srv_sched *sc)
+{
+    for (int i = 0; i < sc->n_active; i++) {
+        srv_seq_req *it = sc->active[i];
+        const srv_progress *pg = &it->job->progress;
+        int n;
+        const int32_t *ids = pg->fn ? mt_seq_ids(sc->s, it->seq, &n) : NULL;
+        if (ids)
+            pg->fn(pg->ctx, (int)(it - it->job->items), ids, n, 0);
+    }
+}
+
 /* Under mu: hand the finished sequences their hypotheses. */
 static void retire(srv_sched *sc, srv_decode_job **done_list)
 {
@@ -172,6 +188,9 @@ static void retire(srv_sched *sc, srv_decode_job **done_list)
             continue;
         }
         it->status = mt_seq_take(sc->s, it->seq, it->hyps, &it->err);
+        const srv_progress *pg = &it->job->progress;
+        if (it->status == MT_OK && pg->fn)
+            pg->fn(pg->ctx, (int)(it - it->job->items), it->hyps[0].ids, it->hyps[0].n_ids, 1);
         sc->active[i] = sc->active[--sc->n_active];
         finish_item(sc, it, done_list);
     }
@@ -223,6 +242,7 @@ static void *sched_main(void *arg)
         int rows = mt_session_rows_used(sc->s);
         pthread_mutex_unlock(&sc->mu);
         mt_step(sc->s);                 /* the only compute: no lock held */
+        stream_tokens(sc);
         srv_metrics_batch_step(rows);
         pthread_mutex_lock(&sc->mu);
         retire(sc, &done_list);

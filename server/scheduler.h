@@ -8,7 +8,9 @@
  * sentences in FIFO order while rows are free (encoding each source), runs
  * ONE mt_step for every active sequence together, retires the finished ones,
  * and calls done() of each job whose last sentence is over (outside its
- * lock; done() must be short: it resumes a connection).  A sentence's result
+ * lock; done() must be short: it resumes a connection).  A streamed job
+ * (job->progress) gets its greedy sentences' tokens after every step and each
+ * sentence's best hypothesis as it finishes.  A sentence's result
  * is that of decoding it alone (the engine's guarantee).
  */
 #ifndef SRV_SCHED_H

@@ -1,7 +1,9 @@
 /* POST /translate
  *   {"text": string | [strings], "model"?, "source"?, "target"?, "beam_size"?,
- *    "max_length"?, "return_tokens"?, "return_scores"?, "split"?}
+ *    "max_length"?, "return_tokens"?, "return_scores"?, "split"?, "stream"?}
  *   -> {"model", "pivot"?, "translations": [{"text", "tokens"?, "token_ids"?, "score"?}], "timing_ms"}
+ * With "stream": true the reply is server-sent events (stream.h): the text as
+ * it is generated, then that same object.
  * The model: "model" when given, else the one for "source" -> "target"
  * (pairs.h: maybe through a pivot, which the reply names), else the
  * default.  "target" also picks a multilingual model's target token.
@@ -14,6 +16,7 @@
 #include "body.h"
 #include "handlers.h"
 #include "server.h"
+#include "stream.h"
 #include "translate_job.h"
 
 typedef struct {
@@ -21,7 +24,7 @@ typedef struct {
     int           n, is_list;
     srv_path      path;
     srv_tr_params tp;
-    int           return_tokens, return_scores;
+    int           return_tokens, return_scores, stream;
     srv_trjob    *job;
 } translate_req;
 
@@ -50,7 +53,8 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
         srv_field_int(req, resp, "max_length", 2, m->sparams.max_tgt_len, &t->tp.max_length) < 0 ||
         srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
-        srv_field_bool(req, resp, "split", &t->tp.split) < 0)
+        srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
+        srv_field_bool(req, resp, "stream", &t->stream) < 0)
         return -1;
     return 0;
 }
@@ -88,10 +92,9 @@ static void translate_free(void *p)
     free(t);
 }
 
-/* After decoding, on an HTTP thread. */
-static void translate_finish(srv_request *req, srv_response *resp)
+/* The reply, after decoding, on an HTTP thread. */
+static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
 {
-    translate_req *t = req->pending;
     srv_tr_result *results = calloc((size_t)t->n + 1, sizeof *results);
     if (!results) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
@@ -108,8 +111,50 @@ static void translate_finish(srv_request *req, srv_response *resp)
         srv_tr_results_free(results, t->n);
     }
     free(results);
+}
+
+static void translate_finish(srv_request *req, srv_response *resp)
+{
+    translate_req *t = req->pending;
+    build_reply(t, req, resp);
     translate_free(t);
     req->pending = NULL;
+}
+
+/* ---- "stream": true ------------------------------------------------------------------ */
+
+static void stream_reply(void *owner, srv_request *req, srv_response *resp)
+{
+    build_reply(owner, req, resp);
+}
+
+/* After the first tokens (or the end), on an HTTP thread: the stream, or the
+ * ordinary reply of a job that failed before any token. */
+static void stream_finish(srv_request *req, srv_response *resp)
+{
+    srv_stream *st = req->pending;
+    if (srv_stream_begin(st, req, resp) == 0)
+        return;                         /* the connection's share is released with the request */
+    req->pending = NULL;
+    srv_stream_conn_release(st);
+}
+
+static void stream_start(srv_request *req, srv_response *resp, translate_req *t)
+{
+    const srv_model *m = t->path.model[t->path.n_legs - 1];
+    srv_stream_params sp = { .tok = m->tok, .eos_id = m->info->eos_id,
+                             .per_token = t->tp.beam_size == 1 && mt_tokenizer_decode_appends(m->tok),
+                             .reply = stream_reply, .owner_free = translate_free, .owner = t };
+    srv_stream *st = srv_stream_new(req, &sp);
+    if (!st) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        translate_free(t);
+        return;
+    }
+    srv_tr_sink sink = srv_stream_sink(st);
+    if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, stream_finish, st,
+                            srv_stream_conn_release, &sink))
+        srv_stream_abandon(st);
 }
 
 void srv_handle_translate(srv_request *req, srv_response *resp)
@@ -119,8 +164,15 @@ void srv_handle_translate(srv_request *req, srv_response *resp)
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;
     }
-    if (parse(req, resp, t) ||
-        srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, translate_finish, t,
-                            translate_free))
+    if (parse(req, resp, t)) {
+        translate_free(t);
+        return;
+    }
+    if (t->stream) {
+        stream_start(req, resp, t);
+        return;
+    }
+    if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, translate_finish, t,
+                            translate_free, NULL))
         translate_free(t);
 }

@@ -16,6 +16,7 @@ struct srv_trjob {
     int           n;
     mt_err        err;           /* the second leg could not start */
     int           failed;
+    srv_tr_sink   sink;          /* .done NULL: not streamed */
 };
 
 int srv_max_beam(const srv_model *m)
@@ -46,6 +47,17 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     dj->done = decoded;
     dj->ctx = j;
     dj->abort = (srv_abort){ .gone = j->req->client_gone, .ctx = j->req->conn };
+    if (j->sink.done) {
+        dj->abort = (srv_abort){ .gone = j->sink.gone, .ctx = j->sink.ctx };
+        if (i == j->path.n_legs - 1) {
+            if (j->sink.attach(j->sink.ctx, j->tr[i], m->sparams.max_tgt_len, err)) {
+                srv_tr_free(j->tr[i]);
+                j->tr[i] = NULL;
+                return err->status;
+            }
+            dj->progress = j->sink.progress;
+        }
+    }
     j->leg = i;
     if (m->decoder.submit(m->decoder.self, dj) != 0) {
         srv_tr_free(j->tr[i]);
@@ -82,7 +94,10 @@ static void decoded(srv_decode_job *dj)
     srv_trjob *j = dj->ctx;
     if (j->leg == 0 && j->path.n_legs == 2 && second_leg(j) == 0)
         return;
-    j->req->resume(j->req);
+    if (j->sink.done)
+        j->sink.done(j->sink.ctx);
+    else
+        j->req->resume(j->req);
 }
 
 void srv_trjob_free(srv_trjob *j)
@@ -103,13 +118,15 @@ const srv_model *srv_trjob_model(const srv_trjob *j) { return j->path.model[j->p
 int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *path, const char *const *texts,
                         int n, const srv_tr_params *p, srv_trjob **job,
                         void (*finish)(srv_request *, srv_response *), void *pending,
-                        void (*pending_free)(void *))
+                        void (*pending_free)(void *), const srv_tr_sink *sink)
 {
     srv_trjob *j = calloc(1, sizeof *j);
     *job = NULL;
     if (!j)
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
     *j = (srv_trjob){ .req = req, .path = *path, .p = *p, .n = n };
+    if (sink)
+        j->sink = *sink;
     srv_tr_params first = *p;
     if (path->n_legs == 2) {            /* the pivot text: the best translation only */
         first.n_best = 1;

@@ -27,15 +27,28 @@ int srv_max_beam(const srv_model *m);
 
 typedef struct srv_trjob srv_trjob;
 
+/* Streaming (stream.c): where the last leg's tokens go instead of waiting. */
+typedef struct {
+    /* the last leg's sentences, before they are submitted (any thread): 0, or
+     * -1 with err (out of memory).  max_ids: the most ids of a sentence. */
+    int  (*attach)(void *ctx, const srv_tr *t, int max_ids, mt_err *err);
+    srv_progress progress;      /* the last leg's decode job's (decoder.h) */
+    int  (*gone)(void *ctx);    /* the abort of every leg */
+    void (*done)(void *ctx);    /* called instead of req->resume: the job is over */
+    void  *ctx;
+} srv_tr_sink;
+
 /* Starts translating texts[0..n) along path (the texts must live until
  * finish).  The request becomes pending (req->finish, pending, pending_free
  * set before the decoder can answer); *job receives the state, which the
  * caller's pending owns (free it with srv_trjob_free).  0: pending.  -1:
- * resp failed, the request is not pending, *job is NULL. */
+ * resp failed, the request is not pending, *job is NULL.  sink (NULL: none;
+ * copied) streams the last leg and is told when the job is over, instead of
+ * req->resume. */
 int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *path, const char *const *texts,
                         int n, const srv_tr_params *p, srv_trjob **job,
                         void (*finish)(srv_request *, srv_response *), void *pending,
-                        void (*pending_free)(void *));
+                        void (*pending_free)(void *), const srv_tr_sink *sink);
 
 /* In the handler's finish: out[0..n) (free with srv_tr_results_free), or -1
  * with resp failed: the client went away (499), the queue timed out (503),

@@ -1092,6 +1092,91 @@ static void test_int8(void **state)
     mt_model_free(m8);
 }
 
+/* mt_score_batch vs the PyTorch reference (score.jsonl, models/recipe/score_fixtures.py):
+ * the C tokenizer gives the reference's ids for both sides, the batched log-probs
+ * equal the reference's within LOGIT_TOL, and each pair's equal mt_score of it
+ * alone bit for bit, whatever the pairs beside it (forward and reversed order;
+ * the session's 16 rows make several passes). */
+static void test_score_batch(void **state)
+{
+    CTX_OR_RETURN(c);
+    char path[512];
+    snprintf(path, sizeof path, "%s/score.jsonl", c->fix_dir);
+    FILE *f = fopen(path, "r");
+    if (!f && !strcmp(c->name, "extra")) {
+        print_message("[  SKIP    ] %s: no score.jsonl (models/recipe/score_fixtures.py)\n", c->fix_dir);
+        skip();
+    }
+    assert_non_null(f);
+    enum { MAXP = 64, MAXT = 128 };
+    static int32_t src[MAXP][MAXT], tgt[MAXP][MAXT];
+    static float lp[MAXP][MAXT], lp_rev[MAXP][MAXT], alone[MAXT];
+    static double ref[MAXP][MAXT];
+    int ns[MAXP], nt[MAXP], n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    const mt_tokenizer *tok = mt_model_tokenizer(c->m);
+    while (getline(&line, &cap, f) > 0 && n < MAXP) {
+        json_error_t je;
+        json_t *j = json_loads(line, 0, &je);
+        assert_non_null(j);
+        int32_t ids[MAXT];
+        int k;
+        const char *source = json_string_value(json_object_get(j, "source"));
+        const char *target = json_string_value(json_object_get(j, "target"));
+        ns[n] = ids_of(json_object_get(j, "src_ids"), src[n], MAXT);
+        nt[n] = ids_of(json_object_get(j, "tgt_ids"), tgt[n], MAXT);
+        assert_int_equal(mt_tokenizer_encode(tok, source, strlen(source), 0, ids, MAXT, &k, NULL), MT_OK);
+        assert_int_equal(k, ns[n]);
+        assert_memory_equal(ids, src[n], sizeof(int32_t) * (size_t)k);
+        assert_int_equal(mt_tokenizer_encode(tok, target, strlen(target), 1, ids, MAXT, &k, NULL), MT_OK);
+        assert_int_equal(k, nt[n]);
+        assert_memory_equal(ids, tgt[n], sizeof(int32_t) * (size_t)k);
+        json_t *l = json_object_get(j, "log_probs");
+        assert_int_equal((int)json_array_size(l), nt[n]);
+        for (int t = 0; t < nt[n]; t++)
+            ref[n][t] = json_number_value(json_array_get(l, (size_t)t));
+        json_decref(j);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    assert_true(n >= 8);
+    const int32_t *sp[MAXP], *tp[MAXP], *sp_r[MAXP], *tp_r[MAXP];
+    int ns_r[MAXP], nt_r[MAXP];
+    float *out[MAXP], *out_r[MAXP];
+    for (int i = 0; i < n; i++) {
+        sp[i] = src[i], tp[i] = tgt[i], out[i] = lp[i];
+        int r = n - 1 - i;
+        sp_r[i] = src[r], tp_r[i] = tgt[r], ns_r[i] = ns[r], nt_r[i] = nt[r], out_r[i] = lp_rev[r];
+    }
+    mt_err err = {0};
+    assert_int_equal(mt_score_batch(c->s, n, sp, ns, tp, nt, out, &err), MT_OK);
+    assert_int_equal(mt_score_batch(c->s, n, sp_r, ns_r, tp_r, nt_r, out_r, &err), MT_OK);
+    double worst = 0;
+    long cmp = 0;
+    int same = 0;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(mt_score(c->s, src[i], ns[i], tgt[i], nt[i], alone, NULL, &err), MT_OK);
+        same += !memcmp(alone, lp[i], sizeof(float) * (size_t)nt[i]) &&
+                !memcmp(alone, lp_rev[i], sizeof(float) * (size_t)nt[i]);
+        for (int t = 0; t < nt[i]; t++, cmp++) {
+            double e = rel_err(lp[i][t], ref[i][t]);
+            worst = e > worst ? e : worst;
+        }
+    }
+    print_message("  [%s] score batch: %d pairs, %ld log-probs, max rel err vs reference %.3g; equal to mt_score "
+                  "alone (both orders): %d/%d\n", c->name, n, cmp, worst, same, n);
+    assert_int_equal(same, n);
+    assert_true(worst <= LOGIT_TOL);
+    /* a bad pair is named */
+    int32_t bad = -1;
+    const int32_t *bp[2] = { src[0], &bad };
+    int bl[2] = { ns[0], 1 };
+    assert_int_equal(mt_score_batch(c->s, 2, sp, ns, bp, bl, out, &err), MT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "pair 1: target"));
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -1125,7 +1210,7 @@ int main(void)
         PER_MODEL(test_no_alloc_in_decode_loop),
         PER_MODEL(test_staggered_joins),
         PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16), PER_MODEL(test_int8),
-        PER_MODEL(test_kv_f16),
+        PER_MODEL(test_kv_f16), PER_MODEL(test_score_batch),
     };
     /* The extra model's tests exist only when it is given, fr-en's only when
      * models/fr-en exists: never a standing skip. */
