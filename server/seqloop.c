@@ -18,19 +18,24 @@ void srv_seqloop_run(mt_session *s, srv_decode_job *job)
     const int32_t **src = malloc(sizeof *src * (size_t)(n + 1));
     int *len = malloc(sizeof *len * (size_t)(n + 1));
     mt_hyp *out = calloc((size_t)n * (size_t)nb + 1, sizeof *out);
+    /* each sentence's own parameters (items' dp), with the abort callback */
+    mt_decode_params *dps = malloc(sizeof *dps * (size_t)(n + 1));
+    const mt_decode_params **each = malloc(sizeof *each * (size_t)(n + 1));
     mt_err err = { 0 };
     mt_status st;
-    if (!src || !len || !out) {
+    if (!src || !len || !out || !dps || !each) {
         st = mt_err_set(&err, MT_ERR_NOMEM, "out of memory");
     } else {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             src[i] = job->items[i].src, len[i] = job->items[i].n_src;
-        mt_decode_params dp = job->dp;
-        if (job->abort.gone) {
-            dp.abort_callback = job_gone;
-            dp.abort_callback_data = job;
+            dps[i] = job->items[i].dp ? *job->items[i].dp : job->dp;
+            if (job->abort.gone) {
+                dps[i].abort_callback = job_gone;
+                dps[i].abort_callback_data = job;
+            }
+            each[i] = &dps[i];
         }
-        st = mt_generate(s, src, len, n, &dp, out, &err);
+        st = mt_generate_each(s, src, len, n, each, out, &err);
     }
     for (int i = 0; i < n; i++) {
         srv_seq_req *it = &job->items[i];
@@ -45,6 +50,8 @@ void srv_seqloop_run(mt_session *s, srv_decode_job *job)
     free(src);
     free(len);
     free(out);
+    free(dps);
+    free(each);
     srv_decode_job_finish(job);
     job->done(job);
 }
