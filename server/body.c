@@ -307,7 +307,8 @@ int srv_field_object(const srv_request *req, srv_response *resp, const char *nam
         for (int i = 0; keys[i] && !known; i++)
             known = !strcmp(k, keys[i]);
         if (!known)
-            return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' has an unknown member '%.64s'", name, k);
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' has an unknown member '%.*s'", name,
+                            mt_utf8_clip(k, strlen(k), 64), k);
     }
     *out = v;
     return 1;
