@@ -170,7 +170,8 @@ asan:
 
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).  The tests
 # that drive a server process (whose threads valgrind would not follow) are left out.
-VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream
+VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
+           %/test_server_decode
 valgrind:
 	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \
@@ -178,7 +179,7 @@ valgrind:
 
 # ThreadSanitizer: the tests that run threads, and the real server under load
 # (tests/test_load.c in its TSan mode).  TSAN_TESTS can narrow it.
-TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream
+TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
 tsan: opus-models      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; \

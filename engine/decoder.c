@@ -62,6 +62,8 @@ static void attn_rows(void *ctx, int c)
         if (j->cross) {
             const char *kv = cross_cache(s, j->li, j->row_src[r]);
             mt_attend_step(s, s->qkv + (long)r * d, kv, s->src_len[j->row_src[r]], H, out, sc);
+            if (s->step_al_layer[r] == j->li)          /* the row's alignment layer: sc holds its weights */
+                mt_align_capture(s, r, sc, s->src_len[j->row_src[r]]);
         } else {
             /* append this position's k, v, then attend over positions 0..pos[r] */
             char *kv = self_cache(s, j->li, j->row_slot[r]);

@@ -24,7 +24,60 @@
 
 mt_decode_params mt_decode_default_params(void)
 {
-    return (mt_decode_params){.beam_size = 0, .max_length = 0, .length_penalty = 1.0f, .n_best = 1};
+    return (mt_decode_params){.beam_size = 0, .max_length = 0, .length_penalty = 1.0f, .n_best = 1,
+                              .repetition_penalty = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .align_layer = -1};
+}
+
+/* The decoding features' part of mt_check_decode_params (q: resolved beam and max_length). */
+static mt_status check_features(const mt_session *s, mt_decode_params *q, mt_err *err)
+{
+    const mt_model *m = s->m;
+    if (q->n_prefix < 0 || (q->n_prefix > 0 && !q->prefix))
+        return mt_err_set(err, MT_ERR_INPUT, "target prefix: %d ids without an array", q->n_prefix);
+    if (q->n_prefix > q->max_length - 2)
+        return mt_err_set(err, MT_ERR_INPUT, "target prefix has %d tokens; max_length %d leaves room for %d",
+                          q->n_prefix, q->max_length, q->max_length - 2);
+    for (int i = 0; i < q->n_prefix; i++)
+        if (q->prefix[i] < 0 || q->prefix[i] >= m->V || q->prefix[i] == m->info.pad_id ||
+            q->prefix[i] == m->info.eos_id)
+            return mt_err_set(err, MT_ERR_INPUT, "target prefix: id %d is outside the vocabulary, pad or </s>",
+                              (int)q->prefix[i]);
+    if (q->min_length < 0 || q->min_length > q->max_length)
+        return mt_err_set(err, MT_ERR_INPUT, "min_length %d outside [0, max_length %d]", q->min_length,
+                          q->max_length);
+    if (q->repetition_penalty == 0.0f)
+        q->repetition_penalty = 1.0f;
+    if (!(q->repetition_penalty > 0.0f) || !isfinite(q->repetition_penalty))
+        return mt_err_set(err, MT_ERR_INPUT, "repetition_penalty must be a finite number > 0");
+    if (q->no_repeat_ngram_size < 0)
+        return mt_err_set(err, MT_ERR_INPUT, "no_repeat_ngram_size %d is negative", q->no_repeat_ngram_size);
+    if (q->temperature == 0.0f)
+        q->temperature = 1.0f;
+    if (q->top_p == 0.0f)
+        q->top_p = 1.0f;
+    if (q->sample) {
+        if (q->beam_size != 1)
+            return mt_err_set(err, MT_ERR_INPUT, "sampling decodes one row: beam_size must be 1, not %d",
+                              q->beam_size);
+        if (!(q->temperature > 0.0f) || !isfinite(q->temperature))
+            return mt_err_set(err, MT_ERR_INPUT, "temperature must be a finite number > 0");
+        if (q->top_k < 0)
+            return mt_err_set(err, MT_ERR_INPUT, "top_k %d is negative", q->top_k);
+        if (!(q->top_p > 0.0f && q->top_p <= 1.0f))
+            return mt_err_set(err, MT_ERR_INPUT, "top_p must be in (0, 1]");
+    }
+    if (q->alignments) {
+        int L = m->info.dec_layers, H = m->dec_heads;
+        if (q->align_layer < 0)
+            q->align_layer += L;
+        if (q->align_layer < 0 || q->align_layer >= L)
+            return mt_err_set(err, MT_ERR_INPUT, "alignment layer outside [-%d, %d]", L, L - 1);
+        if (q->align_heads == 0)
+            q->align_heads = H;
+        if (q->align_heads < 1 || q->align_heads > H)
+            return mt_err_set(err, MT_ERR_INPUT, "alignment heads %d outside [0, %d]", q->align_heads, H);
+    }
+    return MT_OK;
 }
 
 mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,
@@ -50,6 +103,9 @@ mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p,
                           q.max_length, s->p.max_tgt_len);
     if (!isfinite(q.length_penalty))
         return mt_err_set(err, MT_ERR_INPUT, "length_penalty is not finite");
+    mt_status st = check_features(s, &q, err);
+    if (st != MT_OK)
+        return st;
     *out = q;
     return MT_OK;
 }
@@ -86,31 +142,78 @@ static int argmax_skip(const float *v, int n, int skip)
     return best;
 }
 
-/* ---- greedy ------------------------------------------------------------------- */
-/* One greedy step of sequence q (row q->base, logits lg); 1 while it runs. */
-static int greedy_seq_step(mt_session *s, const mt_seq *q, const float *lg)
+/* The head average of the first q->align_heads heads of a step's
+ * cross-attention sc [H][nk], its argmax over the source (first wins ties):
+ * the alignment of the id this step produces (Marian's hard alignment). */
+void mt_align_capture(mt_session *s, int r, const float *sc, int nk)
+{
+    int k = s->step_al_heads[r], best = 0;
+    float best_w = -1.0f;
+    for (int j = 0; j < nk; j++) {
+        float w = 0.0f;
+        for (int h = 0; h < k; h++)
+            w += sc[(long)h * nk + j];
+        w /= (float)k;
+        if (w > best_w)
+            best_w = w, best = j;
+    }
+    s->step_al[r] = best;
+}
+
+/* ---- greedy and sampling ------------------------------------------------------- */
+/* One step of a one-row sequence q (row q->base; gathered row a of the step,
+ * logits lg, in place): a forced prefix id, else the rules, then the argmax
+ * or a draw.  1 while it runs. */
+static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
 {
     const mt_model *m = s->m;
     int V = m->V, T = s->p.max_tgt_len, r = q->base, t = q->cur - 1;
-    int32_t pad = m->info.pad_id, eos = m->info.eos_id;
+    int32_t pad = m->info.pad_id, eos = m->info.eos_id, *hist = s->hist + (long)r * T;
     int32_t tok = eos;                                   /* forced on the last step (logp 0) */
+    double lp = 0.0;
     if (t + 1 != q->max_length - 1) {
-        tok = argmax_skip(lg, V, pad);
-        s->gscore[r] += (double)lg[tok] - mt_k_logsumexp_skip(lg, V, pad);
+        if (t < q->n_prefix) {
+            tok = s->prefix[(long)(q - s->seqs) * T + t];
+        } else {
+            mt_rules_apply(m, q, hist, t, lg, s->pen_v + (long)a * T);
+            tok = q->sample ? mt_sample_token(m, q, lg, s->lp + (long)a * V, s->cand + (long)a * V)
+                            : argmax_skip(lg, V, pad);
+        }
+        double lse = mt_k_logsumexp_skip(lg, V, pad);
+        lp = lse > -INFINITY ? (double)lg[tok] - lse : -INFINITY;     /* -inf: every id was banned */
+        s->gscore[r] += lp;
     }
-    s->hist[(long)r * T + s->glen[r]++] = tok;
+    s->hist_lp[(long)r * T + s->glen[r]] = (float)lp;
+    s->hist_al[(long)r * T + s->glen[r]] = s->step_al[a];
+    hist[s->glen[r]++] = tok;
     s->row_tok[r] = tok;
     return tok != eos;
 }
 
 /* ---- beam search ----------------------------------------------------------------- */
+/* A hypothesis row: its ids with their log-probs and alignments, [T] each. */
+typedef struct { int32_t *ids; float *lp; int32_t *al; } hyp_rows;
+
+static hyp_rows rows_at(int32_t *ids, float *lp, int32_t *al, long row, int T)
+{
+    return (hyp_rows){ids + row * T, lp + row * T, al + row * T};
+}
+
+static void copy_hyp(hyp_rows dst, hyp_rows src, int n)
+{
+    memcpy(dst.ids, src.ids, sizeof(int32_t) * (size_t)n);
+    memcpy(dst.lp, src.lp, sizeof(float) * (size_t)n);
+    memcpy(dst.al, src.al, sizeof(int32_t) * (size_t)n);
+}
+
 /* Merge this step's finished candidates (the first Bm of the K that stop) into
- * the sequence's finished list: stable sort by score, keep Bm (model.py). */
-static void update_finished(mt_session *s, const mt_seq *q, const int *stop)
+ * the sequence's finished list: stable sort by score, keep Bm (model.py).
+ * cand_lp, cand_al: the candidates' token log-prob and alignment. */
+static void update_finished(mt_session *s, const mt_seq *q, const int *stop, const float *cand_lp,
+                            const int32_t *cand_al)
 {
     int Bm = q->Bm, T = s->p.max_tgt_len, V = s->m->V, n = 0, base = q->base;
     mt_fin_slot *fin = s->fin + base;
-    int32_t *fids = s->fin_ids + (long)base * T;
     double sc[2 * MT_MAX_BEAM];
     int from[2 * MT_MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(r+1) */
     for (int j = 0; j < Bm; j++) {
@@ -130,22 +233,25 @@ static void update_finished(mt_session *s, const mt_seq *q, const int *stop)
             int tf = from[j]; from[j] = from[j - 1]; from[j - 1] = tf;
         }
     mt_fin_slot *nf = s->fin2 + base;
-    int32_t *nids = s->fin_ids2 + (long)base * T;
     for (int j = 0; j < Bm; j++) {
         int f = from[j];
+        hyp_rows dst = rows_at(s->fin_ids2, s->fin_lp2, s->fin_al2, base + j, T);
         if (f >= 0) {
             nf[j] = fin[f];
             if (fin[f].n > 0)
-                memcpy(nids + (long)j * T, fids + (long)f * T, sizeof(int32_t) * (size_t)fin[f].n);
+                copy_hyp(dst, rows_at(s->fin_ids, s->fin_lp, s->fin_al, base + f, T), fin[f].n);
         } else {
             int r = -f - 1, flat = s->top_i[2 * base + r], parent = base + flat / V;
-            memcpy(nids + (long)j * T, s->hist + (long)parent * T, sizeof(int32_t) * (size_t)(q->cur - 1));
-            nids[(long)j * T + q->cur - 1] = flat % V;
+            copy_hyp(dst, rows_at(s->hist, s->hist_lp, s->hist_al, parent, T), q->cur - 1);
+            dst.ids[q->cur - 1] = flat % V;
+            dst.lp[q->cur - 1] = cand_lp[r];
+            dst.al[q->cur - 1] = cand_al[r];
             nf[j] = (mt_fin_slot){.score = sc[j], .n = q->cur};
         }
     }
     memcpy(fin, nf, sizeof *fin * (size_t)Bm);
-    memcpy(fids, nids, sizeof(int32_t) * (size_t)Bm * T);
+    copy_hyp(rows_at(s->fin_ids, s->fin_lp, s->fin_al, base, T), rows_at(s->fin_ids2, s->fin_lp2, s->fin_al2, base, T),
+             Bm * T);
 }
 
 /* Give row base+b the cache of its parent: the first child of a parent takes
@@ -189,17 +295,27 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
 static int beam_seq_step(mt_session *s, mt_seq *q, int a)
 {
     const mt_model *m = s->m;
-    int Bm = q->Bm, K = 2 * Bm, V = m->V, T = s->p.max_tgt_len, base = q->base;
+    int Bm = q->Bm, K = 2 * Bm, V = m->V, T = s->p.max_tgt_len, base = q->base, t = q->cur - 1;
     int32_t pad = m->info.pad_id, eos = m->info.eos_id;
+    int forced_eos = q->cur == q->max_length - 1, forced = !forced_eos && t < q->n_prefix;
     float *tot = s->lp + (long)a * V;                          /* [Bm][V] */
+    double lse[MT_MAX_BEAM];                                   /* each row's log-softmax normalizer */
     for (int b = 0; b < Bm; b++) {
-        float *row = tot + (long)b * V, run = s->run[base + b];
-        if (q->cur == q->max_length - 1) {                     /* forced eos */
+        float *row = tot + (long)b * V, run = s->run[base + b], *lg = s->logits + (long)(a + b) * V;
+        if (forced_eos) {
             for (int v = 0; v < V; v++)
                 row[v] = -INFINITY;
             row[eos] = 0.0f;
+        } else if (forced) {                                   /* the prefix id alone, at its log p */
+            int32_t id = s->prefix[(long)(q - s->seqs) * T + t];
+            lse[b] = mt_k_logsumexp_skip(lg, V, pad);
+            for (int v = 0; v < V; v++)
+                row[v] = -INFINITY;
+            row[id] = (float)((double)lg[id] - lse[b]);
         } else {
-            mt_k_log_softmax_skip(s->logits + (long)(a + b) * V, V, pad, row);
+            mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
+            lse[b] = mt_k_logsumexp_skip(lg, V, pad);
+            mt_k_log_softmax_skip(lg, V, pad, row);
         }
         for (int v = 0; v < V; v++)
             row[v] = row[v] + run;
@@ -208,25 +324,33 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     int *top_i = s->top_i + 2 * base;
     topk(tot, Bm * V, K, top_v, top_i);
     int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
-    float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM];
+    float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM], cand_lp[2 * MT_MAX_BEAM];
+    int32_t cand_al[2 * MT_MAX_BEAM];
     for (int k = 0; k < K; k++) {
-        stop[k] = top_i[k] % V == eos || q->cur + 1 >= q->max_length;
+        int pb = top_i[k] / V, id = top_i[k] % V;
+        stop[k] = id == eos || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
         alive[k] = top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
+        /* the id's own log p, as the log-softmax wrote it (forced </s>: 0) */
+        cand_lp[k] = forced_eos ? 0.0f : (float)((double)s->logits[(long)(a + pb) * V + id] - lse[pb]);
+        cand_al[k] = s->step_al[a + pb];
     }
-    update_finished(s, q, stop);
+    update_finished(s, q, stop, cand_lp, cand_al);
     topk(alive, K, Bm, run_new, order);
     for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
         int flat = top_i[order[b]];
         parent[b] = flat / V;
-        int32_t *h = s->hist2 + (long)(base + b) * T;
-        memcpy(h, s->hist + (long)(base + parent[b]) * T, sizeof(int32_t) * (size_t)(q->cur - 1));
-        h[q->cur - 1] = flat % V;
+        hyp_rows h = rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T);
+        copy_hyp(h, rows_at(s->hist, s->hist_lp, s->hist_al, base + parent[b], T), q->cur - 1);
+        h.ids[q->cur - 1] = flat % V;
+        h.lp[q->cur - 1] = cand_lp[order[b]];
+        h.al[q->cur - 1] = cand_al[order[b]];
         s->row_tok[base + b] = flat % V;
         s->run[base + b] = run_new[b];
     }
     for (int b = 0; b < Bm; b++)                               /* ... then copied back to hist */
-        memcpy(s->hist + (long)(base + b) * T, s->hist2 + (long)(base + b) * T, sizeof(int32_t) * (size_t)q->cur);
+        copy_hyp(rows_at(s->hist, s->hist_lp, s->hist_al, base + b, T),
+                 rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T), q->cur);
     reorder_slots(s, q, parent);
     /* early-stop heuristic (early_stopping=False), after cur += 1 */
     double best_possible = (double)run_new[0] / pow((double)q->cur, (double)q->lpen), worst = 1e300;
@@ -308,7 +432,14 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
         s->gscore[r] = 0.0;
     }
     s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .Bm = Bm, .max_length = q.max_length,
-                           .n_best = q.n_best, .cur = 1, .unsat = 1, .lpen = q.length_penalty};
+                           .n_best = q.n_best, .cur = 1, .unsat = 1, .lpen = q.length_penalty,
+                           .n_prefix = q.n_prefix, .min_length = q.min_length, .ngram = q.no_repeat_ngram_size,
+                           .sample = q.sample, .top_k = q.top_k, .token_scores = q.token_scores,
+                           .align = q.alignments, .align_layer = q.align_layer, .align_heads = q.align_heads,
+                           .rep_pen = q.repetition_penalty, .temperature = q.temperature, .top_p = q.top_p};
+    mt_rng_seed(s->seqs[id].rng, q.seed);
+    if (q.n_prefix)
+        memcpy(s->prefix + (long)id * s->p.max_tgt_len, q.prefix, sizeof(int32_t) * (size_t)q.n_prefix);
     s->n_seqs++;
     *seq = id;
     return MT_OK;
@@ -323,7 +454,7 @@ static void post_seq(void *ctx, int c)
     mt_session *s = ctx;
     mt_seq *q = &s->seqs[s->step_seq[c]];
     int a = s->step_row[c];
-    int running = q->Bm == 1 ? greedy_seq_step(s, q, s->logits + (long)a * s->m->V) : beam_seq_step(s, q, a);
+    int running = q->Bm == 1 ? greedy_seq_step(s, q, a, s->logits + (long)a * s->m->V) : beam_seq_step(s, q, a);
     q->cur++;
     if (!running)
         q->state = MT_SEQ_DONE;
@@ -369,6 +500,8 @@ int mt_step(mt_session *s)
             s->step_pos[n] = q->cur - 1;
             s->step_slot[n] = s->row_slot[r];
             s->row_src[n] = i;
+            s->step_al_layer[n] = q->align ? q->align_layer : -1;
+            s->step_al_heads[n] = q->align_heads;
         }
     }
     if (n == 0)
@@ -419,16 +552,26 @@ void mt_seq_cancel(mt_session *s, int seq)
 }
 
 /* ---- results ------------------------------------------------------------------- */
-static mt_status put_hyp(mt_hyp *h, const int32_t *ids, int n, double score, mt_err *err)
+/* A hypothesis of n ids (rows.ids NULL: none) into h, with the token log-probs
+ * and alignments when the sequence asked for them. */
+static mt_status put_hyp(const mt_seq *q, mt_hyp *h, hyp_rows rows, int n, double score, mt_err *err)
 {
-    h->ids = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    if (!h->ids)
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    if (n)
-        memcpy(h->ids, ids, sizeof(int32_t) * (size_t)n);
+    size_t k = (size_t)(n ? n : 1);
+    h->ids = malloc(sizeof(int32_t) * k);
+    h->token_logp = q->token_scores ? malloc(sizeof(float) * k) : NULL;
+    h->align = q->align ? malloc(sizeof(int32_t) * k) : NULL;
     h->n_ids = n;
     h->score = (float)score;
     h->text = NULL;
+    if (!h->ids || (q->token_scores && !h->token_logp) || (q->align && !h->align))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (n && rows.ids) {
+        memcpy(h->ids, rows.ids, sizeof(int32_t) * (size_t)n);
+        if (h->token_logp)
+            memcpy(h->token_logp, rows.lp, sizeof(float) * (size_t)n);
+        if (h->align)
+            memcpy(h->align, rows.al, sizeof(int32_t) * (size_t)n);
+    }
     return MT_OK;
 }
 
@@ -441,12 +584,13 @@ mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
     mt_status st = MT_OK;
     memset(out, 0, sizeof *out * (size_t)q->n_best);
     if (q->Bm == 1) {
-        st = put_hyp(out, s->hist + (long)base * T, s->glen[base], s->gscore[base], err);
+        st = put_hyp(q, out, rows_at(s->hist, s->hist_lp, s->hist_al, base, T), s->glen[base], s->gscore[base], err);
     } else {
         for (int j = 0; j < q->n_best && st == MT_OK; j++) {
             const mt_fin_slot *f = &s->fin[base + j];
-            st = f->n >= 0 ? put_hyp(out + j, s->fin_ids + ((long)base + j) * T, f->n, f->score, err)
-                           : put_hyp(out + j, NULL, 0, -INFINITY, err);
+            st = f->n >= 0 ? put_hyp(q, out + j, rows_at(s->fin_ids, s->fin_lp, s->fin_al, base + j, T), f->n,
+                                     f->score, err)
+                           : put_hyp(q, out + j, (hyp_rows){0}, 0, -INFINITY, err);
         }
     }
     if (st != MT_OK)
@@ -458,8 +602,10 @@ mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
 /* ---- batches of sources, on top of the sequences ------------------------------- */
 /* Sources join as rows free up (a source's result does not depend on the rows
  * beside it), so a long source does not hold the others back. */
-mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
-                      const mt_decode_params *params, mt_hyp *out, mt_err *err)
+/* each (may be NULL: params for every source) [n]: each source's own parameters. */
+static mt_status generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+                          const mt_decode_params *const *each, const mt_decode_params *params, mt_hyp *out,
+                          mt_err *err)
 {
     mt_decode_params q;
     mt_status st = mt_check_decode_params(s, params, &q, err);
@@ -467,9 +613,16 @@ mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_l
         return st;
     if (n < 0 || (n > 0 && (!src || !src_len || !out)))
         return mt_err_set(err, MT_ERR_INPUT, "mt_generate: bad arguments");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        mt_decode_params qi;
         if ((st = check_source(s, src[i], src_len[i], i, err)) != MT_OK)
             return st;
+        if (each && (st = mt_check_decode_params(s, each[i], &qi, err)) != MT_OK)
+            return st;
+        if (each && qi.n_best != q.n_best)
+            return mt_err_set(err, MT_ERR_INPUT, "mt_generate_each: source %d asks n_best %d, source 0 %d", i,
+                              qi.n_best, q.n_best);
+    }
     memset(out, 0, sizeof *out * (size_t)n * (size_t)q.n_best);
     for (int i = 0; i < s->p.max_batch; i++)
         s->gen_src[i] = -1;
@@ -482,7 +635,7 @@ mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_l
         while (next < n) {
             int id;
             mt_err busy;
-            if (mt_seq_start(s, src[next], src_len[next], &q, &id, &busy) != MT_OK)
+            if (mt_seq_start(s, src[next], src_len[next], each ? each[next] : &q, &id, &busy) != MT_OK)
                 break;                                      /* no rows: after the next step */
             s->gen_src[id] = next++;
         }
@@ -511,6 +664,18 @@ mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_l
     return st;
 }
 
+mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+                      const mt_decode_params *params, mt_hyp *out, mt_err *err)
+{
+    return generate(s, src, src_len, n, NULL, params, out, err);
+}
+
+mt_status mt_generate_each(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+                           const mt_decode_params *const *each, mt_hyp *out, mt_err *err)
+{
+    return generate(s, src, src_len, n, each, each && n > 0 ? each[0] : NULL, out, err);
+}
+
 void mt_hyps_free(mt_hyp *hyps, int n)
 {
     if (!hyps)
@@ -518,8 +683,12 @@ void mt_hyps_free(mt_hyp *hyps, int n)
     for (int i = 0; i < n; i++) {
         free(hyps[i].ids);
         free(hyps[i].text);
+        free(hyps[i].token_logp);
+        free(hyps[i].align);
         hyps[i].ids = NULL;
         hyps[i].text = NULL;
+        hyps[i].token_logp = NULL;
+        hyps[i].align = NULL;
         hyps[i].n_ids = 0;
     }
 }

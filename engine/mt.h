@@ -100,6 +100,27 @@ typedef struct {
      * NULL: never.  Called on the decoding thread. */
     int (*abort_callback)(void *data);
     void *abort_callback_data;
+    /* ---- decoding features, each sequence's own (engine/constraints.c,
+     * engine/sampling.c).  Defaults: all off.  A sequence's result does not
+     * depend on the sequences decoded beside it, nor on the thread count. */
+    const int32_t *prefix;      /* target prefix: ids forced first (no </s>, no pad); copied by mt_seq_start */
+    int   n_prefix;             /* 0..max_length-2; forced tokens are exempt from the rules below */
+    int   min_length;           /* HF min_length: </s> banned while the decoder length (start token
+                                   included) is below it; 0 = off; at most max_length */
+    float repetition_penalty;   /* > 0 (0 or 1 = off): the logit of an id already in the output is
+                                   divided by it when positive, multiplied when negative (HF, CTranslate2) */
+    int   no_repeat_ngram_size; /* >= 0 (0 = off): no n-gram of the output occurs twice */
+    /* The rules apply to the logits before the log-softmax, for greedy, sampling and beam
+     * alike (CTranslate2's order); token log-probabilities and scores are of the ruled logits. */
+    int   sample;               /* 1: draw each token (beam_size must be 1) instead of the argmax */
+    float temperature;          /* > 0 (0 = 1): the draw is from softmax(logits / temperature) */
+    int   top_k;                /* >= 0 (0 = every id): only the top_k logits (ties with the k-th kept) */
+    float top_p;                /* (0, 1] (0 = 1): then the fewest ids, best first, whose mass reaches top_p */
+    uint64_t seed;              /* the sequence's random stream (xoshiro256** seeded by splitmix64) */
+    int   token_scores;         /* 1: mt_hyp.token_logp */
+    int   alignments;           /* 1: mt_hyp.align, from the cross-attention of align_layer */
+    int   align_layer;          /* decoder layer, 0-based; -1 = the last (Marian's guided-alignment layer) */
+    int   align_heads;          /* average of its first align_heads heads; 0 = all (1 = head 0, as Marian) */
 } mt_decode_params;
 
 mt_decode_params mt_decode_default_params(void);
@@ -109,6 +130,10 @@ typedef struct {
     int      n_ids;
     float    score;         /* greedy: sum of log p; beam: length-normalized */
     char    *text;          /* detokenized text, when the caller asked (NULL otherwise) */
+    float   *token_logp;    /* [n_ids] with token_scores: log p of each id (forced final </s>: 0) */
+    int32_t *align;         /* [n_ids] with alignments: for each id, the source position (</s>
+                               included) of the largest head-averaged cross-attention weight at the
+                               step that produced it */
 } mt_hyp;
 
 /* Decode n tokenized sources as one batch (each result equals decoding it
@@ -120,6 +145,11 @@ typedef struct {
 mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                       const mt_decode_params *params, mt_hyp *out, mt_err *err);
 void      mt_hyps_free(mt_hyp *hyps, int n);
+/* mt_generate with each source's own parameters (params[i]: a prefix, a seed,
+ * ...); every params[i] must give the same n_best.  The abort callback is
+ * params[0]'s. */
+mt_status mt_generate_each(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+                           const mt_decode_params *const *params, mt_hyp *out, mt_err *err);
 
 /* ---- continuous batching: sequences that join and leave between steps ------
  * A sequence is one tokenized source decoded with its own parameters (greedy

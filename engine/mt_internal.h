@@ -104,6 +104,11 @@ typedef struct {
     int   cur;               /* decoder length so far, start token included: the next step is at position cur-1 */
     int   unsat;             /* beam: the early-stop heuristic still allows improvement */
     float lpen;
+    /* decoding features (mt_decode_params; resolved by mt_check_decode_params) */
+    int   n_prefix;          /* forced ids, in s->prefix row `id` */
+    int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
+    float rep_pen, temperature, top_p;
+    uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
 } mt_seq;
 
 struct mt_session {
@@ -146,6 +151,15 @@ struct mt_session {
     int   *step_seq, *step_row;  /* [max_batch] per running sequence of a step: its id, its first row */
     int   *gen_src;            /* [max_batch] mt_generate: sequence -> its source index, -1 */
     int    n_seqs;             /* sequences not FREE */
+    /* decoding features: per-token log p and alignment beside hist / fin_ids, [max_batch][max_tgt_len] */
+    float   *hist_lp, *hist_lp2, *fin_lp, *fin_lp2;
+    int32_t *hist_al, *hist_al2, *fin_al, *fin_al2;
+    int32_t *prefix;           /* [max_batch][max_tgt_len] per sequence id: its target prefix */
+    int     *cand;             /* [max_batch][V] per gathered row: sampling's candidate heap */
+    float   *pen_v;            /* [max_batch][max_tgt_len] per gathered row: repetition penalty scratch */
+    int     *step_al_layer;    /* [max_batch] per gathered row of a step: the layer to align on, -1 */
+    int     *step_al_heads;    /* [max_batch] heads averaged (>= 1) */
+    int32_t *step_al;          /* [max_batch] the argmax source position found by mt_align_capture */
 };
 
 /* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers. */
@@ -200,6 +214,21 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
                             mt_capture *cap);
 /* logits[n][V] = h[n][d] E^T + bias. */
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
+
+/* generate.c: a step's cross-attention weights sc [H][nk] of gathered row r at
+ * the row's alignment layer -> s->step_al[r] (decoder.c calls it). */
+void mt_align_capture(mt_session *s, int r, const float *sc, int nk);
+
+/* constraints.c: the rules on one row's logits lg [V], in place, given the
+ * row's output so far hist [n] (pad is never a candidate; banned ids -> -inf).
+ * pen_v: [n] scratch. */
+void mt_rules_apply(const mt_model *m, const mt_seq *q, const int32_t *hist, int n, float *lg, float *pen_v);
+/* sampling.c */
+void    mt_rng_seed(uint64_t st[4], uint64_t seed);
+double  mt_rng_uniform(uint64_t st[4]);             /* [0, 1) with 53 bits */
+/* One draw from lg [V] (ruled logits; pad excluded) under q's temperature,
+ * top_k, top_p; w [V] and cand [V] scratch.  Consumes exactly one uniform. */
+int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, float *w, int *cand);
 
 /* generate.c */
 mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,

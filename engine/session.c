@@ -82,6 +82,21 @@ static void layout(mt_session *s, carver *c)
     s->step_seq = carve(c, B, sizeof(int));
     s->step_row = carve(c, B, sizeof(int));
     s->gen_src = carve(c, B, sizeof(int));
+    /* decoding features (generate.c, constraints.c, sampling.c) */
+    s->hist_lp = carve(c, B * T, sizeof(float));
+    s->hist_lp2 = carve(c, B * T, sizeof(float));
+    s->fin_lp = carve(c, B * T, sizeof(float));
+    s->fin_lp2 = carve(c, B * T, sizeof(float));
+    s->hist_al = carve(c, B * T, sizeof(int32_t));
+    s->hist_al2 = carve(c, B * T, sizeof(int32_t));
+    s->fin_al = carve(c, B * T, sizeof(int32_t));
+    s->fin_al2 = carve(c, B * T, sizeof(int32_t));
+    s->prefix = carve(c, B * T, sizeof(int32_t));
+    s->cand = carve(c, B * V, sizeof(int));
+    s->pen_v = carve(c, B * T, sizeof(float));
+    s->step_al_layer = carve(c, B, sizeof(int));
+    s->step_al_heads = carve(c, B, sizeof(int));
+    s->step_al = carve(c, B, sizeof(int32_t));
 }
 
 void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n)

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -251,10 +253,65 @@ int srv_body_parse(srv_request *req, srv_response *resp)
 
 /* ---- fields ---------------------------------------------------------------------- */
 
+/* name, or "object.name" for a field of an object field (its messages name it so). */
 static json_t *field(const srv_request *req, const char *name)
 {
-    json_t *v = req->json ? json_object_get(req->json, name) : NULL;
+    const char *dot = strchr(name, '.');
+    json_t *obj = req->json;
+    if (dot && obj) {
+        char outer[64];
+        snprintf(outer, sizeof outer, "%.*s", (int)(dot - name), name);
+        obj = json_object_get(obj, outer);
+        name = dot + 1;
+        if (!json_is_object(obj))
+            return NULL;
+    }
+    json_t *v = obj ? json_object_get(obj, name) : NULL;
     return json_is_null(v) ? NULL : v;
+}
+
+int srv_field_number(const srv_request *req, srv_response *resp, const char *name, double min, double max,
+                     int open_min, double *out)
+{
+    json_t *v = field(req, name);
+    if (!v)
+        return 0;
+    double x = 0;
+    char *end = NULL;
+    int ok = json_is_number(v);
+    if (ok)
+        x = json_number_value(v);
+    else if (req->form && json_is_string(v)) {
+        x = strtod(json_string_value(v), &end);
+        ok = end != json_string_value(v) && !*end;
+    }
+    if (!ok || !isfinite(x) || x > max || (open_min ? x <= min : x < min))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' must be a number in %c%g, %g]", name,
+                        open_min ? '(' : '[', min, max);
+    *out = x;
+    return 1;
+}
+
+int srv_field_object(const srv_request *req, srv_response *resp, const char *name, const char *const *keys,
+                     json_t **out)
+{
+    json_t *v = field(req, name);
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' must be an object", name);
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) {
+        int known = 0;
+        for (int i = 0; keys[i] && !known; i++)
+            known = !strcmp(k, keys[i]);
+        if (!known)
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' has an unknown member '%.*s'", name,
+                            mt_utf8_clip(k, strlen(k), 64), k);
+    }
+    *out = v;
+    return 1;
 }
 
 int srv_field_string(const srv_request *req, srv_response *resp, const char *name, const char **out)
@@ -302,6 +359,20 @@ int srv_field_int(const srv_request *req, srv_response *resp, const char *name, 
         return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' must be an integer in [%d, %d]",
                         name, min, max);
     *out = (int)x;
+    return 1;
+}
+
+int srv_field_int64(const srv_request *req, srv_response *resp, const char *name, long long min, long long max,
+                    long long *out)
+{
+    json_t *v = field(req, name);
+    long long x;
+    if (!v)
+        return 0;
+    if (int_value(req, v, &x) || x < min || x > max)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' must be an integer in [%lld, %lld]", name, min,
+                        max);
+    *out = x;
     return 1;
 }
 

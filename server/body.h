@@ -31,11 +31,20 @@ int srv_body_parse(srv_request *req, srv_response *resp);
 
 /* Field getters on req->json.  Return 1 when the field is present and valid
  * (*out set), 0 when absent or null (*out untouched), -1 when invalid (resp
- * failed with a message naming the field). */
+ * failed with a message naming the field).  A name "obj.key" is the member
+ * key of the object field obj. */
 int srv_field_string(const srv_request *req, srv_response *resp, const char *name, const char **out);
 int srv_field_int(const srv_request *req, srv_response *resp, const char *name, int min, int max,
                   int *out);
 int srv_field_bool(const srv_request *req, srv_response *resp, const char *name, int *out);
+int srv_field_int64(const srv_request *req, srv_response *resp, const char *name, long long min, long long max,
+                    long long *out);
+/* A finite number in [min, max] ((min, max] when open_min). */
+int srv_field_number(const srv_request *req, srv_response *resp, const char *name, double min, double max,
+                     int open_min, double *out);
+/* An object whose members are all among keys (NULL-terminated). */
+int srv_field_object(const srv_request *req, srv_response *resp, const char *name, const char *const *keys,
+                     json_t **out);
 /* A list of ints, each in [min, max]; *out is malloc'd. */
 int srv_field_int_list(const srv_request *req, srv_response *resp, const char *name, int min,
                        int max, int **out, int *n);

@@ -33,6 +33,9 @@ typedef struct srv_seq_req {
     int            seq;
     struct srv_seq_req *next;
     struct srv_decode_job *job;
+    /* the caller's: this sentence's own parameters (a prefix, a seed), NULL:
+     * the job's dp; beam_size and n_best must be the job's */
+    const mt_decode_params *dp;
 } srv_seq_req;
 
 typedef struct {

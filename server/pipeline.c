@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "splitter.h"
+#include "word_align.h"
 
 typedef struct {
     int      text;          /* which input text */
@@ -12,6 +13,9 @@ typedef struct {
     int32_t *ids;           /* its source tokens, </s> included: tokenized once */
     int      n_ids;
     mt_hyp  *hyps;          /* [n_best], decoded, then with text */
+    int32_t *prefix;        /* its text's target prefix, tokenized (NULL: none) */
+    mt_decode_params dp;    /* its own decoding parameters (its prefix, its seed) */
+    size_t   out_at;        /* where its best translation starts in the joined text */
 } sentence;
 
 typedef struct {
@@ -34,8 +38,10 @@ struct srv_tr {
 
 static void sentences_free(sentence_list *l)
 {
-    for (int i = 0; i < l->n; i++)
+    for (int i = 0; i < l->n; i++) {
         free(l->v[i].ids);
+        free(l->v[i].prefix);
+    }
     free(l->v);
 }
 
@@ -101,8 +107,9 @@ static const char *hyp_text(const sentence *s, int n_best, int alt)
     return h->text ? h->text : "";
 }
 
-/* Text t with sentences l->v[first .. first+count) replaced by hypothesis alt. */
-static char *join_text(const char *t, const sentence_list *l, int first, int count, int n_best, int alt)
+/* Text t with sentences l->v[first .. first+count) replaced by hypothesis alt
+ * (alt 0: each sentence's out_at is set). */
+static char *join_text(const char *t, sentence_list *l, int first, int count, int n_best, int alt)
 {
     size_t len = strlen(t), size = len + 1;
     for (int i = first; i < first + count; i++)
@@ -112,10 +119,12 @@ static char *join_text(const char *t, const sentence_list *l, int first, int cou
         return NULL;
     size_t pos = 0;
     for (int i = first; i < first + count; i++) {
-        const sentence *s = &l->v[i];
+        sentence *s = &l->v[i];
         const char *h = hyp_text(s, n_best, alt);
         memcpy(o, t + pos, s->start - pos);
         o += s->start - pos;
+        if (alt == 0)
+            l->v[i].out_at = (size_t)(o - out);
         memcpy(o, h, strlen(h));
         o += strlen(h);
         pos = s->start + s->len;
@@ -125,26 +134,77 @@ static char *join_text(const char *t, const sentence_list *l, int first, int cou
     return out;
 }
 
-/* The best hypothesis' ids of sentences [first, first+count), </s> dropped. */
+/* The best hypothesis' ids of sentences [first, first+count), </s> dropped
+ * (and their log-probs when the hypotheses carry them). */
 static int join_ids(int32_t eos, const sentence_list *l, int first, int count, srv_tr_result *r)
 {
-    int n = 0;
+    int n = 0, with_lp = count > 0 && l->v[first].hyps[0].token_logp;
     for (int i = first; i < first + count; i++)
         n += l->v[i].hyps[0].n_ids;
     r->ids = malloc(sizeof *r->ids * (size_t)(n + 1));
-    if (!r->ids)
+    if (!r->ids || (with_lp && !(r->token_logp = malloc(sizeof(float) * (size_t)(n + 1)))))
         return -1;
     for (int i = first; i < first + count; i++) {
         const mt_hyp *h = &l->v[i].hyps[0];
         r->score += h->score;
         for (int k = 0; k < h->n_ids; k++)
-            if (h->ids[k] != eos)
+            if (h->ids[k] != eos) {
+                if (with_lp && h->token_logp)
+                    r->token_logp[r->n_ids] = h->token_logp[k];
                 r->ids[r->n_ids++] = h->ids[k];
+            }
     }
     return 0;
 }
 
-static int build_result(const srv_tr *t, int text, srv_tr_result *r)
+/* Token and word links of sentences [first, first+count) of text t (alts[0]
+ * already joined): source ids without </s> nor the language token, links
+ * (index into src_ids, index into ids). */
+static int join_align(const srv_tr *t, int text, int first, int count, srv_tr_result *r)
+{
+    const sentence_list *l = &t->l;
+    int pre = t->m.has_lang, ns = 0, nt = 0, n_al = 0;
+    for (int i = first; i < first + count; i++)
+        ns += l->v[i].n_ids, nt += l->v[i].hyps[0].n_ids;
+    r->src_ids = malloc(sizeof(int32_t) * (size_t)(ns + 1));
+    r->align = malloc(sizeof(int) * 2 * (size_t)(nt + 1));
+    if (!r->src_ids || !r->align)
+        return -1;
+    srv_links links = {0};
+    int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(nt + 1)), *al = malloc(sizeof(int32_t) * (size_t)(nt + 1));
+    int rc = tgt && al ? 0 : -1, out_tok = 0;
+    const char *src_text = t->texts[text], *out = r->alts[0];
+    for (int i = first; i < first + count && rc == 0; i++) {
+        const sentence *s = &l->v[i];
+        const mt_hyp *h = &s->hyps[0];
+        int src0 = r->n_src_ids, n_src = s->n_ids - pre - 1, k = 0;    /* its pieces: ids[pre .. n_ids-1) */
+        for (int j = 0; j < n_src; j++)
+            r->src_ids[r->n_src_ids++] = s->ids[pre + j];
+        for (int j = 0; j < h->n_ids; j++) {
+            if (h->ids[j] == t->m.eos_id)
+                continue;
+            int a = h->align ? h->align[j] - pre : -1;                 /* a source piece, or none */
+            if (a >= 0 && a < n_src) {
+                r->align[2 * n_al] = src0 + a;
+                r->align[2 * n_al++ + 1] = out_tok;
+            }
+            tgt[k] = h->ids[j];
+            al[k++] = a >= 0 && a < n_src ? a : -1;
+            out_tok++;
+        }
+        const char *ht = h->text ? h->text : "";
+        rc = srv_word_links(t->m.tok, src_text + s->start, s->len, s->ids + pre, n_src, ht, strlen(ht), tgt, k, al,
+                            srv_cp_count(src_text, s->start), srv_cp_count(out, s->out_at), &links);
+    }
+    r->n_align = n_al;
+    r->words = links.v;
+    r->n_words = links.n;
+    free(tgt);
+    free(al);
+    return rc;
+}
+
+static int build_result(srv_tr *t, int text, srv_tr_result *r)
 {
     int first = t->first[text], count = t->first[text + 1] - first, n_best = t->p.n_best;
     memset(r, 0, sizeof *r);
@@ -154,7 +214,9 @@ static int build_result(const srv_tr *t, int text, srv_tr_result *r)
     for (; r->n_alts < n_best; r->n_alts++)
         if (!(r->alts[r->n_alts] = join_text(t->texts[text], &t->l, first, count, n_best, r->n_alts)))
             return -1;
-    return join_ids(t->m.eos_id, &t->l, first, count, r);
+    if (join_ids(t->m.eos_id, &t->l, first, count, r))
+        return -1;
+    return t->p.feat && t->p.feat->alignments ? join_align(t, text, first, count, r) : 0;
 }
 
 void srv_tr_results_free(srv_tr_result *r, int n)
@@ -164,6 +226,10 @@ void srv_tr_results_free(srv_tr_result *r, int n)
             free(r[i].alts[k]);
         free(r[i].alts);
         free(r[i].ids);
+        free(r[i].token_logp);
+        free(r[i].src_ids);
+        free(r[i].align);
+        free(r[i].words);
         memset(&r[i], 0, sizeof r[i]);
     }
 }
@@ -199,6 +265,41 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
     return MT_OK;
 }
 
+/* Each prefixed text's target prefix as ids, held by its (only) sentence as
+ * [count, ids...]; checked against the decoder length: the prefix, then at
+ * least </s>. */
+static mt_status tokenize_prefixes(srv_tr *t, mt_err *err)
+{
+    int max_length = t->p.max_length ? t->p.max_length : t->m.max_length;
+    for (int i = 0; i < t->n_texts; i++) {
+        const srv_prefix *pf = &t->p.prefix[i];
+        if (pf->n_ids <= 0 && !pf->text)
+            continue;
+        sentence *s = &t->l.v[t->first[i]];
+        int cap = max_length + 1, n = pf->n_ids;
+        if (!(s->prefix = malloc(sizeof(int32_t) * (size_t)(cap + 1))))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        if (n > 0) {
+            if (n <= cap)
+                memcpy(s->prefix + 1, pf->ids, sizeof(int32_t) * (size_t)n);
+        } else {
+            mt_status st = mt_tokenizer_encode(t->m.tok, pf->text, strlen(pf->text), 1, s->prefix + 1, cap, &n, err);
+            if (st != MT_OK && st != MT_ERR_TOO_LONG)
+                return st;
+            n--;                                    /* its </s> */
+        }
+        if (n > max_length - 2)
+            return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix': text %d's prefix has %d tokens; max_length %d "
+                              "leaves room for %d", i, n, max_length, max_length - 2);
+        s->prefix[0] = n;
+        if (n == 0) {                               /* an empty prefix: none */
+            free(s->prefix);
+            s->prefix = NULL;
+        }
+    }
+    return MT_OK;
+}
+
 /* ---- API ----------------------------------------------------------------------------- */
 
 mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, const srv_tr_params *p,
@@ -219,12 +320,15 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
     mt_status st = MT_OK;
     for (int i = 0; i < n && st == MT_OK; i++) {
         t->first[i] = t->l.n;
-        if (split_text(&t->l, i, texts[i], p->split))
+        int prefixed = p->prefix && (p->prefix[i].n_ids > 0 || p->prefix[i].text);
+        if (split_text(&t->l, i, texts[i], p->split && !prefixed))
             st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     }
     t->first[n] = t->l.n;
     if (st == MT_OK)
         st = tokenize(t, err);
+    if (st == MT_OK && p->prefix)
+        st = tokenize_prefixes(t, err);
     long nb = (long)t->l.n * t->p.n_best;
     if (st == MT_OK && (!(t->items = calloc((size_t)t->l.n + 1, sizeof *t->items)) ||
                         !(t->hyps = calloc((size_t)nb + 1, sizeof *t->hyps))))
@@ -238,10 +342,22 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
         s->hyps = t->hyps + (long)i * t->p.n_best;
         t->items[i] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps };
     }
-    mt_decode_params dp = mt_decode_default_params();
+    mt_decode_params dp = t->p.feat ? *t->p.feat : mt_decode_default_params();
     dp.beam_size = t->p.beam_size;
     dp.max_length = t->p.max_length;
     dp.n_best = t->p.n_best;
+    dp.prefix = NULL;
+    dp.n_prefix = 0;
+    for (int i = 0; i < t->l.n; i++) {       /* each sentence: its prefix, its seed */
+        sentence *s = &t->l.v[i];
+        s->dp = dp;
+        s->dp.seed = dp.seed + (uint64_t)i;
+        s->dp.prefix = s->prefix;
+        s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
+        if (s->prefix)
+            s->dp.prefix = s->prefix + 1;
+        t->items[i].dp = &s->dp;
+    }
     srv_decode_job_init(&t->job, t->items, t->l.n, &dp);
     *out = t;
     return MT_OK;

@@ -143,7 +143,7 @@ static void admit(srv_sched *sc, srv_decode_job **done_list)
 {
     while (sc->head) {
         srv_seq_req *it = sc->head;
-        const mt_decode_params *dp = &it->job->dp;
+        const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
         if (dp->beam_size <= sc->rows && !mt_session_can_start(sc->s, dp->beam_size))
             break;                      /* the head waits for rows; nobody overtakes it */
         sc->head = it->next;

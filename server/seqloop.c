@@ -14,10 +14,11 @@ static int job_gone(void *data)
  * started as rows free up, one mt_step for all, taken when finished), with
  * the job's progress hook after every step and for every finished sentence.
  * Sentence i's hypotheses go to out + i * nb. */
-static mt_status stream_generate(mt_session *s, srv_decode_job *job, const mt_decode_params *dp, mt_hyp *out,
-                                 mt_err *err)
+static mt_status stream_generate(mt_session *s, srv_decode_job *job, const mt_decode_params *const *each, int nb,
+                                 mt_hyp *out, mt_err *err)
 {
-    int n = job->n, nb = dp->n_best > 0 ? dp->n_best : 1, next = 0, done = 0;
+    int n = job->n, next = 0, done = 0;
+    const mt_decode_params *dp = each[0];           /* every sentence's abort callback is the job's */
     mt_status st = MT_OK;
     while (done < n && st == MT_OK) {
         if (dp->abort_callback && dp->abort_callback(dp->abort_callback_data))
@@ -25,7 +26,7 @@ static mt_status stream_generate(mt_session *s, srv_decode_job *job, const mt_de
         while (next < n) {
             srv_seq_req *it = &job->items[next];
             mt_err busy;
-            if (mt_seq_start(s, it->src, it->n_src, dp, &it->seq, &busy) != MT_OK) {
+            if (mt_seq_start(s, it->src, it->n_src, each[next], &it->seq, &busy) != MT_OK) {
                 if (busy.status != MT_ERR_BUSY)
                     return mt_err_set(err, busy.status, "%s", busy.msg);
                 break;                                  /* no rows: after the next step */
@@ -75,27 +76,32 @@ void srv_seqloop_run(mt_session *s, srv_decode_job *job)
     const int32_t **src = malloc(sizeof *src * (size_t)(n + 1));
     int *len = malloc(sizeof *len * (size_t)(n + 1));
     mt_hyp *out = calloc((size_t)n * (size_t)nb + 1, sizeof *out);
+    /* each sentence's own parameters (items' dp), with the abort callback */
+    mt_decode_params *dps = malloc(sizeof *dps * (size_t)(n + 1));
+    const mt_decode_params **each = malloc(sizeof *each * (size_t)(n + 1));
     mt_err err = { 0 };
     mt_status st;
-    if (!src || !len || !out) {
+    if (!src || !len || !out || !dps || !each) {
         st = mt_err_set(&err, MT_ERR_NOMEM, "out of memory");
     } else {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             src[i] = job->items[i].src, len[i] = job->items[i].n_src;
-        mt_decode_params dp = job->dp;
-        if (job->abort.gone) {
-            dp.abort_callback = job_gone;
-            dp.abort_callback_data = job;
+            dps[i] = job->items[i].dp ? *job->items[i].dp : job->dp;
+            if (job->abort.gone) {
+                dps[i].abort_callback = job_gone;
+                dps[i].abort_callback_data = job;
+            }
+            each[i] = &dps[i];
         }
         if (job->progress.fn) {
             for (int i = 0; i < n; i++)
                 job->items[i].seq = -1;
-            st = stream_generate(s, job, &dp, out, &err);
+            st = stream_generate(s, job, each, nb, out, &err);
             cancel_all(s, job);
             if (st != MT_OK)
                 mt_hyps_free(out, n * nb);
         } else {
-            st = mt_generate(s, src, len, n, &dp, out, &err);
+            st = mt_generate_each(s, src, len, n, each, out, &err);
         }
     }
     for (int i = 0; i < n; i++) {
@@ -111,6 +117,8 @@ void srv_seqloop_run(mt_session *s, srv_decode_job *job)
     free(src);
     free(len);
     free(out);
+    free(dps);
+    free(each);
     srv_decode_job_finish(job);
     job->done(job);
 }

@@ -39,7 +39,9 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     srv_model *m = j->path.model[i];
     srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
                         .max_tokens = j->req->srv->opts.max_tokens,
-                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i] };
+                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i],
+                        .max_length = m->info->default_max_length < m->sparams.max_tgt_len
+                                          ? m->info->default_max_length : m->sparams.max_tgt_len };
     mt_status st = srv_tr_new(&tm, texts, j->n, p, &j->tr[i], err);
     if (st != MT_OK)
         return st;
@@ -130,6 +132,8 @@ int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *pa
     srv_tr_params first = *p;
     if (path->n_legs == 2) {            /* the pivot text: the best translation only */
         first.n_best = 1;
+        first.feat = NULL;              /* the decoding features are the last leg's */
+        first.prefix = NULL;
         if (first.beam_size > srv_max_beam(path->model[0]))
             first.beam_size = srv_max_beam(path->model[0]);
         first.max_length = 0;

@@ -11,6 +11,7 @@
 #include "handlers.h"
 
 #include <jansson.h>
+#include <math.h>
 
 /* Render a recorded failure as the router does; the message must stay valid
  * UTF-8 (srv_fail truncates) or jansson refuses it and the reply has no body. */
@@ -84,6 +85,31 @@ static inline void fuzz_body_fields(srv_request *req)
     }
 }
 
+/* The getters the decoding features use (issue 14): numbers, 64-bit integers,
+ * objects with known members, and "object.member" names. */
+static inline void fuzz_body_feature_fields(srv_request *req)
+{
+    static const char *const num_fields[] = {"repetition_penalty", "length_penalty", "sampling.temperature",
+                                             "sampling.top_p"};
+    static const char *const keys[] = {"temperature", "top_k", "top_p", "seed", NULL};
+    srv_response resp = {0};
+    for (size_t i = 0; i < sizeof num_fields / sizeof *num_fields; i++) {
+        double v = 12345.0;
+        int rc = srv_field_number(req, &resp, num_fields[i], 0.0, 1.0, (int)(i & 1), &v);
+        FUZZ_CHECK(rc == 1 ? isfinite(v) && v <= 1.0 && ((i & 1) ? v > 0.0 : v >= 0.0)
+                           : rc == 0 ? v == 12345.0 : resp.error != SRV_OK);
+        fuzz_body_render(&resp, 0);
+    }
+    long long seed = -7;
+    int rc = srv_field_int64(req, &resp, "sampling.seed", 0, (1ll << 53) - 1, &seed);
+    FUZZ_CHECK(rc == 1 ? seed >= 0 && seed < (1ll << 53) : rc == 0 ? seed == -7 : resp.error != SRV_OK);
+    fuzz_body_render(&resp, 0);
+    json_t *obj = NULL;
+    rc = srv_field_object(req, &resp, "sampling", keys, &obj);
+    FUZZ_CHECK(rc == 1 ? json_is_object(obj) : rc == 0 ? obj == NULL : resp.error != SRV_OK);
+    fuzz_body_render(&resp, 0);
+}
+
 /* srv_body_parse of body under content_type (may be NULL), then the fields. */
 static inline void fuzz_body_request(const char *content_type, const char *body, size_t len)
 {
@@ -107,6 +133,7 @@ static inline void fuzz_body_request(const char *content_type, const char *body,
                            fuzz_utf8_valid(json_string_value(val), json_string_length(val)));
         }
         fuzz_body_fields(&req);
+        fuzz_body_feature_fields(&req);
     } else {
         FUZZ_CHECK(resp.error != SRV_OK);
         fuzz_body_render(&resp, 0);
