@@ -64,32 +64,7 @@
 #define N_DRAWS   2000
 #define MAX_ROWS  256
 
-/* ---- allocation counter (as test_engine.c) ------------------------------------------ */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define HAVE_ALLOC_COUNTER 0
-#else
-#define HAVE_ALLOC_COUNTER 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void  __libc_free(void *);
-static _Atomic long n_allocs;
-static _Atomic int  counting;
-void *malloc(size_t n) { if (counting) n_allocs++; return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { if (counting) n_allocs++; return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { if (counting) n_allocs++; return __libc_realloc(p, n); }
-void  free(void *p) { __libc_free(p); }
-void *aligned_alloc(size_t al, size_t n) { if (counting) n_allocs++; return __libc_memalign(al, n); }
-void *memalign(size_t al, size_t n) { if (counting) n_allocs++; return __libc_memalign(al, n); }
-int posix_memalign(void **p, size_t al, size_t n)
-{
-    if (counting)
-        n_allocs++;
-    *p = __libc_memalign(al, n);
-    return *p ? 0 : ENOMEM;
-}
-#endif
+#include "alloc_count.h"
 
 /* ---- fixtures ---------------------------------------------------------------------------- */
 typedef struct {
