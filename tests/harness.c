@@ -432,3 +432,21 @@ double metric(const server *s, const char *prefix)
     reply_free(&r);
     return v;
 }
+
+json_t *load_jsonl(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    json_t *list = json_array();
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_error_t je;
+        json_t *j = json_loads(line, 0, &je);
+        assert_non_null(j);
+        json_array_append_new(list, j);
+    }
+    free(line);
+    fclose(f);
+    return list;
+}

@@ -84,6 +84,9 @@ json_t *reply_json(const reply *r);
 /* The single, non-empty translation of a /translate reply (malloc'ed), or
  * NULL with what is wrong in why. */
 char *reply_text(const reply *r, char *why, size_t why_len);
+/* Every line of a JSON-lines fixture as one array (caller decrefs); fails the test
+ * if the file is missing or a line is not JSON. */
+json_t *load_jsonl(const char *path);
 /* The value of a /metrics sample line "prefix value" ("name{labels}"), or -1. */
 double metric(const server *s, const char *prefix);
 

@@ -56,24 +56,6 @@ static int group_teardown(void **state)
     return rc;
 }
 
-static json_t *load_jsonl(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    json_t *list = json_array();
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_error_t je;
-        json_t *j = json_loads(line, 0, &je);
-        assert_non_null(j);
-        json_array_append_new(list, j);
-    }
-    free(line);
-    fclose(f);
-    return list;
-}
-
 static double rel_err(double a, double b) { return fabs(a - b) / (fabs(b) > 1 ? fabs(b) : 1); }
 
 /* Every pair of the model's score.jsonl in one /score request, against the reference. */

@@ -272,24 +272,6 @@ static const char *both_ways(const server *sv, json_t *req, json_t **plain_out, 
     return bad;
 }
 
-static json_t *load_jsonl(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    json_t *list = json_array();
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_error_t je;
-        json_t *j = json_loads(line, 0, &je);
-        assert_non_null(j);
-        json_array_append_new(list, j);
-    }
-    free(line);
-    fclose(f);
-    return list;
-}
-
 /* ---- group ----------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
