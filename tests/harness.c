@@ -450,3 +450,24 @@ json_t *load_jsonl(const char *path)
     fclose(f);
     return list;
 }
+
+/* Asserts the status and returns the parsed body (caller decrefs). */
+json_t *expect_json(reply *r, long status)
+{
+    if (r->status != status)
+        print_error("expected %ld, got %ld (curl %d): %.400s\n", status, r->status, r->curl_rc,
+                    r->body ? r->body : "");
+    assert_int_equal(r->status, status);
+    json_t *j = reply_json(r);
+    assert_non_null(j);
+    return j;
+}
+
+int ids_of(json_t *a, int32_t *out, int cap)
+{
+    int n = (int)json_array_size(a);
+    assert_true(n <= cap);
+    for (int i = 0; i < n; i++)
+        out[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
+    return n;
+}

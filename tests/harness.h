@@ -16,6 +16,7 @@
 #define MTSERVE_TESTS_HARNESS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <curl/curl.h>
@@ -84,6 +85,11 @@ json_t *reply_json(const reply *r);
 /* The single, non-empty translation of a /translate reply (malloc'ed), or
  * NULL with what is wrong in why. */
 char *reply_text(const reply *r, char *why, size_t why_len);
+/* Asserts the reply's status (printing the body if it differs) and returns the
+ * parsed body (caller decrefs). */
+json_t *expect_json(reply *r, long status);
+/* A JSON array of integers into out[cap] (fails the test if longer); its length. */
+int ids_of(json_t *a, int32_t *out, int cap);
 /* Every line of a JSON-lines fixture as one array (caller decrefs); fails the test
  * if the file is missing or a line is not JSON. */
 json_t *load_jsonl(const char *path);

@@ -38,6 +38,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "harness.h"
 #include "mt.h"
 #include "parallel.h"
 
@@ -150,15 +151,6 @@ static ctx *get_ctx(void **state)
     }                                                                      \
     if (c->skip < 0)                                                       \
         fail_msg("%s", c->why)
-
-static int ids_of(json_t *a, int32_t *out, int cap)
-{
-    int n = (int)json_array_size(a);
-    assert_true(n <= cap);
-    for (int i = 0; i < n; i++)
-        out[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
-    return n;
-}
 
 static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 static int    inum(json_t *o, const char *k) { return (int)json_integer_value(json_object_get(o, k)); }

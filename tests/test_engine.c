@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "harness.h"
 #include "mt.h"
 #include "parallel.h"
 
@@ -166,15 +167,6 @@ static ctx *get_ctx(void **state)
     }                                                                      \
     if (c->skip < 0)                                                       \
         fail_msg("%s", c->why)
-
-static int ids_of(json_t *a, int32_t *out, int cap)
-{
-    int n = (int)json_array_size(a);
-    assert_true(n <= cap);
-    for (int i = 0; i < n; i++)
-        out[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
-    return n;
-}
 
 static int case_src(const ctx *c, int i, int32_t *src)
 {

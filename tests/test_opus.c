@@ -38,6 +38,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "harness.h"
 #include "mt.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -125,15 +126,6 @@ static json_t *expected(const char *model)
     }
     fail_msg("too many models");
     return NULL;
-}
-
-static int ids_of(json_t *a, int32_t *out, int cap)
-{
-    int n = (int)json_array_size(a);
-    assert_true(n <= cap);
-    for (int i = 0; i < n; i++)
-        out[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
-    return n;
 }
 
 static double num(json_t *o, const char *key)

@@ -37,18 +37,6 @@ static server main_srv;
 
 /* ---- assertions ------------------------------------------------------------------------ */
 
-/* Asserts the status and returns the parsed body (caller decrefs). */
-static json_t *expect_json(reply *r, long status)
-{
-    if (r->status != status)
-        print_error("expected %ld, got %ld (curl %d): %.400s\n", status, r->status, r->curl_rc,
-                    r->body ? r->body : "");
-    assert_int_equal(r->status, status);
-    json_t *j = reply_json(r);
-    assert_non_null(j);
-    return j;
-}
-
 /* A request that must fail with our envelope: status, code, and a word in the message. */
 static void expect_error(const server *s, const char *path, const req_opts *o, long status,
                          const char *code, const char *word)

@@ -43,17 +43,6 @@
 
 static server main_srv, srv2, srv_off;
 
-static json_t *expect_json(reply *r, long status)
-{
-    if (r->status != status)
-        print_error("expected %ld, got %ld (curl %d): %.400s\n", status, r->status, r->curl_rc,
-                    r->body ? r->body : "");
-    assert_int_equal(r->status, status);
-    json_t *j = reply_json(r);
-    assert_non_null(j);
-    return j;
-}
-
 static json_t *translate_on(const server *s, const char *body)
 {
     reply r = post(s, "/translate", body);
