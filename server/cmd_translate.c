@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "mt.h"
 #include "pipeline.h"
+#include "result_json.h"
 #include "seqloop.h"
 
 #define DEFAULT_MODEL "models/en-fr"
@@ -190,32 +191,6 @@ static json_t *ids_json(const int32_t *ids, int n)
     return a;
 }
 
-/* The decoding features' fields of one line's result (token scores, alignments). */
-static void feature_json(json_t *o, const options *opt, const srv_tr_result *r)
-{
-    if (!r)
-        return;
-    if (opt->feat.token_scores) {
-        json_t *a = json_array();
-        for (int k = 0; k < r->n_ids; k++)
-            json_array_append_new(a, r->token_logp && isfinite(r->token_logp[k]) ? json_real(r->token_logp[k])
-                                                                                    : json_null());
-        json_object_set_new(o, "token_scores", a);
-    }
-    if (opt->feat.alignments) {
-        json_t *al = json_array(), *w = json_array();
-        for (int k = 0; k < r->n_align; k++)
-            json_array_append_new(al, json_pack("[i,i]", r->align[2 * k], r->align[2 * k + 1]));
-        for (int k = 0; k < r->n_words; k++) {
-            const long *x = r->words + 4 * (long)k;
-            json_array_append_new(w, json_pack("{s:[I,I],s:[I,I]}", "source", (json_int_t)x[0], (json_int_t)x[1],
-                                               "target", (json_int_t)x[2], (json_int_t)x[3]));
-        }
-        json_object_set_new(o, "alignments", al);
-        json_object_set_new(o, "word_alignments", w);
-    }
-}
-
 static void print_json(const mt_tokenizer *tok, const int32_t *src, int n_src, const mt_hyp *h, const options *opt,
                        const srv_tr_result *r)
 {
@@ -227,8 +202,8 @@ static void print_json(const mt_tokenizer *tok, const int32_t *src, int n_src, c
     json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:f}", "source_ids", ids_json(src, n_src), "ids",
                           ids_json(h ? h->ids : NULL, h ? h->n_ids : 0), "pieces", pieces, "text",
                           h && h->text ? h->text : "", "score", h ? (double)h->score : 0.0);
-    if (o)
-        feature_json(o, opt, r);
+    if (o && r)
+        srv_result_features_json(o, r, opt->feat.token_scores, opt->feat.alignments);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     puts(s ? s : "{}");
     free(s);

@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "server.h"
 #include "stream.h"
+#include "result_json.h"
 #include "translate_job.h"
 
 typedef struct {
@@ -225,24 +226,15 @@ static json_t *tokens_json(const srv_model *m, const srv_tr_result *r, json_t **
 /* A float as JSON: -inf (an id every rule banned) as null. */
 static json_t *real_json(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
-static json_t *alignments_json(const srv_model *m, const srv_tr_result *r, json_t *o)
+/* The source's pieces, which the alignments' source indices point into. */
+static json_t *source_tokens_json(const srv_model *m, const srv_tr_result *r)
 {
-    json_t *src = json_array(), *al = json_array(), *words = json_array();
+    json_t *src = json_array();
     for (int k = 0; k < r->n_src_ids; k++) {
         const char *piece = mt_tokenizer_piece(m->tok, r->src_ids[k]);
         json_array_append_new(src, json_string(piece ? piece : ""));
     }
-    for (int k = 0; k < r->n_align; k++)
-        json_array_append_new(al, json_pack("[i,i]", r->align[2 * k], r->align[2 * k + 1]));
-    for (int k = 0; k < r->n_words; k++) {
-        const long *w = r->words + 4 * (long)k;
-        json_array_append_new(words, json_pack("{s:[I,I],s:[I,I]}", "source", (json_int_t)w[0], (json_int_t)w[1],
-                                               "target", (json_int_t)w[2], (json_int_t)w[3]));
-    }
-    json_object_set_new(o, "source_tokens", src);
-    json_object_set_new(o, "alignments", al);
-    json_object_set_new(o, "word_alignments", words);
-    return o;
+    return src;
 }
 
 static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
@@ -255,14 +247,10 @@ static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
     }
     if (o && t->return_scores)
         json_object_set_new(o, "score", real_json(r->score));
-    if (o && t->feat.token_scores) {
-        json_t *lp = json_array();
-        for (int k = 0; k < r->n_ids; k++)
-            json_array_append_new(lp, real_json(r->token_logp ? r->token_logp[k] : NAN));
-        json_object_set_new(o, "token_scores", lp);
-    }
     if (o && t->feat.alignments)
-        alignments_json(srv_trjob_model(t->job), r, o);
+        json_object_set_new(o, "source_tokens", source_tokens_json(srv_trjob_model(t->job), r));
+    if (o)
+        srv_result_features_json(o, r, t->feat.token_scores, t->feat.alignments);
     return o;
 }
 
