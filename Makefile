@@ -19,8 +19,9 @@ LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson) $(BLAS_LIBS) -lm -p
 TEST_LIBS := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
 B        ?= build
 
-ENGINE_SRC := $(sort $(wildcard engine/*.c))
-SERVER_SRC := $(sort $(filter-out server/main.c,$(wildcard server/*.c)))
+ENGINE_SRC := $(sort $(shell find engine -name '*.c'))
+SERVER_SRC := $(sort $(filter-out server/cmd/main.c,$(shell find server -name '*.c')))
+HEADERS    := $(shell find engine server -name '*.h')
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
 TEST_SUPPORT := $(filter-out tests/gen_opus.c,$(TEST_SUPPORT))   # a program of its own (opus-models)
@@ -80,13 +81,13 @@ e2e: $(B)/mtserve $(E2E_MODULES)
 CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream
 CHECK_FUZZ_SECONDS ?= 8
 
-$(B)/%.o: %.c $(wildcard engine/*.h server/*.h)
+$(B)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# server/openapi.c and server/languages.c embed these files (.incbin)
-$(B)/server/openapi.o: server/openapi.json
-$(B)/server/languages.o: server/languages.tsv
+# server/api/openapi.c and server/service/languages.c embed these files (.incbin)
+$(B)/server/api/openapi.o: server/api/openapi.json
+$(B)/server/service/languages.o: server/service/languages.tsv
 
 # rebuilt whole: `ar r` alone keeps the members of files that were removed or renamed
 $(B)/libmt.a: $(ENGINE_OBJ)
@@ -95,7 +96,7 @@ $(B)/libmt.a: $(ENGINE_OBJ)
 $(B)/libmtserver.a: $(SERVER_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/mtserve: $(B)/server/main.o $(B)/libmtserver.a $(B)/libmt.a
+$(B)/mtserve: $(B)/server/cmd/main.o $(B)/libmtserver.a $(B)/libmt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/tests/%: tests/%.c $(TEST_SUPPORT) $(wildcard tests/*.h) $(B)/libmtserver.a $(B)/libmt.a $(B)/mtserve

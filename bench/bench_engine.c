@@ -41,7 +41,7 @@
 /* How the engine may hold its weights (--weights): the option's name, the name
  * mt_model_info reports, and the bytes a decode step reads per weight and per
  * output row of each matrix (INT8: the int8 values, then a float scale and an
- * int32 row sum per row, engine/linear_q8.c).  A new mode is one line here. */
+ * int32 row sum per row, engine/kernels/linear_q8.c).  A new mode is one line here. */
 static const struct {
     const char *opt, *name;
     mt_weights  w;

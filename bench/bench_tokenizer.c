@@ -7,16 +7,16 @@
  * One warm-up pass, then passes until at least 2 s have elapsed; prints pieces/s
  * (</s> not counted), lines/s and MB/s for encode, and lines/s for decode.
  * Single-threaded.  Build and run from the repository root (no Makefile target):
- *   cc -O2 -march=native -std=c11 -D_GNU_SOURCE -Iengine bench/bench_tokenizer.c engine/tokenizer.c \
- *      engine/spm.c engine/spm_norm.c engine/spm_proto.c engine/vocab.c engine/strmap.c engine/strbuf.c \
- *      engine/utf8.c engine/status.c $(pkg-config --cflags --libs jansson) -o build/bench_tokenizer
+ *   cc -O2 -march=native -std=c11 -D_GNU_SOURCE -Iengine bench/bench_tokenizer.c engine/tokenizer/tokenizer.c \
+ *      engine/tokenizer/spm.c engine/tokenizer/spm_norm.c engine/tokenizer/spm_proto.c engine/tokenizer/vocab.c engine/util/strmap.c engine/util/strbuf.c \
+ *      engine/util/utf8.c engine/util/status.c $(pkg-config --cflags --libs jansson) -o build/bench_tokenizer
  *   build/bench_tokenizer [MODEL_DIR] [FILE...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static double now(void)
 {

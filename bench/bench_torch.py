@@ -11,7 +11,7 @@ batch:beam:m decodes only the first m sentences (as bench_engine does).
 --weights names how the weights are held, as the C engine's --weights: one
 entry of WEIGHTS below per mode (f32: as loaded; f16 and int8 below).
 
---weights f16 reproduces the C engine's F16 mode (engine/model.c,
+--weights f16 reproduces the C engine's F16 mode (engine/model/model.c,
 prepare_weights): every weight MATRIX is rounded to half precision (round to
 nearest even) once, before decoding -- the weight of every nn.Linear (attention
 q/k/v/out, fc1, fc2, encoder and decoder) and the embedding table

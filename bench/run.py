@@ -553,7 +553,7 @@ def report(R):
     if enfr and all("threads" in E for E in enfr["E"].values()):
         P("### en-fr, batch 1: 1 thread vs 2 (bench_engine --threads), target tokens/s\n")
         P("Every Linear runs on the engine's packed kernel, split over its own thread pool "
-          "(engine/parallel.c)." + ("  The 2-thread figures are the table above's (same run)."
+          "(engine/kernels/parallel.c)." + ("  The 2-thread figures are the table above's (same run)."
                                     if R["args"]["threads"] == 2 else "") + "\n")
         P("| weights | | 1 thread | 2 threads | 2 / 1 |")
         P("|---|---|---:|---:|---:|")

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
-#include "tokenizer.h"
+#include "util/status.h"
+#include "tokenizer/tokenizer.h"
 
 /* The widest beam search (the search's per-row arrays are sized by it); the
  * server, the CLI and the OpenAPI limits all come from this one constant. */
@@ -33,14 +33,14 @@ typedef struct mt_session mt_session;
 typedef enum { MT_WEIGHTS_F32 = 0, MT_WEIGHTS_F16, MT_WEIGHTS_I8 } mt_weights;
 /* INT8 (MT_WEIGHTS_I8): every Linear and the vocabulary projection quantized
  * per output row, their inputs per row as each product runs, the products on
- * int8 with int32 sums (engine/linear_q8.c); embeddings, norms, attention and
+ * int8 with int32 sums (engine/kernels/linear_q8.c); embeddings, norms, attention and
  * the KV caches stay F32.  A quarter of the F32 bytes per decode step.  The
  * kernel is the CPU's best, found at run time (AVX-512 VNNI, AVX2, portable);
  * int8_kernel may ask for a slower one: all give the same bits. */
 typedef enum { MT_INT8_AUTO = -1, MT_INT8_PORTABLE = 0, MT_INT8_AVX2 = 1, MT_INT8_VNNI512 = 2 } mt_int8_kernel;
 
 typedef struct {
-    int n_threads;      /* compute threads for the process (engine/parallel.h); 0 = leave as is */
+    int n_threads;      /* compute threads for the process (engine/kernels/parallel.h); 0 = leave as is */
     mt_weights weights; /* default MT_WEIGHTS_F32: the checkpoint's values, exactly */
     mt_int8_kernel int8_kernel;   /* default MT_INT8_AUTO */
 } mt_model_params;
@@ -100,8 +100,8 @@ typedef struct {
      * NULL: never.  Called on the decoding thread. */
     int (*abort_callback)(void *data);
     void *abort_callback_data;
-    /* ---- decoding features, each sequence's own (engine/constraints.c,
-     * engine/sampling.c).  Defaults: all off.  A sequence's result does not
+    /* ---- decoding features, each sequence's own (engine/decode/constraints.c,
+     * engine/decode/sampling.c).  Defaults: all off.  A sequence's result does not
      * depend on the sequences decoded beside it, nor on the thread count. */
     const int32_t *prefix;      /* target prefix: ids forced first (no </s>, no pad); copied by mt_seq_start */
     int   n_prefix;             /* 0..max_length-2; forced tokens are exempt from the rules below */

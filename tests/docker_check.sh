@@ -86,7 +86,7 @@ check "builder passes ARCH to make (default '${arch_default}', not -march=native
 # per check.  K8S_DIR overrides the directory (to try a broken copy).
 K8S=${K8S_DIR:-$ROOT/docker/k8s}
 image_name=$(grep -Eo 'docker build .*-t [^ ]+' "$DF" | head -n1 | sed 's/.*-t //')
-drain_default=$(grep -Eo 'drain_s = [0-9]+;' "$ROOT/server/options.c" | grep -Eo '[0-9]+' | head -n1)
+drain_default=$(grep -Eo 'drain_s = [0-9]+;' "$ROOT/server/common/options.c" | grep -Eo '[0-9]+' | head -n1)
 expose_port=$(grep -Eo '^EXPOSE [0-9]+' "$TMP/runtime" | awk '{print $2}' | head -n1)
 if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
     bad "k8s: /usr/bin/python3 has the yaml module (apt-get install python3-yaml)"

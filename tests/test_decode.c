@@ -40,7 +40,7 @@
 
 #include "harness.h"
 #include "mt.h"
-#include "parallel.h"
+#include "kernels/parallel.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>

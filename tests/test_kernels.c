@@ -1,4 +1,4 @@
-/* test_kernels.c: the kernels (engine/kernels.h) against the naive references
+/* test_kernels.c: the kernels (engine/kernels/kernels.h) against the naive references
  * (tests/ref_kernels.h): the packed product of every Linear (odd sizes, F32
  * and F16, fused activation, batch- and thread-independent bits; INT8 with
  * every kernel the CPU has against a plain reference, bit for bit), the attention's dot
@@ -20,10 +20,10 @@
 #endif
 
 
-#include "kernels.h"
-#include "parallel.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "ref_kernels.h"
-#include "safetensors.h"
+#include "formats/safetensors.h"
 
 static uint32_t rng = 12345;
 
@@ -209,7 +209,7 @@ static void test_linear_split_equals_serial(void **state)
     mt_par_set_threads(1);
 }
 
-/* ---- INT8 weights (engine/linear_q8.c) ---- */
+/* ---- INT8 weights (engine/kernels/linear_q8.c) ---- */
 static void *q8_new(const float *W, int in, int out, mt_q8_isa isa, mt_packed *pk)
 {
     void *p = malloc(mt_k_q8_bytes(in, out));

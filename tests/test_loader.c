@@ -22,10 +22,10 @@
 #include <jansson.h>
 
 #include "mt.h"
-#include "pipeline.h"
-#include "seqloop.h"
-#include "mt_internal.h"
-#include "safetensors.h"
+#include "translate/pipeline.h"
+#include "translate/session_decoder.h"
+#include "model/mt_internal.h"
+#include "formats/safetensors.h"
 
 #define TINY "models/tiny"
 
@@ -442,7 +442,7 @@ static void check_tensor(const mt_wfile *f, const char *name, const float *got, 
 }
 
 /* The [rows][in] tensor `name` is rows o0.. of the packed matrix pk: panels of
- * MT_PANEL outputs, each [in][MT_PANEL] (engine/kernels.h), F32 here. */
+ * MT_PANEL outputs, each [in][MT_PANEL] (engine/kernels/kernels.h), F32 here. */
 static void check_packed(const mt_wfile *f, const char *name, const mt_packed *pk, int o0, int rows)
 {
     const mt_tensor *t = mt_wfile_find(f, name);

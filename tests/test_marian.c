@@ -1,6 +1,6 @@
 /* test_marian.c: original Marian / OPUS-MT releases read directly:
- * engine/yaml.c (the YAML subset), engine/npz.c (numpy archives) and
- * engine/marian.c (the release as the Hugging Face model).
+ * engine/formats/yaml.c (the YAML subset), engine/formats/npz.c (numpy archives) and
+ * engine/formats/marian.c (the release as the Hugging Face model).
  *
  * The fixtures (tests/fixtures/marian, README.md there) were written by
  * models/recipe/marian_fixtures.py, with expected.json holding what the
@@ -24,9 +24,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "marian.h"
-#include "npz.h"
-#include "yaml.h"
+#include "formats/marian.h"
+#include "formats/npz.h"
+#include "formats/yaml.h"
 
 #define FIX      "tests/fixtures/marian"
 #define JOINT    FIX "/joint"

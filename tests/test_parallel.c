@@ -1,4 +1,4 @@
-/* test_parallel: the compute pool's claim protocol under stress (engine/parallel.h).
+/* test_parallel: the compute pool's claim protocol under stress (engine/kernels/parallel.h).
  *
  * Several threads call mt_par_for at once; every job has a random number of
  * chunks, and every chunk marks its own slot of the job's marker array, which
@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "parallel.h"
+#include "kernels/parallel.h"
 
 #define CALLERS       4
 #define JOBS          200000    /* per run, split over the callers */

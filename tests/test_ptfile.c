@@ -1,5 +1,5 @@
-/* test_ptfile.c: pytorch_model.bin (engine/ptfile.c) and its pickle reader
- * (engine/pickle.c).
+/* test_ptfile.c: pytorch_model.bin (engine/formats/ptfile.c) and its pickle reader
+ * (engine/formats/pickle.c).
  *
  * Fixtures: tests/fixtures/pt, written by models/recipe/pt_fixtures.py with
  * torch (see its README).  model.bin must give back every value the script
@@ -22,8 +22,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "pickle.h"
-#include "ptfile.h"
+#include "formats/pickle.h"
+#include "formats/ptfile.h"
 
 #define FIX "tests/fixtures/pt/"
 

@@ -1,5 +1,5 @@
 /* test_routing: several models behind one server, picked by language pair
- * (server/pairs.c), with multilingual target tokens and pivots (cmocka + libcurl).
+ * (server/service/pairs.c), with multilingual target tokens and pivots (cmocka + libcurl).
  *
  * Three model directories are made from models/en-fr in a temp dir (its files
  * symlinked; tokenizer_config.json rewritten, and for the multilingual one
@@ -44,8 +44,8 @@
 
 #include "harness.h"
 #include "mt.h"
-#include "pipeline.h"
-#include "seqloop.h"
+#include "translate/pipeline.h"
+#include "translate/session_decoder.h"
 
 #define TINY       "models/en-fr"     /* real weights: the target token visibly matters */
 #define MULTI_FRA  111     /* "▁Python" in models/en-fr/vocab.json */

@@ -39,7 +39,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "utf8.h"
+#include "util/utf8.h"
 
 static server main_srv, srv2, srv_off;
 

@@ -14,14 +14,14 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "utf8.h"
-#include "body.h"
-#include "errors.h"
-#include "metrics.h"
-#include "options.h"
-#include "sessions.h"
-#include "workers.h"
-#include "routes.h"
+#include "util/utf8.h"
+#include "http/body.h"
+#include "http/errors.h"
+#include "common/metrics.h"
+#include "common/options.h"
+#include "translate/sessions.h"
+#include "common/workers.h"
+#include "api/routes.h"
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -233,7 +233,7 @@ static void test_multipart(void **state)
 
 /* ---- the OpenAPI document ------------------------------------------------------------ */
 
-/* server/openapi.json, as embedded: it parses, names every route of the
+/* server/api/openapi.json, as embedded: it parses, names every route of the
  * routing table and every error code of the error table, and gives every
  * operation the statuses any request can get (400 for bad framing, 405,
  * 408, 500) and, for POST, 413. */

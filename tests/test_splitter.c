@@ -1,4 +1,4 @@
-/* test_splitter: exact-span cases for every rule in server/splitter.h, the max/NULL
+/* test_splitter: exact-span cases for every rule in server/translate/splitter.h, the max/NULL
  * contract, a round-trip property test on random texts made of known sentences,
  * and a fuzz run on random bytes (invariants only).  Each table row is its own
  * cmocka test, named after the row. */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "splitter.h"
+#include "translate/splitter.h"
 
 /* C hex escapes swallow following hex digits, so multibyte characters are macros
  * glued on with string concatenation. */

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #define FIX  "tests/fixtures/tokenizer"
 #define OPUS "tests/fixtures/opus-mt"

@@ -1,4 +1,4 @@
-/* test_zip.c: the ZIP reader (engine/zip.c).
+/* test_zip.c: the ZIP reader (engine/formats/zip.c).
  *
  * The archives are built here, byte by byte, by a small writer that can give
  * each member the layouts real writers use: plain stored members, torch.save's
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zip.h"
+#include "formats/zip.h"
 
 #define PATH "t.zip"
 

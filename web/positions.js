@@ -3,7 +3,7 @@
  *
  * Why computing them here equals the model's: MarianMT's position table is not
  * learned and not stored in model.safetensors; the engine computes it at load
- * (engine/model.c, compute_positions) from d_model and max_position_embeddings
+ * (engine/model/model.c, compute_positions) from d_model and max_position_embeddings
  * alone, with the layout of MarianSinusoidalPositionalEmbedding
  * (shared/reference/marian-spec.md 1.2): for k < ceil(d/2)
  *   PE[pos][k]            = sin(pos / 10000^(2k/d))

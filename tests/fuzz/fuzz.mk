@@ -23,14 +23,15 @@ FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS)) -lm -pthread
 
 # Everything of the engine (model.c reaches all of it); of the server, only the
 # request-body parsers, the error table they report through, and the splitter.
-FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(wildcard engine/*.c)))
-FUZZ_SERVER_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,server/body.c server/errors.c server/splitter.c)
+FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
+FUZZ_SERVER_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,server/http/body.c server/http/errors.c \
+                   server/translate/splitter.c)
 FUZZ_BINS       := $(FUZZ_ALL:%=$(FUZZ_B)/fuzz_%)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
 
-$(FUZZ_B)/obj/%.o: %.c $(wildcard engine/*.h server/*.h)
+$(FUZZ_B)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 

@@ -1,14 +1,14 @@
 /* fuzz_body.h: what the three request-body targets share: srv_body_parse on a
- * request as server/http.c builds it, then every field getter the handlers use,
- * then the error envelope, all checked for the contracts of server/body.h. */
+ * request as server/http/http.c builds it, then every field getter the handlers use,
+ * then the error envelope, all checked for the contracts of server/http/body.h. */
 #ifndef FUZZ_BODY_H
 #define FUZZ_BODY_H
 
 #include "fuzz_common.h"
 
-#include "body.h"
-#include "errors.h"
-#include "handlers.h"
+#include "http/body.h"
+#include "http/errors.h"
+#include "api/handlers.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -28,7 +28,7 @@ static inline void fuzz_body_render(srv_response *resp, int lt_shape)
     memset(resp, 0, sizeof *resp);
 }
 
-/* Every getter of server/body.h on the field names the handlers read. */
+/* Every getter of server/http/body.h on the field names the handlers read. */
 static inline void fuzz_body_fields(srv_request *req)
 {
     static const char *const text_fields[] = {"text", "q"};

@@ -1,4 +1,4 @@
-/* fuzz_body_form: application/x-www-form-urlencoded bodies (server/body.c):
+/* fuzz_body_form: application/x-www-form-urlencoded bodies (server/http/body.c):
  * srv_form_parse on its own (%-escapes, '+', '&' and '=' splitting, UTF-8 and
  * NUL checks after decoding), then the whole srv_body_parse path with that
  * Content-Type (including its "looks like JSON" switch) and the field getters

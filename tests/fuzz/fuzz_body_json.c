@@ -1,4 +1,4 @@
-/* fuzz_body_json: a POST body labelled application/json (server/body.c):
+/* fuzz_body_json: a POST body labelled application/json (server/http/body.c):
  * UTF-8 validation, jansson with duplicate keys rejected, the object check,
  * then every field getter (texts, ints, bools, strings, int lists) and the
  * error envelope of each failure.  The input is the raw body. */

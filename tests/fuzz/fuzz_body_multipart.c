@@ -1,4 +1,4 @@
-/* fuzz_body_multipart: multipart/form-data bodies (server/body.c): the
+/* fuzz_body_multipart: multipart/form-data bodies (server/http/body.c): the
  * boundary parameter of the Content-Type (quoted or not), delimiter search,
  * part headers (Content-Disposition name= vs filename=), values checked for
  * UTF-8 and NULs; then srv_body_parse with that Content-Type and the getters.

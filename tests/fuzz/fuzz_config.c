@@ -1,5 +1,5 @@
 /* fuzz_config: a model directory's JSON files from untrusted bytes, loaded by
- * mt_model_load (engine/model.c) next to a fixed, valid micro model.
+ * mt_model_load (engine/model/model.c) next to a fixed, valid micro model.
  *
  * Covers config.json validation (required keys, integer/boolean types and
  * ranges, heads dividing d_model, decoder_vocab_size, activation_function,

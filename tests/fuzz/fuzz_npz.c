@@ -1,8 +1,8 @@
-/* fuzz_npz: a .npz from untrusted bytes, through mt_npz_open (engine/npz.c)
+/* fuzz_npz: a .npz from untrusted bytes, through mt_npz_open (engine/formats/npz.c)
  * and then, as the model of a Marian release, mt_marian_open
- * (engine/marian.c).
+ * (engine/formats/marian.c).
  *
- * Stage 1 covers the ZIP structure (engine/zip.c), member methods and names,
+ * Stage 1 covers the ZIP structure (engine/formats/zip.c), member methods and names,
  * the .npy magic, versions and header lengths, the header dict (keys, quoted
  * strings, True/False, shape tuples with overflow), dtypes and the size of
  * each member.  After a successful open every promise of npz.h is checked:
@@ -19,8 +19,8 @@
  * (models/recipe/marian_fixtures.py).  The input is the .npz file. */
 #include "fuzz_common.h"
 
-#include "marian.h"
-#include "npz.h"
+#include "formats/marian.h"
+#include "formats/npz.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>

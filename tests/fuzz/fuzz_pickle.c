@@ -1,5 +1,5 @@
 /* fuzz_pickle: a torch state-dict pickle (data.pkl) from untrusted bytes,
- * through the restricted reader engine/pickle.c (mt_pickle_state_dict).
+ * through the restricted reader engine/formats/pickle.c (mt_pickle_state_dict).
  *
  * Covers every opcode it knows (and refuses the rest), the allow-list of
  * globals (GLOBAL and STACK_GLOBAL), the memo, MARK nesting and the stack
@@ -10,7 +10,7 @@
  * MT_MAX_RANK and non-negative sizes and strides.  The input is the pickle. */
 #include "fuzz_common.h"
 
-#include "pickle.h"
+#include "formats/pickle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

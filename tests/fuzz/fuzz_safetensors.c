@@ -1,5 +1,5 @@
 /* fuzz_safetensors: a .safetensors file from untrusted bytes, through the one
- * entry point the loader uses, mt_st_open (engine/safetensors.c): the u64
+ * entry point the loader uses, mt_st_open (engine/formats/safetensors.c): the u64
  * header length against the file size and the 100 MB cap, the JSON header
  * (jansson, duplicate keys refused), every entry's dtype / shape /
  * data_offsets with overflow checks, __metadata__, and the tiling check
@@ -12,7 +12,7 @@
  * through /proc/self/fd/N as it would a real file.  The input is the file. */
 #include "fuzz_common.h"
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

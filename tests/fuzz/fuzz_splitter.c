@@ -1,5 +1,5 @@
-/* fuzz_splitter: mt_split_sentences (server/splitter.c) on arbitrary bytes,
- * checked against the contract of server/splitter.h:
+/* fuzz_splitter: mt_split_sentences (server/translate/splitter.c) on arbitrary bytes,
+ * checked against the contract of server/translate/splitter.h:
  *   - the count does not depend on max (max = 0 with spans = NULL, max = 8,
  *     and an array of exactly the returned count give the same answer, and
  *     the shorter runs wrote a prefix of the full list);
@@ -11,7 +11,7 @@
  * The input is the text. */
 #include "fuzz_common.h"
 
-#include "splitter.h"
+#include "translate/splitter.h"
 
 enum { C_OTHER = 0, C_SPACE = 1, C_BREAK = 2 };
 

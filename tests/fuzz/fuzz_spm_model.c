@@ -1,9 +1,9 @@
 /* fuzz_spm_model: a SentencePiece ModelProto (.spm file) from untrusted bytes.
- *   1. engine/spm_proto.c: the protobuf wire-format reader (varints, keys,
+ *   1. engine/tokenizer/spm_proto.c: the protobuf wire-format reader (varints, keys,
  *      length-delimited fields, groups, every field of ModelProto,
  *      TrainerSpec and NormalizerSpec); every string it returns must lie
  *      inside the input;
- *   2. engine/tokenizer.c mt_spm_load_mem: the semantic checks (one UNKNOWN
+ *   2. engine/tokenizer/tokenizer.c mt_spm_load_mem: the semantic checks (one UNKNOWN
  *      piece, duplicates, byte pieces), the piece tries and the normalizer /
  *      denormalizer charsmaps (Darts double arrays read from the file);
  *   3. when the model loads, the model is used: normalize, encode and decode
@@ -12,8 +12,8 @@
  * The input is the .spm file; seeds are small real models. */
 #include "fuzz_common.h"
 
-#include "spm_proto.h"
-#include "tokenizer.h"
+#include "tokenizer/spm_proto.h"
+#include "tokenizer/tokenizer.h"
 
 static int inside(const uint8_t *data, size_t size, mt_spm_bytes b)
 {

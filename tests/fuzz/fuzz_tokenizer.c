@@ -1,4 +1,4 @@
-/* fuzz_tokenizer: arbitrary text through real tokenizers (engine/tokenizer.c).
+/* fuzz_tokenizer: arbitrary text through real tokenizers (engine/tokenizer/tokenizer.c).
  *
  * Loaded once (LLVMFuzzerInitialize), from the repository's fixtures:
  *   SentencePiece models  tests/fixtures/tokenizer/spm/uni-{bytes,rules,suffix}.spm
@@ -19,7 +19,7 @@
  *           arbitrary ids (negative, past the vocabulary). */
 #include "fuzz_common.h"
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <unistd.h>
 

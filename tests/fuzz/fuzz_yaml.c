@@ -1,4 +1,4 @@
-/* fuzz_yaml: untrusted bytes through mt_yaml_parse (engine/yaml.c), the
+/* fuzz_yaml: untrusted bytes through mt_yaml_parse (engine/formats/yaml.c), the
  * parser of Marian's decoder.yml, model.yml and vocabulary files.
  *
  * Covers line splitting (CR/LF, BOM, NUL, UTF-8, tabs in indentation,
@@ -15,7 +15,7 @@
  * file's text. */
 #include "fuzz_common.h"
 
-#include "yaml.h"
+#include "formats/yaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* fuzz_zip: a ZIP archive from untrusted bytes, through the ZIP reader
- * (engine/zip.c, mt_zip_open on the input in memory) and then through the
- * pytorch_model.bin reader behind it (engine/ptfile.c, mt_pt_open on a memfd
+ * (engine/formats/zip.c, mt_zip_open on the input in memory) and then through the
+ * pytorch_model.bin reader behind it (engine/formats/ptfile.c, mt_pt_open on a memfd
  * holding the same bytes, mapped as a real file would be).
  *
  * zip.c: the EOCD search behind a comment, the ZIP64 locator and record,
@@ -15,8 +15,8 @@
  * the table is sorted.  The input is the file. */
 #include "fuzz_common.h"
 
-#include "ptfile.h"
-#include "zip.h"
+#include "formats/ptfile.h"
+#include "formats/zip.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

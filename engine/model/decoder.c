@@ -1,0 +1,157 @@
+/* decoder.c: the decoder stack, incremental (one position for n rows, KV
+ * cache; rows may be at different positions) and teacher-forced (T positions of one sequence, causal mask).
+ *
+ * Self-attention cache: s->self_kv [layer][slot][max_tgt_len][2d], position t
+ * of slot holds k | v of that position.  Cross K/V: s->cross_kv
+ * [layer][max_batch * max_src_len][2d], source i at rows src_off[i].. .
+ */
+#include "mt_internal.h"
+#include "kernels/parallel.h"
+
+#include <string.h>
+
+/* A slot's / a source's cache rows [.][2d], in the caches' precision (mt_kv_bytes). */
+static char *self_cache(const mt_session *s, int layer, int slot)
+{
+    long per_slot = (long)s->p.max_tgt_len * 2 * s->m->d;
+    return (char *)s->self_kv + ((long)layer * s->p.max_batch + slot) * per_slot * (long)mt_kv_bytes(s);
+}
+
+static const char *cross_cache(const mt_session *s, int layer, int src)
+{
+    long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
+    return (const char *)s->cross_kv +
+           ((long)layer * cross_rows + s->src_off[src]) * 2 * s->m->d * (long)mt_kv_bytes(s);
+}
+
+void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8)
+{
+    if (m->lm_pk.i8)
+        mt_k_linear_q8(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE, q8);
+    else
+        mt_k_linear_packed(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE);
+}
+
+/* residual + LN after the feed-forward block, shared by both paths; x [n][d]. */
+static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
+{
+    const mt_model *m = s->m;
+    int d = m->d;
+    mt_lin_apply(s->q8, &l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F], activation fused */
+    mt_lin_apply(s->q8, &l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
+    mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
+}
+
+/* The attention of a step's rows, spread over the compute pool: each row reads
+ * its own caches and writes its own ctx row and scratch. */
+typedef struct {
+    mt_session *s;
+    int li, n, per, cross;
+    const int *pos, *row_slot, *row_src;
+} attn_job;
+
+static void attn_rows(void *ctx, int c)
+{
+    const attn_job *j = ctx;
+    mt_session *s = j->s;
+    int d = s->m->d, H = s->m->dec_heads, L = s->p.max_src_len > s->p.max_tgt_len ? s->p.max_src_len
+                                                                                : s->p.max_tgt_len;
+    int hi = (c + 1) * j->per < j->n ? (c + 1) * j->per : j->n;
+    for (int r = c * j->per; r < hi; r++) {
+        float *sc = s->scores + (long)r * H * L, *out = s->ctx + (long)r * d;
+        if (j->cross) {
+            const char *kv = cross_cache(s, j->li, j->row_src[r]);
+            mt_attend_step(s, s->qkv + (long)r * d, kv, s->src_len[j->row_src[r]], H, out, sc);
+            if (s->step_al_layer[r] == j->li)          /* the row's alignment layer: sc holds its weights */
+                mt_align_capture(s, r, sc, s->src_len[j->row_src[r]]);
+        } else {
+            /* append this position's k, v, then attend over positions 0..pos[r] */
+            char *kv = self_cache(s, j->li, j->row_slot[r]);
+            const float *qkv = s->qkv + (long)r * 3 * d;
+            mt_kv_put(s, kv, (long)j->pos[r] * 2 * d, qkv + d, 2L * d);
+            mt_attend_step(s, qkv, kv, j->pos[r] + 1, H, out, sc);
+        }
+    }
+}
+
+static void step_attention(mt_session *s, int li, int n, int cross, const int *pos, const int *row_slot,
+                           const int *row_src)
+{
+    int chunks = n < 2 * mt_par_threads() ? n : 2 * mt_par_threads();
+    attn_job j = {.s = s, .li = li, .n = n, .per = (n + chunks - 1) / chunks, .cross = cross, .pos = pos,
+                  .row_slot = row_slot, .row_src = row_src};
+    mt_par_for((n + j.per - 1) / j.per, attn_rows, &j);
+}
+
+static void step_layer(mt_session *s, int li, int n, const int *pos, const int *row_slot, const int *row_src)
+{
+    const mt_model *m = s->m;
+    const mt_dec_layer *l = &m->dec[li];
+    int d = m->d;
+    mt_lin_apply(s->q8, &l->self_qkv, s->x, n, s->qkv, MT_ACT_NONE);                         /* [n][3d] */
+    step_attention(s, li, n, 0, pos, row_slot, row_src);                            /* ctx [n][d] */
+    mt_lin_apply(s->q8, &l->self_out, s->ctx, n, s->h, MT_ACT_NONE);
+    mt_k_add_layernorm(s->x, s->h, n, d, l->self_ln.g, l->self_ln.b);
+    /* cross-attention over the row's source (K/V computed once per source) */
+    mt_lin_apply(s->q8, &l->cross_q, s->x, n, s->qkv, MT_ACT_NONE);                          /* [n][d] */
+    step_attention(s, li, n, 1, pos, row_slot, row_src);
+    mt_lin_apply(s->q8, &l->cross_out, s->ctx, n, s->h, MT_ACT_NONE);
+    mt_k_add_layernorm(s->x, s->h, n, d, l->cross_ln.g, l->cross_ln.b);
+    feed_forward(s, l, n);
+}
+
+void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, const int *row_slot,
+                     const int *row_src)
+{
+    const mt_model *m = s->m;
+    int d = m->d;
+    for (int r = 0; r < n; r++)
+        mt_embed_tokens(m, 1, tok + r, 1, pos[r], s->x + (long)r * d);
+    for (int l = 0; l < m->info.dec_layers; l++)
+        step_layer(s, l, n, pos, row_slot, row_src);
+    mt_lm_head(m, s->x, n, s->logits, s->q8);
+}
+
+void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap)
+{
+    int src = 0;
+    mt_decoder_full_packed(s, 1, tgt_in, &T, &src, cap);
+}
+
+void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const int *T, const int *src,
+                            mt_capture *cap)
+{
+    const mt_model *m = s->m;
+    int d = m->d, H = m->dec_heads, N = 0, row0[MT_ENC_MAX_PACK];
+    for (int j = 0; j < k; j++) {                       /* sequence j: rows row0[j] .. + T[j] */
+        row0[j] = N;
+        mt_embed_tokens(m, 1, tgt_in + N, T[j], 0, s->x + (long)N * d);
+        N += T[j];
+    }
+    for (int li = 0; li < m->info.dec_layers; li++) {
+        const mt_dec_layer *l = &m->dec[li];
+        /* capture: one sequence only (mt_attention_run) */
+        float *cs = cap && cap->dec ? cap->dec + (long)li * H * T[0] * T[0] : NULL;
+        float *cc = cap && cap->cross ? cap->cross + (long)li * H * T[0] * s->src_len[src[0]] : NULL;
+        mt_lin_apply(s->q8, &l->self_qkv, s->x, N, s->qkv, MT_ACT_NONE);                   /* [N][3d] */
+        for (int j = 0; j < k; j++) {
+            const float *q = s->qkv + (long)row0[j] * 3 * d;
+            mt_attend(s, q, 3 * d, T[j], q + d, q + 2 * d, 3 * d, T[j], H, 1, s->ctx + (long)row0[j] * d, d, cs);
+        }
+        mt_lin_apply(s->q8, &l->self_out, s->ctx, N, s->h, MT_ACT_NONE);
+        mt_k_add_layernorm(s->x, s->h, N, d, l->self_ln.g, l->self_ln.b);
+        mt_lin_apply(s->q8, &l->cross_q, s->x, N, s->qkv, MT_ACT_NONE);                    /* [N][d] */
+        for (int j = 0; j < k; j++) {
+            const float *c = (const float *)cross_cache(s, li, src[j]);
+            if (s->p.kv_f16) {                      /* the sgemm path reads F32 */
+                mt_k_from_f16((const uint16_t *)c, s->kv32, (long)s->src_len[src[j]] * 2 * d);
+                c = s->kv32;
+            }
+            mt_attend(s, s->qkv + (long)row0[j] * d, d, T[j], c, c + d, 2 * d, s->src_len[src[j]], H, 0,
+                      s->ctx + (long)row0[j] * d, d, cc);
+        }
+        mt_lin_apply(s->q8, &l->cross_out, s->ctx, N, s->h, MT_ACT_NONE);
+        mt_k_add_layernorm(s->x, s->h, N, d, l->cross_ln.g, l->cross_ln.b);
+        feed_forward(s, l, N);
+    }
+}

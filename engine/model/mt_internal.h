@@ -1,0 +1,237 @@
+/* mt_internal.h: the engine's private structures, shared by model.c,
+ * mha.c, encoder.c, decoder.c, session.c, generate.c and score.c.
+ * Nothing outside engine/ includes this file.
+ *
+ * Shapes are written [dim][dim] (row-major); d = d_model, F = ffn dim,
+ * V = vocab, H = heads, hd = d / H.  Linear weights are [out][in].
+ */
+#ifndef MT_INTERNAL_H
+#define MT_INTERNAL_H
+
+#include "kernels/kernels.h"
+#include "mt.h"
+#include "formats/safetensors.h"
+
+typedef struct {
+    const float *w;            /* [out][in] F32 as loaded; NULL once packed */
+    const float *b;            /* [out] */
+    mt_packed    pk;           /* the weights as the products use them (model.c prepare_weights) */
+} mt_lin;
+
+/* y [n][out] = act(x [n][in] W^T + b): every Linear, through its packed weights
+ * (the order of each sum is fixed: a row's result does not depend on n).
+ * INT8 weights need q8, scratch for the quantized inputs (mt_session.q8). */
+static inline void mt_lin_apply(void *q8, const mt_lin *l, const float *x, int n, float *y, mt_act act)
+{
+    if (l->pk.i8)
+        mt_k_linear_q8(x, n, &l->pk, l->b, y, act, q8);    /* q8: the session's scratch */
+    else
+        mt_k_linear_packed(x, n, &l->pk, l->b, y, act);
+}
+typedef struct { const float *g, *b; } mt_ln;       /* [d] each */
+
+typedef struct {
+    mt_lin qkv;        /* [3d][d]: q, k, v projections fused at load */
+    mt_lin out;        /* [d][d] */
+    mt_ln  attn_ln;
+    mt_lin fc1;        /* [F][d] */
+    mt_lin fc2;        /* [d][F] */
+    mt_ln  ffn_ln;
+} mt_enc_layer;
+
+typedef struct {
+    mt_lin self_qkv;   /* [3d][d] fused */
+    mt_lin self_out;   /* [d][d] */
+    mt_ln  self_ln;
+    mt_lin cross_q;    /* [d][d] */
+    mt_lin cross_kv;   /* [2d][d] fused k, v (applied once per source) */
+    mt_lin cross_out;  /* [d][d] */
+    mt_ln  cross_ln;
+    mt_lin fc1, fc2;
+    mt_ln  ffn_ln;
+} mt_dec_layer;
+
+struct mt_model {
+    mt_model_info info;
+    mt_tokenizer *tok;
+    mt_wfile   *st;            /* the mapping; F32 tensors point into it */
+    int d, enc_heads, dec_heads, enc_ffn, dec_ffn;
+    int V;                       /* target vocabulary (logits, decoder embeddings) */
+    int V_src;                   /* source vocabulary (encoder embeddings); = V unless separate */
+    mt_act act;
+    int shared_emb, tied_head;   /* config switches (spec 2.3) */
+    float embed_scale;           /* sqrt(d) when scale_embedding */
+    int emb_ln;                  /* normalize_embedding: a LayerNorm after embedding + position */
+    mt_ln enc_emb_ln, dec_emb_ln;
+    const float *enc_emb;        /* [V_src][d] */
+    const float *dec_emb;        /* [V][d] */
+    const float *lm_head;        /* [V][d], = dec_emb when tied */
+    const float *final_bias;     /* [V] (zeros when absent) */
+    mt_packed    lm_pk;          /* lm_head packed for the step product */
+    void        *packed;         /* every packed matrix, one huge-page mapping (alloc.c) */
+    size_t       packed_bytes;
+    const uint16_t *enc_emb16, *dec_emb16;  /* MT_WEIGHTS_F16: the tables in F16 (the F32 ones NULL) */
+    float        *pos;           /* [max_positions][d], computed */
+    mt_enc_layer *enc;           /* [enc_layers] */
+    mt_dec_layer *dec;           /* [dec_layers] */
+    void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
+    int     n_owned, cap_owned;
+    char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8], weights_file[256];
+};
+
+/* Attention weights capture for mt_attention_run (NULL on the normal path). */
+typedef struct {
+    float *enc;     /* [enc_layers][H][S][S] */
+    float *dec;     /* [dec_layers][H][T][T] */
+    float *cross;   /* [dec_layers][H][T][S] */
+} mt_capture;
+
+/* Per-source beam state lives in the session (sized for max_batch rows). */
+typedef struct {
+    double score;
+    int    n;            /* ids in this slot; -1 = empty */
+} mt_fin_slot;
+
+/* A sequence decoding in a session (generate.c): one source, beam_size rows.
+ * Its rows are the contiguous logical rows [base, base + Bm); its physical
+ * self-attention slots are the same set of indices (reorder_slots only
+ * permutes them within the sequence); its cross K/V is source slot `id`. */
+enum { MT_SEQ_FREE = 0, MT_SEQ_ENCODE, MT_SEQ_RUN, MT_SEQ_DONE };   /* ENCODE: started, source not yet encoded */
+typedef struct {
+    int   state;
+    int   base, Bm;          /* rows; Bm = beam size (1 = greedy) */
+    int   max_length, n_best;
+    int   cur;               /* decoder length so far, start token included: the next step is at position cur-1 */
+    int   unsat;             /* beam: the early-stop heuristic still allows improvement */
+    float lpen;
+    /* decoding features (mt_decode_params; resolved by mt_check_decode_params) */
+    int   n_prefix;          /* forced ids, in s->prefix row `id` */
+    int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
+    float rep_pen, temperature, top_p;
+    uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
+} mt_seq;
+
+struct mt_session {
+    const mt_model *m;
+    mt_session_params p;
+    size_t bytes;
+    void  *arena;
+    int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
+    /* activations [rows_max][.] */
+    float *x, *qkv, *ctx, *h, *ffn;
+    float *scores;             /* attention weights, [H][L][max(L, B)] (L = max(S,T)): a whole
+                                  sequence uses [H][nq][nk] (heads in parallel); in a decode
+                                  step row r's scratch is scores + r * H * L */
+    float *logits;             /* [max_batch][V] */
+    void  *q8;                 /* INT8 weights: the quantized inputs of a product, [rows_max][in] */
+    float *lp;                 /* [max_batch][V] log-probs (beam) */
+    /* caches */
+    void  *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
+    void  *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
+                               /* (both F32, or F16 with p.kv_f16: mt_kv_put, mt_kv_bytes) */
+    float *kv32;               /* kv_f16: one source's cross K/V widened for whole-sequence attention,
+                                  [max_src_len][2d] */
+    int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
+    int32_t *src_ids;          /* [max_batch][max_src_len] a started sequence's source, until mt_step encodes it */
+    /* per-row decoding state [max_batch] */
+    int   *row_src, *row_slot, *row_tok, *slot_used, *tmp_i;
+    int32_t *tok_in;
+    int32_t *hist, *hist2;     /* [max_batch][max_tgt_len] generated ids per row */
+    int32_t *fin_ids, *fin_ids2; /* [max_batch][max_tgt_len] finished hypotheses, beam slots */
+    mt_fin_slot *fin, *fin2;   /* [max_batch] */
+    float *run;                /* [max_batch] running beam scores */
+    float *top_v;              /* [2 * max_batch] */
+    int   *top_i;
+    double *gscore;            /* [max_batch] greedy sums of log p */
+    int   *glen;               /* [max_batch] */
+    /* sequences (generate.c) [max_batch]: seq i uses cross-K/V source slot i */
+    mt_seq *seqs;
+    int   *row_owner;          /* [max_batch] logical row -> sequence, -1 = free */
+    int   *step_pos, *step_slot; /* [max_batch] per gathered row of a step: position, physical slot */
+    int   *step_seq, *step_row;  /* [max_batch] per running sequence of a step: its id, its first row */
+    int   *gen_src;            /* [max_batch] mt_generate: sequence -> its source index, -1 */
+    int    n_seqs;             /* sequences not FREE */
+    /* decoding features: per-token log p and alignment beside hist / fin_ids, [max_batch][max_tgt_len] */
+    float   *hist_lp, *hist_lp2, *fin_lp, *fin_lp2;
+    int32_t *hist_al, *hist_al2, *fin_al, *fin_al2;
+    int32_t *prefix;           /* [max_batch][max_tgt_len] per sequence id: its target prefix */
+    int     *cand;             /* [max_batch][V] per gathered row: sampling's candidate heap */
+    float   *pen_v;            /* [max_batch][max_tgt_len] per gathered row: repetition penalty scratch */
+    int     *step_al_layer;    /* [max_batch] per gathered row of a step: the layer to align on, -1 */
+    int     *step_al_heads;    /* [max_batch] heads averaged (>= 1) */
+    int32_t *step_al;          /* [max_batch] the argmax source position found by mt_align_capture */
+};
+
+/* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers. */
+void *mt_huge_alloc(size_t bytes);
+void  mt_huge_free(void *p, size_t bytes);
+
+/* model.c */
+/* Row `id` of the positional table at position pos, [d]. */
+static inline const float *mt_pos_row(const mt_model *m, int pos) { return m->pos + (long)pos * m->d; }
+
+/* mha.c: multi-head attention of nq queries over nk keys.
+ *   q [nq][ldq] (head h at columns h*hd), k and v [nk][ldkv], out [nq][ldo].
+ *   causal: query i sees keys 0..i (nq == nk).  cap (may be NULL): [H][nq][nk]. */
+void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
+               int nk, int heads, int causal, float *out, int ldo, float *cap);
+
+/* One query per call, for decode steps run in parallel over rows: the scores
+ * go to the caller's scratch sc [nk] instead of s->scores.  kv: nk cached
+ * rows of the session's K/V cache, [nk][2d] = k | v, in its precision. */
+void mt_attend_step(const mt_session *s, const float *q, const void *kv, int nk, int heads, float *out, float *sc);
+
+/* session.c: the K/V caches' element size (4, or 2 with kv_f16), and a store
+ * of n floats into them at element `at` of base, in their precision. */
+static inline size_t mt_kv_bytes(const mt_session *s) { return s->p.kv_f16 ? 2 : 4; }
+void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n);
+
+/* encoder.c: encode one source (n tokens) and fill its cross K/V rows at
+ * cross offset `off` for every decoder layer. cap may be NULL. */
+void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *cap_enc);
+/* encoder.c: k <= MT_ENC_MAX_PACK sources as one batch, lengths summing to at
+ * most rows_max; source j's cross K/V at cross offset off[j]. */
+#define MT_ENC_MAX_PACK 64
+void mt_encode_sources(mt_session *s, int k, const int32_t *const *src, const int *len, const int *off);
+
+/* encoder.c: x[i] = E[id_i] * embed_scale + PE[pos0 + i] ([n][d]), decoder or encoder table. */
+void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x);
+
+/* decoder.c */
+/* One incremental step for n rows: row r feeds tok[r] at position pos[r] (its
+ * self-cache holds positions 0..pos[r]-1), owns self-cache slot row_slot[r]
+ * and attends to source slot row_src[r].  Writes logits [n][V] into s->logits. */
+void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, const int *row_slot,
+                     const int *row_src);
+/* Teacher-forced pass over tgt_in [T] (start token first) for source 0 with the
+ * causal mask; leaves the final hidden states [T][d] in s->x. */
+void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap);
+/* The same for k <= MT_ENC_MAX_PACK sequences packed as rows (sum of T[j] <=
+ * rows_max): tgt_in holds their inputs one after another, sequence j attends
+ * to source slot src[j]; products over all rows, attention per sequence, so
+ * each one's hidden states are the bits of its pass alone.  cap: k == 1 only. */
+void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const int *T, const int *src,
+                            mt_capture *cap);
+/* logits[n][V] = h[n][d] E^T + bias. */
+void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
+
+/* generate.c: a step's cross-attention weights sc [H][nk] of gathered row r at
+ * the row's alignment layer -> s->step_al[r] (decoder.c calls it). */
+void mt_align_capture(mt_session *s, int r, const float *sc, int nk);
+
+/* constraints.c: the rules on one row's logits lg [V], in place, given the
+ * row's output so far hist [n] (pad is never a candidate; banned ids -> -inf).
+ * pen_v: [n] scratch. */
+void mt_rules_apply(const mt_model *m, const mt_seq *q, const int32_t *hist, int n, float *lg, float *pen_v);
+/* sampling.c */
+void    mt_rng_seed(uint64_t st[4], uint64_t seed);
+double  mt_rng_uniform(uint64_t st[4]);             /* [0, 1) with 53 bits */
+/* One draw from lg [V] (ruled logits; pad excluded) under q's temperature,
+ * top_k, top_p; w [V] and cand [V] scratch.  Consumes exactly one uniform. */
+int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, float *w, int *cand);
+
+/* generate.c */
+mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,
+                                 mt_err *err);
+
+#endif

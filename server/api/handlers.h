@@ -1,0 +1,36 @@
+/* handlers: every endpoint handler, and the file it lives in.  What a
+ * handler sees and returns (srv_request, srv_response) is the HTTP layer's
+ * (http/request.h).
+ *
+ * Where each endpoint lives:
+ *     POST /translate          translate_api.c  (LibreTranslate bodies: libretranslate_api.c)
+ *     GET  /languages          libretranslate_api.c
+ *     POST /attention          attention_api.c
+ *     POST /score              score_api.c
+ *     POST /tokenize, /detokenize   tokenize_api.c
+ *     GET  /health, /models, /metrics, /openapi.json   info_api.c
+ *     GET  /, /web/NAME        web_api.c  (the demo page, with --web DIR)
+ */
+#ifndef SRV_HANDLERS_H
+#define SRV_HANDLERS_H
+
+#include "http/request.h"
+
+/* ---- the handlers ------------------------------------------------------- */
+void srv_handle_translate(srv_request *req, srv_response *resp);     /* translate_api.c */
+void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate_api.c */
+void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate_api.c */
+void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention_api.c */
+void srv_handle_score(srv_request *req, srv_response *resp);         /* score_api.c */
+void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize_api.c */
+void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize_api.c */
+void srv_handle_health(srv_request *req, srv_response *resp);        /* info_api.c */
+void srv_handle_models(srv_request *req, srv_response *resp);        /* info_api.c */
+void srv_handle_metrics(srv_request *req, srv_response *resp);       /* info_api.c */
+void srv_handle_openapi(srv_request *req, srv_response *resp);       /* info_api.c */
+void srv_handle_web(srv_request *req, srv_response *resp);           /* web_api.c */
+
+/* The OpenAPI 3 document served by GET /openapi.json (openapi.c, openapi.json). */
+extern const char srv_openapi_json[];
+
+#endif

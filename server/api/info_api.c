@@ -1,0 +1,99 @@
+/* GET /health, /models, /metrics, /openapi.json: the service describing itself. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "common/metrics.h"
+#include "service/server.h"
+
+/* 503 {"status":"loading"} until every model is loaded, then 200 {"status":"ok"}. */
+void srv_handle_health(srv_request *req, srv_response *resp)
+{
+    int ready = atomic_load(&req->srv->ready);
+    if (!ready)
+        resp->retry_after = 1;
+    srv_reply_json(resp, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ok" : "loading"));
+}
+
+static json_t *model_json(const srv_server *srv, const srv_model *m, int is_default)
+{
+    const mt_model_info *i = m->info;
+    json_t *config = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:s,s:s,s:i,s:i}",
+                               "d_model", i->d_model, "encoder_layers", i->enc_layers,
+                               "decoder_layers", i->dec_layers, "encoder_heads", i->enc_heads,
+                               "decoder_heads", i->dec_heads, "encoder_ffn", i->enc_ffn,
+                               "decoder_ffn", i->dec_ffn, "vocab_size", i->vocab_size,
+                               "max_positions", i->max_positions, "activation", i->activation,
+                               "dtype", i->dtype, "weights", i->weights, "default_beam", i->default_beam,
+                               "default_max_length", i->default_max_length);
+    if (config && i->int8_kernel[0])    /* INT8 weights: the kernel this CPU runs them with */
+        json_object_set_new(config, "int8_kernel", json_string(i->int8_kernel));
+    json_t *size = json_pack("{s:I,s:I,s:I}", "file_bytes", (json_int_t)i->file_bytes,
+                             "weight_bytes", (json_int_t)i->weight_bytes, "session_bytes",
+                             (json_int_t)srv_sessions_bytes(m->sessions));
+    json_t *limits = json_pack("{s:i,s:i,s:i,s:i,s:i,s:s}", "max_batch", m->sparams.max_batch,
+                               "max_sentence_tokens", m->sparams.max_src_len, "max_length",
+                               m->sparams.max_tgt_len, "max_request_tokens", srv->opts.max_tokens,
+                               "sessions", srv->workers, "kv_cache", m->sparams.kv_f16 ? "f16" : "f32");
+    json_t *o = json_pack("{s:s,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "id", m->id, "default", is_default,
+                          "source_lang", i->source_lang, "target_lang", i->target_lang, "format", i->format,
+                          "weights_file", i->weights_file, "size", size, "config", config, "limits", limits,
+                          "load_ms", m->load_ms);
+    if (o && m->n_targets) {            /* multilingual: the languages its target tokens name */
+        json_t *targets = json_array();
+        for (int k = 0; k < m->n_targets; k++)
+            json_array_append_new(targets, json_string(m->targets[k]));
+        json_object_set_new(o, "target_languages", targets);
+    }
+    return o;
+}
+
+void srv_handle_models(srv_request *req, srv_response *resp)
+{
+    srv_server *srv = req->srv;
+    json_t *list = json_array();
+    for (int i = 0; i < srv->n_models; i++)
+        json_array_append_new(list, model_json(srv, &srv->models[i], i == 0));
+    srv_reply_json(resp, 200, json_pack("{s:s,s:o}", "default", srv->models[0].id, "models", list));
+}
+
+void srv_handle_metrics(srv_request *req, srv_response *resp)
+{
+    srv_server *srv = req->srv;
+    srv_metrics_gauges g = { 0 };
+    srv_workers_stats(srv->workers_pool, &g.active_sessions, &g.queue_depth, &g.workers);
+    g.in_flight = atomic_load(&srv->in_flight);
+    g.models_loaded = atomic_load(&srv->ready) ? srv->n_models : 0;
+    for (int i = 0; g.models_loaded && i < srv->n_models; i++)
+        if (srv->models[i].sched) {
+            srv_sched_counts c;
+            srv_sched_stats(srv->models[i].sched, &c);
+            g.active_sequences += c.active;
+            g.waiting_sequences += c.waiting;
+            g.rows_in_use += c.rows;
+            g.active_sessions += c.jobs_started;    /* requests decoding: the scheduler's */
+            g.queue_depth += c.jobs_waiting;
+        }
+    g.uptime_s = srv_now() - srv->t_start;
+    resp->text = srv_metrics_render(&g, &resp->text_len);
+    if (!resp->text) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");
+        return;
+    }
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp->status = 200;
+}
+
+
+/* Byte for byte as server/api/openapi.json (the unit tests check that it parses). */
+void srv_handle_openapi(srv_request *req, srv_response *resp)
+{
+    (void)req;
+    if (!(resp->text = strdup(srv_openapi_json))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    resp->text_len = strlen(resp->text);
+    resp->content_type = "application/json";
+    resp->status = 200;
+}

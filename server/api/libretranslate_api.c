@@ -1,0 +1,285 @@
+/* LibreTranslate compatibility: an existing LibreTranslate client works
+ * unchanged against our base URL.
+ *
+ * POST /translate  {"q": string | [strings], "source", "target", "format"?,
+ *                   "alternatives"?, "api_key"?}  (JSON or form-encoded)
+ *                  -> {"translatedText": string | [strings],
+ *                      "alternatives"?: [strings] | [[strings]],
+ *                      "detectedLanguage"?: {...} (source "auto")}
+ * GET /languages   -> [{"code", "name", "targets": [codes]}]
+ * Errors are {"error": "message"}, with LibreTranslate's wording where it has one.
+ * "auto" picks the model's declared source language; nothing is detected.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/body.h"
+#include "service/languages.h"
+#include "handlers.h"
+#include "service/server.h"
+#include "service/translate_job.h"
+
+/* ---- languages ------------------------------------------------------------------ */
+
+/* Every language a model names: sources, targets, multilingual targets. */
+static json_t *candidates(const srv_server *srv)
+{
+    json_t *set = json_object();
+    for (int i = 0; i < srv->n_models; i++) {
+        const srv_model *m = &srv->models[i];
+        if (m->info->source_lang[0])
+            json_object_set_new(set, m->info->source_lang, json_true());
+        if (m->info->target_lang[0] && !m->n_targets)
+            json_object_set_new(set, m->info->target_lang, json_true());
+        for (int k = 0; k < m->n_targets; k++)
+            json_object_set_new(set, m->targets[k], json_true());
+    }
+    return set;
+}
+
+/* One source language and every target a path reaches (direct or through a pivot). */
+static json_t *language_json(srv_server *srv, const char *code, json_t *all)
+{
+    json_t *targets = json_array(), *v;
+    const char *to;
+    json_object_foreach(all, to, v) {
+        srv_path path;
+        srv_response scratch = { 0 };       /* srv_fail only writes into it */
+        if (!srv_lang_same(to, code) && srv_path_for_pair(srv, code, to, &path, &scratch) == 0)
+            json_array_append_new(targets, json_string(to));
+    }
+    return json_pack("{s:s,s:s,s:o}", "code", code, "name", srv_lang_name(code), "targets", targets);
+}
+
+void srv_handle_languages(srv_request *req, srv_response *resp)
+{
+    srv_server *srv = req->srv;
+    json_t *list = json_array(), *all = candidates(srv), *v;
+    const char *code;
+    json_object_foreach(all, code, v)
+        json_array_append_new(list, language_json(srv, code, all));
+    json_decref(all);
+    srv_reply_json(resp, 200, list);
+}
+
+/* ---- translate ------------------------------------------------------------------- */
+
+typedef struct {
+    const char **all;            /* every entry of q */
+    int          n_all, is_list;
+    const char **texts;          /* the entries to translate (not blank) ... */
+    int         *index;          /* ... and their place in all */
+    int          n;
+    json_t      *q_parsed;       /* a form's q holding a JSON array */
+    const char  *source, *target;
+    int          alternatives;
+    srv_path     path;
+    srv_trjob   *job;
+} lt_req;
+
+static int required(const srv_request *req, srv_response *resp, const char *name, const char **out)
+{
+    int rc = srv_field_string(req, resp, name, out);
+    if (rc == 0 || (rc > 0 && !**out))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing %s parameter", name);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Form clients send a batch as a JSON-encoded array in q (LibreTranslate #309). */
+static int form_q_array(const srv_request *req, lt_req *t)
+{
+    json_t *q = json_object_get(req->json, "q");
+    if (!req->form || !json_is_string(q) || json_string_value(q)[0] != '[')
+        return 0;
+    json_t *arr = json_loads(json_string_value(q), 0, NULL);
+    if (!json_is_array(arr)) {
+        json_decref(arr);
+        return 0;
+    }
+    t->q_parsed = arr;
+    return 1;
+}
+
+/* q: a string or a list of strings.  Blank entries of a list are sent back
+ * as they are, untranslated, rather than failing the whole batch. */
+static int parse_q(const srv_request *req, srv_response *resp, lt_req *t)
+{
+    json_t *q = form_q_array(req, t) ? t->q_parsed : json_object_get(req->json, "q");
+    t->is_list = json_is_array(q);
+    size_t n = t->is_list ? json_array_size(q) : 1;
+    if (!q || json_is_null(q) || n == 0 || (json_is_string(q) && json_string_length(q) == 0))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing q parameter");
+    if (!t->is_list && !json_is_string(q))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: q must be a string or a list of strings");
+    t->all = malloc(sizeof *t->all * n);
+    t->texts = malloc(sizeof *t->texts * n);
+    t->index = malloc(sizeof *t->index * n);
+    if (!t->all || !t->texts || !t->index)
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = t->is_list ? json_array_get(q, i) : q;
+        if (!json_is_string(e))
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: q[%zu] must be a string", i);
+        t->all[t->n_all++] = json_string_value(e);
+        if (!srv_is_blank(json_string_value(e), json_string_length(e))) {
+            t->texts[t->n] = json_string_value(e);
+            t->index[t->n++] = (int)i;
+        }
+    }
+    return 0;
+}
+
+/* Our extension "model" names the model (its target token from "target" when
+ * multilingual); else the pair picks it, maybe through a pivot (pairs.h). */
+static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
+{
+    if (json_object_get(req->json, "model")) {
+        srv_model *m = srv_request_model(req, resp);
+        return m ? srv_path_for_model(m, t->target, &t->path, resp) : -1;
+    }
+    return srv_path_for_pair(req->srv, t->source, t->target, &t->path, resp);
+}
+
+static int parse(srv_request *req, srv_response *resp, lt_req *t)
+{
+    const char *format = "text";
+    int max_alt = req->srv->opts.max_alternatives;
+    if (parse_q(req, resp, t) || required(req, resp, "source", &t->source) ||
+        required(req, resp, "target", &t->target))
+        return -1;
+    if (srv_field_string(req, resp, "format", &format) < 0)
+        return -1;
+    if (strcmp(format, "text") != 0)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "%s format is not supported", format);
+    json_t *alt = json_object_get(req->json, "alternatives");
+    if (alt && !json_is_null(alt)) {
+        srv_response scratch = { 0 };       /* srv_fail only writes into it */
+        if (srv_field_int(req, &scratch, "alternatives", 0, 1 << 20, &t->alternatives) < 0)
+            return srv_fail(resp, SRV_E_INVALID_FIELD,
+                            "Invalid request: alternatives parameter is not a number");
+        if (t->alternatives > max_alt)
+            return srv_fail(resp, SRV_E_INVALID_FIELD,
+                            "Invalid request: alternatives parameter must be <= %d", max_alt);
+    }
+    return pick_path(req, resp, t);
+}
+
+/* The alternatives of one text: hypotheses 2..n_best, duplicates of earlier ones dropped. */
+static json_t *alternatives_json(const srv_tr_result *r)
+{
+    json_t *list = json_array();
+    for (int k = 1; k < r->n_alts; k++) {
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= strcmp(r->alts[j], r->alts[k]) == 0;
+        if (!dup)
+            json_array_append_new(list, json_string(r->alts[k]));
+    }
+    return list;
+}
+
+static json_t *detected_json(const lt_req *t)
+{
+    return json_pack("{s:f,s:s}", "confidence", 100.0, "language", t->path.model[0]->info->source_lang);
+}
+
+/* Entry i of q: its translation and alternatives, or itself when blank. */
+static void entry_json(const lt_req *t, const srv_tr_result *res, int i, json_t **text, json_t **alts)
+{
+    int k = 0;
+    while (k < t->n && t->index[k] != i)
+        k++;
+    *text = json_string(k < t->n ? res[k].alts[0] : t->all[i]);
+    *alts = k < t->n ? alternatives_json(&res[k]) : json_array();
+}
+
+static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
+{
+    json_t *out = json_object(), *text, *alts;
+    if (t->is_list) {
+        json_t *texts = json_array(), *all_alts = json_array(), *detected = json_array();
+        for (int i = 0; i < t->n_all; i++) {
+            entry_json(t, res, i, &text, &alts);
+            json_array_append_new(texts, text);
+            json_array_append_new(all_alts, alts);
+            json_array_append_new(detected, detected_json(t));
+        }
+        json_object_set_new(out, "translatedText", texts);
+        json_object_set_new(out, "alternatives", all_alts);
+        json_object_set_new(out, "detectedLanguage", detected);
+    } else {
+        entry_json(t, res, 0, &text, &alts);
+        json_object_set_new(out, "translatedText", text);
+        json_object_set_new(out, "alternatives", alts);
+        json_object_set_new(out, "detectedLanguage", detected_json(t));
+    }
+    if (t->alternatives == 0)
+        json_object_del(out, "alternatives");
+    if (strcmp(t->source, "auto") != 0)
+        json_object_del(out, "detectedLanguage");
+    return out;
+}
+
+static void lt_free(void *p)
+{
+    lt_req *t = p;
+    srv_trjob_free(t->job);
+    free(t->all);
+    free(t->texts);
+    free(t->index);
+    json_decref(t->q_parsed);
+    free(t);
+}
+
+/* The reply, from the translations of the non-blank entries. */
+static void lt_reply(srv_response *resp, lt_req *t)
+{
+    srv_tr_result *res = calloc((size_t)t->n + 1, sizeof *res);
+    if (!res) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (t->n == 0 || srv_translate_results(t->job, res, resp) == 0) {
+        srv_reply_json(resp, 200, reply_json(t, res));
+        srv_tr_results_free(res, t->n);
+    }
+    free(res);
+}
+
+/* After decoding, on an HTTP thread. */
+static void lt_finish(srv_request *req, srv_response *resp)
+{
+    lt_req *t = req->pending;
+    resp->lt_errors = 1;
+    lt_reply(resp, t);
+    lt_free(t);
+    req->pending = NULL;
+}
+
+void srv_handle_lt_translate(srv_request *req, srv_response *resp)
+{
+    lt_req *t = calloc(1, sizeof *t);
+    resp->lt_errors = 1;
+    if (!t) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (parse(req, resp, t))
+        goto fail;
+    const srv_model *last = t->path.model[t->path.n_legs - 1];
+    srv_tr_params tp = { .beam_size = srv_default_beam(last), .n_best = t->alternatives + 1, .split = 1 };
+    if (tp.beam_size < tp.n_best)
+        tp.beam_size = tp.n_best;
+    int max_beam = srv_max_beam(last);
+    if (tp.beam_size > max_beam) {
+        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
+                 max_beam - 1);
+        goto fail;
+    }
+    if (t->n == 0)                  /* every entry blank: nothing to decode */
+        lt_reply(resp, t);
+    else if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &tp, &t->job, lt_finish, t, lt_free, NULL) == 0)
+        return;                     /* pending: lt_finish frees t */
+fail:
+    lt_free(t);
+}

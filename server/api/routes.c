@@ -1,0 +1,269 @@
+/* routes: the routing table and the checks every request goes through. */
+#include "routes.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/body.h"
+#include "service/server.h"
+#include "common/workers.h"
+
+enum {
+    ROUTE_BODY    = 1,   /* POST with a JSON (or form) body */
+    ROUTE_PUBLIC  = 2,   /* no API key needed */
+    ROUTE_LOADING = 4,   /* answers while models load */
+    ROUTE_LT      = 8,   /* LibreTranslate endpoint: errors as {"error": "..."} */
+    ROUTE_WORKER  = 16,  /* computes: the router runs it on a worker thread */
+    ROUTE_PREFIX  = 32,  /* path is a prefix: "/web/" matches /web/app.js */
+    ROUTE_ASYNC   = 64,  /* starts work that resumes the request (handlers.h: pending) */
+};
+
+typedef struct {
+    const char *method;
+    const char *path;
+    srv_handler handler;
+    srv_handler lt_handler;     /* for a LibreTranslate-shaped body, if not NULL */
+    int         flags;
+} srv_route;
+
+static const srv_route routes[] = {
+    { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC },
+    { "POST", "/attention",    srv_handle_attention,  NULL, ROUTE_BODY | ROUTE_WORKER },
+    { "POST", "/score",        srv_handle_score,      NULL, ROUTE_BODY | ROUTE_WORKER },
+    { "POST", "/tokenize",     srv_handle_tokenize,   NULL, ROUTE_BODY },
+    { "POST", "/detokenize",   srv_handle_detokenize, NULL, ROUTE_BODY },
+    { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
+    { "GET",  "/models",       srv_handle_models,     NULL, 0 },
+    { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
+    { "GET",  "/metrics",      srv_handle_metrics,    NULL, ROUTE_LOADING },
+    { "GET",  "/openapi.json", srv_handle_openapi,    NULL, ROUTE_LOADING },
+    { "GET",  "/",             srv_handle_web,        NULL, ROUTE_PUBLIC | ROUTE_LOADING },
+    { "GET",  "/web/",         srv_handle_web,        NULL, ROUTE_PUBLIC | ROUTE_LOADING | ROUTE_PREFIX },
+};
+#define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
+
+static int path_matches(const srv_route *r, const char *path)
+{
+    if (r->flags & ROUTE_PREFIX)
+        return strncmp(r->path, path, strlen(r->path)) == 0;
+    return strcmp(r->path, path) == 0;
+}
+
+static const srv_route *find_route(const char *method, const char *path)
+{
+    if (strcmp(method, "HEAD") == 0)
+        method = "GET";
+    for (int i = 0; i < N_ROUTES; i++)
+        if (path_matches(&routes[i], path) && strcmp(routes[i].method, method) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+/* "GET, HEAD, OPTIONS" for a known path; 0 if the path is unknown. */
+static int allowed_methods(const char *path, char *out, size_t len)
+{
+    int n = 0;
+    out[0] = 0;
+    for (int i = 0; i < N_ROUTES; i++) {
+        if (!path_matches(&routes[i], path))
+            continue;
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%s", routes[i].method,
+                 strcmp(routes[i].method, "GET") == 0 ? ", HEAD, " : ", ");
+        n++;
+    }
+    if (n) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "OPTIONS");
+    }
+    return n;
+}
+
+const char *srv_route_label(void *ctx, const char *path)
+{
+    (void)ctx;
+    for (int i = 0; i < N_ROUTES; i++)
+        if (path_matches(&routes[i], path))
+            return routes[i].path;
+    return "other";
+}
+
+int srv_route_paths(const char **paths, int max)
+{
+    int n = 0;
+    for (int i = 0; i < N_ROUTES && n < max; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= strcmp(paths[j], routes[i].path) == 0;
+        if (!seen)
+            paths[n++] = routes[i].path;
+    }
+    return n;
+}
+
+/* ---- API key ------------------------------------------------------------------ */
+
+/* Compares without an early exit, so the time does not leak the key's prefix. */
+static int key_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return diff == 0;
+}
+
+static int bearer_ok(const srv_request *req, const char *key)
+{
+    const char *h = req->authorization;
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return key_equal(h, key);
+}
+
+/* 1 if the request carries the key: in the header, or as LibreTranslate's api_key field. */
+static int authorized(const srv_request *req, const srv_route *route)
+{
+    const char *key = req->srv->opts.api_key;
+    if (!key[0] || (route->flags & ROUTE_PUBLIC) || bearer_ok(req, key))
+        return 1;
+    json_t *field = req->json ? json_object_get(req->json, "api_key") : NULL;
+    return json_is_string(field) && key_equal(json_string_value(field), key);
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+/* The request's shape, decided here once: LibreTranslate's (a form, or "q"
+ * without our "text") or our JSON API.  It picks the handler and the error shape. */
+static int lt_shaped(const srv_request *req)
+{
+    if (!req->json)
+        return 0;
+    return req->form || (json_object_get(req->json, "q") && !json_object_get(req->json, "text"));
+}
+
+/* The checks in front of a handler; 0 when it may run. */
+static int admit(const srv_route *route, srv_request *req, srv_response *resp)
+{
+    srv_response scratch = { 0 };
+    int body_ok = 1;
+    if (route->flags & ROUTE_BODY)
+        body_ok = srv_body_parse(req, &scratch) == 0;   /* api_key may be in the body */
+    req->lt = body_ok && route->lt_handler && lt_shaped(req);
+    resp->lt_errors = (route->flags & ROUTE_LT) || req->lt;
+    if (!authorized(req, route))
+        return srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
+                        : "missing or wrong API key (Authorization: Bearer KEY)");
+    if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
+        resp->retry_after = 2;
+        return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
+    }
+    if (!body_ok)
+        return srv_fail(resp, scratch.error, "%s", scratch.message);
+    return 0;
+}
+
+/* Renders a recorded error; a handler that set nothing is our bug. */
+static void render(const srv_request *req, srv_response *resp)
+{
+    if (resp->error == SRV_OK && resp->status == 0)
+        srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
+    srv_error_render(resp, resp->lt_errors);
+}
+
+static void no_route(srv_request *req, srv_response *resp)
+{
+    if (!allowed_methods(req->path, resp->allow, sizeof resp->allow)) {
+        srv_fail(resp, SRV_E_NOT_FOUND, "no route %s %s", req->method, req->path);
+    } else if (strcmp(req->method, "OPTIONS") == 0) {
+        resp->preflight = 1;
+        resp->status = 204;
+    } else {
+        srv_fail(resp, SRV_E_METHOD_NOT_ALLOWED, "%s is not allowed on %s (allowed: %s)",
+                 req->method, req->path, resp->allow);
+    }
+}
+
+int srv_route_prepare(void *ctx, srv_request *req, srv_response *resp)
+{
+    req->srv = ctx;
+    resp->route = srv_route_label(ctx, req->path);
+    const srv_route *route = find_route(req->method, req->path);
+    if (!route) {
+        no_route(req, resp);
+    } else if (admit(route, req, resp) == 0) {
+        if (route->flags & (ROUTE_WORKER | ROUTE_ASYNC)) {
+            req->route = route;
+            return 1;
+        }
+        route->handler(req, resp);
+    }
+    render(req, resp);
+    return 0;
+}
+
+/* ---- work off the HTTP thread -------------------------------------------------------- */
+
+/* On a worker: the handler, unless the request waited too long or its
+ * client left while it was queued (no compute for nobody). */
+static void run_on_worker(void *arg)
+{
+    srv_request *req = arg;
+    srv_response *resp = req->pending;
+    const srv_route *route = req->route;
+    double waited_ms = (srv_now() - req->t_queued) * 1e3;
+    if (req->client_gone && req->client_gone(req->conn)) {
+        srv_fail(resp, SRV_E_CLIENT_GONE, "the client went away after %.0f ms in the queue", waited_ms);
+    } else if (waited_ms > req->srv->opts.queue_timeout_ms) {
+        resp->retry_after = 1;
+        srv_fail(resp, SRV_E_QUEUE_FULL, "waited %.0f ms for a worker; retry later", waited_ms);
+    } else {
+        route->handler(req, resp);
+    }
+    render(req, resp);
+    srv_reply_serialize(resp);      /* a big reply (attention) costs the worker, not an HTTP thread */
+}
+
+static void worker_done(void *arg)
+{
+    srv_request *req = arg;
+    req->pending = NULL;
+    req->resume(req);
+}
+
+void srv_route_start(void *ctx, srv_request *req, srv_response *resp)
+{
+    srv_server *srv = ctx;
+    const srv_route *route = req->route;
+    if (route->flags & ROUTE_WORKER) {
+        req->t_queued = srv_now();
+        req->pending = resp;        /* the worker's reply goes there */
+        if (srv_workers_submit(srv->workers_pool, run_on_worker, worker_done, req) == 0)
+            return;
+        req->pending = NULL;
+        resp->retry_after = 1;
+        srv_fail(resp, SRV_E_QUEUE_FULL, "all workers are busy and the queue is full; retry later");
+        render(req, resp);
+        req->resume(req);
+        return;
+    }
+    (req->lt ? route->lt_handler : route->handler)(req, resp);
+    if (!req->finish) {             /* answered at once (an error): nothing is pending */
+        render(req, resp);
+        req->resume(req);
+    }
+}
+
+void srv_route_finish(void *ctx, srv_request *req, srv_response *resp)
+{
+    (void)ctx;
+    if (!req->finish)
+        return;                     /* resp is final already */
+    req->finish(req, resp);
+    req->finish = NULL;
+    render(req, resp);
+}

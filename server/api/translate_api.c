@@ -1,0 +1,352 @@
+/* POST /translate
+ *   {"text": string | [strings], "model"?, "source"?, "target"?, "beam_size"?,
+ *    "max_length"?, "return_tokens"?, "return_scores"?, "split"?, "stream"?,
+ *    decoding features: "sampling"? {"temperature", "top_k", "top_p", "seed"},
+ *    "target_prefix"?, "min_length"?, "repetition_penalty"?,
+ *    "no_repeat_ngram_size"?, "length_penalty"?, "return_token_scores"?,
+ *    "return_alignments"?, "alignment_layer"?, "alignment_heads"?}
+ *   -> {"model", "pivot"?, "seed"?, "translations": [{"text", "tokens"?, "token_ids"?,
+ *       "score"?, "token_scores"?, "source_tokens"?, "alignments"?, "word_alignments"?}],
+ *      "timing_ms"}
+ * With "stream": true the reply is server-sent events (stream.h): the text as
+ * it is generated, then that same object.
+ * The model: "model" when given, else the one for "source" -> "target"
+ * (pairs.h: maybe through a pivot, which the reply names), else the
+ * default.  "target" also picks a multilingual model's target token.
+ * (The router sends a LibreTranslate-shaped body to libretranslate.c.)
+ * The texts are decoded while the connection waits (translate_job.h): the
+ * handler starts the work, finish() builds the reply.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "http/body.h"
+#include "handlers.h"
+#include "service/server.h"
+#include "service/stream.h"
+#include "service/result_json.h"
+#include "service/translate_job.h"
+
+typedef struct {
+    const char  **texts;
+    int           n, is_list;
+    srv_path      path;
+    srv_tr_params tp;
+    int           return_tokens, return_scores, stream;
+    srv_trjob    *job;
+    mt_decode_params feat;          /* the decoding features (tp.feat) */
+    srv_prefix   *prefix;           /* [n] target prefixes (tp.prefix), or NULL */
+    int32_t      *prefix_ids;       /* their ids, owned */
+    int           sampling;
+} translate_req;
+
+/* The path: "model" (with "target" for a multilingual one), or the pair "source" -> "target". */
+static int pick_path(srv_request *req, srv_response *resp, translate_req *t)
+{
+    const char *source = NULL, *target = NULL;
+    if (srv_field_string(req, resp, "source", &source) < 0 || srv_field_string(req, resp, "target", &target) < 0)
+        return -1;
+    if (json_object_get(req->json, "model") || !target) {
+        srv_model *m = srv_request_model(req, resp);
+        return m ? srv_path_for_model(m, target, &t->path, resp) : -1;
+    }
+    return srv_path_for_pair(req->srv, source ? source : "auto", target, &t->path, resp);
+}
+
+/* A seed for a request that samples without one: 53 bits, so that every
+ * JSON client reads it back exactly. */
+static uint64_t draw_seed(void)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
+    }
+    return x & ((1ull << 53) - 1);
+}
+
+/* "sampling": {"temperature", "top_k", "top_p", "seed"}; beam_size 1. */
+static int parse_sampling(srv_request *req, srv_response *resp, translate_req *t, const srv_model *m)
+{
+    static const char *const keys[] = {"temperature", "top_k", "top_p", "seed", NULL};
+    json_t *obj;
+    int r = srv_field_object(req, resp, "sampling", keys, &obj);
+    if (r <= 0)
+        return r;
+    double temp = 1.0, top_p = 1.0;
+    long long seed = -1;
+    mt_decode_params *f = &t->feat;
+    if (srv_field_number(req, resp, "sampling.temperature", 0.0, 100.0, 1, &temp) < 0 ||
+        srv_field_int(req, resp, "sampling.top_k", 0, m->info->vocab_size, &f->top_k) < 0 ||
+        srv_field_number(req, resp, "sampling.top_p", 0.0, 1.0, 1, &top_p) < 0 ||
+        srv_field_int64(req, resp, "sampling.seed", 0, (1ll << 53) - 1, &seed) < 0)
+        return -1;
+    if (json_object_get(req->json, "beam_size") && t->tp.beam_size != 1)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'beam_size' must be 1 with 'sampling' (a draw per step)");
+    t->tp.beam_size = 1;
+    f->sample = 1;
+    f->temperature = (float)temp;
+    f->top_p = (float)top_p;
+    f->seed = seed >= 0 ? (uint64_t)seed : draw_seed();
+    t->sampling = 1;
+    return 1;
+}
+
+/* One text's prefix: a string, or an array of token ids (not pad, not </s>). */
+static int parse_prefix_one(srv_response *resp, const srv_model *m, json_t *v, const char *where, srv_prefix *out,
+                            int32_t *ids, int *used)
+{
+    if (json_is_string(v)) {
+        out->text = json_string_value(v);
+        return 0;
+    }
+    if (!json_is_array(v))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "%s must be a string or an array of token ids", where);
+    size_t n = json_array_size(v);
+    if ((int)n > m->sparams.max_tgt_len)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "%s has %zu ids; the decoder holds %d positions", where, n,
+                        m->sparams.max_tgt_len);
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(v, i);
+        long long x = json_is_integer(e) ? json_integer_value(e) : -1;
+        if (x < 0 || x >= m->info->vocab_size || x == m->info->pad_id || x == m->info->eos_id)
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "%s: entries must be token ids in [0, %d), not <pad> (%d) "
+                            "nor </s> (%d)", where, m->info->vocab_size, (int)m->info->pad_id, (int)m->info->eos_id);
+        ids[*used + (int)i] = (int32_t)x;
+    }
+    out->ids = ids + *used;
+    out->n_ids = (int)n;
+    *used += (int)n;
+    return 0;
+}
+
+/* "target_prefix": a string or ids for a single text; for a list of texts a
+ * list of those (null: no prefix for that text). */
+static int parse_prefix(srv_request *req, srv_response *resp, translate_req *t, const srv_model *m)
+{
+    json_t *v = json_object_get(req->json, "target_prefix");
+    if (!v || json_is_null(v))
+        return 0;
+    size_t total = 0;
+    json_t *each[1] = {v};
+    json_t *list = t->is_list ? v : NULL;
+    if (t->is_list && (!json_is_array(v) || json_array_size(v) != (size_t)t->n))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'target_prefix' must be a list of %d entries (one per "
+                        "text: a string, a list of token ids, or null)", t->n);
+    for (int i = 0; i < t->n; i++) {
+        json_t *e = list ? json_array_get(list, (size_t)i) : each[0];
+        total += json_is_array(e) ? json_array_size(e) : 0;
+    }
+    t->prefix = calloc((size_t)t->n, sizeof *t->prefix);
+    t->prefix_ids = malloc(sizeof(int32_t) * (total + 1));
+    if (!t->prefix || !t->prefix_ids)
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    int used = 0;
+    for (int i = 0; i < t->n; i++) {
+        json_t *e = list ? json_array_get(list, (size_t)i) : each[0];
+        char where[64];
+        snprintf(where, sizeof where, list ? "field 'target_prefix[%d]'" : "field 'target_prefix'", i);
+        if (list && json_is_null(e))
+            continue;
+        if (parse_prefix_one(resp, m, e, where, &t->prefix[i], t->prefix_ids, &used) < 0)
+            return -1;
+    }
+    if (json_is_true(json_object_get(req->json, "split")))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'split' cannot be true with 'target_prefix' (a prefixed "
+                        "text is one sentence)");
+    t->tp.prefix = t->prefix;
+    return 0;
+}
+
+/* The constraints, scores and alignments. */
+static int parse_features(srv_request *req, srv_response *resp, translate_req *t, const srv_model *m)
+{
+    mt_decode_params *f = &t->feat;
+    int dflt = m->info->default_max_length < m->sparams.max_tgt_len ? m->info->default_max_length
+                                                                      : m->sparams.max_tgt_len;
+    int max_len = t->tp.max_length ? t->tp.max_length : dflt;
+    int layers = m->info->dec_layers, heads = m->info->dec_heads;
+    double rep = 1.0, lpen = 1.0;
+    if (srv_field_int(req, resp, "min_length", 0, max_len, &f->min_length) < 0 ||
+        srv_field_number(req, resp, "repetition_penalty", 0.0, 100.0, 1, &rep) < 0 ||
+        srv_field_int(req, resp, "no_repeat_ngram_size", 0, m->sparams.max_tgt_len, &f->no_repeat_ngram_size) < 0 ||
+        srv_field_number(req, resp, "length_penalty", -10.0, 10.0, 0, &lpen) < 0 ||
+        srv_field_bool(req, resp, "return_token_scores", &f->token_scores) < 0 ||
+        srv_field_bool(req, resp, "return_alignments", &f->alignments) < 0 ||
+        srv_field_int(req, resp, "alignment_layer", -layers, layers - 1, &f->align_layer) < 0 ||
+        srv_field_int(req, resp, "alignment_heads", 0, heads, &f->align_heads) < 0)
+        return -1;
+    f->repetition_penalty = (float)rep;
+    f->length_penalty = (float)lpen;
+    if (f->alignments && t->path.n_legs == 2)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'return_alignments' is not available through a pivot "
+                        "(%s): the source would be the pivot's text; ask a direct model", t->path.pivot);
+    return 0;
+}
+
+static int parse(srv_request *req, srv_response *resp, translate_req *t)
+{
+    if (srv_field_texts(req, resp, "text", &t->texts, &t->n, &t->is_list) < 0)
+        return -1;
+    if (pick_path(req, resp, t) < 0)
+        return -1;
+    const srv_model *m = t->path.model[t->path.n_legs - 1];
+    t->tp = (srv_tr_params){ .beam_size = srv_default_beam(m), .n_best = 1, .split = 1 };
+    if (srv_field_int(req, resp, "beam_size", 1, srv_max_beam(m), &t->tp.beam_size) < 0 ||
+        srv_field_int(req, resp, "max_length", 2, m->sparams.max_tgt_len, &t->tp.max_length) < 0 ||
+        srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
+        srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
+        srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
+        srv_field_bool(req, resp, "stream", &t->stream) < 0)
+        return -1;
+    t->feat = mt_decode_default_params();
+    if (parse_sampling(req, resp, t, m) < 0 || parse_prefix(req, resp, t, m) < 0 ||
+        parse_features(req, resp, t, m) < 0)
+        return -1;
+    t->tp.feat = &t->feat;
+    return 0;
+}
+
+static json_t *tokens_json(const srv_model *m, const srv_tr_result *r, json_t **ids)
+{
+    json_t *pieces = json_array();
+    *ids = json_array();
+    for (int k = 0; k < r->n_ids; k++) {
+        const char *piece = mt_tokenizer_piece(m->tok, r->ids[k]);
+        json_array_append_new(pieces, json_string(piece ? piece : ""));
+        json_array_append_new(*ids, json_integer(r->ids[k]));
+    }
+    return pieces;
+}
+
+/* A float as JSON: -inf (an id every rule banned) as null. */
+static json_t *real_json(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* The source's pieces, which the alignments' source indices point into. */
+static json_t *source_tokens_json(const srv_model *m, const srv_tr_result *r)
+{
+    json_t *src = json_array();
+    for (int k = 0; k < r->n_src_ids; k++) {
+        const char *piece = mt_tokenizer_piece(m->tok, r->src_ids[k]);
+        json_array_append_new(src, json_string(piece ? piece : ""));
+    }
+    return src;
+}
+
+static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
+{
+    json_t *o = json_pack("{s:s}", "text", r->alts[0]);
+    if (o && (t->return_tokens || t->feat.token_scores || t->feat.alignments)) {
+        json_t *ids;
+        json_object_set_new(o, "tokens", tokens_json(srv_trjob_model(t->job), r, &ids));
+        json_object_set_new(o, "token_ids", ids);
+    }
+    if (o && t->return_scores)
+        json_object_set_new(o, "score", real_json(r->score));
+    if (o && t->feat.alignments)
+        json_object_set_new(o, "source_tokens", source_tokens_json(srv_trjob_model(t->job), r));
+    if (o)
+        srv_result_features_json(o, r, t->feat.token_scores, t->feat.alignments);
+    return o;
+}
+
+static void translate_free(void *p)
+{
+    translate_req *t = p;
+    srv_trjob_free(t->job);
+    free(t->texts);
+    free(t->prefix);
+    free(t->prefix_ids);
+    free(t);
+}
+
+/* The reply, after decoding, on an HTTP thread. */
+static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
+{
+    srv_tr_result *results = calloc((size_t)t->n + 1, sizeof *results);
+    if (!results) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    } else if (srv_translate_results(t->job, results, resp) == 0) {
+        json_t *list = json_array();
+        for (int i = 0; i < t->n; i++)
+            json_array_append_new(list, translation_json(t, &results[i]));
+        json_t *reply = json_pack("{s:s,s:o,s:f}", "model", srv_trjob_model(t->job)->id, "translations", list,
+                                  "timing_ms", (srv_now() - req->t_start) * 1e3);
+        if (t->sampling)
+            json_object_set_new(reply, "seed", json_integer((json_int_t)t->feat.seed));
+        if (t->path.n_legs == 2)
+            json_object_set_new(reply, "pivot", json_pack("{s:s,s:[s,s]}", "language", t->path.pivot, "models",
+                                                          t->path.model[0]->id, t->path.model[1]->id));
+        srv_reply_json(resp, 200, reply);
+        srv_tr_results_free(results, t->n);
+    }
+    free(results);
+}
+
+static void translate_finish(srv_request *req, srv_response *resp)
+{
+    translate_req *t = req->pending;
+    build_reply(t, req, resp);
+    translate_free(t);
+    req->pending = NULL;
+}
+
+/* ---- "stream": true ------------------------------------------------------------------ */
+
+static void stream_reply(void *owner, srv_request *req, srv_response *resp)
+{
+    build_reply(owner, req, resp);
+}
+
+/* After the first tokens (or the end), on an HTTP thread: the stream, or the
+ * ordinary reply of a job that failed before any token. */
+static void stream_finish(srv_request *req, srv_response *resp)
+{
+    srv_stream *st = req->pending;
+    if (srv_stream_begin(st, req, resp) == 0)
+        return;                         /* the connection's share is released with the request */
+    req->pending = NULL;
+    srv_stream_conn_release(st);
+}
+
+static void stream_start(srv_request *req, srv_response *resp, translate_req *t)
+{
+    const srv_model *m = t->path.model[t->path.n_legs - 1];
+    srv_stream_params sp = { .tok = m->tok, .eos_id = m->info->eos_id,
+                             .per_token = t->tp.beam_size == 1 && mt_tokenizer_decode_appends(m->tok),
+                             .reply = stream_reply, .owner_free = translate_free, .owner = t };
+    srv_stream *st = srv_stream_new(req, &sp);
+    if (!st) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        translate_free(t);
+        return;
+    }
+    srv_tr_sink sink = srv_stream_sink(st);
+    if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, stream_finish, st,
+                            srv_stream_conn_release, &sink))
+        srv_stream_abandon(st);
+}
+
+void srv_handle_translate(srv_request *req, srv_response *resp)
+{
+    translate_req *t = calloc(1, sizeof *t);
+    if (!t) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (parse(req, resp, t)) {
+        translate_free(t);
+        return;
+    }
+    if (t->stream) {
+        stream_start(req, resp, t);
+        return;
+    }
+    if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, translate_finish, t,
+                            translate_free, NULL))
+        translate_free(t);
+}

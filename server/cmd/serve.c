@@ -1,0 +1,258 @@
+/* serve: `mtserve serve` -- options, thread budget, startup order, signals.
+ *
+ * Startup listens first and loads models afterwards (in a loader thread), so
+ * /health can answer 503 "loading" meanwhile.  SIGTERM/SIGINT are blocked in
+ * every thread and taken synchronously by the main thread with sigtimedwait:
+ * it then stops accepting, lets in-flight requests finish, and exits 0.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "http/http.h"
+#include "common/metrics.h"
+#include "api/routes.h"
+#include "service/server.h"
+
+typedef struct {
+    srv_server *srv;
+    _Atomic int done;       /* 1 loaded, -1 failed */
+    mt_err      err;
+    int         failed_model;
+} loader;
+
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+/* Decoder rows of a scheduler's session: --max-batch, else 64. */
+static int sched_rows(const srv_server *srv)
+{
+    return srv->opts.max_batch > 0 ? srv->opts.max_batch : 64;
+}
+
+/* Workers x compute threads <= cores: on 2 cores, 2 workers of 1 thread each
+ * (two requests decode in parallel; one alone uses one core).  The compute
+ * threads are the engine's one process-wide pool (engine/kernels/parallel.h): one
+ * session at a time uses it, others run on their own thread.  The HTTP
+ * threads only parse and reply: as many as cores, at least 2. */
+static void plan_threads(srv_server *srv)
+{
+    const srv_options *o = &srv->opts;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    srv->cores = n > 0 ? (int)n : 1;
+    srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
+    if (o->batching) {
+        /* Batching: the scheduler decodes /translate with every core in the
+         * engine's pool, and no thread waits for it (the HTTP threads split,
+         * tokenize and join; the scheduler resumes the connection).  The
+         * workers run only /attention. */
+        srv->workers = o->threads > 0 ? o->threads : srv->cores;
+        srv->blas_threads = o->blas_threads > 0 ? o->blas_threads : srv->cores;
+        return;
+    }
+    srv->workers = o->threads > 0 ? o->threads : srv->cores;
+    srv->blas_threads = o->blas_threads > 0 ? o->blas_threads
+                        : (srv->cores / srv->workers > 0 ? srv->cores / srv->workers : 1);
+    srv->http_threads = o->http_threads > 0 ? o->http_threads : (srv->cores > 2 ? srv->cores : 2);
+    if (srv->workers * srv->blas_threads > srv->cores)
+        fprintf(stderr, "mtserve: warning: %d workers x %d compute threads > %d cores\n",
+                srv->workers, srv->blas_threads, srv->cores);
+}
+
+/* The model's scheduler: a session of sched_rows rows, otherwise shaped like its others. */
+static int start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
+{
+    mt_session_params p = m->sparams;
+    p.max_batch = sched_rows(srv);
+    if (p.max_batch < m->sparams.max_batch)
+        p.max_batch = m->sparams.max_batch;
+    srv_sched_params sp = srv_sched_default_params();
+    /* as many requests decode at once as --threads says (default: one per
+     * decoder row), and --queue more may wait */
+    sp.max_jobs = srv->opts.queue + (srv->opts.threads > 0 ? srv->opts.threads : p.max_batch);
+    sp.queue_timeout_s = srv->opts.queue_timeout_ms / 1e3;
+    m->sched = srv_sched_new(m->model, &p, &sp, err);
+    if (!m->sched)
+        return -1;
+    m->decoder = srv_sched_decoder(m->sched);
+    fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows\n", m->id, p.max_batch);
+    return 0;
+}
+
+static void *load_models(void *arg)
+{
+    loader *ld = arg;
+    srv_server *srv = ld->srv;
+    for (int i = 0; i < srv->opts.n_models; i++) {
+        srv_model *m = &srv->models[i];
+        if (srv_model_load(srv, i, &ld->err) != MT_OK || (srv->opts.batching && start_scheduler(srv, m, &ld->err))) {
+            ld->failed_model = i;
+            atomic_store(&ld->done, -1);
+            return NULL;
+        }
+        fprintf(stderr, "mtserve: model %s (%s, %s %s): %s->%s%s, %d+%d layers, d_model %d, vocab %d, "
+                        "%.1f MB weights (%s%s%s), session %.1f MB (batch %d, src %d, tgt %d), loaded in %.0f ms\n",
+                m->id, m->dir, m->info->format, m->info->weights_file,
+                m->info->source_lang[0] ? m->info->source_lang : "?",
+                m->info->target_lang[0] ? m->info->target_lang : "?",
+                m->n_targets ? " (multilingual)" : "", m->info->enc_layers,
+                m->info->dec_layers, m->info->d_model, m->info->vocab_size,
+                (double)m->info->weight_bytes / 1e6, m->info->weights,
+                m->info->int8_kernel[0] ? " " : "", m->info->int8_kernel, (double)srv_sessions_bytes(m->sessions) / 1e6,
+                m->sparams.max_batch, m->sparams.max_src_len, m->sparams.max_tgt_len, m->load_ms);
+    }
+    atomic_store(&srv->ready, 1);
+    atomic_store(&ld->done, 1);
+    fprintf(stderr, "mtserve: ready\n");
+    return NULL;
+}
+
+static void register_metrics(const srv_server *srv)
+{
+    const char *paths[SRV_METRICS_MAX_ROUTES];
+    srv_metrics_set_routes(paths, srv_route_paths(paths, SRV_METRICS_MAX_ROUTES));
+    const char *ids[SRV_MAX_MODELS];
+    for (int i = 0; i < srv->opts.n_models; i++)
+        ids[i] = srv->opts.models[i].id;
+    srv_metrics_set_models(ids, srv->opts.n_models);
+}
+
+/* Waits for SIGTERM/SIGINT; returns 0 on a signal, 1 if loading failed. */
+static int wait_for_signal(const sigset_t *set, loader *ld)
+{
+    struct timespec tick = { 0, 200 * 1000000L };
+    for (;;) {
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            fprintf(stderr, "mtserve: %s: stopping (finishing in-flight requests)\n",
+                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            return 0;
+        }
+        if (atomic_load(&ld->done) < 0) {
+            fprintf(stderr, "mtserve: cannot load model '%s': %s\n",
+                    ld->srv->opts.models[ld->failed_model].dir, ld->err.msg);
+            return 1;
+        }
+    }
+}
+
+/* Each connection is a descriptor: raise the soft open-file limit to the hard
+ * one, and keep --max-connections within it (a server out of descriptors
+ * stops accepting, and waiting clients hang in the backlog). */
+#define RESERVED_FDS 64     /* model files, logs, the daemon's own, the loader's */
+static void fit_connections(srv_server *srv)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)srv->opts.max_connections + RESERVED_FDS > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * RESERVED_FDS ? (int)(rl.rlim_cur - RESERVED_FDS) : RESERVED_FDS;
+        fprintf(stderr, "mtserve: open-file limit %llu: --max-connections %d lowered to %d\n",
+                (unsigned long long)rl.rlim_cur, srv->opts.max_connections, fit);
+        srv->opts.max_connections = fit;
+    }
+}
+
+static int run(srv_server *srv)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before any thread starts */
+    signal(SIGPIPE, SIG_IGN);
+    json_object_seed(0);
+    register_metrics(srv);
+    fit_connections(srv);
+
+    srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue);
+    if (!srv->workers_pool)
+        return 1;
+    srv_http_config cfg = {
+        .host = srv->opts.host, .port = srv->opts.port, .threads = srv->http_threads,
+        .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
+        .max_connections_per_ip = srv->opts.max_connections_per_ip,
+        .request_timeout_s = srv->opts.request_timeout_s,
+        .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
+        .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
+        .router = { .prepare = srv_route_prepare, .start = srv_route_start, .finish = srv_route_finish,
+                    .label = srv_route_label, .ctx = srv },
+    };
+    char err[512];
+    srv_http *http = srv_http_start(&cfg, err, sizeof err);
+    if (!http) {
+        fprintf(stderr, "mtserve: %s\n", err);
+        srv_workers_free(srv->workers_pool);
+        return 1;
+    }
+    fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %s, %d workers x %d compute threads, "
+                    "%d HTTP threads, queue %d)\n", srv->opts.host, srv_http_port(http), srv->cores,
+            srv->opts.batching ? "batching on" : "batching off", srv->workers, srv->blas_threads,
+            srv->http_threads, srv->opts.queue);
+
+    loader ld = { .srv = srv };
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
+        srv_http_stop(http, 0);
+        srv_workers_free(srv->workers_pool);
+        return 1;
+    }
+    int rc = wait_for_signal(&set, &ld);
+    if (srv_http_stop(http, rc ? 0 : srv->opts.drain_s) != 0) {
+        if (atomic_load(&ld.done) != 0)
+            pthread_join(tid, NULL);    /* the loader is over: nothing of ours left unjoined */
+        fflush(NULL);
+        _exit(1);           /* requests still decode: do not free what they use */
+    }
+    if (atomic_load(&ld.done) == 0) {
+        fprintf(stderr, "mtserve: stopped while loading models\n");
+        fflush(NULL);
+        _exit(rc);          /* a load cannot be interrupted; nothing else runs */
+    }
+    pthread_join(tid, NULL);
+    srv_workers_free(srv->workers_pool);
+    for (int i = 0; i < srv->n_models; i++) {
+        srv_sched_free(srv->models[i].sched);
+        srv->models[i].sched = NULL;
+    }
+    srv_models_free(srv);
+    if (rc == 0)
+        fprintf(stderr, "mtserve: stopped\n");
+    return rc;
+}
+
+int mt_cmd_serve(int argc, char **argv)
+{
+    srv_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return 1;
+    char err[512];
+    int rc = srv_options_parse(&srv->opts, argc, argv, env_get, err, sizeof err);
+    if (rc != 0) {
+        if (rc > 0)
+            srv_options_usage(stdout);
+        else
+            fprintf(stderr, "mtserve serve: %s (see --help)\n", err);
+        free(srv);
+        return rc > 0 ? 0 : 2;
+    }
+    srv->n_models = srv->opts.n_models;
+    srv->t_start = srv_now();
+    plan_threads(srv);
+    rc = run(srv);
+    free(srv);
+    return rc;
+}

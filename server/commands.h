@@ -1,9 +1,0 @@
-/* The binary's subcommands; each returns the process exit status. */
-#ifndef MT_COMMANDS_H
-#define MT_COMMANDS_H
-
-int mt_cmd_translate(int argc, char **argv);   /* server/cmd_translate.c */
-int mt_cmd_serve(int argc, char **argv);       /* server/serve.c */
-int mt_cmd_health(int argc, char **argv);      /* server/cmd_health.c */
-
-#endif

@@ -1,0 +1,95 @@
+/* errors: srv_code -> HTTP status, name, and the JSON error envelope. */
+#include "errors.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reply.h"
+#include "util/utf8.h"
+
+static const struct {
+    int         http;
+    const char *name;
+} code_table[SRV_E_COUNT] = {
+    [SRV_OK]                     = { 200, "ok" },
+    [SRV_E_INVALID_JSON]         = { 400, "invalid_json" },
+    [SRV_E_INVALID_FIELD]        = { 400, "invalid_field" },
+    [SRV_E_EMPTY_TEXT]           = { 400, "empty_text" },
+    [SRV_E_INVALID_UTF8]         = { 400, "invalid_utf8" },
+    [SRV_E_BAD_REQUEST]          = { 400, "bad_request" },
+    [SRV_E_UNSUPPORTED_LANGUAGE] = { 400, "unsupported_language" },
+    [SRV_E_UNAUTHORIZED]         = { 401, "unauthorized" },
+    [SRV_E_NOT_FOUND]            = { 404, "not_found" },
+    [SRV_E_UNKNOWN_MODEL]        = { 404, "unknown_model" },
+    [SRV_E_METHOD_NOT_ALLOWED]   = { 405, "method_not_allowed" },
+    [SRV_E_REQUEST_TIMEOUT]      = { 408, "request_timeout" },
+    [SRV_E_BODY_TOO_LARGE]       = { 413, "body_too_large" },
+    [SRV_E_INPUT_TOO_LONG]       = { 413, "input_too_long" },
+    [SRV_E_INTERNAL]             = { 500, "internal_error" },
+    [SRV_E_QUEUE_FULL]           = { 503, "queue_full" },
+    [SRV_E_LOADING]              = { 503, "loading" },
+    [SRV_E_CLIENT_GONE]          = { 499, "client_closed_request" },
+};
+
+int srv_code_http(srv_code code)
+{
+    return code > SRV_OK && code < SRV_E_COUNT ? code_table[code].http : 500;
+}
+
+const char *srv_code_name(srv_code code)
+{
+    return code >= SRV_OK && code < SRV_E_COUNT ? code_table[code].name : "internal_error";
+}
+
+/* Engine statuses: bad input is the client's (4xx), the rest is ours (500). */
+srv_code srv_code_from_mt(mt_status status)
+{
+    switch (status) {
+    case MT_OK:           return SRV_OK;
+    case MT_ERR_INPUT:    return SRV_E_BAD_REQUEST;
+    case MT_ERR_TOO_LONG: return SRV_E_INPUT_TOO_LONG;
+    case MT_ERR_BUSY:     return SRV_E_QUEUE_FULL;
+    default:              return SRV_E_INTERNAL;
+    }
+}
+
+int srv_fail(srv_response *resp, srv_code code, const char *fmt, ...)
+{
+    if (resp->error != SRV_OK)
+        return -1;
+    resp->error = code == SRV_OK ? SRV_E_INTERNAL : code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(resp->message, sizeof resp->message, fmt, ap);
+    va_end(ap);
+    /* truncation may cut a character in two; JSON strings must be UTF-8 */
+    resp->message[mt_utf8_valid_prefix(resp->message, strlen(resp->message))] = 0;
+    return -1;
+}
+
+int srv_fail_mt(srv_response *resp, const mt_err *err)
+{
+    mt_status st = err->status == MT_OK ? MT_ERR_INTERNAL : err->status;
+    const char *msg = err->msg[0] ? err->msg : mt_status_name(st);
+    return srv_fail(resp, srv_code_from_mt(st), "%s", msg);
+}
+
+void srv_error_render(srv_response *resp, int lt_shape)
+{
+    if (resp->error == SRV_OK)
+        return;
+    json_decref(resp->json);
+    free(resp->text);
+    resp->text = NULL;
+    resp->text_len = 0;
+    resp->status = srv_code_http(resp->error);
+    if (lt_shape)
+        resp->json = json_pack("{s:s}", "error", resp->message);
+    else
+        resp->json = json_pack("{s:{s:s,s:s}}", "error", "code", srv_code_name(resp->error),
+                               "message", resp->message);
+    if (resp->status == 503 && resp->retry_after <= 0)
+        resp->retry_after = 1;
+}

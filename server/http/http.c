@@ -1,0 +1,624 @@
+/* http: libmicrohttpd glue.  Every MHD call of the program is in this file.
+ *
+ * Connection lifecycle: accepted -> deadline.c guards it (a whole request
+ * within --request-timeout, keep-alive idle within --timeout) -> closed.
+ * libmicrohttpd refuses connections over --max-connections-per-ip and, with
+ * epoll, holds thousands of idle ones cheaply.
+ *
+ * Request lifecycle (libmicrohttpd's access-handler protocol):
+ *   1st call    *req_cls == NULL: allocate conn_state; refuse HTTP/1.1
+ *               without Host, and framing that
+ *               a proxy could read differently (duplicate Content-Length,
+ *               Content-Length with Transfer-Encoding) with 400 and close.
+ *               A declared Content-Length over the limit is refused with 413
+ *               at once only if the client waits for "100 Continue";
+ *               otherwise the body is read and dropped first, so a client
+ *               that writes before it reads still receives the 413.
+ *   next calls  a body chunk: append it, or drop it once over the limit;
+ *               *upload_data_size = 0 marks it consumed.  Past the request
+ *               deadline: 408 and close.
+ *   last call   *upload_data_size == 0: prepare (route, checks, light
+ *               handlers) and reply, or suspend the connection and queue the
+ *               request on a worker, which resumes it when the reply is ready;
+ *               MHD then calls us once more and we queue that reply.
+ *   completed   request_completed(): access log, free.
+ */
+#include "http.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "deadline.h"
+#include "errors.h"
+#include "common/metrics.h"
+#include "util/clock.h"
+
+struct srv_http {
+    struct MHD_Daemon *daemon;
+    srv_http_config    cfg;
+    srv_deadline      *deadline;
+    _Atomic int        draining;
+    int                port;
+};
+
+typedef struct {
+    srv_http   *h;
+    struct MHD_Connection *conn;
+    double      t_start;
+    char       *body;
+    size_t      len, cap;
+    int         too_large;      /* the body went over max_body: the rest is dropped */
+    size_t      dropped;        /* bytes dropped since */
+    _Atomic int ready;          /* the work is over (set before resuming) */
+    srv_request req;
+    srv_response resp;
+    char       *content_type, *authorization;   /* copies of request headers */
+    int         status;         /* queued status, for the log */
+    size_t      bytes;          /* queued body bytes */
+    char        method[16];
+    char       *path;
+    int         fd;             /* the client socket, for client_gone */
+} conn_state;
+
+/* ---- responses ----------------------------------------------------------------- */
+
+static int origin_allowed(const char *list, const char *origin, size_t olen)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ", ");
+        if (n && n == olen && strncmp(p, origin, n) == 0)
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+static void add_cors(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r,
+                     const srv_response *resp)
+{
+    const char *origins = h->cfg.cors_origins;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    if (strcmp(origins, "*") == 0) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, "*");
+    } else if (origin && origin_allowed(origins, origin, strlen(origin))) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+    } else {
+        return;
+    }
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Retry-After");
+    if (resp->preflight) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", resp->allow);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    }
+}
+
+static void add_headers(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r,
+                        const srv_response *resp, const char *content_type)
+{
+    char num[32];
+    if (content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (resp->allow[0] && (resp->status == 405 || resp->preflight))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->retry_after > 0) {
+        snprintf(num, sizeof num, "%d", resp->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, num);
+    }
+    if (resp->status == 401)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (atomic_load(&h->draining))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    add_cors(h, c, r, resp);
+}
+
+/* A streamed body (server-sent events): libmicrohttpd asks for its bytes as
+ * the connection can take them.  The holder outlives the request (the
+ * response may be dropped after request_completed): it reaches only the
+ * stream, never the conn_state. */
+typedef struct {
+    srv_body_stream s;
+} stream_holder;
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    stream_holder *sh = cls;
+    (void)pos;
+    long n = sh->s.read(sh->s.ctx, buf, max);
+    return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;   /* 0: suspended by the reader */
+}
+
+static void stream_release(void *cls)
+{
+    stream_holder *sh = cls;
+    sh->s.release(sh->s.ctx);
+    free(sh);
+}
+
+/* Queues a streamed reply: 200 now, the body as it comes (chunked).  Its
+ * metrics are the stream's to count, when it ends. */
+static enum MHD_Result send_stream(srv_http *h, struct MHD_Connection *c, conn_state *st, srv_response *resp)
+{
+    stream_holder *sh = malloc(sizeof *sh);
+    struct MHD_Response *r = NULL;
+    if (sh) {
+        sh->s = resp->stream;
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, sh, stream_release);
+    }
+    resp->stream.read = NULL;
+    if (!r) {
+        free(sh);
+        resp->stream.release(resp->stream.ctx);
+        return MHD_NO;
+    }
+    add_headers(h, c, r, resp, resp->content_type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");     /* nginx: pass events on at once */
+    st->status = resp->status;
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned int)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Queues resp (taking its body).  Metrics are counted here, before the client
+ * can see the reply, so a client reading /metrics right after sees its request. */
+static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn_state *st,
+                                     srv_response *resp)
+{
+    if (resp->stream.read)
+        return send_stream(h, c, st, resp);
+    srv_reply_serialize(resp);
+    char *buf = resp->text;
+    size_t len = resp->text_len;
+    resp->text = NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf ? buf : (void *)"",
+                                                             buf ? MHD_RESPMEM_MUST_FREE
+                                                                 : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(buf);
+        return MHD_NO;
+    }
+    add_headers(h, c, r, resp, buf ? (resp->content_type ? resp->content_type
+                                                         : "text/plain; charset=utf-8") : NULL);
+    st->status = resp->status;
+    st->bytes = len;
+    srv_metrics_request(resp->route, resp->status, mt_now_s() - st->t_start);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned int)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* ---- requests ------------------------------------------------------------------- */
+
+/* Drop at most this much of an oversized body before answering 413 anyway
+ * (and closing): past it, reading on costs more than a client deserves. */
+#define MAX_DROPPED_BODY ((size_t)64 << 20)
+
+static srv_deadline_conn *guard_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* 400 for framing that two parsers could read differently (request
+ * smuggling behind a proxy): Content-Length more than once, or together with
+ * Transfer-Encoding, or a Transfer-Encoding other than chunked.  NULL = fine. */
+typedef struct {
+    int n_length, n_encoding, chunked;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    framing *f = cls;
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        f->n_length++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->n_encoding++;
+        f->chunked = value && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+static const char *bad_framing(struct MHD_Connection *c, const char *version)
+{
+    /* RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host
+     * (checked here, not by libmicrohttpd's strict mode, for a JSON error body) */
+    if (strcmp(version, MHD_HTTP_VERSION_1_0) != 0 &&
+        !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+        return "an HTTP/1.1 request needs a Host header";
+    framing f = { 0 };
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    if (f.n_length > 1)
+        return "more than one Content-Length header";
+    if (f.n_length && f.n_encoding)
+        return "both Content-Length and Transfer-Encoding";
+    if (f.n_encoding > 1 || (f.n_encoding && !f.chunked))
+        return "unsupported Transfer-Encoding (only a single chunked is accepted)";
+    return NULL;
+}
+
+/* An error decided by http.c itself (framing, size, deadline): rendered by
+ * errors.c like any other.  Queued before the body is read, it makes
+ * libmicrohttpd close the connection after the reply. */
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_state *st, srv_code code,
+                                  const char *msg)
+{
+    srv_response resp = { 0 };
+    resp.route = h->cfg.router.label(h->cfg.router.ctx, st->path);
+    srv_fail(&resp, code, "%s", msg);
+    srv_error_render(&resp, 0);
+    return send_response(h, c, st, &resp);
+}
+
+/* 413: the body is never handed to a handler. */
+static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
+    return send_error(h, c, st, SRV_E_BODY_TOO_LARGE, msg);
+}
+
+static int expects_continue(struct MHD_Connection *c)
+{
+    const char *e = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return e && strcasecmp(e, "100-continue") == 0;
+}
+
+static conn_state *conn_new(srv_http *h, struct MHD_Connection *c, const char *method,
+                            const char *url)
+{
+    conn_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->h = h;
+    st->conn = c;
+    st->t_start = mt_now_s();
+    snprintf(st->method, sizeof st->method, "%s", method);
+    if (!(st->path = strdup(url))) {
+        free(st);
+        return NULL;
+    }
+    atomic_fetch_add(h->cfg.in_flight, 1);
+    return st;
+}
+
+static void conn_free(conn_state *st)
+{
+    if (st->req.pending && st->req.pending_free)   /* the request died before its finish */
+        st->req.pending_free(st->req.pending);
+    json_decref(st->req.json);
+    json_decref(st->resp.json);
+    free(st->resp.text);
+    free(st->body);
+    free(st->content_type);
+    free(st->authorization);
+    free(st->path);
+    free(st);
+}
+
+static int declared_too_large(const srv_http *h, struct MHD_Connection *c)
+{
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return cl && strtoull(cl, NULL, 10) > h->cfg.max_body;
+}
+
+/* Appends a chunk, growing geometrically; drops everything once over the limit. */
+static int body_append(const srv_http *h, conn_state *st, const char *data, size_t n)
+{
+    if (st->too_large || n > h->cfg.max_body - st->len) {
+        st->too_large = 1;
+        st->dropped += n;
+        free(st->body);
+        st->body = NULL;
+        st->len = st->cap = 0;
+        return 0;
+    }
+    if (st->len + n > st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 4096;
+        while (cap < st->len + n)
+            cap *= 2;
+        if (cap > h->cfg.max_body)
+            cap = h->cfg.max_body;
+        char *p = realloc(st->body, cap);
+        if (!p)
+            return -1;
+        st->body = p;
+        st->cap = cap;
+    }
+    memcpy(st->body + st->len, data, n);
+    st->len += n;
+    return 0;
+}
+
+static char *header_copy(struct MHD_Connection *c, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return v ? strdup(v) : NULL;
+}
+
+/* A suspended connection is not polled by MHD, so its completion callback
+ * cannot report a client that leaves while a worker waits on its behalf:
+ * the worker asks here instead.  Peer closed (or reset) = gone; pending data
+ * (a pipelined request) is not. */
+static int conn_gone(void *arg)
+{
+    const conn_state *st = arg;
+    if (st->fd < 0)
+        return 0;
+    struct pollfd p = { .fd = st->fd, .events = POLLRDHUP };
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Any thread: the router's work for this request is over (or, streaming,
+ * the suspended reader has something to send). */
+static void conn_resume(srv_request *req)
+{
+    conn_state *st = req->conn;
+    atomic_store(&st->ready, 1);
+    MHD_resume_connection(st->conn);
+}
+
+/* From inside a streamed body's reader (libmicrohttpd allows it there). */
+static void conn_suspend(srv_request *req)
+{
+    conn_state *st = req->conn;
+    MHD_suspend_connection(st->conn);
+}
+
+static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    const srv_http_router *rt = &h->cfg.router;
+    st->content_type = header_copy(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+    st->authorization = header_copy(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    st->req = (srv_request){
+        .method = st->method,
+        .path = st->path,
+        .content_type = st->content_type,
+        .authorization = st->authorization,
+        .body = st->body ? st->body : "",
+        .body_len = st->len,
+        .t_start = st->t_start,
+        .client_gone = conn_gone,
+        .conn = st,
+        .resume = conn_resume,
+        .suspend = conn_suspend,
+    };
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    st->fd = ci ? (int)ci->connect_fd : -1;
+    if (!rt->prepare(rt->ctx, &st->req, &st->resp))
+        return send_response(h, c, st, &st->resp);
+    MHD_suspend_connection(c);      /* before start: its resume may come at once */
+    rt->start(rt->ctx, &st->req, &st->resp);
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    srv_http *h = cls;
+    conn_state *st = *req_cls;
+    if (!st) {
+        if (!(st = conn_new(h, c, method, url)))
+            return MHD_NO;
+        *req_cls = st;
+        const char *bad = bad_framing(c, version);
+        if (bad)
+            return send_error(h, c, st, SRV_E_BAD_REQUEST, bad);
+        if (declared_too_large(h, c)) {
+            if (expects_continue(c))        /* the client sends no body until told to */
+                return send_too_large(h, c, st);
+            st->too_large = 1;              /* read and drop it, then answer */
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (st->status)                     /* answered already: libmicrohttpd drops the rest */
+            return MHD_YES;
+        if (srv_deadline_expired(h->deadline, guard_of(c)))
+            return send_error(h, c, st, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
+        if (body_append(h, st, upload_data, *upload_data_size))
+            return MHD_NO;
+        *upload_data_size = 0;
+        if (st->dropped > MAX_DROPPED_BODY)
+            return send_too_large(h, c, st);
+        return MHD_YES;
+    }
+    if (st->status)             /* already answered (early 413, 400, 408) */
+        return MHD_YES;
+    if (atomic_load(&st->ready)) {  /* resumed: the work is over */
+        h->cfg.router.finish(h->cfg.router.ctx, &st->req, &st->resp);
+        return send_response(h, c, st, &st->resp);
+    }
+    srv_deadline_request_done(h->deadline, guard_of(c));
+    if (st->too_large)
+        return send_too_large(h, c, st);
+    return dispatch(h, c, st);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    srv_http *h = cls;
+    conn_state *st = *req_cls;
+    (void)c;
+    srv_deadline_reply_sent(h->deadline, guard_of(c));
+    if (!st)
+        return;
+    if (h->cfg.access_log)
+        fprintf(stderr, "access: %s %s %d %zu %.1fms%s\n", st->method, st->path, st->status,
+                st->bytes, (mt_now_s() - st->t_start) * 1e3,
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    conn_free(st);
+    *req_cls = NULL;
+    atomic_fetch_sub(h->cfg.in_flight, 1);
+}
+
+/* ---- connections ------------------------------------------------------------------ */
+
+/* Accepted: guard it; closing: forget it (before libmicrohttpd closes the
+ * socket, so the sweeper never touches a reused descriptor). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    srv_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? srv_deadline_add(h->deadline, (int)ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_deadline_remove(h->deadline, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* The request line arrived: its head and body are now on the clock.  The
+ * return value would become *req_cls: NULL keeps on_request's protocol. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    srv_http *h = cls;
+    (void)uri;
+    srv_deadline_request_line(h->deadline, guard_of(c));
+    return NULL;
+}
+
+/* The whole 408 the sweeper writes before closing, rendered by errors.c. */
+static char *timeout_reply(void)
+{
+    srv_response resp = { 0 };
+    srv_fail(&resp, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
+    srv_error_render(&resp, 0);
+    srv_reply_serialize(&resp);
+    char *raw = NULL;
+    if (resp.text && asprintf(&raw, "HTTP/1.1 %d Request Timeout\r\nContent-Type: application/json\r\n"
+                                    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              resp.status, resp.text_len, resp.text) < 0)
+        raw = NULL;
+    free(resp.text);
+    return raw;
+}
+
+static void count_closed(void *ctx, int why)
+{
+    (void)ctx;
+    srv_metrics_connection_closed(why == 0 ? SRV_CLOSE_REQUEST_TIMEOUT : why == 1 ? SRV_CLOSE_IDLE
+                                                                                  : SRV_CLOSE_CLIENT_GONE);
+}
+
+static srv_deadline *deadline_start(const srv_http_config *cfg)
+{
+    srv_deadline_params p = srv_deadline_default_params();
+    p.on_close = count_closed;
+    p.first_s = p.request_s = cfg->request_timeout_s;
+    p.idle_s = cfg->timeout_s;
+    char *reply = timeout_reply();
+    p.timeout_reply = reply;
+    srv_deadline *d = srv_deadline_new(&p);
+    free(reply);
+    return d;
+}
+
+/* ---- daemon ---------------------------------------------------------------------- */
+
+static int resolve(const char *host, int port, struct sockaddr_storage *addr, char *err, size_t err_len)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+    struct addrinfo *res = NULL;
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0 || !res) {
+        snprintf(err, err_len, "cannot resolve host '%s': %s", host, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(addr, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
+{
+    struct sockaddr_storage addr = { 0 };
+    if (resolve(cfg->host, cfg->port, &addr, err, err_len))
+        return NULL;
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, err_len, "out of memory");
+        return NULL;
+    }
+    h->cfg = *cfg;
+    if (!(h->deadline = deadline_start(cfg))) {
+        snprintf(err, err_len, "cannot start the request deadline thread");
+        free(h);
+        return NULL;
+    }
+    /* epoll: thousands of idle connections cost no poll() scan */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, &on_request, h,
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_connections_per_ip,
+                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->timeout_s,
+                                 MHD_OPTION_NOTIFY_COMPLETED, &request_completed, h,
+                                 MHD_OPTION_NOTIFY_CONNECTION, &on_connection, h,
+                                 MHD_OPTION_URI_LOG_CALLBACK, &on_request_line, h,
+                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+                                 MHD_OPTION_END);
+    if (!h->daemon) {
+        snprintf(err, err_len, "cannot listen on %s:%d (address in use?)", cfg->host, cfg->port);
+        srv_deadline_free(h->deadline);
+        free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : cfg->port;
+    return h;
+}
+
+int srv_http_port(const srv_http *h)
+{
+    return h->port;
+}
+
+int srv_http_stop(srv_http *h, int drain_s)
+{
+    if (!h)
+        return 0;
+    atomic_store(&h->draining, 1);
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    double until = mt_now_s() + drain_s;
+    while (atomic_load(h->cfg.in_flight) > 0 && mt_now_s() < until) {
+        struct timespec ts = { 0, 10 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    int left = atomic_load(h->cfg.in_flight);
+    if (left > 0) {
+        /* MHD must not be stopped with suspended connections (a worker still
+         * holds them); leave it to the process exit. */
+        fprintf(stderr, "mtserve: %d request(s) still running after %d s\n", left, drain_s);
+        return -1;
+    }
+    MHD_stop_daemon(h->daemon);
+    srv_deadline_free(h->deadline);
+    free(h);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* languages: the table of server/service/languages.tsv (languages.h).  The file is
+ * embedded with the assembler's .incbin (as openapi.c does) and parsed once,
+ * on first use: a few dozen rows, looked up linearly. */
+#include "languages.h"
+
+#include <pthread.h>
+#include <string.h>
+
+__asm__(".section .rodata\n"
+        ".global srv_languages_tsv\n"
+        ".type srv_languages_tsv, @object\n"
+        "srv_languages_tsv:\n"
+        ".incbin \"server/service/languages.tsv\"\n"
+        ".byte 0\n"
+        ".size srv_languages_tsv, . - srv_languages_tsv\n"
+        ".previous\n");
+extern const char srv_languages_tsv[];
+
+#define MAX_ROWS 256
+
+typedef struct { char c1[4], c3[4], name[48]; } lang_row;
+
+static lang_row rows[MAX_ROWS];
+static int n_rows;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Copy field [p, end) into dst (truncated to cap - 1). */
+static void field(char *dst, size_t cap, const char *p, const char *end)
+{
+    size_t n = (size_t)(end - p) < cap - 1 ? (size_t)(end - p) : cap - 1;
+    memcpy(dst, p, n);
+    dst[n] = '\0';
+}
+
+static void parse(void)
+{
+    for (const char *p = srv_languages_tsv; *p && n_rows < MAX_ROWS;) {
+        const char *eol = strchr(p, '\n');
+        if (!eol)
+            eol = p + strlen(p);
+        const char *t1 = memchr(p, '\t', (size_t)(eol - p));
+        const char *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(eol - t1 - 1)) : NULL;
+        if (*p != '#' && t2) {
+            lang_row *r = &rows[n_rows++];
+            field(r->c1, sizeof r->c1, p, t1);
+            field(r->c3, sizeof r->c3, t1 + 1, t2);
+            field(r->name, sizeof r->name, t2 + 1, eol);
+        }
+        p = *eol ? eol + 1 : eol;
+    }
+}
+
+static const lang_row *find(const char *code)
+{
+    pthread_once(&once, parse);
+    for (int i = 0; i < n_rows; i++)
+        if (!strcmp(rows[i].c1, code) || !strcmp(rows[i].c3, code))
+            return &rows[i];
+    return NULL;
+}
+
+const char *srv_lang_name(const char *code)
+{
+    const lang_row *r = find(code);
+    return r ? r->name : code;
+}
+
+int srv_lang_same(const char *a, const char *b)
+{
+    if (!strcmp(a, b))
+        return 1;
+    const lang_row *r = find(a);
+    return r && r == find(b);
+}

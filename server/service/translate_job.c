@@ -1,0 +1,193 @@
+/* translate_job: submit to the decoders of a path, resume when done (translate_job.h). */
+#include "translate_job.h"
+
+#include <stdlib.h>
+
+#include "common/metrics.h"
+
+struct srv_trjob {
+    srv_request  *req;
+    srv_path      path;
+    srv_tr_params p;
+    int           leg;           /* the leg decoding now */
+    srv_tr       *tr[2];
+    srv_tr_result *mid;          /* [n] the first leg's results: the second leg's texts */
+    const char  **mid_texts;
+    int           n;
+    mt_err        err;           /* the second leg could not start */
+    int           failed;
+    srv_tr_sink   sink;          /* .done NULL: not streamed */
+};
+
+int srv_max_beam(const srv_model *m)
+{
+    return m->sparams.max_batch < SRV_MAX_BEAM ? m->sparams.max_batch : SRV_MAX_BEAM;
+}
+
+int srv_default_beam(const srv_model *m)
+{
+    int b = m->info->default_beam > 0 ? m->info->default_beam : 1;
+    int max = srv_max_beam(m);
+    return b > max ? max : b;
+}
+
+static void decoded(srv_decode_job *dj);
+
+/* Tokenize texts for leg i and submit them to its model's decoder. */
+static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const srv_tr_params *p, mt_err *err)
+{
+    srv_model *m = j->path.model[i];
+    srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
+                        .max_tokens = j->req->srv->opts.max_tokens,
+                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i],
+                        .max_length = m->info->default_max_length < m->sparams.max_tgt_len
+                                          ? m->info->default_max_length : m->sparams.max_tgt_len };
+    mt_status st = srv_tr_new(&tm, texts, j->n, p, &j->tr[i], err);
+    if (st != MT_OK)
+        return st;
+    srv_decode_job *dj = srv_tr_job(j->tr[i]);
+    dj->done = decoded;
+    dj->ctx = j;
+    dj->abort = (srv_abort){ .gone = j->req->client_gone, .ctx = j->req->conn };
+    if (j->sink.done) {
+        dj->abort = (srv_abort){ .gone = j->sink.gone, .ctx = j->sink.ctx };
+        if (i == j->path.n_legs - 1) {
+            if (j->sink.attach(j->sink.ctx, j->tr[i], m->sparams.max_tgt_len, err)) {
+                srv_tr_free(j->tr[i]);
+                j->tr[i] = NULL;
+                return err->status;
+            }
+            dj->progress = j->sink.progress;
+        }
+    }
+    j->leg = i;
+    if (m->decoder.submit(m->decoder.self, dj) != 0) {
+        srv_tr_free(j->tr[i]);
+        j->tr[i] = NULL;
+        return mt_err_set(err, MT_ERR_BUSY, "the decoder's queue is full; retry later");
+    }
+    return MT_OK;
+}
+
+/* The first leg is done: its best translations start the second leg.  0: submitted. */
+static int second_leg(srv_trjob *j)
+{
+    const srv_decode_job *dj = srv_tr_job(j->tr[0]);
+    if (dj->cancelled || dj->timed_out || dj->status != MT_OK)
+        return -1;                      /* srv_translate_results reports the first leg's failure */
+    j->mid = calloc((size_t)j->n + 1, sizeof *j->mid);
+    j->mid_texts = calloc((size_t)j->n + 1, sizeof *j->mid_texts);
+    if (!j->mid || !j->mid_texts) {
+        mt_err_set(&j->err, MT_ERR_NOMEM, "out of memory");
+    } else if (srv_tr_finish(j->tr[0], j->mid, &j->err) == MT_OK) {
+        for (int i = 0; i < j->n; i++)
+            j->mid_texts[i] = j->mid[i].alts[0];
+        srv_tr_params p = j->p;
+        if (submit_leg(j, 1, j->mid_texts, &p, &j->err) == MT_OK)
+            return 0;
+    }
+    j->failed = 1;
+    return -1;
+}
+
+/* On a decoder's thread: the next leg, or the connection may go on. */
+static void decoded(srv_decode_job *dj)
+{
+    srv_trjob *j = dj->ctx;
+    if (j->leg == 0 && j->path.n_legs == 2 && second_leg(j) == 0)
+        return;
+    if (j->sink.done)
+        j->sink.done(j->sink.ctx);
+    else
+        j->req->resume(j->req);
+}
+
+void srv_trjob_free(srv_trjob *j)
+{
+    if (!j)
+        return;
+    srv_tr_free(j->tr[0]);
+    srv_tr_free(j->tr[1]);
+    if (j->mid)
+        srv_tr_results_free(j->mid, j->n);
+    free(j->mid);
+    free(j->mid_texts);
+    free(j);
+}
+
+const srv_model *srv_trjob_model(const srv_trjob *j) { return j->path.model[j->path.n_legs - 1]; }
+
+int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *path, const char *const *texts,
+                        int n, const srv_tr_params *p, srv_trjob **job,
+                        void (*finish)(srv_request *, srv_response *), void *pending,
+                        void (*pending_free)(void *), const srv_tr_sink *sink)
+{
+    srv_trjob *j = calloc(1, sizeof *j);
+    *job = NULL;
+    if (!j)
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    *j = (srv_trjob){ .req = req, .path = *path, .p = *p, .n = n };
+    if (sink)
+        j->sink = *sink;
+    srv_tr_params first = *p;
+    if (path->n_legs == 2) {            /* the pivot text: the best translation only */
+        first.n_best = 1;
+        first.feat = NULL;              /* the decoding features are the last leg's */
+        first.prefix = NULL;
+        if (first.beam_size > srv_max_beam(path->model[0]))
+            first.beam_size = srv_max_beam(path->model[0]);
+        first.max_length = 0;
+    }
+    *job = j;
+    req->finish = finish;               /* before submit: done() may come at once */
+    req->pending = pending;
+    req->pending_free = pending_free;
+    mt_err err = { 0 };
+    mt_status st = submit_leg(j, 0, texts, &first, &err);
+    if (st == MT_OK)
+        return 0;
+    req->finish = NULL;
+    req->pending = NULL;
+    req->pending_free = NULL;
+    srv_trjob_free(j);
+    *job = NULL;
+    if (st == MT_ERR_BUSY) {
+        resp->retry_after = 1;
+        return srv_fail(resp, SRV_E_QUEUE_FULL, "%s", err.msg);
+    }
+    return srv_fail_mt(resp, &err);
+}
+
+/* The decode job's own failure as a reply. */
+static int job_failed(const srv_decode_job *dj, srv_response *resp)
+{
+    if (dj->cancelled)
+        return srv_fail(resp, SRV_E_CLIENT_GONE, "the client went away");
+    if (dj->timed_out) {
+        resp->retry_after = 1;
+        return srv_fail(resp, SRV_E_QUEUE_FULL, "waited too long for the decoder; retry later");
+    }
+    return dj->status != MT_OK ? srv_fail_mt(resp, &dj->err) : 0;
+}
+
+int srv_translate_results(srv_trjob *j, srv_tr_result *out, srv_response *resp)
+{
+    if (job_failed(srv_tr_job(j->tr[0]), resp))
+        return -1;
+    if (j->failed) {
+        if (j->err.status == MT_ERR_BUSY) {
+            resp->retry_after = 1;
+            return srv_fail(resp, SRV_E_QUEUE_FULL, "%s", j->err.msg);
+        }
+        return srv_fail_mt(resp, &j->err);
+    }
+    srv_tr *last = j->tr[j->path.n_legs - 1];
+    if (last != j->tr[0] && job_failed(srv_tr_job(last), resp))
+        return -1;
+    mt_err err = { 0 };
+    if (srv_tr_finish(last, out, &err) != MT_OK)
+        return srv_fail_mt(resp, &err);
+    for (int i = 0; i < j->path.n_legs; i++)
+        srv_metrics_tokens(j->path.model[i]->index, srv_tr_src_tokens(j->tr[i]), srv_tr_gen_tokens(j->tr[i]));
+    return 0;
+}

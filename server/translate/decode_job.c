@@ -1,0 +1,30 @@
+/* decoder: what both decoders share about a job (decoder.h). */
+#include "decode_job.h"
+
+#include <string.h>
+
+void srv_decode_job_init(srv_decode_job *job, srv_seq_req *items, int n, const mt_decode_params *dp)
+{
+    srv_decode_job keep = { .items = items, .n = n, .dp = *dp, .abort = job->abort, .progress = job->progress,
+                            .done = job->done, .ctx = job->ctx };
+    *job = keep;
+    for (int i = 0; i < n; i++) {
+        memset(items[i].hyps, 0, sizeof *items[i].hyps * (size_t)(dp->n_best > 0 ? dp->n_best : 1));
+        items[i].status = MT_OK;
+        items[i].err = (mt_err){ 0 };
+        items[i].seq = -1;
+        items[i].next = NULL;
+        items[i].job = job;
+    }
+}
+
+void srv_decode_job_finish(srv_decode_job *job)
+{
+    job->status = MT_OK;
+    for (int i = 0; i < job->n; i++)
+        if (job->items[i].status != MT_OK) {
+            job->status = job->items[i].status;
+            job->err = job->items[i].err;
+            return;
+        }
+}

@@ -1,0 +1,110 @@
+/* pipeline: the one translate path, text in and text out.
+ *
+ *   texts -> split into sentences (splitter.h) -> tokenize, once -> decode
+ *   (any decoder.h implementation) -> detokenize -> join each text's
+ *   translations back with its original whitespace and line breaks
+ *
+ * POST /translate (our JSON API and the LibreTranslate shape) and the
+ * `mtserve translate` command all go through it.  The decode in the middle
+ * is asynchronous in form: srv_tr_new prepares a decode job, the caller
+ * submits it to a decoder (setting job->done, job->ctx and, for
+ * cancellation, job->abort), and srv_tr_finish builds the results once
+ * done() was called.  Failures are engine statuses with a message:
+ * MT_ERR_INPUT (invalid UTF-8), MT_ERR_TOO_LONG (a sentence or the request
+ * over its token limit), MT_ERR_NOMEM.
+ */
+#ifndef SRV_PIPELINE_H
+#define SRV_PIPELINE_H
+
+#include <stdint.h>
+
+#include "decode_job.h"
+
+#define SRV_MAX_BEAM MT_MAX_BEAM    /* the engine's limit (mt.h) */
+
+/* What the pipeline needs of a model. */
+typedef struct {
+    const mt_tokenizer *tok;
+    int32_t eos_id;
+    int     max_src_len;        /* source tokens per sentence, </s> included */
+    long    max_tokens;         /* source tokens per request, all sentences; 0 = no limit */
+    int     has_lang;           /* 1: lang_id, a multilingual model's target-language token */
+    int32_t lang_id;            /* (">>fra<<"), goes before every sentence */
+    int     max_length;         /* the decoder length limit when srv_tr_params.max_length is 0 */
+} srv_tr_model;
+
+/* A text's target prefix: ids when n_ids > 0, else text (tokenized with the
+ * target model, its </s> dropped), else none. */
+typedef struct {
+    const char    *text;
+    const int32_t *ids;
+    int            n_ids;
+} srv_prefix;
+
+typedef struct {
+    int beam_size;      /* >= 1 (resolved, not 0) */
+    int max_length;     /* decoder length incl. the start token; 0 = the model's */
+    int n_best;         /* hypotheses per text, 1..beam_size */
+    int split;          /* split texts into sentences */
+    /* The decoding features (mt.h) of every sentence, NULL for none: sampling,
+     * the rules, token_scores, alignments.  beam_size, max_length, n_best,
+     * prefix and seed come from here and below: sentence j of the request (all
+     * texts, in order) draws with seed feat->seed + j. */
+    const mt_decode_params *feat;
+    const srv_prefix *prefix;   /* NULL, or [n texts]: each text's target prefix (such a text is not split) */
+} srv_tr_params;
+
+typedef struct {
+    char   **alts;      /* n_alts joined translations, best first (malloc'd) */
+    int      n_alts;
+    int32_t *ids;       /* target ids of the best translation, sentence after sentence, </s> dropped */
+    int      n_ids;
+    double   score;     /* sum over the sentences of the best hypothesis' score */
+    int      n_sentences;
+    /* with feat->token_scores: log p of each of ids (the </s> dropped with them) */
+    float   *token_logp;
+    /* with feat->alignments: the source ids of every sentence (</s> and a language
+     * token dropped); token links (index into src_ids, index into ids); word links
+     * [n_words][4]: source [start, end) in the text, target [start, end) in alts[0],
+     * in code points (words: runs of non-space characters; a piece starting with
+     * U+2581 starts one) */
+    int32_t *src_ids;
+    int      n_src_ids;
+    int     *align;     /* [n_align][2] */
+    int      n_align;
+    long    *words;     /* [n_words][4] */
+    int      n_words;
+} srv_tr_result;
+
+typedef struct srv_tr srv_tr;
+
+/* Splits and tokenizes n texts (the texts must outlive *out).  MT_OK and
+ * *out, or a failure with err (nothing to free). */
+mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, const srv_tr_params *p,
+                     srv_tr **out, mt_err *err);
+/* The decode job of t's sentences: set done/ctx/abort, then submit it. */
+srv_decode_job *srv_tr_job(srv_tr *t);
+/* After done(): detokenizes and joins into out[0..n); free with
+ * srv_tr_results_free.  The job's own failure (cancelled, timed out, an
+ * item's error) is the caller's to look at first. */
+mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err);
+void      srv_tr_free(srv_tr *t);
+/* Source tokens of every sentence; generated tokens of the best hypotheses. */
+long      srv_tr_src_tokens(const srv_tr *t);
+long      srv_tr_gen_tokens(const srv_tr *t);
+
+void      srv_tr_results_free(srv_tr_result *r, int n);
+
+/* Sentence i as decoded (after srv_tr_finish): its source ids (</s>
+ * included) and its best hypothesis (the final </s> included, with text). */
+const int32_t *srv_tr_source(const srv_tr *t, int i, int *n_src);
+/* The layout a stream joins by (stream.c), valid from srv_tr_new: sentence i
+ * replaces texts[*text][*start, *start + *len) in its text's result, and the
+ * bytes between the spans are copied as they are (join_text). */
+void           srv_tr_span(const srv_tr *t, int i, int *text, size_t *start, size_t *len);
+int            srv_tr_texts(const srv_tr *t);
+const char    *srv_tr_text(const srv_tr *t, int i);
+const mt_hyp  *srv_tr_best(const srv_tr *t, int i);
+int            srv_tr_sentences(const srv_tr *t);
+
+#endif

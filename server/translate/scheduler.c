@@ -1,0 +1,342 @@
+/* scheduler: the continuous-batching scheduler (scheduler.h). */
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/metrics.h"
+#include "util/clock.h"
+
+#define GONE_POLL_S 0.02        /* how often the jobs' clients are checked */
+#define IDLE_WAIT_MS 20         /* the thread's sleep with work held but nothing to step */
+
+struct srv_sched {
+    pthread_mutex_t  mu;
+    pthread_cond_t   cv;        /* work arrived, or stop */
+    pthread_t        tid;
+    int              started, stop;
+    srv_sched_params p;
+    mt_session      *s;
+    int              rows;
+    srv_seq_req     *head, *tail;   /* sentences waiting for rows, FIFO */
+    srv_decode_job  *jobs;          /* every job held (waiting or decoding) */
+    int              n_jobs;
+    srv_seq_req    **active;        /* [rows]: decoding (scheduler thread only) */
+    int              n_active;
+    double           last_poll;
+    _Atomic int      st_active, st_waiting, st_rows, st_jobs_started, st_jobs_waiting;
+};
+
+srv_sched_params srv_sched_default_params(void)
+{
+    return (srv_sched_params){ .max_jobs = 1024, .queue_timeout_s = 30 };
+}
+
+/* ---- jobs (under mu) ---------------------------------------------------------- */
+
+static void unlink_job(srv_sched *sc, srv_decode_job *job)
+{
+    for (srv_decode_job **pp = &sc->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == job) {
+            *pp = job->next;
+            sc->n_jobs--;
+            return;
+        }
+}
+
+/* An item is over; a job whose last item is over moves to *done_list (its
+ * done() is called once mu is released). */
+static void finish_item(srv_sched *sc, srv_seq_req *it, srv_decode_job **done_list)
+{
+    srv_decode_job *job = it->job;
+    if (--job->remaining > 0)
+        return;
+    unlink_job(sc, job);
+    srv_decode_job_finish(job);
+    job->next = *done_list;
+    *done_list = job;
+}
+
+static void fail_item(srv_sched *sc, srv_seq_req *it, mt_status st, const char *why, srv_decode_job **done_list)
+{
+    it->status = mt_err_set(&it->err, st, "%s", why);
+    finish_item(sc, it, done_list);
+}
+
+static void publish_stats(srv_sched *sc)
+{
+    int waiting = 0;
+    for (srv_seq_req *it = sc->head; it; it = it->next)
+        waiting++;
+    int started = 0;
+    for (srv_decode_job *job = sc->jobs; job; job = job->next)
+        started += job->started;
+    atomic_store(&sc->st_active, sc->n_active);
+    atomic_store(&sc->st_waiting, waiting);
+    atomic_store(&sc->st_rows, mt_session_rows_used(sc->s));
+    atomic_store(&sc->st_jobs_started, started);
+    atomic_store(&sc->st_jobs_waiting, sc->n_jobs - started);
+}
+
+/* Under mu: mark the jobs whose client went away, at most every GONE_POLL_S
+ * (gone() is a poll() of a socket with no wait: cheap enough to hold mu). */
+static void poll_gone(srv_sched *sc)
+{
+    double t = mt_now_s();
+    if (t - sc->last_poll < GONE_POLL_S)
+        return;
+    sc->last_poll = t;
+    for (srv_decode_job *job = sc->jobs; job; job = job->next)
+        if (!job->cancelled && job->abort.gone && job->abort.gone(job->abort.ctx))
+            job->cancelled = 1;         /* (only this thread writes it while held) */
+}
+
+/* Under mu: drop the sentences of cancelled jobs, active and waiting, and
+ * fail the waiting sentences of jobs past the queue timeout. */
+static void drop(srv_sched *sc, srv_decode_job **done_list)
+{
+    for (int i = 0; i < sc->n_active;) {
+        srv_seq_req *it = sc->active[i];
+        if (!it->job->cancelled) {
+            i++;
+            continue;
+        }
+        mt_seq_cancel(sc->s, it->seq);
+        srv_metrics_cancelled(1);
+        sc->active[i] = sc->active[--sc->n_active];
+        fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
+    }
+    double t = mt_now_s();
+    for (srv_seq_req **pp = &sc->head; *pp;) {
+        srv_seq_req *it = *pp;
+        srv_decode_job *job = it->job;
+        if (!job->cancelled && !(t - job->t_submit > sc->p.queue_timeout_s)) {
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        if (job->cancelled) {
+            srv_metrics_cancelled(1);
+            fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
+        } else {
+            job->timed_out = 1;
+            fail_item(sc, it, MT_ERR_BUSY, "waited too long for decoder rows", done_list);
+        }
+    }
+    sc->tail = NULL;
+    for (srv_seq_req *it = sc->head; it; it = it->next)
+        sc->tail = it;
+}
+
+/* Under mu (released around mt_seq_start): FIFO admission while rows are free.  The
+ * sources admitted here are encoded together, as one batch, by the next mt_step. */
+static void admit(srv_sched *sc, srv_decode_job **done_list)
+{
+    while (sc->head) {
+        srv_seq_req *it = sc->head;
+        const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
+        if (dp->beam_size <= sc->rows && !mt_session_can_start(sc->s, dp->beam_size))
+            break;                      /* the head waits for rows; nobody overtakes it */
+        sc->head = it->next;
+        if (!sc->head)
+            sc->tail = NULL;
+        it->job->started = 1;
+        pthread_mutex_unlock(&sc->mu);
+        mt_status st = mt_seq_start(sc->s, it->src, it->n_src, dp, &it->seq, &it->err);
+        pthread_mutex_lock(&sc->mu);
+        if (st != MT_OK) {
+            it->status = st;
+            finish_item(sc, it, done_list);
+        } else {
+            sc->active[sc->n_active++] = it;
+        }
+    }
+}
+
+/* After a step (scheduler thread, no lock: the active items are its own):
+ * the tokens of every streamed greedy sequence so far.  The hook copies them
+ * into the request's own buffer and returns: a slow client never holds the
+ * step loop. */
+static void stream_tokens(srv_sched *sc)
+{
+    for (int i = 0; i < sc->n_active; i++) {
+        srv_seq_req *it = sc->active[i];
+        const srv_progress *pg = &it->job->progress;
+        int n;
+        const int32_t *ids = pg->fn ? mt_seq_ids(sc->s, it->seq, &n) : NULL;
+        if (ids)
+            pg->fn(pg->ctx, (int)(it - it->job->items), ids, n, 0);
+    }
+}
+
+/* Under mu: hand the finished sequences their hypotheses. */
+static void retire(srv_sched *sc, srv_decode_job **done_list)
+{
+    for (int i = 0; i < sc->n_active;) {
+        srv_seq_req *it = sc->active[i];
+        if (!mt_seq_finished(sc->s, it->seq)) {
+            i++;
+            continue;
+        }
+        it->status = mt_seq_take(sc->s, it->seq, it->hyps, &it->err);
+        const srv_progress *pg = &it->job->progress;
+        if (it->status == MT_OK && pg->fn)
+            pg->fn(pg->ctx, (int)(it - it->job->items), it->hyps[0].ids, it->hyps[0].n_ids, 1);
+        sc->active[i] = sc->active[--sc->n_active];
+        finish_item(sc, it, done_list);
+    }
+}
+
+/* Calls done() of finished jobs with mu released: done() may resume a
+ * connection whose thread then frees the job. */
+static void complete(srv_sched *sc, srv_decode_job **done_list)
+{
+    srv_decode_job *job = *done_list;
+    *done_list = NULL;
+    if (!job)
+        return;
+    pthread_mutex_unlock(&sc->mu);
+    while (job) {
+        srv_decode_job *next = job->next;
+        job->done(job);
+        job = next;
+    }
+    pthread_mutex_lock(&sc->mu);
+}
+
+static void *sched_main(void *arg)
+{
+    srv_sched *sc = arg;
+    srv_decode_job *done_list = NULL;
+    pthread_mutex_lock(&sc->mu);
+    for (;;) {
+        while (!sc->jobs && !sc->stop)
+            pthread_cond_wait(&sc->cv, &sc->mu);
+        if (!sc->jobs)
+            break;                      /* stop, and nothing left */
+        poll_gone(sc);
+        drop(sc, &done_list);
+        admit(sc, &done_list);
+        publish_stats(sc);
+        complete(sc, &done_list);
+        if (sc->n_active == 0) {
+            if (sc->jobs) {             /* waiting for rows that only a timeout frees: look again shortly */
+                struct timespec t = mt_abstime_after_ms(IDLE_WAIT_MS);
+                pthread_cond_timedwait(&sc->cv, &sc->mu, &t);
+            }
+            continue;
+        }
+        int rows = mt_session_rows_used(sc->s);
+        pthread_mutex_unlock(&sc->mu);
+        mt_step(sc->s);                 /* the only compute: no lock held */
+        stream_tokens(sc);
+        srv_metrics_batch_step(rows);
+        pthread_mutex_lock(&sc->mu);
+        retire(sc, &done_list);
+        publish_stats(sc);
+        complete(sc, &done_list);
+    }
+    pthread_mutex_unlock(&sc->mu);
+    return NULL;
+}
+
+srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *sparams, const srv_sched_params *p,
+                         mt_err *err)
+{
+    srv_sched *sc = calloc(1, sizeof *sc);
+    if (!sc) {
+        mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&sc->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sc->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    sc->p = *p;
+    sc->rows = sparams->max_batch;
+    if (mt_session_new(model, sparams, &sc->s, err) != MT_OK ||
+        !(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
+        if (sc->s)
+            mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
+        srv_sched_free(sc);
+        return NULL;
+    }
+    if (pthread_create(&sc->tid, NULL, sched_main, sc) != 0) {
+        mt_err_set(err, MT_ERR_NOMEM, "scheduler: cannot start its thread");
+        srv_sched_free(sc);
+        return NULL;
+    }
+    sc->started = 1;
+    return sc;
+}
+
+void srv_sched_free(srv_sched *sc)
+{
+    if (!sc)
+        return;
+    if (sc->started) {
+        pthread_mutex_lock(&sc->mu);
+        sc->stop = 1;
+        pthread_cond_signal(&sc->cv);
+        pthread_mutex_unlock(&sc->mu);
+        pthread_join(sc->tid, NULL);
+    }
+    mt_session_free(sc->s);
+    free(sc->active);
+    pthread_cond_destroy(&sc->cv);
+    pthread_mutex_destroy(&sc->mu);
+    free(sc);
+}
+
+static int sched_submit(void *self, srv_decode_job *job)
+{
+    srv_sched *sc = self;
+    if (job->n <= 0) {
+        srv_decode_job_finish(job);
+        job->done(job);
+        return 0;
+    }
+    pthread_mutex_lock(&sc->mu);
+    if (sc->stop || sc->n_jobs >= sc->p.max_jobs) {
+        pthread_mutex_unlock(&sc->mu);
+        return -1;
+    }
+    job->remaining = job->n;
+    job->t_submit = mt_now_s();
+    for (int i = 0; i < job->n; i++) {
+        job->items[i].job = job;
+        job->items[i].next = i + 1 < job->n ? &job->items[i + 1] : NULL;
+    }
+    if (sc->tail)
+        sc->tail->next = &job->items[0];
+    else
+        sc->head = &job->items[0];
+    sc->tail = &job->items[job->n - 1];
+    job->next = sc->jobs;
+    sc->jobs = job;
+    sc->n_jobs++;
+    atomic_fetch_add(&sc->st_waiting, job->n);
+    atomic_fetch_add(&sc->st_jobs_waiting, 1);
+    pthread_cond_signal(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+    return 0;
+}
+
+srv_decoder srv_sched_decoder(srv_sched *sc)
+{
+    return (srv_decoder){ .submit = sched_submit, .self = sc };
+}
+
+void srv_sched_stats(srv_sched *sc, srv_sched_counts *c)
+{
+    c->active = atomic_load(&sc->st_active);
+    c->waiting = atomic_load(&sc->st_waiting);
+    c->rows = atomic_load(&sc->st_rows);
+    c->jobs_started = atomic_load(&sc->st_jobs_started);
+    c->jobs_waiting = atomic_load(&sc->st_jobs_waiting);
+}

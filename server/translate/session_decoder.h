@@ -1,0 +1,30 @@
+/* seqloop: the decode interface (decoder.h) over a session of the job's own.
+ *
+ * The job's sentences are decoded together by mt_generate (the engine's loop
+ * over the mt_seq_* calls: started while the session has rows, one mt_step
+ * for all, taken when finished), with job->abort as its abort callback.
+ * Results equal the scheduler's (each sentence's result is that of decoding
+ * it alone).
+ *
+ * srv_seqloop_run decodes inline on the calling thread (the CLI).  The
+ * decoder of srv_seqloop_decoder runs each job on a worker thread with a
+ * session from the model's pool (the server with --batching off).
+ */
+#ifndef SRV_SEQLOOP_H
+#define SRV_SEQLOOP_H
+
+#include "decode_job.h"
+#include "sessions.h"
+#include "common/workers.h"
+
+/* Decodes job on s, then calls job->done(job).  Never refuses. */
+void srv_seqloop_run(mt_session *s, srv_decode_job *job);
+
+typedef struct {
+    srv_sessions *sessions;     /* where a job's session comes from */
+    srv_workers  *workers;      /* where it runs; submit -1 when its queue is full */
+} srv_seqloop;
+
+srv_decoder srv_seqloop_decoder(srv_seqloop *loop);
+
+#endif

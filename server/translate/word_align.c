@@ -1,0 +1,113 @@
+/* word_align: token alignments -> word links over character offsets (word_align.h). */
+#include "word_align.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/utf8.h"
+
+static int is_space_cp(uint32_t c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+           c == 0x205f || c == 0x3000 || c == 0xfeff;
+}
+
+long srv_cp_count(const char *s, size_t n)
+{
+    long k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return k;
+}
+
+/* The words of t[0..len) as code-point spans [2 * w], [2 * w + 1]; returns
+ * their count (at most cap; the rest are not recorded but counted). */
+static int text_words(const char *t, size_t len, long *span, int cap)
+{
+    int n = 0, in_word = 0;
+    long cp = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
+        if (!k)
+            k = 1, c = 0xfffd;
+        int sp = is_space_cp(c);
+        if (!sp && !in_word && n < cap)
+            span[2 * n] = cp;
+        if (sp && in_word && n - 1 < cap)
+            span[2 * (n - 1) + 1] = cp;
+        if (!sp && !in_word)
+            n++;
+        in_word = !sp;
+        cp++;
+        i += k;
+    }
+    if (in_word && n - 1 < cap)
+        span[2 * (n - 1) + 1] = cp;
+    return n;
+}
+
+/* Word index of each piece: U+2581 at a piece's start opens the next word. */
+static void piece_words(const mt_tokenizer *tok, const int32_t *ids, int n, int n_words, int *w)
+{
+    int cur = -1;
+    for (int i = 0; i < n; i++) {
+        const char *p = mt_tokenizer_piece(tok, ids[i]);
+        if (cur < 0 || (p && !strncmp(p, "\xe2\x96\x81", 3)))
+            cur++;
+        w[i] = cur < n_words ? cur : n_words - 1;
+    }
+}
+
+static int push(srv_links *l, const long v[4])
+{
+    for (int i = 0; i < l->n; i++)
+        if (!memcmp(l->v + 4 * (long)i, v, sizeof(long) * 4))
+            return 0;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 32;
+        long *nv = realloc(l->v, sizeof(long) * 4 * (size_t)cap);
+        if (!nv)
+            return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    memcpy(l->v + 4 * (long)l->n++, v, sizeof(long) * 4);
+    return 0;
+}
+
+int srv_word_links(const mt_tokenizer *tok, const char *src_text, size_t src_len, const int32_t *src_ids, int ns,
+                   const char *tgt_text, size_t tgt_len, const int32_t *tgt_ids, int nt, const int32_t *align,
+                   long src_cp0, long tgt_cp0, srv_links *out)
+{
+    int cap_s = ns + 1, cap_t = nt + 1, rc = 0;
+    long *ss = malloc(sizeof(long) * 2 * (size_t)cap_s), *ts = malloc(sizeof(long) * 2 * (size_t)cap_t);
+    int *sw = malloc(sizeof(int) * (size_t)cap_s), *tw = malloc(sizeof(int) * (size_t)cap_t);
+    if (!ss || !ts || !sw || !tw) {
+        rc = -1;
+        goto done;
+    }
+    /* a word with no token of its own cannot be linked: only the first cap spans matter */
+    int n_sw = text_words(src_text, src_len, ss, cap_s), n_tw = text_words(tgt_text, tgt_len, ts, cap_t);
+    n_sw = n_sw < cap_s ? n_sw : cap_s;
+    n_tw = n_tw < cap_t ? n_tw : cap_t;
+    if (n_sw == 0 || n_tw == 0)
+        goto done;
+    piece_words(tok, src_ids, ns, n_sw, sw);
+    piece_words(tok, tgt_ids, nt, n_tw, tw);
+    for (int t = 0; t < nt && rc == 0; t++) {
+        if (align[t] < 0 || align[t] >= ns)
+            continue;
+        int a = sw[align[t]], b = tw[t];
+        long v[4] = {src_cp0 + ss[2 * a], src_cp0 + ss[2 * a + 1], tgt_cp0 + ts[2 * b], tgt_cp0 + ts[2 * b + 1]};
+        rc = push(out, v);
+    }
+done:
+    free(ss);
+    free(ts);
+    free(sw);
+    free(tw);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* word_align: the word links of a translated sentence, from its token
+ * alignment (the engine's mt_hyp.align), as character offsets into the source
+ * text and into the translation, so that a client can carry markup across.
+ *
+ * Words are runs of non-space characters (Unicode spaces as body.c's).  A
+ * token belongs to the word its piece starts (a piece starting with U+2581,
+ * SentencePiece's word mark, starts the next word), which is how SentencePiece
+ * splits at spaces; should the counts disagree (a normalization that adds or
+ * removes a space), the token goes to the last word.  Offsets are in code
+ * points (Python's str indexing), [start, end).
+ */
+#ifndef SRV_WORD_ALIGN_H
+#define SRV_WORD_ALIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+    long *v;            /* [n][4]: source start, end, target start, end */
+    int   n, cap;
+} srv_links;
+
+/* Code points in s[0..n). */
+long srv_cp_count(const char *s, size_t n);
+
+/* One sentence: src_ids [ns] (its pieces, no </s> nor language token) of
+ * src_text, tgt_ids [nt] (no </s>) of tgt_text, align[t] the index into
+ * src_ids of target token t (< 0 or >= ns: no link).  Appends each distinct
+ * (source word, target word) pair, in target order, offsets plus src_cp0 and
+ * tgt_cp0.  0, or -1 out of memory. */
+int srv_word_links(const mt_tokenizer *tok, const char *src_text, size_t src_len, const int32_t *src_ids, int ns,
+                   const char *tgt_text, size_t tgt_len, const int32_t *tgt_ids, int nt, const int32_t *align,
+                   long src_cp0, long tgt_cp0, srv_links *out);
+
+#endif
