@@ -29,7 +29,7 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps run check test e2e debug asan tsan valgrind bench clean
+.PHONY: all deps check-deps run check test e2e debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
@@ -56,11 +56,18 @@ run: deps all
 
 # The README's second command (and CI): install, build, run every test.
 check: deps
+	$(MAKE) check-deps
 	$(MAKE) test
 	$(MAKE) e2e
 	$(MAKE) tsan TSAN_TESTS="$(CHECK_TSAN_TESTS)"
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 	bash tests/docker_check.sh
+
+# The layers of engine/ and server/ (tools/layers.tsv): tools/deps.py's own tests, then the
+# check of the tree (no include circle, no include or call up the layers, no private header).
+check-deps:
+	/usr/bin/python3 tools/test_deps.py
+	/usr/bin/python3 tools/deps.py
 
 # The demo page end to end (tests/e2e/demo.mjs): Debian's chromium driven headless by
 # playwright-core, installed from npm by `make deps` with the committed lock into

@@ -100,6 +100,13 @@ typedef struct {
      * NULL: never.  Called on the decoding thread. */
     int (*abort_callback)(void *data);
     void *abort_callback_data;
+    /* Called by the decode loop (mt_decode_run) on its thread, after every
+     * step: a greedy sequence's ids so far (final 0: what mt_seq_ids gives;
+     * a beam sequence has none before it ends), and once when the sequence
+     * finishes, its best hypothesis (final 1: hyps[0]'s ids).  ids live only
+     * during the call; it must not block.  NULL: none.  Each sequence's own. */
+    void (*progress_callback)(void *data, const int32_t *ids, int n, int final);
+    void *progress_callback_data;
     /* ---- decoding features, each sequence's own (engine/decode/constraints.c,
      * engine/decode/sampling.c).  Defaults: all off.  A sequence's result does not
      * depend on the sequences decoded beside it, nor on the thread count. */
@@ -125,6 +132,59 @@ typedef struct {
 
 mt_decode_params mt_decode_default_params(void);
 
+/* The decode fields' limits and defaults, one table (engine/decode/decode_params.c):
+ * the resolver below checks against it, and the JSON API, the LibreTranslate
+ * shape, the CLI and the served OpenAPI document take their ranges from it.
+ * A bound or default that depends on the model, the session or the request
+ * is named by an mt_bound; the rest are the row's numbers. */
+typedef enum {
+    MT_BOUND_CONST = 0,         /* the row's number */
+    MT_BOUND_MAX_BEAM,          /* min(MT_MAX_BEAM, the session's max_batch) */
+    MT_BOUND_MAX_TGT_LEN,       /* the session's max_tgt_len (decoder positions) */
+    MT_BOUND_MAX_LENGTH,        /* the request's max_length */
+    MT_BOUND_VOCAB,             /* the target vocabulary's size */
+    MT_BOUND_MINUS_DEC_LAYERS,  /* -(decoder layers) */
+    MT_BOUND_LAST_DEC_LAYER,    /* decoder layers - 1 */
+    MT_BOUND_DEC_HEADS,         /* decoder heads */
+    MT_BOUND_MODEL_BEAM,        /* default: the model's num_beams (1 when sampling; at least n_best) */
+    MT_BOUND_MODEL_MAX_LENGTH,  /* default: the model's max_length, at most max_tgt_len */
+    MT_BOUND_DRAWN,             /* default: drawn by the caller (a seed) */
+} mt_bound;
+
+typedef enum { MT_LIMIT_INT, MT_LIMIT_FLOAT, MT_LIMIT_U64 } mt_limit_type;
+
+typedef struct {
+    const char   *name;         /* as the JSON API spells it: "beam_size", "sampling.temperature" */
+    size_t        offset;       /* of the field in mt_decode_params */
+    mt_limit_type type;
+    double        min, max, dflt;           /* when the matching *_of is MT_BOUND_CONST */
+    mt_bound      min_of, max_of, dflt_of;
+    int           min_open;     /* 1: min itself is excluded */
+    const char   *doc;          /* one line */
+} mt_decode_limit;
+
+extern const mt_decode_limit mt_decode_limits[];   /* ends with a NULL name */
+
+const mt_decode_limit *mt_decode_limit_find(const char *name);
+/* l's bounds for model m on sessions of shape sp (*min excluded when
+ * l->min_open); one that depends on the request from q's max_length
+ * (q NULL: its widest).  A bound that needs a NULL argument is
+ * -HUGE_VAL / HUGE_VAL (not known here), except MT_BOUND_MAX_BEAM: MT_MAX_BEAM. */
+void mt_decode_limit_bounds(const mt_decode_limit *l, const mt_model *m, const mt_session_params *sp,
+                            const mt_decode_params *q, double *min, double *max);
+/* How GET /models names a bound that depends on the model ("config.vocab_size"). */
+const char *mt_decode_bound_name(mt_bound b);
+
+/* in (NULL: the defaults) resolved for model m on sessions of shape sp: every
+ * default filled (a field given as 0 where 0 is not a valid value takes its
+ * default: beam_size, max_length, n_best, repetition_penalty, temperature,
+ * top_p), every field checked against mt_decode_limits and the rules that join
+ * fields (n_best <= beam_size, sampling with beam 1, the prefix), the alignment
+ * layer and heads made explicit.  Resolving twice changes nothing.
+ * MT_ERR_INPUT names the field as the JSON API spells it ("field 'beam_size' ..."). */
+mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *sp, const mt_decode_params *in,
+                                   mt_decode_params *out, mt_err *err);
+
 typedef struct {
     int32_t *ids;           /* generated ids; the final </s> included when produced */
     int      n_ids;
@@ -138,10 +198,10 @@ typedef struct {
 
 /* Decode n tokenized sources as one batch (each result equals decoding it
  * alone); sources join as earlier ones finish.  out receives n * n_best
- * hypotheses, source-major.  Free their arrays with mt_hyps_free.  Built on
- * the sequence API below: it steps every sequence of the session, so call it
- * on a session with no sequences of its own in flight (the same holds for
- * mt_score and mt_attention_run, which use source slot 0). */
+ * hypotheses, source-major.  Free their arrays with mt_hyps_free.  A feed of
+ * mt_decode_run (below) over the sources: it steps every sequence of the
+ * session, so call it on a session with no sequences of its own in flight
+ * (the same holds for mt_score and mt_attention_run, which use source slot 0). */
 mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                       const mt_decode_params *params, mt_hyp *out, mt_err *err);
 void      mt_hyps_free(mt_hyp *hyps, int n);
@@ -194,6 +254,29 @@ int       mt_session_seqs(const mt_session *s);
 int       mt_session_rows_used(const mt_session *s);
 /* 1 if mt_seq_start with this beam size (0 = the model's default) would find rows now. */
 int       mt_session_can_start(const mt_session *s, int beam_size);
+
+/* ---- the decode loop: the only loop that runs decoding steps --------------
+ * mt_decode_run repeats, on the calling thread: feed->start (the caller
+ * starts its sequences), one mt_step, every sequence's progress callback
+ * (final 0), then each finished sequence: taken (mt_seq_take), its progress
+ * callback (final 1), handed to feed->finished.  It allocates nothing itself.
+ * mt_generate is a feed over its sources, the server's scheduler one over its
+ * queue of requests. */
+typedef struct {
+    /* Before every step: start sequences (mt_seq_start while the session has
+     * rows), cancel those no longer wanted (mt_seq_cancel); may block waiting
+     * for work.  Returns 1: run the step; 0: end the loop (MT_OK); -1: end it
+     * with the failure set in *err (mt_err_set; err is never NULL here).
+     * Sequences left in the session when it ends stay the caller's. */
+    int       (*start)(void *data, mt_session *s, mt_err *err);
+    /* Sequence seq finished; st is mt_seq_take's status.  MT_OK: hyps[0..n)
+     * its hypotheses, best first, their arrays the callee's from now on (copy
+     * the structs; mt_hyps_free later).  Else none, and err says why. */
+    void      (*finished)(void *data, int seq, mt_status st, mt_hyp *hyps, int n, const mt_err *err);
+    void       *data;
+} mt_decode_feed;
+
+mt_status mt_decode_run(mt_session *s, const mt_decode_feed *feed, mt_err *err);
 
 /* Teacher-forced scoring in one pass with the full causal mask: logp[t] =
  * log p(tgt[t] | src, tgt[<t]) with pad excluded from the normalizer.  tgt does

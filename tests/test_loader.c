@@ -585,7 +585,8 @@ static void test_session_params(void **state)
     /* text layer (the translate pipeline): invalid UTF-8 and too long */
     const mt_model_info *info = mt_model_get_info(m);
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = info->eos_id, .max_src_len = p.max_src_len };
-    srv_tr_params tp = { .beam_size = 1, .n_best = 1, .split = 0 };
+    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 0 };
+    tp.dp.beam_size = 1;
     srv_tr *t = NULL;
     const char *bad = "caf\xc3";
     assert_int_equal(srv_tr_new(&tm, &bad, 1, &tp, &t, &err), MT_ERR_INPUT);
@@ -598,8 +599,8 @@ static void test_session_params(void **state)
     assert_int_equal(srv_tr_new(&tm, &lt, 1, &tp, &t, &err), MT_ERR_TOO_LONG);
     free(longtext);
     const char *ok[2] = {"Hello.", ""};
-    tp.beam_size = 2;
-    tp.n_best = 2;
+    tp.dp.beam_size = 2;
+    tp.dp.n_best = 2;
     assert_int_equal(srv_tr_new(&tm, ok, 2, &tp, &t, &err), MT_OK);
     srv_decode_job *job = srv_tr_job(t);
     job->done = job_done;

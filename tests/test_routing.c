@@ -372,9 +372,8 @@ static void test_multilingual_matches_engine(void **state)
     for (int k = 0; k < 2; k++) {
         srv_tr_model tm = {.tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                            .max_src_len = sp.max_src_len, .has_lang = 1, .lang_id = tokens[k]};
-        srv_tr_params tp = {.beam_size = mt_model_get_info(m)->default_beam, .n_best = 1, .split = 1};
-        if (tp.beam_size > sp.max_batch)
-            tp.beam_size = sp.max_batch;
+        srv_tr_params tp = {.split = 1};
+        assert_int_equal(mt_decode_params_resolve(m, &sp, NULL, &tp.dp, &err), MT_OK);    /* the model's defaults */
         const char *text = TEXT;
         srv_tr *t;
         assert_int_equal(srv_tr_new(&tm, &text, 1, &tp, &t, &err), MT_OK);

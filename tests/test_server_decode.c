@@ -503,6 +503,16 @@ static void test_validation(void **state)
     for (size_t i = 0; i < n; i++)
         expect_400(cases[i][0], cases[i][1]);
     print_message("  %zu invalid requests: 400 naming the field\n", n);
+    /* the rules that join fields (mt_decode_params_resolve) answer as a field's bounds do */
+    static const char *const joined[] = {"{\"text\": \"a\", \"sampling\": {}, \"beam_size\": 4}",
+                                         "{\"text\": \"a\", \"max_length\": 10, \"min_length\": 11}"};
+    for (size_t i = 0; i < sizeof joined / sizeof joined[0]; i++) {
+        reply r = post(&main_srv, "/translate", joined[i]);
+        json_t *e = expect_json(&r, 400);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(e, "error"), "code")), "invalid_field");
+        json_decref(e);
+        reply_free(&r);
+    }
     /* the server is still fine */
     json_t *j = translate_on(&main_srv, "{\"text\": \"Hello.\", \"min_length\": 5, \"max_length\": 10}");
     json_decref(j);
@@ -558,6 +568,11 @@ static void test_cli(void **state)
         assert_int_equal(st, 2);
         free(x);
     }
+    /* a bound that depends on the model: checked once it is loaded, before any line */
+    char *y = run_cli("a\\n", "--alignment-layer 5", &st);
+    assert_int_equal(st, 2);
+    assert_string_equal(y, "");
+    free(y);
     print_message("  CLI: --sample --seed the same on 1 and 2 threads, line i draws with seed + i; another seed "
                   "%s; --tab-prefix, --alignments, --token-scores; 7 bad values exit 2\n",
                   differ ? "differs" : "gives the same (rare)");

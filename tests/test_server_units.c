@@ -1,6 +1,7 @@
 /* test_server_units: the server's pure pieces, without HTTP: options (flags,
  * environment, precedence), body parsing (UTF-8, forms, typed fields), the
  * error table, metrics text, and the worker pool's bounded queue. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -294,6 +295,47 @@ static void test_openapi_document(void **state)
     json_t *beam = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
         json_object_get(doc, "components"), "schemas"), "TranslateRequest"), "properties"), "beam_size"), "maximum");
     assert_int_equal(json_integer_value(beam), MT_MAX_BEAM);
+    /* as served, the decoding fields' minimum, maximum and default are the
+     * engine's table's; those that depend on the model are not stated */
+    srv_request sreq = { 0 };
+    srv_response sresp = { 0 };
+    srv_handle_openapi(&sreq, &sresp);
+    assert_int_equal(sresp.status, 200);
+    json_t *served = json_loads(sresp.text, 0, &jerr);
+    assert_non_null(served);
+    json_t *props = json_object_get(json_object_get(json_object_get(json_object_get(
+        served, "components"), "schemas"), "TranslateRequest"), "properties");
+    int n_limits = 0;
+    for (const mt_decode_limit *l = mt_decode_limits; l->name; l++, n_limits++) {
+        const char *dot = strchr(l->name, '.');
+        char outer[64];
+        snprintf(outer, sizeof outer, "%.*s", dot ? (int)(dot - l->name) : 0, l->name);
+        json_t *f = dot ? json_object_get(json_object_get(json_object_get(props, outer), "properties"), dot + 1)
+                        : json_object_get(props, l->name);
+        if (!f)
+            print_error("%s is not in TranslateRequest\n", l->name);
+        assert_non_null(f);
+        double want[3];
+        const char *key[3] = { "minimum", "maximum", "default" };
+        mt_decode_limit_bounds(l, NULL, NULL, NULL, &want[0], &want[1]);
+        want[2] = l->dflt_of == MT_BOUND_CONST ? l->dflt : HUGE_VAL;
+        for (int k = 0; k < 3; k++) {
+            json_t *v = json_object_get(f, key[k]);
+            if (!isfinite(want[k])) {
+                assert_null(v);
+                continue;
+            }
+            if (!json_is_number(v) || json_number_value(v) != want[k])
+                print_error("%s: served %s %g, the table's %g\n", l->name, key[k], json_number_value(v), want[k]);
+            assert_true(json_is_number(v) && json_number_value(v) == want[k]);
+        }
+        assert_int_equal(json_is_true(json_object_get(f, "exclusiveMinimum")), l->min_open);
+    }
+    assert_true(n_limits >= 12);
+    json_t *served_beam = json_object_get(json_object_get(props, "beam_size"), "maximum");
+    assert_int_equal(json_integer_value(served_beam), MT_MAX_BEAM);
+    json_decref(served);
+    free(sresp.text);
     /* /languages is public, as LibreTranslate's */
     json_t *lang = json_object_get(json_object_get(paths, "/languages"), "get");
     assert_int_equal(json_array_size(json_object_get(lang, "security")), 0);

@@ -495,7 +495,7 @@ static void test_fixtures_tiny(void **state)
     }
 }
 
-/* ---- known answers (marian-spec.md 6.4, 6.6) ---------------------------------------- */
+/* ---- known answers (docs/MARIAN.md 6.4, 6.6) ---------------------------------------- */
 
 static void test_known_answers(void **state)
 {

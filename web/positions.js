@@ -5,7 +5,7 @@
  * learned and not stored in model.safetensors; the engine computes it at load
  * (engine/model/model.c, compute_positions) from d_model and max_position_embeddings
  * alone, with the layout of MarianSinusoidalPositionalEmbedding
- * (shared/reference/marian-spec.md 1.2): for k < ceil(d/2)
+ * (docs/MARIAN.md 1.1): for k < ceil(d/2)
  *   PE[pos][k]            = sin(pos / 10000^(2k/d))
  *   PE[pos][ceil(d/2) + k] = cos(pos / 10000^(2k/d))     (k < floor(d/2))
  * in double precision, then rounded to float32.  positionTable does exactly

@@ -1,10 +1,13 @@
-/* decode_params.c: a decode's settings, their defaults filled and every
- * field validated in one place (mt_check_decode_params), before a sequence
- * starts.  The error names the field at fault.
+/* decode_params.c: a decode's settings in one place.  mt_decode_limits is the
+ * one table of the fields' limits and defaults (the JSON API, the CLI and the
+ * served OpenAPI document read it too); mt_decode_params_resolve fills every
+ * default and checks every field against it before a sequence starts.  An
+ * error names the field as the JSON API spells it.
  */
 #include "model/mt_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 mt_decode_params mt_decode_default_params(void)
 {
@@ -12,84 +15,199 @@ mt_decode_params mt_decode_default_params(void)
                               .repetition_penalty = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .align_layer = -1};
 }
 
-/* The decoding features' part of mt_check_decode_params (q: resolved beam and max_length). */
-static mt_status check_features(const mt_session *s, mt_decode_params *q, mt_err *err)
+#define F(field) offsetof(mt_decode_params, field)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The resolver walks the rows in order: beam_size and max_length come before
+ * the rows bounded by them (min_length). */
+const mt_decode_limit mt_decode_limits[] = {
+    {.name = "beam_size", .offset = F(beam_size), .type = MT_LIMIT_INT, .min = 1, .max_of = MT_BOUND_MAX_BEAM,
+     .dflt_of = MT_BOUND_MODEL_BEAM, .doc = "hypotheses searched per step; 1 = greedy"},
+    {.name = "max_length", .offset = F(max_length), .type = MT_LIMIT_INT, .min = 2, .max_of = MT_BOUND_MAX_TGT_LEN,
+     .dflt_of = MT_BOUND_MODEL_MAX_LENGTH, .doc = "decoder length limit per sentence, start token included"},
+    {.name = "min_length", .offset = F(min_length), .type = MT_LIMIT_INT, .max_of = MT_BOUND_MAX_LENGTH,
+     .doc = "</s> banned while the decoder length (start token included) is below it"},
+    {.name = "repetition_penalty", .offset = F(repetition_penalty), .type = MT_LIMIT_FLOAT, .max = 100,
+     .dflt = 1, .min_open = 1, .doc = "divides the logit of an id already in the output (> 1 discourages repeats)"},
+    {.name = "no_repeat_ngram_size", .offset = F(no_repeat_ngram_size), .type = MT_LIMIT_INT,
+     .max_of = MT_BOUND_MAX_TGT_LEN, .doc = "no n-gram of this size occurs twice in the output; 0 = off"},
+    {.name = "length_penalty", .offset = F(length_penalty), .type = MT_LIMIT_FLOAT, .min = -10, .max = 10,
+     .dflt = 1, .doc = "beam score: sum of log p / (generated length incl. </s>)^length_penalty"},
+    {.name = "sampling.temperature", .offset = F(temperature), .type = MT_LIMIT_FLOAT, .max = 100, .dflt = 1,
+     .min_open = 1, .doc = "sampling: the draw is from softmax(logits / temperature)"},
+    {.name = "sampling.top_k", .offset = F(top_k), .type = MT_LIMIT_INT, .max_of = MT_BOUND_VOCAB,
+     .doc = "sampling: only the top_k most likely ids; 0 = every id"},
+    {.name = "sampling.top_p", .offset = F(top_p), .type = MT_LIMIT_FLOAT, .max = 1, .dflt = 1, .min_open = 1,
+     .doc = "sampling: then the fewest ids, most likely first, whose mass reaches top_p"},
+    /* 53 bits: every JSON client reads a seed back exactly.  The engine takes
+     * any 64-bit seed (the resolver does not check this row). */
+    {.name = "sampling.seed", .offset = F(seed), .type = MT_LIMIT_U64, .max = 9007199254740991.0,
+     .dflt_of = MT_BOUND_DRAWN, .doc = "sampling: sentence j of a request draws with seed + j"},
+    {.name = "alignment_layer", .offset = F(align_layer), .type = MT_LIMIT_INT, .min_of = MT_BOUND_MINUS_DEC_LAYERS,
+     .max_of = MT_BOUND_LAST_DEC_LAYER, .dflt = -1,
+     .doc = "decoder layer whose cross-attention aligns; negative counts from the end"},
+    {.name = "alignment_heads", .offset = F(align_heads), .type = MT_LIMIT_INT, .max_of = MT_BOUND_DEC_HEADS,
+     .doc = "alignments average that layer's first alignment_heads heads; 0 = all"},
+    {.name = NULL},
+};
+
+const mt_decode_limit *mt_decode_limit_find(const char *name)
 {
-    const mt_model *m = s->m;
+    for (const mt_decode_limit *l = mt_decode_limits; l->name; l++)
+        if (strcmp(l->name, name) == 0)
+            return l;
+    return NULL;
+}
+
+const char *mt_decode_bound_name(mt_bound b)
+{
+    switch (b) {
+    case MT_BOUND_MAX_BEAM:         return "min(" STR(MT_MAX_BEAM) ", limits.max_batch)";
+    case MT_BOUND_MAX_TGT_LEN:      return "limits.max_length";
+    case MT_BOUND_MAX_LENGTH:       return "max_length";
+    case MT_BOUND_VOCAB:            return "config.vocab_size";
+    case MT_BOUND_MINUS_DEC_LAYERS: return "-config.decoder_layers";
+    case MT_BOUND_LAST_DEC_LAYER:   return "config.decoder_layers - 1";
+    case MT_BOUND_DEC_HEADS:        return "config.decoder_heads";
+    case MT_BOUND_MODEL_BEAM:       return "config.default_beam";
+    case MT_BOUND_MODEL_MAX_LENGTH: return "config.default_max_length";
+    case MT_BOUND_DRAWN:            return "drawn";
+    default:                        return "";
+    }
+}
+
+/* The number bound b stands for; unknown (without m or sp): +-HUGE_VAL, as side says. */
+static double bound(mt_bound b, double number, double side, const mt_model *m, const mt_session_params *sp,
+                    const mt_decode_params *q)
+{
+    switch (b) {
+    case MT_BOUND_CONST:
+        return number;
+    case MT_BOUND_MAX_BEAM:
+        return sp && sp->max_batch < MT_MAX_BEAM ? sp->max_batch : MT_MAX_BEAM;
+    case MT_BOUND_MAX_LENGTH:           /* without a request: the widest */
+        return q ? q->max_length : bound(MT_BOUND_MAX_TGT_LEN, 0, side, m, sp, q);
+    case MT_BOUND_MAX_TGT_LEN:
+        return sp ? sp->max_tgt_len : side;
+    default:
+        break;
+    }
+    if (!m)
+        return side;
+    switch (b) {
+    case MT_BOUND_VOCAB:            return m->info.vocab_size;
+    case MT_BOUND_MINUS_DEC_LAYERS: return -m->info.dec_layers;
+    case MT_BOUND_LAST_DEC_LAYER:   return m->info.dec_layers - 1;
+    case MT_BOUND_DEC_HEADS:        return m->info.dec_heads;
+    default:                        return side;
+    }
+}
+
+void mt_decode_limit_bounds(const mt_decode_limit *l, const mt_model *m, const mt_session_params *sp,
+                            const mt_decode_params *q, double *min, double *max)
+{
+    *min = bound(l->min_of, l->min, -HUGE_VAL, m, sp, q);
+    *max = bound(l->max_of, l->max, HUGE_VAL, m, sp, q);
+}
+
+static int in_bounds(const mt_decode_limit *l, double x, double lo, double hi)
+{
+    return (l->min_open ? x > lo : x >= lo) && x <= hi;     /* NaN: never */
+}
+
+/* Row l's default for q (m and sp given: the resolver's). */
+static double default_of(const mt_decode_limit *l, const mt_model *m, const mt_session_params *sp,
+                         const mt_decode_params *q)
+{
+    switch (l->dflt_of) {
+    case MT_BOUND_MODEL_BEAM: {         /* sampling draws one row; n_best needs as many beams */
+        double b = q->sample ? 1 : m->info.default_beam > q->n_best ? m->info.default_beam : q->n_best;
+        double max = bound(MT_BOUND_MAX_BEAM, 0, 0, m, sp, q);
+        return b < max ? b : max;
+    }
+    case MT_BOUND_MODEL_MAX_LENGTH:
+        return m->info.default_max_length < sp->max_tgt_len ? m->info.default_max_length : sp->max_tgt_len;
+    default:
+        return l->dflt;
+    }
+}
+
+static double get(const mt_decode_params *q, const mt_decode_limit *l)
+{
+    const char *f = (const char *)q + l->offset;
+    return l->type == MT_LIMIT_INT ? *(const int *)f : l->type == MT_LIMIT_FLOAT ? *(const float *)f
+                                                                                 : (double)*(const uint64_t *)f;
+}
+
+static void set(mt_decode_params *q, const mt_decode_limit *l, double x)
+{
+    char *f = (char *)q + l->offset;
+    if (l->type == MT_LIMIT_INT)
+        *(int *)f = (int)x;
+    else if (l->type == MT_LIMIT_FLOAT)
+        *(float *)f = (float)x;
+}
+
+static mt_status out_of_bounds(const mt_decode_limit *l, double lo, double hi, mt_err *err)
+{
+    if (l->type == MT_LIMIT_INT)
+        return mt_err_set(err, MT_ERR_INPUT, "field '%s' must be an integer in [%d, %d]", l->name, (int)lo, (int)hi);
+    return mt_err_set(err, MT_ERR_INPUT, "field '%s' must be a number in %c%g, %g]", l->name,
+                      l->min_open ? '(' : '[', lo, hi);
+}
+
+/* The target prefix (its ids are checked here, where the model is known). */
+static mt_status check_prefix(const mt_model *m, const mt_decode_params *q, mt_err *err)
+{
     if (q->n_prefix < 0 || (q->n_prefix > 0 && !q->prefix))
-        return mt_err_set(err, MT_ERR_INPUT, "target prefix: %d ids without an array", q->n_prefix);
+        return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix': %d ids without an array", q->n_prefix);
     if (q->n_prefix > q->max_length - 2)
-        return mt_err_set(err, MT_ERR_INPUT, "target prefix has %d tokens; max_length %d leaves room for %d",
+        return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix' has %d tokens; max_length %d leaves room for %d",
                           q->n_prefix, q->max_length, q->max_length - 2);
     for (int i = 0; i < q->n_prefix; i++)
         if (q->prefix[i] < 0 || q->prefix[i] >= m->V || q->prefix[i] == m->info.pad_id ||
             q->prefix[i] == m->info.eos_id)
-            return mt_err_set(err, MT_ERR_INPUT, "target prefix: id %d is outside the vocabulary, pad or </s>",
+            return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix': id %d is outside the vocabulary, pad or </s>",
                               (int)q->prefix[i]);
-    if (q->min_length < 0 || q->min_length > q->max_length)
-        return mt_err_set(err, MT_ERR_INPUT, "min_length %d outside [0, max_length %d]", q->min_length,
-                          q->max_length);
-    if (q->repetition_penalty == 0.0f)
-        q->repetition_penalty = 1.0f;
-    if (!(q->repetition_penalty > 0.0f) || !isfinite(q->repetition_penalty))
-        return mt_err_set(err, MT_ERR_INPUT, "repetition_penalty must be a finite number > 0");
-    if (q->no_repeat_ngram_size < 0)
-        return mt_err_set(err, MT_ERR_INPUT, "no_repeat_ngram_size %d is negative", q->no_repeat_ngram_size);
-    if (q->temperature == 0.0f)
-        q->temperature = 1.0f;
-    if (q->top_p == 0.0f)
-        q->top_p = 1.0f;
-    if (q->sample) {
-        if (q->beam_size != 1)
-            return mt_err_set(err, MT_ERR_INPUT, "sampling decodes one row: beam_size must be 1, not %d",
-                              q->beam_size);
-        if (!(q->temperature > 0.0f) || !isfinite(q->temperature))
-            return mt_err_set(err, MT_ERR_INPUT, "temperature must be a finite number > 0");
-        if (q->top_k < 0)
-            return mt_err_set(err, MT_ERR_INPUT, "top_k %d is negative", q->top_k);
-        if (!(q->top_p > 0.0f && q->top_p <= 1.0f))
-            return mt_err_set(err, MT_ERR_INPUT, "top_p must be in (0, 1]");
-    }
-    if (q->alignments) {
-        int L = m->info.dec_layers, H = m->dec_heads;
-        if (q->align_layer < 0)
-            q->align_layer += L;
-        if (q->align_layer < 0 || q->align_layer >= L)
-            return mt_err_set(err, MT_ERR_INPUT, "alignment layer outside [-%d, %d]", L, L - 1);
-        if (q->align_heads == 0)
-            q->align_heads = H;
-        if (q->align_heads < 1 || q->align_heads > H)
-            return mt_err_set(err, MT_ERR_INPUT, "alignment heads %d outside [0, %d]", q->align_heads, H);
-    }
     return MT_OK;
 }
 
+mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *sp, const mt_decode_params *in,
+                                   mt_decode_params *out, mt_err *err)
+{
+    mt_decode_params q = in ? *in : mt_decode_default_params();
+    if (q.n_best == 0)
+        q.n_best = 1;
+    for (const mt_decode_limit *l = mt_decode_limits; l->name; l++) {
+        double lo, hi, x = get(&q, l);
+        mt_decode_limit_bounds(l, m, sp, &q, &lo, &hi);
+        if (x == 0 && !in_bounds(l, 0, lo, hi))
+            set(&q, l, x = default_of(l, m, sp, &q));
+        if (l->type != MT_LIMIT_U64 && !in_bounds(l, x, lo, hi))
+            return out_of_bounds(l, lo, hi, err);
+    }
+    if (q.n_best < 1 || q.n_best > q.beam_size)
+        return mt_err_set(err, MT_ERR_INPUT, "n_best %d outside [1, beam_size %d]", q.n_best, q.beam_size);
+    if (q.sample && q.beam_size != 1)
+        return mt_err_set(err, MT_ERR_INPUT, "field 'beam_size' must be 1 with 'sampling' (a draw per step), not %d",
+                          q.beam_size);
+    mt_status st = check_prefix(m, &q, err);
+    if (st != MT_OK)
+        return st;
+    if (q.alignments) {                 /* explicit: the layer 0-based, the heads counted */
+        if (q.align_layer < 0)
+            q.align_layer += m->info.dec_layers;
+        if (q.align_heads == 0)
+            q.align_heads = m->info.dec_heads;
+    }
+    *out = q;
+    return MT_OK;
+}
+
+/* The sequence API's check (generate.c): the session's own shape. */
 mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,
                                  mt_err *err)
 {
-    const mt_model_info *info = &s->m->info;
-    mt_decode_params q = p ? *p : mt_decode_default_params();
-    if (q.beam_size == 0)
-        q.beam_size = info->default_beam < MT_MAX_BEAM ? info->default_beam : MT_MAX_BEAM;
-    if (q.beam_size < 1 || q.beam_size > MT_MAX_BEAM)
-        return mt_err_set(err, MT_ERR_INPUT, "beam_size %d outside [1, %d]", q.beam_size, MT_MAX_BEAM);
-    if (q.beam_size > s->p.max_batch)
-        return mt_err_set(err, MT_ERR_INPUT, "beam_size %d exceeds the session's max_batch %d", q.beam_size,
-                          s->p.max_batch);
-    if (q.n_best == 0)
-        q.n_best = 1;
-    if (q.n_best < 1 || q.n_best > q.beam_size)
-        return mt_err_set(err, MT_ERR_INPUT, "n_best %d outside [1, beam_size %d]", q.n_best, q.beam_size);
-    if (q.max_length == 0)
-        q.max_length = info->default_max_length < s->p.max_tgt_len ? info->default_max_length : s->p.max_tgt_len;
-    if (q.max_length < 2 || q.max_length > s->p.max_tgt_len)
-        return mt_err_set(err, MT_ERR_INPUT, "max_length %d outside [2, %d] (the session's max_tgt_len)",
-                          q.max_length, s->p.max_tgt_len);
-    if (!isfinite(q.length_penalty))
-        return mt_err_set(err, MT_ERR_INPUT, "length_penalty is not finite");
-    mt_status st = check_features(s, &q, err);
-    if (st != MT_OK)
-        return st;
-    *out = q;
-    return MT_OK;
+    return mt_decode_params_resolve(s->m, &s->p, p, out, err);
 }

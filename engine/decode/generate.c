@@ -11,7 +11,7 @@
  * (two children of one parent).  Sources started between two steps are
  * encoded together, as one batch, before the next decoder step
  * (mt_encode_started).  The decoder step allocates nothing; mt_generate is
- * mt_seq_start / mt_step / mt_seq_take over its sources.
+ * a feed of the decode loop (decode_loop.c) over its sources.
  */
 #include "model/mt_internal.h"
 #include "kernels/parallel.h"
@@ -52,24 +52,6 @@ static int argmax_skip(const float *v, int n, int skip)
         if (i != skip && (best < 0 || v[i] > v[best]))
             best = i;
     return best;
-}
-
-/* The head average of the first q->align_heads heads of a step's
- * cross-attention sc [H][nk], its argmax over the source (first wins ties):
- * the alignment of the id this step produces (Marian's hard alignment). */
-void mt_align_capture(mt_session *s, int r, const float *sc, int nk)
-{
-    int k = s->step_al_heads[r], best = 0;
-    float best_w = -1.0f;
-    for (int j = 0; j < nk; j++) {
-        float w = 0.0f;
-        for (int h = 0; h < k; h++)
-            w += sc[(long)h * nk + j];
-        w /= (float)k;
-        if (w > best_w)
-            best_w = w, best = j;
-    }
-    s->step_al[r] = best;
 }
 
 /* ---- greedy and sampling ------------------------------------------------------- */
@@ -348,7 +330,8 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
                            .n_prefix = q.n_prefix, .min_length = q.min_length, .ngram = q.no_repeat_ngram_size,
                            .sample = q.sample, .top_k = q.top_k, .token_scores = q.token_scores,
                            .align = q.alignments, .align_layer = q.align_layer, .align_heads = q.align_heads,
-                           .rep_pen = q.repetition_penalty, .temperature = q.temperature, .top_p = q.top_p};
+                           .rep_pen = q.repetition_penalty, .temperature = q.temperature, .top_p = q.top_p,
+                           .progress = q.progress_callback, .progress_data = q.progress_callback_data};
     mt_rng_seed(s->seqs[id].rng, q.seed);
     if (q.n_prefix)
         memcpy(s->prefix + (long)id * s->p.max_tgt_len, q.prefix, sizeof(int32_t) * (size_t)q.n_prefix);
@@ -511,9 +494,62 @@ mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
     return st;
 }
 
-/* ---- batches of sources, on top of the sequences ------------------------------- */
+/* ---- batches of sources: a feed of the decode loop ------------------------------ */
 /* Sources join as rows free up (a source's result does not depend on the rows
- * beside it), so a long source does not hold the others back. */
+ * beside it), so a long source does not hold the others back.  s->gen_src maps
+ * a sequence to its source. */
+typedef struct {
+    mt_session *s;
+    const int32_t *const *src;
+    const int *src_len;
+    const mt_decode_params *const *each;   /* NULL: q for every source */
+    const mt_decode_params *q;             /* resolved; its abort callback is asked before every step */
+    int n, next, done;
+    mt_hyp *out;                           /* [n][q->n_best] */
+    mt_status st;                          /* a failed take, reported by the next start */
+    mt_err take_err;
+} gen_feed;
+
+static int gen_start(void *data, mt_session *s, mt_err *err)
+{
+    gen_feed *g = data;
+    if (g->st != MT_OK) {
+        *err = g->take_err;
+        return -1;
+    }
+    if (g->done == g->n)
+        return 0;                                       /* every source decoded */
+    if (g->q->abort_callback && g->q->abort_callback(g->q->abort_callback_data))
+        return mt_err_set(err, MT_ERR_ABORTED, "mt_generate: aborted by the caller"), -1;
+    while (g->next < g->n) {
+        int id;
+        mt_err busy;
+        if (mt_seq_start(s, g->src[g->next], g->src_len[g->next], g->each ? g->each[g->next] : g->q, &id,
+                         &busy) != MT_OK)
+            break;                                      /* no rows: after the next step */
+        s->gen_src[id] = g->next++;
+    }
+    if (s->n_seqs == 0)                                 /* cannot happen: beam <= max_batch */
+        return mt_err_set(err, MT_ERR_INTERNAL, "mt_generate: no sequence could start"), -1;
+    return 1;
+}
+
+static void gen_finished(void *data, int seq, mt_status st, mt_hyp *hyps, int n, const mt_err *err)
+{
+    gen_feed *g = data;
+    int i = g->s->gen_src[seq];
+    if (i < 0) {                                        /* not a source of ours (see mt.h): dropped */
+        mt_hyps_free(hyps, n);
+        return;
+    }
+    if (st == MT_OK)
+        memcpy(g->out + (long)i * g->q->n_best, hyps, sizeof *hyps * (size_t)n);
+    else if (g->st == MT_OK)
+        g->st = st, g->take_err = *err;
+    g->s->gen_src[seq] = -1;
+    g->done++;
+}
+
 /* each (may be NULL: params for every source) [n]: each source's own parameters. */
 static mt_status generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                           const mt_decode_params *const *each, const mt_decode_params *params, mt_hyp *out,
@@ -538,34 +574,10 @@ static mt_status generate(mt_session *s, const int32_t *const *src, const int *s
     memset(out, 0, sizeof *out * (size_t)n * (size_t)q.n_best);
     for (int i = 0; i < s->p.max_batch; i++)
         s->gen_src[i] = -1;
-    int next = 0, done = 0;
-    while (done < n) {
-        if (q.abort_callback && q.abort_callback(q.abort_callback_data)) {
-            st = mt_err_set(err, MT_ERR_ABORTED, "mt_generate: aborted by the caller");
-            break;
-        }
-        while (next < n) {
-            int id;
-            mt_err busy;
-            if (mt_seq_start(s, src[next], src_len[next], each ? each[next] : &q, &id, &busy) != MT_OK)
-                break;                                      /* no rows: after the next step */
-            s->gen_src[id] = next++;
-        }
-        if (s->n_seqs == 0) {                               /* cannot happen: beam <= max_batch */
-            st = mt_err_set(err, MT_ERR_INTERNAL, "mt_generate: no sequence could start");
-            break;
-        }
-        mt_step(s);
-        for (int id = 0; id < s->p.max_batch && st == MT_OK; id++)
-            if (s->gen_src[id] >= 0 && mt_seq_finished(s, id)) {
-                st = mt_seq_take(s, id, out + (long)s->gen_src[id] * q.n_best, err);
-                s->gen_src[id] = -1;
-                done++;
-            }
-        if (st != MT_OK)
-            break;
-    }
-    if (st != MT_OK) {
+    gen_feed g = {.s = s, .src = src, .src_len = src_len, .each = each, .q = &q, .n = n, .out = out};
+    mt_decode_feed feed = {.start = gen_start, .finished = gen_finished, .data = &g};
+    st = mt_decode_run(s, &feed, err);
+    if (st != MT_OK) {                                  /* aborted or failed: every row freed */
         for (int id = 0; id < s->p.max_batch; id++)
             if (s->gen_src[id] >= 0) {
                 mt_seq_cancel(s, id);

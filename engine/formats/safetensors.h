@@ -1,6 +1,6 @@
 /* safetensors.h: a validating, read-only reader of one .safetensors file.
  *
- * Layout (marian-spec.md section 7): u64 LE header length N, N bytes of JSON
+ * Layout (docs/MARIAN.md section 7): u64 LE header length N, N bytes of JSON
  * header, then the data buffer.  mt_st_open maps the file read-only and checks
  * everything before anyone reads a tensor: the header bound, the JSON, every
  * dtype and shape, and that the tensors tile the data buffer exactly (sorted

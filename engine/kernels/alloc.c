@@ -6,7 +6,7 @@
  * MADV_HUGEPAGE (this machine's THP mode is "madvise": nothing else gets huge
  * pages).  Anonymous mappings come zeroed and are paged in only as touched,
  * as calloc's large blocks are. */
-#include "model/mt_internal.h"
+#include "kernels.h"
 
 #include <stdint.h>
 #include <sys/mman.h>

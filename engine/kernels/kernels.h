@@ -16,6 +16,7 @@
  *                   mt_k_to_f16, mt_k_from_f16: the F16 K/V cache
  *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
  *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip: row-wise kernels
+ *   alloc.c         mt_huge_alloc, mt_huge_free: the big, long-lived buffers
  * Their naive references are test code: tests/ref_kernels.h.
  */
 #ifndef MT_KERNELS_H
@@ -85,5 +86,10 @@ void mt_k_activation(float *x, long n, mt_act act);
 void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp);
 /* log(sum_{v != skip} exp(logits[v])) computed stably. */
 double mt_k_logsumexp_skip(const float *logits, int n, int skip);
+
+/* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers
+ * (packed weights, session arenas); free with the size that was allocated. */
+void *mt_huge_alloc(size_t bytes);
+void  mt_huge_free(void *p, size_t bytes);
 
 #endif

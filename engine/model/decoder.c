@@ -42,6 +42,25 @@ static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
+/* The head average of the first s->step_al_heads[r] heads of gathered row r's
+ * cross-attention weights sc [H][nk] at its alignment layer, and its argmax
+ * over the source (first wins ties) -> s->step_al[r]: the alignment of the id
+ * this step produces (Marian's hard alignment; generate.c records it). */
+static void align_capture(mt_session *s, int r, const float *sc, int nk)
+{
+    int k = s->step_al_heads[r], best = 0;
+    float best_w = -1.0f;
+    for (int j = 0; j < nk; j++) {
+        float w = 0.0f;
+        for (int h = 0; h < k; h++)
+            w += sc[(long)h * nk + j];
+        w /= (float)k;
+        if (w > best_w)
+            best_w = w, best = j;
+    }
+    s->step_al[r] = best;
+}
+
 /* The attention of a step's rows, spread over the compute pool: each row reads
  * its own caches and writes its own ctx row and scratch. */
 typedef struct {
@@ -63,7 +82,7 @@ static void attn_rows(void *ctx, int c)
             const char *kv = cross_cache(s, j->li, j->row_src[r]);
             mt_attend_step(s, s->qkv + (long)r * d, kv, s->src_len[j->row_src[r]], H, out, sc);
             if (s->step_al_layer[r] == j->li)          /* the row's alignment layer: sc holds its weights */
-                mt_align_capture(s, r, sc, s->src_len[j->row_src[r]]);
+                align_capture(s, r, sc, s->src_len[j->row_src[r]]);
         } else {
             /* append this position's k, v, then attend over positions 0..pos[r] */
             char *kv = self_cache(s, j->li, j->row_slot[r]);

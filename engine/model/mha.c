@@ -1,7 +1,7 @@
 /* mha.c: the multi-head attention of a session over whole sequences (mt_attend:
  * one head per pool chunk, OpenBLAS products, causal mask, weights captured
  * for /attention) and of decode steps (mt_attend_step), over the kernels of
- * attn_kernels.c.  Scaled dot-product attention as marian-spec 1.3-1.4.
+ * attn_kernels.c.  Scaled dot-product attention as docs/MARIAN.md 1.2.
  * (server/api/attention_api.c is the POST /attention handler, not this file.)
  *
  * Head h owns columns [h*hd, (h+1)*hd) of q, k, v and of the output.  Scores

@@ -2,7 +2,7 @@
  * generation_config.json, tokenizer_config.json, model.safetensors and the
  * tokenizer files) into an immutable mt_model.
  *
- * Loader rules (marian-spec.md sections 2-3): embeddings from
+ * Loader rules (docs/MARIAN.md sections 2-3): embeddings from
  * model.shared.weight (fallbacks: encoder then decoder embed_tokens), LM head
  * tied unless tie_word_embeddings is false, final_logits_bias zeros when
  * absent, positions always computed.  Every tensor we use is checked for name,

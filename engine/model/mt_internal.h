@@ -109,6 +109,8 @@ typedef struct {
     int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
     float rep_pen, temperature, top_p;
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
+    void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
+    void *progress_data;
 } mt_seq;
 
 struct mt_session {
@@ -159,12 +161,10 @@ struct mt_session {
     float   *pen_v;            /* [max_batch][max_tgt_len] per gathered row: repetition penalty scratch */
     int     *step_al_layer;    /* [max_batch] per gathered row of a step: the layer to align on, -1 */
     int     *step_al_heads;    /* [max_batch] heads averaged (>= 1) */
-    int32_t *step_al;          /* [max_batch] the argmax source position found by mt_align_capture */
+    int32_t *step_al;          /* [max_batch] the argmax source position found by decoder.c's align_capture */
 };
 
-/* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers. */
-void *mt_huge_alloc(size_t bytes);
-void  mt_huge_free(void *p, size_t bytes);
+/* mt_huge_alloc, mt_huge_free: kernels/kernels.h (alloc.c). */
 
 /* model.c */
 /* Row `id` of the positional table at position pos, [d]. */
@@ -214,10 +214,6 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
                             mt_capture *cap);
 /* logits[n][V] = h[n][d] E^T + bias. */
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
-
-/* generate.c: a step's cross-attention weights sc [H][nk] of gathered row r at
- * the row's alignment layer -> s->step_al[r] (decoder.c calls it). */
-void mt_align_capture(mt_session *s, int r, const float *sc, int nk);
 
 /* constraints.c: the rules on one row's logits lg [V], in place, given the
  * row's output so far hist [n] (pad is never a candidate; banned ids -> -inf).

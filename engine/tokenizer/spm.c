@@ -1,7 +1,7 @@
-/* spm.c: one SentencePiece unigram model (tokenizer.h's mt_spm_*, spm.h).
+/* spm.c: one SentencePiece unigram model (spm_api.h's mt_spm_*, spm.h).
  *
  * Reference behaviour: sentencepiece 0.1.97 (Debian's python3-sentencepiece);
- * algorithm notes in marian-spec.md 6.
+ * algorithm notes in docs/MARIAN.md section 6.
  *
  *   load        the ModelProto (spm_proto.c) checked as spm's InitializePieces:
  *               one UNKNOWN piece, no duplicates, byte pieces; unigram only

@@ -1,7 +1,7 @@
 /* spm: one SentencePiece unigram model (the public mt_spm_* calls are in
- * tokenizer.h); this header is what the Marian layer (tokenizer.c) needs
- * beyond them: decoding piece strings that are not ids of the model.
- * Internal to engine/. */
+ * spm_api.h, which tokenizer.h includes); this header is what the Marian
+ * layer (tokenizer.c) needs beyond them: decoding piece strings that are not
+ * ids of the model.  Internal to engine/tokenizer. */
 #ifndef MT_SPM_H
 #define MT_SPM_H
 
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "util/strbuf.h"
-#include "tokenizer.h"
+#include "spm_api.h"
 
 /* A piece to decode: its string and PieceToId(string) in the decoding spm. */
 typedef struct {

@@ -1,5 +1,5 @@
 /* A bounds-checked protobuf wire-format reader for SentencePiece ModelProto
- * (see spm_proto.h).  Field numbers: marian-spec.md 6.2 / sentencepiece_model.proto. */
+ * (see spm_proto.h).  Field numbers: docs/MARIAN.md 6.2 / sentencepiece_model.proto. */
 #include "spm_proto.h"
 
 #include <stdlib.h>

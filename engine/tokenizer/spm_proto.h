@@ -1,5 +1,5 @@
 /* Internal: a reader for SentencePiece's ModelProto (.spm files) in protobuf
- * wire format, without a protobuf library (marian-spec.md 6.1, 6.2).
+ * wire format, without a protobuf library (docs/MARIAN.md 6.1, 6.2).
  *
  * The parsed struct borrows every string and the charsmap from the caller's
  * buffer, which must outlive it.  Only the fields inference needs are kept;

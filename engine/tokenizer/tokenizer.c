@@ -3,7 +3,7 @@
  * separate_vocabs, target_vocab.json (vocab.c), tied together.
  *
  * Reference behaviour: models/recipe/marian_tok.py and HF's MarianTokenizer;
- * contract in marian-spec.md 5.
+ * contract in docs/MARIAN.md section 5.
  *
  *   encode      spm pieces -> vocab.json ids (absent -> <unk>), a leading
  *               ">>xx<<" kept whole, </s> appended

@@ -7,14 +7,15 @@
  *
  * The files (their internal headers are for engine/ only):
  *   tokenizer.c  mt_tokenizer_*: load a model directory, encode, decode, piece lookups
- *   spm.c        mt_spm_*: one unigram model: load and check, Viterbi encode, decode (spm.h)
+ *   spm.c        mt_spm_*: one unigram model: load and check, Viterbi encode, decode
+ *                (spm_api.h, included below: the public calls; spm.h: tokenizer.c's extras)
  *   spm_norm.c   spm's Normalizer: precompiled charsmap, whitespace (spm_norm.h)
  *   spm_proto.c  the ModelProto wire-format reader (spm_proto.h)
  *   vocab.c      one vocab.json: piece <-> id, special-token ids (vocab.h)
- *   strmap.c     string -> id: hash map and byte trie (strmap.h); strbuf.c the byte buffer (strbuf.h)
+ * and from engine/util: strmap (string -> id: hash map, byte trie), strbuf (byte buffer).
  *
  * Both are immutable after load and safe to share between threads.
- * Contract (marian-spec.md sections 5 and 6): encode = spm pieces mapped
+ * Contract (docs/MARIAN.md sections 5 and 6): encode = spm pieces mapped
  * through vocab.json (absent pieces -> <unk>; a leading ">>xx<<" kept whole),
  * then </s> appended.  decode = drop </s>, <unk>, <pad>; join pieces with the
  * target spm; U+2581 -> space; trim.
@@ -47,40 +48,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spm_api.h"       /* mt_spm, mt_pieces: one SentencePiece model (spm.c) */
 #include "util/status.h"
 
-typedef struct mt_spm mt_spm;
 typedef struct mt_tokenizer mt_tokenizer;
-
-/* A list of pieces: piece i is text[off[i] .. off[i]+len[i]), its spm id id[i]. */
-typedef struct {
-    int       n, cap;
-    int32_t  *id;
-    uint32_t *off, *len;
-    char     *text;
-    size_t    text_len, text_cap;
-} mt_pieces;
-
-void mt_pieces_free(mt_pieces *p);
-
-/* ---- one .spm model ---------------------------------------------------- */
-mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err);
-mt_status mt_spm_load_mem(const void *data, size_t len, mt_spm **out, mt_err *err);
-void      mt_spm_free(mt_spm *sp);
-int       mt_spm_size(const mt_spm *sp);
-/* Piece string of spm id (NUL-terminated, owned by sp; *len may be NULL), NULL if out of range. */
-const char *mt_spm_piece(const mt_spm *sp, int32_t id, size_t *len);
-/* Id of the UNKNOWN piece (spm's unk_id). */
-int32_t   mt_spm_unk_id(const mt_spm *sp);
-/* The normalized form of text (U+2581 for spaces, as spm's Normalize()). *out is malloc'd. */
-mt_status mt_spm_normalize(const mt_spm *sp, const char *text, size_t len, char **out, size_t *out_len, mt_err *err);
-/* Pieces of text, as spm.encode(text, out_type=str) / out_type=int. out is reset, not freed. */
-mt_status mt_spm_encode(const mt_spm *sp, const char *text, size_t len, mt_pieces *out, mt_err *err);
-/* Text of spm ids, as spm.decode(ids) (control pieces vanish, <0xXX> byte runs
- * become UTF-8 with U+FFFD for malformed bytes, U+2581 -> space, first leading
- * space dropped).  MT_ERR_INPUT for an id outside [0, mt_spm_size).  *out is
- * malloc'd and NUL-terminated; *out_len (may be NULL) gets its length. */
-mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out, size_t *out_len, mt_err *err);
 
 /* ---- Marian tokenizer ---------------------------------------------------- */
 /* The files of a tokenizer, wherever they come from (a Hugging Face directory,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The PyTorch reference implementation of the MarianMT model format.
 
-Written from shared/reference/marian-spec.md (sections 1-4); it is the
+Written from the conventions of docs/MARIAN.md (sections 1-4); it is the
 independent reference the C engine is checked against, and the model we train.
 
 Conventions (all from the spec):

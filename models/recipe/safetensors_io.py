@@ -1,6 +1,6 @@
 """A small safetensors reader/writer (no safetensors package is available here).
 
-Format (marian-spec.md section 7): u64 LE header length N, N bytes of JSON
+Format (docs/MARIAN.md section 7): u64 LE header length N, N bytes of JSON
 header (padded with spaces to a multiple of 8), then the data buffer.  Tensors
 are written sorted by (element size desc, name) so each one is aligned."""
 import json, struct

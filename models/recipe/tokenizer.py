@@ -4,7 +4,7 @@
 source.spm and target.spm are the same joint model (one shared vocabulary, as
 OPUS-MT models with a shared vocab).  vocab.json maps piece strings to Marian
 ids: "</s>"=0, "<unk>"=1, then every normal piece in spm order, "<pad>" last
-(marian-spec.md section 5).
+(docs/MARIAN.md section 5).
 """
 import argparse, json, os, shutil
 import sentencepiece as spm

@@ -18,6 +18,7 @@
 #include "http/body.h"
 #include "handlers.h"
 #include "service/server.h"
+#include "translate/text_ids.h"
 
 #define ROUND_DECIMALS 6
 #define MAX_WEIGHTS     (1 << 20)     /* per reply: ~10 MB of JSON */
@@ -76,20 +77,6 @@ static int parse(srv_request *req, srv_response *resp, attn_req *a)
     if (!a->layers || !a->heads)
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
     return 0;
-}
-
-/* Tokenizes text (target side if target) into *ids, at most max ids. */
-static int encode(const srv_model *m, const char *text, int target, int max, int32_t **ids, int *n,
-                  srv_response *resp)
-{
-    mt_err err = { 0 };
-    if (!(*ids = malloc(sizeof **ids * (size_t)max)))
-        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    mt_status st = mt_tokenizer_encode(m->tok, text, strlen(text), target, *ids, max, n, &err);
-    if (st == MT_ERR_TOO_LONG)
-        return srv_fail(resp, SRV_E_INPUT_TOO_LONG, "the %s has %d tokens; the limit is %d",
-                        target ? "target" : "text", *n, max);
-    return st == MT_OK ? 0 : srv_fail_mt(resp, &err);
 }
 
 /* Greedy translation of the source: its ids become the target. */
@@ -225,10 +212,16 @@ static json_t *reply_json(const srv_request *req, const attn_req *a)
 void srv_handle_attention(srv_request *req, srv_response *resp)
 {
     attn_req a = { 0 };
-    if (parse(req, resp, &a) ||
-        encode(a.m, a.text, 0, a.m->sparams.max_src_len, &a.src, &a.n_src, resp) ||
-        (a.target && encode(a.m, a.target, 1, a.m->sparams.max_tgt_len, &a.tgt, &a.n_tgt, resp)) ||
-        run(req, &a, resp) || check_size(&a, resp))
+    mt_err err = { 0 };
+    if (parse(req, resp, &a))
+        goto done;
+    if (srv_text_ids(a.m->tok, a.text, 0, a.m->sparams.max_src_len, "the text", &a.src, &a.n_src, &err) ||
+        (a.target && srv_text_ids(a.m->tok, a.target, 1, a.m->sparams.max_tgt_len, "the target", &a.tgt, &a.n_tgt,
+                                  &err))) {
+        srv_fail_mt(resp, &err);
+        goto done;
+    }
+    if (run(req, &a, resp) || check_size(&a, resp))
         goto done;
     srv_reply_json(resp, 200, reply_json(req, &a));
 done:

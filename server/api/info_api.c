@@ -1,4 +1,7 @@
 /* GET /health, /models, /metrics, /openapi.json: the service describing itself. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,11 +88,66 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
 }
 
 
-/* Byte for byte as server/api/openapi.json (the unit tests check that it parses). */
+/* ---- GET /openapi.json ---------------------------------------------------------------- */
+
+/* A number as the document writes it: an integer when it is one. */
+static json_t *number_json(double x)
+{
+    return x == floor(x) && fabs(x) < 9007199254740992.0 ? json_integer((json_int_t)x) : json_real(x);
+}
+
+/* The schema of field name ("sampling.top_k": properties.sampling.properties.top_k). */
+static json_t *field_schema(json_t *props, const char *name)
+{
+    const char *dot = strchr(name, '.');
+    if (!dot)
+        return json_object_get(props, name);
+    char outer[64];
+    snprintf(outer, sizeof outer, "%.*s", (int)(dot - name), name);
+    return field_schema(json_object_get(json_object_get(props, outer), "properties"), dot + 1);
+}
+
+/* The served document: server/api/openapi.json with the minimum, maximum and
+ * default of each TranslateRequest field of the engine's table
+ * (mt_decode_limits) taken from the table, so that they are the limits the
+ * server checks.  One that depends on the model is left out (the field's
+ * description names it). */
+static char *openapi_served;
+static pthread_once_t openapi_once = PTHREAD_ONCE_INIT;
+
+static void openapi_build(void)
+{
+    json_t *doc = json_loads(srv_openapi_json, 0, NULL);
+    json_t *props = json_object_get(json_object_get(json_object_get(json_object_get(doc, "components"), "schemas"),
+                                                    "TranslateRequest"), "properties");
+    for (const mt_decode_limit *l = mt_decode_limits; props && l->name; l++) {
+        json_t *f = field_schema(props, l->name);
+        double v[3];
+        const char *key[3] = { "minimum", "maximum", "default" };
+        if (!f)
+            continue;
+        mt_decode_limit_bounds(l, NULL, NULL, NULL, &v[0], &v[1]);
+        v[2] = l->dflt_of == MT_BOUND_CONST ? l->dflt : NAN;
+        for (int k = 0; k < 3; k++) {
+            if (isfinite(v[k]))
+                json_object_set_new(f, key[k], number_json(v[k]));
+            else
+                json_object_del(f, key[k]);
+        }
+        if (l->min_open)
+            json_object_set_new(f, "exclusiveMinimum", json_true());
+        else
+            json_object_del(f, "exclusiveMinimum");
+    }
+    openapi_served = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+    json_decref(doc);
+}
+
 void srv_handle_openapi(srv_request *req, srv_response *resp)
 {
     (void)req;
-    if (!(resp->text = strdup(srv_openapi_json))) {
+    pthread_once(&openapi_once, openapi_build);
+    if (!(resp->text = strdup(openapi_served ? openapi_served : srv_openapi_json))) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;
     }

@@ -266,16 +266,17 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     }
     if (parse(req, resp, t))
         goto fail;
-    const srv_model *last = t->path.model[t->path.n_legs - 1];
-    srv_tr_params tp = { .beam_size = srv_default_beam(last), .n_best = t->alternatives + 1, .split = 1 };
-    if (tp.beam_size < tp.n_best)
-        tp.beam_size = tp.n_best;
-    int max_beam = srv_max_beam(last);
-    if (tp.beam_size > max_beam) {
+    /* the alternatives are hypotheses 2..n_best: the resolver widens the model's beam to n_best */
+    int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
+    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1 };
+    tp.dp.n_best = t->alternatives + 1;
+    if (tp.dp.n_best > max_beam) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
                  max_beam - 1);
         goto fail;
     }
+    if (srv_translate_resolve(&t->path, &tp, resp))
+        goto fail;
     if (t->n == 0)                  /* every entry blank: nothing to decode */
         lt_reply(resp, t);
     else if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &tp, &t->job, lt_finish, t, lt_free, NULL) == 0)

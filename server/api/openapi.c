@@ -2,7 +2,9 @@
  * binary at build time (the assembler's .incbin: no code generator, no copy
  * in C string literals to keep in step).  The Makefile rebuilds this object
  * when the JSON changes; tests/test_server_units.c checks that the document
- * parses and names every route of routes.c and every error code of errors.c. */
+ * parses and names every route of routes.c and every error code of errors.c.
+ * The limits of the decoding fields are served from the engine's table
+ * (info_api.c), which the unit tests compare too. */
 #include "handlers.h"
 
 /* The path is relative to the directory make runs in (the repository root). */

@@ -19,6 +19,7 @@
 #include "http/body.h"
 #include "handlers.h"
 #include "service/server.h"
+#include "translate/text_ids.h"
 
 #define SRV_SCORE_MAX_PAIRS 64
 
@@ -88,29 +89,19 @@ static int parse(srv_request *req, srv_response *resp, score_req *r)
     return 0;
 }
 
-/* Tokenizes pairs[i].side (at most max ids, </s> included) into *ids. */
-static int encode(const srv_model *m, int i, const char *side, const char *text, int max, int32_t **ids, int *n,
-                  srv_response *resp)
-{
-    mt_err err = { 0 };
-    if (!(*ids = malloc(sizeof **ids * (size_t)max)))
-        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    mt_status st = mt_tokenizer_encode(m->tok, text, strlen(text), strcmp(side, "target") == 0, *ids, max, n, &err);
-    if (st == MT_ERR_TOO_LONG)
-        return srv_fail(resp, SRV_E_INPUT_TOO_LONG, "field 'pairs[%d].%s' has %d tokens (</s> included); the "
-                        "limit is %d", i, side, *n, max);
-    return st == MT_OK ? 0 : srv_fail_mt(resp, &err);
-}
-
 static int tokenize(const srv_request *req, score_req *r, srv_response *resp)
 {
     const srv_model *m = r->m;
     long src_total = 0, tgt_total = 0, limit = req->srv->opts.max_tokens;
     for (int i = 0; i < r->n; i++) {
         score_pair *p = &r->p[i];
-        if (encode(m, i, "source", p->source, m->sparams.max_src_len, &p->src, &p->n_src, resp) ||
-            encode(m, i, "target", p->target, m->sparams.max_tgt_len, &p->tgt, &p->n_tgt, resp))
-            return -1;
+        char src_name[48], tgt_name[48];
+        mt_err err = { 0 };
+        snprintf(src_name, sizeof src_name, "field 'pairs[%d].source'", i);
+        snprintf(tgt_name, sizeof tgt_name, "field 'pairs[%d].target'", i);
+        if (srv_text_ids(m->tok, p->source, 0, m->sparams.max_src_len, src_name, &p->src, &p->n_src, &err) ||
+            srv_text_ids(m->tok, p->target, 1, m->sparams.max_tgt_len, tgt_name, &p->tgt, &p->n_tgt, &err))
+            return srv_fail_mt(resp, &err);
         if (!(p->logp = malloc(sizeof *p->logp * (size_t)p->n_tgt)))
             return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         src_total += p->n_src;

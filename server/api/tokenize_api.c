@@ -7,6 +7,7 @@
 #include "http/body.h"
 #include "handlers.h"
 #include "service/server.h"
+#include "translate/text_ids.h"
 
 static int parse_side(srv_request *req, srv_response *resp, int *target)
 {
@@ -19,45 +20,25 @@ static int parse_side(srv_request *req, srv_response *resp, int *target)
     return 0;
 }
 
-/* Encodes text; *ids is malloc'd.  Pieces never outnumber bytes + </s>. */
-static int encode(const srv_model *m, const char *text, int target, int32_t **ids, int *n,
-                  srv_response *resp)
-{
-    size_t len = strlen(text);
-    if (len > (size_t)1 << 28)
-        return srv_fail(resp, SRV_E_INPUT_TOO_LONG, "text too long");
-    int cap = (int)len + 8;
-    mt_err err = { 0 };
-    *ids = malloc(sizeof **ids * (size_t)cap);
-    if (!*ids)
-        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    mt_status st = mt_tokenizer_encode(m->tok, text, len, target, *ids, cap, n, &err);
-    if (st == MT_ERR_TOO_LONG && *n > cap) {       /* cannot happen; be safe anyway */
-        int32_t *p = realloc(*ids, sizeof **ids * (size_t)*n);
-        if (!p)
-            return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-        *ids = p;
-        cap = *n;
-        st = mt_tokenizer_encode(m->tok, text, len, target, *ids, cap, n, &err);
-    }
-    return st == MT_OK ? 0 : srv_fail_mt(resp, &err);
-}
-
 void srv_handle_tokenize(srv_request *req, srv_response *resp)
 {
     const char **texts = NULL;
     int n = 0, is_list = 0, target = 0, n_ids = 0;
     int32_t *ids = NULL;
     srv_model *m;
+    mt_err err = { 0 };
     if (srv_field_texts(req, resp, "text", &texts, &n, &is_list) < 0)
         return;
     if (is_list) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "field 'text' must be a string");
         goto done;
     }
-    if (!(m = srv_request_model(req, resp)) || parse_side(req, resp, &target) ||
-        encode(m, texts[0], target, &ids, &n_ids, resp))
+    if (!(m = srv_request_model(req, resp)) || parse_side(req, resp, &target))
         goto done;
+    if (srv_text_ids(m->tok, texts[0], target, 0, "the text", &ids, &n_ids, &err) != MT_OK) {
+        srv_fail_mt(resp, &err);
+        goto done;
+    }
     json_t *jids = json_array(), *pieces = json_array();
     for (int i = 0; i < n_ids; i++) {
         const char *p = mt_tokenizer_piece(m->tok, ids[i]);

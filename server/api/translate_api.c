@@ -34,10 +34,9 @@ typedef struct {
     const char  **texts;
     int           n, is_list;
     srv_path      path;
-    srv_tr_params tp;
+    srv_tr_params tp;               /* tp.dp: the decoding fields, then resolved */
     int           return_tokens, return_scores, stream;
     srv_trjob    *job;
-    mt_decode_params feat;          /* the decoding features (tp.feat) */
     srv_prefix   *prefix;           /* [n] target prefixes (tp.prefix), or NULL */
     int32_t      *prefix_ids;       /* their ids, owned */
     int           sampling;
@@ -69,31 +68,47 @@ static uint64_t draw_seed(void)
     return x & ((1ull << 53) - 1);
 }
 
-/* "sampling": {"temperature", "top_k", "top_p", "seed"}; beam_size 1. */
-static int parse_sampling(srv_request *req, srv_response *resp, translate_req *t, const srv_model *m)
+/* "sampling": an object of the table's "sampling." fields (parse_limits
+ * reads them): draw each token.  A seed drawn here, unless one is given. */
+static int parse_sampling(srv_request *req, srv_response *resp, translate_req *t)
 {
-    static const char *const keys[] = {"temperature", "top_k", "top_p", "seed", NULL};
+    const char *keys[8];
+    int n = 0;
+    for (const mt_decode_limit *l = mt_decode_limits; l->name && n < 7; l++)
+        if (strncmp(l->name, "sampling.", 9) == 0)
+            keys[n++] = l->name + 9;
+    keys[n] = NULL;
     json_t *obj;
     int r = srv_field_object(req, resp, "sampling", keys, &obj);
     if (r <= 0)
         return r;
-    double temp = 1.0, top_p = 1.0;
-    long long seed = -1;
-    mt_decode_params *f = &t->feat;
-    if (srv_field_number(req, resp, "sampling.temperature", 0.0, 100.0, 1, &temp) < 0 ||
-        srv_field_int(req, resp, "sampling.top_k", 0, m->info->vocab_size, &f->top_k) < 0 ||
-        srv_field_number(req, resp, "sampling.top_p", 0.0, 1.0, 1, &top_p) < 0 ||
-        srv_field_int64(req, resp, "sampling.seed", 0, (1ll << 53) - 1, &seed) < 0)
-        return -1;
-    if (json_object_get(req->json, "beam_size") && t->tp.beam_size != 1)
-        return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'beam_size' must be 1 with 'sampling' (a draw per step)");
-    t->tp.beam_size = 1;
-    f->sample = 1;
-    f->temperature = (float)temp;
-    f->top_p = (float)top_p;
-    f->seed = seed >= 0 ? (uint64_t)seed : draw_seed();
-    t->sampling = 1;
+    t->tp.dp.sample = t->sampling = 1;
+    t->tp.dp.seed = draw_seed();
     return 1;
+}
+
+/* Every field of the engine's table (mt_decode_limits) within its bounds for
+ * model m, into tp.dp; an absent one keeps its default. */
+static int parse_limits(srv_request *req, srv_response *resp, translate_req *t, const srv_model *m)
+{
+    for (const mt_decode_limit *l = mt_decode_limits; l->name; l++) {
+        char *f = (char *)&t->tp.dp + l->offset;
+        double lo, hi, x;
+        long long x64;
+        int r;
+        mt_decode_limit_bounds(l, m->model, &m->sparams, NULL, &lo, &hi);
+        if (l->type == MT_LIMIT_FLOAT) {
+            if ((r = srv_field_number(req, resp, l->name, lo, hi, l->min_open, &x)) > 0)
+                *(float *)f = (float)x;
+        } else if (l->type == MT_LIMIT_INT) {
+            r = srv_field_int(req, resp, l->name, (int)lo, (int)hi, (int *)f);
+        } else if ((r = srv_field_int64(req, resp, l->name, (long long)lo, (long long)hi, &x64)) > 0) {
+            *(uint64_t *)f = (uint64_t)x64;
+        }
+        if (r < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* One text's prefix: a string, or an array of token ids (not pad, not </s>). */
@@ -162,32 +177,21 @@ static int parse_prefix(srv_request *req, srv_response *resp, translate_req *t, 
     return 0;
 }
 
-/* The constraints, scores and alignments. */
-static int parse_features(srv_request *req, srv_response *resp, translate_req *t, const srv_model *m)
+/* Token scores and alignments. */
+static int parse_features(srv_request *req, srv_response *resp, translate_req *t)
 {
-    mt_decode_params *f = &t->feat;
-    int dflt = m->info->default_max_length < m->sparams.max_tgt_len ? m->info->default_max_length
-                                                                      : m->sparams.max_tgt_len;
-    int max_len = t->tp.max_length ? t->tp.max_length : dflt;
-    int layers = m->info->dec_layers, heads = m->info->dec_heads;
-    double rep = 1.0, lpen = 1.0;
-    if (srv_field_int(req, resp, "min_length", 0, max_len, &f->min_length) < 0 ||
-        srv_field_number(req, resp, "repetition_penalty", 0.0, 100.0, 1, &rep) < 0 ||
-        srv_field_int(req, resp, "no_repeat_ngram_size", 0, m->sparams.max_tgt_len, &f->no_repeat_ngram_size) < 0 ||
-        srv_field_number(req, resp, "length_penalty", -10.0, 10.0, 0, &lpen) < 0 ||
-        srv_field_bool(req, resp, "return_token_scores", &f->token_scores) < 0 ||
-        srv_field_bool(req, resp, "return_alignments", &f->alignments) < 0 ||
-        srv_field_int(req, resp, "alignment_layer", -layers, layers - 1, &f->align_layer) < 0 ||
-        srv_field_int(req, resp, "alignment_heads", 0, heads, &f->align_heads) < 0)
+    mt_decode_params *f = &t->tp.dp;
+    if (srv_field_bool(req, resp, "return_token_scores", &f->token_scores) < 0 ||
+        srv_field_bool(req, resp, "return_alignments", &f->alignments) < 0)
         return -1;
-    f->repetition_penalty = (float)rep;
-    f->length_penalty = (float)lpen;
     if (f->alignments && t->path.n_legs == 2)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'return_alignments' is not available through a pivot "
                         "(%s): the source would be the pivot's text; ask a direct model", t->path.pivot);
     return 0;
 }
 
+/* The fields as given (the decoding ones over mt_decode_default_params), then
+ * resolved for the last leg's model: the defaults and the rules that join fields. */
 static int parse(srv_request *req, srv_response *resp, translate_req *t)
 {
     if (srv_field_texts(req, resp, "text", &t->texts, &t->n, &t->is_list) < 0)
@@ -195,20 +199,16 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
     if (pick_path(req, resp, t) < 0)
         return -1;
     const srv_model *m = t->path.model[t->path.n_legs - 1];
-    t->tp = (srv_tr_params){ .beam_size = srv_default_beam(m), .n_best = 1, .split = 1 };
-    if (srv_field_int(req, resp, "beam_size", 1, srv_max_beam(m), &t->tp.beam_size) < 0 ||
-        srv_field_int(req, resp, "max_length", 2, m->sparams.max_tgt_len, &t->tp.max_length) < 0 ||
-        srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
+    t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = 1 };
+    if (srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
         srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
         srv_field_bool(req, resp, "stream", &t->stream) < 0)
         return -1;
-    t->feat = mt_decode_default_params();
-    if (parse_sampling(req, resp, t, m) < 0 || parse_prefix(req, resp, t, m) < 0 ||
-        parse_features(req, resp, t, m) < 0)
+    if (parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 || parse_prefix(req, resp, t, m) < 0 ||
+        parse_features(req, resp, t) < 0)
         return -1;
-    t->tp.feat = &t->feat;
-    return 0;
+    return srv_translate_resolve(&t->path, &t->tp, resp);
 }
 
 static json_t *tokens_json(const srv_model *m, const srv_tr_result *r, json_t **ids)
@@ -240,17 +240,17 @@ static json_t *source_tokens_json(const srv_model *m, const srv_tr_result *r)
 static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
 {
     json_t *o = json_pack("{s:s}", "text", r->alts[0]);
-    if (o && (t->return_tokens || t->feat.token_scores || t->feat.alignments)) {
+    if (o && (t->return_tokens || t->tp.dp.token_scores || t->tp.dp.alignments)) {
         json_t *ids;
         json_object_set_new(o, "tokens", tokens_json(srv_trjob_model(t->job), r, &ids));
         json_object_set_new(o, "token_ids", ids);
     }
     if (o && t->return_scores)
         json_object_set_new(o, "score", real_json(r->score));
-    if (o && t->feat.alignments)
+    if (o && t->tp.dp.alignments)
         json_object_set_new(o, "source_tokens", source_tokens_json(srv_trjob_model(t->job), r));
     if (o)
-        srv_result_features_json(o, r, t->feat.token_scores, t->feat.alignments);
+        srv_result_features_json(o, r, t->tp.dp.token_scores, t->tp.dp.alignments);
     return o;
 }
 
@@ -277,7 +277,7 @@ static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
         json_t *reply = json_pack("{s:s,s:o,s:f}", "model", srv_trjob_model(t->job)->id, "translations", list,
                                   "timing_ms", (srv_now() - req->t_start) * 1e3);
         if (t->sampling)
-            json_object_set_new(reply, "seed", json_integer((json_int_t)t->feat.seed));
+            json_object_set_new(reply, "seed", json_integer((json_int_t)t->tp.dp.seed));
         if (t->path.n_legs == 2)
             json_object_set_new(reply, "pivot", json_pack("{s:s,s:[s,s]}", "language", t->path.pivot, "models",
                                                           t->path.model[0]->id, t->path.model[1]->id));
@@ -317,7 +317,7 @@ static void stream_start(srv_request *req, srv_response *resp, translate_req *t)
 {
     const srv_model *m = t->path.model[t->path.n_legs - 1];
     srv_stream_params sp = { .tok = m->tok, .eos_id = m->info->eos_id,
-                             .per_token = t->tp.beam_size == 1 && mt_tokenizer_decode_appends(m->tok),
+                             .per_token = t->tp.dp.beam_size == 1 && mt_tokenizer_decode_appends(m->tok),
                              .reply = stream_reply, .owner_free = translate_free, .owner = t };
     srv_stream *st = srv_stream_new(req, &sp);
     if (!st) {

@@ -7,6 +7,7 @@
  * decoding features are POST /translate's: line i (from 0) samples with
  * seed + i. */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,40 @@
 
 typedef struct {
     const char *model;
-    int beam, max_length, threads, json, seeded, tab_prefix, kv_f16;
+    int threads, json, seeded, tab_prefix, kv_f16;
     mt_weights weights;
-    mt_decode_params feat;      /* the decoding features */
+    mt_decode_params dp;        /* the decoding fields as given (resolved once the model is loaded) */
     const char *prefix;         /* --target-prefix */
 } options;
+
+/* The decoding flags, each a field of the engine's table (mt_decode_limits):
+ * its range, default and description come from there. */
+static const struct { const char *flag, *field; } decode_flags[] = {
+    {"--beam", "beam_size"}, {"--max-length", "max_length"}, {"--temperature", "sampling.temperature"},
+    {"--top-k", "sampling.top_k"}, {"--top-p", "sampling.top_p"}, {"--seed", "sampling.seed"},
+    {"--min-length", "min_length"}, {"--repetition-penalty", "repetition_penalty"},
+    {"--no-repeat-ngram-size", "no_repeat_ngram_size"}, {"--length-penalty", "length_penalty"},
+    {"--alignment-layer", "alignment_layer"}, {"--alignment-heads", "alignment_heads"},
+};
+#define N_DECODE_FLAGS (sizeof decode_flags / sizeof decode_flags[0])
+
+/* A bound or default as the usage shows it: a number, or what it depends on. */
+static const char *limit_text(mt_bound of, double x, char *buf, size_t cap)
+{
+    if (of != MT_BOUND_CONST)
+        return mt_decode_bound_name(of);
+    snprintf(buf, cap, "%.17g", x);
+    return buf;
+}
+
+/* "[lo, hi]" of table row l, the bounds that need the model by name. */
+static const char *range_text(const mt_decode_limit *l, char *buf, size_t cap)
+{
+    char lo[32], hi[32];
+    snprintf(buf, cap, "%c%s, %s]", l->min_open ? '(' : '[', limit_text(l->min_of, l->min, lo, sizeof lo),
+             limit_text(l->max_of, l->max, hi, sizeof hi));
+    return buf;
+}
 
 static void usage(FILE *f)
 {
@@ -37,110 +67,91 @@ static void usage(FILE *f)
                "                         [--kv-cache f32|f16] [--json]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
-               "  --beam N          beam size 1-%d (1 = greedy; default: the model's num_beams)\n"
-               "  --max-length N    decoder length limit incl. the start token (default: the model's)\n"
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
                "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
                "  --kv-cache f16    hold the decoder's key/value caches in half precision (default f32)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n"
-               "decoding features (as POST /translate's fields):\n"
-               "  --sample          draw each token (beam 1); --temperature X (> 0), --top-k N (0 = all),\n"
-               "                    --top-p X (0 < X <= 1), --seed N (line i draws with N + i; default: drawn,\n"
-               "                    printed on stderr)\n"
-               "  --target-prefix TEXT   every translation starts with TEXT\n"
+               "decoding (POST /translate's fields; config.* and limits.* are the model's, as GET /models says):\n"
+               "  --sample          draw each token (beam 1) with the sampling flags below; the seed, unless\n"
+               "                    given, is drawn and printed on stderr; line i draws with seed + i\n",
+            DEFAULT_MODEL);
+    for (size_t k = 0; k < N_DECODE_FLAGS; k++) {
+        const mt_decode_limit *l = mt_decode_limit_find(decode_flags[k].field);
+        char opt[40], range[96], dflt[32];
+        snprintf(opt, sizeof opt, "%s %s", decode_flags[k].flag, l->type == MT_LIMIT_FLOAT ? "X" : "N");
+        fprintf(f, "  %-24s %s\n  %-24s %s, default %s\n", opt, l->doc, "", range_text(l, range, sizeof range),
+                limit_text(l->dflt_of, l->dflt, dflt, sizeof dflt));
+    }
+    fprintf(f, "  --target-prefix TEXT   every translation starts with TEXT\n"
                "  --tab-prefix      each line is SOURCE<TAB>PREFIX: that line's target prefix\n"
-               "  --min-length N  --repetition-penalty X  --no-repeat-ngram-size N  --length-penalty X\n"
                "  --token-scores    (--json) token_scores: log p of each id\n"
                "  --alignments      (--json) alignments [source index, target index] and word_alignments\n"
-               "                    (code-point offsets); --alignment-layer N (-1 = last), --alignment-heads N\n"
-               "                    (0 = all)\n",
-            DEFAULT_MODEL, MT_MAX_BEAM);
+               "                    (code-point offsets), from --alignment-layer and --alignment-heads\n");
 }
 
-static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
+/* A decoding flag's value into o->dp, within the table's bounds that need no
+ * model (the resolver checks the rest once it is loaded): 1 taken (*i
+ * advanced past the value), 0 not a decoding flag, -1 invalid. */
+static int parse_decode_flag(const char *a, const char *v, int *i, options *o)
 {
-    char *end;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < lo || x > hi) {
-        fprintf(stderr, "mtserve translate: %s needs an integer in [%d, %d]\n", opt, lo, hi);
+    const mt_decode_limit *l = NULL;
+    for (size_t k = 0; k < N_DECODE_FLAGS && !l; k++)
+        if (!strcmp(a, decode_flags[k].flag))
+            l = mt_decode_limit_find(decode_flags[k].field);
+    if (!l)
         return 0;
+    double lo, hi, x = 0;
+    char *end = NULL, range[96];
+    mt_decode_limit_bounds(l, NULL, NULL, NULL, &lo, &hi);
+    if (v)
+        x = strtod(v, &end);
+    if (!v || !*v || *end || !isfinite(x) || (l->min_open ? x <= lo : x < lo) || x > hi ||
+        (l->type != MT_LIMIT_FLOAT && (x != floor(x) || (l->type == MT_LIMIT_INT && fabs(x) > INT_MAX)))) {
+        fprintf(stderr, "mtserve translate: %s needs %s in %s\n", a, l->type == MT_LIMIT_FLOAT ? "a number" :
+                "an integer", range_text(l, range, sizeof range));
+        return -1;
     }
-    *out = (int)x;
+    char *f = (char *)&o->dp + l->offset;
+    if (l->type == MT_LIMIT_INT)
+        *(int *)f = (int)x;
+    else if (l->type == MT_LIMIT_FLOAT)
+        *(float *)f = (float)x;
+    else
+        *(uint64_t *)f = (uint64_t)x;
+    o->seeded |= l->dflt_of == MT_BOUND_DRAWN;
+    (*i)++;
     return 1;
 }
 
-static int parse_float(const char *opt, const char *v, double lo, double hi, int open_lo, float *out)
-{
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || *end || !isfinite(x) || x > hi || (open_lo ? x <= lo : x < lo)) {
-        fprintf(stderr, "mtserve translate: %s needs a number in %c%g, %g]\n", opt, open_lo ? '(' : '[', lo, hi);
-        return 0;
-    }
-    *out = (float)x;
-    return 1;
-}
-
-/* The decoding features' options: 1 taken (*i advanced past a value), 0 not one of them, -1 invalid. */
+/* The other decoding options: 1 taken, 0 not one of them. */
 static int parse_feature(const char *a, const char *v, int *i, options *o)
 {
-    mt_decode_params *f = &o->feat;
-    int ok = 1;
     if (!strcmp(a, "--sample"))
-        return f->sample = 1;
+        return o->dp.sample = 1;
     if (!strcmp(a, "--token-scores"))
-        return f->token_scores = 1;
+        return o->dp.token_scores = 1;
     if (!strcmp(a, "--alignments"))
-        return f->alignments = 1;
+        return o->dp.alignments = 1;
     if (!strcmp(a, "--tab-prefix"))
         return o->tab_prefix = 1;
-    if (!strcmp(a, "--temperature"))
-        ok = parse_float(a, v, 0, 100, 1, &f->temperature);
-    else if (!strcmp(a, "--top-p"))
-        ok = parse_float(a, v, 0, 1, 1, &f->top_p);
-    else if (!strcmp(a, "--repetition-penalty"))
-        ok = parse_float(a, v, 0, 100, 1, &f->repetition_penalty);
-    else if (!strcmp(a, "--length-penalty"))
-        ok = parse_float(a, v, -10, 10, 0, &f->length_penalty);
-    else if (!strcmp(a, "--top-k"))
-        ok = parse_int(a, v, 0, 1 << 20, &f->top_k);
-    else if (!strcmp(a, "--min-length"))
-        ok = parse_int(a, v, 0, 1 << 20, &f->min_length);
-    else if (!strcmp(a, "--no-repeat-ngram-size"))
-        ok = parse_int(a, v, 0, 1 << 20, &f->no_repeat_ngram_size);
-    else if (!strcmp(a, "--alignment-layer"))
-        ok = parse_int(a, v, -64, 63, &f->align_layer);
-    else if (!strcmp(a, "--alignment-heads"))
-        ok = parse_int(a, v, 0, 1024, &f->align_heads);
-    else if (!strcmp(a, "--target-prefix") && v)
-        o->prefix = v;
-    else if (!strcmp(a, "--seed")) {
-        char *end;
-        unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-        if (!v || *end || *v == '-') {
-            fprintf(stderr, "mtserve translate: --seed needs a non-negative integer\n");
-            return -1;
-        }
-        f->seed = x;
-        o->seeded = 1;
-    } else
+    if (strcmp(a, "--target-prefix") || !v)
         return 0;
+    o->prefix = v;
     (*i)++;
-    return ok ? 1 : -1;
+    return 1;
 }
 
 /* 0 = ok, 1 = exit 0 (help), 2 = usage error */
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){.model = DEFAULT_MODEL, .beam = 0, .max_length = 0, .threads = 1,
-                   .feat = mt_decode_default_params()};
+    *o = (options){.model = DEFAULT_MODEL, .threads = 1, .dp = mt_decode_default_params()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int r = parse_feature(a, v, &i, o);
+        int r = parse_decode_flag(a, v, &i, o);
         if (r < 0)
             return 2;
-        if (r > 0)
+        if (r > 0 || parse_feature(a, v, &i, o))
             continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -150,14 +161,6 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--model") && v) {
             o->model = v;
             i++;
-        } else if (!strcmp(a, "--beam")) {
-            if (!parse_int(a, v, 1, MT_MAX_BEAM, &o->beam))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--max-length")) {
-            if (!parse_int(a, v, 2, 1 << 20, &o->max_length))
-                return 2;
-            i++;
         } else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "int8"))) {
             o->weights = v[0] == 'i' ? MT_WEIGHTS_I8 : v[1] == '1' ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
             i++;
@@ -165,8 +168,13 @@ static int parse_args(int argc, char **argv, options *o)
             o->kv_f16 = v[1] == '1';
             i++;
         } else if (!strcmp(a, "--threads")) {
-            if (!parse_int(a, v, 1, 256, &o->threads))
+            char *end;
+            long x = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || x < 1 || x > 256) {
+                fprintf(stderr, "mtserve translate: --threads needs an integer in [1, 256]\n");
                 return 2;
+            }
+            o->threads = (int)x;
             i++;
         } else {
             fprintf(stderr, "mtserve translate: unknown or incomplete option '%s'\n", a);
@@ -174,12 +182,6 @@ static int parse_args(int argc, char **argv, options *o)
             return 2;
         }
     }
-    if (o->feat.sample && o->beam > 1) {
-        fprintf(stderr, "mtserve translate: --sample draws one row: --beam must be 1\n");
-        return 2;
-    }
-    if (o->feat.sample)
-        o->beam = 1;
     return 0;
 }
 
@@ -203,7 +205,7 @@ static void print_json(const mt_tokenizer *tok, const int32_t *src, int n_src, c
                           ids_json(h ? h->ids : NULL, h ? h->n_ids : 0), "pieces", pieces, "text",
                           h && h->text ? h->text : "", "score", h ? (double)h->score : 0.0);
     if (o && r)
-        srv_result_features_json(o, r, opt->feat.token_scores, opt->feat.alignments);
+        srv_result_features_json(o, r, opt->dp.token_scores, opt->dp.alignments);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     puts(s ? s : "{}");
     free(s);
@@ -246,15 +248,13 @@ static int translate_line(mt_session *s, const srv_tr_model *tm, const options *
                           char *line, long lineno)
 {
     srv_tr_params tp = *tp0;
-    mt_decode_params feat = *tp0->feat;
     srv_prefix prefix = {.text = o->prefix};
     char *tab = o->tab_prefix ? strchr(line, '\t') : NULL;
     if (tab) {                                      /* SOURCE<TAB>PREFIX */
         *tab = 0;
         prefix.text = tab + 1;
     }
-    feat.seed += (uint64_t)(lineno - 1);            /* line i draws with seed + i */
-    tp.feat = &feat;
+    tp.dp.seed += (uint64_t)(lineno - 1);           /* line i draws with seed + i */
     tp.prefix = prefix.text && *prefix.text ? &prefix : NULL;
     if (only_space(line)) {
         if (o->json)
@@ -294,18 +294,19 @@ static int run(mt_model *m, const options *o)
     mt_session *s;
     mt_session_params sp = mt_session_default_params(m);
     sp.kv_f16 = o->kv_f16;
-    if (o->max_length > sp.max_tgt_len)
-        sp.max_tgt_len = o->max_length;
+    if (o->dp.max_length > sp.max_tgt_len)
+        sp.max_tgt_len = o->dp.max_length;
+    srv_tr_params tp = { .split = 0 };
+    if (mt_decode_params_resolve(m, &sp, &o->dp, &tp.dp, &err) != MT_OK) {   /* every line's */
+        fprintf(stderr, "mtserve translate: %s\n", err.msg);
+        return 2;
+    }
     if (mt_session_new(m, &sp, &s, &err) != MT_OK) {
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
         return 1;
     }
-    const mt_model_info *info = mt_model_get_info(m);
-    srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = info->eos_id, .max_src_len = sp.max_src_len,
-                        .max_length = info->default_max_length < sp.max_tgt_len ? info->default_max_length
-                                                                                 : sp.max_tgt_len };
-    srv_tr_params tp = { .beam_size = o->beam, .max_length = o->max_length, .n_best = 1, .split = 0,
-                         .feat = &o->feat };
+    srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
+                        .max_src_len = sp.max_src_len };
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -329,12 +330,12 @@ int mt_cmd_translate(int argc, char **argv)
     int r = parse_args(argc, argv, &o);
     if (r)
         return r == 1 ? 0 : 2;
-    if (o.feat.sample && !o.seeded) {       /* reproducible: say which seed was drawn */
+    if (o.dp.sample && !o.seeded) {         /* reproducible: say which seed was drawn */
         uint64_t x = 0;
         if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x)
             x = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
-        o.feat.seed = x & ((1ull << 53) - 1);
-        fprintf(stderr, "mtserve translate: --seed %llu\n", (unsigned long long)o.feat.seed);
+        o.dp.seed = x & ((1ull << 53) - 1);
+        fprintf(stderr, "mtserve translate: --seed %llu\n", (unsigned long long)o.dp.seed);
     }
     struct stat sb;
     if (stat(o.model, &sb) != 0) {

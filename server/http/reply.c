@@ -1,4 +1,5 @@
-/* reply: how every reply body is made (handlers.h). */
+/* reply: how every reply body is made (reply.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,8 +27,11 @@ void srv_reply_serialize(srv_response *resp)
 
 void srv_reply_json(srv_response *resp, int status, json_t *body)
 {
-    if (!body) {
-        srv_fail(resp, SRV_E_INTERNAL, "out of memory building the reply");
+    if (!body) {        /* recorded as srv_fail (errors.c) would: the first failure wins */
+        if (resp->error == SRV_OK) {
+            resp->error = SRV_E_INTERNAL;
+            snprintf(resp->message, sizeof resp->message, "out of memory building the reply");
+        }
         return;
     }
     json_decref(resp->json);

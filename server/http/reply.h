@@ -2,7 +2,8 @@
  *
  * Every handler fills an srv_response through these calls (errors through
  * errors.h's srv_fail), and http.c sends it.  A leaf below the handlers, the
- * router and the error table.
+ * router and the error table (errors.h includes this file, never the other
+ * way round).
  */
 #ifndef SRV_REPLY_H
 #define SRV_REPLY_H
@@ -11,7 +12,32 @@
 
 #include <jansson.h>
 
-#include "errors.h"
+/* The failure a reply may carry (srv_fail, errors.h); errors.c's table gives
+ * each its HTTP status and name. */
+typedef enum {
+    SRV_OK = 0,
+    SRV_E_INVALID_JSON,         /* 400 malformed JSON or form body            */
+    SRV_E_INVALID_FIELD,        /* 400 missing field, wrong type or range      */
+    SRV_E_EMPTY_TEXT,           /* 400 empty or whitespace-only text           */
+    SRV_E_INVALID_UTF8,         /* 400 the body or a text is not UTF-8         */
+    SRV_E_BAD_REQUEST,          /* 400 anything else the client got wrong      */
+    SRV_E_UNSUPPORTED_LANGUAGE, /* 400 no model for the language pair          */
+    SRV_E_UNAUTHORIZED,         /* 401 missing or wrong API key                */
+    SRV_E_NOT_FOUND,            /* 404 unknown route                           */
+    SRV_E_UNKNOWN_MODEL,        /* 404 no model with that id                   */
+    SRV_E_METHOD_NOT_ALLOWED,   /* 405 (the router sets Allow)                 */
+    SRV_E_REQUEST_TIMEOUT,      /* 408 head and body not received in time      */
+    SRV_E_BODY_TOO_LARGE,       /* 413 body over --max-body                    */
+    SRV_E_INPUT_TOO_LONG,       /* 413 source tokens over a limit              */
+    SRV_E_INTERNAL,             /* 500 our own failure                         */
+    SRV_E_QUEUE_FULL,           /* 503 no worker free and the queue is full    */
+    SRV_E_LOADING,              /* 503 models still loading                    */
+    SRV_E_CLIENT_GONE,          /* 499 the client closed its connection first
+                                       (nginx's code: only logs and metrics see it) */
+    SRV_E_COUNT
+} srv_code;
+
+typedef struct srv_response srv_response;
 
 /* A body produced while it is sent (server-sent events, stream.c), read by
  * http.c on the connection's HTTP thread. */

@@ -21,14 +21,18 @@ struct srv_trjob {
 
 int srv_max_beam(const srv_model *m)
 {
-    return m->sparams.max_batch < SRV_MAX_BEAM ? m->sparams.max_batch : SRV_MAX_BEAM;
+    double lo, hi;
+    mt_decode_limit_bounds(mt_decode_limit_find("beam_size"), m->model, &m->sparams, NULL, &lo, &hi);
+    return (int)hi;
 }
 
-int srv_default_beam(const srv_model *m)
+int srv_translate_resolve(const srv_path *path, srv_tr_params *p, srv_response *resp)
 {
-    int b = m->info->default_beam > 0 ? m->info->default_beam : 1;
-    int max = srv_max_beam(m);
-    return b > max ? max : b;
+    const srv_model *m = path->model[path->n_legs - 1];
+    mt_err err = { 0 };
+    if (mt_decode_params_resolve(m->model, &m->sparams, &p->dp, &p->dp, &err) != MT_OK)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "%s", err.msg);
+    return 0;
 }
 
 static void decoded(srv_decode_job *dj);
@@ -39,9 +43,7 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     srv_model *m = j->path.model[i];
     srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
                         .max_tokens = j->req->srv->opts.max_tokens,
-                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i],
-                        .max_length = m->info->default_max_length < m->sparams.max_tgt_len
-                                          ? m->info->default_max_length : m->sparams.max_tgt_len };
+                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i] };
     mt_status st = srv_tr_new(&tm, texts, j->n, p, &j->tr[i], err);
     if (st != MT_OK)
         return st;
@@ -130,20 +132,21 @@ int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *pa
     if (sink)
         j->sink = *sink;
     srv_tr_params first = *p;
-    if (path->n_legs == 2) {            /* the pivot text: the best translation only */
-        first.n_best = 1;
-        first.feat = NULL;              /* the decoding features are the last leg's */
+    mt_err err = { 0 };
+    mt_status st = MT_OK;
+    if (path->n_legs == 2) {            /* the pivot text: the best translation, without the */
+        const srv_model *m0 = path->model[0];   /* last leg's features; its beam if m0 takes it */
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = p->dp.beam_size < srv_max_beam(m0) ? p->dp.beam_size : srv_max_beam(m0);
         first.prefix = NULL;
-        if (first.beam_size > srv_max_beam(path->model[0]))
-            first.beam_size = srv_max_beam(path->model[0]);
-        first.max_length = 0;
+        st = mt_decode_params_resolve(m0->model, &m0->sparams, &dp, &first.dp, &err);
     }
     *job = j;
     req->finish = finish;               /* before submit: done() may come at once */
     req->pending = pending;
     req->pending_free = pending_free;
-    mt_err err = { 0 };
-    mt_status st = submit_leg(j, 0, texts, &first, &err);
+    if (st == MT_OK)
+        st = submit_leg(j, 0, texts, &first, &err);
     if (st == MT_OK)
         return 0;
     req->finish = NULL;

@@ -20,9 +20,12 @@
 #include "translate/pipeline.h"
 #include "server.h"
 
-/* The model's default beam, clamped to what its sessions allow. */
-int srv_default_beam(const srv_model *m);
-/* The widest beam the model's sessions allow (<= SRV_MAX_BEAM). */
+/* p->dp, as the request parser collected it (mt_decode_default_params and
+ * the fields given), resolved for the path's last model: on the request path
+ * the one call of mt_decode_params_resolve, where every default is filled.
+ * 0, or -1 with resp failed (400, naming the field). */
+int srv_translate_resolve(const srv_path *path, srv_tr_params *p, srv_response *resp);
+/* The widest beam model m's sessions take (the table's beam_size maximum). */
 int srv_max_beam(const srv_model *m);
 
 typedef struct srv_trjob srv_trjob;
@@ -38,9 +41,10 @@ typedef struct {
     void  *ctx;
 } srv_tr_sink;
 
-/* Starts translating texts[0..n) along path (the texts must live until
- * finish).  The request becomes pending (req->finish, pending, pending_free
- * set before the decoder can answer); *job receives the state, which the
+/* Starts translating texts[0..n) along path with p, resolved by
+ * srv_translate_resolve (the texts must live until finish).  The request
+ * becomes pending (req->finish, pending, pending_free set before the
+ * decoder can answer); *job receives the state, which the
  * caller's pending owns (free it with srv_trjob_free).  0: pending.  -1:
  * resp failed, the request is not pending, *job is NULL.  sink (NULL: none;
  * copied) streams the last leg and is told when the job is over, instead of

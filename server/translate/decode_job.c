@@ -1,4 +1,4 @@
-/* decoder: what both decoders share about a job (decoder.h). */
+/* decode_job: what both decoders share about a job (decode_job.h). */
 #include "decode_job.h"
 
 #include <string.h>
@@ -27,4 +27,24 @@ void srv_decode_job_finish(srv_decode_job *job)
             job->err = job->items[i].err;
             return;
         }
+}
+
+/* The engine's per-sequence progress callback -> the job's hook, with the
+ * item's index. */
+static void item_progress(void *data, const int32_t *ids, int n, int final)
+{
+    srv_seq_req *it = data;
+    srv_decode_job *job = it->job;
+    job->progress.fn(job->progress.ctx, (int)(it - job->items), ids, n, final);
+}
+
+mt_decode_params srv_decode_item_params(srv_decode_job *job, int i)
+{
+    srv_seq_req *it = &job->items[i];
+    mt_decode_params dp = it->dp ? *it->dp : job->dp;
+    if (job->progress.fn) {             /* it->job: set by srv_decode_job_init */
+        dp.progress_callback = item_progress;
+        dp.progress_callback_data = it;
+    }
+    return dp;
 }

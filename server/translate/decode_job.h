@@ -1,10 +1,11 @@
-/* decoder: the one decode interface of the translate pipeline.
+/* decode_job: the one decode interface of the translate pipeline.
  *
  * Tokenized sentences in, hypotheses out.  Two implementations:
- *   scheduler.c  continuous batching: one thread per model decodes the
- *                sentences of every request together (batching on)
- *   seqloop.c    a session of the request's own, stepping its sentences
- *                with the mt_seq_* calls (batching off, and the CLI)
+ *   scheduler.c        continuous batching: one thread per model decodes
+ *                      the sentences of every request together (batching on)
+ *   session_decoder.c  a session of the request's own, its sentences decoded
+ *                      by mt_generate_each (batching off, and the CLI)
+ * Both run the engine's one decode loop (mt_decode_run).
  *
  * A job is handed over with submit() and comes back through job->done(job),
  * called exactly once, from whatever thread finished the work (possibly
@@ -43,11 +44,12 @@ typedef struct {
     void  *ctx;
 } srv_abort;
 
-/* Streaming (decoder.h's optional hook): on the decoder's thread, after every
- * step, a greedy item's ids so far (ids[0..n), the final </s> included once
- * produced; final 0), and, when any item finishes, its best hypothesis
- * (final 1).  ids live only during the call.  It must not block: it copies
- * and returns (stream.c). */
+/* Streaming (optional): on the decoder's thread, after every step, a greedy
+ * item's ids so far (ids[0..n), the final </s> included once produced;
+ * final 0), and, when any item finishes, its best hypothesis (final 1).
+ * ids live only during the call.  It must not block: it copies and returns
+ * (stream.c).  The engine's decode loop calls it, as each item's
+ * mt_decode_params.progress_callback (srv_decode_item_params). */
 typedef struct {
     void (*fn)(void *ctx, int item, const int32_t *ids, int n, int final);
     void  *ctx;
@@ -85,5 +87,9 @@ typedef struct {
 void srv_decode_job_init(srv_decode_job *job, srv_seq_req *items, int n, const mt_decode_params *dp);
 /* Called by a decoder when the job is over: fills status/err from the items. */
 void srv_decode_job_finish(srv_decode_job *job);
+/* Item i's decoding parameters for the engine: its own dp, else the job's;
+ * with job->progress.fn, the job's hook as their progress callback (for
+ * item i).  The job and its items must outlive the item's decoding. */
+mt_decode_params srv_decode_item_params(srv_decode_job *job, int i);
 
 #endif

@@ -206,7 +206,7 @@ static int join_align(const srv_tr *t, int text, int first, int count, srv_tr_re
 
 static int build_result(srv_tr *t, int text, srv_tr_result *r)
 {
-    int first = t->first[text], count = t->first[text + 1] - first, n_best = t->p.n_best;
+    int first = t->first[text], count = t->first[text + 1] - first, n_best = t->p.dp.n_best;
     memset(r, 0, sizeof *r);
     r->n_sentences = count;
     if (!(r->alts = calloc((size_t)n_best, sizeof *r->alts)))
@@ -216,7 +216,7 @@ static int build_result(srv_tr *t, int text, srv_tr_result *r)
             return -1;
     if (join_ids(t->m.eos_id, &t->l, first, count, r))
         return -1;
-    return t->p.feat && t->p.feat->alignments ? join_align(t, text, first, count, r) : 0;
+    return t->p.dp.alignments ? join_align(t, text, first, count, r) : 0;
 }
 
 void srv_tr_results_free(srv_tr_result *r, int n)
@@ -270,7 +270,7 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
  * least </s>. */
 static mt_status tokenize_prefixes(srv_tr *t, mt_err *err)
 {
-    int max_length = t->p.max_length ? t->p.max_length : t->m.max_length;
+    int max_length = t->p.dp.max_length;
     for (int i = 0; i < t->n_texts; i++) {
         const srv_prefix *pf = &t->p.prefix[i];
         if (pf->n_ids <= 0 && !pf->text)
@@ -313,8 +313,6 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
     }
     t->m = *m;
     t->p = *p;
-    if (t->p.n_best < 1)
-        t->p.n_best = 1;
     t->texts = texts;
     t->n_texts = n;
     mt_status st = MT_OK;
@@ -329,7 +327,7 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
         st = tokenize(t, err);
     if (st == MT_OK && p->prefix)
         st = tokenize_prefixes(t, err);
-    long nb = (long)t->l.n * t->p.n_best;
+    long nb = (long)t->l.n * t->p.dp.n_best;
     if (st == MT_OK && (!(t->items = calloc((size_t)t->l.n + 1, sizeof *t->items)) ||
                         !(t->hyps = calloc((size_t)nb + 1, sizeof *t->hyps))))
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
@@ -339,26 +337,21 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
     }
     for (int i = 0; i < t->l.n; i++) {
         sentence *s = &t->l.v[i];
-        s->hyps = t->hyps + (long)i * t->p.n_best;
+        s->hyps = t->hyps + (long)i * t->p.dp.n_best;
         t->items[i] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps };
     }
-    mt_decode_params dp = t->p.feat ? *t->p.feat : mt_decode_default_params();
-    dp.beam_size = t->p.beam_size;
-    dp.max_length = t->p.max_length;
-    dp.n_best = t->p.n_best;
-    dp.prefix = NULL;
-    dp.n_prefix = 0;
+    const mt_decode_params *dp = &t->p.dp;
     for (int i = 0; i < t->l.n; i++) {       /* each sentence: its prefix, its seed */
         sentence *s = &t->l.v[i];
-        s->dp = dp;
-        s->dp.seed = dp.seed + (uint64_t)i;
+        s->dp = *dp;
+        s->dp.seed = dp->seed + (uint64_t)i;
         s->dp.prefix = s->prefix;
         s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
         if (s->prefix)
             s->dp.prefix = s->prefix + 1;
         t->items[i].dp = &s->dp;
     }
-    srv_decode_job_init(&t->job, t->items, t->l.n, &dp);
+    srv_decode_job_init(&t->job, t->items, t->l.n, dp);
     *out = t;
     return MT_OK;
 }
@@ -372,7 +365,7 @@ mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err)
 {
     memset(out, 0, sizeof *out * (size_t)t->n_texts);
     for (int i = 0; i < t->l.n; i++)
-        for (int k = 0; k < t->p.n_best; k++) {
+        for (int k = 0; k < t->p.dp.n_best; k++) {
             mt_hyp *h = &t->l.v[i].hyps[k];
             mt_status st = mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &h->text, err);
             if (st != MT_OK)
@@ -391,7 +384,7 @@ void srv_tr_free(srv_tr *t)
     if (!t)
         return;
     if (t->hyps)
-        mt_hyps_free(t->hyps, t->l.n * t->p.n_best);
+        mt_hyps_free(t->hyps, t->l.n * t->p.dp.n_best);
     free(t->hyps);
     free(t->items);
     sentences_free(&t->l);

@@ -20,8 +20,6 @@
 
 #include "decode_job.h"
 
-#define SRV_MAX_BEAM MT_MAX_BEAM    /* the engine's limit (mt.h) */
-
 /* What the pipeline needs of a model. */
 typedef struct {
     const mt_tokenizer *tok;
@@ -30,7 +28,6 @@ typedef struct {
     long    max_tokens;         /* source tokens per request, all sentences; 0 = no limit */
     int     has_lang;           /* 1: lang_id, a multilingual model's target-language token */
     int32_t lang_id;            /* (">>fra<<"), goes before every sentence */
-    int     max_length;         /* the decoder length limit when srv_tr_params.max_length is 0 */
 } srv_tr_model;
 
 /* A text's target prefix: ids when n_ids > 0, else text (tokenized with the
@@ -42,15 +39,12 @@ typedef struct {
 } srv_prefix;
 
 typedef struct {
-    int beam_size;      /* >= 1 (resolved, not 0) */
-    int max_length;     /* decoder length incl. the start token; 0 = the model's */
-    int n_best;         /* hypotheses per text, 1..beam_size */
+    /* Every sentence's decoding parameters, resolved for the model
+     * (mt_decode_params_resolve): n_best hypotheses per text, max_length for
+     * the prefixes below.  Each sentence's prefix and seed are its own:
+     * sentence j of the request (all texts, in order) draws with dp.seed + j. */
+    mt_decode_params dp;
     int split;          /* split texts into sentences */
-    /* The decoding features (mt.h) of every sentence, NULL for none: sampling,
-     * the rules, token_scores, alignments.  beam_size, max_length, n_best,
-     * prefix and seed come from here and below: sentence j of the request (all
-     * texts, in order) draws with seed feat->seed + j. */
-    const mt_decode_params *feat;
     const srv_prefix *prefix;   /* NULL, or [n texts]: each text's target prefix (such a text is not split) */
 } srv_tr_params;
 
@@ -61,9 +55,9 @@ typedef struct {
     int      n_ids;
     double   score;     /* sum over the sentences of the best hypothesis' score */
     int      n_sentences;
-    /* with feat->token_scores: log p of each of ids (the </s> dropped with them) */
+    /* with dp.token_scores: log p of each of ids (the </s> dropped with them) */
     float   *token_logp;
-    /* with feat->alignments: the source ids of every sentence (</s> and a language
+    /* with dp.alignments: the source ids of every sentence (</s> and a language
      * token dropped); token links (index into src_ids, index into ids); word links
      * [n_words][4]: source [start, end) in the text, target [start, end) in alts[0],
      * in code points (words: runs of non-space characters; a piece starting with

@@ -1,4 +1,5 @@
-/* scheduler: the continuous-batching scheduler (scheduler.h). */
+/* scheduler: the continuous-batching scheduler (scheduler.h): a feed of the
+ * engine's decode loop (mt_decode_run), which its thread runs. */
 #include "scheduler.h"
 
 #include <pthread.h>
@@ -24,8 +25,9 @@ struct srv_sched {
     srv_seq_req     *head, *tail;   /* sentences waiting for rows, FIFO */
     srv_decode_job  *jobs;          /* every job held (waiting or decoding) */
     int              n_jobs;
-    srv_seq_req    **active;        /* [rows]: decoding (scheduler thread only) */
+    srv_seq_req    **active;        /* [rows] by sequence id: decoding, NULL (scheduler thread only) */
     int              n_active;
+    srv_seq_req     *retired;       /* finished by the last step, not yet over (scheduler thread only) */
     double           last_poll;
     _Atomic int      st_active, st_waiting, st_rows, st_jobs_started, st_jobs_waiting;
 };
@@ -98,15 +100,14 @@ static void poll_gone(srv_sched *sc)
  * fail the waiting sentences of jobs past the queue timeout. */
 static void drop(srv_sched *sc, srv_decode_job **done_list)
 {
-    for (int i = 0; i < sc->n_active;) {
+    for (int i = 0; i < sc->rows; i++) {
         srv_seq_req *it = sc->active[i];
-        if (!it->job->cancelled) {
-            i++;
+        if (!it || !it->job->cancelled)
             continue;
-        }
         mt_seq_cancel(sc->s, it->seq);
         srv_metrics_cancelled(1);
-        sc->active[i] = sc->active[--sc->n_active];
+        sc->active[i] = NULL;
+        sc->n_active--;
         fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
     }
     double t = mt_now_s();
@@ -132,7 +133,8 @@ static void drop(srv_sched *sc, srv_decode_job **done_list)
 }
 
 /* Under mu (released around mt_seq_start): FIFO admission while rows are free.  The
- * sources admitted here are encoded together, as one batch, by the next mt_step. */
+ * sources admitted here are encoded together, as one batch, by the next mt_step.
+ * A streamed job's progress hook rides in each sentence's decode parameters. */
 static void admit(srv_sched *sc, srv_decode_job **done_list)
 {
     while (sc->head) {
@@ -145,47 +147,48 @@ static void admit(srv_sched *sc, srv_decode_job **done_list)
             sc->tail = NULL;
         it->job->started = 1;
         pthread_mutex_unlock(&sc->mu);
-        mt_status st = mt_seq_start(sc->s, it->src, it->n_src, dp, &it->seq, &it->err);
+        mt_decode_params q = srv_decode_item_params(it->job, (int)(it - it->job->items));
+        mt_status st = mt_seq_start(sc->s, it->src, it->n_src, &q, &it->seq, &it->err);
         pthread_mutex_lock(&sc->mu);
         if (st != MT_OK) {
             it->status = st;
             finish_item(sc, it, done_list);
         } else {
-            sc->active[sc->n_active++] = it;
+            sc->active[it->seq] = it;
+            sc->n_active++;
         }
     }
 }
 
-/* After a step (scheduler thread, no lock: the active items are its own):
- * the tokens of every streamed greedy sequence so far.  The hook copies them
- * into the request's own buffer and returns: a slow client never holds the
- * step loop. */
-static void stream_tokens(srv_sched *sc)
+/* The decode loop's hand-over after a step (scheduler thread, no lock: the
+ * active items are its own): sequence seq finished (its progress hook has
+ * seen its best hypothesis); its item leaves the active ones for retire. */
+static void sched_finished(void *data, int seq, mt_status st, mt_hyp *hyps, int n, const mt_err *err)
 {
-    for (int i = 0; i < sc->n_active; i++) {
-        srv_seq_req *it = sc->active[i];
-        const srv_progress *pg = &it->job->progress;
-        int n;
-        const int32_t *ids = pg->fn ? mt_seq_ids(sc->s, it->seq, &n) : NULL;
-        if (ids)
-            pg->fn(pg->ctx, (int)(it - it->job->items), ids, n, 0);
+    srv_sched *sc = data;
+    srv_seq_req *it = sc->active[seq];
+    if (!it) {                          /* not ours: cannot happen */
+        mt_hyps_free(hyps, n);
+        return;
     }
+    it->status = st;
+    if (st == MT_OK)
+        memcpy(it->hyps, hyps, sizeof *hyps * (size_t)n);
+    else
+        it->err = *err;
+    sc->active[seq] = NULL;
+    sc->n_active--;
+    it->next = sc->retired;
+    sc->retired = it;
 }
 
-/* Under mu: hand the finished sequences their hypotheses. */
+/* Under mu: the items the last step finished are over. */
 static void retire(srv_sched *sc, srv_decode_job **done_list)
 {
-    for (int i = 0; i < sc->n_active;) {
-        srv_seq_req *it = sc->active[i];
-        if (!mt_seq_finished(sc->s, it->seq)) {
-            i++;
-            continue;
-        }
-        it->status = mt_seq_take(sc->s, it->seq, it->hyps, &it->err);
-        const srv_progress *pg = &it->job->progress;
-        if (it->status == MT_OK && pg->fn)
-            pg->fn(pg->ctx, (int)(it - it->job->items), it->hyps[0].ids, it->hyps[0].n_ids, 1);
-        sc->active[i] = sc->active[--sc->n_active];
+    while (sc->retired) {
+        srv_seq_req *it = sc->retired;
+        sc->retired = it->next;
+        it->next = NULL;
         finish_item(sc, it, done_list);
     }
 }
@@ -207,11 +210,19 @@ static void complete(srv_sched *sc, srv_decode_job **done_list)
     pthread_mutex_lock(&sc->mu);
 }
 
-static void *sched_main(void *arg)
+/* The decode loop's start, before every step: under mu, retire what the last
+ * step finished, then wait for work (or stop), drop, admit, publish and
+ * complete until something is active; mt_step then runs with no lock held.
+ * At stop, once nothing is left (the session is empty), the loop ends. */
+static int sched_start(void *data, mt_session *s, mt_err *err)
 {
-    srv_sched *sc = arg;
+    srv_sched *sc = data;
     srv_decode_job *done_list = NULL;
+    int rows = 0;                       /* 0: stop, and nothing left */
     pthread_mutex_lock(&sc->mu);
+    retire(sc, &done_list);
+    publish_stats(sc);
+    complete(sc, &done_list);
     for (;;) {
         while (!sc->jobs && !sc->stop)
             pthread_cond_wait(&sc->cv, &sc->mu);
@@ -222,24 +233,28 @@ static void *sched_main(void *arg)
         admit(sc, &done_list);
         publish_stats(sc);
         complete(sc, &done_list);
-        if (sc->n_active == 0) {
-            if (sc->jobs) {             /* waiting for rows that only a timeout frees: look again shortly */
-                struct timespec t = mt_abstime_after_ms(IDLE_WAIT_MS);
-                pthread_cond_timedwait(&sc->cv, &sc->mu, &t);
-            }
-            continue;
+        if (sc->n_active > 0) {
+            rows = mt_session_rows_used(s);
+            break;
         }
-        int rows = mt_session_rows_used(sc->s);
-        pthread_mutex_unlock(&sc->mu);
-        mt_step(sc->s);                 /* the only compute: no lock held */
-        stream_tokens(sc);
-        srv_metrics_batch_step(rows);
-        pthread_mutex_lock(&sc->mu);
-        retire(sc, &done_list);
-        publish_stats(sc);
-        complete(sc, &done_list);
+        if (sc->jobs) {                 /* waiting for rows that only a timeout frees: look again shortly */
+            struct timespec t = mt_abstime_after_ms(IDLE_WAIT_MS);
+            pthread_cond_timedwait(&sc->cv, &sc->mu, &t);
+        }
     }
     pthread_mutex_unlock(&sc->mu);
+    if (rows == 0)
+        return 0;                       /* the loop ends */
+    srv_metrics_batch_step(rows);       /* the step about to run */
+    return 1;
+}
+
+/* The scheduler thread: the engine's decode loop over the queue. */
+static void *sched_main(void *arg)
+{
+    srv_sched *sc = arg;
+    mt_decode_feed feed = { .start = sched_start, .finished = sched_finished, .data = sc };
+    mt_decode_run(sc->s, &feed, NULL);  /* returns at stop, once everything held is over */
     return NULL;
 }
 

@@ -1,17 +1,20 @@
 /* scheduler: continuous (iteration-level) batching, one scheduler per model;
- * an implementation of the decode interface (decoder.h).
+ * an implementation of the decode interface (decode_job.h).
  *
- * A scheduler thread owns one large session (max_batch decoder rows).  Jobs
- * arrive through submit() from any thread and nobody waits on a thread for
- * them: between two decoder steps the scheduler drops the jobs whose client
+ * A scheduler thread owns one large session (max_batch decoder rows) and
+ * runs the engine's decode loop (mt_decode_run) on it.  Jobs arrive through
+ * submit() from any thread and nobody waits on a thread for them: between two
+ * decoder steps (the loop's feed) the scheduler drops the jobs whose client
  * went away (job->abort) or that waited too long for rows, admits waiting
- * sentences in FIFO order while rows are free (encoding each source), runs
- * ONE mt_step for every active sequence together, retires the finished ones,
- * and calls done() of each job whose last sentence is over (outside its
- * lock; done() must be short: it resumes a connection).  A streamed job
- * (job->progress) gets its greedy sentences' tokens after every step and each
- * sentence's best hypothesis as it finishes.  A sentence's result
- * is that of decoding it alone (the engine's guarantee).
+ * sentences in FIFO order while rows are free (encoding each source), and
+ * the loop runs ONE mt_step for every active sequence together (no lock
+ * held) and hands over the finished ones; the scheduler retires them and
+ * calls done() of each job whose last sentence is over (outside its lock;
+ * done() must be short: it resumes a connection).  A streamed job
+ * (job->progress, each sentence's progress callback) gets its greedy
+ * sentences' tokens after every step and each sentence's best hypothesis as
+ * it finishes.  A sentence's result is that of decoding it alone (the
+ * engine's guarantee).
  */
 #ifndef SRV_SCHED_H
 #define SRV_SCHED_H

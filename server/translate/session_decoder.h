@@ -1,10 +1,12 @@
-/* seqloop: the decode interface (decoder.h) over a session of the job's own.
+/* session_decoder: the decode interface (decode_job.h) over a session of the
+ * job's own.
  *
- * The job's sentences are decoded together by mt_generate (the engine's loop
- * over the mt_seq_* calls: started while the session has rows, one mt_step
- * for all, taken when finished), with job->abort as its abort callback.
- * Results equal the scheduler's (each sentence's result is that of decoding
- * it alone).
+ * The job's sentences are decoded together by mt_generate_each (the engine's
+ * decode loop, mt_decode_run: started while the session has rows, one
+ * mt_step for all, taken when finished), with job->abort as its abort
+ * callback and job->progress as each sentence's progress callback.  Results
+ * equal the scheduler's (each sentence's result is that of decoding it
+ * alone).
  *
  * srv_seqloop_run decodes inline on the calling thread (the CLI).  The
  * decoder of srv_seqloop_decoder runs each job on a worker thread with a

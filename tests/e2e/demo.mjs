@@ -6,7 +6,7 @@
  * plain HTTP (not through the page): the translation from POST /translate with
  * the body the page sent, the token counts from POST /tokenize, the weights
  * from POST /attention, the model's shape from GET /models, and the position
- * encodings' values from shared/reference/marian-spec.md (computed by the
+ * encodings' values from docs/MARIAN.md 1.1 (computed by the
  * PyTorch reference).  Prints each check, then "e2e: N passed, M failed";
  * exits 1 if any failed.  Screenshots: $E2E_OUT (default build/e2e/).
  *
@@ -388,7 +388,7 @@ async function main() {
     }
 
     await phase('the position encodings', async () => {
-      /* shared/reference/marian-spec.md 1.2: values of the PyTorch reference, d = 512 */
+      /* docs/MARIAN.md 1.1: values of the PyTorch reference, d = 512 */
       const got = await page.evaluate(async () => {
         const { positionTable } = await import('/web/positions.js');
         const t = positionTable(3, 512);

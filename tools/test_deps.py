@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""Tests of tools/deps.py on tiny fake trees (stdlib unittest).
+
+    /usr/bin/python3 tools/test_deps.py      (run by make check-deps)
+"""
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import deps  # noqa: E402
+
+LAYERS = """\
+# unit\trank\tjob
+lib/low\t0\tleaves
+lib/high\t1\tabove the leaves
+lib/side\t1\tbeside high
+lib/api.h\t1\tthe library's public header
+app\t2\tthe program
+search\tlib\tapp
+private\tlib/high/secret.h\tlib/high
+public\tlib\tlib/api.h\tlib/low/*.h
+"""
+
+# A layered tree with no violation: every later test adds one fault to it.
+CLEAN = {
+    "lib/low/a.h": '#include <stddef.h>\nint low_a(void);\n',
+    "lib/low/a.c": '#include "a.h"\nint low_a(void) { return 1; }\n',
+    "lib/low/b.h": '#include "a.h"\nint low_b(void);\n',
+    "lib/low/b.c": '#include "b.h"\n#include "low/a.h"\nint low_b(void) { return low_a(); }\n',
+    "lib/high/secret.h": '#include "low/a.h"\nstruct secret { int x; };\n',
+    "lib/high/y.h": '#include "secret.h"\nint high_fn(void);\n',
+    "lib/high/y.c": textwrap.dedent("""\
+        #include "y.h"
+        /* #include "app/main.h" is a comment, not an include */
+        static int helper(void) { return low_b(); }
+        int high_fn(void) { return helper() + low_a(); }
+        """),
+    "lib/api.h": '#include "low/a.h"\nint high_fn(void);\n',
+    "app/main.c": textwrap.dedent("""\
+        #include "api.h"
+        #include "low/b.h"
+        #define CALL() high_fn()
+        int main(void) { const char *s = "#include \\"high/secret.h\\""; (void)s; return CALL() + low_b(); }
+        """),
+}
+
+
+def write_tree(root, files):
+    for path, text in files.items():
+        full = os.path.join(root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+
+
+class DepsTest(unittest.TestCase):
+    def check(self, extra=None, layers=LAYERS, mode=None):
+        """Runs deps.run on CLEAN + extra; returns (status, stdout lines, stderr text)."""
+        with tempfile.TemporaryDirectory() as root:
+            files = dict(CLEAN)
+            files.update(extra or {})
+            write_tree(root, files)
+            with open(os.path.join(root, "layers.tsv"), "w") as f:
+                f.write(layers)
+            out, err = io.StringIO(), io.StringIO()
+            rc = deps.run(root, os.path.join(root, "layers.tsv"), mode, out, err)
+            return rc, out.getvalue().splitlines(), err.getvalue()
+
+    def violations(self, lines, kind):
+        return [ln for ln in lines if ln.startswith(kind + ":")]
+
+    def test_clean_tree_passes(self):
+        rc, lines, _ = self.check()
+        self.assertEqual(rc, 0, lines)
+        self.assertEqual(lines, ["deps: 9 files, 10 includes, 0 violations"])
+
+    def test_circle(self):
+        rc, lines, _ = self.check({"lib/low/a.h": '#include "b.h"\nint low_a(void);\n'})
+        self.assertEqual(rc, 1)
+        circ = self.violations(lines, "circle")
+        self.assertEqual(len(circ), 1, lines)
+        self.assertIn("lib/low/a.h:1 -> lib/low/b.h", circ[0])
+        self.assertRegex(circ[0], r"lib/low/b\.[ch]:\d -> lib/low/a\.h")
+        self.assertTrue(lines[-1].endswith(" 1 violations"), lines)
+
+    def test_circle_through_a_c_file(self):
+        # a.c includes b.h and b.h includes a.h: modules a and b (a.c + a.h) form a circle
+        rc, lines, _ = self.check({"lib/low/a.c": '#include "a.h"\n#include "b.h"\nint low_a(void) { return 1; }\n'})
+        self.assertEqual(rc, 1)
+        circ = self.violations(lines, "circle")
+        self.assertEqual(len(circ), 1, lines)
+        self.assertIn("lib/low/a.c:2 -> lib/low/b.h", circ[0])
+
+    def test_upward_include(self):
+        rc, lines, _ = self.check({"lib/low/c.c": '#include "high/y.h"\n'})
+        self.assertEqual(rc, 1)
+        up = self.violations(lines, "up")
+        self.assertEqual(len(up), 1, lines)
+        self.assertIn("lib/low/c.c:1 includes lib/high/y.h", up[0])
+        # and high/secret.h reached that way is private too
+        self.assertEqual(len(lines), 2, lines)
+
+    def test_same_rank_needs_a_peer_row(self):
+        extra = {"lib/side/s.c": '#include "high/y.h"\n'}
+        rc, lines, _ = self.check(extra)
+        self.assertEqual(rc, 1)
+        self.assertIn("lib/side/s.c:1 includes lib/high/y.h", self.violations(lines, "up")[0])
+        rc, lines, _ = self.check(extra, LAYERS + "peer\tlib/side\tlib/high\n")
+        self.assertEqual(rc, 0, lines)
+
+    def test_private_header(self):
+        rc, lines, _ = self.check({"app/main.c": '#include "high/secret.h"\nint main(void) { return 0; }\n'})
+        self.assertEqual(rc, 1)
+        priv = self.violations(lines, "private")
+        self.assertEqual(len(priv), 2, lines)        # private to lib/high, and not a public header of lib
+        self.assertTrue(all("app/main.c:1 includes lib/high/secret.h" in p for p in priv), priv)
+        self.assertIn("private to lib/high", " ".join(priv))
+
+    def test_non_public_header(self):
+        rc, lines, _ = self.check({"app/other.c": '#include "high/y.h"\n'})
+        self.assertEqual(rc, 1)
+        priv = self.violations(lines, "private")
+        self.assertEqual(len(priv), 1, lines)
+        self.assertIn("app/other.c:1 includes lib/high/y.h", priv[0])
+
+    def test_upward_call(self):
+        extra = {"lib/low/c.c": textwrap.dedent("""\
+            int high_fn(void);                       /* a declaration is no use */
+            int low_c(void) { return high_fn(); }
+            """)}
+        rc, lines, _ = self.check(extra)
+        self.assertEqual(rc, 1)
+        calls = self.violations(lines, "calls-up")
+        self.assertEqual(len(calls), 1, lines)
+        self.assertIn("lib/low/c.c calls high_fn() of lib/high/y.c", calls[0])
+
+    def test_static_and_declared_functions_are_no_calls(self):
+        extra = {"lib/low/c.c": textwrap.dedent("""\
+            int high_fn(void);
+            static int helper(void) { return 2; }
+            int low_c(void) { return helper(); }
+            """)}
+        rc, lines, _ = self.check(extra)
+        self.assertEqual(rc, 0, lines)
+
+    def test_unplaced_and_unresolved(self):
+        rc, lines, _ = self.check({"lib/stray/z.c": '#include "nowhere.h"\n'})
+        self.assertEqual(rc, 1)
+        self.assertEqual(len(self.violations(lines, "unplaced")), 1, lines)
+        unres = self.violations(lines, "unresolved")
+        self.assertEqual(len(unres), 1, lines)
+        self.assertIn('lib/stray/z.c:1 includes "nowhere.h"', unres[0])
+
+    def test_dot_and_list(self):
+        rc, lines, err = self.check({"lib/low/c.c": '#include "high/y.h"\n'}, mode="dot")
+        self.assertEqual(rc, 1)
+        self.assertEqual(lines[0], "digraph deps {")
+        self.assertEqual(lines[-1], "}")
+        self.assertIn('  "lib/low/c.c" -> "lib/high/y.h" [color=red, penwidth=2];', lines)
+        self.assertIn("up: lib/low/c.c:1", err)           # the report goes to stderr
+        rc, lines, _ = self.check(mode="list")
+        self.assertEqual(rc, 0)
+        self.assertIn("lib/low  rank 0: leaves", lines)
+        self.assertIn("  b.c", "\n".join(lines))
+
+    def test_command_line_exit_status(self):
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, dict(CLEAN, **{"lib/low/c.c": '#include "high/y.h"\n'}))
+            with open(os.path.join(root, "layers.tsv"), "w") as f:
+                f.write(LAYERS)
+            cmd = [sys.executable, os.path.join(HERE, "deps.py"), "--root", root,
+                   "--layers", os.path.join(root, "layers.tsv")]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("lib/low/c.c:1 includes lib/high/y.h", p.stdout)
+            os.remove(os.path.join(root, "lib/low/c.c"))
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
