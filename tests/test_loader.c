@@ -604,7 +604,7 @@ static void test_session_params(void **state)
     assert_int_equal(srv_tr_new(&tm, ok, 2, &tp, &t, &err), MT_OK);
     srv_decode_job *job = srv_tr_job(t);
     job->done = job_done;
-    srv_seqloop_run(s, job);
+    srv_session_decode(s, job);
     assert_int_equal(job->status, MT_OK);
     srv_tr_result r[2];
     assert_int_equal(srv_tr_finish(t, r, &err), MT_OK);

@@ -379,7 +379,7 @@ static void test_multilingual_matches_engine(void **state)
         assert_int_equal(srv_tr_new(&tm, &text, 1, &tp, &t, &err), MT_OK);
         srv_decode_job *job = srv_tr_job(t);
         job->done = done_cb;
-        srv_seqloop_run(s, job);
+        srv_session_decode(s, job);
         assert_int_equal(job->status, MT_OK);
         srv_tr_result r;
         assert_int_equal(srv_tr_finish(t, &r, &err), MT_OK);

@@ -20,7 +20,7 @@
  *                        with --batching off (active sessions back to 0)
  *   test_bad_requests    JSON errors with their status before the stream starts
  *   test_error_event     a failure after the start: event: error (queue timeout)
- *   test_batching_off    --batching off streams too (seqloop), same texts
+ *   test_batching_off    --batching off streams too (the session decoder), same texts
  *   test_pivot           a pivot path (de -> en -> fr; "de-en" is models/fr-en
  *                        relabelled): the second leg streams, same texts
  *   test_mixed_load      STREAM_LOAD_CLIENTS clients for STREAM_LOAD_SECONDS,
@@ -614,7 +614,7 @@ static void test_error_event(void **state)
     assert_int_equal(stop_checked(&s, "error event"), 0);
 }
 
-/* --batching off: the seqloop streams too. */
+/* --batching off: the session decoder streams too. */
 static void test_batching_off(void **state)
 {
     (void)state;

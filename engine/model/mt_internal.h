@@ -1,5 +1,5 @@
-/* mt_internal.h: the engine's private structures, shared by model.c,
- * mha.c, encoder.c, decoder.c, session.c, generate.c and score.c.
+/* mt_internal.h: the engine's private structures, shared by
+ * engine/model (model.c, mha.c, encoder.c, decoder.c, session.c) and engine/decode.
  * Nothing outside engine/ includes this file.
  *
  * Shapes are written [dim][dim] (row-major); d = d_model, F = ffn dim,
@@ -104,7 +104,7 @@ typedef struct {
     int   cur;               /* decoder length so far, start token included: the next step is at position cur-1 */
     int   unsat;             /* beam: the early-stop heuristic still allows improvement */
     float lpen;
-    /* decoding features (mt_decode_params; resolved by mt_check_decode_params) */
+    /* decoding features (mt_decode_params; resolved by mt_decode_params_resolve, decode_params.c) */
     int   n_prefix;          /* forced ids, in s->prefix row `id` */
     int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
     float rep_pen, temperature, top_p;

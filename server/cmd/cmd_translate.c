@@ -234,7 +234,7 @@ static mt_status translate_text(mt_session *s, const srv_tr_model *tm, const srv
         return st;
     srv_decode_job *job = srv_tr_job(*out);
     job->done = decoded;
-    srv_seqloop_run(s, job);
+    srv_session_decode(s, job);
     if (job->status != MT_OK) {
         *err = job->err;
         return job->status;

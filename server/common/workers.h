@@ -2,7 +2,7 @@
  *
  * A job is queued if fewer than W + Q jobs are outstanding, else refused at
  * once (the caller answers 503).  Used for what must run on a thread of its
- * own: decoding with --batching off (seqloop.h) and /attention.
+ * own: decoding with --batching off (translate/session_decoder.h) and /attention.
  */
 #ifndef SRV_WORKERS_H
 #define SRV_WORKERS_H

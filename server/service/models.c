@@ -68,8 +68,8 @@ mt_status srv_model_load(srv_server *srv, int i, mt_err *err)
         return mt_err_set(err, MT_ERR_NOMEM, "cannot allocate the session pool of %s", m->id);
     /* batching off: each request decodes on a worker with a pooled session
      * (serve.c replaces this with the scheduler's decoder when batching) */
-    m->loop = (srv_seqloop){ .sessions = m->sessions, .workers = srv->workers_pool };
-    m->decoder = srv_seqloop_decoder(&m->loop);
+    m->unbatched = (srv_session_decoder){ .sessions = m->sessions, .workers = srv->workers_pool };
+    m->decoder = srv_session_decoder_of(&m->unbatched);
     /* one session now: fail at startup rather than on the first request */
     mt_session *s;
     if ((st = srv_sessions_get(m->sessions, &s, err)) != MT_OK)

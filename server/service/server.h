@@ -28,8 +28,8 @@ typedef struct {
     mt_session_params  sparams;      /* every session of this model */
     srv_sessions      *sessions;     /* per-request sessions (batching off; /attention) */
     srv_sched         *sched;        /* batching on: the scheduler decoding /translate */
-    srv_seqloop        loop;         /* batching off: sessions decoding on the workers */
-    srv_decoder        decoder;      /* /translate's: the scheduler's, or the loop's */
+    srv_session_decoder unbatched;   /* batching off: sessions decoding on the workers */
+    srv_decoder        decoder;      /* /translate's: the scheduler's, or unbatched's */
     double             load_ms;
     char             (*targets)[16];  /* a multilingual model's target languages (">>fra<<" -> "fra") ... */
     int32_t           *target_ids;    /* ... and their token ids (pairs.c); n_targets 0: not multilingual */

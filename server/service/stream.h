@@ -20,7 +20,7 @@
  * the deltas of text i concatenated are its final text.  A later sentence
  * that decodes while an earlier one runs is sent when the earlier finishes.
  *
- * Threads.  The decoder thread (scheduler or seqloop) calls the sink's
+ * Threads.  The decoder thread (scheduler or session decoder) calls the sink's
  * progress hook after every step: it copies the new ids into the sentence's
  * buffer (sized once to the decoder's length: it never fills, so the decoder
  * never waits or drops) and wakes the connection.  The connection's HTTP

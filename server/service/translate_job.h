@@ -1,5 +1,5 @@
 /* translate_job: a translate request's trip through the pipeline, for the
- * two /translate handlers (translate.c, libretranslate.c).
+ * two /translate handlers (api/translate_api.c, api/libretranslate_api.c).
  *
  * srv_translate_start splits and tokenizes the texts, hands the sentences
  * to the first model's decoder (the scheduler, or a worker's session loop)
@@ -35,7 +35,7 @@ typedef struct {
     /* the last leg's sentences, before they are submitted (any thread): 0, or
      * -1 with err (out of memory).  max_ids: the most ids of a sentence. */
     int  (*attach)(void *ctx, const srv_tr *t, int max_ids, mt_err *err);
-    srv_progress progress;      /* the last leg's decode job's (decoder.h) */
+    srv_progress progress;      /* the last leg's decode job's (decode_job.h) */
     int  (*gone)(void *ctx);    /* the abort of every leg */
     void (*done)(void *ctx);    /* called instead of req->resume: the job is over */
     void  *ctx;

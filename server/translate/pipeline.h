@@ -1,7 +1,7 @@
 /* pipeline: the one translate path, text in and text out.
  *
  *   texts -> split into sentences (splitter.h) -> tokenize, once -> decode
- *   (any decoder.h implementation) -> detokenize -> join each text's
+ *   (any decode_job.h implementation) -> detokenize -> join each text's
  *   translations back with its original whitespace and line breaks
  *
  * POST /translate (our JSON API and the LibreTranslate shape) and the

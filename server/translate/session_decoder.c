@@ -14,7 +14,7 @@ static int job_gone(void *data)
  * decode loop: started as rows free up, one mt_step for all, taken when
  * finished), each with its own parameters (srv_decode_item_params: a
  * streamed job's progress hook among them) and the job's abort callback. */
-void srv_seqloop_run(mt_session *s, srv_decode_job *job)
+void srv_session_decode(mt_session *s, srv_decode_job *job)
 {
     int n = job->n, nb = job->dp.n_best > 0 ? job->dp.n_best : 1;
     const int32_t **src = malloc(sizeof *src * (size_t)(n + 1));
@@ -61,19 +61,19 @@ void srv_seqloop_run(mt_session *s, srv_decode_job *job)
 /* ---- on a worker thread, with a pooled session ----------------------------------------- */
 
 typedef struct {
-    srv_seqloop    *loop;
+    srv_session_decoder *dec;
     srv_decode_job *job;
-} loop_task;
+} dec_task;
 
 /* A session for the task: the pool holds as many as there are workers, so
  * one is free; failing that (out of memory) every item fails. */
 static void run_task(void *arg)
 {
-    loop_task *t = arg;
+    dec_task *t = arg;
     srv_decode_job *job = t->job;
     mt_session *s = NULL;
     mt_err err = { 0 };
-    if (srv_sessions_get(t->loop->sessions, &s, &err) != MT_OK) {
+    if (srv_sessions_get(t->dec->sessions, &s, &err) != MT_OK) {
         for (int i = 0; i < job->n; i++) {
             job->items[i].status = err.status ? err.status : MT_ERR_NOMEM;
             job->items[i].err = err;
@@ -82,8 +82,8 @@ static void run_task(void *arg)
         job->done(job);
         return;
     }
-    srv_seqloop_run(s, job);
-    srv_sessions_put(t->loop->sessions, s);
+    srv_session_decode(s, job);
+    srv_sessions_put(t->dec->sessions, s);
 }
 
 static void free_task(void *arg)
@@ -91,20 +91,20 @@ static void free_task(void *arg)
     free(arg);
 }
 
-static int loop_submit(void *self, srv_decode_job *job)
+static int dec_submit(void *self, srv_decode_job *job)
 {
-    loop_task *t = malloc(sizeof *t);
+    dec_task *t = malloc(sizeof *t);
     if (!t)
         return -1;
-    *t = (loop_task){ .loop = self, .job = job };
-    if (srv_workers_submit(t->loop->workers, run_task, free_task, t) != 0) {
+    *t = (dec_task){ .dec = self, .job = job };
+    if (srv_workers_submit(t->dec->workers, run_task, free_task, t) != 0) {
         free(t);
         return -1;
     }
     return 0;
 }
 
-srv_decoder srv_seqloop_decoder(srv_seqloop *loop)
+srv_decoder srv_session_decoder_of(srv_session_decoder *dec)
 {
-    return (srv_decoder){ .submit = loop_submit, .self = loop };
+    return (srv_decoder){ .submit = dec_submit, .self = dec };
 }

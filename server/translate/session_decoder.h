@@ -8,8 +8,8 @@
  * equal the scheduler's (each sentence's result is that of decoding it
  * alone).
  *
- * srv_seqloop_run decodes inline on the calling thread (the CLI).  The
- * decoder of srv_seqloop_decoder runs each job on a worker thread with a
+ * srv_session_decode decodes inline on the calling thread (the CLI).  The
+ * decoder of srv_session_decoder_of runs each job on a worker thread with a
  * session from the model's pool (the server with --batching off).
  */
 #ifndef SRV_SEQLOOP_H
@@ -20,13 +20,13 @@
 #include "common/workers.h"
 
 /* Decodes job on s, then calls job->done(job).  Never refuses. */
-void srv_seqloop_run(mt_session *s, srv_decode_job *job);
+void srv_session_decode(mt_session *s, srv_decode_job *job);
 
 typedef struct {
     srv_sessions *sessions;     /* where a job's session comes from */
     srv_workers  *workers;      /* where it runs; submit -1 when its queue is full */
-} srv_seqloop;
+} srv_session_decoder;
 
-srv_decoder srv_seqloop_decoder(srv_seqloop *loop);
+srv_decoder srv_session_decoder_of(srv_session_decoder *dec);
 
 #endif
