@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -1061,7 +1062,12 @@ static void test_sigterm_drains(void **state)
  * first.  The model's config.json is a FIFO, so loading waits for our write. */
 static void write_fifo(const char *fifo, const char *from)
 {
-    int fd = open(fifo, O_WRONLY | O_NONBLOCK);     /* fails at once if the server is not reading */
+    /* Non-blocking, the open fails (ENXIO) while the server has not yet opened
+     * the fifo to read: its loader thread may still be on its way there on a
+     * loaded machine, so try again for up to 20 s. */
+    int fd = -1;
+    for (int i = 0; i < 2000 && (fd = open(fifo, O_WRONLY | O_NONBLOCK)) < 0 && errno == ENXIO; i++)
+        usleep(10000);
     FILE *in = fopen(from, "rb");
     char buf[4096];
     size_t n;
