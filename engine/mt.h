@@ -252,7 +252,7 @@ void      mt_seq_cancel(mt_session *s, int seq);
 /* Sequences started and not yet taken or cancelled; decoder rows they hold. */
 int       mt_session_seqs(const mt_session *s);
 int       mt_session_rows_used(const mt_session *s);
-/* 1 if mt_seq_start with this beam size (0 = the model's default) would find rows now. */
+/* 1 if mt_seq_start with this beam size (0 = the default mt_decode_params_resolve fills) would find rows now. */
 int       mt_session_can_start(const mt_session *s, int beam_size);
 
 /* ---- the decode loop: the only loop that runs decoding steps --------------

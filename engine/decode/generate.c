@@ -288,8 +288,9 @@ static int find_rows(const mt_session *s, int Bm)
 
 int mt_session_can_start(const mt_session *s, int beam_size)
 {
+    mt_decode_params q;                 /* 0: the default beam, as the resolver fills it */
     if (beam_size == 0)
-        beam_size = s->m->info.default_beam < MT_MAX_BEAM ? s->m->info.default_beam : MT_MAX_BEAM;
+        beam_size = mt_decode_params_resolve(s->m, &s->p, NULL, &q, NULL) == MT_OK ? q.beam_size : 0;
     return beam_size >= 1 && find_rows(s, beam_size) >= 0;
 }
 
