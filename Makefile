@@ -6,7 +6,7 @@
 #   make fuzz       every libFuzzer target for a bounded time (tests/fuzz/fuzz.mk)
 #   make e2e        the demo page in Debian's chromium (playwright-core from npm), against the real server
 CC       ?= cc
-PKGS     := libmicrohttpd jansson openblas
+PKGS     := libmicrohttpd jansson openblas gumbo
 ARCH     ?= -march=native
 OPT      ?= -O2 $(ARCH)
 CFLAGS   ?= $(OPT)
@@ -15,26 +15,29 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter 
 # BLAS_LIBS: how OpenBLAS is linked.  docker/Dockerfile links Debian's static libopenblas.a:
 # the binary then holds sgemm and its per-CPU kernels only, not the whole 43 MB package.
 BLAS_LIBS ?= $(shell pkg-config --libs openblas)
-LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson) $(BLAS_LIBS) -lm -pthread
+# CLD2 (language detection) is C++ and ships no .pc file: -lcld2 and the C++ runtime.
+LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo) -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
+CXX      ?= c++
+CXXFLAGS  = $(OPT) -std=c++17 -Wall -Wextra -Wno-unused-parameter -fno-exceptions -pthread -Iengine -Iserver
 TEST_LIBS := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
 B        ?= build
 
 ENGINE_SRC := $(sort $(shell find engine -name '*.c'))
-SERVER_SRC := $(sort $(filter-out server/cmd/main.c,$(shell find server -name '*.c')))
+SERVER_SRC := $(sort $(filter-out server/cmd/main.c,$(shell find server -name '*.c' -o -name '*.cc')))
 HEADERS    := $(shell find engine server -name '*.h')
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
 TEST_SUPPORT := $(filter-out tests/gen_opus.c,$(TEST_SUPPORT))   # a program of its own (opus-models)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
+SERVER_OBJ := $(patsubst %.cc,$(B)/%.o,$(SERVER_SRC:%.c=$(B)/%.o))
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
 .PHONY: all deps check-deps run check test e2e debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
-DEB_BUILD := gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev
-DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml \
+DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev libgumbo-dev libcld2-dev
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml python3-lxml \
              chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Node and npm (for the e2e test's playwright-core) come from Debian's nodejs and npm
@@ -91,6 +94,10 @@ CHECK_FUZZ_SECONDS ?= 8
 $(B)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/%.o: %.cc $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # server/api/openapi.c and server/service/languages.c embed these files (.incbin)
 $(B)/server/api/openapi.o: server/api/openapi.json

@@ -15,6 +15,7 @@
 
 #include "http/body.h"
 #include "service/languages.h"
+#include "service/markup_job.h"
 #include "handlers.h"
 #include "service/server.h"
 #include "service/translate_job.h"
@@ -73,6 +74,8 @@ typedef struct {
     json_t      *q_parsed;       /* a form's q holding a JSON array */
     const char  *source, *target;
     int          alternatives;
+    int          html;           /* format "html": texts are pages, mk.units are translated */
+    srv_markup   mk;
     srv_path     path;
     srv_trjob   *job;
 } lt_req;
@@ -149,8 +152,11 @@ static int parse(srv_request *req, srv_response *resp, lt_req *t)
         return -1;
     if (srv_field_string(req, resp, "format", &format) < 0)
         return -1;
-    if (strcmp(format, "text") != 0)
-        return srv_fail(resp, SRV_E_INVALID_FIELD, "%s format is not supported", format);
+    if (strcmp(format, "text") != 0 && strcmp(format, "html") != 0)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: format must be text or html, not %s", format);
+    t->html = strcmp(format, "html") == 0;
+    if (t->html && srv_markup_parse(&t->mk, t->texts, t->n, req->srv->opts.max_html_depth, resp))
+        return -1;
     json_t *alt = json_object_get(req->json, "alternatives");
     if (alt && !json_is_null(alt)) {
         srv_response scratch = { 0 };       /* srv_fail only writes into it */
@@ -183,23 +189,25 @@ static json_t *detected_json(const lt_req *t)
     return json_pack("{s:f,s:s}", "confidence", 100.0, "language", t->path.model[0]->info->source_lang);
 }
 
-/* Entry i of q: its translation and alternatives, or itself when blank. */
-static void entry_json(const lt_req *t, const srv_tr_result *res, int i, json_t **text, json_t **alts)
+/* Entry i of q: its translation and alternatives, or itself when blank.  A
+ * page (format html) has no alternatives: they would be the units'. */
+static void entry_json(const lt_req *t, const srv_tr_result *res, char *const *pages, int i, json_t **text,
+                       json_t **alts)
 {
     int k = 0;
     while (k < t->n && t->index[k] != i)
         k++;
-    *text = json_string(k < t->n ? res[k].alts[0] : t->all[i]);
-    *alts = k < t->n ? alternatives_json(&res[k]) : json_array();
+    *text = json_string(k >= t->n ? t->all[i] : pages ? pages[k] : res[k].alts[0]);
+    *alts = k < t->n && !pages ? alternatives_json(&res[k]) : json_array();
 }
 
-static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
+static json_t *reply_json(const lt_req *t, const srv_tr_result *res, char *const *pages)
 {
     json_t *out = json_object(), *text, *alts;
     if (t->is_list) {
         json_t *texts = json_array(), *all_alts = json_array(), *detected = json_array();
         for (int i = 0; i < t->n_all; i++) {
-            entry_json(t, res, i, &text, &alts);
+            entry_json(t, res, pages, i, &text, &alts);
             json_array_append_new(texts, text);
             json_array_append_new(all_alts, alts);
             json_array_append_new(detected, detected_json(t));
@@ -208,7 +216,7 @@ static json_t *reply_json(const lt_req *t, const srv_tr_result *res)
         json_object_set_new(out, "alternatives", all_alts);
         json_object_set_new(out, "detectedLanguage", detected);
     } else {
-        entry_json(t, res, 0, &text, &alts);
+        entry_json(t, res, pages, 0, &text, &alts);
         json_object_set_new(out, "translatedText", text);
         json_object_set_new(out, "alternatives", alts);
         json_object_set_new(out, "detectedLanguage", detected_json(t));
@@ -228,21 +236,30 @@ static void lt_free(void *p)
     free(t->texts);
     free(t->index);
     json_decref(t->q_parsed);
+    srv_markup_free(&t->mk);
     free(t);
 }
+
+/* The texts decoded: the non-blank entries, or the units of their pages. */
+static int n_decoded(const lt_req *t) { return t->html ? t->mk.n_units : t->n; }
+static const char *const *decoded_texts(const lt_req *t) { return t->html ? t->mk.units : t->texts; }
 
 /* The reply, from the translations of the non-blank entries. */
 static void lt_reply(srv_response *resp, lt_req *t)
 {
-    srv_tr_result *res = calloc((size_t)t->n + 1, sizeof *res);
-    if (!res) {
+    int n = n_decoded(t);
+    srv_tr_result *res = calloc((size_t)n + 1, sizeof *res);
+    char **pages = t->html ? calloc((size_t)t->n + 1, sizeof *pages) : NULL;
+    if (!res || (t->html && !pages)) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-        return;
+    } else if (n == 0 || srv_translate_results(t->job, res, resp) == 0) {
+        if (!t->html || srv_markup_render(&t->mk, res, pages, resp) == 0)
+            srv_reply_json(resp, 200, reply_json(t, res, pages));
+        srv_tr_results_free(res, n);
     }
-    if (t->n == 0 || srv_translate_results(t->job, res, resp) == 0) {
-        srv_reply_json(resp, 200, reply_json(t, res));
-        srv_tr_results_free(res, t->n);
-    }
+    for (int i = 0; pages && i < t->n; i++)
+        free(pages[i]);
+    free(pages);
     free(res);
 }
 
@@ -269,7 +286,13 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     /* the alternatives are hypotheses 2..n_best: the resolver widens the model's beam to n_best */
     int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
     srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1 };
-    tp.dp.n_best = t->alternatives + 1;
+    tp.dp.n_best = t->html ? 1 : t->alternatives + 1;
+    tp.dp.alignments = t->html;         /* the inline tags go where the words went */
+    if (t->html && t->path.n_legs == 2) {
+        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: format html is not available through a pivot (%s): "
+                 "the tags follow the word alignments of one model", t->path.pivot);
+        goto fail;
+    }
     if (tp.dp.n_best > max_beam) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
                  max_beam - 1);
@@ -277,9 +300,10 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     }
     if (srv_translate_resolve(&t->path, &tp, resp))
         goto fail;
-    if (t->n == 0)                  /* every entry blank: nothing to decode */
+    if (n_decoded(t) == 0)          /* every entry blank, or pages without words: nothing to decode */
         lt_reply(resp, t);
-    else if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &tp, &t->job, lt_finish, t, lt_free, NULL) == 0)
+    else if (srv_translate_start(req, resp, &t->path, decoded_texts(t), n_decoded(t), &tp, &t->job, lt_finish, t,
+                                 lt_free, NULL) == 0)
         return;                     /* pending: lt_finish frees t */
 fail:
     lt_free(t);

@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "service/server.h"
 #include "service/stream.h"
+#include "service/markup_job.h"
 #include "service/result_json.h"
 #include "service/translate_job.h"
 
@@ -40,6 +41,8 @@ typedef struct {
     srv_prefix   *prefix;           /* [n] target prefixes (tp.prefix), or NULL */
     int32_t      *prefix_ids;       /* their ids, owned */
     int           sampling;
+    int           html;             /* "format": "html": texts are pages, mk.units are decoded */
+    srv_markup    mk;
 } translate_req;
 
 /* The path: "model" (with "target" for a multilingual one), or the pair "source" -> "target". */
@@ -190,6 +193,38 @@ static int parse_features(srv_request *req, srv_response *resp, translate_req *t
     return 0;
 }
 
+/* "format": "text" (the default) or "html": the pages' units are translated
+ * with word alignments, which put the inline tags back (markup_job.h).  The
+ * reply is the pages; per-token fields would be the units', so they are refused. */
+static int parse_format(srv_request *req, srv_response *resp, translate_req *t)
+{
+    const char *format = "text";
+    if (srv_field_string(req, resp, "format", &format) < 0)
+        return -1;
+    if (strcmp(format, "text") != 0 && strcmp(format, "html") != 0)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'format' must be \"text\" or \"html\", not \"%s\"", format);
+    if (!(t->html = strcmp(format, "html") == 0))
+        return 0;
+    static const char *const per_token[] = { "stream", "return_tokens", "return_scores", "return_token_scores",
+                                             "return_alignments", "target_prefix", "sampling" };
+    for (size_t i = 0; i < sizeof per_token / sizeof per_token[0]; i++) {
+        json_t *v = json_object_get(req->json, per_token[i]);
+        if (v && !json_is_null(v) && !json_is_false(v))
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' is not available with format html", per_token[i]);
+    }
+    if (t->path.n_legs == 2)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "format html is not available through a pivot (%s): the tags "
+                        "follow the word alignments of one model; ask a direct model", t->path.pivot);
+    if (srv_markup_parse(&t->mk, t->texts, t->n, req->srv->opts.max_html_depth, resp))
+        return -1;
+    t->tp.dp.alignments = 1;
+    return 0;
+}
+
+/* The texts decoded: the texts, or the units of their pages. */
+static int n_decoded(const translate_req *t) { return t->html ? t->mk.n_units : t->n; }
+static const char *const *decoded_texts(const translate_req *t) { return t->html ? t->mk.units : t->texts; }
+
 /* The fields as given (the decoding ones over mt_decode_default_params), then
  * resolved for the last leg's model: the defaults and the rules that join fields. */
 static int parse(srv_request *req, srv_response *resp, translate_req *t)
@@ -205,8 +240,8 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
         srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
         srv_field_bool(req, resp, "stream", &t->stream) < 0)
         return -1;
-    if (parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 || parse_prefix(req, resp, t, m) < 0 ||
-        parse_features(req, resp, t) < 0)
+    if (parse_format(req, resp, t) < 0 || parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 ||
+        parse_prefix(req, resp, t, m) < 0 || parse_features(req, resp, t) < 0)
         return -1;
     return srv_translate_resolve(&t->path, &t->tp, resp);
 }
@@ -261,20 +296,47 @@ static void translate_free(void *p)
     free(t->texts);
     free(t->prefix);
     free(t->prefix_ids);
+    srv_markup_free(&t->mk);
     free(t);
+}
+
+/* The translations: one object per text, or per page. */
+static json_t *translations_json(translate_req *t, const srv_tr_result *results, srv_response *resp)
+{
+    json_t *list = json_array();
+    if (!t->html) {
+        for (int i = 0; i < t->n; i++)
+            json_array_append_new(list, translation_json(t, &results[i]));
+        return list;
+    }
+    char **pages = calloc((size_t)t->n + 1, sizeof *pages);
+    if (!pages || srv_markup_render(&t->mk, results, pages, resp)) {
+        free(pages);
+        json_decref(list);
+        return pages ? NULL : (srv_fail(resp, SRV_E_INTERNAL, "out of memory"), NULL);
+    }
+    for (int i = 0; i < t->n; i++) {
+        json_array_append_new(list, json_pack("{s:s}", "text", pages[i]));
+        free(pages[i]);
+    }
+    free(pages);
+    return list;
 }
 
 /* The reply, after decoding, on an HTTP thread. */
 static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
 {
-    srv_tr_result *results = calloc((size_t)t->n + 1, sizeof *results);
+    int n = n_decoded(t);
+    srv_tr_result *results = calloc((size_t)n + 1, sizeof *results);
+    json_t *list = NULL;
     if (!results) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    } else if (srv_translate_results(t->job, results, resp) == 0) {
-        json_t *list = json_array();
-        for (int i = 0; i < t->n; i++)
-            json_array_append_new(list, translation_json(t, &results[i]));
-        json_t *reply = json_pack("{s:s,s:o,s:f}", "model", srv_trjob_model(t->job)->id, "translations", list,
+    } else if ((n == 0 || srv_translate_results(t->job, results, resp) == 0) &&
+               (list = translations_json(t, results, resp)) == NULL) {
+        srv_tr_results_free(results, n);
+    } else if (list) {
+        const srv_model *m = t->path.model[t->path.n_legs - 1];
+        json_t *reply = json_pack("{s:s,s:o,s:f}", "model", m->id, "translations", list,
                                   "timing_ms", (srv_now() - req->t_start) * 1e3);
         if (t->sampling)
             json_object_set_new(reply, "seed", json_integer((json_int_t)t->tp.dp.seed));
@@ -282,7 +344,7 @@ static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
             json_object_set_new(reply, "pivot", json_pack("{s:s,s:[s,s]}", "language", t->path.pivot, "models",
                                                           t->path.model[0]->id, t->path.model[1]->id));
         srv_reply_json(resp, 200, reply);
-        srv_tr_results_free(results, t->n);
+        srv_tr_results_free(results, n);
     }
     free(results);
 }
@@ -293,6 +355,12 @@ static void translate_finish(srv_request *req, srv_response *resp)
     build_reply(t, req, resp);
     translate_free(t);
     req->pending = NULL;
+}
+
+static void translate_finish_now(srv_request *req, srv_response *resp, translate_req *t)
+{
+    build_reply(t, req, resp);
+    translate_free(t);
 }
 
 /* ---- "stream": true ------------------------------------------------------------------ */
@@ -346,7 +414,11 @@ void srv_handle_translate(srv_request *req, srv_response *resp)
         stream_start(req, resp, t);
         return;
     }
-    if (srv_translate_start(req, resp, &t->path, t->texts, t->n, &t->tp, &t->job, translate_finish, t,
-                            translate_free, NULL))
+    if (n_decoded(t) == 0) {            /* pages without a word: nothing to decode */
+        translate_finish_now(req, resp, t);
+        return;
+    }
+    if (srv_translate_start(req, resp, &t->path, decoded_texts(t), n_decoded(t), &t->tp, &t->job, translate_finish,
+                            t, translate_free, NULL))
         translate_free(t);
 }

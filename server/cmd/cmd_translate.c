@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "commands.h"
+#include "common/options.h"
+#include "markup/html.h"
 #include "mt.h"
 #include "translate/pipeline.h"
 #include "service/result_json.h"
@@ -30,6 +32,7 @@ typedef struct {
     mt_weights weights;
     mt_decode_params dp;        /* the decoding fields as given (resolved once the model is loaded) */
     const char *prefix;         /* --target-prefix */
+    int html;                   /* --format html: stdin is one page */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -72,6 +75,7 @@ static void usage(FILE *f)
                "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
                "  --kv-cache f16    hold the decoder's key/value caches in half precision (default f32)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n"
+               "  --format html     stdin is one HTML page: its text translated, its markup kept (README)\n"
                "decoding (POST /translate's fields; config.* and limits.* are the model's, as GET /models says):\n"
                "  --sample          draw each token (beam 1) with the sampling flags below; the seed, unless\n"
                "                    given, is drawn and printed on stderr; line i draws with seed + i\n",
@@ -156,6 +160,9 @@ static int parse_args(int argc, char **argv, options *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 1;
+        } else if (!strcmp(a, "--format") && v && (!strcmp(v, "text") || !strcmp(v, "html"))) {
+            o->html = !strcmp(v, "html");
+            i++;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--model") && v) {
@@ -288,6 +295,58 @@ static int translate_line(mt_session *s, const srv_tr_model *tm, const options *
     return 0;
 }
 
+/* --format html: the page on stdin, its units translated one by one, the page
+ * with its markup on stdout.  A unit that fails is left as it was (stderr
+ * says why). */
+static int run_html(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0)
+{
+    char *page = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&page, &len);
+    char buf[65536];
+    size_t n;
+    while (mem && (n = fread(buf, 1, sizeof buf, stdin)) > 0)
+        fwrite(buf, 1, n, mem);
+    if (!mem || fclose(mem) != 0) {
+        fprintf(stderr, "mtserve translate: out of memory\n");
+        return 1;
+    }
+    srv_tr_params tp = *tp0;
+    tp.split = 1;                       /* a unit is a paragraph */
+    tp.dp.alignments = 1;               /* the tags follow the words */
+    srv_html *h;
+    mt_err err = {0};
+    int failed = 0;
+    if (srv_html_parse(page, len, SRV_HTML_DEFAULT_DEPTH, &h, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: %s\n", err.msg);
+        free(page);
+        return 1;
+    }
+    for (int i = 0; i < srv_html_units(h); i++) {
+        const char *unit = srv_html_unit(h, i);
+        srv_tr *t = NULL;
+        srv_tr_result r = {0};
+        if (translate_text(s, tm, &tp, unit, &t, &r, &err) != MT_OK ||
+            srv_html_set(h, i, r.alts[0], strlen(r.alts[0]), r.words, r.n_words, &err) != MT_OK) {
+            fprintf(stderr, "mtserve translate: unit %d: %s\n", i, err.msg);
+            failed = 1;
+        }
+        srv_tr_results_free(&r, 1);
+        srv_tr_free(t);
+    }
+    char *out;
+    if (srv_html_render(h, &out, &len, &err) == MT_OK) {
+        fwrite(out, 1, len, stdout);
+        free(out);
+    } else {
+        fprintf(stderr, "mtserve translate: %s\n", err.msg);
+        failed = 1;
+    }
+    srv_html_free(h);
+    free(page);
+    return failed;
+}
+
 static int run(mt_model *m, const options *o)
 {
     mt_err err = {0};
@@ -307,6 +366,11 @@ static int run(mt_model *m, const options *o)
     }
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                         .max_src_len = sp.max_src_len };
+    if (o->html) {
+        int rc = run_html(s, &tm, &tp);
+        mt_session_free(s);
+        return rc;
+    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;

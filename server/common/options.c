@@ -57,6 +57,8 @@ static const opt_def opt_table[] = {
       "sequences (sentences x beams) per session; 0 = engine default" },
     { "--max-alternatives", "MTSERVE_MAX_ALTERNATIVES", OPT_INT, F(max_alternatives), 0, 0, 64,
       "LibreTranslate 'alternatives' limit" },
+    { "--max-html-depth", "MTSERVE_MAX_HTML_DEPTH", OPT_INT, F(max_html_depth), 0, 1, 100000,
+      "format html: the deepest nesting of elements accepted; deeper gets 400" },
     { "--max-connections", "MTSERVE_MAX_CONNECTIONS", OPT_INT, F(max_connections), 0, 1, 1000000,
       "open connections (more are refused at once; capped by the open-file limit)" },
     { "--max-connections-per-ip", "MTSERVE_MAX_CONNECTIONS_PER_IP", OPT_INT, F(max_connections_per_ip), 0, 0,
@@ -92,6 +94,7 @@ static void defaults(srv_options *o)
     o->max_body = 1 << 20;
     o->max_tokens = 1024;
     o->max_alternatives = 4;
+    o->max_html_depth = SRV_HTML_DEFAULT_DEPTH;
     o->max_connections = 8192;
     o->max_connections_per_ip = 512;
     o->request_timeout_s = 10;

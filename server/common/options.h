@@ -11,6 +11,8 @@
 #include <stdio.h>
 
 #define SRV_MAX_MODELS 16
+/* format html: the element nesting accepted unless --max-html-depth says (the CLI's too) */
+#define SRV_HTML_DEFAULT_DEPTH 256
 
 typedef struct {
     char id[64];            /* what requests name it by: "en-fr" */
@@ -38,6 +40,7 @@ typedef struct {
                                (batching: decoder rows of the scheduler's session; 0 = 64) */
     int    batching;        /* 1: continuous batching, one scheduler thread per model (default) */
     int    max_alternatives;/* LibreTranslate alternatives cap */
+    int    max_html_depth;  /* format "html": the deepest element nesting accepted; deeper gets 400 */
     int    max_connections;
     int    max_connections_per_ip;  /* 0 = no per-address limit */
     int    timeout_s;       /* keep-alive idle timeout */

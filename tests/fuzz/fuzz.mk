@@ -19,13 +19,18 @@ FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 $(ARCH) -fno-omit-frame-pointer $(FUZZ_SAN) -pthread \
                 -Wall -Wno-unused-parameter -Iengine -Iserver -Itests/fuzz $(shell pkg-config --cflags $(PKGS))
-FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS)) -lm -pthread
+FUZZ_CXX     ?= clang++
+FUZZ_CXXFLAGS := -std=c++17 -g -O1 $(ARCH) -fno-omit-frame-pointer $(FUZZ_SAN) -fno-exceptions -pthread \
+                -Wall -Wno-unused-parameter -Iengine -Iserver
+FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS)) -lcld2 -lstdc++ -lm -pthread
 
 # Everything of the engine (model.c reaches all of it); of the server, only the
-# request-body parsers, the error table they report through, and the splitter.
+# request-body parsers, the error table they report through, the splitter, the
+# HTML reader (server/markup) and the language detector (server/detect).
 FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
-FUZZ_SERVER_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,server/http/body.c server/http/errors.c \
-                   server/translate/splitter.c)
+FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/translate/splitter.c \
+                   $(wildcard server/markup/*.c server/detect/*.c server/detect/*.cc)
+FUZZ_SERVER_OBJ := $(patsubst %.cc,$(FUZZ_B)/obj/%.o,$(patsubst %.c,$(FUZZ_B)/obj/%.o,$(FUZZ_SERVER_SRC)))
 FUZZ_BINS       := $(FUZZ_ALL:%=$(FUZZ_B)/fuzz_%)
 
 .PHONY: fuzz fuzz-build
@@ -34,6 +39,10 @@ fuzz-build: $(FUZZ_BINS)
 $(FUZZ_B)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_B)/obj/%.o: %.cc $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_B)/libfuzz-mt.a: $(FUZZ_ENGINE_OBJ) $(FUZZ_SERVER_OBJ)
 	@rm -f $@

@@ -1,0 +1,1321 @@
+/* html: translation units of a page and their markup put back (html.h). */
+#include "html.h"
+
+#include <ctype.h>
+#include <gumbo.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/strbuf.h"
+#include "util/utf8.h"
+
+/* ---- the parse tree's memory ------------------------------------------------------
+ * gumbo allocates from an arena of ours and never frees: its own
+ * gumbo_destroy_output recurses once per level of nesting, which a hostile
+ * page deep enough would turn into a stack overflow on a server thread.  The
+ * whole tree goes at once with the arena.  Growth reallocations are not
+ * returned until then: a few times the page's size at most. */
+typedef struct arena_blk {
+    struct arena_blk *next;
+    size_t            used, cap;
+    max_align_t       data[];
+} arena_blk;
+
+enum { ARENA_BLOCK = 256 * 1024 };
+
+static void *arena_alloc(void *ud, size_t n)
+{
+    arena_blk **head = ud;
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    arena_blk *b = *head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+        arena_blk *nb = malloc(sizeof *nb + cap);
+        if (!nb)
+            return NULL;
+        nb->used = 0;
+        nb->cap = cap;
+        if (n > ARENA_BLOCK / 4 && b) {         /* a big one: behind the current block */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            *head = nb;
+        }
+        b = nb;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+static void arena_free(void *ud, void *p) { (void)ud, (void)p; }
+
+static void arena_release(arena_blk *b)
+{
+    while (b) {
+        arena_blk *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
+/* ---- what an element is ------------------------------------------------------------ */
+
+/* Inline elements: they stay inside their sentence and are translated with it. */
+static const GumboTag INLINE[] = {
+    GUMBO_TAG_A, GUMBO_TAG_ABBR, GUMBO_TAG_ACRONYM, GUMBO_TAG_B, GUMBO_TAG_BDI, GUMBO_TAG_BDO, GUMBO_TAG_BIG,
+    GUMBO_TAG_CITE, GUMBO_TAG_CODE, GUMBO_TAG_DATA, GUMBO_TAG_DEL, GUMBO_TAG_DFN, GUMBO_TAG_EM, GUMBO_TAG_FONT,
+    GUMBO_TAG_I, GUMBO_TAG_INS, GUMBO_TAG_KBD, GUMBO_TAG_LABEL, GUMBO_TAG_MARK, GUMBO_TAG_NOBR, GUMBO_TAG_Q,
+    GUMBO_TAG_RB, GUMBO_TAG_RP, GUMBO_TAG_RT, GUMBO_TAG_RTC, GUMBO_TAG_RUBY, GUMBO_TAG_S, GUMBO_TAG_SAMP,
+    GUMBO_TAG_SMALL, GUMBO_TAG_SPAN, GUMBO_TAG_STRIKE, GUMBO_TAG_STRONG, GUMBO_TAG_SUB, GUMBO_TAG_SUP,
+    GUMBO_TAG_TIME, GUMBO_TAG_TT, GUMBO_TAG_U, GUMBO_TAG_VAR, GUMBO_TAG_BLINK,
+};
+/* Never translated, and inline-level: kept whole at their place in the sentence. */
+static const GumboTag OPAQUE[] = {
+    GUMBO_TAG_SCRIPT, GUMBO_TAG_STYLE, GUMBO_TAG_TEMPLATE, GUMBO_TAG_TEXTAREA, GUMBO_TAG_SVG, GUMBO_TAG_MATH,
+    GUMBO_TAG_IMG, GUMBO_TAG_WBR, GUMBO_TAG_INPUT, GUMBO_TAG_SELECT, GUMBO_TAG_IFRAME, GUMBO_TAG_EMBED,
+    GUMBO_TAG_OBJECT, GUMBO_TAG_AUDIO, GUMBO_TAG_VIDEO, GUMBO_TAG_CANVAS, GUMBO_TAG_KEYGEN, GUMBO_TAG_METER,
+    GUMBO_TAG_PROGRESS, GUMBO_TAG_NOSCRIPT, GUMBO_TAG_XMP, GUMBO_TAG_NOEMBED, GUMBO_TAG_NOFRAMES,
+    GUMBO_TAG_PLAINTEXT,
+};
+/* Never translated, block-level: kept whole, a unit boundary. */
+static const GumboTag FROZEN_BLOCK[] = { GUMBO_TAG_PRE, GUMBO_TAG_LISTING, GUMBO_TAG_HEAD };
+static const GumboTag VOID[] = {
+    GUMBO_TAG_AREA, GUMBO_TAG_BASE, GUMBO_TAG_BR, GUMBO_TAG_COL, GUMBO_TAG_EMBED, GUMBO_TAG_HR, GUMBO_TAG_IMG,
+    GUMBO_TAG_INPUT, GUMBO_TAG_LINK, GUMBO_TAG_META, GUMBO_TAG_PARAM, GUMBO_TAG_SOURCE, GUMBO_TAG_TRACK,
+    GUMBO_TAG_WBR, GUMBO_TAG_KEYGEN, GUMBO_TAG_BASEFONT, GUMBO_TAG_BGSOUND, GUMBO_TAG_FRAME, GUMBO_TAG_IMAGE,
+    GUMBO_TAG_MENUITEM,
+};
+/* Their text is written as it is (no escaping: the parser took it raw). */
+static const GumboTag RAWTEXT[] = {
+    GUMBO_TAG_SCRIPT, GUMBO_TAG_STYLE, GUMBO_TAG_XMP, GUMBO_TAG_IFRAME, GUMBO_TAG_NOEMBED, GUMBO_TAG_NOFRAMES,
+    GUMBO_TAG_NOSCRIPT, GUMBO_TAG_PLAINTEXT,
+};
+/* Elements the parser adds by itself when they are missing: never written unless they were. */
+static const GumboTag IMPLIED[] = { GUMBO_TAG_HTML, GUMBO_TAG_HEAD, GUMBO_TAG_BODY, GUMBO_TAG_TBODY,
+                                    GUMBO_TAG_COLGROUP };
+/* The attributes people read. */
+static const char *const TEXT_ATTRS[] = { "title", "alt", "placeholder" };
+
+#define IN(tag, set) in_set(tag, set, sizeof set / sizeof set[0])
+static int in_set(GumboTag t, const GumboTag *set, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == t)
+            return 1;
+    return 0;
+}
+
+/* Our marks on the tree, in parse_flags above gumbo's bits: the tree is ours
+ * once parsed (the arena's; never handed back to gumbo). */
+enum { M_FROZEN = 1 << 20,      /* inside a notranslate or never-translated element: its own attributes too */
+       M_PURE = 1 << 21,        /* an inline element holding only text, inline and opaque items */
+       M_FROZEN_IN = 1 << 22 }; /* its children are frozen (it is never translated inside) */
+
+enum kind { K_TEXT, K_INLINE, K_OPAQUE, K_BLOCK, K_SKIP, K_NONE };
+
+static const GumboVector *children_of(const GumboNode *n)
+{
+    if (n->type == GUMBO_NODE_DOCUMENT)
+        return &n->v.document.children;
+    if (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE)
+        return &n->v.element.children;
+    return NULL;
+}
+
+static enum kind kind_of(const GumboNode *n)
+{
+    switch (n->type) {
+    case GUMBO_NODE_TEXT: case GUMBO_NODE_WHITESPACE: case GUMBO_NODE_CDATA:
+        return K_TEXT;
+    case GUMBO_NODE_COMMENT:
+        return K_OPAQUE;
+    case GUMBO_NODE_ELEMENT: case GUMBO_NODE_TEMPLATE: {
+        GumboTag t = n->v.element.tag;
+        int inline_level = IN(t, INLINE) || IN(t, OPAQUE);
+        if (n->parse_flags & M_FROZEN)
+            return inline_level ? K_OPAQUE : K_SKIP;
+        if (IN(t, OPAQUE) || n->type == GUMBO_NODE_TEMPLATE)
+            return K_OPAQUE;
+        if (IN(t, INLINE) && (n->parse_flags & M_PURE))
+            return K_INLINE;
+        return IN(t, FROZEN_BLOCK) ? K_SKIP : K_BLOCK;
+    }
+    default:
+        return K_NONE;
+    }
+}
+
+static const GumboAttribute *attr(const GumboNode *n, const char *name)
+{
+    return gumbo_get_attribute(&n->v.element.attributes, name);
+}
+
+/* translate="no" (and back with "yes"), or the class notranslate. */
+static int says_notranslate(const GumboNode *n, int inherited)
+{
+    const GumboAttribute *a = attr(n, "translate");
+    int no = inherited;
+    if (a)
+        no = strcasecmp(a->value, "no") == 0 ? 1 : (strcasecmp(a->value, "yes") == 0 || !a->value[0]) ? 0 : no;
+    if ((a = attr(n, "class"))) {
+        for (const char *p = a->value; *p;) {
+            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f')
+                p++;
+            size_t k = strcspn(p, " \t\n\r\f");
+            if (k == 11 && !strncmp(p, "notranslate", 11))
+                no = 1;
+            p += k;
+        }
+    }
+    return no;
+}
+
+/* The marks, top-down then bottom-up (the depth is bounded before this runs). */
+static void mark(GumboNode *n, int frozen)
+{
+    const GumboVector *ch = children_of(n);
+    if (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE) {
+        GumboTag t = n->v.element.tag;
+        if (!frozen && says_notranslate(n, 0))
+            frozen = 1;
+        if (frozen)
+            n->parse_flags |= M_FROZEN;
+        if (frozen || IN(t, OPAQUE) || IN(t, FROZEN_BLOCK) || n->type == GUMBO_NODE_TEMPLATE ||
+            n->v.element.tag_namespace != GUMBO_NAMESPACE_HTML) {
+            n->parse_flags |= M_FROZEN_IN;
+            frozen = 1;
+        }
+    }
+    int pure = 1;
+    for (unsigned i = 0; ch && i < ch->length; i++) {
+        GumboNode *c = ch->data[i];
+        mark(c, frozen);
+        enum kind k = kind_of(c);
+        pure &= k == K_TEXT || k == K_OPAQUE || k == K_INLINE;
+    }
+    if (n->type == GUMBO_NODE_ELEMENT && IN(n->v.element.tag, INLINE) && pure)
+        n->parse_flags |= M_PURE;
+}
+
+/* ---- the units ----------------------------------------------------------------------- */
+
+typedef struct {
+    const GumboNode *node;      /* an inline element or an opaque item of the unit */
+    long s, e;                  /* its source span in the unit's text, code points (opaque: s == e) */
+    int  n_desc;                /* records of its descendants, which follow it */
+    /* a point (s == e): whether the source had whitespace before / after it,
+     * which the unit's text (one space between words, none at the ends) does not say */
+    unsigned char sp_before, sp_after;
+} rec;
+
+typedef struct {
+    char  *text;                /* what is translated */
+    /* a text unit: the run of children [first, first + count) of container */
+    const GumboNode *container;
+    unsigned first, count;
+    int    first_rec, n_rec;
+    char  *lead, *trail;        /* its whitespace before and after, written as they were */
+    const GumboAttribute *attr; /* an attribute unit: this one */
+    /* srv_html_set */
+    char  *tgt;
+    size_t tgt_len;
+    long  *links;               /* [n_links][4] */
+    int    n_links;
+} unit;
+
+struct srv_html {
+    const char  *src;
+    size_t       len;
+    GumboOptions opts;
+    arena_blk   *arena;
+    GumboOutput *out;
+    int          fragment;
+    int          bom;           /* src starts with a UTF-8 byte order mark, which the parser does not see */
+    unit        *u;
+    int          n, cap;
+    rec         *r;
+    int          n_rec, cap_rec;
+};
+
+static int is_html_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+
+static int is_blank(const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!k)
+            return 0;
+        if (!(c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+              (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
+              c == 0x3000 || c == 0xfeff))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+static unit *new_unit(srv_html *h)
+{
+    if (h->n == h->cap) {
+        int cap = h->cap ? 2 * h->cap : 16;
+        unit *nu = realloc(h->u, sizeof *nu * (size_t)cap);
+        if (!nu)
+            return NULL;
+        h->u = nu;
+        h->cap = cap;
+    }
+    unit *u = &h->u[h->n++];
+    memset(u, 0, sizeof *u);
+    return u;
+}
+
+static int new_rec(srv_html *h, const GumboNode *n, long s)
+{
+    if (h->n_rec == h->cap_rec) {
+        int cap = h->cap_rec ? 2 * h->cap_rec : 32;
+        rec *nr = realloc(h->r, sizeof *nr * (size_t)cap);
+        if (!nr)
+            return -1;
+        h->r = nr;
+        h->cap_rec = cap;
+    }
+    h->r[h->n_rec] = (rec){ n, s, s, 0, 0, 0 };
+    return h->n_rec++;
+}
+
+/* title, alt and placeholder of an element that is not frozen: units of their own. */
+static int attr_units(srv_html *h, const GumboNode *n)
+{
+    if (n->type != GUMBO_NODE_ELEMENT || (n->parse_flags & M_FROZEN))
+        return 0;
+    const GumboVector *av = &n->v.element.attributes;
+    for (unsigned i = 0; i < av->length; i++) {
+        const GumboAttribute *a = av->data[i];
+        int wanted = 0;
+        for (size_t k = 0; k < sizeof TEXT_ATTRS / sizeof TEXT_ATTRS[0]; k++)
+            wanted |= strcasecmp(a->name, TEXT_ATTRS[k]) == 0;
+        if (!wanted || is_blank(a->value) || gumbo_get_attribute(av, a->name) != a)
+            continue;
+        const char *v = a->value, *end = v + strlen(v);
+        while (is_html_space(*v))
+            v++;
+        while (end > v && is_html_space(end[-1]))
+            end--;
+        unit *u = new_unit(h);
+        if (!u || !(u->text = strndup(v, (size_t)(end - v))) || !(u->lead = strndup(a->value, (size_t)(v - a->value))) ||
+            !(u->trail = strdup(end)))
+            return -1;
+        u->attr = a;
+        u->first_rec = h->n_rec;
+    }
+    return 0;
+}
+
+/* A unit's text as it is built: whitespace runs made one space, the ends trimmed. */
+typedef struct {
+    mt_sbuf t;
+    long    cp;             /* code points in t */
+    int     space;          /* a space is owed before the next character */
+    int    *pend;           /* records waiting for their first character */
+    int     n_pend, cap_pend;
+    int     after;          /* the last point record, waiting to learn whether a space follows; -1 */
+    int     ws;             /* whitespace since the last character or point */
+    mt_sbuf lead, trail;    /* the whitespace before the first character and point, after the last */
+    int     points;         /* points so far */
+    int     oom;
+} text_builder;
+
+static void add_text(srv_html *h, text_builder *b, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!k)
+            k = 1;
+        if (k == 1 && is_html_space((unsigned char)s[i])) {
+            b->space = b->cp > 0;
+            b->ws = 1;
+            b->oom |= mt_sb_add(b->cp == 0 && !b->points ? &b->lead : &b->trail, s + i, 1);
+            if (b->after >= 0)
+                h->r[b->after].sp_after = 1;
+            b->after = -1;
+            i++;
+            continue;
+        }
+        b->after = -1;
+        b->ws = 0;
+        b->trail.n = 0;
+        if (b->space) {
+            b->oom |= mt_sb_add(&b->t, " ", 1);
+            b->cp++;
+            b->space = 0;
+        }
+        for (int p = 0; p < b->n_pend; p++)
+            h->r[b->pend[p]].s = b->cp;
+        b->n_pend = 0;
+        b->oom |= mt_sb_add(&b->t, s + i, k);
+        b->cp++;
+        i += k;
+    }
+}
+
+static void collect_items(srv_html *h, text_builder *b, const GumboNode *n);
+
+static void collect_item(srv_html *h, text_builder *b, const GumboNode *c)
+{
+    enum kind k = kind_of(c);
+    if (k == K_TEXT) {
+        add_text(h, b, c->v.text.text);
+    } else if (k == K_OPAQUE) {
+        int r = new_rec(h, c, b->cp);
+        if (r < 0 || attr_units(h, c)) {
+            b->oom = 1;
+            return;
+        }
+        h->r[r].sp_before = (unsigned char)b->ws;
+        b->after = r;
+        b->ws = 0;
+        b->points++;
+        b->trail.n = 0;
+    } else if (k == K_INLINE) {
+        int r = new_rec(h, c, -1), space = b->ws;
+        if (r < 0 || attr_units(h, c)) {
+            b->oom = 1;
+            return;
+        }
+        if (b->n_pend == b->cap_pend) {
+            int cap = b->cap_pend ? 2 * b->cap_pend : 8;
+            int *np = realloc(b->pend, sizeof *np * (size_t)cap);
+            if (!np) {
+                b->oom = 1;
+                return;
+            }
+            b->pend = np;
+            b->cap_pend = cap;
+        }
+        b->pend[b->n_pend++] = r;
+        collect_items(h, b, c);
+        if (h->r[r].s < 0) {                /* no character inside: a point, where it was */
+            h->r[r].s = b->cp;
+            h->r[r].sp_before = (unsigned char)space;
+            b->after = r;
+            b->ws = 0;
+            b->points++;
+            b->trail.n = 0;
+            for (int p = 0; p < b->n_pend; p++)
+                if (b->pend[p] == r)
+                    b->pend[p] = b->pend[--b->n_pend];
+        }
+        h->r[r].e = b->cp;
+        h->r[r].n_desc = h->n_rec - r - 1;
+    }
+}
+
+static void collect_items(srv_html *h, text_builder *b, const GumboNode *n)
+{
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = 0; ch && i < ch->length && !b->oom; i++)
+        collect_item(h, b, ch->data[i]);
+}
+
+/* The run [first, first + count) of n's children: a unit when it has words. */
+static int collect_run(srv_html *h, const GumboNode *n, unsigned first, unsigned count)
+{
+    const GumboVector *ch = children_of(n);
+    text_builder b = { .after = -1 };
+    int rec0 = h->n_rec, unit0 = h->n;
+    for (unsigned i = first; i < first + count && !b.oom; i++)
+        collect_item(h, &b, ch->data[i]);
+    for (int p = 0; p < b.n_pend; p++)         /* inline elements that held no character */
+        h->r[b.pend[p]].s = h->r[b.pend[p]].e = b.cp;
+    free(b.pend);
+    int ok = !b.oom && !mt_sb_add(&b.lead, "", 0) && !mt_sb_add(&b.trail, "", 0);
+    if (!ok || !b.t.n || is_blank(b.t.p)) {   /* nothing to translate: written as it is */
+        free(b.t.p);
+        free(b.lead.p);
+        free(b.trail.p);
+        h->n_rec = rec0;
+        return ok ? 0 : -1;
+    }
+    /* the text unit goes before the attribute units collected inside it */
+    unit tu = { .text = b.t.p, .container = n, .first = first, .count = count, .first_rec = rec0,
+                .n_rec = h->n_rec - rec0, .lead = b.lead.p, .trail = b.trail.p };
+    unit *u = new_unit(h);
+    if (!u) {
+        free(b.t.p);
+        free(b.lead.p);
+        free(b.trail.p);
+        return -1;
+    }
+    memmove(&h->u[unit0 + 1], &h->u[unit0], sizeof *u * (size_t)(h->n - 1 - unit0));
+    h->u[unit0] = tu;
+    return 0;
+}
+
+static int is_run_kind(enum kind k) { return k == K_TEXT || k == K_INLINE || k == K_OPAQUE; }
+
+/* A block container: its runs of inline content and its blocks. */
+static int collect_block(srv_html *h, const GumboNode *n)
+{
+    if (attr_units(h, n))
+        return -1;
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = 0; ch && i < ch->length;) {
+        const GumboNode *c = ch->data[i];
+        enum kind k = kind_of(c);
+        if (is_run_kind(k)) {
+            unsigned j = i;
+            while (j < ch->length && is_run_kind(kind_of(ch->data[j])))
+                j++;
+            if (collect_run(h, n, i, j - i))
+                return -1;
+            i = j;
+            continue;
+        }
+        if (k == K_BLOCK && collect_block(h, c))
+            return -1;
+        if (k == K_SKIP && attr_units(h, c))
+            return -1;
+        i++;
+    }
+    return 0;
+}
+
+/* The deepest nesting, without recursion (the limit is checked before anything recurses). */
+static int tree_depth(const GumboNode *root)
+{
+    const GumboNode *n = root;
+    int d = 0, max = 0;
+    for (;;) {
+        const GumboVector *ch = children_of(n);
+        if (ch && ch->length) {
+            n = ch->data[0];
+            if (++d > max)
+                max = d;
+            continue;
+        }
+        for (;;) {
+            if (n == root)
+                return max;
+            const GumboNode *p = n->parent;
+            const GumboVector *pc = children_of(p);
+            if (n->index_within_parent + 1 < pc->length) {
+                n = pc->data[n->index_within_parent + 1];
+                break;
+            }
+            n = p;
+            d--;
+        }
+    }
+}
+
+/* A page is a document when it starts (after spaces and comments) with a doctype or <html>. */
+static int is_document(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+        i = 3;
+    for (;;) {
+        while (i < n && is_html_space((unsigned char)s[i]))
+            i++;
+        if (n - i >= 4 && !memcmp(s + i, "<!--", 4)) {
+            const char *e = memmem(s + i + 4, n - i - 4, "-->", 3);
+            if (!e)
+                return 0;
+            i = (size_t)(e - s) + 3;
+            continue;
+        }
+        break;
+    }
+    static const char *const starts[] = { "<!doctype", "<html", "<head", "<body" };
+    for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
+        size_t m = strlen(starts[k]);
+        if (n - i >= m && !strncasecmp(s + i, starts[k], m) && (k == 0 || n - i == m || !isalnum((unsigned char)s[i + m])))
+            return 1;
+    }
+    return 0;
+}
+
+mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err)
+{
+    *out = NULL;
+    if (len > UINT32_MAX / 2)
+        return mt_err_set(err, MT_ERR_TOO_LONG, "the HTML is over 2 GB");
+    const char *nul = memchr(src, 0, len);
+    if (nul)        /* the parser would drop or replace it, and no page has one */
+        return mt_err_set(err, MT_ERR_INPUT, "the HTML holds a NUL byte at offset %zu", (size_t)(nul - src));
+    srv_html *h = calloc(1, sizeof *h);
+    if (!h)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    h->src = src;
+    h->len = len;
+    h->opts = kGumboDefaultOptions;
+    h->opts.allocator = arena_alloc;
+    h->opts.deallocator = arena_free;
+    h->opts.userdata = &h->arena;
+    h->opts.max_errors = 0;                     /* we do not read them */
+    /* a browser drops the byte order mark as it decodes; gumbo would take it for text */
+    h->bom = len >= 3 && !memcmp(src, "\xef\xbb\xbf", 3);
+    h->fragment = !is_document(src + 3 * h->bom, len - 3 * (size_t)h->bom);
+    if (h->fragment)
+        h->opts.fragment_context = GUMBO_TAG_BODY;
+    h->out = gumbo_parse_with_options(&h->opts, src + 3 * h->bom, len - 3 * (size_t)h->bom);
+    if (!h->out) {
+        srv_html_free(h);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    int depth = tree_depth(h->out->document);
+    if (depth > max_depth + 2) {                /* html and body do not count */
+        srv_html_free(h);
+        return mt_err_set(err, MT_ERR_TOO_LONG, "the HTML nests %d elements deep; the limit is %d", depth - 2,
+                          max_depth);
+    }
+    mark(h->out->document, 0);
+    if (collect_block(h, h->out->document)) {
+        srv_html_free(h);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    *out = h;
+    return MT_OK;
+}
+
+void srv_html_free(srv_html *h)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->n; i++) {
+        free(h->u[i].text);
+        free(h->u[i].lead);
+        free(h->u[i].trail);
+        free(h->u[i].tgt);
+        free(h->u[i].links);
+    }
+    free(h->u);
+    free(h->r);
+    arena_release(h->arena);
+    free(h);
+}
+
+int srv_html_units(const srv_html *h) { return h->n; }
+const char *srv_html_unit(const srv_html *h, int i) { return i >= 0 && i < h->n ? h->u[i].text : NULL; }
+
+mt_status srv_html_set(srv_html *h, int i, const char *text, size_t len, const long *links, int n_links, mt_err *err)
+{
+    if (i < 0 || i >= h->n || n_links < 0)
+        return mt_err_set(err, MT_ERR_INPUT, "no unit %d", i);
+    unit *u = &h->u[i];
+    char *t = malloc(len + 1);
+    long *l = malloc(sizeof *l * 4 * (size_t)(n_links + 1));
+    if (!t || !l) {
+        free(t);
+        free(l);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    memcpy(t, text, len);
+    t[len] = 0;
+    if (n_links)
+        memcpy(l, links, sizeof *l * 4 * (size_t)n_links);
+    free(u->tgt);
+    free(u->links);
+    u->tgt = t;
+    u->tgt_len = len;
+    u->links = l;
+    u->n_links = n_links;
+    return MT_OK;
+}
+
+/* ---- writing it out ------------------------------------------------------------------ */
+
+typedef struct {
+    const srv_html *h;
+    mt_sbuf out;
+    int     oom;
+    int     next_text;          /* the next text unit, in document order */
+    int     next_attr;          /* the next attribute unit */
+} writer;
+
+static void put(writer *w, const char *s, size_t n) { w->oom |= mt_sb_add(&w->out, s, n); }
+static void puts_(writer *w, const char *s) { put(w, s, strlen(s)); }
+
+static void put_escaped(writer *w, const char *s, size_t n, int in_attr)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = s[i] == '&' ? "&amp;" : s[i] == '<' ? "&lt;" : s[i] == '>' ? "&gt;"
+                      : in_attr && s[i] == '"' ? "&quot;" : NULL;
+        if (!e)
+            continue;
+        put(w, s + run, i - run);
+        puts_(w, e);
+        run = i + 1;
+    }
+    put(w, s + run, n - run);
+}
+
+/* The element's name: gumbo's, or as written for a tag it does not know (into buf). */
+static const char *tag_name(const GumboNode *n, char *buf, size_t cap)
+{
+    const char *s = gumbo_normalized_tagname(n->v.element.tag);
+    if (s && *s)
+        return s;
+    GumboStringPiece t = n->v.element.original_tag;
+    if (!t.length || t.data[0] != '<' || t.length < 2 || t.data[1] == '/')
+        return NULL;
+    gumbo_tag_from_original_text(&t);
+    size_t k = 0;
+    for (size_t i = 0; i < t.length; i++) {     /* as the tokenizer reads it: NUL is U+FFFD */
+        if (k + 4 > cap)
+            return NULL;
+        if (t.data[i])
+            buf[k++] = (char)tolower((unsigned char)t.data[i]);
+        else
+            memcpy(buf + k, "\xef\xbf\xbd", 3), k += 3;
+    }
+    buf[k] = 0;
+    return k ? buf : NULL;
+}
+
+/* Left out of the output: an html, head, body, tbody or colgroup the parser supplied. */
+static int implied(const GumboNode *n)
+{
+    return !n->v.element.original_tag.length && (n->parse_flags & GUMBO_INSERTION_BY_PARSER) &&
+           IN(n->v.element.tag, IMPLIED);
+}
+
+static int self_closing(const GumboNode *n)
+{
+    const GumboStringPiece *t = &n->v.element.original_tag;
+    return t->length >= 2 && t->data[t->length - 2] == '/' && t->data[t->length - 1] == '>';
+}
+
+/* The attribute units of n, in order (the writer meets elements in the order they were collected). */
+static const unit *attr_unit_for(writer *w, const GumboAttribute *a)
+{
+    const srv_html *h = w->h;
+    while (w->next_attr < h->n && !h->u[w->next_attr].attr)
+        w->next_attr++;
+    if (w->next_attr < h->n && h->u[w->next_attr].attr == a)
+        return &h->u[w->next_attr++];
+    return NULL;
+}
+
+/* A translated value, in the quotes it had (double when it had none). */
+static void put_attr_value(writer *w, const unit *u)
+{
+    const GumboStringPiece *o = &u->attr->original_value;
+    char q = o->length && o->data[0] == '\'' ? '\'' : '"';
+    const char *t = u->tgt ? u->tgt : u->text;
+    size_t n = u->tgt ? u->tgt_len : strlen(u->text), run = 0;
+    put(w, &q, 1);
+    puts_(w, u->lead);
+    for (size_t i = 0; i <= n; i++) {       /* & < > escaped; and the quote: &quot; or &#39; */
+        if (i < n && t[i] != '\'')
+            continue;
+        put_escaped(w, t + run, i - run, q == '"');
+        if (i < n)
+            puts_(w, q == '\'' ? "&#39;" : "'");
+        run = i + 1;
+    }
+    puts_(w, u->trail);
+    put(w, &q, 1);
+}
+
+static void start_tag(writer *w, const GumboNode *n)
+{
+    const GumboElement *e = &n->v.element;
+    const GumboVector *av = &e->attributes;
+    if (e->original_tag.length) {               /* as written, translated values spliced in */
+        const char *t = e->original_tag.data, *end = t + e->original_tag.length, *at = t;
+        for (unsigned i = 0; i < av->length; i++) {
+            const GumboAttribute *a = av->data[i];
+            const unit *u = attr_unit_for(w, a);
+            const char *v = a->original_value.data;
+            if (!u || !v || v < at || v + a->original_value.length > end)
+                continue;
+            put(w, at, (size_t)(v - at));
+            put_attr_value(w, u);
+            at = v + a->original_value.length;
+        }
+        put(w, at, (size_t)(end - at));
+        return;
+    }
+    char buf[256];
+    const char *name = tag_name(n, buf, sizeof buf);
+    if (implied(n) || !name)
+        return;
+    put(w, "<", 1);
+    puts_(w, name);
+    for (unsigned i = 0; i < av->length; i++) {
+        const GumboAttribute *a = av->data[i];
+        const unit *u = attr_unit_for(w, a);
+        put(w, " ", 1);
+        puts_(w, a->name);
+        put(w, "=", 1);
+        if (u) {
+            put_attr_value(w, u);
+        } else {
+            put(w, "\"", 1);
+            put_escaped(w, a->value, strlen(a->value), 1);
+            put(w, "\"", 1);
+        }
+    }
+    put(w, ">", 1);
+}
+
+static void end_tag(writer *w, const GumboNode *n)
+{
+    const GumboElement *e = &n->v.element;
+    char buf[256];
+    const char *name = tag_name(n, buf, sizeof buf);
+    /* an end tag the parser made an element of (</p>, </br>) was written as it was: it makes it again */
+    int converted = (n->parse_flags & GUMBO_INSERTION_CONVERTED_FROM_END_TAG) && e->original_tag.length >= 2 &&
+                    e->original_tag.data[1] == '/';
+    if (converted || e->tag == GUMBO_TAG_PLAINTEXT || IN(e->tag, VOID) || implied(n) || (e->tag_namespace != GUMBO_NAMESPACE_HTML && self_closing(n)))
+        return;
+    if (e->original_end_tag.length && !(n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG) &&
+        e->original_end_tag.data[0] == '<' && e->original_end_tag.data[1] == '/') {
+        put(w, e->original_end_tag.data, e->original_end_tag.length);
+        return;
+    }
+    if (name) {
+        put(w, "</", 2);
+        puts_(w, name);
+        put(w, ">", 1);
+    }
+}
+
+enum { NOT_CLEAN = (int)((unsigned)GUMBO_INSERTION_BY_PARSER | GUMBO_INSERTION_IMPLICIT_END_TAG |
+                         GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT | GUMBO_INSERTION_ADOPTION_AGENCY_CLONED |
+                         GUMBO_INSERTION_ADOPTION_AGENCY_MOVED | GUMBO_INSERTION_FOSTER_PARENTED |
+                         GUMBO_INSERTION_CONVERTED_FROM_END_TAG | GUMBO_INSERTION_FROM_IMAGE) };
+
+/* The source bytes [*a, *b) of element n when they hold exactly its subtree: every
+ * element written, in place, ended by its own end tag (or self-closing / void). */
+static int clean_span(const srv_html *h, const GumboNode *n, size_t *a, size_t *b)
+{
+    const GumboElement *e = &n->v.element;
+    if ((n->parse_flags & NOT_CLEAN) || !e->original_tag.length)
+        return 0;
+    size_t s = (size_t)(e->original_tag.data - h->src), end;
+    if (e->original_end_tag.length && e->original_end_tag.data[0] == '<' && e->original_end_tag.data[1] == '/')
+        end = (size_t)(e->original_end_tag.data - h->src) + e->original_end_tag.length;
+    else if (IN(e->tag, VOID) || self_closing(n))
+        end = s + e->original_tag.length;
+    else
+        return 0;
+    if (s > h->len || end > h->len || end < s)
+        return 0;
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = 0; ch && i < ch->length; i++) {
+        const GumboNode *c = ch->data[i];
+        size_t ca, cb;
+        if (c->type == GUMBO_NODE_ELEMENT || c->type == GUMBO_NODE_TEMPLATE) {
+            if (!clean_span(h, c, &ca, &cb) || ca < s || cb > end)
+                return 0;
+        } else if ((c->parse_flags & NOT_CLEAN) || c->v.text.start_pos.offset < s ||
+                   c->v.text.start_pos.offset > end) {
+            return 0;
+        }
+    }
+    *a = s;
+    *b = end;
+    return 1;
+}
+
+static void write_node(writer *w, const GumboNode *n);
+
+static void write_children(writer *w, const GumboNode *n)
+{
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = 0; ch && i < ch->length; i++)
+        write_node(w, ch->data[i]);
+}
+
+static int has_attr_unit(const writer *w, const GumboNode *n)
+{
+    const srv_html *h = w->h;
+    int k = w->next_attr;
+    while (k < h->n && !h->u[k].attr)
+        k++;
+    if (k >= h->n)
+        return 0;
+    const GumboVector *av = &n->v.element.attributes;
+    for (unsigned i = 0; i < av->length; i++)
+        if (h->u[k].attr == av->data[i])
+            return 1;
+    return 0;
+}
+
+/* A node as it was: text escaped (raw inside script and the like), elements
+ * with their tags; a frozen element from its source bytes when they are clean. */
+static void write_node(writer *w, const GumboNode *n)
+{
+    switch (n->type) {
+    case GUMBO_NODE_TEXT: case GUMBO_NODE_WHITESPACE: {
+        const GumboNode *p = n->parent;
+        const char *t = n->v.text.text;
+        if (p && p->type == GUMBO_NODE_ELEMENT && IN(p->v.element.tag, RAWTEXT))
+            puts_(w, t);
+        else
+            put_escaped(w, t, strlen(t), 0);
+        return;
+    }
+    case GUMBO_NODE_CDATA:
+        puts_(w, "<![CDATA[");
+        puts_(w, n->v.text.text);
+        puts_(w, "]]>");
+        return;
+    case GUMBO_NODE_COMMENT: {
+        const GumboStringPiece *o = &n->v.text.original_text;
+        /* as written: <!-- -->, or a bogus comment (<!x>, <?x>, </3>) */
+        if ((o->length >= 7 && !memcmp(o->data, "<!--", 4) && !memcmp(o->data + o->length - 3, "-->", 3)) ||
+            (o->length >= 3 && o->data[0] == '<' && o->data[1] != '-' && o->data[o->length - 1] == '>' &&
+             !memchr(o->data + 1, '>', o->length - 2))) {
+            put(w, o->data, o->length);
+        } else {
+            puts_(w, "<!--");
+            puts_(w, n->v.text.text);
+            puts_(w, "-->");
+        }
+        return;
+    }
+    case GUMBO_NODE_ELEMENT: case GUMBO_NODE_TEMPLATE: {
+        size_t a, b;
+        if ((n->parse_flags & M_FROZEN_IN) && !has_attr_unit(w, n) && clean_span(w->h, n, &a, &b)) {
+            put(w, w->h->src + a, b - a);
+            return;
+        }
+        start_tag(w, n);
+        write_children(w, n);
+        end_tag(w, n);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+/* ---- a translated unit ---------------------------------------------------------------- */
+
+typedef struct {
+    const unit *u;
+    const long *cpb;            /* [n_cp + 1] byte offset of each code point of u->tgt */
+    const uint32_t *src, *tgt;  /* the code points of u->text [n_src] and u->tgt [n_cp] */
+    long        n_src;
+    long        n_cp;
+    const rec  *recs;           /* [n_rec] the unit's records */
+    long       *ts, *te;        /* [n_rec] each record's target range, code points */
+    int         next;           /* the next record */
+    long       *tw;             /* [n_tw][2] the target's words, code points */
+    int         n_tw;
+    float      *score;          /* [n_tw] scratch */
+} unit_writer;
+
+static long clamp(long x, long lo, long hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+static int is_punct(uint32_t c)
+{
+    return (c < 0x80 && ispunct((int)c)) || c == 0xa1 || c == 0xab || c == 0xbb || c == 0xbf ||
+           (c >= 0x2010 && c <= 0x205e) || (c >= 0x3001 && c <= 0x303f);
+}
+
+static int all_punct(const uint32_t *c, long a, long b)
+{
+    for (long i = a; i < b; i++)
+        if (!is_punct(c[i]))
+            return 0;
+    return b > a;
+}
+
+
+/* Words are runs of non-space characters, so a tag around "documentation" in
+ * "documentation." links the whole word "documentation.": when the element's
+ * text does not end (start) with punctuation, the target's punctuation at that
+ * end is left out of it. */
+static void trim_punct(const unit_writer *uw, const rec *r, long *ts, long *te)
+{
+    if (!all_punct(uw->src, r->s, r->s + 1))
+        while (*ts < *te && is_punct(uw->tgt[*ts]))
+            (*ts)++;
+    if (!all_punct(uw->src, r->e - 1, r->e))
+        while (*te > *ts && is_punct(uw->tgt[*te - 1]))
+            (*te)--;
+}
+
+/* Unicode spaces, as word_align.c splits words. */
+static int is_uspace(uint32_t c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
+           c == 0x3000 || c == 0xfeff;
+}
+
+static int target_words(const uint32_t *c, long n, long *tw)
+{
+    int k = 0;
+    for (long i = 0; i < n;) {
+        while (i < n && is_uspace(c[i]))
+            i++;
+        if (i == n)
+            break;
+        tw[2 * k] = i;
+        while (i < n && !is_uspace(c[i]))
+            i++;
+        tw[2 * k++ + 1] = i;
+    }
+    return k;
+}
+
+static int word_at(const unit_writer *uw, long start)
+{
+    int lo = 0, hi = uw->n_tw - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (uw->tw[2 * mid] == start)
+            return mid;
+        if (uw->tw[2 * mid] < start)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* The target words an element wraps: the run of target words that scores best,
+ * a word linked to one of the element's source words +1, a word linked only
+ * to other source words -1, a word without link -1/4; the run starts and ends
+ * on a word of its own (so at least one).  The hull of every linked word
+ * would let one stray link swallow the words between.  0 when no word of the
+ * target is linked to the element's. */
+static int best_run(unit_writer *uw, const rec *r, long *ts, long *te)
+{
+    const unit *u = uw->u;
+    for (int j = 0; j < uw->n_tw; j++)
+        uw->score[j] = -0.25f;
+    for (int k = 0; k < u->n_links; k++) {
+        const long *l = u->links + 4 * k;
+        int j = word_at(uw, l[2]);
+        if (j < 0)
+            continue;
+        if (l[0] < r->e && l[1] > r->s)
+            uw->score[j] = 1.0f;
+        else if (uw->score[j] < 0)
+            uw->score[j] = -1.0f;
+    }
+    /* best sum over runs [a, b] with a and b words of its own: prefix sums, the
+     * least prefix before an own word so far */
+    float prefix = 0, min_prefix = 0, best = 0;
+    int min_at = -1, ba = -1, bb = -1;
+    for (int j = 0; j < uw->n_tw; j++) {
+        int own = uw->score[j] > 0;
+        if (own && (min_at < 0 || prefix <= min_prefix)) {
+            min_prefix = prefix;
+            min_at = j;
+        }
+        prefix += uw->score[j];
+        if (own && (ba < 0 || prefix - min_prefix > best)) {
+            best = prefix - min_prefix;
+            ba = min_at;
+            bb = j;
+        }
+    }
+    if (ba < 0)
+        return 0;
+    *ts = uw->tw[2 * ba];
+    *te = uw->tw[2 * bb + 1];
+    return 1;
+}
+
+/* Where a record goes in the target: the best run of target words linked to its
+ * source words (best_run); else (no word, no link) after the target of the source word before it. */
+/* The source word around code point i when i is strictly inside one: 1 and [*ws, *we). */
+static int inside_word(const unit_writer *uw, long i, long *ws, long *we)
+{
+    if (i <= 0 || i >= uw->n_src || is_uspace(uw->src[i - 1]) || is_uspace(uw->src[i]))
+        return 0;
+    *ws = i;
+    *we = i;
+    while (*ws > 0 && !is_uspace(uw->src[*ws - 1]))
+        (*ws)--;
+    while (*we < uw->n_src && !is_uspace(uw->src[*we]))
+        (*we)++;
+    return 1;
+}
+
+/* Target word j when it is source word [ws, we) copied (a name, a number, a formula). */
+static int copied(const unit_writer *uw, int j, long ws, long we)
+{
+    long a = uw->tw[2 * j], b = uw->tw[2 * j + 1];
+    return j >= 0 && b - a == we - ws && !memcmp(uw->tgt + a, uw->src + ws, sizeof *uw->src * (size_t)(we - ws));
+}
+
+/* A boundary the source puts inside a word (H<sub>2</sub>O): at the same place
+ * in the target word at t when that word is the source word copied.  end: t
+ * ends a word, else starts one. */
+static long inside_copied(const unit_writer *uw, long i, long t, int end)
+{
+    long ws, we;
+    if (!inside_word(uw, i, &ws, &we))
+        return t;
+    for (int j = 0; j < uw->n_tw; j++)
+        if ((end ? uw->tw[2 * j + 1] : uw->tw[2 * j]) == t && copied(uw, j, ws, we))
+            return uw->tw[2 * j] + (i - ws);
+    return t;
+}
+
+/* A point inside a source word: into the copy of that word the target holds, if one is linked to it. */
+static int point_inside_copied(const unit_writer *uw, const rec *r, long *p)
+{
+    long ws, we;
+    if (!inside_word(uw, r->s, &ws, &we))
+        return 0;
+    for (int k = 0; k < uw->u->n_links; k++) {
+        const long *l = uw->u->links + 4 * k;
+        int j = l[0] == ws ? word_at(uw, l[2]) : -1;
+        if (j >= 0 && copied(uw, j, ws, we)) {
+            *p = uw->tw[2 * j] + (r->s - ws);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void place(unit_writer *uw, const rec *r, long *ts, long *te)
+{
+    const unit *u = uw->u;
+    if (r->e > r->s && best_run(uw, r, ts, te)) {
+        *ts = inside_copied(uw, r->s, *ts, 0);
+        *te = inside_copied(uw, r->e, *te, 1);
+        return;
+    }
+    if (r->e == r->s && point_inside_copied(uw, r, ts)) {
+        *te = *ts;
+        return;
+    }
+    long prev = -1, pos = -1, next = -1, npos = -1;    /* the source words before and after */
+    for (int k = 0; k < u->n_links; k++) {
+        const long *l = u->links + 4 * k;
+        if (l[1] <= r->s && (l[1] > prev || (l[1] == prev && l[3] > pos))) {
+            prev = l[1];
+            pos = l[3];
+        }
+        if (l[0] >= r->e && (next < 0 || l[0] < next || (l[0] == next && l[2] < npos))) {
+            next = l[0];
+            npos = l[2];
+        }
+    }
+    *ts = *te = pos >= 0 ? pos : npos >= 0 ? npos : 0;
+}
+
+
+
+/* The code points of s[0..n) into out (room for n); their count. */
+static long decode_all(const char *s, size_t n, uint32_t *out, long *byte_of)
+{
+    long k = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        size_t m = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!m)
+            m = 1, c = 0xfffd;
+        if (byte_of)
+            byte_of[k] = (long)i;
+        out[k++] = c;
+        i += m;
+    }
+    if (byte_of)
+        byte_of[k] = (long)n;
+    return k;
+}
+
+static void put_target(writer *w, const unit_writer *uw, long a, long b)
+{
+    if (b > a)
+        put_escaped(w, uw->u->tgt + uw->cpb[a], (size_t)(uw->cpb[b] - uw->cpb[a]), 0);
+}
+
+static int tgt_space(const unit_writer *uw, long i) { return i >= 0 && i < uw->n_cp && is_uspace(uw->tgt[i]); }
+
+/* A point item c at target p (>= *cur), with the spaces the source had around
+ * it: the target's own when it has them there, else one. */
+static void write_point(writer *w, unit_writer *uw, const GumboNode *c, const rec *r, long p, long *cur, long hi)
+{
+    if (r->sp_before && p > 0 && !tgt_space(uw, p - 1)) {
+        if (tgt_space(uw, p) && p < hi) {
+            while (p < hi && tgt_space(uw, p))
+                p++;
+        } else {
+            put_target(w, uw, *cur, p);
+            *cur = p;
+            put(w, " ", 1);
+        }
+    }
+    put_target(w, uw, *cur, p);
+    write_node(w, c);
+    if (r->sp_after && p < uw->n_cp && !tgt_space(uw, p))
+        put(w, " ", 1);
+    *cur = p;
+}
+
+/* The items of n's children [first, first + count) inside target [*cur, hi). */
+static void write_items(writer *w, unit_writer *uw, const GumboNode *n, unsigned first, unsigned count, long *cur,
+                        long hi)
+{
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = first; i < first + count; i++) {
+        const GumboNode *c = ch->data[i];
+        enum kind k = kind_of(c);
+        if (k == K_OPAQUE || (k == K_INLINE && uw->recs[uw->next].s == uw->recs[uw->next].e)) {
+            /* an opaque item, or an inline element without a character (empty, or
+             * spaces and opaque items): as it was, at its place */
+            int r = uw->next;
+            uw->next += 1 + (k == K_INLINE ? uw->recs[r].n_desc : 0);
+            write_point(w, uw, c, &uw->recs[r], clamp(uw->ts[r], *cur, hi), cur, hi);
+        } else if (k == K_INLINE) {
+            int r = uw->next++;
+            long a = clamp(uw->ts[r], *cur, hi), b = clamp(uw->te[r], a, hi), in = a;
+            put_target(w, uw, *cur, a);
+            start_tag(w, c);
+            const GumboVector *cc = children_of(c);
+            write_items(w, uw, c, 0, cc ? cc->length : 0, &in, b);
+            put_target(w, uw, in, b);
+            end_tag(w, c);
+            *cur = b;
+        }
+    }
+}
+
+static void write_unit(writer *w, const unit *u)
+{
+    const srv_html *h = w->h;
+    size_t src_len = strlen(u->text);
+    long *cpb = malloc(sizeof *cpb * (u->tgt_len + 1)), *ts = malloc(sizeof *ts * (size_t)(u->n_rec + 1)),
+         *te = malloc(sizeof *te * (size_t)(u->n_rec + 1));
+    uint32_t *sc = malloc(sizeof *sc * (src_len + 1)), *tc = malloc(sizeof *tc * (u->tgt_len + 1));
+    long *tw = malloc(sizeof *tw * 2 * (u->tgt_len + 1));
+    float *score = malloc(sizeof *score * (u->tgt_len + 1));
+    if (!cpb || !ts || !te || !sc || !tc || !tw || !score) {
+        w->oom = 1;
+        goto done;
+    }
+    long n_cp = decode_all(u->tgt, u->tgt_len, tc, cpb), n_src = decode_all(u->text, src_len, sc, NULL);
+    unit_writer uw = { u, cpb, sc, tc, n_src, n_cp, h->r ? h->r + u->first_rec : NULL, ts, te, 0, tw, 0, score };
+    uw.n_tw = target_words(tc, n_cp, tw);
+    for (int r = 0; r < u->n_rec; r++) {
+        const rec *rr = &h->r[u->first_rec + r];
+        place(&uw, rr, &ts[r], &te[r]);
+        ts[r] = clamp(ts[r], 0, n_cp);
+        te[r] = clamp(te[r], ts[r], n_cp);
+        if (rr->e > rr->s && rr->s >= 0 && rr->e <= n_src)
+            trim_punct(&uw, rr, &ts[r], &te[r]);
+    }
+    long cur = 0;
+    puts_(w, u->lead);
+    write_items(w, &uw, u->container, u->first, u->count, &cur, n_cp);
+    put_target(w, &uw, cur, n_cp);
+    puts_(w, u->trail);
+done:
+    free(tw);
+    free(score);
+    free(sc);
+    free(tc);
+    free(cpb);
+    free(ts);
+    free(te);
+}
+
+static void write_block(writer *w, const GumboNode *n);
+
+/* A run of inline content: its unit translated, or as it was. */
+static void write_run(writer *w, const GumboNode *n, unsigned first, unsigned count)
+{
+    const srv_html *h = w->h;
+    while (w->next_text < h->n && h->u[w->next_text].attr)
+        w->next_text++;
+    const unit *u = w->next_text < h->n ? &h->u[w->next_text] : NULL;
+    if (u && u->container == n && u->first == first && u->tgt) {
+        w->next_text++;
+        write_unit(w, u);
+        return;
+    }
+    if (u && u->container == n && u->first == first)
+        w->next_text++;
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = first; i < first + count; i++)
+        write_node(w, ch->data[i]);
+}
+
+static void write_block(writer *w, const GumboNode *n)
+{
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = 0; ch && i < ch->length;) {
+        const GumboNode *c = ch->data[i];
+        enum kind k = kind_of(c);
+        if (is_run_kind(k)) {
+            unsigned j = i;
+            while (j < ch->length && is_run_kind(kind_of(ch->data[j])))
+                j++;
+            write_run(w, n, i, j - i);
+            i = j;
+            continue;
+        }
+        if (k == K_BLOCK) {
+            start_tag(w, c);
+            write_block(w, c);
+            end_tag(w, c);
+        } else {
+            write_node(w, c);
+        }
+        i++;
+    }
+}
+
+/* The doctype as written: "<!doctype" up to its ">". */
+static void write_doctype(writer *w)
+{
+    const srv_html *h = w->h;
+    if (!h->out->document->v.document.has_doctype)
+        return;
+    for (size_t i = 0; i + 9 <= h->len; i++) {
+        if (strncasecmp(h->src + i, "<!doctype", 9) != 0)
+            continue;
+        const char *e = memchr(h->src + i, '>', h->len - i);
+        if (!e) {                               /* unterminated: it ran to the end */
+            put(w, h->src + i, h->len - i);
+            put(w, ">", 1);
+            return;
+        }
+        size_t end = (size_t)(e - h->src) + 1;
+        while (end < h->len && is_html_space((unsigned char)h->src[end]))  /* the parser drops these */
+            end++;
+        put(w, h->src + i, end - i);
+        return;
+    }
+}
+
+mt_status srv_html_render(const srv_html *h, char **out, size_t *len, mt_err *err)
+{
+    writer w = { .h = h };
+    *out = NULL;
+    *len = 0;
+    if (mt_sb_reserve(&w.out, h->len + h->len / 2 + 16) != 0)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (h->bom)
+        put(&w, h->src, 3);
+    write_doctype(&w);
+    write_block(&w, h->out->document);
+    if (w.oom || mt_sb_add(&w.out, "", 0)) {
+        free(w.out.p);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    *out = w.out.p;
+    *len = w.out.n;
+    return MT_OK;
+}

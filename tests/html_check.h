@@ -1,0 +1,235 @@
+/* html_check.h: what tests/test_html.c and tests/fuzz/fuzz_html.c check of
+ * server/markup/html.c, header-only (static functions).
+ *
+ *   html_fake_translate   a translation of every unit without a model: its
+ *                         words in an order a seed picks, each word linked to
+ *                         itself, some links dropped or doubled
+ *   html_shape            the element tree as gumbo sees it: one line per
+ *                         element, "depth tag" in document order
+ *   html_text             the text content, HTML whitespace runs made one space
+ */
+#ifndef HTML_CHECK_H
+#define HTML_CHECK_H
+
+#include <gumbo.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "markup/html.h"
+#include "util/strbuf.h"
+
+static uint64_t html_rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int html_ws(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+
+/* Unit text t's words as byte spans ([2k], [2k+1]) and code-point spans (cps). */
+static int html_words(const char *t, long *bytes, long *cps, int cap)
+{
+    int n = 0;
+    long cp = 0;
+    for (long i = 0; t[i] && n < cap;) {
+        while (t[i] && html_ws((unsigned char)t[i]))
+            i++, cp++;
+        if (!t[i])
+            break;
+        bytes[2 * n] = i;
+        cps[2 * n] = cp;
+        while (t[i] && !html_ws((unsigned char)t[i])) {
+            cp += ((unsigned char)t[i] & 0xc0) != 0x80;
+            i++;
+        }
+        bytes[2 * n + 1] = i;
+        cps[2 * n++ + 1] = cp;
+    }
+    return n;
+}
+
+/* Unit i translated: mode 0 the same words, in order, every link; mode 1 the
+ * words reversed; mode 2 shuffled by seed with a third of the links dropped and
+ * some words linked twice.  Returns 0, or -1 when srv_html_set failed. */
+static int html_fake_translate(srv_html *h, int i, int mode, uint64_t seed, mt_sbuf *scratch)
+{
+    enum { CAP = 4096 };
+    static long wb[2 * CAP], wc[2 * CAP], links[4 * 2 * CAP];
+    static int order[CAP];
+    const char *t = srv_html_unit(h, i);
+    int n = html_words(t, wb, wc, CAP);
+    for (int k = 0; k < n; k++)
+        order[k] = mode == 1 ? n - 1 - k : k;
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1;
+    for (int k = n - 1; mode == 2 && k > 0; k--) {
+        int j = (int)(html_rng(&s) % (uint64_t)(k + 1)), x = order[k];
+        order[k] = order[j];
+        order[j] = x;
+    }
+    scratch->n = 0;
+    int nl = 0;
+    long cp = 0;
+    for (int k = 0; k < n; k++) {
+        int w = order[k];
+        if (k) {
+            mt_sb_add(scratch, " ", 1);
+            cp++;
+        }
+        long len_cp = wc[2 * w + 1] - wc[2 * w];
+        mt_sb_add(scratch, t + wb[2 * w], (size_t)(wb[2 * w + 1] - wb[2 * w]));
+        if (mode != 2 || html_rng(&s) % 3) {
+            long *l = links + 4 * nl++;
+            l[0] = wc[2 * w], l[1] = wc[2 * w + 1], l[2] = cp, l[3] = cp + len_cp;
+        }
+        if (mode == 2 && html_rng(&s) % 5 == 0 && n > 1) {     /* a stray link */
+            int o = order[html_rng(&s) % (uint64_t)n];
+            long *l = links + 4 * nl++;
+            l[0] = wc[2 * o], l[1] = wc[2 * o + 1], l[2] = cp, l[3] = cp + len_cp;
+        }
+        cp += len_cp;
+    }
+    mt_sb_add(scratch, "", 0);
+    mt_err err = { 0 };
+    return srv_html_set(h, i, scratch->p ? scratch->p : "", scratch->n, links, nl, &err) == MT_OK ? 0 : -1;
+}
+
+/* Parsed as html.c parses: a document when it starts with a doctype, <html>, <head> or <body>. */
+static int html_is_document(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (;;) {
+        while (i < n && html_ws((unsigned char)s[i]))
+            i++;
+        if (n - i >= 4 && !memcmp(s + i, "<!--", 4)) {
+            const char *e = memmem(s + i + 4, n - i - 4, "-->", 3);
+            if (!e)
+                return 0;
+            i = (size_t)(e - s) + 3;
+            continue;
+        }
+        break;
+    }
+    static const char *const starts[] = { "<!doctype", "<html", "<head", "<body" };
+    for (size_t k = 0; k < 4; k++) {
+        size_t m = strlen(starts[k]);
+        if (n - i >= m && !strncasecmp(s + i, starts[k], m) &&
+            (k == 0 || n - i == m ||
+             (!((s[i + m] | 32) >= 'a' && (s[i + m] | 32) <= 'z') && !(s[i + m] >= '0' && s[i + m] <= '9'))))
+            return 1;
+    }
+    return 0;
+}
+
+static void html_shape_node(const GumboNode *n, int depth, mt_sbuf *out)
+{
+    char line[160];
+    if (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE) {
+        const GumboElement *e = &n->v.element;
+        GumboStringPiece name = e->original_tag;
+        const char *norm = gumbo_normalized_tagname(e->tag);
+        if (e->tag == GUMBO_TAG_UNKNOWN && name.length)
+            gumbo_tag_from_original_text(&name);
+        int k = snprintf(line, sizeof line, "%d %.*s\n", depth, norm[0] ? (int)strlen(norm) : (int)name.length,
+                         norm[0] ? norm : name.data);
+        mt_sb_add(out, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+        for (unsigned i = 0; i < e->children.length; i++)
+            html_shape_node(e->children.data[i], depth + 1, out);
+    } else if (n->type == GUMBO_NODE_DOCUMENT) {
+        for (unsigned i = 0; i < n->v.document.children.length; i++)
+            html_shape_node(n->v.document.children.data[i], depth + 1, out);
+    }
+}
+
+/* The element tree of s[0..n), malloc'd ("" when gumbo gave none). */
+static char *html_shape(const char *s, size_t n)
+{
+    GumboOptions o = kGumboDefaultOptions;
+    if (n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))          /* as a browser decodes */
+        s += 3, n -= 3;
+    if (!html_is_document(s, n))
+        o.fragment_context = GUMBO_TAG_BODY;
+    GumboOutput *g = gumbo_parse_with_options(&o, s, n);
+    mt_sbuf out = { 0 };
+    mt_sb_add(&out, "", 0);
+    if (g) {
+        html_shape_node(g->document, 0, &out);
+        gumbo_destroy_output(&o, g);
+    }
+    return out.p;
+}
+
+/* Elements inside a sentence (html.c's inline and opaque ones): every other
+ * element separates the text before it from the text after it. */
+static int html_in_sentence(GumboTag t)
+{
+    static const GumboTag tags[] = {
+        GUMBO_TAG_A, GUMBO_TAG_ABBR, GUMBO_TAG_ACRONYM, GUMBO_TAG_B, GUMBO_TAG_BDI, GUMBO_TAG_BDO, GUMBO_TAG_BIG,
+        GUMBO_TAG_CITE, GUMBO_TAG_CODE, GUMBO_TAG_DATA, GUMBO_TAG_DEL, GUMBO_TAG_DFN, GUMBO_TAG_EM, GUMBO_TAG_FONT,
+        GUMBO_TAG_I, GUMBO_TAG_INS, GUMBO_TAG_KBD, GUMBO_TAG_LABEL, GUMBO_TAG_MARK, GUMBO_TAG_NOBR, GUMBO_TAG_Q,
+        GUMBO_TAG_RB, GUMBO_TAG_RP, GUMBO_TAG_RT, GUMBO_TAG_RTC, GUMBO_TAG_RUBY, GUMBO_TAG_S, GUMBO_TAG_SAMP,
+        GUMBO_TAG_SMALL, GUMBO_TAG_SPAN, GUMBO_TAG_STRIKE, GUMBO_TAG_STRONG, GUMBO_TAG_SUB, GUMBO_TAG_SUP,
+        GUMBO_TAG_TIME, GUMBO_TAG_TT, GUMBO_TAG_U, GUMBO_TAG_VAR, GUMBO_TAG_BLINK,
+        GUMBO_TAG_SCRIPT, GUMBO_TAG_STYLE, GUMBO_TAG_TEMPLATE, GUMBO_TAG_TEXTAREA, GUMBO_TAG_SVG, GUMBO_TAG_MATH,
+        GUMBO_TAG_IMG, GUMBO_TAG_WBR, GUMBO_TAG_INPUT, GUMBO_TAG_SELECT, GUMBO_TAG_IFRAME, GUMBO_TAG_EMBED,
+        GUMBO_TAG_OBJECT, GUMBO_TAG_AUDIO, GUMBO_TAG_VIDEO, GUMBO_TAG_CANVAS, GUMBO_TAG_KEYGEN, GUMBO_TAG_METER,
+        GUMBO_TAG_PROGRESS, GUMBO_TAG_NOSCRIPT, GUMBO_TAG_XMP, GUMBO_TAG_NOEMBED, GUMBO_TAG_NOFRAMES,
+        GUMBO_TAG_PLAINTEXT, GUMBO_TAG_UNKNOWN,
+    };
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        if (tags[i] == t)
+            return 1;
+    return 0;
+}
+
+static void html_text_node(const GumboNode *n, mt_sbuf *out)
+{
+    if (n->type == GUMBO_NODE_TEXT || n->type == GUMBO_NODE_WHITESPACE || n->type == GUMBO_NODE_CDATA) {
+        mt_sb_add(out, n->v.text.text, strlen(n->v.text.text));
+        return;
+    }
+    const GumboVector *ch = n->type == GUMBO_NODE_DOCUMENT ? &n->v.document.children
+                          : n->type == GUMBO_NODE_COMMENT ? NULL : &n->v.element.children;
+    int sep = n->type == GUMBO_NODE_ELEMENT && !html_in_sentence(n->v.element.tag);
+    if (sep)
+        mt_sb_add(out, " ", 1);
+    for (unsigned i = 0; ch && i < ch->length; i++)
+        html_text_node(ch->data[i], out);
+    if (sep)
+        mt_sb_add(out, " ", 1);
+}
+
+/* The text content of s[0..n), whitespace runs made one space, trimmed. */
+static char *html_text(const char *s, size_t n)
+{
+    GumboOptions o = kGumboDefaultOptions;      /* a byte order mark counts as text here */
+    if (!html_is_document(s, n))
+        o.fragment_context = GUMBO_TAG_BODY;
+    GumboOutput *g = gumbo_parse_with_options(&o, s, n);
+    mt_sbuf raw = { 0 }, out = { 0 };
+    mt_sb_add(&raw, "", 0);
+    mt_sb_add(&out, "", 0);
+    if (g) {
+        html_text_node(g->document, &raw);
+        gumbo_destroy_output(&o, g);
+    }
+    int space = 0;
+    for (size_t i = 0; i < raw.n; i++) {
+        if (html_ws((unsigned char)raw.p[i])) {
+            space = out.n > 0;
+            continue;
+        }
+        if (space)
+            mt_sb_add(&out, " ", 1);
+        space = 0;
+        mt_sb_add(&out, raw.p + i, 1);
+    }
+    free(raw.p);
+    return out.p;
+}
+
+#endif
