@@ -37,7 +37,7 @@ all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev libgumbo-dev libcld2-dev
-DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml python3-lxml \
+DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml python3-lxml python3-html5lib \
              chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Node and npm (for the e2e test's playwright-core) come from Debian's nodejs and npm
@@ -72,7 +72,9 @@ check-deps:
 	/usr/bin/python3 tools/test_deps.py
 	/usr/bin/python3 tools/deps.py
 
-# The demo page end to end (tests/e2e/demo.mjs): Debian's chromium driven headless by
+# The demo page end to end (tests/e2e/demo.mjs), LibreTranslate's own released front end
+# served beside mtserve on one origin (tests/e2e/libretranslate.mjs) and the LibreTranslate
+# npm client (tests/e2e/lt_client.mjs): Debian's chromium driven headless by
 # playwright-core, installed from npm by `make deps` with the committed lock into
 # tests/e2e/node_modules (git-ignored), against build/mtserve on a free loopback port.
 # Prints each check and "e2e: N passed, M failed"; screenshots in $(B)/e2e/.
@@ -83,6 +85,8 @@ $(E2E_MODULES): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
 
 e2e: $(B)/mtserve $(E2E_MODULES)
 	B=$(B) node $(E2E_DIR)/demo.mjs
+	B=$(B) node $(E2E_DIR)/libretranslate.mjs
+	B=$(B) node $(E2E_DIR)/lt_client.mjs
 
 # What `make check` (CI) runs beyond `make test`: the demo page in a browser (e2e), the
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the

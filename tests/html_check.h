@@ -117,9 +117,8 @@ static int html_is_document(const char *s, size_t n)
     static const char *const starts[] = { "<!doctype", "<html", "<head", "<body" };
     for (size_t k = 0; k < 4; k++) {
         size_t m = strlen(starts[k]);
-        if (n - i >= m && !strncasecmp(s + i, starts[k], m) &&
-            (k == 0 || n - i == m ||
-             (!((s[i + m] | 32) >= 'a' && (s[i + m] | 32) <= 'z') && !(s[i + m] >= '0' && s[i + m] <= '9'))))
+        if (n - i > m && !strncasecmp(s + i, starts[k], m) &&
+            (k == 0 || html_ws((unsigned char)s[i + m]) || s[i + m] == '/' || s[i + m] == '>'))
             return 1;
     }
     return 0;
@@ -201,6 +200,42 @@ static void html_text_node(const GumboNode *n, mt_sbuf *out)
         html_text_node(ch->data[i], out);
     if (sep)
         mt_sb_add(out, " ", 1);
+}
+
+static int html_repaired_node(const GumboNode *n)
+{
+    enum { REPAIRS = GUMBO_INSERTION_ADOPTION_AGENCY_CLONED | GUMBO_INSERTION_ADOPTION_AGENCY_MOVED |
+                     GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT | GUMBO_INSERTION_FOSTER_PARENTED };
+    if (n->parse_flags & REPAIRS)
+        return 1;
+    if ((n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE) &&
+        n->v.element.tag_namespace != GUMBO_NAMESPACE_HTML)
+        return 1;
+    const GumboVector *ch = n->type == GUMBO_NODE_DOCUMENT ? &n->v.document.children
+                          : (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE) ? &n->v.element.children
+                          : NULL;
+    for (unsigned i = 0; ch && i < ch->length; i++)
+        if (html_repaired_node(ch->data[i]))
+            return 1;
+    return 0;
+}
+
+/* 1 when the parser rebuilt s's tree in ways markup cannot always say again
+ * (misnested formatting elements cloned or moved, content foster-parented out
+ * of a table, svg/math content): HTML's serialization does not round-trip
+ * such trees (the HTML standard says so of its own serializer). */
+static int html_repaired(const char *s, size_t n)
+{
+    GumboOptions o = kGumboDefaultOptions;
+    if (n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+        s += 3, n -= 3;
+    if (!html_is_document(s, n))
+        o.fragment_context = GUMBO_TAG_BODY;
+    GumboOutput *g = gumbo_parse_with_options(&o, s, n);
+    int r = g && html_repaired_node(g->document);
+    if (g)
+        gumbo_destroy_output(&o, g);
+    return r;
 }
 
 /* The text content of s[0..n), whitespace runs made one space, trimmed. */

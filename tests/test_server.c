@@ -703,7 +703,10 @@ static void test_libretranslate_errors(void **state)
     expect_lt_error("{\"q\": \"\", \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "missing q");
     expect_lt_error("{\"q\": \"Hi\", \"target\": \"fr\"}", NULL, 400, "missing source");
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\"}", NULL, 400, "missing target");
-    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"format\": \"html\"}", NULL, 400, "html");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"format\": \"pdf\"}", NULL, 400,
+                    "format must be text or html");
+    expect_lt_error("{\"q\": \"<b>Hi</b>\", \"source\": \"auto\", \"target\": \"fr\", \"format\": \"html\"}", NULL,
+                    400, "sources available: English (en)");     /* "Hi": too short to say (CLD2: Catalan) */
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": \"x\"}", NULL, 400,
                     "alternatives");
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": 99}", NULL, 400,

@@ -6,12 +6,12 @@
     /usr/bin/python3 tools/deps.py --dot      the graph in Graphviz dot (violations in red)
 
 Violations (the process exits 1 when there is any):
-  circle    a cycle among modules; a module is a .c and the .h of the same
-            basename in the same folder (x.c including x.h is no cycle)
+  circle    a cycle among modules; a module is a .c (or C++ .cc) and the .h of
+            the same basename in the same folder (x.c including x.h is no cycle)
   up        an include of a higher unit, or of another unit of the same rank
             (layers.tsv: lower ranks may be included by higher ranks)
   calls-up  the same for a call: a file uses a function defined (not static)
-            in a .c of a unit it could not include
+            in a .c or .cc of a unit it could not include
   private   an include of a header private to other units, or of an engine
             file that is not one of the engine's public headers
   unplaced  a source file in no unit of layers.tsv
@@ -19,6 +19,8 @@ Violations (the process exits 1 when there is any):
 
 Only the standard library; the C is read with a small tokenizer (comments,
 strings and preprocessor lines other than #define are skipped), not compiled.
+A .cc file (the few lines of C++ behind a C header) is read the same way; the
+braces of its extern "C" { } and namespace blocks open no scope.
 """
 import argparse
 import fnmatch
@@ -140,7 +142,26 @@ def code_tokens(text):
         else:
             code.append(ln)
         cont = ln.rstrip().endswith("\\")
-    return TOKEN_RE.findall("\n".join(code)), TOKEN_RE.findall("\n".join(macro))
+    return unwrap_blocks(TOKEN_RE.findall("\n".join(code))), TOKEN_RE.findall("\n".join(macro))
+
+
+def unwrap_blocks(tokens):
+    """tokens with the braces of C++'s extern "C" { ... } and namespace N { ... } made
+    ';' (with their literal blanked, "C" is the tokens '"' '"'): what they hold stays at
+    file scope, where a function definition is found and a declaration is no use."""
+    out, stack = list(tokens), []
+    for k, t in enumerate(tokens):
+        if t == "{":
+            linkage = tokens[max(0, k - 3):k] == ["extern", '"', '"']
+            named = k >= 2 and tokens[k - 2] == "namespace" and re.fullmatch(r"[A-Za-z_]\w*", tokens[k - 1])
+            space = (k >= 1 and tokens[k - 1] == "namespace") or bool(named)
+            stack.append(linkage or space)
+            if stack[-1]:
+                out[k] = ";"
+        elif t == "}" and stack:
+            if stack.pop():
+                out[k] = ";"
+    return out
 
 
 def used_names(code, macro):
@@ -158,7 +179,7 @@ def used_names(code, macro):
 
 
 def defined_functions(tokens):
-    """Names of the non-static functions a .c defines (a name(...) {...} at file scope)."""
+    """Names of the non-static functions a .c or .cc defines (a name(...) {...} at file scope)."""
     names, depth, decl = [], 0, []
     i = 0
     while i < len(tokens):
@@ -219,7 +240,7 @@ def skip_parens(toks, k):
 class Graph:
     def __init__(self, root, layers):
         self.root, self.layers = root, layers
-        self.files = []          # root-relative paths of every .c / .h under the search dirs
+        self.files = []          # root-relative paths of every .c / .cc / .h under the search dirs
         self.includes = {}       # file -> [(line, target file)]
         self.unresolved = []     # (file, line, name)
         self.calls = {}          # file -> {name: [defining files]}
@@ -228,7 +249,7 @@ class Graph:
             for dp, dn, fn in os.walk(top):
                 dn.sort()
                 for f in sorted(fn):
-                    if f.endswith((".c", ".h")):
+                    if f.endswith((".c", ".cc", ".h")):
                         self.files.append(os.path.relpath(os.path.join(dp, f), root).replace(os.sep, "/"))
         self.files.sort()
         fileset = set(self.files)
@@ -251,7 +272,7 @@ class Graph:
         tokens = {f: code_tokens(texts[f]) for f in self.files}
         definers = {}
         for f in self.files:
-            if f.endswith(".c"):
+            if f.endswith((".c", ".cc")):
                 for name in defined_functions(tokens[f][0]):
                     definers.setdefault(name, []).append(f)
         for f in self.files:

@@ -149,6 +149,55 @@ class DepsTest(unittest.TestCase):
         rc, lines, _ = self.check(extra)
         self.assertEqual(rc, 0, lines)
 
+    def test_cc_files_are_checked_like_c(self):
+        # a .cc is listed and its includes are checked: here one climbs
+        rc, lines, _ = self.check({"lib/low/c.cc": '#include <vector>\n#include "high/y.h"\n'})
+        self.assertEqual(rc, 1)
+        up = self.violations(lines, "up")
+        self.assertEqual(len(up), 1, lines)
+        self.assertIn("lib/low/c.cc:2 includes lib/high/y.h", up[0])
+        self.assertTrue(lines[-1].startswith("deps: 10 files, 11 includes"), lines)
+        # and its calls: a .cc of lib/low using lib/high's function
+        rc, lines, _ = self.check({"lib/low/c.cc": textwrap.dedent("""\
+            namespace n { int g(int x) { return x; } }
+            extern "C" int low_c(void) { return n::g(high_fn()); }
+            """)})
+        self.assertEqual(rc, 1)
+        calls = self.violations(lines, "calls-up")
+        self.assertEqual(len(calls), 1, lines)
+        self.assertIn("lib/low/c.cc calls high_fn() of lib/high/y.c", calls[0])
+
+    def test_cc_defines_functions(self):
+        # functions a .cc defines, one by one, in an extern "C" block or a namespace,
+        # are called-up when a lower unit uses them; declarations in extern "C" { }
+        # of a header are no use
+        cc = textwrap.dedent("""\
+            #include "y.h"
+            extern "C" int high_one(void) { return 1; }
+            extern "C" {
+            int high_two(void) { return 2; }
+            }
+            namespace impl {
+            int high_three(void) { return 3; }
+            }
+            """)
+        header = '#ifdef __cplusplus\nextern "C" {\n#endif\nint high_one(void);\n#ifdef __cplusplus\n}\n#endif\n'
+        for name in ("high_one", "high_two", "high_three"):
+            rc, lines, _ = self.check({
+                "lib/high/z.cc": cc,
+                "lib/high/z.h": header,
+                "lib/low/c.c": "int %s(void);\nint low_c(void) { return %s(); }\n" % (name, name),
+            })
+            self.assertEqual(rc, 1, name)
+            calls = self.violations(lines, "calls-up")
+            self.assertEqual(len(calls), 1, lines)
+            self.assertIn("lib/low/c.c calls %s() of lib/high/z.cc" % name, calls[0])
+        rc, lines, _ = self.check({"lib/high/z.cc": cc, "lib/high/z.h": header})
+        self.assertEqual(rc, 0, lines)
+        # a .cc and the .h of its basename are one module: z.cc <-> z.h is no circle
+        rc, lines, _ = self.check({"lib/high/z.cc": cc, "lib/high/z.h": '#include "y.h"\n' + header})
+        self.assertEqual(rc, 0, lines)
+
     def test_unplaced_and_unresolved(self):
         rc, lines, _ = self.check({"lib/stray/z.c": '#include "nowhere.h"\n'})
         self.assertEqual(rc, 1)

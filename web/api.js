@@ -166,6 +166,17 @@ export function translationOf(r) {
   throw new ApiError('POST /translate: no "translations" in the reply', 200, 'bad_reply');
 }
 
+/* The language the server detected for a request with source "auto":
+ * {language, confidence} from our reply's detected_language (or
+ * LibreTranslate's detectedLanguage; the first of a list), or null when the
+ * reply names none. */
+export function detectedOf(r) {
+  let d = r.detected_language ?? r.detectedLanguage ?? null;
+  if (Array.isArray(d)) d = d[0];
+  if (typeof d === 'string') d = { language: d };
+  return d && typeof d.language === 'string' && d.language ? d : null;
+}
+
 /* /models -> [{id, source, target, targets, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam}] */
 export function modelsOf(r) {
   return (r.models || []).map((m) => {

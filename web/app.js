@@ -1,12 +1,16 @@
-/* The demo page: connection, language and model choice, translation; the
- * attention explorer (attention.js) and the position encodings (positions.js)
- * are fed from here.  Plain ES modules, no build step, nothing from a CDN. */
+/* The demo page: connection, language and model choice, translation (of text,
+ * or of HTML: the translated markup and, beside it, its rendering in a
+ * sandboxed frame where no script runs), the language detected for a source
+ * "auto"; the attention explorer (attention.js) and the position encodings
+ * (positions.js) are fed from here.  Plain ES modules, no build step, nothing
+ * from a CDN. */
 
 import * as API from './api.js';
 import { AttentionExplorer } from './attention.js';
 import { PositionsView } from './positions.js';
 
 const $ = (id) => document.getElementById(id);
+const AUTO = 'auto';           /* the source "detect the language" */
 
 const page = {
   models: [],              /* modelsOf(/models) */
@@ -15,6 +19,8 @@ const page = {
   streams: false,          /* the server streams /translate */
   inflight: null,          /* AbortController of the translation in flight */
   shown: null,             /* {model, source, translation} on screen */
+  mode: 'text',            /* 'text' or 'html': what the source is, and how the reply is shown */
+  detected: null,          /* {language, confidence} the server detected for the last "auto" translation */
 };
 
 let explorer, positions;
@@ -63,8 +69,16 @@ async function connect() {
 /* ---- languages, model, search ------------------------------------------------ */
 
 function languageName(code) {
+  if (code === AUTO) return 'Detect the language';
   const l = page.languages.find((x) => x.code === code);
   return l ? `${l.name} (${code})` : code;
+}
+
+/* The targets of a source: /languages', or for "auto" every language some source reaches. */
+function targetsOf(source) {
+  if (source === AUTO) return [...new Set(page.languages.flatMap((l) => l.targets))];
+  const l = page.languages.find((x) => x.code === source);
+  return l ? l.targets : [];
 }
 
 function fillSelect(sel, options, value) {
@@ -75,7 +89,7 @@ function fillSelect(sel, options, value) {
 
 function fillLanguages() {
   const src = API.recall('source') || (page.models.find((m) => m.isDefault) || page.models[0] || {}).source;
-  fillSelect($('src-lang'), page.languages.map((l) => [l.code, languageName(l.code)]), src);
+  fillSelect($('src-lang'), [AUTO, ...page.languages.map((l) => l.code)].map((c) => [c, languageName(c)]), src);
   fillTargets(API.recall('target'));
   const model = API.recall('model') || '';
   fillSelect($('model'), [['', 'by the languages'], ...page.models.map((m) =>
@@ -84,8 +98,7 @@ function fillLanguages() {
 }
 
 function fillTargets(want) {
-  const l = page.languages.find((x) => x.code === $('src-lang').value);
-  const targets = l ? l.targets : [];
+  const targets = targetsOf($('src-lang').value);
   fillSelect($('tgt-lang'), targets.map((c) => [c, languageName(c)]), want || targets[0]);
 }
 
@@ -95,7 +108,8 @@ function currentModel() {
   const id = $('model').value;
   if (id) return page.models.find((m) => m.id === id);
   const s = $('src-lang').value, t = $('tgt-lang').value;
-  return page.models.find((m) => m.source === s && (m.target === t || (m.targets || []).includes(t))) ||
+  const reaches = (m) => m.target === t || (m.targets || []).includes(t);
+  return page.models.find((m) => (s === AUTO || m.source === s) && reaches(m)) ||
          page.models.find((m) => m.isDefault) || page.models[0];
 }
 
@@ -128,7 +142,15 @@ function languagesChanged() {
 }
 
 function swap() {
-  const s = $('src-lang').value, t = $('tgt-lang').value;
+  let s = $('src-lang').value;
+  const t = $('tgt-lang').value;
+  if (s === AUTO) {                      /* the detected language, if a translation found one */
+    if (!page.detected || !page.shown) {
+      showError('Choose the source language (or translate once, to detect it) before swapping.');
+      return;
+    }
+    s = page.detected.language;
+  }
   if (!page.languages.some((l) => l.code === t && l.targets.includes(s))) {
     showError(`No model translates ${languageName(t)} into ${languageName(s)}.`);
     return;
@@ -140,10 +162,22 @@ function swap() {
   languagesChanged();
 }
 
+/* The examples of a source language (every language's for "auto"), of the mode's kind. */
+function examplesOf(source) {
+  const table = page.mode === 'html' ? page.examples.html || {} : page.examples;
+  if (source === AUTO) return page.languages.flatMap((l) => table[l.code] || []);
+  return table[source] || [];
+}
+
+function isExample(text) {
+  const all = [page.examples, page.examples.html || {}].flatMap((t) => Object.values(t).filter(Array.isArray).flat());
+  return all.includes(text);
+}
+
 function fillExamples() {
   const box = $('examples');
   box.textContent = '';
-  const list = page.examples[$('src-lang').value] || [];
+  const list = examplesOf($('src-lang').value);
   if (!list.length) return;
   box.append(Object.assign(document.createElement('span'), { className: 'muted small', textContent: 'Examples:' }));
   list.forEach((text, i) => {
@@ -156,6 +190,55 @@ function fillExamples() {
     b.addEventListener('click', () => { $('source').value = text; $('source').focus(); });
     box.append(b);
   });
+}
+
+/* ---- text or HTML --------------------------------------------------------------------- */
+
+/* In HTML mode the source is markup, translated with "format": "html"; the
+ * reply's markup is shown as text and, beside it, rendered in the sandboxed
+ * frame (srcdoc; sandbox="" in index.html: no script, an opaque origin). */
+function setMode(mode, fromUser) {
+  const html = mode === 'html';
+  page.mode = html ? 'html' : 'text';
+  $(html ? 'mode-html' : 'mode-text').checked = true;
+  $('cols').classList.toggle('html-mode', html);
+  $('render-col').hidden = !html;
+  $('source-label').textContent = html ? 'HTML' : 'Text';
+  $('source').placeholder = html ? 'Markup to translate: <p>Text with <b>tags</b></p>' : 'Text to translate';
+  $('output-label').textContent = html ? 'Translated HTML' : 'Translation';
+  API.store('mode', page.mode);
+  if (fromUser) {
+    const text = $('source').value;
+    if (!text.trim() || isExample(text) || text === $('source').defaultValue) {
+      const first = examplesOf($('src-lang').value)[0];       /* an example of the new kind */
+      if (first) $('source').value = first;
+    }
+    clearShown(html ? 'HTML mode: the attention view is for text translations.' : '');
+  }
+  fillExamples();
+}
+
+/* Nothing of the previous translation stays: its text, rendering, detection, timing, maps. */
+function clearShown(explorerMessage) {
+  page.shown = null;
+  page.detected = null;
+  showDetected(null);
+  setOutput('', 'empty');
+  $('render').srcdoc = '';
+  $('copy').disabled = true;
+  $('copy-state').textContent = '';
+  $('timing').textContent = '';
+  explorer.reset(explorerMessage);
+}
+
+/* The language the server detected for a source "auto", or nothing. */
+function showDetected(det) {
+  const box = $('detected');
+  box.hidden = !det;
+  if (!det) { box.textContent = ''; return; }
+  const l = page.languages.find((x) => x.code === det.language);
+  const conf = typeof det.confidence === 'number' ? `, ${Math.round(det.confidence * 10) / 10}%` : '';
+  box.textContent = `Detected: ${l ? l.name : det.language} (${det.language})${conf}`;
 }
 
 /* ---- translating ---------------------------------------------------------------- */
@@ -176,6 +259,8 @@ function setOutput(text, state) {
   if (state === 'busy' && !text) {
     out.append(Object.assign(document.createElement('span'), { className: 'spinner', ariaHidden: 'true' }),
                Object.assign(document.createElement('span'), { className: 'muted', textContent: 'Translating…' }));
+  } else if (state === 'empty') {
+    out.append(Object.assign(document.createElement('span'), { className: 'muted', textContent: 'The translation appears here.' }));
   } else if (state === 'failed') {
     out.append(Object.assign(document.createElement('span'), { className: 'muted', textContent: 'No translation (see the error below).' }));
   } else {
@@ -194,18 +279,16 @@ async function translate() {
   const ctl = new AbortController();
   page.inflight = ctl;
   const model = currentModel();
+  const html = page.mode === 'html';
   const body = { text, beam_size: Number($('beam').value) };
   if ($('model').value) body.model = $('model').value;
   else { body.source = $('src-lang').value; body.target = $('tgt-lang').value; }
-  if (page.streams) body.stream = true;
-  /* nothing of the previous translation stays: its text, its timing, its maps */
-  page.shown = null;
-  explorer.reset('Translating…');
+  if (html) body.format = 'html';
+  else if (page.streams) body.stream = true;      /* a page is answered whole: no stream with format html */
+  /* nothing of the previous translation stays: its text, rendering, detection, timing, maps */
+  clearShown('Translating…');
   showError(null);
   setOutput('', 'busy');
-  $('copy').disabled = true;
-  $('copy-state').textContent = '';
-  $('timing').textContent = '';
   $('translate').disabled = true;
   $('translate').textContent = 'Translating…';
   const t0 = performance.now();
@@ -213,15 +296,20 @@ async function translate() {
     const r = await API.translate(body, (soFar) => { if (page.inflight === ctl) setOutput(soFar, 'busy'); }, ctl.signal);
     if (page.inflight !== ctl) return;
     const translation = API.translationOf(r);
-    setOutput(translation, 'done');
+    setOutput(translation, 'done');                  /* markup too: shown as text */
+    if (html) $('render').srcdoc = translation;      /* and rendered, sandboxed */
+    page.detected = body.source === AUTO ? API.detectedOf(r) : null;
+    showDetected(page.detected);
     const ms = Math.round(performance.now() - t0);
     const server = typeof r.timing_ms === 'number' ? `, ${Math.round(r.timing_ms)} ms in the server` : '';
     const via = r.pivot ? ` via ${r.pivot.language} (${r.pivot.models.join(' + ')})` : '';
     $('timing').textContent = `${ms} ms${server}; ${r.model}${via}, ` +
-      (body.beam_size === 1 ? 'greedy' : `beam ${body.beam_size}`);
+      (body.beam_size === 1 ? 'greedy' : `beam ${body.beam_size}`) + (html ? ', HTML' : '');
     $('copy').disabled = false;
     page.shown = { model: r.model, source: text, translation };
-    explorer.setSubject({ ...page.shown, pivot: r.pivot ? r.pivot.language : null });
+    if (html) explorer.reset('HTML mode: the attention view is for text translations (the model translated the ' +
+                             'page\'s text pieces one by one).');
+    else explorer.setSubject({ ...page.shown, pivot: r.pivot ? r.pivot.language : null });
     positions.setModel(page.models.find((m) => m.id === r.model) || model);
     $('output').scrollIntoView({ block: 'nearest' });
   } catch (e) {
@@ -279,7 +367,13 @@ function start() {
   $('base').value = API.initialBase();
   $('base').addEventListener('change', connect);
   $('apikey').addEventListener('change', connect);
-  $('src-lang').addEventListener('change', () => { fillTargets($('tgt-lang').value); languagesChanged(); });
+  $('src-lang').addEventListener('change', () => {
+    fillTargets($('tgt-lang').value);
+    languagesChanged();
+    if ($('src-lang').value !== AUTO) showDetected(null);
+  });
+  for (const id of ['mode-text', 'mode-html'])
+    $(id).addEventListener('change', () => { if ($(id).checked) setMode($(id).value, true); });
   $('tgt-lang').addEventListener('change', languagesChanged);
   $('model').addEventListener('change', () => modelChanged(true));
   $('beam').addEventListener('change', () => API.store('beam', $('beam').value));
@@ -295,6 +389,7 @@ function start() {
     resizing = setTimeout(() => { explorer.render(); positions.draw(); }, 150);
   });
   loadExamples().then(connect).then(() => {
+    if (API.recall('mode') === 'html') setMode('html', true);
     document.body.dataset.ready = 'true';          /* for the e2e test: the selects are filled */
   });
 }

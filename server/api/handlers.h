@@ -5,6 +5,7 @@
  * Where each endpoint lives:
  *     POST /translate          translate_api.c  (LibreTranslate bodies: libretranslate_api.c)
  *     GET  /languages          libretranslate_api.c
+ *     GET  /frontend/settings  frontend_api.c  (LibreTranslate's web front end)
  *     POST /attention          attention_api.c
  *     POST /score              score_api.c
  *     POST /tokenize, /detokenize   tokenize_api.c
@@ -20,6 +21,8 @@
 void srv_handle_translate(srv_request *req, srv_response *resp);     /* translate_api.c */
 void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate_api.c */
 void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate_api.c */
+void srv_handle_detect(srv_request *req, srv_response *resp);        /* libretranslate_api.c */
+void srv_handle_frontend_settings(srv_request *req, srv_response *resp);  /* frontend_api.c */
 void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention_api.c */
 void srv_handle_score(srv_request *req, srv_response *resp);         /* score_api.c */
 void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize_api.c */

@@ -7,14 +7,20 @@
  *                      "alternatives"?: [strings] | [[strings]],
  *                      "detectedLanguage"?: {...} (source "auto")}
  * GET /languages   -> [{"code", "name", "targets": [codes]}]
+ * POST /detect    {"q": string} -> [{"language", "confidence"}], best first
  * Errors are {"error": "message"}, with LibreTranslate's wording where it has one.
- * "auto" picks the model's declared source language; nothing is detected.
+ * "auto" detects the language of the texts (all of q together, as
+ * LibreTranslate does), among the loaded models' sources (detect_source.h),
+ * and routes as if it had been named; format "html" translates the pages'
+ * text with their markup kept (markup_job.h).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/body.h"
 #include "service/languages.h"
+#include "service/detect_source.h"
 #include "service/markup_job.h"
 #include "handlers.h"
 #include "service/server.h"
@@ -76,6 +82,8 @@ typedef struct {
     int          alternatives;
     int          html;           /* format "html": texts are pages, mk.units are translated */
     srv_markup   mk;
+    srv_lang_guess detected;     /* source "auto": what was detected */
+    int          has_detected;
     srv_path     path;
     srv_trjob   *job;
 } lt_req;
@@ -132,15 +140,29 @@ static int parse_q(const srv_request *req, srv_response *resp, lt_req *t)
     return 0;
 }
 
+/* The texts decoded: the non-blank entries, or the units of their pages. */
+static int n_decoded(const lt_req *t) { return t->html ? t->mk.n_units : t->n; }
+static const char *const *decoded_texts(const lt_req *t) { return t->html ? t->mk.units : t->texts; }
+
 /* Our extension "model" names the model (its target token from "target" when
- * multilingual); else the pair picks it, maybe through a pivot (pairs.h). */
+ * multilingual); else the pair picks it, maybe through a pivot (pairs.h), the
+ * source detected when it is "auto". */
 static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
 {
     if (json_object_get(req->json, "model")) {
         srv_model *m = srv_request_model(req, resp);
         return m ? srv_path_for_model(m, t->target, &t->path, resp) : -1;
     }
-    return srv_path_for_pair(req->srv, t->source, t->target, &t->path, resp);
+    const char *source = t->source;
+    if (!strcmp(source, "auto")) {          /* blank texts: 400, nothing to detect */
+        if (srv_path_for_pair(req->srv, "auto", t->target, &t->path, resp))  /* an unknown target first */
+            return -1;
+        if (srv_detect_source(req->srv, decoded_texts(t), n_decoded(t), t->target, &t->detected, resp))
+            return -1;
+        t->has_detected = 1;
+        source = t->detected.code;
+    }
+    return srv_path_for_pair(req->srv, source, t->target, &t->path, resp);
 }
 
 static int parse(srv_request *req, srv_response *resp, lt_req *t)
@@ -184,9 +206,12 @@ static json_t *alternatives_json(const srv_tr_result *r)
     return list;
 }
 
+/* What "auto" found, confidence in whole percent as LibreTranslate gives it. */
 static json_t *detected_json(const lt_req *t)
 {
-    return json_pack("{s:f,s:s}", "confidence", 100.0, "language", t->path.model[0]->info->source_lang);
+    if (!t->has_detected)
+        return json_pack("{s:f,s:s}", "confidence", 0.0, "language", t->path.model[0]->info->source_lang);
+    return json_pack("{s:f,s:s}", "confidence", round(t->detected.confidence), "language", t->detected.code);
 }
 
 /* Entry i of q: its translation and alternatives, or itself when blank.  A
@@ -239,10 +264,6 @@ static void lt_free(void *p)
     srv_markup_free(&t->mk);
     free(t);
 }
-
-/* The texts decoded: the non-blank entries, or the units of their pages. */
-static int n_decoded(const lt_req *t) { return t->html ? t->mk.n_units : t->n; }
-static const char *const *decoded_texts(const lt_req *t) { return t->html ? t->mk.units : t->texts; }
 
 /* The reply, from the translations of the non-blank entries. */
 static void lt_reply(srv_response *resp, lt_req *t)
@@ -307,4 +328,50 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
         return;                     /* pending: lt_finish frees t */
 fail:
     lt_free(t);
+}
+
+/* ---- detect ----------------------------------------------------------------------- */
+
+/* POST /detect {"q": string} (LibreTranslate) -> [{"language", "confidence"}], best
+ * first; {"text": string | [strings]} (ours) -> {"detections": the same list, or one
+ * list per text}.  Among every language the detector knows, the loaded models'
+ * sources favoured (detect_source.h). */
+void srv_handle_detect(srv_request *req, srv_response *resp)
+{
+    int ours = json_object_get(req->json, "text") != NULL;
+    resp->lt_errors = !ours;
+    const char **texts = NULL;
+    int n = 0, is_list = 0;
+    if (ours) {
+        if (srv_field_texts(req, resp, "text", &texts, &n, &is_list) < 0)
+            return;
+    } else {
+        const char *q;
+        if (required(req, resp, "q", &q))
+            return;
+        if (!(texts = malloc(sizeof *texts)))
+            return (void)srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        texts[n++] = q;
+    }
+    json_t *all = json_array();
+    for (int i = 0; i < n; i++) {
+        srv_lang_guess g[3];
+        int k = srv_detect_texts(req->srv, texts + i, 1, g, 3, resp);
+        if (resp->error != SRV_OK) {
+            json_decref(all);
+            free(texts);
+            return;
+        }
+        json_t *list = json_array();
+        for (int j = 0; j < k; j++)
+            json_array_append_new(list, json_pack("{s:f,s:s}", "confidence", round(g[j].confidence), "language",
+                                                  g[j].code));
+        json_array_append_new(all, list);
+    }
+    free(texts);
+    if (ours)
+        srv_reply_json(resp, 200, json_pack("{s:O}", "detections", is_list ? all : json_array_get(all, 0)));
+    else
+        srv_reply_json(resp, 200, json_incref(json_array_get(all, 0)));
+    json_decref(all);
 }

@@ -33,7 +33,9 @@ static const srv_route routes[] = {
     { "POST", "/score",        srv_handle_score,      NULL, ROUTE_BODY | ROUTE_WORKER },
     { "POST", "/tokenize",     srv_handle_tokenize,   NULL, ROUTE_BODY },
     { "POST", "/detokenize",   srv_handle_detokenize, NULL, ROUTE_BODY },
+    { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY },   /* as LibreTranslate's, and ours */
     { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
+    { "GET",  "/frontend/settings", srv_handle_frontend_settings, NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
     { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
     { "GET",  "/metrics",      srv_handle_metrics,    NULL, ROUTE_LOADING },

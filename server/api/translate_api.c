@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "service/server.h"
 #include "service/stream.h"
+#include "service/detect_source.h"
 #include "service/markup_job.h"
 #include "service/result_json.h"
 #include "service/translate_job.h"
@@ -43,9 +44,16 @@ typedef struct {
     int           sampling;
     int           html;             /* "format": "html": texts are pages, mk.units are decoded */
     srv_markup    mk;
+    srv_lang_guess detected;        /* "source": "auto" (or none, with a target): what was detected */
+    int           has_detected;
 } translate_req;
 
-/* The path: "model" (with "target" for a multilingual one), or the pair "source" -> "target". */
+/* The texts decoded: the texts, or the units of their pages. */
+static int n_decoded(const translate_req *t) { return t->html ? t->mk.n_units : t->n; }
+static const char *const *decoded_texts(const translate_req *t) { return t->html ? t->mk.units : t->texts; }
+
+/* The path: "model" (with "target" for a multilingual one), or the pair "source" ->
+ * "target", the source detected when it is "auto" or not given (detect_source.h). */
 static int pick_path(srv_request *req, srv_response *resp, translate_req *t)
 {
     const char *source = NULL, *target = NULL;
@@ -55,7 +63,15 @@ static int pick_path(srv_request *req, srv_response *resp, translate_req *t)
         srv_model *m = srv_request_model(req, resp);
         return m ? srv_path_for_model(m, target, &t->path, resp) : -1;
     }
-    return srv_path_for_pair(req->srv, source ? source : "auto", target, &t->path, resp);
+    if (!source || !strcmp(source, "auto")) {
+        if (srv_path_for_pair(req->srv, "auto", target, &t->path, resp))     /* an unknown target first */
+            return -1;
+        if (srv_detect_source(req->srv, decoded_texts(t), n_decoded(t), target, &t->detected, resp))
+            return -1;
+        t->has_detected = 1;
+        source = t->detected.code;
+    }
+    return srv_path_for_pair(req->srv, source, target, &t->path, resp);
 }
 
 /* A seed for a request that samples without one: 53 bits, so that every
@@ -212,18 +228,8 @@ static int parse_format(srv_request *req, srv_response *resp, translate_req *t)
         if (v && !json_is_null(v) && !json_is_false(v))
             return srv_fail(resp, SRV_E_INVALID_FIELD, "field '%s' is not available with format html", per_token[i]);
     }
-    if (t->path.n_legs == 2)
-        return srv_fail(resp, SRV_E_INVALID_FIELD, "format html is not available through a pivot (%s): the tags "
-                        "follow the word alignments of one model; ask a direct model", t->path.pivot);
-    if (srv_markup_parse(&t->mk, t->texts, t->n, req->srv->opts.max_html_depth, resp))
-        return -1;
-    t->tp.dp.alignments = 1;
-    return 0;
+    return srv_markup_parse(&t->mk, t->texts, t->n, req->srv->opts.max_html_depth, resp);
 }
-
-/* The texts decoded: the texts, or the units of their pages. */
-static int n_decoded(const translate_req *t) { return t->html ? t->mk.n_units : t->n; }
-static const char *const *decoded_texts(const translate_req *t) { return t->html ? t->mk.units : t->texts; }
 
 /* The fields as given (the decoding ones over mt_decode_default_params), then
  * resolved for the last leg's model: the defaults and the rules that join fields. */
@@ -231,16 +237,20 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
 {
     if (srv_field_texts(req, resp, "text", &t->texts, &t->n, &t->is_list) < 0)
         return -1;
-    if (pick_path(req, resp, t) < 0)
+    if (parse_format(req, resp, t) < 0 || pick_path(req, resp, t) < 0)
         return -1;
+    if (t->html && t->path.n_legs == 2)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "format html is not available through a pivot (%s): the tags "
+                        "follow the word alignments of one model; ask a direct model", t->path.pivot);
     const srv_model *m = t->path.model[t->path.n_legs - 1];
     t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = 1 };
+    t->tp.dp.alignments = t->html;      /* the tags follow the words */
     if (srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
         srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
         srv_field_bool(req, resp, "stream", &t->stream) < 0)
         return -1;
-    if (parse_format(req, resp, t) < 0 || parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 ||
+    if (parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 ||
         parse_prefix(req, resp, t, m) < 0 || parse_features(req, resp, t) < 0)
         return -1;
     return srv_translate_resolve(&t->path, &t->tp, resp);
@@ -340,6 +350,9 @@ static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
                                   "timing_ms", (srv_now() - req->t_start) * 1e3);
         if (t->sampling)
             json_object_set_new(reply, "seed", json_integer((json_int_t)t->tp.dp.seed));
+        if (t->has_detected)
+            json_object_set_new(reply, "detected_language", json_pack("{s:s,s:f}", "language", t->detected.code,
+                                                                      "confidence", round(t->detected.confidence)));
         if (t->path.n_legs == 2)
             json_object_set_new(reply, "pivot", json_pack("{s:s,s:[s,s]}", "language", t->path.pivot, "models",
                                                           t->path.model[0]->id, t->path.model[1]->id));

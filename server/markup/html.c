@@ -537,7 +537,9 @@ static int is_document(const char *s, size_t n)
     static const char *const starts[] = { "<!doctype", "<html", "<head", "<body" };
     for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
         size_t m = strlen(starts[k]);
-        if (n - i >= m && !strncasecmp(s + i, starts[k], m) && (k == 0 || n - i == m || !isalnum((unsigned char)s[i + m])))
+        /* a tag name ends at whitespace, / or > (<body<1 is an element of another name) */
+        if (n - i > m && !strncasecmp(s + i, starts[k], m) &&
+            (k == 0 || is_html_space((unsigned char)s[i + m]) || s[i + m] == '/' || s[i + m] == '>'))
             return 1;
     }
     return 0;

@@ -7,21 +7,18 @@
  * the body the page sent, the token counts from POST /tokenize, the weights
  * from POST /attention, the model's shape from GET /models, and the position
  * encodings' values from docs/MARIAN.md 1.1 (computed by the
- * PyTorch reference).  Prints each check, then "e2e: N passed, M failed";
+ * PyTorch reference).  The HTML mode: the markup shown is POST /translate's
+ * with "format": "html", rendered beside it in a frame with sandbox="" where
+ * the markup's script does not run.  Source "auto": the language shown as
+ * detected is the one the reply names.  Prints each check, then "e2e: N passed, M failed";
  * exits 1 if any failed.  Screenshots: $E2E_OUT (default build/e2e/).
  *
- *   node tests/e2e/demo.mjs            (make e2e; MTSERVE_BIN, CHROMIUM, E2E_OUT override) */
+ *   B=build node tests/e2e/demo.mjs     (make e2e; MTSERVE_BIN, CHROMIUM, E2E_OUT override) */
 
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { OUT, ROOT, api as apiAt, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = resolve(ROOT, process.env.MTSERVE_BIN || `${process.env.B || 'build'}/mtserve`);
-const OUT = resolve(ROOT, process.env.E2E_OUT || `${process.env.B || 'build'}/e2e`);
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const DESKTOP = { width: 1366, height: 768 };
 const PHONE = { width: 390, height: 844 };
 
@@ -32,68 +29,10 @@ const S3 = 'This package contains the development files for the library.';
 const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
 /* Over the server's default --max-tokens (1024 source tokens a request): 413. */
 const TOO_LONG = (S1 + ' ').repeat(150);
-
-/* ---- checks ----------------------------------------------------------------------- */
-
-let passed = 0, failed = 0;
-
-function check(name, ok, detail = '') {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${!ok && detail ? ' -- ' + detail : ''}`);
-  return ok;
-}
-
-function equal(name, got, want) {
-  const g = JSON.stringify(got), w = JSON.stringify(want);
-  return check(name, g === w, `got ${g}, want ${w}`);
-}
-
-/* One phase of the test: an exception fails it (and is printed), the next ones still run. */
-async function phase(name, fn) {
-  console.log(`-- ${name}`);
-  try {
-    await fn();
-  } catch (e) {
-    check(`${name}: ran to the end`, false, e.stack || String(e));
-  }
-}
-
-/* ---- the server ------------------------------------------------------------------------ */
-
-let serverChild = null;      /* killed on every way out, so no server outlives the test */
-
-function startServer() {
-  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--web', resolve(ROOT, 'web'),
-                '--model', `en-fr=${resolve(ROOT, 'models/en-fr')}`];
-  if (existsSync(resolve(ROOT, 'models/fr-en/model.safetensors')))
-    args.push('--model', `fr-en=${resolve(ROOT, 'models/fr-en')}`);
-  const child = spawn(BIN, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  serverChild = child;
-  let log = '';
-  const base = new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`no "listening on" from ${BIN} in 20 s:\n${log}`)), 20000);
-    const read = (chunk) => {
-      log += chunk;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(log);
-      if (m) { clearTimeout(timer); res(m[1]); }
-    };
-    child.stdout.on('data', read);
-    child.stderr.on('data', read);
-    child.on('exit', (code) => { clearTimeout(timer); rej(new Error(`${BIN} exited (${code}):\n${log}`)); });
-  });
-  return { child, base, log: () => log };
-}
-
-async function waitHealthy(base) {
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(base + '/health')).status === 200) return;
-    } catch (e) { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('/health never answered 200');
-}
+/* A page: inline tags, a link, and a script that must not run where it is rendered. */
+const PAGE = '<h2>Description</h2><p>This package provides the <b>documentation</b> of the ' +
+             '<a href="https://www.debian.org/">library</a>.</p>' +
+             '<script>document.title = "a script ran"; parent.postMessage("a script ran", "*")</script>';
 
 let BASE = '';
 
@@ -104,13 +43,7 @@ async function api(method, path, body) {
     body = { ...body };
     delete body.stream;
   }
-  const res = await fetch(BASE + path, {
-    method, headers: body ? { 'Content-Type': 'application/json' } : {},
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
+  return apiAt(BASE, method, path, body);
 }
 
 /* ---- page helpers --------------------------------------------------------------------------- */
@@ -178,16 +111,14 @@ async function tokenCounts(model, source, translation) {
 
 async function main() {
   mkdirSync(OUT, { recursive: true });
-  const server = startServer();
+  const server = startServer(['--web', resolve(ROOT, 'web')]);
   let browser;
   try {
     BASE = await server.base;
     await waitHealthy(BASE);
     const models = (await api('GET', '/models')).models;
     const enfr = models.find((m) => m.id === 'en-fr');
-    const args = ['--disable-dev-shm-usage'];
-    if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');   /* chromium refuses root otherwise */
-    browser = await chromium.launch({ executablePath: CHROMIUM, args });
+    browser = await launchChromium();
     console.log(`server ${BASE}, chromium ${browser.version()}, screenshots in ${OUT}`);
     const context = await browser.newContext({ viewport: DESKTOP });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
@@ -197,8 +128,12 @@ async function main() {
     page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
     page.on('pageerror', (e) => errors.push(e.message));
     /* chromium logs every 4xx; the one 413 the test provokes is checked on its own */
+    /* and the sandbox's refusal to run the rendered page's script is logged as one */
+    const blocked = [];
     page.on('console', (m) => {
-      if (m.type() === 'error' && !/status of 413/.test(m.text())) errors.push(m.text());
+      if (m.type() !== 'error' || /status of 413/.test(m.text())) return;
+      if (/Blocked script execution in 'about:srcdoc'/.test(m.text())) blocked.push(m.text());
+      else errors.push(m.text());
     });
 
     let first = null;      /* {source, translation} of the first translation */
@@ -216,9 +151,11 @@ async function main() {
       }
       equal('model choice: every model of /models, and "by the languages"',
             await page.$$eval('#model option', (os) => os.map((o) => o.value)), ['', ...models.map((m) => m.id)]);
-      equal('language choice: the languages of /languages',
+      equal('language choice: "auto" (detect it), then the languages of /languages',
             await page.$$eval('#src-lang option', (os) => os.map((o) => o.value)),
-            (await api('GET', '/languages')).map((l) => l.code));
+            ['auto', ...(await api('GET', '/languages')).map((l) => l.code)]);
+      equal('text mode at first: no rendering frame', [await page.isChecked('#mode-text'), await page.isHidden('#render-col')],
+            [true, true]);
       const maxBeam = Math.min(8, enfr.limits.max_batch), beams = ['1'];
       for (let b = 2; b <= maxBeam; b += 2) beams.push(String(b));
       equal(`search choice: greedy and beams up to the model's max_batch (${maxBeam})`,
@@ -387,6 +324,69 @@ async function main() {
       });
     }
 
+    await phase('HTML mode: the translated markup as text, and rendered beside it (sandboxed)', async () => {
+      await page.selectOption('#model', '');
+      await page.selectOption('#src-lang', 'en');
+      await page.selectOption('#tgt-lang', 'fr');
+      await page.check('#mode-html');
+      equal('the mode is HTML: the frame is shown, the labels say HTML',
+            [await page.isVisible('#render'), await page.textContent('#source-label'), await page.textContent('#output-label')],
+            [true, 'HTML', 'Translated HTML']);
+      equal('the frame is sandboxed with nothing allowed (sandbox="")', await page.getAttribute('#render', 'sandbox'), '');
+      check('the attention view is off in HTML mode', await page.isDisabled('#att-show'));
+      await page.evaluate(() => { window.__messages = []; addEventListener('message', (e) => window.__messages.push(e.data)); });
+      const sent = await translateVia(page, PAGE);
+      equal('the page asked for format html, without a stream', [sent.format, sent.stream, sent.source, sent.target],
+            ['html', undefined, 'en', 'fr']);
+      const want = (await api('POST', '/translate', sent)).translations[0].text;
+      const shown = await outputText(page);
+      equal('the markup shown (as text) is POST /translate\'s', shown, want);
+      check('the tags are kept in it', /^<h2>[^<]+<\/h2><p>[^<]*<b>[^<]+<\/b>[^<]*<a href="https:\/\/www\.debian\.org\/">[^<]+<\/a>[^<]*<\/p><script>/.test(want),
+            want);
+      equal('the frame renders that markup (srcdoc)', await page.getAttribute('#render', 'srcdoc'), want);
+      const frame = await (await page.$('#render')).contentFrame();
+      await frame.waitForLoadState();
+      const bold = want.match(/<b>([^<]+)<\/b>/);
+      equal('rendered: the bold words are the translation\'s', await frame.textContent('b'), bold && bold[1]);
+      equal('rendered: the link keeps its address', await frame.getAttribute('a', 'href'), 'https://www.debian.org/');
+      equal('the markup\'s script did not run (the frame\'s title is untouched)', await frame.title(), '');
+      await page.waitForTimeout(200);
+      equal('no message came from the frame', await page.evaluate(() => window.__messages), []);
+      check('chromium reports that it blocked the script (the sandbox)', blocked.length > 0, JSON.stringify(blocked));
+      const [out, ren] = await Promise.all(['#output', '#render'].map((sel) => page.$eval(sel, (el) => el.getBoundingClientRect().toJSON())));
+      check('side by side at 1366 px: the frame is right of the markup, on the same row',
+            ren.left >= out.right && Math.abs(ren.top - out.top) < 40, JSON.stringify({ out, ren }));
+      await page.screenshot({ path: `${OUT}/6-html-mode.png` });
+      await page.check('#mode-text');
+      equal('back in text mode: no frame, the translation cleared', [await page.isHidden('#render-col'),
+            (await outputText(page)).includes(want)], [true, false]);
+    });
+
+    if (models.some((m) => m.id === 'fr-en')) {
+      await phase('source "auto": the language detected is shown', async () => {
+        await page.selectOption('#src-lang', 'auto');
+        const targets = await page.$$eval('#tgt-lang option', (os) => os.map((o) => o.value));
+        const all = [...new Set((await api('GET', '/languages')).flatMap((l) => l.targets))];
+        equal('the targets of "auto": every target of /languages', targets.sort(), all.sort());
+        await page.selectOption('#tgt-lang', 'en');
+        const sent = await translateVia(page, FR);
+        equal('the page sent source auto, target en', [sent.source, sent.target, sent.model], ['auto', 'en', undefined]);
+        const reply = await api('POST', '/translate', sent);
+        equal('the text shown is POST /translate\'s', await outputText(page), reply.translations[0].text);
+        equal('which is the translation with source fr', reply.translations[0].text,
+              (await api('POST', '/translate', { ...sent, source: 'fr' })).translations[0].text);
+        const det = reply.detected_language || {};      /* our JSON API: {"language", "confidence"} */
+        equal('the reply names French as detected', det.language, 'fr');
+        check('with a confidence in (0, 100]', det.confidence > 0 && det.confidence <= 100, JSON.stringify(det));
+        check('the page shows it', await page.isVisible('#detected'), await page.textContent('#detected'));
+        equal('as "Detected: French (fr), N%" with the reply\'s confidence', await page.textContent('#detected'),
+              `Detected: French (fr), ${Math.round(det.confidence * 10) / 10}%`);
+        await page.screenshot({ path: `${OUT}/7-detected.png` });
+        await page.selectOption('#src-lang', 'en');
+        check('a named source: nothing shown as detected', await page.isHidden('#detected'));
+      });
+    }
+
     await phase('the position encodings', async () => {
       /* docs/MARIAN.md 1.1: values of the PyTorch reference, d = 512 */
       const got = await page.evaluate(async () => {
@@ -411,7 +411,7 @@ async function main() {
         return worst;
       }, model.config.d_model);
       check('the similarity depends on the offset only (constant diagonals)', toeplitz < 1e-5, `max difference ${toeplitz}`);
-      await (await page.$('#positions-panel')).screenshot({ path: `${OUT}/6-positions.png` });
+      await (await page.$('#positions-panel')).screenshot({ path: `${OUT}/8-positions.png` });
     });
 
     await phase('accessible names', async () => {
@@ -436,34 +436,24 @@ async function main() {
       check('nothing wider than the screen (no sideways scrolling of the page)', widths[0] <= widths[1], `${widths}`);
       for (const sel of ['#source', '#translate', '#output', '#att-map'])
         check(`${sel} fits the width`, await phone.$eval(sel, (el) => el.getBoundingClientRect().right <= innerWidth + 0.5));
-      await phone.screenshot({ path: `${OUT}/7-phone.png`, fullPage: true });
+      await phone.screenshot({ path: `${OUT}/9-phone.png`, fullPage: true });
       await translateVia(phone, TOO_LONG);
       check('an error is in view on the phone too', await inViewport(phone, '#error'));
+      await phone.check('#mode-html');
+      await translateVia(phone, PAGE);
+      for (const sel of ['#source', '#output', '#render'])
+        check(`HTML mode: ${sel} fits the width`, await phone.$eval(sel, (el) => el.getBoundingClientRect().right <= innerWidth + 0.5));
+      const widths2 = await phone.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+      check('HTML mode: nothing wider than the screen', widths2[0] <= widths2[1], `${widths2}`);
       await phone.close();
     });
 
     equal('no script errors in the whole run', errors, []);
   } finally {
     if (browser) await browser.close();
-    server.child.kill('SIGTERM');
-    await new Promise((r) => server.child.exitCode !== null ? r() : server.child.on('exit', r));
+    const code = await stopServer(server);
+    check('the server exited cleanly on SIGTERM', code === 0, server.log().slice(-2000));
   }
-  check('the server exited cleanly on SIGTERM', server.child.exitCode === 0, server.log().slice(-2000));
 }
 
-function abandon(why) {
-  check(why, false);
-  if (serverChild && serverChild.exitCode === null) serverChild.kill('SIGKILL');
-  console.log(`e2e: ${passed} passed, ${failed} failed`);
-  process.exit(1);
-}
-const guard = setTimeout(() => abandon('the whole test within 240 s'), 240000);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => abandon(`interrupted (${sig})`));
-try {
-  await main();
-} catch (e) {
-  check('setup', false, e.stack || String(e));
-}
-clearTimeout(guard);
-console.log(`e2e: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await run('e2e', 240, main);

@@ -47,9 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = 0;
     FUZZ_CHECK(srv_html_render(h, &out, &len, &err) == MT_OK && out[len] == 0);   /* NULs of the page may stay */
     char *a = html_shape(page, n), *b = html_shape(out, len);
-    if (strcmp(a, b))
+    /* The known exception: a tree the parser rebuilt (misnested formatting
+     * elements, foster parenting, svg/math: html_repaired) may not come back
+     * the same from any markup; the characters still must (below). */
+    int repaired = html_repaired(page, n);
+    if (strcmp(a, b) && !repaired)
         fprintf(stderr, "tree differs\n%s---\n%s", a, b);
-    FUZZ_CHECK(strcmp(a, b) == 0);
+    FUZZ_CHECK(strcmp(a, b) == 0 || repaired);
     if (mode == 0) {
         char *ta = html_text(page, n), *tb = html_text(out, len);
         squeeze(ta);

@@ -1,0 +1,242 @@
+/* LibreTranslate's own web page (a real client we did not write) against our
+ * server, in Debian's chromium driven by playwright-core.
+ *
+ * The page is LibreTranslate v1.9.6's, rendered once into
+ * tests/e2e/libretranslate/ (its README: origin, licence AGPL-3.0, how).  A
+ * small HTTP server here serves it and passes every other path (/translate,
+ * /languages, /detect, /frontend/settings, /translate_file, ...) to the
+ * mtserve under test, so that page and API share one origin, as on a
+ * LibreTranslate server.  Checked, each against the API asked directly:
+ *   - the page starts: /frontend/settings and /languages load, no error card;
+ *     the source list is Auto Detect then /languages' names (English,
+ *     French), the target list /languages' (all of them for Auto Detect, the
+ *     source's targets otherwise); the settings' source, target and charLimit
+ *     are the page's
+ *   - English typed with en -> fr: the text shown is POST /translate's for
+ *     the fields the page sent
+ *   - Auto Detect with French typed (target en): the page says French was
+ *     detected, with the reply's confidence, the same language and
+ *     confidence as POST /detect, and shows the translation asked with
+ *     source fr
+ *   - markup typed: the page asks for format html, and shows POST
+ *     /translate's html translation
+ *   - no request failed (every response < 400) and no console error
+ * Prints each check, then "e2e-libretranslate: N passed, M failed"; exits 1
+ * if any failed.  Screenshots: $E2E_OUT (default build/e2e/) libretranslate-*.png.
+ *
+ *   B=build node tests/e2e/libretranslate.mjs      (MTSERVE_BIN, CHROMIUM, E2E_OUT override)
+ */
+
+import { createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
+import http from 'node:http';
+import { extname, resolve, sep } from 'node:path';
+import { OUT, ROOT, api, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
+
+const FIXTURE = resolve(ROOT, 'tests/e2e/libretranslate');
+/* Files the page names that the fixture leaves out (README.md): answered 204. */
+const OMITTED = new Set(['/static/favicon.ico']);
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'application/javascript; charset=utf-8',
+                '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml', '.woff2': 'font/woff2' };
+
+/* Sentences of the shipped models' domain (Debian package descriptions). */
+const EN = 'This package provides the documentation.';
+const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
+const HTML = '<p>This package provides the <b>documentation</b> of the library.</p>';
+
+/* ---- the page's server: the fixture, and every other path passed to mtserve ------------------- */
+
+function startFront(apiBase) {
+  const upstream = new URL(apiBase);
+  const proxied = [];                         /* "METHOD /path status" of every proxied request */
+  const server = http.createServer((req, res) => {
+    const path = new URL(req.url, 'http://front').pathname;
+    const file = path === '/' ? 'index.html' : path === '/js/app.js' ? 'js/app.js'
+      : path.startsWith('/static/') ? path.slice(1) : null;
+    if (file && (req.method === 'GET' || req.method === 'HEAD')) {
+      const full = resolve(FIXTURE, decodeURIComponent(file));
+      if (OMITTED.has(path)) {
+        res.writeHead(204).end();
+      } else if (!full.startsWith(FIXTURE + sep) || !existsSync(full) || !statSync(full).isFile()) {
+        res.writeHead(404, { 'Content-Type': 'text/plain' }).end(`not in the fixture: ${path}\n`);
+      } else {
+        res.writeHead(200, { 'Content-Type': TYPES[extname(full)] || 'application/octet-stream' });
+        if (req.method === 'HEAD') res.end();
+        else createReadStream(full).pipe(res);
+      }
+      return;
+    }
+    const up = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url,
+                              headers: { ...req.headers, host: upstream.host } }, (ur) => {
+      proxied.push(`${req.method} ${path} ${ur.statusCode}`);
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    });
+    up.on('error', (e) => {
+      proxied.push(`${req.method} ${path} 502`);
+      res.writeHead(502, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: `proxy: ${e.message}` }));
+    });
+    req.pipe(up);
+  });
+  return new Promise((res) => server.listen(0, '127.0.0.1', () =>
+    res({ server, proxied, base: `http://127.0.0.1:${server.address().port}` })));
+}
+
+/* ---- page helpers ---------------------------------------------------------------------------- */
+
+const SRC = 'select[aria-labelledby=sourceLangLabel]';
+const TGT = 'select[aria-labelledby=targetLangLabel]';
+
+const options = (page, sel) => page.$$eval(`${sel} option`, (os) => os.map((o) => [o.value, o.textContent.trim()]));
+
+/* The fields of a multipart/form-data body (what the page sends). */
+async function formFields(request) {
+  const form = await new Response(request.postDataBuffer(), {
+    headers: { 'Content-Type': request.headers()['content-type'] } }).formData();
+  return Object.fromEntries([...form.entries()]);
+}
+
+/* Clears the text, picks the languages, types text; resolves to the fields the
+ * page sent to /translate and its reply, once the translation is on screen. */
+async function translateVia(page, source, target, text) {
+  await page.fill('#textarea1', '');
+  await page.selectOption(SRC, source);
+  await page.selectOption(TGT, target);
+  const sent = page.waitForRequest((r) => r.url().endsWith('/translate') && r.method() === 'POST' &&
+                                          (r.postData() || '').includes(text.slice(0, 20)), { timeout: 20000 });
+  const answered = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/translate') &&
+                                               (r.request().postData() || '').includes(text.slice(0, 20)),
+                                        { timeout: 30000 });
+  await page.fill('#textarea1', text);
+  const fields = await formFields(await sent);
+  const res = await answered;
+  const reply = await res.json();
+  await page.waitForFunction(() => window._vueApp && !window._vueApp.loadingTranslation, null, { timeout: 30000 });
+  return { fields, reply, status: res.status() };
+}
+
+/* The body a JSON client would send for the fields the page sent (api_key is empty). */
+function jsonBody(fields, changes = {}) {
+  const body = { q: fields.q, source: fields.source, target: fields.target, format: fields.format,
+                 alternatives: Number(fields.alternatives) };
+  return { ...body, ...changes };
+}
+
+/* ---- the test ------------------------------------------------------------------------------------ */
+
+async function main() {
+  mkdirSync(OUT, { recursive: true });
+  const server = startServer();
+  let browser, front;
+  try {
+    const BASE = await server.base;
+    await waitHealthy(BASE);
+    front = await startFront(BASE);
+    const languages = await api(BASE, 'GET', '/languages');
+    const settings = await api(BASE, 'GET', '/frontend/settings');
+    const nameOf = (code) => { const l = languages.find((x) => x.code === code); return l ? l.name : code; };
+    const byName = (codes) => codes.map((c) => [c, nameOf(c)]).sort((a, b) => a[1].localeCompare(b[1]));
+
+    browser = await launchChromium();
+    console.log(`server ${BASE}, page ${front.base}, chromium ${browser.version()}, screenshots in ${OUT}`);
+    const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+    page.setDefaultTimeout(15000);
+    const bad = [], errors = [];
+    page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+    page.on('requestfailed', (r) => bad.push(`failed ${r.method()} ${r.url()}: ${r.failure() && r.failure().errorText}`));
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+
+    await phase('the page starts', async () => {
+      const settingsSeen = page.waitForResponse((r) => r.url().endsWith('/frontend/settings'));
+      const languagesSeen = page.waitForResponse((r) => r.url().endsWith('/languages'));
+      await page.goto(front.base + '/');
+      equal('GET /frontend/settings answered 200', (await settingsSeen).status(), 200);
+      equal('GET /languages answered 200', (await languagesSeen).status(), 200);
+      const started = await page.waitForSelector(`${SRC} option`, { state: 'attached', timeout: 20000 }).then(() => true, () => false);
+      check('the translator is shown (the lists are filled)', started,
+            await page.evaluate(() => window._vueApp && window._vueApp.error));
+      equal('no error card', await page.evaluate(() => window._vueApp.error), '');
+      const src = await options(page, SRC);
+      for (const name of ['Auto Detect', 'English', 'French'])
+        check(`the source list has ${name}`, src.some(([, n]) => n === name), JSON.stringify(src));
+      equal('the source list: Auto Detect, then /languages by name', src,
+            [['auto', 'Auto Detect'], ...byName(languages.map((l) => l.code))]);
+      equal('the languages chosen are the settings\' (source auto, target the default model\'s)',
+            [await page.inputValue(SRC), await page.inputValue(TGT)],
+            [settings.language.source.code, settings.language.target.code]);
+      equal('the target list for Auto Detect: every language of /languages',
+            await options(page, TGT), byName(languages.map((l) => l.code)));
+      await page.selectOption(SRC, 'en');
+      equal('the target list for English: /languages\' targets of en',
+            await options(page, TGT), byName(languages.find((l) => l.code === 'en').targets));
+      equal('the text box takes at most charLimit characters', await page.$eval('#textarea1', (t) => t.maxLength),
+            settings.charLimit);
+      await page.screenshot({ path: `${OUT}/libretranslate-1-start.png` });
+    });
+
+    await phase('English typed, en -> fr: the text shown is POST /translate\'s', async () => {
+      const { fields, reply, status } = await translateVia(page, 'en', 'fr', EN);
+      equal('the page sent q, source en, target fr, format text', [fields.q, fields.source, fields.target, fields.format],
+            [EN, 'en', 'fr', 'text']);
+      equal('its reply is 200', status, 200);
+      const direct = await api(BASE, 'POST', '/translate', jsonBody(fields));
+      equal('the reply the page got is POST /translate\'s (JSON, same fields)', reply.translatedText, direct.translatedText);
+      equal('the text shown is that translation', await page.inputValue('#textarea2'), direct.translatedText);
+      check('the translation is French, not the input', direct.translatedText && direct.translatedText !== EN,
+            direct.translatedText);
+      equal('no detected language is shown for a named source', await page.evaluate(() => window._vueApp.detectedLangText), '');
+      await page.screenshot({ path: `${OUT}/libretranslate-2-en-fr.png` });
+    });
+
+    await phase('Auto Detect with French typed: French detected, the same translation as naming fr', async () => {
+      const { fields, reply, status } = await translateVia(page, 'auto', 'en', FR);
+      equal('the page sent source auto, target en', [fields.source, fields.target], ['auto', 'en']);
+      equal('its reply is 200', status, 200);
+      const det = reply.detectedLanguage || {};
+      equal('the reply names French as detected', det.language, 'fr');
+      check('with a confidence in (0, 100]', typeof det.confidence === 'number' && det.confidence > 0 && det.confidence <= 100,
+            JSON.stringify(det));
+      const detect = await fetch(BASE + '/detect', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                     body: JSON.stringify({ q: FR }) });
+      const detected = detect.ok ? await detect.json() : await detect.text();
+      check('POST /detect answers', detect.ok, `${detect.status} ${JSON.stringify(detected)}`);
+      if (detect.ok)
+        equal('the reply\'s detection is POST /detect\'s best (language, confidence)',
+              [det.language, det.confidence], [detected[0] && detected[0].language, detected[0] && detected[0].confidence]);
+      const shown = await page.evaluate(() => window._vueApp.detectedLangText);
+      equal('the page shows French detected, with the reply\'s confidence', shown, `: French (${det.confidence}%)`);
+      check('next to "Translate from"', (await page.textContent('.language-select')).includes(`French (${det.confidence}%)`));
+      const named = await api(BASE, 'POST', '/translate', jsonBody(fields, { source: 'fr' }));
+      equal('the reply\'s translation is the one with source fr', reply.translatedText, named.translatedText);
+      equal('the text shown is that translation', await page.inputValue('#textarea2'), named.translatedText);
+      await page.screenshot({ path: `${OUT}/libretranslate-3-auto.png` });
+    });
+
+    await phase('markup typed: format html', async () => {
+      const { fields, reply, status } = await translateVia(page, 'en', 'fr', HTML);
+      equal('the page asked for format html', fields.format, 'html');
+      equal('its reply is 200', status, 200);
+      const direct = await api(BASE, 'POST', '/translate', jsonBody(fields));
+      equal('the text shown is POST /translate\'s html translation', await page.inputValue('#textarea2'), direct.translatedText);
+      equal('which is the reply the page got', reply.translatedText, direct.translatedText);
+      check('the markup is kept', /^<p>.*<b>.+<\/b>.*<\/p>$/.test(direct.translatedText || ''), direct.translatedText);
+    });
+
+    await phase('nothing failed', async () => {
+      equal('every response < 400, no request failed', bad, []);
+      equal('no console error, no script error', errors, []);
+      equal('every API call went to mtserve and was answered < 400',
+            front.proxied.filter((p) => Number(p.split(' ')[2]) >= 400), []);
+      check('the API calls were proxied (settings, languages, translate)',
+            ['GET /frontend/settings', 'GET /languages', 'POST /translate'].every((k) => front.proxied.some((p) => p.startsWith(k))),
+            JSON.stringify(front.proxied));
+    });
+  } finally {
+    if (browser) await browser.close();
+    if (front) front.server.close();
+    const code = await stopServer(server);
+    check('the server exited cleanly on SIGTERM', code === 0, server.log().slice(-2000));
+  }
+}
+
+await run('e2e-libretranslate', 180, main);
