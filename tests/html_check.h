@@ -220,10 +220,11 @@ static int html_repaired_node(const GumboNode *n)
     return 0;
 }
 
-/* 1 when the parser rebuilt s's tree in ways markup cannot always say again
- * (misnested formatting elements cloned or moved, content foster-parented out
- * of a table, svg/math content): HTML's serialization does not round-trip
- * such trees (the HTML standard says so of its own serializer). */
+/* 1 when s is not well-formed HTML (gumbo reports a parse error) or the parser
+ * rebuilt its tree (misnested formatting elements cloned or moved, content
+ * foster-parented out of a table, svg/math content): HTML's serialization
+ * does not round-trip every such tree (the HTML standard says so of its own
+ * serializer).  Well-formed pages must come back with exactly their tree. */
 static int html_repaired(const char *s, size_t n)
 {
     GumboOptions o = kGumboDefaultOptions;
@@ -232,7 +233,7 @@ static int html_repaired(const char *s, size_t n)
     if (!html_is_document(s, n))
         o.fragment_context = GUMBO_TAG_BODY;
     GumboOutput *g = gumbo_parse_with_options(&o, s, n);
-    int r = g && html_repaired_node(g->document);
+    int r = g && (g->errors.length > 0 || html_repaired_node(g->document));
     if (g)
         gumbo_destroy_output(&o, g);
     return r;

@@ -19,8 +19,8 @@ extern "C" void detect_cld2(const char *text, int len, const char *hints, int be
     bool reliable = false;
     // The CheckUTF8 variant: CLD2 itself refuses what is not interchange-valid
     // instead of reading past a broken sequence.  It then returns at once and
-    // leaves the arrays as they were (seen with Debian 12's libcld2-0 0.0.0-git20150806), hence the
-    // initial values and the reset below.
+    // leaves the arrays as they were (Debian 12's libcld2-0 0.0.0-git20150806),
+    // hence the initial values and the reset below.
     CLD2::ExtDetectLanguageSummaryCheckUTF8(text, len, true, &h, best_effort ? CLD2::kCLDFlagBestEffort : 0,
                                             lang3, percent3, score3, nullptr, &text_bytes, &reliable, &valid);
     for (int i = 0; i < 3; i++) {

@@ -181,7 +181,7 @@ int srv_detect_languages(const char *text, size_t len, const char *const *cand, 
         if (dup)
             continue;
         double s = r.score[i] / 1000.0;
-        s = s < 0 ? 0 : s > 1 ? 1 : s;
+        s = s > 0 ? (s < 1 ? s : 1) : 0;            /* (a NaN would be 0 too) */
         float conf = weight * (float)(r.percent[i] > 100 ? 100 : r.percent[i]) * (float)s;
         srv_lang_guess x;
         memset(&x, 0, sizeof x);
