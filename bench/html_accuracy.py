@@ -222,7 +222,6 @@ def run_segments(unit_items):
 
 def runs_with_items(root):
     """Like hu.units, with each run's items, for the naive approach."""
-    out = []
     stack = [root]
     order = []
     while stack:

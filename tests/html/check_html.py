@@ -16,7 +16,8 @@ parser.  Every snippet goes through the JSON API ({"text", "source", "target", "
                the snippet's `verbatim` byte strings appear unchanged; comments unchanged;
                the doctype unchanged
   units        each translation unit's output text (whitespace-collapsed, notranslate text left
-               out) equals the server's plain-text translation of the unit's input text (POST
+               out) equals the server's plain-text translation (whitespace-collapsed: the model
+               sometimes writes two spaces) of the unit's input text (POST
                /translate, same pair, default settings); an empty or whitespace-only unit is
                byte-identical; a unit's leading and trailing whitespace are kept; an inline
                notranslate element stays in its unit
@@ -163,7 +164,7 @@ def check_output(rec, out, tr, frozen_block):
     out_attrs = {(i, a): v for (i, a, v) in hu.translatable_attrs(out_root)}
     for (i, a, v) in hu.translatable_attrs(in_root):
         got = out_attrs.get((i, a))
-        want = tr(src, tgt, hu.collapse(v))
+        want = hu.collapse(tr(src, tgt, hu.collapse(v)))
         if got is None or hu.collapse(got) != want:
             fails.append(("attributes", "%s of element %d: %r -> %r, plain translation %r" % (a, i, v, got, want)))
 
@@ -181,7 +182,7 @@ def check_output(rec, out, tr, frozen_block):
             if b.full_raw != a.full_raw:
                 fails.append(("units", "blank run %r -> %r" % (a.full_raw, b.full_raw)))
             continue
-        want = tr(src, tgt, a.text)
+        want = hu.collapse(tr(src, tgt, a.text))   # HTML whitespace runs are one space to a reader
         if b.text != want:
             fails.append(("units", "%r -> %r, plain translation %r" % (a.text, b.text, want)))
         if hu.lead_ws(a.full_raw) != hu.lead_ws(b.full_raw) or hu.trail_ws(a.full_raw) != hu.trail_ws(b.full_raw):
@@ -193,7 +194,10 @@ def check_output(rec, out, tr, frozen_block):
 
 
 def self_check(rec, frozen_block):
-    """The checker's reading of the snippet agrees with the generator's record."""
+    """The checker's reading of the snippet agrees with the generator's record (made with
+    the issue's rules: not with --frozen-head on a document)."""
+    if "head" in frozen_block and rec.get("kind") == "document":
+        return []
     got = unit_texts(rec["html"], frozen_block)
     want = [u["text"] for u in rec.get("units", [])]
     if "units" in rec and got != want:

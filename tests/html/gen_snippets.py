@@ -184,7 +184,6 @@ class Gen:
     def entities(self, b):
         k, w = self.pick()
         words = list(w)
-        html_words = None
         variant = self.rng.choice(["amp", "lt", "quot", "nbsp", "named", "numeric"])
         if variant == "amp":
             i = self.rng.randrange(len(words))
@@ -231,17 +230,11 @@ class Gen:
         tags = []
         if self.rng.random() < 0.5:
             s, e = self.span(len(words))
-            tags = [(s, e, self.rng.choice(["b", "em", "a"]), "")]
-            tags = [(s, e, t, ' href="#n"' if t == "a" else "") for (s, e, t, _) in tags]
+            t = self.rng.choice(["b", "em", "a"])
+            tags = [(s, e, t, ' href="#n"' if t == "a" else "")]
         h = b.sentence(words, k, tags)
-        # insert the opaque element before word i (in the html: after the i-th space)
-        parts = h.split(" ")
-        # words map 1:1 to space-separated parts only when no attribute has a space: the
-        # attributes used here have none but ' href="#n"' (one space, inside the open tag)
-        joined = _insert_between_words(h, i, opaque)
         b.verbatim.append(opaque)
-        b.add("<p>%s</p>" % joined)
-        del parts
+        b.add("<p>%s</p>" % _insert_between_words(h, i, opaque))
 
     def notranslate_block(self, b):
         k1, w1 = self.pick()
