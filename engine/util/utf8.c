@@ -53,3 +53,10 @@ int mt_utf8_clip(const char *s, size_t len, size_t max)
         n--;
     return (int)n;
 }
+
+int mt_utf8_is_space(uint32_t c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+           c == 0x205f || c == 0x3000 || c == 0xfeff;
+}

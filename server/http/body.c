@@ -13,12 +13,6 @@
 
 /* ---- UTF-8 ------------------------------------------------------------------ */
 
-static int is_space_cp(uint32_t c)
-{
-    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
-           c == 0x205f || c == 0x3000 || c == 0xfeff;
-}
 
 int srv_is_blank(const char *s, size_t len)
 {
@@ -27,7 +21,7 @@ int srv_is_blank(const char *s, size_t len)
     uint32_t cp;
     while (i < len) {
         size_t k = mt_utf8_decode(u + i, len - i, &cp);
-        if (!k || !is_space_cp(cp))
+        if (!k || !mt_utf8_is_space(cp))
             return 0;
         i += k;
     }
@@ -226,7 +220,7 @@ static int parse_json_body(srv_request *req, srv_response *resp)
 static int looks_like_json(const srv_request *req)
 {
     size_t i = 0;
-    while (i < req->body_len && is_space_cp((unsigned char)req->body[i]))
+    while (i < req->body_len && mt_utf8_is_space((unsigned char)req->body[i]))
         i++;
     return i < req->body_len && req->body[i] == '{';
 }

@@ -251,9 +251,7 @@ static int is_blank(const char *s)
         size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
         if (!k)
             return 0;
-        if (!(c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-              (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
-              c == 0x3000 || c == 0xfeff))
+        if (!mt_utf8_is_space(c))
             return 0;
         i += k;
     }
@@ -461,6 +459,15 @@ static int collect_run(srv_html *h, const GumboNode *n, unsigned first, unsigned
 
 static int is_run_kind(enum kind k) { return k == K_TEXT || k == K_INLINE || k == K_OPAQUE; }
 
+/* The end of the run of inline content starting at child i: the collector and
+ * the writer cut a container's children at the same places through this. */
+static unsigned run_end(const GumboVector *ch, unsigned i)
+{
+    while (i < ch->length && is_run_kind(kind_of(ch->data[i])))
+        i++;
+    return i;
+}
+
 /* A block container: its runs of inline content and its blocks. */
 static int collect_block(srv_html *h, const GumboNode *n)
 {
@@ -471,9 +478,7 @@ static int collect_block(srv_html *h, const GumboNode *n)
         const GumboNode *c = ch->data[i];
         enum kind k = kind_of(c);
         if (is_run_kind(k)) {
-            unsigned j = i;
-            while (j < ch->length && is_run_kind(kind_of(ch->data[j])))
-                j++;
+            unsigned j = run_end(ch, i);
             if (collect_run(h, n, i, j - i))
                 return -1;
             i = j;
@@ -951,24 +956,16 @@ static void trim_punct(const unit_writer *uw, const rec *r, long *ts, long *te)
             (*te)--;
 }
 
-/* Unicode spaces, as word_align.c splits words. */
-static int is_uspace(uint32_t c)
-{
-    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
-           c == 0x3000 || c == 0xfeff;
-}
-
 static int target_words(const uint32_t *c, long n, long *tw)
 {
     int k = 0;
     for (long i = 0; i < n;) {
-        while (i < n && is_uspace(c[i]))
+        while (i < n && mt_utf8_is_space(c[i]))
             i++;
         if (i == n)
             break;
         tw[2 * k] = i;
-        while (i < n && !is_uspace(c[i]))
+        while (i < n && !mt_utf8_is_space(c[i]))
             i++;
         tw[2 * k++ + 1] = i;
     }
@@ -1040,13 +1037,13 @@ static int best_run(unit_writer *uw, const rec *r, long *ts, long *te)
 /* The source word around code point i when i is strictly inside one: 1 and [*ws, *we). */
 static int inside_word(const unit_writer *uw, long i, long *ws, long *we)
 {
-    if (i <= 0 || i >= uw->n_src || is_uspace(uw->src[i - 1]) || is_uspace(uw->src[i]))
+    if (i <= 0 || i >= uw->n_src || mt_utf8_is_space(uw->src[i - 1]) || mt_utf8_is_space(uw->src[i]))
         return 0;
     *ws = i;
     *we = i;
-    while (*ws > 0 && !is_uspace(uw->src[*ws - 1]))
+    while (*ws > 0 && !mt_utf8_is_space(uw->src[*ws - 1]))
         (*ws)--;
-    while (*we < uw->n_src && !is_uspace(uw->src[*we]))
+    while (*we < uw->n_src && !mt_utf8_is_space(uw->src[*we]))
         (*we)++;
     return 1;
 }
@@ -1143,7 +1140,7 @@ static void put_target(writer *w, const unit_writer *uw, long a, long b)
         put_escaped(w, uw->u->tgt + uw->cpb[a], (size_t)(uw->cpb[b] - uw->cpb[a]), 0);
 }
 
-static int tgt_space(const unit_writer *uw, long i) { return i >= 0 && i < uw->n_cp && is_uspace(uw->tgt[i]); }
+static int tgt_space(const unit_writer *uw, long i) { return i >= 0 && i < uw->n_cp && mt_utf8_is_space(uw->tgt[i]); }
 
 /* A point item c at target p (>= *cur), with the spaces the source had around
  * it: the target's own when it has them there, else one. */
@@ -1261,9 +1258,7 @@ static void write_block(writer *w, const GumboNode *n)
         const GumboNode *c = ch->data[i];
         enum kind k = kind_of(c);
         if (is_run_kind(k)) {
-            unsigned j = i;
-            while (j < ch->length && is_run_kind(kind_of(ch->data[j])))
-                j++;
+            unsigned j = run_end(ch, i);
             write_run(w, n, i, j - i);
             i = j;
             continue;

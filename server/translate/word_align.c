@@ -6,12 +6,6 @@
 
 #include "util/utf8.h"
 
-static int is_space_cp(uint32_t c)
-{
-    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
-           c == 0x205f || c == 0x3000 || c == 0xfeff;
-}
 
 long srv_cp_count(const char *s, size_t n)
 {
@@ -33,7 +27,7 @@ static int text_words(const char *t, size_t len, long *span, int cap)
         size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
         if (!k)
             k = 1, c = 0xfffd;
-        int sp = is_space_cp(c);
+        int sp = mt_utf8_is_space(c);
         if (!sp && !in_word && n < cap)
             span[2 * n] = cp;
         if (sp && in_word && n - 1 < cap)
