@@ -225,7 +225,7 @@ static int html_repaired_node(const GumboNode *n)
  * foster-parented out of a table, svg/math content): HTML's serialization
  * does not round-trip every such tree (the HTML standard says so of its own
  * serializer).  Well-formed pages must come back with exactly their tree. */
-static int html_repaired(const char *s, size_t n)
+static inline int html_repaired(const char *s, size_t n)
 {
     GumboOptions o = kGumboDefaultOptions;
     if (n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))

@@ -158,6 +158,43 @@ static void test_depth_limit(void **state)
     free(s);
 }
 
+/* Markup built to make HTML5 tree building slow (quadratic: 100,000 nested
+ * divs took gumbo 36 s) is stopped by the CPU budget, not parsed to the end:
+ * a clean MT_ERR_TOO_LONG naming it, the arena freed (ASan, valgrind). */
+static void slow_page_refused(const char *piece, size_t n)
+{
+    size_t k = strlen(piece);
+    char *s = malloc(n * k + 1);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + k * i, piece, k);
+    s[n * k] = 0;
+    srv_html *h = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(srv_html_parse(s, n * k, 256, &h, &err), MT_ERR_TOO_LONG);
+    assert_null(h);
+    assert_non_null(strstr(err.msg, "to parse"));
+    free(s);
+}
+
+static void test_slow_markup_stopped(void **state)
+{
+    (void)state;
+    slow_page_refused("<div>", 200000);
+    slow_page_refused("<li><ul>", 100000);
+    /* ordinary markup is not (kept small enough for valgrind's pace): 120 KB of paragraphs */
+    size_t n = 5000;
+    char *s = malloc(n * 24 + 1);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + 24 * i, "<p>Some <b>text</b> </p>", 24);
+    s[n * 24] = 0;
+    srv_html *h = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(srv_html_parse(s, n * 24, 256, &h, &err), MT_OK);
+    assert_int_equal(srv_html_units(h), (int)n);
+    srv_html_free(h);
+    free(s);
+}
+
 /* Broken and tricky markup: browsers repair it; the output must parse to the same tree. */
 static const char *const tricky[] = {
     "<b><i>misnested</b> tags</i> here",
@@ -344,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_tags_follow_words),
         cmocka_unit_test(test_entities_escaped),
         cmocka_unit_test(test_depth_limit),
+        cmocka_unit_test(test_slow_markup_stopped),
         cmocka_unit_test(test_tricky_markup_keeps_its_tree),
         cmocka_unit_test(test_random_pages),
         cmocka_unit_test(test_nul_refused),

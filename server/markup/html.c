@@ -3,10 +3,12 @@
 
 #include <ctype.h>
 #include <gumbo.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -16,25 +18,54 @@
  * gumbo_destroy_output recurses once per level of nesting, which a hostile
  * page deep enough would turn into a stack overflow on a server thread.  The
  * whole tree goes at once with the arena.  Growth reallocations are not
- * returned until then: a few times the page's size at most. */
+ * returned until then: a few times the page's size at most.
+ *
+ * The allocator is also where the parse is stopped.  gumbo's tree builder
+ * walks its stack of open elements for many tags (the "in scope" checks, the
+ * adoption agency, reconstructing formatting elements), so nested or misnested
+ * markup costs time quadratic in the page: 100,000 nested <div> (500 KB) take
+ * 36 s, and 1 MB of repeated "<div><b id=1>...<b id=200></div>x" a minute.
+ * gumbo has no limit of its own (0.10.1), and no way out but its return; so
+ * every ARENA_CHECK allocations the arena reads the thread's CPU clock, and
+ * past the budget it longjmps back to srv_html_parse, which drops the arena
+ * with everything gumbo built (gumbo keeps no other state: no globals, no
+ * file, no lock).  Every element gumbo creates is an allocation, so the checks
+ * come at least once per ARENA_CHECK elements. */
 typedef struct arena_blk {
     struct arena_blk *next;
     size_t            used, cap;
     max_align_t       data[];
 } arena_blk;
 
-enum { ARENA_BLOCK = 256 * 1024 };
+typedef struct {
+    arena_blk      *head;
+    unsigned long   n_alloc;
+    struct timespec start;      /* the thread's CPU clock when the parse began */
+    long            budget_ms;
+    jmp_buf         bail;
+} arena;
+
+enum { ARENA_BLOCK = 256 * 1024, ARENA_CHECK = 256 };
+
+static long cpu_ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
 
 static void *arena_alloc(void *ud, size_t n)
 {
-    arena_blk **head = ud;
+    arena *a = ud;
+    if (++a->n_alloc % ARENA_CHECK == 0 && cpu_ms_since(&a->start) > a->budget_ms)
+        longjmp(a->bail, 1);
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    arena_blk *b = *head;
+    arena_blk *b = a->head;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
         arena_blk *nb = malloc(sizeof *nb + cap);
         if (!nb)
-            return NULL;
+            longjmp(a->bail, 2);                /* gumbo does not check */
         nb->used = 0;
         nb->cap = cap;
         if (n > ARENA_BLOCK / 4 && b) {         /* a big one: behind the current block */
@@ -42,7 +73,7 @@ static void *arena_alloc(void *ud, size_t n)
             b->next = nb;
         } else {
             nb->next = b;
-            *head = nb;
+            a->head = nb;
         }
         b = nb;
     }
@@ -231,7 +262,7 @@ struct srv_html {
     const char  *src;
     size_t       len;
     GumboOptions opts;
-    arena_blk   *arena;
+    arena        arena;
     GumboOutput *out;
     int          fragment;
     int          bom;           /* src starts with a UTF-8 byte order mark, which the parser does not see */
@@ -567,12 +598,21 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
     h->opts.allocator = arena_alloc;
     h->opts.deallocator = arena_free;
     h->opts.userdata = &h->arena;
+    h->arena.budget_ms = SRV_HTML_PARSE_CPU_MS;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &h->arena.start);
     h->opts.max_errors = 0;                     /* we do not read them */
     /* a browser drops the byte order mark as it decodes; gumbo would take it for text */
     h->bom = len >= 3 && !memcmp(src, "\xef\xbb\xbf", 3);
     h->fragment = !is_document(src + 3 * h->bom, len - 3 * (size_t)h->bom);
     if (h->fragment)
         h->opts.fragment_context = GUMBO_TAG_BODY;
+    int bailed = setjmp(h->arena.bail);
+    if (bailed) {                               /* from arena_alloc, inside gumbo */
+        srv_html_free(h);
+        return bailed == 2 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory")
+                           : mt_err_set(err, MT_ERR_TOO_LONG, "the HTML takes over %d ms to parse (deeply nested or "
+                                        "misnested markup); simplify it or send it in parts", SRV_HTML_PARSE_CPU_MS);
+    }
     h->out = gumbo_parse_with_options(&h->opts, src + 3 * h->bom, len - 3 * (size_t)h->bom);
     if (!h->out) {
         srv_html_free(h);
@@ -606,7 +646,7 @@ void srv_html_free(srv_html *h)
     }
     free(h->u);
     free(h->r);
-    arena_release(h->arena);
+    arena_release(h->arena.head);
     free(h);
 }
 

@@ -45,9 +45,17 @@
 
 typedef struct srv_html srv_html;
 
+/* The CPU time a parse may take.  HTML5 tree building is quadratic on nested
+ * or misnested markup (html.c says where); an ordinary page of 1 MB parses in
+ * ~60 ms on this project's machines, so the budget refuses only markup built to
+ * be slow, and bounds what one request can cost a server thread. */
+#define SRV_HTML_PARSE_CPU_MS 1000
+
 /* Parses src[0..len) (kept: it must outlive the result).  max_depth: the
  * deepest element nesting accepted (a deeper page: MT_ERR_TOO_LONG, naming
- * the limit); a NUL byte: MT_ERR_INPUT.  MT_OK and *out, or a failure with err. */
+ * the limit); a parse over SRV_HTML_PARSE_CPU_MS of the calling thread's CPU
+ * time: MT_ERR_TOO_LONG; a NUL byte: MT_ERR_INPUT.  MT_OK and *out, or a
+ * failure with err. */
 mt_status   srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err);
 void        srv_html_free(srv_html *h);
 
