@@ -32,12 +32,13 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(patsubst %.cc,$(B)/%.o,$(SERVER_SRC:%.c=$(B)/%.o))
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps check-deps run check test e2e debug asan tsan valgrind bench clean
+.PHONY: all deps check-deps run check test e2e html-check html-bench debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev libgumbo-dev libcld2-dev
 DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml python3-lxml python3-html5lib \
+             python3-numpy libxml2-dev \
              chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Node and npm (for the e2e test's playwright-core) come from Debian's nodejs and npm
@@ -62,6 +63,7 @@ check: deps
 	$(MAKE) check-deps
 	$(MAKE) test
 	$(MAKE) e2e
+	$(MAKE) html-check
 	$(MAKE) tsan TSAN_TESTS="$(CHECK_TSAN_TESTS)"
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 	bash tests/docker_check.sh
@@ -87,6 +89,31 @@ e2e: $(B)/mtserve $(E2E_MODULES)
 	B=$(B) node $(E2E_DIR)/demo.mjs
 	B=$(B) node $(E2E_DIR)/libretranslate.mjs
 	B=$(B) node $(E2E_DIR)/lt_client.mjs
+
+# format html from outside (tests/html/README.md): the checker's own test against a fake
+# server, then 340 snippets made from the test split (inline tags, links, entities,
+# notranslate, attributes, broken markup, two real pages) against the real server, each
+# guarantee of server/markup/html.h checked with html5lib as the independent parser.
+# Prints every failure and "html-check: N passed, M failed".
+html-check: $(B)/mtserve
+	/usr/bin/python3 tests/html/test_checker.py
+	/usr/bin/python3 tests/html/gen_snippets.py $(B)/html/snippets.jsonl
+	B=$(B) MTSERVE_ARGS="--max-tokens 20000 --max-html-depth 256" tests/html/with_server.sh \
+	    /usr/bin/python3 tests/html/check_html.py {url} $(B)/html/snippets.jsonl --max-depth 256
+
+# format html measured (BENCHMARKS.md): gumbo vs libxml2 against html5lib, tag placement
+# against a reference aligner (html mode vs the naive per-text-node way), html vs text latency.
+html-bench: $(B)/mtserve $(B)/bench/html_parsers
+	/usr/bin/python3 tests/html/gen_snippets.py $(B)/html/snippets.jsonl
+	/usr/bin/python3 bench/html_parsers.py --bin $(B)/bench/html_parsers
+	B=$(B) MTSERVE_ARGS="--max-tokens 20000" tests/html/with_server.sh \
+	    /usr/bin/python3 bench/html_accuracy.py {url} $(B)/html/snippets.jsonl
+	B=$(B) MTSERVE_ARGS="--max-tokens 20000" tests/html/with_server.sh \
+	    /usr/bin/python3 bench/html_latency.py {url}
+
+$(B)/bench/html_parsers: bench/html_parsers.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 $< -o $@ $(shell pkg-config --cflags --libs gumbo libxml-2.0) -pthread
 
 # What `make check` (CI) runs beyond `make test`: the demo page in a browser (e2e), the
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the

@@ -87,6 +87,37 @@ static void test_units_attributes(void **state)
                  "<abbr title=Hint></abbr>", want, 5);
 }
 
+/* Cases html-check (tests/html, html5lib as the reference) found. */
+static void test_checker_found_cases(void **state)
+{
+    (void)state;
+    /* the <title> is translated; a newline inside an attribute would end its sentence */
+    const char *want1[] = { "A title here", "Building the Ports", "Body" };
+    expect_units("<!doctype html><html><head><title>A  title\n here</title><style>p{}</style></head>"
+                 "<body><p title=\"Building the\n  Ports\">Body</p></body></html>", want1, 3);
+    /* HTML inside svg ends the svg, as in a document (gumbo's fragment parser kept it inside) */
+    const char *want2[] = { "breaks out", "b" };
+    expect_units("<svg><g><p>breaks out</p><b>b</b></g></svg>", want2, 2);
+    char *out = translate("<svg><g><p>breaks out</p></g></svg> after", 1, 1);
+    assert_string_equal(out, "<svg><g></g></svg><p>out breaks</p> after");
+    free(out);
+    /* a second <html> tag's attributes belong to the first */
+    out = translate("<html lang=en><p>a<html lang=fr class=x>", 0, 1);
+    assert_string_equal(out, "<html lang=\"en\" class=\"x\"><p>a</p></html>");
+    free(out);
+    /* an item before every word stays first, with the whitespace character it had after it */
+    out = translate("<p><span class=icon></span>\none two</p>", 1, 1);
+    assert_string_equal(out, "<p><span class=icon></span>\ntwo one</p>");
+    free(out);
+    /* an element keeps a word whatever links were dropped (mode 2 drops a third) */
+    for (uint64_t seed = 1; seed <= 64; seed++) {
+        out = translate("<p>one <b>two</b> three four</p>", 2, seed);
+        assert_non_null(strstr(out, "<b>"));
+        assert_null(strstr(out, "<b></b>"));
+        free(out);
+    }
+}
+
 /* The identity translation writes these pages back byte for byte. */
 static void test_identity_is_byte_exact(void **state)
 {
@@ -382,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_entities_escaped),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_slow_markup_stopped),
+        cmocka_unit_test(test_checker_found_cases),
         cmocka_unit_test(test_tricky_markup_keeps_its_tree),
         cmocka_unit_test(test_random_pages),
         cmocka_unit_test(test_nul_refused),

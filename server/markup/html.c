@@ -113,7 +113,7 @@ static const GumboTag OPAQUE[] = {
     GUMBO_TAG_PLAINTEXT,
 };
 /* Never translated, block-level: kept whole, a unit boundary. */
-static const GumboTag FROZEN_BLOCK[] = { GUMBO_TAG_PRE, GUMBO_TAG_LISTING, GUMBO_TAG_HEAD };
+static const GumboTag FROZEN_BLOCK[] = { GUMBO_TAG_PRE, GUMBO_TAG_LISTING };
 static const GumboTag VOID[] = {
     GUMBO_TAG_AREA, GUMBO_TAG_BASE, GUMBO_TAG_BR, GUMBO_TAG_COL, GUMBO_TAG_EMBED, GUMBO_TAG_HR, GUMBO_TAG_IMG,
     GUMBO_TAG_INPUT, GUMBO_TAG_LINK, GUMBO_TAG_META, GUMBO_TAG_PARAM, GUMBO_TAG_SOURCE, GUMBO_TAG_TRACK,
@@ -238,8 +238,9 @@ typedef struct {
     const GumboNode *node;      /* an inline element or an opaque item of the unit */
     long s, e;                  /* its source span in the unit's text, code points (opaque: s == e) */
     int  n_desc;                /* records of its descendants, which follow it */
-    /* a point (s == e): whether the source had whitespace before / after it,
-     * which the unit's text (one space between words, none at the ends) does not say */
+    /* a point (s == e): the whitespace character the source had just before / after
+     * it (0: none), which the unit's text (one space between words, none at the
+     * ends) does not say */
     unsigned char sp_before, sp_after;
 } rec;
 
@@ -259,8 +260,11 @@ typedef struct {
 } unit;
 
 struct srv_html {
-    const char  *src;
+    const char  *src;           /* the page as given */
     size_t       len;
+    const char  *in;            /* what gumbo parsed: src without its byte order mark, or copy */
+    size_t       in_len;
+    char        *copy;          /* "<body>" + the fragment, when it is parsed as a document's body */
     GumboOptions opts;
     arena        arena;
     GumboOutput *out;
@@ -318,6 +322,23 @@ static int new_rec(srv_html *h, const GumboNode *n, long s)
     return h->n_rec++;
 }
 
+/* s[0..n) with each run of HTML whitespace made one space, as a text unit's
+ * (a newline inside a title would end its sentence for the splitter). */
+static char *collapsed(const char *s, size_t n)
+{
+    char *t = malloc(n + 1), *o = t;
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_html_space((unsigned char)s[i]))
+            *o++ = s[i];
+        else if (o > t && o[-1] != ' ')
+            *o++ = ' ';
+    }
+    *o = 0;
+    return t;
+}
+
 /* title, alt and placeholder of an element that is not frozen: units of their own. */
 static int attr_units(srv_html *h, const GumboNode *n)
 {
@@ -337,8 +358,8 @@ static int attr_units(srv_html *h, const GumboNode *n)
         while (end > v && is_html_space(end[-1]))
             end--;
         unit *u = new_unit(h);
-        if (!u || !(u->text = strndup(v, (size_t)(end - v))) || !(u->lead = strndup(a->value, (size_t)(v - a->value))) ||
-            !(u->trail = strdup(end)))
+        if (!u || !(u->text = collapsed(v, (size_t)(end - v))) ||
+            !(u->lead = strndup(a->value, (size_t)(v - a->value))) || !(u->trail = strdup(end)))
             return -1;
         u->attr = a;
         u->first_rec = h->n_rec;
@@ -354,7 +375,7 @@ typedef struct {
     int    *pend;           /* records waiting for their first character */
     int     n_pend, cap_pend;
     int     after;          /* the last point record, waiting to learn whether a space follows; -1 */
-    int     ws;             /* whitespace since the last character or point */
+    int     ws;             /* the last whitespace character since the last character or point; 0 */
     mt_sbuf lead, trail;    /* the whitespace before the first character and point, after the last */
     int     points;         /* points so far */
     int     oom;
@@ -370,10 +391,10 @@ static void add_text(srv_html *h, text_builder *b, const char *s)
             k = 1;
         if (k == 1 && is_html_space((unsigned char)s[i])) {
             b->space = b->cp > 0;
-            b->ws = 1;
+            b->ws = (unsigned char)s[i];
             b->oom |= mt_sb_add(b->cp == 0 && !b->points ? &b->lead : &b->trail, s + i, 1);
             if (b->after >= 0)
-                h->r[b->after].sp_after = 1;
+                h->r[b->after].sp_after = (unsigned char)s[i];
             b->after = -1;
             i++;
             continue;
@@ -581,6 +602,79 @@ static int is_document(const char *s, size_t n)
     return 0;
 }
 
+/* HTML elements that end foreign content (the HTML standard's list for a start
+ * tag "in foreign content"; font only with color, face or size, left out here). */
+static const GumboTag BREAKOUT[] = {
+    GUMBO_TAG_B, GUMBO_TAG_BIG, GUMBO_TAG_BLOCKQUOTE, GUMBO_TAG_BODY, GUMBO_TAG_BR, GUMBO_TAG_CENTER,
+    GUMBO_TAG_CODE, GUMBO_TAG_DD, GUMBO_TAG_DIV, GUMBO_TAG_DL, GUMBO_TAG_DT, GUMBO_TAG_EM, GUMBO_TAG_EMBED,
+    GUMBO_TAG_H1, GUMBO_TAG_H2, GUMBO_TAG_H3, GUMBO_TAG_H4, GUMBO_TAG_H5, GUMBO_TAG_H6, GUMBO_TAG_HEAD,
+    GUMBO_TAG_HR, GUMBO_TAG_I, GUMBO_TAG_IMG, GUMBO_TAG_LI, GUMBO_TAG_LISTING, GUMBO_TAG_MENU, GUMBO_TAG_META,
+    GUMBO_TAG_NOBR, GUMBO_TAG_OL, GUMBO_TAG_P, GUMBO_TAG_PRE, GUMBO_TAG_RUBY, GUMBO_TAG_S, GUMBO_TAG_SMALL,
+    GUMBO_TAG_SPAN, GUMBO_TAG_STRONG, GUMBO_TAG_STRIKE, GUMBO_TAG_SUB, GUMBO_TAG_SUP, GUMBO_TAG_TABLE,
+    GUMBO_TAG_TT, GUMBO_TAG_U, GUMBO_TAG_UL, GUMBO_TAG_VAR,
+};
+
+/* Whether a fragment parse left an HTML element inside svg or math: gumbo
+ * 0.10.1 follows the HTML standard of its day, whose fragment parser kept
+ * <svg><p> in the svg (a "fragment case"); the standard since, browsers and
+ * html5lib end the svg there, as in a document.  Iterative: the depth is not
+ * checked yet. */
+static int foreign_breakout(const GumboNode *root)
+{
+    const GumboNode *n = root;
+    for (;;) {
+        if (n->type == GUMBO_NODE_ELEMENT && n->v.element.tag_namespace != GUMBO_NAMESPACE_HTML &&
+            IN(n->v.element.tag, BREAKOUT))
+            return 1;
+        const GumboVector *ch = children_of(n);
+        if (ch && ch->length) {
+            n = ch->data[0];
+            continue;
+        }
+        for (;;) {
+            if (n == root)
+                return 0;
+            const GumboNode *p = n->parent;
+            const GumboVector *pc = children_of(p);
+            if (n->index_within_parent + 1 < pc->length) {
+                n = pc->data[n->index_within_parent + 1];
+                break;
+            }
+            n = p;
+        }
+    }
+}
+
+/* The fragment parsed again as the body of a document ("<body>" + it), where
+ * gumbo ends foreign content as the standard now does.  The <body> is ours:
+ * made implied, so it is never written.  0, or -1 out of memory. */
+static int reparse_as_body(srv_html *h)
+{
+    static const char open[] = "<body>";
+    size_t k = sizeof open - 1;
+    if (!(h->copy = malloc(k + h->in_len)))
+        return -1;
+    memcpy(h->copy, open, k);
+    memcpy(h->copy + k, h->in, h->in_len);
+    arena_release(h->arena.head);           /* the first tree: nothing points into it now */
+    h->arena.head = NULL;
+    h->opts.fragment_context = GUMBO_TAG_LAST;
+    h->in = h->copy + k;
+    h->out = gumbo_parse_with_options(&h->opts, h->copy, k + h->in_len);
+    if (!h->out)
+        return -1;
+    const GumboVector *top = &h->out->root->v.element.children;
+    for (unsigned i = 0; i < top->length; i++) {
+        GumboNode *b = top->data[i];
+        if (b->type == GUMBO_NODE_ELEMENT && b->v.element.tag == GUMBO_TAG_BODY &&
+            b->v.element.original_tag.data == h->copy) {
+            b->v.element.original_tag.length = 0;
+            b->parse_flags |= GUMBO_INSERTION_BY_PARSER;
+        }
+    }
+    return 0;
+}
+
 mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err)
 {
     *out = NULL;
@@ -613,7 +707,13 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
                            : mt_err_set(err, MT_ERR_TOO_LONG, "the HTML takes over %d ms to parse (deeply nested or "
                                         "misnested markup); simplify it or send it in parts", SRV_HTML_PARSE_CPU_MS);
     }
-    h->out = gumbo_parse_with_options(&h->opts, src + 3 * h->bom, len - 3 * (size_t)h->bom);
+    h->in = src + 3 * h->bom;
+    h->in_len = len - 3 * (size_t)h->bom;
+    h->out = gumbo_parse_with_options(&h->opts, h->in, h->in_len);
+    if (h->out && h->fragment && foreign_breakout(h->out->document) && reparse_as_body(h)) {
+        srv_html_free(h);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
     if (!h->out) {
         srv_html_free(h);
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
@@ -647,6 +747,7 @@ void srv_html_free(srv_html *h)
     free(h->u);
     free(h->r);
     arena_release(h->arena.head);
+    free(h->copy);
     free(h);
 }
 
@@ -732,8 +833,9 @@ static const char *tag_name(const GumboNode *n, char *buf, size_t cap)
 /* Left out of the output: an html, head, body, tbody or colgroup the parser supplied. */
 static int implied(const GumboNode *n)
 {
+    /* (an implied <html> or <body> given attributes by a later tag is written, with them) */
     return !n->v.element.original_tag.length && (n->parse_flags & GUMBO_INSERTION_BY_PARSER) &&
-           IN(n->v.element.tag, IMPLIED);
+           IN(n->v.element.tag, IMPLIED) && !n->v.element.attributes.length;
 }
 
 static int self_closing(const GumboNode *n)
@@ -774,11 +876,25 @@ static void put_attr_value(writer *w, const unit *u)
     put(w, &q, 1);
 }
 
+/* Whether every attribute of e was written in its start tag: a second <html> or
+ * <body> tag adds its attributes to the first element, and then the tag is
+ * written from the attribute list. */
+static int attrs_in_tag(const GumboElement *e)
+{
+    const char *t = e->original_tag.data, *end = t + e->original_tag.length;
+    for (unsigned i = 0; i < e->attributes.length; i++) {
+        const GumboAttribute *a = e->attributes.data[i];
+        if (!a->original_name.data || a->original_name.data < t || a->original_name.data >= end)
+            return 0;
+    }
+    return 1;
+}
+
 static void start_tag(writer *w, const GumboNode *n)
 {
     const GumboElement *e = &n->v.element;
     const GumboVector *av = &e->attributes;
-    if (e->original_tag.length) {               /* as written, translated values spliced in */
+    if (e->original_tag.length && attrs_in_tag(e)) {    /* as written, translated values spliced in */
         const char *t = e->original_tag.data, *end = t + e->original_tag.length, *at = t;
         for (unsigned i = 0; i < av->length; i++) {
             const GumboAttribute *a = av->data[i];
@@ -850,14 +966,14 @@ static int clean_span(const srv_html *h, const GumboNode *n, size_t *a, size_t *
     const GumboElement *e = &n->v.element;
     if ((n->parse_flags & NOT_CLEAN) || !e->original_tag.length)
         return 0;
-    size_t s = (size_t)(e->original_tag.data - h->src), end;
+    size_t s = (size_t)(e->original_tag.data - h->in), end;
     if (e->original_end_tag.length && e->original_end_tag.data[0] == '<' && e->original_end_tag.data[1] == '/')
-        end = (size_t)(e->original_end_tag.data - h->src) + e->original_end_tag.length;
+        end = (size_t)(e->original_end_tag.data - h->in) + e->original_end_tag.length;
     else if (IN(e->tag, VOID) || self_closing(n))
         end = s + e->original_tag.length;
     else
         return 0;
-    if (s > h->len || end > h->len || end < s)
+    if (s > h->in_len || end > h->in_len || end < s)
         return 0;
     const GumboVector *ch = children_of(n);
     for (unsigned i = 0; ch && i < ch->length; i++) {
@@ -936,7 +1052,7 @@ static void write_node(writer *w, const GumboNode *n)
     case GUMBO_NODE_ELEMENT: case GUMBO_NODE_TEMPLATE: {
         size_t a, b;
         if ((n->parse_flags & M_FROZEN_IN) && !has_attr_unit(w, n) && clean_span(w->h, n, &a, &b)) {
-            put(w, w->h->src + a, b - a);
+            put(w, w->h->in + a, b - a);
             return;
         }
         start_tag(w, n);
@@ -1126,6 +1242,33 @@ static int point_inside_copied(const unit_writer *uw, const rec *r, long *p)
     return 0;
 }
 
+/* The target words inside [a, b), when there are any: *ts, *te their hull.  An
+ * element whose source words got no link (the model gave their attention to
+ * a neighbour) still wraps the words the translation has in their place, so
+ * that a link keeps its text and a bold its word. */
+static void gap_words(const unit_writer *uw, long a, long b, long *ts, long *te)
+{
+    int first = -1, last = -1;
+    for (int j = 0; j < uw->n_tw; j++) {
+        if (uw->tw[2 * j] >= a && uw->tw[2 * j + 1] <= b) {
+            if (first < 0)
+                first = j;
+            last = j;
+        }
+    }
+    if (first < 0) {        /* none: the word after a */
+        for (int j = 0; j < uw->n_tw && first < 0; j++)
+            if (uw->tw[2 * j] >= a)
+                first = last = j;
+        if (first < 0 && uw->n_tw)
+            first = last = uw->n_tw - 1;
+    }
+    if (first >= 0) {
+        *ts = uw->tw[2 * first];
+        *te = uw->tw[2 * last + 1];
+    }
+}
+
 static void place(unit_writer *uw, const rec *r, long *ts, long *te)
 {
     const unit *u = uw->u;
@@ -1136,6 +1279,10 @@ static void place(unit_writer *uw, const rec *r, long *ts, long *te)
     }
     if (r->e == r->s && point_inside_copied(uw, r, ts)) {
         *te = *ts;
+        return;
+    }
+    if (r->e == r->s && (r->s <= 0 || r->s >= uw->n_src)) {    /* before or after every word: there */
+        *ts = *te = r->s <= 0 ? 0 : uw->n_cp;
         return;
     }
     long prev = -1, pos = -1, next = -1, npos = -1;    /* the source words before and after */
@@ -1151,6 +1298,8 @@ static void place(unit_writer *uw, const rec *r, long *ts, long *te)
         }
     }
     *ts = *te = pos >= 0 ? pos : npos >= 0 ? npos : 0;
+    if (r->e > r->s)        /* words none of which is linked: the target words between the neighbours' */
+        gap_words(uw, pos >= 0 ? pos : 0, npos >= 0 ? npos : uw->n_cp, ts, te);
 }
 
 
@@ -1193,13 +1342,13 @@ static void write_point(writer *w, unit_writer *uw, const GumboNode *c, const re
         } else {
             put_target(w, uw, *cur, p);
             *cur = p;
-            put(w, " ", 1);
+            put(w, (const char *)&r->sp_before, 1);
         }
     }
     put_target(w, uw, *cur, p);
     write_node(w, c);
     if (r->sp_after && p < uw->n_cp && !tgt_space(uw, p))
-        put(w, " ", 1);
+        put(w, (const char *)&r->sp_after, 1);
     *cur = p;
 }
 

@@ -16,6 +16,10 @@
  * space, trimmed, entities decoded.  The title, alt and placeholder attributes
  * are units of their own.
  *
+ * The <title> is a unit like a block's text.  A fragment that gumbo's
+ * fragment parser would leave HTML inside svg or math (its older rule) is
+ * parsed as a document's body instead, as browsers and html5lib read it.
+ *
  * Not translated, kept byte for byte: script, style, pre, textarea, svg,
  * math, template (and the like: OPAQUE in html.c), elements with
  * translate="no" or class "notranslate" and everything inside them, comments,
@@ -23,10 +27,12 @@
  * sentence (an inline <code class="notranslate">, an <img>, a comment) is
  * left out of the unit's text and put back at the place the alignment gives.
  *
- * Inline tags.  Each inline element wraps the target words aligned to the
- * source words it wrapped (their hull); an element whose words have no link,
- * or that held no word, goes after the target word aligned to the source word
- * before it.  Nesting and sibling order are never changed: an element's range
+ * Inline tags.  Each inline element wraps the best-scoring run of target
+ * words aligned to the source words it wrapped (html.c: best_run); an element
+ * whose words have no link wraps the target words between its neighbours'
+ * (at least one word); an element that held no word goes after the target
+ * word aligned to the source word before it (at the start or the end when it
+ * was there).  Nesting and sibling order are never changed: an element's range
  * is clamped inside its parent's and after its previous sibling's.  So the
  * output always parses to exactly the input's elements, and its text content
  * is each unit's translation, whatever the alignment says.

@@ -27,7 +27,7 @@ notranslate_inline, notranslate_block, attrs, blocks, br, empty, whitespace, com
 (script/style/pre/textarea), foreign (svg/math/template), quirks (uppercase, unquoted attributes,
 unclosed p/li, misnested b/i), document (doctype + html/head/body); then (unless --no-broken)
 kind "broken": the broken-markup cases of bench/html_parsers.py (no units or spans recorded;
-"expect": 400 on the ones nesting too deep), and kind "page": two real pages of /usr/share/doc
+"expect": 400 on the ones nesting too deep), and kind "page": two real pages (tests/fixtures/html, from /usr/share/doc)
 (the server needs --max-tokens 20000 for them).
 """
 import argparse
@@ -469,14 +469,16 @@ def self_check(rec):
             raise AssertionError("%s: span %r != %r\n%s" % (rec["id"], ws, sp, rec["html"]))
 
 
-REAL_PAGES = ["/usr/share/doc/zlib1g-dev/examples/zlib_how.html",
-              "/usr/share/doc/libxslt1-dev/html/tutorial2/libxslt_pipes.html"]
+# Two real pages, copied from Debian's /usr/share/doc (zlib1g-dev, libxslt1-dev) with
+# their licences: tests/fixtures/html/LICENSES.md.
+REAL_PAGES = [os.path.join(ROOT, "tests", "fixtures", "html", "zlib_how.html"),
+              os.path.join(ROOT, "tests", "fixtures", "html", "libxslt_pipes.html")]
 
 
 def broken_cases(max_depth=200):
     """The broken-markup cases of bench/html_parsers.py (what real pages do wrong), as
     snippets of their own (kind "broken": no expected units or spans), and two real pages
-    of /usr/share/doc (kind "page") when present.  A case nesting deeper than max_depth
+    (kind "page", tests/fixtures/html).  A case nesting deeper than max_depth
     expects a 400; bytes that are not UTF-8 are sent as U+FFFD (JSON carries no others)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("html_parsers", os.path.join(ROOT, "bench", "html_parsers.py"))
@@ -492,10 +494,9 @@ def broken_cases(max_depth=200):
             rec["expect"] = "200|400"   # jansson refuses \u0000 in a string unless told otherwise
         out.append(rec)
     for k, p in enumerate(REAL_PAGES):
-        if os.path.exists(p):
-            with open(p, "rb") as f:
-                out.append({"id": "page-%d" % k, "source": "en", "target": "fr", "kind": "page", "name": p,
-                            "html": f.read().decode("utf-8", "replace")})
+        with open(p, "rb") as f:
+            out.append({"id": "page-%d" % k, "source": "en", "target": "fr", "kind": "page",
+                        "name": os.path.basename(p), "html": f.read().decode("utf-8", "replace")})
     return out
 
 
