@@ -4,7 +4,8 @@
  *   html_fake_translate   a translation of every unit without a model: its
  *                         words in an order a seed picks, each word linked to
  *                         itself, some links dropped or doubled
- *   html_shape            the element tree as gumbo sees it: one line per
+ *   html_shape            the element tree as a browser parses it (gumbo, and
+ *                         html_parse_page's fix of its old fragment rule): one line per
  *                         element, "depth tag" in document order
  *   html_text             the text content, HTML whitespace runs made one space
  */
@@ -137,6 +138,73 @@ static inline GumboOptions html_gumbo_options(void)
     return o;
 }
 
+/* HTML elements that end svg or math content (the HTML standard's list for a
+ * start tag "in foreign content"), restated from the standard for the check. */
+static int html_breaks_out(GumboTag t)
+{
+    static const GumboTag tags[] = {
+        GUMBO_TAG_B, GUMBO_TAG_BIG, GUMBO_TAG_BLOCKQUOTE, GUMBO_TAG_BODY, GUMBO_TAG_BR, GUMBO_TAG_CENTER,
+        GUMBO_TAG_CODE, GUMBO_TAG_DD, GUMBO_TAG_DIV, GUMBO_TAG_DL, GUMBO_TAG_DT, GUMBO_TAG_EM, GUMBO_TAG_EMBED,
+        GUMBO_TAG_H1, GUMBO_TAG_H2, GUMBO_TAG_H3, GUMBO_TAG_H4, GUMBO_TAG_H5, GUMBO_TAG_H6, GUMBO_TAG_HEAD,
+        GUMBO_TAG_HR, GUMBO_TAG_I, GUMBO_TAG_IMG, GUMBO_TAG_LI, GUMBO_TAG_LISTING, GUMBO_TAG_MENU, GUMBO_TAG_META,
+        GUMBO_TAG_NOBR, GUMBO_TAG_OL, GUMBO_TAG_P, GUMBO_TAG_PRE, GUMBO_TAG_RUBY, GUMBO_TAG_S, GUMBO_TAG_SMALL,
+        GUMBO_TAG_SPAN, GUMBO_TAG_STRONG, GUMBO_TAG_STRIKE, GUMBO_TAG_SUB, GUMBO_TAG_SUP, GUMBO_TAG_TABLE,
+        GUMBO_TAG_TT, GUMBO_TAG_U, GUMBO_TAG_UL, GUMBO_TAG_VAR,
+    };
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        if (tags[i] == t)
+            return 1;
+    return 0;
+}
+
+static int html_foreign_html(const GumboNode *n, int depth)
+{
+    if (n->type != GUMBO_NODE_ELEMENT && n->type != GUMBO_NODE_TEMPLATE && n->type != GUMBO_NODE_DOCUMENT)
+        return 0;
+    if (n->type == GUMBO_NODE_ELEMENT && n->v.element.tag_namespace != GUMBO_NAMESPACE_HTML &&
+        html_breaks_out(n->v.element.tag))
+        return 1;
+    const GumboVector *ch = n->type == GUMBO_NODE_DOCUMENT ? &n->v.document.children : &n->v.element.children;
+    for (unsigned i = 0; depth < 4096 && i < ch->length; i++)
+        if (html_foreign_html(ch->data[i], depth + 1))
+            return 1;
+    return 0;
+}
+
+/* s parsed as a browser reads a page or a body's content: a document when it
+ * starts like one, else a fragment of <body>; and, when gumbo 0.10.1's
+ * fragment parser (the standard of its day) left an HTML element inside svg
+ * or math, as "<body>" + s, the standard's answer since.  *top: the node whose
+ * children are the page's (the document, the fragment's, or that body);
+ * *copy (free it after the output) holds the "<body>" + s text. */
+static GumboOutput *html_parse_page(const GumboOptions *o0, const char *s, size_t n, const GumboNode **top,
+                                    char **copy)
+{
+    GumboOptions o = *o0;
+    *copy = NULL;
+    int doc = html_is_document(s, n);
+    if (!doc)
+        o.fragment_context = GUMBO_TAG_BODY;
+    GumboOutput *g = gumbo_parse_with_options(&o, s, n);
+    *top = g ? g->document : NULL;
+    if (!g || doc || !html_foreign_html(g->document, 0))
+        return g;
+    gumbo_destroy_output(&o, g);
+    if (!(*copy = malloc(n + 6)))
+        return NULL;
+    memcpy(*copy, "<body>", 6);
+    memcpy(*copy + 6, s, n);
+    o.fragment_context = GUMBO_TAG_LAST;
+    g = gumbo_parse_with_options(&o, *copy, n + 6);
+    const GumboVector *ch = g ? &g->root->v.element.children : NULL;
+    for (unsigned i = 0; ch && i < ch->length; i++) {
+        const GumboNode *b = ch->data[i];
+        if (b->type == GUMBO_NODE_ELEMENT && b->v.element.tag == GUMBO_TAG_BODY)
+            *top = b;
+    }
+    return g;
+}
+
 static void html_shape_node(const GumboNode *n, int depth, mt_sbuf *out)
 {
     char line[160];
@@ -163,15 +231,21 @@ static char *html_shape(const char *s, size_t n)
     GumboOptions o = html_gumbo_options();
     if (n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))          /* as a browser decodes */
         s += 3, n -= 3;
-    if (!html_is_document(s, n))
-        o.fragment_context = GUMBO_TAG_BODY;
-    GumboOutput *g = gumbo_parse_with_options(&o, s, n);
+    const GumboNode *top;
+    char *copy;
+    GumboOutput *g = html_parse_page(&o, s, n, &top, &copy);
     mt_sbuf out = { 0 };
     mt_sb_add(&out, "", 0);
-    if (g) {
-        html_shape_node(g->document, 0, &out);
-        gumbo_destroy_output(&o, g);
+    if (g && top->type == GUMBO_NODE_DOCUMENT) {
+        html_shape_node(top, 0, &out);
+    } else if (g) {                     /* a fragment's body: its children as a fragment's */
+        mt_sb_add(&out, "1 html\n", 7);
+        for (unsigned i = 0; i < top->v.element.children.length; i++)
+            html_shape_node(top->v.element.children.data[i], 2, &out);
     }
+    if (g)
+        gumbo_destroy_output(&o, g);
+    free(copy);
     return out.p;
 }
 
@@ -256,16 +330,17 @@ static inline int html_repaired(const char *s, size_t n)
 static char *html_text(const char *s, size_t n)
 {
     GumboOptions o = html_gumbo_options();      /* a byte order mark counts as text here */
-    if (!html_is_document(s, n))
-        o.fragment_context = GUMBO_TAG_BODY;
-    GumboOutput *g = gumbo_parse_with_options(&o, s, n);
+    const GumboNode *top;
+    char *copy;
+    GumboOutput *g = html_parse_page(&o, s, n, &top, &copy);
     mt_sbuf raw = { 0 }, out = { 0 };
     mt_sb_add(&raw, "", 0);
     mt_sb_add(&out, "", 0);
     if (g) {
-        html_text_node(g->document, &raw);
+        html_text_node(top, &raw);
         gumbo_destroy_output(&o, g);
     }
+    free(copy);
     int space = 0;
     for (size_t i = 0; i < raw.n; i++) {
         if (html_ws((unsigned char)raw.p[i])) {

@@ -239,6 +239,10 @@ static const char *const tricky[] = {
     "<svg><path d=\"M0\"/><circle r=1></circle><foreignObject><p>in svg</p></foreignObject></svg> after",
     "<math><mi>x</mi></math><template><p>t</p></template>",
     "<p>unterminated <!-- comment",
+    "<i>x<!--/>",                               /* a cut comment ending in '>': closed, not copied */
+    "<p>a<!-->b<!--->c<!---->d<!x>e<?y>f</3>g",  /* short and bogus comments: as written */
+    "<i><pre><r/>><p></i>",                     /* "<r/>" holds what follows */
+    "<svg><p><title><p",                        /* p ends the svg: title is HTML's, "<p" its text */
     "<p>bad \xff\xfe utf8 \xc3</p>",
     "<!DOCTYPE html><p>a<table>b</table>c",
     "<html><head><title>x</title><body><p>y</body></html><p>after html",

@@ -972,8 +972,8 @@ static int clean_span(const srv_html *h, const GumboNode *n, size_t *a, size_t *
     size_t s = (size_t)(e->original_tag.data - h->in), end;
     if (e->original_end_tag.length && e->original_end_tag.data[0] == '<' && e->original_end_tag.data[1] == '/')
         end = (size_t)(e->original_end_tag.data - h->in) + e->original_end_tag.length;
-    else if (IN(e->tag, VOID) || self_closing(n))
-        end = s + e->original_tag.length;
+    else if ((IN(e->tag, VOID) || self_closing(n)) && !e->children.length)
+        end = s + e->original_tag.length;   /* "<r/>" of an HTML element holds what follows: not this */
     else
         return 0;
     if (s > h->in_len || end > h->in_len || end < s)
@@ -1040,9 +1040,14 @@ static void write_node(writer *w, const GumboNode *n)
         return;
     case GUMBO_NODE_COMMENT: {
         const GumboStringPiece *o = &n->v.text.original_text;
-        /* as written: <!-- -->, or a bogus comment (<!x>, <?x>, </3>) */
-        if ((o->length >= 7 && !memcmp(o->data, "<!--", 4) && !memcmp(o->data + o->length - 3, "-->", 3)) ||
-            (o->length >= 3 && o->data[0] == '<' && o->data[1] != '-' && o->data[o->length - 1] == '>' &&
+        /* as written: <!-- -->, <!-->, <!--->, or a bogus comment (<!x>, <?x>, </3>);
+         * else (a comment the page's end cut, "<!--/>" among them) closed here, so
+         * that it does not swallow what the writer puts after it */
+        int dashes = o->length >= 4 && !memcmp(o->data, "<!--", 4);
+        if ((dashes && o->length >= 7 && !memcmp(o->data + o->length - 3, "-->", 3)) ||
+            (dashes && (o->length == 5 || o->length == 6) && o->data[o->length - 1] == '>' &&
+             (o->length == 5 || o->data[4] == '-')) ||
+            (!dashes && o->length >= 3 && o->data[0] == '<' && o->data[o->length - 1] == '>' &&
              !memchr(o->data + 1, '>', o->length - 2))) {
             put(w, o->data, o->length);
         } else {

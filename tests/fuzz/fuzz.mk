@@ -49,7 +49,7 @@ $(FUZZ_B)/libfuzz-mt.a: $(FUZZ_ENGINE_OBJ) $(FUZZ_SERVER_OBJ)
 	ar rcs $@ $^
 
 # The archive lets each target pull in only the objects it uses.
-$(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_B)/libfuzz-mt.a
+$(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h tests/*.h) $(FUZZ_B)/libfuzz-mt.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_ROOT='"$(CURDIR)"' $< $(FUZZ_B)/libfuzz-mt.a \
 	    -o $@ $(FUZZ_LIBS)
 

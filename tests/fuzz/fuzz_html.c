@@ -65,6 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             qsort(ta, strlen(ta), 1, cmp_byte);
             qsort(tb, strlen(tb), 1, cmp_byte);
         }
+        if (strcmp(ta, tb))
+            fprintf(stderr, "text differs\n%s\n---\n%s\n", ta, tb);
         FUZZ_CHECK(strcmp(ta, tb) == 0);
         free(ta);
         free(tb);
