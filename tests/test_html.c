@@ -243,6 +243,7 @@ static const char *const tricky[] = {
     "<p>a<!-->b<!--->c<!---->d<!x>e<?y>f</3>g",  /* short and bogus comments: as written */
     "<i><pre><r/>><p></i>",                     /* "<r/>" holds what follows */
     "<svg><p><title><p",                        /* p ends the svg: title is HTML's, "<p" its text */
+    "<pre><table>t<img></table>",               /* t and img fostered out of the table's bytes */
     "<p>bad \xff\xfe utf8 \xc3</p>",
     "<!DOCTYPE html><p>a<table>b</table>c",
     "<html><head><title>x</title><body><p>y</body></html><p>after html",

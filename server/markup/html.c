@@ -147,7 +147,8 @@ static int in_set(GumboTag t, const GumboTag *set, size_t n)
  * once parsed (the arena's; never handed back to gumbo). */
 enum { M_FROZEN = 1 << 20,      /* inside a notranslate or never-translated element: its own attributes too */
        M_PURE = 1 << 21,        /* an inline element holding only text, inline and opaque items */
-       M_FROZEN_IN = 1 << 22 }; /* its children are frozen (it is never translated inside) */
+       M_FROZEN_IN = 1 << 22,   /* its children are frozen (it is never translated inside) */
+       M_DISPLACED = 1 << 23 }; /* out of its bytes' order (mark_displaced): its span is not its own */
 
 enum kind { K_TEXT, K_INLINE, K_OPAQUE, K_BLOCK, K_SKIP, K_NONE };
 
@@ -678,6 +679,28 @@ static int reparse_as_body(srv_html *h)
     return 0;
 }
 
+/* M_DISPLACED on every node whose bytes come before bytes of a node ahead of it
+ * in tree order (*seen: the furthest source offset so far): the parser moved
+ * it, or moved those ahead of it.  gumbo 0.10.1 flags what the adoption agency
+ * moves, not what foster parenting does: "<table>t</table>" is the text t and
+ * then the table, whose bytes hold the t. */
+static void mark_displaced(GumboNode *n, size_t *seen)
+{
+    enum { SYNTHETIC = GUMBO_INSERTION_BY_PARSER | GUMBO_INSERTION_IMPLIED |
+                       GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT | GUMBO_INSERTION_ADOPTION_AGENCY_CLONED };
+    if (n->type != GUMBO_NODE_DOCUMENT && !(n->parse_flags & SYNTHETIC)) {
+        size_t at = n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE ? n->v.element.start_pos.offset
+                                                                                    : n->v.text.start_pos.offset;
+        if (at < *seen)
+            n->parse_flags |= M_DISPLACED;
+        else
+            *seen = at;
+    }
+    const GumboVector *ch = children_of(n);
+    for (unsigned i = 0; ch && i < ch->length; i++)
+        mark_displaced(ch->data[i], seen);
+}
+
 mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err)
 {
     *out = NULL;
@@ -728,6 +751,8 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
                           max_depth);
     }
     mark(h->out->document, 0);
+    size_t seen = 0;
+    mark_displaced(h->out->document, &seen);
     if (collect_block(h, h->out->document)) {
         srv_html_free(h);
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
@@ -960,7 +985,7 @@ static void end_tag(writer *w, const GumboNode *n)
 enum { NOT_CLEAN = (int)((unsigned)GUMBO_INSERTION_BY_PARSER | GUMBO_INSERTION_IMPLICIT_END_TAG |
                          GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT | GUMBO_INSERTION_ADOPTION_AGENCY_CLONED |
                          GUMBO_INSERTION_ADOPTION_AGENCY_MOVED | GUMBO_INSERTION_FOSTER_PARENTED |
-                         GUMBO_INSERTION_CONVERTED_FROM_END_TAG | GUMBO_INSERTION_FROM_IMAGE) };
+                         GUMBO_INSERTION_CONVERTED_FROM_END_TAG | GUMBO_INSERTION_FROM_IMAGE | M_DISPLACED) };
 
 /* The source bytes [*a, *b) of element n when they hold exactly its subtree: every
  * element written, in place, ended by its own end tag (or self-closing / void). */
