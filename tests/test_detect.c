@@ -1,4 +1,7 @@
-/* test_detect: server/detect (srv_detect_languages) on real text and hostile bytes.
+/* test_detect: server/detect (srv_detect, srv_detect_languages) on real text and
+ * hostile bytes; its language models (engine/tokenizer's mt_spm_log_prob, chosen by
+ * server/service/detect_source's srv_detect_lms_init); srv_detect_source's
+ * fallback for text without letters.
  *
  * - held-out accuracy: the first 500 lines of 3-10 words of the test split
  *   (tests/fixtures/tokenizer/inputs/test.{en,fr}.txt), candidates {en, fr}: the
@@ -12,9 +15,21 @@
  * - candidate codes in any case, with region or script, unknown, NULL, too long;
  * - the contract on every answer (count <= max and <= 3, codes non-empty and
  *   NUL-terminated, confidences within 0..100 and non-increasing);
- * - two threads detecting the same lines at once give the single-thread answers
- *   (run under ThreadSanitizer: make B=build-det-tsan OPT="-O1 -g -march=native
- *   -fsanitize=thread" build-det-tsan/tests/test_detect).
+ * - two threads detecting the same lines at once give the single-thread answers,
+ *   with and without language models (run under ThreadSanitizer: make
+ *   B=build-det-tsan OPT="-O1 -g -march=native -fsanitize=thread"
+ *   build-det-tsan/tests/test_detect);
+ * - mt_spm_log_prob against python3-sentencepiece's best-path score
+ *   (tests/fixtures/detect/spm_log_prob.jsonl, tests/gen_spm_log_prob.py), its
+ *   limits and hostile bytes; mt_spm_same;
+ * - which models srv_detect_lms_init gives the candidates: none for the shipped
+ *   joint en+fr SentencePiece model, the OPUS-MT monolingual ones otherwise;
+ * - the second stage with the OPUS-MT models: held-out accuracy as measured
+ *   (99.0%), negatives unchanged line by line, French lines CLD2 alone reads as
+ *   English; its arithmetic with a scripted scorer (weights, ties, confidence,
+ *   what the scorer is given, which candidates it is asked about);
+ * - srv_detect_source on a two-model server: text without letters falls back to
+ *   the first source with a path to the target (confidence 0), blank text 400.
  * Run from the repository root (make test does). */
 #include <pthread.h>
 #include <setjmp.h>
@@ -25,9 +40,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
 
 #include "detect/cld2.h"
 #include "detect/detect.h"
+#include "http/errors.h"
+#include "http/reply.h"
+#include "mt.h"
+#include "service/detect_source.h"
+#include "util/utf8.h"
 
 #define N_POS 500
 #define MAX_LINE 4096
@@ -40,6 +62,15 @@ typedef struct {
 static lines pos_en, pos_fr, neg[3];
 static const char *const neg_lang[3] = {"de", "es", "it"};
 static const char *const enfr[] = {"en", "fr"};
+
+/* Tokenizers: the shipped models (one joint en+fr spm) and two real OPUS-MT
+ * models (an English and a French source spm); the OPUS-MT candidates' models. */
+#define OPUS "tests/fixtures/opus-mt"
+enum { TOK_EN_FR, TOK_FR_EN, TOK_EN_MG, TOK_FR_EN_BIG, N_TOK };
+static const char *const tok_dir[N_TOK] = {"models/en-fr", "models/fr-en", OPUS "/en-mg", OPUS "/tc-big-fr-en"};
+static mt_tokenizer *tok[N_TOK];
+static srv_detect_lms opus_lms;
+static srv_detect_params opus_params;
 
 static int count_words(const char *s)
 {
@@ -88,6 +119,15 @@ static int setup(void **state)
         read_lines(files[i], 0, &neg[i]);
         assert_true(neg[i].n >= 100);
     }
+    for (int i = 0; i < N_TOK; i++) {
+        mt_err err;
+        if (mt_tokenizer_load(tok_dir[i], &tok[i], &err) != MT_OK)
+            fail_msg("%s", err.msg);
+    }
+    const mt_tokenizer *opus_tok[2] = {tok[TOK_EN_MG], tok[TOK_FR_EN_BIG]};
+    srv_detect_lms_init(&opus_lms, enfr, opus_tok, 2);
+    opus_params = srv_detect_default_params();
+    srv_detect_lms_params(&opus_lms, &opus_params);
     return 0;
 }
 
@@ -104,6 +144,8 @@ static int teardown(void **state)
     free_lines(&pos_fr);
     for (int i = 0; i < 3; i++)
         free_lines(&neg[i]);
+    for (int i = 0; i < N_TOK; i++)
+        mt_tokenizer_free(tok[i]);
     return 0;
 }
 
@@ -392,6 +434,7 @@ typedef struct {
     const lines *l;
     char       (*codes)[16];
     float       *conf;
+    const srv_detect_params *p;     /* NULL: candidates {en, fr}, no language models */
 } job;
 
 static void *run_job(void *arg)
@@ -401,7 +444,7 @@ static void *run_job(void *arg)
         for (int i = 0; i < j->l->n; i++) {
             srv_lang_guess g[3];
             const char *x = j->l->line[i];
-            int n = srv_detect_languages(x, strlen(x), enfr, 2, g, 3);
+            int n = j->p ? srv_detect(x, strlen(x), j->p, g, 3) : srv_detect_languages(x, strlen(x), enfr, 2, g, 3);
             snprintf(j->codes[i], 16, "%.15s", n ? g[0].code : "");
             j->conf[i] = n ? g[0].confidence : 0.0f;
         }
@@ -418,16 +461,17 @@ static void test_two_threads(void **state)
         conf[k] = calloc(N_POS, sizeof(float));
         assert_true(codes[k] && conf[k]);
     }
-    for (int s = 0; s < 2; s++) {
-        job alone = {sets[s], codes[2], conf[2]};
+    for (int s = 0; s < 4; s++) {
+        const srv_detect_params *p = s < 2 ? NULL : &opus_params;
+        job alone = {sets[s % 2], codes[2], conf[2], p};
         run_job(&alone);
-        job a = {sets[s], codes[0], conf[0]}, b = {sets[s], codes[1], conf[1]};
+        job a = {sets[s % 2], codes[0], conf[0], p}, b = {sets[s % 2], codes[1], conf[1], p};
         pthread_t ta, tb;
         assert_int_equal(pthread_create(&ta, NULL, run_job, &a), 0);
         assert_int_equal(pthread_create(&tb, NULL, run_job, &b), 0);
         pthread_join(ta, NULL);
         pthread_join(tb, NULL);
-        for (int i = 0; i < sets[s]->n; i++)
+        for (int i = 0; i < sets[s % 2]->n; i++)
             for (int k = 0; k < 2; k++) {
                 assert_string_equal(codes[k][i], codes[2][i]);
                 assert_true(conf[k][i] == conf[2][i]);
@@ -437,6 +481,565 @@ static void test_two_threads(void **state)
         free(codes[k]);
         free(conf[k]);
     }
+}
+
+/* ---- mt_spm_log_prob: the spm models as language models ---- */
+
+/* Against python3-sentencepiece 0.1.97's best-path score (tests/gen_spm_log_prob.py):
+ * spm sums in float, so agreement is to float rounding. */
+static void test_spm_log_prob_reference(void **state)
+{
+    json_error_t jerr;
+    FILE *f = fopen("tests/fixtures/detect/spm_log_prob.jsonl", "rb");
+    assert_non_null(f);
+    char path[256] = "";
+    mt_spm *sp = NULL;
+    int rows = 0, models = 0, unk_rows = 0;
+    double worst = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *j = json_loads(line, 0, &jerr);
+        if (!j)
+            fail_msg("spm_log_prob.jsonl: %s", jerr.text);
+        const char *spm_path = json_string_value(json_object_get(j, "spm"));
+        json_t *text = json_object_get(j, "text");
+        double want = json_number_value(json_object_get(j, "score"));
+        assert_true(spm_path && json_is_string(text));
+        if (strcmp(spm_path, path) != 0) {
+            mt_spm_free(sp);
+            mt_err err;
+            if (mt_spm_load(spm_path, &sp, &err) != MT_OK)
+                fail_msg("%s", err.msg);
+            snprintf(path, sizeof path, "%s", spm_path);
+            models++;
+        }
+        double got = NAN;
+        mt_err err;
+        assert_int_equal(mt_spm_log_prob(sp, json_string_value(text), json_string_length(text), &got, &err), MT_OK);
+        double d = fabs(got - want) / (fabs(want) > 1 ? fabs(want) : 1);
+        if (d > 1e-5)
+            fail_msg("%s: \"%s\": %.6f, python3-sentencepiece %.6f", spm_path, json_string_value(text), got, want);
+        worst = d > worst ? d : worst;
+        unk_rows += want < -1000;           /* unknown characters cost min_score - 10 each */
+        rows++;
+        json_decref(j);
+    }
+    free(line);
+    fclose(f);
+    mt_spm_free(sp);
+    print_message("mt_spm_log_prob: %d texts x models (%d models), worst relative difference %.1e\n", rows, models,
+                  worst);
+    assert_true(rows >= 1000 && models == 6);
+    (void)unk_rows;
+}
+
+static void test_spm_log_prob_limits(void **state)
+{
+    const mt_spm *en = mt_tokenizer_spm(tok[TOK_EN_MG], 0), *fr = mt_tokenizer_spm(tok[TOK_FR_EN_BIG], 0);
+    double lp = 1;
+    mt_err err;
+    assert_int_equal(mt_spm_log_prob(NULL, "a", 1, &lp, &err), MT_ERR_INPUT);
+    assert_int_equal(mt_spm_log_prob(en, NULL, 1, &lp, &err), MT_ERR_INPUT);
+    assert_int_equal(mt_spm_log_prob(en, "a", 1, NULL, &err), MT_ERR_INPUT);
+    assert_int_equal(mt_spm_log_prob(en, NULL, 0, &lp, NULL), MT_OK);
+    assert_true(lp == 0.0);
+    assert_int_equal(mt_spm_log_prob(en, " \t\n  ", 5, &lp, NULL), MT_OK);     /* normalizes to nothing */
+    assert_true(lp == 0.0);
+
+    /* the cap: MT_SPM_LOG_PROB_MAX bytes are scored, one more is refused */
+    char *big = malloc(MT_SPM_LOG_PROB_MAX + 1);
+    assert_non_null(big);
+    for (int i = 0; i <= MT_SPM_LOG_PROB_MAX; i++)
+        big[i] = "the cat "[i % 8];
+    assert_int_equal(mt_spm_log_prob(en, big, MT_SPM_LOG_PROB_MAX, &lp, &err), MT_OK);
+    assert_true(isfinite(lp) && lp < -1000);
+    assert_int_equal(mt_spm_log_prob(en, big, MT_SPM_LOG_PROB_MAX + 1, &lp, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(mt_spm_log_prob(en, big, SIZE_MAX, &lp, &err), MT_ERR_TOO_LONG);
+    /* more text, lower probability; the same text, the same answer */
+    double a, b, c;
+    assert_int_equal(mt_spm_log_prob(en, big, 100, &a, NULL), MT_OK);
+    assert_int_equal(mt_spm_log_prob(en, big, 200, &b, NULL), MT_OK);
+    assert_int_equal(mt_spm_log_prob(en, big, 100, &c, NULL), MT_OK);
+    assert_true(b < a && a < 0 && a == c);
+    free(big);
+
+    /* the signal: each model prefers its own language by nats per character */
+    const char *e = "This package provides the documentation for the library.";
+    const char *f = "Ce paquet fournit la documentation de la bibliothèque.";
+    double en_e, fr_e, en_f, fr_f;
+    assert_int_equal(mt_spm_log_prob(en, e, strlen(e), &en_e, NULL), MT_OK);
+    assert_int_equal(mt_spm_log_prob(fr, e, strlen(e), &fr_e, NULL), MT_OK);
+    assert_int_equal(mt_spm_log_prob(en, f, strlen(f), &en_f, NULL), MT_OK);
+    assert_int_equal(mt_spm_log_prob(fr, f, strlen(f), &fr_f, NULL), MT_OK);
+    print_message("log p per char: English text en %.2f fr %.2f; French text en %.2f fr %.2f\n",
+                  en_e / (double)strlen(e), fr_e / (double)strlen(e), en_f / (double)strlen(f),
+                  fr_f / (double)strlen(f));
+    assert_true(en_e - fr_e > 0.3 * (double)strlen(e));
+    assert_true(fr_f - en_f > 0.3 * (double)strlen(f));
+
+    /* any bytes: malformed UTF-8, controls, a cut character, NUL; finite, <= 0 */
+    static const char *const hostile[] = {"\xff\xfe\xfd", "abc\xe2\x96", "\xc3", "a\x01\x02\x7f b", "\xf4\x90\x80\x80",
+                                          "\xed\xa0\x80 x", "\xe2\x96\x81\xe2\x96\x81"};
+    for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+        assert_int_equal(mt_spm_log_prob(en, hostile[i], strlen(hostile[i]), &lp, NULL), MT_OK);
+        assert_true(isfinite(lp) && lp <= 0);
+    }
+    static const char nul[] = "a\0b";
+    assert_int_equal(mt_spm_log_prob(fr, nul, 3, &lp, NULL), MT_OK);
+    assert_true(isfinite(lp) && lp < 0);
+    uint64_t s = 0x2545f4914f6cdd1du;
+    char buf[512];
+    for (int iter = 0; iter < 2000; iter++) {
+        size_t len = (size_t)(iter % 400) + 1;
+        for (size_t i = 0; i < len; i++) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            buf[i] = (char)(s >> 24);
+        }
+        assert_int_equal(mt_spm_log_prob(iter & 1 ? en : fr, buf, len, &lp, NULL), MT_OK);
+        assert_true(isfinite(lp) && lp <= 0);
+    }
+}
+
+static void test_spm_same(void **state)
+{
+    const mt_spm *ef_src = mt_tokenizer_spm(tok[TOK_EN_FR], 0), *ef_tgt = mt_tokenizer_spm(tok[TOK_EN_FR], 1);
+    const mt_spm *fe_src = mt_tokenizer_spm(tok[TOK_FR_EN], 0);
+    const mt_spm *mg_src = mt_tokenizer_spm(tok[TOK_EN_MG], 0), *mg_tgt = mt_tokenizer_spm(tok[TOK_EN_MG], 1);
+    const mt_spm *big_src = mt_tokenizer_spm(tok[TOK_FR_EN_BIG], 0), *big_tgt = mt_tokenizer_spm(tok[TOK_FR_EN_BIG], 1);
+    assert_true(ef_src && ef_tgt && ef_src != ef_tgt);      /* two loads of one file ... */
+    assert_true(mt_spm_same(ef_src, ef_tgt));               /* ... are the same model */
+    assert_true(mt_spm_same(ef_src, fe_src));               /* and the other shipped model has it too */
+    assert_true(mt_spm_same(mg_src, mg_src));
+    assert_false(mt_spm_same(mg_src, mg_tgt));
+    assert_false(mt_spm_same(big_src, big_tgt));
+    assert_false(mt_spm_same(mg_src, big_src));
+    assert_false(mt_spm_same(ef_src, mg_src));
+    assert_false(mt_spm_same(NULL, mg_src));
+    assert_false(mt_spm_same(mg_src, NULL));
+    assert_false(mt_spm_same(NULL, NULL));
+    assert_null(mt_tokenizer_spm(NULL, 0));
+}
+
+/* ---- srv_detect_lms_init: which model a candidate gets ---- */
+
+static void lms_of(const int *which, const char *const *langs, int n, srv_detect_lms *l, srv_detect_params *p)
+{
+    const mt_tokenizer *t[8];
+    for (int i = 0; i < n; i++)
+        t[i] = which[i] >= 0 ? tok[which[i]] : NULL;
+    srv_detect_lms_init(l, langs, t, n);
+    *p = srv_detect_default_params();
+    srv_detect_lms_params(l, p);
+}
+
+static void test_lms_selection(void **state)
+{
+    srv_detect_lms l;
+    srv_detect_params p;
+    /* the shipped models: one joint en+fr spm on both sides of both: no model, CLD2 alone */
+    static const char *const ef_fe[] = {"en", "fr"};
+    lms_of((const int[]){TOK_EN_FR, TOK_FR_EN}, ef_fe, 2, &l, &p);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.cand[0], "en");
+    assert_string_equal(l.cand[1], "fr");
+    assert_null(l.spm[0]);
+    assert_null(l.spm[1]);
+    assert_true(p.cand == l.cand && p.n_cand == 2);
+    assert_null(p.score);
+    assert_true(p.cld2_weight == SRV_DETECT_CLD2_WEIGHT);
+    /* OPUS-MT: separate monolingual source models */
+    assert_true(opus_lms.n == 2 && opus_lms.spm[0] == mt_tokenizer_spm(tok[TOK_EN_MG], 0) &&
+                opus_lms.spm[1] == mt_tokenizer_spm(tok[TOK_FR_EN_BIG], 0));
+    assert_non_null(opus_params.score);
+    assert_true(opus_params.score_ctx == &opus_lms);
+    /* a joint model first, a monolingual one for the same language after it: that one */
+    static const char *const en_en_fr[] = {"en", "en", "fr"};
+    lms_of((const int[]){TOK_EN_FR, TOK_EN_MG, TOK_FR_EN_BIG}, en_en_fr, 3, &l, &p);
+    assert_int_equal(l.n, 2);
+    assert_true(l.spm[0] == mt_tokenizer_spm(tok[TOK_EN_MG], 0));
+    assert_non_null(p.score);
+    /* a model for one candidate only: fewer than two, CLD2 alone */
+    lms_of((const int[]){TOK_EN_FR, TOK_FR_EN_BIG}, ef_fe, 2, &l, &p);
+    assert_null(l.spm[0]);
+    assert_non_null(l.spm[1]);
+    assert_null(p.score);
+    /* one spm file for two languages (as if en-mg's source.spm served "fr" too): neither */
+    lms_of((const int[]){TOK_EN_MG, TOK_EN_MG}, ef_fe, 2, &l, &p);
+    assert_true(!l.spm[0] && !l.spm[1] && !p.score);
+    /* three candidates, two of them sharing one file: the third keeps its model, alone: off */
+    static const char *const en_fr_de[] = {"en", "fr", "de"};
+    lms_of((const int[]){TOK_FR_EN_BIG, TOK_EN_MG, TOK_FR_EN_BIG}, en_fr_de, 3, &l, &p);
+    assert_int_equal(l.n, 3);
+    assert_true(!l.spm[0] && l.spm[1] && !l.spm[2] && !p.score);
+    /* unknown source languages and missing tokenizers are left out */
+    static const char *const odd[] = {"", NULL, "fr", "en"};
+    lms_of((const int[]){TOK_EN_MG, TOK_EN_MG, -1, TOK_EN_MG}, odd, 4, &l, &p);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.cand[0], "fr");
+    assert_true(!l.spm[0] && l.spm[1] && !p.score);
+    /* the score callback: its model's log-probability; -1 for no model or a bad index */
+    double lp = 0;
+    assert_int_equal(opus_params.score(opus_params.score_ctx, 0, "hello", 5, &lp), 0);
+    assert_true(lp < 0);
+    assert_int_equal(opus_params.score(opus_params.score_ctx, 2, "hello", 5, &lp), -1);
+    assert_int_equal(opus_params.score(opus_params.score_ctx, -1, "hello", 5, &lp), -1);
+}
+
+/* ---- the second stage on the held-out lines (OPUS-MT models) ---- */
+
+static int lm_right_of(const lines *l, const char *lang, const srv_detect_params *p)
+{
+    int ok = 0;
+    for (int i = 0; i < l->n; i++) {
+        srv_lang_guess g[3];
+        int n = srv_detect(l->line[i], strlen(l->line[i]), p, g, 3);
+        check_contract(g, n, 3);
+        ok += n > 0 && strcmp(g[0].code, lang) == 0;
+    }
+    return ok;
+}
+
+static void test_lm_heldout(void **state)
+{
+    int en = lm_right_of(&pos_en, "en", &opus_params), fr = lm_right_of(&pos_fr, "fr", &opus_params);
+    print_message("held-out, candidates {en, fr} with the OPUS-MT spms: en %d/500, fr %d/500 = %.1f%%\n", en, fr,
+                  (en + fr) / 10.0);
+    /* bench/detect_eval.sh: 493 + 497 (CLD2 alone: 495 + 482) */
+    assert_true(en >= 492 && fr >= 496 && en + fr >= 990);
+    /* the shipped models' candidates (no language model): exactly CLD2 alone */
+    srv_detect_lms l;
+    srv_detect_params shipped;
+    lms_of((const int[]){TOK_EN_FR, TOK_FR_EN}, enfr, 2, &l, &shipped);
+    assert_int_equal(lm_right_of(&pos_en, "en", &shipped), right_of(&pos_en, "en", enfr, 2));
+    assert_int_equal(lm_right_of(&pos_fr, "fr", &shipped), right_of(&pos_fr, "fr", enfr, 2));
+    /* the confidence keeps its meaning: >= 90 right 99% of the time (measured: 99%) */
+    int hi = 0, hi_ok = 0;
+    const lines *all[5] = {&pos_en, &pos_fr, &neg[0], &neg[1], &neg[2]};
+    static const char *const lang[5] = {"en", "fr", "de", "es", "it"};
+    for (int s = 0; s < 5; s++)
+        for (int i = 0; i < all[s]->n; i++) {
+            srv_lang_guess g[3];
+            int n = srv_detect(all[s]->line[i], strlen(all[s]->line[i]), &opus_params, g, 3);
+            if (n && g[0].confidence >= 90.0f) {
+                hi++;
+                hi_ok += strcmp(g[0].code, lang[s]) == 0;
+            }
+        }
+    print_message("with the OPUS-MT spms, confidence >= 90: %d/%d right\n", hi_ok, hi);
+    assert_true(hi >= 600 && hi_ok * 100 >= hi * 98);
+}
+
+/* The negatives: a line CLD2 gives another language keeps it, line by line; so
+ * the count reported as en or fr cannot grow. */
+static void test_lm_negatives_unchanged(void **state)
+{
+    int fc = 0, fc_lm = 0, total = 0;
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < neg[s].n; i++) {
+            const char *x = neg[s].line[i];
+            srv_lang_guess a[3], b[3];
+            int na = srv_detect_languages(x, strlen(x), enfr, 2, a, 3);
+            int nb = srv_detect(x, strlen(x), &opus_params, b, 3);
+            check_contract(b, nb, 3);
+            assert_int_equal(na > 0, nb > 0);
+            int cand_a = na && (!strcmp(a[0].code, "en") || !strcmp(a[0].code, "fr"));
+            int cand_b = nb && (!strcmp(b[0].code, "en") || !strcmp(b[0].code, "fr"));
+            assert_int_equal(cand_a, cand_b);
+            if (na && !cand_a) {
+                assert_string_equal(a[0].code, b[0].code);
+                assert_true(a[0].confidence == b[0].confidence);
+            }
+            fc += cand_a;
+            fc_lm += cand_b;
+            total++;
+        }
+    print_message("negatives as en/fr: CLD2 alone %d/%d, with the OPUS-MT spms %d\n", fc, total, fc_lm);
+    assert_int_equal(fc, fc_lm);
+}
+
+/* French lines of the test split that CLD2 alone (hinted) reads as English, and an
+ * English one it reads as French: the models set them right; German stays German. */
+static void test_lm_picks(void **state)
+{
+    static const char *const french[] = {
+        "Bibliothèque de conversion Windows metafile",
+        "transcription phonétique pour la langue slovaque",
+        "L'outil uftrace gère les applications multitâches ou multi-fils.",
+        "dispositif d'alignement Burrows-Wheeler",
+    };
+    for (size_t i = 0; i < sizeof french / sizeof *french; i++) {
+        float c0, c1;
+        assert_string_equal(detect(french[i], strlen(french[i]), enfr, 2, &c0), "en");
+        srv_lang_guess g[3];
+        int n = srv_detect(french[i], strlen(french[i]), &opus_params, g, 3);
+        check_contract(g, n, 3);
+        assert_true(n >= 2);
+        assert_string_equal(g[0].code, "fr");
+        assert_string_equal(g[1].code, "en");          /* CLD2's answer, after it */
+        c1 = g[0].confidence;
+        assert_true(c1 > 0 && c1 <= c0);
+    }
+    srv_lang_guess g[3];
+    const char *qt = "Qt 5 qdoc tool";
+    assert_string_equal(detect_s(qt, enfr, 2), "fr");
+    assert_true(srv_detect(qt, strlen(qt), &opus_params, g, 3) >= 1);
+    assert_string_equal(g[0].code, "en");
+    /* a language that is not a candidate is still reported, whatever the models say */
+    static const char *const other[][2] = {
+        {"Der schnelle braune Fuchs springt über den faulen Hund und läuft davon.", "de"},
+        {"El rápido zorro marrón salta sobre el perro perezoso y se escapa corriendo.", "es"},
+        {"Questo pacchetto contiene la documentazione della libreria standard.", "it"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        assert_true(srv_detect(other[i][0], strlen(other[i][0]), &opus_params, g, 3) >= 1);
+        assert_string_equal(g[0].code, other[i][1]);
+    }
+    /* and text without letters is still nothing */
+    assert_int_equal(srv_detect("12345 !!!", 9, &opus_params, g, 3), 0);
+}
+
+/* ---- the second stage's arithmetic, with a scripted scorer ---- */
+
+typedef struct {
+    double per_char[4];     /* log p per character that candidate i's "model" gives */
+    int    ret[4];          /* what the callback returns for candidate i */
+    int    calls[4];
+    int    bad;             /* the callback was handed text it must never see */
+    size_t longest;
+} script;
+
+static int scripted(void *ctx, int i, const char *text, size_t len, double *logp)
+{
+    script *s = ctx;
+    if (i < 0 || i >= 4 || !text || len == 0 || len > SRV_DETECT_LM_BYTES) {
+        s->bad = 1;
+        return -1;
+    }
+    s->calls[i]++;
+    s->longest = len > s->longest ? len : s->longest;
+    size_t chars = 0;
+    for (size_t at = 0; at < len;) {                 /* valid UTF-8, no controls but TAB LF FF CR */
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)text + at, len - at, &c);
+        if (!k || (c < 0x20 && c != '\t' && c != '\n' && c != '\f' && c != '\r') || (c >= 0x7f && c <= 0x9f)) {
+            s->bad = 1;
+            return -1;
+        }
+        at += k;
+        chars++;
+    }
+    *logp = s->per_char[i] * (double)chars;
+    return s->ret[i];
+}
+
+/* srv_detect of text with the scripted scorer over cand; *g gets the answer. */
+static int scripted_detect(const char *text, const char *const *cand, int n_cand, script *s, float weight,
+                           srv_lang_guess g[3])
+{
+    srv_detect_params p = srv_detect_default_params();
+    p.cand = cand;
+    p.n_cand = n_cand;
+    p.score = scripted;
+    p.score_ctx = s;
+    p.cld2_weight = weight;
+    int n = srv_detect(text, strlen(text), &p, g, 3);
+    check_contract(g, n, 3);
+    assert_false(s->bad);
+    return n;
+}
+
+static void test_lm_rule(void **state)
+{
+    const char *fr_text = "Ce paquet fournit la documentation.";
+    float c;
+    assert_string_equal(detect(fr_text, strlen(fr_text), enfr, 2, &c), "fr");     /* CLD2: fr, c */
+    srv_lang_guess g[3];
+    const float w = SRV_DETECT_CLD2_WEIGHT;
+
+    /* en's model ahead by more than CLD2's vote: en, confidence c (a full vote's lead) */
+    script s = {{-1.0, -1.0 - w * c / 100 - 1.0}, {0, 0}, {0}, 0, 0};
+    assert_true(scripted_detect(fr_text, enfr, 2, &s, w, g) == 2);
+    assert_string_equal(g[0].code, "en");
+    assert_float_equal(g[0].confidence, c, 1e-3);
+    assert_string_equal(g[1].code, "fr");
+    assert_true(g[1].confidence <= g[0].confidence);
+    assert_int_equal(s.calls[0], 1);
+    assert_int_equal(s.calls[1], 1);
+    /* ahead by less than the vote: CLD2's answer stands, its confidence untouched */
+    s = (script){{-1.0, -1.0 - w * c / 100 + 0.05}, {0, 0}, {0}, 0, 0};
+    scripted_detect(fr_text, enfr, 2, &s, w, g);
+    assert_string_equal(g[0].code, "fr");
+    assert_float_equal(g[0].confidence, c, 1e-4);
+    /* ahead by a fifth of the weight beyond the vote: en at a fifth of the confidence */
+    s = (script){{-1.0, -1.0 - w * c / 100 - 0.2 * w}, {0, 0}, {0}, 0, 0};
+    scripted_detect(fr_text, enfr, 2, &s, w, g);
+    assert_string_equal(g[0].code, "en");
+    assert_float_equal(g[0].confidence, 0.2f * c, 1e-2);
+    /* weight 0: the models alone; a tie keeps CLD2's answer */
+    s = (script){{-2.0, -2.0}, {0, 0}, {0}, 0, 0};
+    scripted_detect(fr_text, enfr, 2, &s, 0.0f, g);
+    assert_string_equal(g[0].code, "fr");
+    s = (script){{-1.99, -2.0}, {0, 0}, {0}, 0, 0};
+    scripted_detect(fr_text, enfr, 2, &s, 0.0f, g);
+    assert_string_equal(g[0].code, "en");
+    assert_true(g[0].confidence > 0 && g[0].confidence <= c);
+    /* a candidate without a model (-1), or a logp that is no number: CLD2 alone */
+    double bad[] = {NAN, INFINITY, -INFINITY};
+    s = (script){{-1.0, -9.0}, {-1, 0}, {0}, 0, 0};
+    scripted_detect(fr_text, enfr, 2, &s, w, g);
+    assert_string_equal(g[0].code, "fr");
+    for (int k = 0; k < 3; k++) {
+        s = (script){{bad[k], -9.0}, {0, 0}, {0}, 0, 0};
+        scripted_detect(fr_text, enfr, 2, &s, w, g);
+        assert_string_equal(g[0].code, "fr");
+        assert_float_equal(g[0].confidence, c, 1e-4);
+    }
+    /* CLD2's answer without a model: nothing to weigh it against */
+    s = (script){{-1.0, -9.0}, {0, -1}, {0}, 0, 0};
+    scripted_detect(fr_text, enfr, 2, &s, w, g);
+    assert_string_equal(g[0].code, "fr");
+    /* the callback is asked by candidate index; codes CLD2 does not know and repeats are not asked */
+    static const char *const mixed[] = {"fra", "FR", "fr_FR", "en-US"};
+    s = (script){{-9.0, -5.0, -9.0, -1.0}, {0, 0, 0, 0}, {0}, 0, 0};
+    scripted_detect(fr_text, mixed, 4, &s, w, g);
+    assert_int_equal(s.calls[0], 0);                    /* "fra": unknown to CLD2 */
+    assert_int_equal(s.calls[1], 1);
+    assert_int_equal(s.calls[2], 0);                    /* French again */
+    assert_int_equal(s.calls[3], 1);
+    assert_string_equal(g[0].code, "en");               /* reported in CLD2's spelling */
+    /* one candidate: no second stage */
+    s = (script){{-9.0, -1.0}, {0, 0}, {0}, 0, 0};
+    static const char *const fr_only[] = {"fr"};
+    scripted_detect(fr_text, fr_only, 1, &s, w, g);
+    assert_int_equal(s.calls[0], 0);
+    /* a non-candidate answer: the models are not asked */
+    const char *de = "Dieses Paket enthält die Dokumentation und viele Beispiele für Entwickler.";
+    s = (script){{-0.1, -0.1}, {0, 0}, {0}, 0, 0};
+    scripted_detect(de, enfr, 2, &s, w, g);
+    assert_string_equal(g[0].code, "de");
+    assert_int_equal(s.calls[0] + s.calls[1], 0);
+    /* max cuts the rewritten list too */
+    s = (script){{-1.0, -5.0}, {0, 0}, {0}, 0, 0};
+    srv_detect_params p = srv_detect_default_params();
+    p.cand = enfr;
+    p.n_cand = 2;
+    p.score = scripted;
+    p.score_ctx = &s;
+    srv_lang_guess one[1];
+    assert_int_equal(srv_detect(fr_text, strlen(fr_text), &p, one, 1), 1);
+    assert_string_equal(one[0].code, "en");
+}
+
+/* What the models are handed: the scrubbed text, at most SRV_DETECT_LM_BYTES, cut
+ * on a character. */
+static void test_lm_text(void **state)
+{
+    size_t n = SRV_DETECT_MAX_BYTES + 100;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    /* "é" (2 bytes) straddles byte SRV_DETECT_LM_BYTES; controls and bad bytes inside */
+    for (size_t i = 0; i < n;)
+        i += (size_t)snprintf(big + i, n + 1 - i, "Le paquet fournit la documentation. ");
+    memcpy(big + SRV_DETECT_LM_BYTES - 1, "\xC3\xA9", 2);
+    memcpy(big + 10, "\x01\xff\x7f\xC2\x85", 5);
+    script s = {{-1.0, -1.0}, {0, 0}, {0}, 0, 0};
+    srv_lang_guess g[3];
+    srv_detect_params p = srv_detect_default_params();
+    p.cand = enfr;
+    p.n_cand = 2;
+    p.score = scripted;
+    p.score_ctx = &s;
+    int k = srv_detect(big, n, &p, g, 3);
+    check_contract(g, k, 3);
+    assert_false(s.bad);
+    assert_int_equal(s.calls[0] + s.calls[1], 2);
+    assert_int_equal(s.longest, SRV_DETECT_LM_BYTES - 1);
+    free(big);
+}
+
+/* ---- srv_detect_source: a server of en-fr and fr-en ---- */
+
+static srv_server fake_srv;
+static mt_model_info info_ef = {.source_lang = "en", .target_lang = "fr"},
+                     info_fe = {.source_lang = "fr", .target_lang = "en"};
+
+static void fake_server(int n_models, int opus)
+{
+    memset(&fake_srv, 0, sizeof fake_srv);
+    fake_srv.n_models = n_models;
+    fake_srv.models[0].info = &info_ef;
+    fake_srv.models[0].tok = tok[opus ? TOK_EN_MG : TOK_EN_FR];
+    snprintf(fake_srv.models[0].id, sizeof fake_srv.models[0].id, "en-fr");
+    fake_srv.models[1].info = &info_fe;
+    fake_srv.models[1].tok = tok[opus ? TOK_FR_EN_BIG : TOK_FR_EN];
+    snprintf(fake_srv.models[1].id, sizeof fake_srv.models[1].id, "fr-en");
+}
+
+/* srv_detect_source of one text: its return value; *g and *resp what it wrote. */
+static int source_of(const char *text, const char *target, srv_lang_guess *g, srv_response *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    memset(g, 0, sizeof *g);
+    const char *texts[1] = {text};
+    return srv_detect_source(&fake_srv, texts, 1, target, g, resp);
+}
+
+static void test_detect_source_fallback(void **state)
+{
+    srv_lang_guess g;
+    srv_response resp;
+    fake_server(2, 0);
+    /* no letters: the first source with a path to the target, confidence 0 */
+    static const char *const no_letters[] = {"123", "!!!", "42 + 17 = 59", "\xE2\x82\xAC 42", "-- // **"};
+    for (size_t i = 0; i < sizeof no_letters / sizeof *no_letters; i++) {
+        assert_int_equal(source_of(no_letters[i], "fr", &g, &resp), 0);
+        assert_int_equal(resp.error, SRV_OK);
+        assert_string_equal(g.code, "en");
+        assert_true(g.confidence == 0.0f);
+        assert_int_equal(source_of(no_letters[i], "en", &g, &resp), 0);     /* en is the target: fr */
+        assert_string_equal(g.code, "fr");
+        assert_true(g.confidence == 0.0f);
+    }
+    /* no source reaches the target: 400 as before */
+    assert_int_equal(source_of("123", "de", &g, &resp), -1);
+    assert_int_equal(resp.error, SRV_E_UNSUPPORTED_LANGUAGE);
+    assert_non_null(strstr(resp.message, "could not detect"));
+    /* blank text: 400 empty_text, no fallback */
+    assert_int_equal(source_of(" \t\n ", "fr", &g, &resp), -1);
+    assert_int_equal(resp.error, SRV_E_EMPTY_TEXT);
+    /* detected: as before */
+    assert_int_equal(source_of("Ce paquet fournit la documentation.", "en", &g, &resp), 0);
+    assert_string_equal(g.code, "fr");
+    assert_true(g.confidence > 50);
+    assert_int_equal(source_of("Ce paquet fournit la documentation.", "fr", &g, &resp), -1);
+    assert_non_null(strstr(resp.message, "which is the target"));
+    assert_int_equal(source_of("Dieses Paket enthält die Dokumentation und viele Beispiele.", "fr", &g, &resp), -1);
+    assert_non_null(strstr(resp.message, "German (de"));
+    /* one model: its source */
+    fake_server(1, 0);
+    assert_int_equal(source_of("2024", "fr", &g, &resp), 0);
+    assert_string_equal(g.code, "en");
+    assert_int_equal(source_of("2024", "en", &g, &resp), -1);
+}
+
+/* The server's detection uses the models it has: the shipped ones give CLD2's
+ * answer, OPUS-MT ones the second stage's. */
+static void test_detect_texts_models(void **state)
+{
+    const char *x = "Bibliothèque de conversion Windows metafile";
+    const char *texts[1] = {x};
+    srv_lang_guess g[3];
+    srv_response resp = {0};
+    fake_server(2, 0);
+    assert_true(srv_detect_texts(&fake_srv, texts, 1, g, 3, &resp) >= 1);
+    assert_string_equal(g[0].code, "en");
+    fake_server(2, 1);
+    assert_true(srv_detect_texts(&fake_srv, texts, 1, g, 3, &resp) >= 1);
+    assert_string_equal(g[0].code, "fr");
+    assert_int_equal(resp.error, SRV_OK);
 }
 
 int main(void)
@@ -453,6 +1056,17 @@ int main(void)
         cmocka_unit_test(test_huge),
         cmocka_unit_test(test_candidate_forms),
         cmocka_unit_test(test_two_threads),
+        cmocka_unit_test(test_spm_log_prob_reference),
+        cmocka_unit_test(test_spm_log_prob_limits),
+        cmocka_unit_test(test_spm_same),
+        cmocka_unit_test(test_lms_selection),
+        cmocka_unit_test(test_lm_heldout),
+        cmocka_unit_test(test_lm_negatives_unchanged),
+        cmocka_unit_test(test_lm_picks),
+        cmocka_unit_test(test_lm_rule),
+        cmocka_unit_test(test_lm_text),
+        cmocka_unit_test(test_detect_source_fallback),
+        cmocka_unit_test(test_detect_texts_models),
     };
     return cmocka_run_group_tests_name("detect", tests, setup, teardown);
 }

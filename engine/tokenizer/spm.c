@@ -10,6 +10,8 @@
  *               float/double arithmetic and first-wins tie-breaking; runs of
  *               unknown characters merged (or split into <0xXX> byte pieces)
  *   decode      SentencePieceProcessor::Decode on piece strings
+ *   log_prob    the best path's score, the model read as a language model
+ *               (language identification, server/detect)
  *
  * Everything loaded is immutable; per-call scratch is malloc'd per call.
  */
@@ -34,6 +36,7 @@ struct mt_spm {
     char         *name;         /* file name for messages */
     uint8_t      *buf;          /* the file; piece strings point into it */
     size_t        buf_len;
+    uint64_t      fingerprint;  /* FNV-1a 64 of the file (mt_spm_same) */
     mt_spm_proto  m;
     int           unk_id;       /* index of the UNKNOWN piece */
     float         min_score, max_score;
@@ -224,6 +227,15 @@ void mt_spm_free(mt_spm *sp)
     free(sp);
 }
 
+/* FNV-1a, 64 bits: the file's fingerprint for mt_spm_same. */
+static uint64_t fnv1a64(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3u;
+    return h;
+}
+
 /* Takes ownership of buf (freed on failure too). */
 static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_spm **out, mt_err *err)
 {
@@ -235,6 +247,7 @@ static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_s
     }
     sp->buf = buf;
     sp->buf_len = len;
+    sp->fingerprint = fnv1a64(buf, len);
     sp->name = strdup(name);
     if (!sp->name) {
         mt_spm_free(sp);
@@ -575,6 +588,46 @@ mt_status mt_spm_encode(const mt_spm *sp, const char *text, size_t len, mt_piece
     if (st)
         out->n = 0;
     return st;
+}
+
+/* ---- the model as a language model -------------------------------------------- */
+
+mt_status mt_spm_log_prob(const mt_spm *sp, const char *text, size_t len, double *logp, mt_err *err)
+{
+    if (!sp || (!text && len) || !logp)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_spm_log_prob: bad arguments");
+    *logp = 0.0;
+    if (len > MT_SPM_LOG_PROB_MAX)
+        return mt_err_set(err, MT_ERR_TOO_LONG, "%s: %zu bytes to score, at most %d", sp->name, len,
+                          MT_SPM_LOG_PROB_MAX);
+    /* One buffer: the normalized text (n bytes), then the n + 1 lattice nodes
+     * at the next aligned offset.  Normalization grows a text by a bounded
+     * factor (the charsmap's longest replacement), so the buffer is bounded. */
+    mt_sbuf o = { 0 };
+    if (mt_spm_norm_run(&sp->norm, (const uint8_t *)text, len, &o)) {
+        free(o.p);
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory normalizing %zu bytes", sp->name, len);
+    }
+    size_t n = o.n;
+    if (n == 0) {
+        free(o.p);
+        return MT_OK;
+    }
+    size_t at = (n + _Alignof(vnode) - 1) / _Alignof(vnode) * _Alignof(vnode);
+    if (mt_sb_reserve(&o, at - n + (n + 1) * sizeof(vnode))) {
+        free(o.p);
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+    }
+    vnode *best = (vnode *)(void *)(o.p + at);
+    viterbi(sp, (const uint8_t *)o.p, n, best);
+    *logp = (double)best[n].score;
+    free(o.p);
+    return MT_OK;
+}
+
+int mt_spm_same(const mt_spm *a, const mt_spm *b)
+{
+    return a && b && a->buf_len == b->buf_len && a->fingerprint == b->fingerprint;
 }
 
 /* ---- spm decoding (SentencePieceProcessor::Decode on piece strings) --------- */

@@ -1,5 +1,6 @@
 /* spm_api: the public calls of one SentencePiece unigram model (spm.c):
- * load and check a .spm file, normalize, encode to pieces, decode ids.
+ * load and check a .spm file, normalize, encode to pieces, decode ids, and
+ * the log-probability of a text (the model read as a unigram language model).
  * tokenizer.h includes it, so the rest of the tree reaches these calls
  * through tokenizer.h; spm.h adds what only tokenizer.c needs.  A header of
  * its own so that spm.c's prototypes need nothing of the Marian layer
@@ -44,5 +45,31 @@ mt_status mt_spm_encode(const mt_spm *sp, const char *text, size_t len, mt_piece
  * space dropped).  MT_ERR_INPUT for an id outside [0, mt_spm_size).  *out is
  * malloc'd and NUL-terminated; *out_len (may be NULL) gets its length. */
 mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out, size_t *out_len, mt_err *err);
+
+/* ---- the model as a language model ------------------------------------- */
+/* The longest text mt_spm_log_prob takes, in bytes. */
+#define MT_SPM_LOG_PROB_MAX 4096
+
+/* The natural-log probability of text[0..len) under the unigram model, as the
+ * score of its best segmentation: the path mt_spm_encode takes (spm's Viterbi
+ * over the normalized text, before runs of unknown characters are merged), the
+ * sum of its pieces' scores, which are log-probabilities for NORMAL pieces;
+ * an unknown character costs min_score - 10 (spm's kUnkPenalty), a
+ * USER_DEFINED piece of L bytes L * max_score - 0.1 (spm's own scores).  It is
+ * what python3-sentencepiece 0.1.97 reports as
+ * NBestEncodeAsImmutableProto(text, 2).nbests[0].score (to float rounding:
+ * spm sums in float).  Text that normalizes to nothing: 0.
+ * A model trained on one language's text is a language model of it: compare
+ * two models' log-probabilities of one text to tell which language it is in.
+ * Any bytes (malformed UTF-8 is scored as spm reads it); len at most
+ * MT_SPM_LOG_PROB_MAX, else MT_ERR_TOO_LONG.  One buffer per call (malloc'd,
+ * grown while normalizing), its size bounded through MT_SPM_LOG_PROB_MAX: the
+ * normalized text and the Viterbi lattice; sp is only read, so threads may
+ * share it. */
+mt_status mt_spm_log_prob(const mt_spm *sp, const char *text, size_t len, double *logp, mt_err *err);
+/* 1 when a and b were loaded from byte-identical files (a 64-bit FNV-1a hash of
+ * the file taken at load, and its size), 0 otherwise (also when one is NULL).
+ * Cheap: nothing is read but the two fingerprints. */
+int       mt_spm_same(const mt_spm *a, const mt_spm *b);
 
 #endif

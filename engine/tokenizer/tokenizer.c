@@ -362,3 +362,8 @@ int32_t mt_tokenizer_target_eos(const mt_tokenizer *tok) { return tok ? dec_voca
 int32_t mt_tokenizer_eos(const mt_tokenizer *tok) { return tok ? tok->vocab.eos : -1; }
 int32_t mt_tokenizer_unk(const mt_tokenizer *tok) { return tok ? tok->vocab.unk : -1; }
 int32_t mt_tokenizer_pad(const mt_tokenizer *tok) { return tok ? tok->vocab.pad : -1; }
+
+const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target)
+{
+    return tok ? (target ? tok->tgt : tok->src) : NULL;
+}

@@ -101,6 +101,9 @@ int32_t     mt_tokenizer_pad(const mt_tokenizer *tok);
 /* The target side (target_vocab.json when separate, else the same as above). */
 int         mt_tokenizer_target_vocab_size(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_target_eos(const mt_tokenizer *tok);
+/* The SentencePiece model of a side (target 0: source.spm, 1: target.spm),
+ * owned by tok (for mt_spm_log_prob, mt_spm_same); NULL when tok is. */
+const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target);
 
 
 #endif

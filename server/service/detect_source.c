@@ -9,18 +9,74 @@
 #include "languages.h"
 #include "pairs.h"
 
+/* ---- the candidates and their language models ---- */
+
+void srv_detect_lms_init(srv_detect_lms *l, const char *const *source_lang, const mt_tokenizer *const *tok, int n)
+{
+    memset(l, 0, sizeof *l);
+    for (int i = 0; i < n; i++) {
+        const char *s = source_lang[i];
+        if (!s || !s[0])
+            continue;
+        int k = 0;
+        while (k < l->n && !srv_lang_same(l->cand[k], s))
+            k++;
+        if (k == l->n) {
+            if (l->n == SRV_MAX_MODELS)
+                continue;
+            l->cand[l->n++] = s;
+        }
+        const mt_spm *src = mt_tokenizer_spm(tok[i], 0);
+        if (!l->spm[k] && src && !mt_spm_same(src, mt_tokenizer_spm(tok[i], 1)))
+            l->spm[k] = src;            /* not a joint source+target model */
+    }
+    int shared[SRV_MAX_MODELS] = { 0 };
+    for (int i = 0; i < l->n; i++)
+        for (int j = 0; j < l->n; j++)
+            shared[i] |= j != i && mt_spm_same(l->spm[i], l->spm[j]);
+    for (int i = 0; i < l->n; i++)
+        if (shared[i])
+            l->spm[i] = NULL;           /* one model for two languages: a model of neither */
+}
+
+static int spm_score(void *ctx, int i, const char *text, size_t len, double *logp)
+{
+    const srv_detect_lms *l = ctx;
+    if (i < 0 || i >= l->n || !l->spm[i])
+        return -1;
+    return mt_spm_log_prob(l->spm[i], text, len, logp, NULL) == MT_OK ? 0 : -1;
+}
+
+void srv_detect_lms_params(const srv_detect_lms *l, srv_detect_params *p)
+{
+    int any = 0;
+    for (int i = 0; i < l->n; i++)
+        any += l->spm[i] != NULL;
+    p->cand = l->cand;
+    p->n_cand = l->n;
+    p->score = any >= 2 ? spm_score : NULL;
+    p->score_ctx = any >= 2 ? (void *)l : NULL;
+}
+
+static void server_lms(const srv_server *srv, srv_detect_lms *l)
+{
+    const char *src[SRV_MAX_MODELS];
+    const mt_tokenizer *tok[SRV_MAX_MODELS];
+    int n = srv->n_models < SRV_MAX_MODELS ? srv->n_models : SRV_MAX_MODELS;
+    for (int i = 0; i < n; i++) {
+        src[i] = srv->models[i].info->source_lang;
+        tok[i] = srv->models[i].tok;
+    }
+    srv_detect_lms_init(l, src, tok, n);
+}
+
 /* The distinct source languages of the loaded models: their count. */
 static int sources(const srv_server *srv, const char **out, int max)
 {
-    int n = 0;
-    for (int i = 0; i < srv->n_models && n < max; i++) {
-        const char *s = srv->models[i].info->source_lang;
-        int seen = !s[0];
-        for (int k = 0; k < n && !seen; k++)
-            seen = srv_lang_same(out[k], s);
-        if (!seen)
-            out[n++] = s;
-    }
+    srv_detect_lms l;
+    server_lms(srv, &l);
+    int n = l.n < max ? l.n : max;
+    memcpy(out, l.cand, sizeof *out * (size_t)n);
     return n;
 }
 
@@ -54,9 +110,30 @@ int srv_detect_texts(const srv_server *srv, const char *const *texts, int n, srv
         srv_fail(resp, SRV_E_EMPTY_TEXT, "the text is empty or whitespace only: there is no language to detect");
         return 0;
     }
-    const char *cand[SRV_MAX_MODELS];
-    int n_cand = sources(srv, cand, SRV_MAX_MODELS);
-    return srv_detect_languages(buf, len, cand, n_cand, out, max);
+    srv_detect_lms l;
+    server_lms(srv, &l);
+    srv_detect_params p = srv_detect_default_params();
+    srv_detect_lms_params(&l, &p);
+    return srv_detect(buf, len, &p, out, max);
+}
+
+/* Nothing recognised: the first source with a path to target, confidence 0
+ * (LibreTranslate's fallback); 0, or -1 when there is none. */
+static int fallback_source(srv_server *srv, const char *target, srv_lang_guess *out)
+{
+    const char *src[SRV_MAX_MODELS];
+    int n = sources(srv, src, SRV_MAX_MODELS);
+    for (int i = 0; i < n; i++) {
+        srv_path path;
+        srv_response scratch = { 0 };       /* srv_fail only writes into it */
+        if (srv_lang_same(src[i], target) || srv_path_for_pair(srv, src[i], target, &path, &scratch))
+            continue;
+        memset(out, 0, sizeof *out);
+        snprintf(out->code, sizeof out->code, "%s", src[i]);
+        out->confidence = 0.0f;
+        return 0;
+    }
+    return -1;
 }
 
 int srv_detect_source(srv_server *srv, const char *const *texts, int n, const char *target, srv_lang_guess *out,
@@ -66,9 +143,14 @@ int srv_detect_source(srv_server *srv, const char *const *texts, int n, const ch
     char avail[512];
     sources_text(srv, avail, sizeof avail);
     int k = srv_detect_texts(srv, texts, n, g, 3, resp);
-    if (k == 0)
-        return resp->error != SRV_OK ? -1 : srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "could not detect the language of the "
-                                          "text; name the source (available: %s)", avail);
+    if (k == 0) {
+        if (resp->error != SRV_OK)
+            return -1;                      /* blank */
+        if (fallback_source(srv, target, out) == 0)
+            return 0;
+        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "could not detect the language of the text; name the "
+                        "source (available: %s)", avail);
+    }
     *out = g[0];
     const char *name = srv_lang_name(g[0].code);
     if (srv_lang_same(g[0].code, target))

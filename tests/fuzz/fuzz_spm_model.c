@@ -8,7 +8,8 @@
  *      denormalizer charsmaps (Darts double arrays read from the file);
  *   3. when the model loads, the model is used: normalize, encode and decode
  *      of fixed texts and of the input's last bytes, decode of every id and of
- *      every piece of the encoding (spm's round trip).
+ *      every piece of the encoding (spm's round trip), the log-probability of
+ *      each text (mt_spm_log_prob), mt_spm_same.
  * The input is the .spm file; seeds are small real models. */
 #include "fuzz_common.h"
 
@@ -45,6 +46,11 @@ static void use_text(const mt_spm *sp, const char *text, size_t len)
         free(ids);
     }
     mt_pieces_free(&pc);
+    /* the model as a language model: any model, any bytes up to the cap (a score
+     * the file makes NaN or infinite is the caller's to refuse: server/detect does) */
+    double lp = 1;
+    FUZZ_CHECK(mt_spm_log_prob(sp, text, len, &lp, &err) == (len <= MT_SPM_LOG_PROB_MAX ? MT_OK : MT_ERR_TOO_LONG));
+    FUZZ_CHECK(len > 0 || lp == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -76,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int32_t unk = mt_spm_unk_id(sp);
     FUZZ_CHECK(unk >= 0 && unk < n);
     FUZZ_CHECK(mt_spm_piece(sp, -1, NULL) == NULL && mt_spm_piece(sp, n, NULL) == NULL);
+    FUZZ_CHECK(mt_spm_same(sp, sp) && !mt_spm_same(sp, NULL));
 
     static const char *const texts[] = {
         "", " ", "Hello world.", "  Two  spaces\tand\ttabs  ", "caf\xc3\xa9 \xe2\x96\x81 \xef\xbc\xa1",
