@@ -59,6 +59,23 @@ static void expect_error(const server *s, const char *path, const req_opts *o, l
     reply_free(&r);
 }
 
+/* A request that must fail in LibreTranslate's shape: status, and
+ * {"error": string} with word in it (NULL: any). */
+static void expect_lt_error_on(const server *s, const char *path, const req_opts *o, long status, const char *word)
+{
+    reply r = http_req(s, path, o);
+    json_t *j = expect_json(&r, status);
+    json_t *err = json_object_get(j, "error");
+    if (!json_is_string(err) || (word && !strstr(json_string_value(err), word)))
+        print_error("%s: expected an error string with '%s': %s\n", path, word ? word : "", r.body);
+    assert_true(json_is_string(err));
+    if (word)
+        assert_non_null(strstr(json_string_value(err), word));
+    assert_int_equal(json_object_size(j), 1);
+    json_decref(j);
+    reply_free(&r);
+}
+
 static void expect_post_error(const char *path, const char *body, long status, const char *code,
                               const char *word)
 {
@@ -597,7 +614,8 @@ static void test_errors_routes(void **state)
     r = http_req(&main_srv, "/health", &head);
     assert_int_equal(r.status, 200);
     reply_free(&r);
-    expect_post_error("/languages", "{}", 405, "method_not_allowed", NULL);
+    req_opts post_ = { .body = "{}" };
+    expect_lt_error_on(&main_srv, "/languages", &post_, 405, "not allowed");     /* LibreTranslate's path */
 }
 
 static void test_errors_utf8_and_media(void **state)
@@ -609,7 +627,7 @@ static void test_errors_utf8_and_media(void **state)
     expect_post_error("/translate", overlong, 400, "invalid_utf8", NULL);
     expect_post_error("/translate", "{\"text\": \"\\ud800\"}", 400, "invalid_json", NULL);
     req_opts mp = { .body = "--x\r\n", .content_type = "multipart/form-data; boundary=x" };
-    expect_error(&main_srv, "/translate", &mp, 400, "invalid_json", "multipart");
+    expect_lt_error_on(&main_srv, "/translate", &mp, 400, "multipart");     /* a form: LibreTranslate's */
     /* the server is still fine */
     json_t *j = translate(&main_srv, "{\"text\": \"Still alive\", \"max_length\": 8}");
     json_decref(j);
@@ -683,15 +701,16 @@ static void test_libretranslate_json(void **state)
 static void expect_lt_error(const char *body, const char *content_type, long status, const char *word)
 {
     req_opts o = { .body = body, .content_type = content_type };
-    reply r = http_req(&main_srv, "/translate", &o);
+    expect_lt_error_on(&main_srv, "/translate", &o, status, word);
+}
+
+/* POST path with a JSON body on the main server: the reply's JSON (status checked). */
+static json_t *post_json(const char *path, const char *body, long status)
+{
+    reply r = post(&main_srv, path, body);
     json_t *j = expect_json(&r, status);
-    json_t *err = json_object_get(j, "error");
-    if (!json_is_string(err) || !strstr(json_string_value(err), word))
-        print_error("expected an error string with '%s': %s\n", word, r.body);
-    assert_true(json_is_string(err));
-    assert_non_null(strstr(json_string_value(err), word));
-    json_decref(j);
     reply_free(&r);
+    return j;
 }
 
 static void test_libretranslate_errors(void **state)
@@ -704,7 +723,7 @@ static void test_libretranslate_errors(void **state)
     expect_lt_error("{\"q\": \"Hi\", \"target\": \"fr\"}", NULL, 400, "missing source");
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\"}", NULL, 400, "missing target");
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"format\": \"pdf\"}", NULL, 400,
-                    "format must be text or html");
+                    "pdf format is not supported");
     expect_lt_error("{\"q\": \"<b>Hi</b>\", \"source\": \"auto\", \"target\": \"fr\", \"format\": \"html\"}", NULL,
                     400, "sources available: English (en)");     /* "Hi": too short to say (CLD2: Catalan) */
     expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": \"x\"}", NULL, 400,
@@ -715,6 +734,229 @@ static void test_libretranslate_errors(void **state)
     expect_lt_error("{\"q\": 5, \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "q must be");
     expect_lt_error("{\"q\": [\"a\", 5], \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "q[1]");
     expect_lt_error("{\"q\": [], \"source\": \"en\", \"target\": \"fr\"}", NULL, 400, "missing q");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": \"1.5\"}", NULL, 400,
+                    "alternatives parameter is not a number");
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": [1]}", NULL, 400,
+                    "alternatives parameter is not a number");
+    /* LibreTranslate's statuses: a text over a limit and an unknown model are 400 (ours: 413, 404) */
+    char *longq = repeat("{\"q\": \"", "word ", 400, "\", \"source\": \"en\", \"target\": \"fr\"}");
+    expect_lt_error(longq, NULL, 400, "tokens");
+    free(longq);
+    expect_lt_error("{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"model\": \"nope\"}", NULL, 400, "nope");
+}
+
+/* What LibreTranslate makes of its fields, beyond the plain case (its app.py,
+ * translate()): codes in any case, format "" as text, alternatives from a
+ * numeric string or a number (truncated), below 0 as 0, a form's line breaks,
+ * and blank text sent back with source auto. */
+static void test_libretranslate_fields(void **state)
+{
+    (void)state;
+    json_t *plain = post_json("/translate", "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\"}", 200);
+    const char *want = json_string_value(json_object_get(plain, "translatedText"));
+    assert_non_null(want);
+    static const char *const same[] = {
+        "{\"q\": \"Hello world\", \"source\": \"EN\", \"target\": \"Fr\"}",
+        "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\", \"format\": \"\"}",
+        "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": -2}",
+        "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": \"0\"}",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        json_t *j = post_json("/translate", same[i], 200);
+        assert_string_equal(json_string_value(json_object_get(j, "translatedText")), want);
+        assert_int_equal(json_object_size(j), 1);           /* no alternatives, no detectedLanguage */
+        json_decref(j);
+    }
+    static const char *const one_alt[] = {
+        "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": \" 1\"}",
+        "{\"q\": \"Hello world\", \"source\": \"en\", \"target\": \"fr\", \"alternatives\": 1.9}",
+    };
+    for (size_t i = 0; i < sizeof one_alt / sizeof *one_alt; i++) {
+        json_t *j = post_json("/translate", one_alt[i], 200);
+        json_t *alts = json_object_get(j, "alternatives");
+        assert_true(json_is_array(alts));
+        assert_true(json_array_size(alts) <= 1);
+        for (size_t k = 0; k < json_array_size(alts); k++) {     /* filter_unique: not the best, not "" */
+            const char *a = json_string_value(json_array_get(alts, k));
+            assert_true(a && a[0] && strcmp(a, json_string_value(json_object_get(j, "translatedText"))) != 0);
+        }
+        json_decref(j);
+    }
+    json_decref(plain);
+
+    /* a form's q: line breaks made "\n", the last one dropped ("\n".join(q.splitlines())) */
+    json_t *lines = post_json("/translate", "{\"q\": \"Hello world.\\nGood night.\", \"source\": \"en\", \"target\": \"fr\"}",
+                              200);
+    req_opts crlf = { .body = "q=Hello+world.%0D%0AGood+night.%0D%0A&source=en&target=fr",
+                      .content_type = "application/x-www-form-urlencoded" };
+    reply r = http_req(&main_srv, "/translate", &crlf);
+    json_t *j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")),
+                        json_string_value(json_object_get(lines, "translatedText")));
+    assert_null(strchr(json_string_value(json_object_get(j, "translatedText")), '\r'));
+    json_decref(j);
+    reply_free(&r);
+    req_opts breaks = { .body = "--b\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\nHello world.\rGood night.\r\n\r\n"
+                                "--b\r\nContent-Disposition: form-data; name=\"source\"\r\n\r\nen\r\n"
+                                "--b\r\nContent-Disposition: form-data; name=\"target\"\r\n\r\nfr\r\n--b--\r\n",
+                        .content_type = "multipart/form-data; boundary=b" };
+    r = http_req(&main_srv, "/translate", &breaks);
+    j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")),
+                        json_string_value(json_object_get(lines, "translatedText")));
+    json_decref(j);
+    reply_free(&r);
+    json_decref(lines);
+
+    /* a form's q of one line break passes `if not q`, then is "": sent back */
+    req_opts lone = { .body = "q=%0D%0A&source=en&target=fr", .content_type = "application/x-www-form-urlencoded" };
+    r = http_req(&main_srv, "/translate", &lone);
+    j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")), "");
+    json_decref(j);
+    reply_free(&r);
+
+    /* blank text with source auto: sent back as it is, "en" with confidence 0 */
+    j = post_json("/translate", "{\"q\": \"  \", \"source\": \"auto\", \"target\": \"fr\"}", 200);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")), "  ");
+    json_t *det = json_object_get(j, "detectedLanguage");
+    assert_string_equal(json_string_value(json_object_get(det, "language")), "en");
+    assert_true(json_is_number(json_object_get(det, "confidence")));
+    assert_true(json_number_value(json_object_get(det, "confidence")) == 0.0);
+    json_decref(j);
+    j = post_json("/translate", "{\"q\": [\"\", \" \"], \"source\": \"auto\", \"target\": \"fr\"}", 200);
+    assert_int_equal(json_array_size(json_object_get(j, "translatedText")), 2);
+    assert_int_equal(json_array_size(json_object_get(j, "detectedLanguage")), 2);
+    json_decref(j);
+}
+
+/* LibreTranslate's [{"confidence": 0.0, "language": "en"}]. */
+static void expect_undetected(json_t *j)
+{
+    assert_true(json_is_array(j));
+    assert_int_equal(json_array_size(j), 1);
+    json_t *g = json_array_get(j, 0);
+    assert_string_equal(json_string_value(json_object_get(g, "language")), "en");
+    assert_true(json_is_real(json_object_get(g, "confidence")));
+    assert_true(json_real_value(json_object_get(g, "confidence")) == 0.0);
+    assert_int_equal(json_object_size(g), 2);
+}
+
+/* POST /detect as LibreTranslate's detect(): q a string or a list (one list
+ * back for all of it), no letter -> en 0, `if not q` -> 400; ours beside it. */
+static void test_libretranslate_detect(void **state)
+{
+    (void)state;
+    static const char *const none[] = { "{\"q\": \"123\"}", "{\"q\": \"  \"}", "{\"q\": [\"12\", \" \"]}",
+                                         "{\"q\": [\"\"]}", "{\"q\": \"?!\", \"format\": \"text\", \"api_key\": null}" };
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+        json_t *j = post_json("/detect", none[i], 200);
+        expect_undetected(j);
+        json_decref(j);
+    }
+    req_opts form = { .body = "q=123&api_key=", .content_type = "application/x-www-form-urlencoded" };
+    reply r = http_req(&main_srv, "/detect", &form);
+    json_t *j = expect_json(&r, 200);
+    expect_undetected(j);
+    json_decref(j);
+    reply_free(&r);
+
+    /* a list: one flat list, best first; blank entries add nothing */
+    json_t *one = post_json("/detect", "{\"q\": \"This package provides the documentation.\"}", 200);
+    json_t *list = post_json("/detect", "{\"q\": [\"This package provides the documentation.\", \" \"]}", 200);
+    assert_true(json_equal(one, list));
+    assert_true(json_array_size(one) >= 1 && json_array_size(one) <= 3);
+    json_t *g = json_array_get(one, 0);
+    assert_string_equal(json_string_value(json_object_get(g, "language")), "en");
+    double c = json_number_value(json_object_get(g, "confidence"));
+    assert_true(c > 0 && c <= 100);
+    json_decref(one);
+    json_decref(list);
+    list = post_json("/detect", "{\"q\": [\"This package provides the documentation.\", \"It is free software.\"]}", 200);
+    assert_true(json_array_size(list) >= 1);
+    for (size_t k = 0; k < json_array_size(list); k++)
+        assert_true(json_is_object(json_array_get(list, k)));
+    json_decref(list);
+
+    /* `if not q`: missing, empty, an empty list; and what is not text */
+    static const char *const missing[] = { "{}", "{\"q\": \"\"}", "{\"q\": []}", "{\"q\": null}" };
+    for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
+        req_opts o = { .body = missing[i] };
+        expect_lt_error_on(&main_srv, "/detect", &o, 400, "Invalid request: missing q parameter");
+    }
+    req_opts nobody = { .method = "POST" };
+    expect_lt_error_on(&main_srv, "/detect", &nobody, 400, "Invalid request: missing q parameter");
+    req_opts num = { .body = "{\"q\": 5}" };
+    expect_lt_error_on(&main_srv, "/detect", &num, 400, "q must be");
+    req_opts mixed = { .body = "{\"q\": [\"a\", 5]}" };
+    expect_lt_error_on(&main_srv, "/detect", &mixed, 400, "q[1]");
+
+    /* ours: {"text"} -> {"detections"}, our envelope */
+    j = post_json("/detect", "{\"text\": \"123\"}", 200);
+    assert_true(json_is_array(json_object_get(j, "detections")));
+    assert_int_equal(json_array_size(json_object_get(j, "detections")), 0);
+    json_decref(j);
+    expect_post_error("/detect", "{\"text\": \" \"}", 400, "empty_text", NULL);
+}
+
+/* Errors raised before a handler runs (body, method, size) on LibreTranslate's
+ * paths and requests: {"error": "..."}; ours keep our envelope. */
+static void test_libretranslate_early_errors(void **state)
+{
+    (void)state;
+    /* bodies that do not parse */
+    req_opts bad_q = { .body = "{\"q\": \"x\", bad" };
+    expect_lt_error_on(&main_srv, "/translate", &bad_q, 400, "malformed JSON");
+    expect_lt_error_on(&main_srv, "/detect", &bad_q, 400, "malformed JSON");
+    req_opts bad = { .body = "{bad" };
+    expect_lt_error_on(&main_srv, "/detect", &bad, 400, "malformed JSON");
+    expect_error(&main_srv, "/translate", &bad, 400, "invalid_json", NULL);        /* whose? ours by default */
+    req_opts bad_text = { .body = "{\"text\": bad" };
+    expect_error(&main_srv, "/translate", &bad_text, 400, "invalid_json", NULL);
+    expect_error(&main_srv, "/detect", &bad_text, 400, "invalid_json", NULL);
+    req_opts array = { .body = "[{\"q\": \"x\"}]" };
+    expect_lt_error_on(&main_srv, "/translate", &array, 400, "JSON object");
+    req_opts utf8 = { .body = "{\"q\": \"caf\xc3\"}" };
+    expect_lt_error_on(&main_srv, "/translate", &utf8, 400, "UTF-8");
+    req_opts escape = { .body = "q=%zz&source=en&target=fr", .content_type = "application/x-www-form-urlencoded" };
+    expect_lt_error_on(&main_srv, "/translate", &escape, 400, "escape");
+    req_opts empty_form = { .body = "", .content_type = "application/x-www-form-urlencoded" };
+    expect_lt_error_on(&main_srv, "/translate", &empty_form, 400, "Invalid request: missing q parameter");
+    req_opts multipart = { .body = "--x\r\n", .content_type = "multipart/form-data; boundary=x" };
+    expect_lt_error_on(&main_srv, "/translate", &multipart, 400, "multipart");
+
+    /* methods: LibreTranslate's paths answer 405 in its shape, with Allow */
+    req_opts get_ = { .method = "GET" };
+    expect_lt_error_on(&main_srv, "/detect", &get_, 405, "GET");
+    req_opts post_ = { .body = "{}" };
+    expect_lt_error_on(&main_srv, "/languages", &post_, 405, "POST");
+    expect_lt_error_on(&main_srv, "/frontend/settings", &post_, 405, "POST");
+    reply r = http_req(&main_srv, "/detect", &get_);
+    char allow[128];
+    assert_true(header(&r, "Allow", allow, sizeof allow));
+    assert_non_null(strstr(allow, "POST"));
+    reply_free(&r);
+    expect_error(&main_srv, "/translate", &get_, 405, "method_not_allowed", NULL);  /* no body: ours */
+    expect_error(&main_srv, "/nowhere", NULL, 404, "not_found", NULL);
+
+    /* bodies over --max-body 65536 (answered by http.c): the body's first bytes
+     * tell whose; a client waiting for 100 Continue sends none (its form type still tells) */
+    char *big = repeat("{\"q\": \"", "aaaaaaaaaa", 10000, "\", \"source\": \"en\", \"target\": \"fr\"}");
+    req_opts sent = { .body = big, .extra = { "Expect:" } };
+    expect_lt_error_on(&main_srv, "/translate", &sent, 413, "65536");
+    req_opts chunked = { .body = big, .chunked = 1 };
+    expect_lt_error_on(&main_srv, "/translate", &chunked, 413, "65536");
+    expect_lt_error_on(&main_srv, "/detect", &chunked, 413, "65536");
+    free(big);
+    char *bigform = repeat("q=", "aaaaaaaaaa", 10000, "&source=en&target=fr");
+    req_opts form = { .body = bigform, .content_type = "application/x-www-form-urlencoded",
+                      .extra = { "Expect: 100-continue" } };
+    expect_lt_error_on(&main_srv, "/translate", &form, 413, "65536");
+    free(bigform);
+    char *ours = repeat("{\"text\": \"", "aaaaaaaaaa", 10000, "\"}");
+    req_opts ours_o = { .body = ours, .extra = { "Expect:" } };
+    expect_error(&main_srv, "/translate", &ours_o, 413, "body_too_large", "65536");
+    free(ours);
 }
 
 static void test_libretranslate_form(void **state)
@@ -879,15 +1121,25 @@ static void test_api_key(void **state)
     reply_free(&r);
     req_opts tr = { .body = "{\"text\": \"Hi\", \"max_length\": 6}" };
     expect_error(&s, "/translate", &tr, 401, "unauthorized", NULL);
-    /* LibreTranslate: the key in the body; errors as strings */
+    /* LibreTranslate: the key in the body; errors as strings, with its statuses
+     * (access_check): a wrong key 403, a missing one 400 */
     r = post(&s, "/translate", "{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"api_key\": \"s3cret\"}");
     assert_int_equal(r.status, 200);
     reply_free(&r);
-    r = post(&s, "/translate", "{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"api_key\": \"wrong\"}");
-    j = expect_json(&r, 401);
-    assert_true(json_is_string(json_object_get(j, "error")));
-    json_decref(j);
+    req_opts wrong = { .body = "{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"api_key\": \"wrong\"}" };
+    expect_lt_error_on(&s, "/translate", &wrong, 403, "Invalid API key");
+    req_opts missing = { .body = "{\"q\": \"Hi\", \"source\": \"en\", \"target\": \"fr\", \"api_key\": \"\"}" };
+    expect_lt_error_on(&s, "/translate", &missing, 400, "get an API key");
+    req_opts form_wrong = { .body = "q=Hi&api_key=wrong", .content_type = "application/x-www-form-urlencoded" };
+    expect_lt_error_on(&s, "/detect", &form_wrong, 403, "Invalid API key");
+    req_opts form_none = { .body = "q=Hi", .content_type = "application/x-www-form-urlencoded" };
+    expect_lt_error_on(&s, "/detect", &form_none, 400, "get an API key");
+    req_opts form_good = { .body = "q=Hi&api_key=s3cret", .content_type = "application/x-www-form-urlencoded" };
+    r = http_req(&s, "/detect", &form_good);
+    assert_int_equal(r.status, 200);
     reply_free(&r);
+    req_opts ours_detect = { .body = "{\"text\": \"Hi\"}" };
+    expect_error(&s, "/detect", &ours_detect, 401, "unauthorized", NULL);
     /* preflight needs no key; origins are checked against the list */
     req_opts pre = { .method = "OPTIONS", .extra = { "Origin: http://b.example" } };
     r = http_req(&s, "/translate", &pre);
@@ -1194,6 +1446,9 @@ int main(void)
         cmocka_unit_test(test_libretranslate_json),
         cmocka_unit_test(test_libretranslate_errors),
         cmocka_unit_test(test_libretranslate_form),
+        cmocka_unit_test(test_libretranslate_fields),
+        cmocka_unit_test(test_libretranslate_detect),
+        cmocka_unit_test(test_libretranslate_early_errors),
         cmocka_unit_test(test_concurrent_clients),
         cmocka_unit_test(test_api_key),
         cmocka_unit_test(test_queue_full),

@@ -347,10 +347,26 @@ static void test_openapi_document(void **state)
 static void test_errors(void **state)
 {
     (void)state;
-    assert_int_equal(srv_code_http(SRV_E_INVALID_JSON), 400);
-    assert_int_equal(srv_code_http(SRV_E_UNKNOWN_MODEL), 404);
-    assert_int_equal(srv_code_http(SRV_E_BODY_TOO_LARGE), 413);
-    assert_int_equal(srv_code_http(SRV_E_QUEUE_FULL), 503);
+    assert_int_equal(srv_code_http(SRV_E_INVALID_JSON, 0), 400);
+    assert_int_equal(srv_code_http(SRV_E_UNKNOWN_MODEL, 0), 404);
+    assert_int_equal(srv_code_http(SRV_E_BODY_TOO_LARGE, 0), 413);
+    assert_int_equal(srv_code_http(SRV_E_QUEUE_FULL, 0), 503);
+    assert_int_equal(srv_code_http(SRV_E_UNAUTHORIZED, 0), 401);
+    assert_int_equal(srv_code_http(SRV_E_INPUT_TOO_LONG, 0), 413);
+    assert_int_equal(srv_code_http(SRV_E_COUNT, 0), 500);
+    /* LibreTranslate's statuses for the same failures (its app.py): a wrong key
+     * 403, a text over its limit and an unknown language 400; the rest as ours */
+    assert_int_equal(srv_code_http(SRV_E_UNAUTHORIZED, 1), 403);
+    assert_int_equal(srv_code_http(SRV_E_INPUT_TOO_LONG, 1), 400);
+    assert_int_equal(srv_code_http(SRV_E_UNKNOWN_MODEL, 1), 400);
+    assert_int_equal(srv_code_http(SRV_E_BODY_TOO_LARGE, 1), 413);
+    assert_int_equal(srv_code_http(SRV_E_METHOD_NOT_ALLOWED, 1), 405);
+    assert_int_equal(srv_code_http(SRV_E_NOT_FOUND, 1), 404);
+    assert_int_equal(srv_code_http(SRV_E_LOADING, 1), 503);
+    for (int c = 1; c < SRV_E_COUNT; c++) {
+        int ours = srv_code_http((srv_code)c, 0), lt = srv_code_http((srv_code)c, 1);
+        assert_true(ours >= 400 && ours <= 599 && lt >= 400 && lt <= 599);
+    }
     assert_int_equal(srv_code_from_mt(MT_ERR_TOO_LONG), SRV_E_INPUT_TOO_LONG);
     assert_int_equal(srv_code_from_mt(MT_ERR_INPUT), SRV_E_BAD_REQUEST);
     assert_int_equal(srv_code_from_mt(MT_ERR_IO), SRV_E_INTERNAL);
@@ -375,6 +391,19 @@ static void test_errors(void **state)
     assert_int_equal(lt.status, 400);
     assert_string_equal(json_string_value(json_object_get(lt.json, "error")), "de is not supported");
     json_decref(lt.json);
+    srv_response key = { 0 };
+    srv_fail(&key, SRV_E_UNAUTHORIZED, "Invalid API key");
+    srv_error_render(&key, 1);
+    assert_int_equal(key.status, 403);
+    assert_string_equal(json_string_value(json_object_get(key.json, "error")), "Invalid API key");
+    json_decref(key.json);
+    srv_response busy = { 0 };
+    srv_fail(&busy, SRV_E_QUEUE_FULL, "busy");
+    srv_error_render(&busy, 1);
+    assert_int_equal(busy.status, 503);
+    assert_int_equal(busy.retry_after, 1);
+    assert_true(json_is_string(json_object_get(busy.json, "error")));
+    json_decref(busy.json);
 
     /* a message cut inside a UTF-8 character is still valid JSON */
     char longmsg[1000];
@@ -387,6 +416,65 @@ static void test_errors(void **state)
     srv_error_render(&u, 0);
     assert_non_null(u.json);
     json_decref(u.json);
+}
+
+/* ---- the error shape: LibreTranslate's or ours ------------------------------------------ */
+
+/* srv_route_lt_errors on a request of method, path, Content-Type and body,
+ * parsed first as the router does (parse: 1) or not (what http.c has of it). */
+static int lt_errors(const char *method, const char *path, const char *content_type, const char *body, int parse)
+{
+    srv_request req = { .method = method, .path = path, .content_type = content_type,
+                        .body = body, .body_len = strlen(body) };
+    srv_response resp = { 0 };
+    if (parse)
+        srv_body_parse(&req, &resp);
+    int lt = srv_route_lt_errors(NULL, &req);
+    json_decref(req.json);
+    return lt;
+}
+
+static void test_error_shape(void **state)
+{
+    (void)state;
+    const char *json = "application/json", *form = "application/x-www-form-urlencoded";
+    for (int parse = 0; parse < 2; parse++) {
+        /* LibreTranslate's own paths, whatever the request */
+        assert_true(lt_errors("GET", "/languages", NULL, "", parse));
+        assert_true(lt_errors("POST", "/languages", json, "{\"text\": \"x\"}", parse));
+        assert_true(lt_errors("GET", "/frontend/settings", NULL, "", parse));
+        /* ours, and unknown paths */
+        assert_false(lt_errors("GET", "/models", NULL, "", parse));
+        assert_false(lt_errors("POST", "/attention", json, "{\"q\": \"x\"}", parse));
+        assert_false(lt_errors("GET", "/nowhere", NULL, "", parse));
+        /* /detect: LibreTranslate's unless the body is ours */
+        assert_true(lt_errors("POST", "/detect", NULL, "", parse));
+        assert_true(lt_errors("GET", "/detect", NULL, "", parse));
+        assert_true(lt_errors("POST", "/detect", json, "{\"q\": \"x\"}", parse));
+        assert_true(lt_errors("POST", "/detect", json, "{bad", parse));
+        assert_false(lt_errors("POST", "/detect", json, "{\"text\": \"x\"}", parse));
+        assert_false(lt_errors("POST", "/detect", json, "{\"text\" : bad", parse));
+        /* /translate: ours unless the body is LibreTranslate's */
+        assert_false(lt_errors("POST", "/translate", json, "", parse));
+        assert_false(lt_errors("GET", "/translate", NULL, "", parse));
+        assert_false(lt_errors("POST", "/translate", json, "{\"text\": \"x\"}", parse));
+        assert_false(lt_errors("POST", "/translate", json, "{bad", parse));
+        assert_false(lt_errors("POST", "/translate", json, "{\"q\": \"x\", \"text\": \"y\"}", parse));
+        assert_false(lt_errors("POST", "/translate", form, "{\"text\": \"x\"}", parse));   /* curl -d '{...}' */
+        assert_false(lt_errors("POST", "/translate", json, "{\"qq\": 1, \"a\": \"q\"}", parse));
+        assert_true(lt_errors("POST", "/translate", json, "{\"q\": \"x\", \"source\": \"en\"}", parse));
+        assert_true(lt_errors("POST", "/translate", json, "{\"q\"\n : [\"x\", bad", parse));
+        assert_true(lt_errors("POST", "/translate", form, "", parse));
+        assert_true(lt_errors("POST", "/translate", form, "q=x&source=en", parse));
+        assert_true(lt_errors("POST", "/translate", form, "q=%zz", parse));
+        assert_true(lt_errors("POST", "/translate", "multipart/form-data; boundary=b", "--b\r\n", parse));
+    }
+    srv_request req = { .body = "q=1", .body_len = 3, .content_type = "Multipart/Form-Data; boundary=x" };
+    assert_true(srv_body_is_form(&req));
+    req.content_type = "application/json";
+    assert_false(srv_body_is_form(&req));
+    req.content_type = NULL;
+    assert_false(srv_body_is_form(&req));
 }
 
 /* ---- metrics ----------------------------------------------------------------------- */
@@ -493,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_error_shape),
         cmocka_unit_test(test_openapi_document),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_workers_queue),

@@ -5,6 +5,7 @@
  * Where each endpoint lives:
  *     POST /translate          translate_api.c  (LibreTranslate bodies: libretranslate_api.c)
  *     GET  /languages          libretranslate_api.c
+ *     POST /detect             libretranslate_api.c  (LibreTranslate's {"q"}, and our {"text"})
  *     GET  /frontend/settings  frontend_api.c  (LibreTranslate's web front end)
  *     POST /attention          attention_api.c
  *     POST /score              score_api.c

@@ -13,10 +13,11 @@ enum {
     ROUTE_BODY    = 1,   /* POST with a JSON (or form) body */
     ROUTE_PUBLIC  = 2,   /* no API key needed */
     ROUTE_LOADING = 4,   /* answers while models load */
-    ROUTE_LT      = 8,   /* LibreTranslate endpoint: errors as {"error": "..."} */
+    ROUTE_LT      = 8,   /* LibreTranslate's path: its error shape {"error": "..."} */
     ROUTE_WORKER  = 16,  /* computes: the router runs it on a worker thread */
     ROUTE_PREFIX  = 32,  /* path is a prefix: "/web/" matches /web/app.js */
     ROUTE_ASYNC   = 64,  /* starts work that resumes the request (handlers.h: pending) */
+    ROUTE_BOTH    = 128, /* LibreTranslate's requests and ours: the body says whose (lt_shape) */
 };
 
 typedef struct {
@@ -28,12 +29,12 @@ typedef struct {
 } srv_route;
 
 static const srv_route routes[] = {
-    { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC },
+    { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC | ROUTE_BOTH },
     { "POST", "/attention",    srv_handle_attention,  NULL, ROUTE_BODY | ROUTE_WORKER },
     { "POST", "/score",        srv_handle_score,      NULL, ROUTE_BODY | ROUTE_WORKER },
     { "POST", "/tokenize",     srv_handle_tokenize,   NULL, ROUTE_BODY },
     { "POST", "/detokenize",   srv_handle_detokenize, NULL, ROUTE_BODY },
-    { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY },   /* as LibreTranslate's, and ours */
+    { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY | ROUTE_BOTH | ROUTE_LT },  /* LibreTranslate's, and ours */
     { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/frontend/settings", srv_handle_frontend_settings, NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
@@ -127,45 +128,124 @@ static int bearer_ok(const srv_request *req, const char *key)
     return key_equal(h, key);
 }
 
+/* LibreTranslate's api_key field, or NULL. */
+static const char *body_key(const srv_request *req)
+{
+    json_t *field = json_is_object(req->json) ? json_object_get(req->json, "api_key") : NULL;
+    return json_is_string(field) ? json_string_value(field) : NULL;
+}
+
 /* 1 if the request carries the key: in the header, or as LibreTranslate's api_key field. */
 static int authorized(const srv_request *req, const srv_route *route)
 {
-    const char *key = req->srv->opts.api_key;
+    const char *key = req->srv->opts.api_key, *given = body_key(req);
     if (!key[0] || (route->flags & ROUTE_PUBLIC) || bearer_ok(req, key))
         return 1;
-    json_t *field = req->json ? json_object_get(req->json, "api_key") : NULL;
-    return json_is_string(field) && key_equal(json_string_value(field), key);
+    return given && key_equal(given, key);
+}
+
+/* LibreTranslate (its access_check) refuses a wrong key with 403 "Invalid API
+ * key" (errors.c's table gives SRV_E_UNAUTHORIZED that status in its shape)
+ * and a missing one with 400; our API: 401 either way. */
+static int unauthorized(const srv_request *req, srv_response *resp)
+{
+    const char *given = body_key(req);
+    if (!req->lt)
+        return srv_fail(resp, SRV_E_UNAUTHORIZED, "missing or wrong API key (Authorization: Bearer KEY)");
+    if ((given && given[0]) || req->authorization)
+        return srv_fail(resp, SRV_E_UNAUTHORIZED, "Invalid API key");
+    return srv_fail(resp, SRV_E_BAD_REQUEST, "Please contact the server operator to get an API key");
+}
+
+/* ---- whose request: LibreTranslate's or ours ------------------------------------- */
+
+/* The flags of every route on path (0: an unknown path). */
+static int path_flags(const char *path)
+{
+    int flags = 0;
+    for (int i = 0; i < N_ROUTES; i++)
+        if (path_matches(&routes[i], path))
+            flags |= routes[i].flags;
+    return flags;
+}
+
+/* 1 when text (a body that did not parse, or the first bytes of one) holds
+ * the JSON key "key": the quoted name, then a colon. */
+static int mentions_key(const char *text, size_t len, const char *key)
+{
+    char quoted[16];
+    size_t n = (size_t)snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    const char *p = text, *end = text + len;
+    while (p && (p = memmem(p, (size_t)(end - p), quoted, n))) {
+        p += n;
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+            p++;
+        if (p < end && *p == ':')
+            return 1;
+    }
+    return 0;
+}
+
+/* Whose the body is: 1 LibreTranslate's (a form, or "q" without our "text"),
+ * 0 ours ("text"), -1 it does not say (no body, neither key).  A body that
+ * did not parse (or was not read) is searched for the keys as text. */
+static int body_owner(const srv_request *req)
+{
+    int q, text;
+    if (req->form)
+        return 1;
+    if (json_is_object(req->json)) {
+        q = json_object_get(req->json, "q") != NULL;
+        text = json_object_get(req->json, "text") != NULL;
+    } else {
+        q = mentions_key(req->body, req->body_len, "q");
+        text = mentions_key(req->body, req->body_len, "text");
+    }
+    if (text || q)
+        return !text;
+    return srv_body_is_form(req) ? 1 : -1;
+}
+
+/* The request's shape, decided once, before any check can fail: it picks the
+ * handler (route.lt_handler) and the error shape.  LibreTranslate's paths are
+ * LibreTranslate's; on a path both APIs serve the body decides, and when it
+ * cannot (no body, a body without "q" or "text") the path's default does:
+ * /detect is LibreTranslate's, /translate ours. */
+static int lt_shape(const srv_request *req)
+{
+    int flags = path_flags(req->path);
+    if (!(flags & ROUTE_BOTH))
+        return (flags & ROUTE_LT) != 0;
+    int owner = body_owner(req);
+    return owner >= 0 ? owner : (flags & ROUTE_LT) != 0;
+}
+
+int srv_route_lt_errors(void *ctx, const srv_request *req)
+{
+    (void)ctx;
+    return lt_shape(req);
 }
 
 /* ---- dispatch ------------------------------------------------------------------- */
 
-/* The request's shape, decided here once: LibreTranslate's (a form, or "q"
- * without our "text") or our JSON API.  It picks the handler and the error shape. */
-static int lt_shaped(const srv_request *req)
+/* The checks in front of a handler; 0 when it may run.  body: how parsing
+ * the body went (routes with a body). */
+static int admit(const srv_route *route, srv_request *req, srv_response *resp, const srv_response *body)
 {
-    if (!req->json)
-        return 0;
-    return req->form || (json_object_get(req->json, "q") && !json_object_get(req->json, "text"));
-}
-
-/* The checks in front of a handler; 0 when it may run. */
-static int admit(const srv_route *route, srv_request *req, srv_response *resp)
-{
-    srv_response scratch = { 0 };
-    int body_ok = 1;
-    if (route->flags & ROUTE_BODY)
-        body_ok = srv_body_parse(req, &scratch) == 0;   /* api_key may be in the body */
-    req->lt = body_ok && route->lt_handler && lt_shaped(req);
-    resp->lt_errors = (route->flags & ROUTE_LT) || req->lt;
+    int body_ok = body->error == SRV_OK;
+    if (!body_ok && req->lt && req->body_len == 0) {
+        /* LibreTranslate reads no body as no fields: the handler names the one missing */
+        json_decref(req->json);
+        body_ok = (req->json = json_object()) != NULL;
+    }
     if (!authorized(req, route))
-        return srv_fail(resp, SRV_E_UNAUTHORIZED, resp->lt_errors ? "Invalid API key"
-                        : "missing or wrong API key (Authorization: Bearer KEY)");
+        return unauthorized(req, resp);
     if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
         resp->retry_after = 2;
         return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
     }
     if (!body_ok)
-        return srv_fail(resp, scratch.error, "%s", scratch.message);
+        return srv_fail(resp, body->error, "%s", body->message);
     return 0;
 }
 
@@ -195,9 +275,14 @@ int srv_route_prepare(void *ctx, srv_request *req, srv_response *resp)
     req->srv = ctx;
     resp->route = srv_route_label(ctx, req->path);
     const srv_route *route = find_route(req->method, req->path);
+    srv_response body = { 0 };      /* srv_fail only writes into it */
+    if (route && (route->flags & ROUTE_BODY))
+        srv_body_parse(req, &body);     /* first: the body tells the shape, api_key may be in it */
+    req->lt = lt_shape(req);
+    resp->lt_errors = req->lt;
     if (!route) {
         no_route(req, resp);
-    } else if (admit(route, req, resp) == 0) {
+    } else if (admit(route, req, resp, &body) == 0) {
         if (route->flags & (ROUTE_WORKER | ROUTE_ASYNC)) {
             req->route = route;
             return 1;
@@ -253,7 +338,7 @@ void srv_route_start(void *ctx, srv_request *req, srv_response *resp)
         req->resume(req);
         return;
     }
-    (req->lt ? route->lt_handler : route->handler)(req, resp);
+    (req->lt && route->lt_handler ? route->lt_handler : route->handler)(req, resp);
     if (!req->finish) {             /* answered at once (an error): nothing is pending */
         render(req, resp);
         req->resume(req);

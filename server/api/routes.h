@@ -26,6 +26,10 @@ void srv_route_finish(void *ctx, srv_request *req, srv_response *resp);
 /* The metrics label of a path: the route's path, or "other". */
 const char *srv_route_label(void *ctx, const char *path);
 
+/* 1 when the errors of req take LibreTranslate's shape (srv_http_router.lt_errors):
+ * req may have only its method, path, Content-Type and the body's first bytes. */
+int srv_route_lt_errors(void *ctx, const srv_request *req);
+
 /* Every distinct route path, for metrics registration; returns the count. */
 int srv_route_paths(const char **paths, int max);
 

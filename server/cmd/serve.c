@@ -189,7 +189,7 @@ static int run(srv_server *srv)
         .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
         .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
         .router = { .prepare = srv_route_prepare, .start = srv_route_start, .finish = srv_route_finish,
-                    .label = srv_route_label, .ctx = srv },
+                    .label = srv_route_label, .lt_errors = srv_route_lt_errors, .ctx = srv },
     };
     char err[512];
     srv_http *http = srv_http_start(&cfg, err, sizeof err);

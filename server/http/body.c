@@ -225,6 +225,12 @@ static int looks_like_json(const srv_request *req)
     return i < req->body_len && req->body[i] == '{';
 }
 
+int srv_body_is_form(const srv_request *req)
+{
+    return (media_is(req->content_type, "multipart/form-data") ||
+            media_is(req->content_type, "application/x-www-form-urlencoded")) && !looks_like_json(req);
+}
+
 int srv_body_parse(srv_request *req, srv_response *resp)
 {
     if (req->body_len == 0)
@@ -232,11 +238,10 @@ int srv_body_parse(srv_request *req, srv_response *resp)
     size_t ok = mt_utf8_valid_prefix(req->body, req->body_len);
     if (ok != req->body_len)
         return srv_fail(resp, SRV_E_INVALID_UTF8, "the body is not valid UTF-8 (byte %zu)", ok);
-    int multipart = media_is(req->content_type, "multipart/form-data");
-    if ((!multipart && !media_is(req->content_type, "application/x-www-form-urlencoded")) ||
-        looks_like_json(req))
+    if (!srv_body_is_form(req))
         return parse_json_body(req, resp);
     char err[160];
+    int multipart = media_is(req->content_type, "multipart/form-data");
     req->form = 1;
     req->json = multipart ? srv_multipart_parse(req->body, req->body_len, req->content_type, err, sizeof err)
                           : srv_form_parse(req->body, req->body_len, err, sizeof err);

@@ -26,6 +26,11 @@ json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len);
 json_t *srv_multipart_parse(const char *body, size_t len, const char *content_type, char *err,
                             size_t err_len);
 
+/* 1 when req's body is a form (what srv_body_parse parses as one): its
+ * Content-Type is urlencoded or multipart and the body does not open with '{'
+ * (`curl -d '{...}'` labels JSON as a form). */
+int srv_body_is_form(const srv_request *req);
+
 /* Parses req->body into req->json by Content-Type; 0, or -1 with resp failed. */
 int srv_body_parse(srv_request *req, srv_response *resp);
 

@@ -9,33 +9,38 @@
 #include "reply.h"
 #include "util/utf8.h"
 
+/* Each failure's HTTP status in our API and in LibreTranslate's shape (lt: 0
+ * when the same), and its name.  LibreTranslate answers a wrong API key 403,
+ * and a text over its limit, or a language it lacks, 400 (its app.py). */
 static const struct {
-    int         http;
+    int         http, lt;
     const char *name;
 } code_table[SRV_E_COUNT] = {
-    [SRV_OK]                     = { 200, "ok" },
-    [SRV_E_INVALID_JSON]         = { 400, "invalid_json" },
-    [SRV_E_INVALID_FIELD]        = { 400, "invalid_field" },
-    [SRV_E_EMPTY_TEXT]           = { 400, "empty_text" },
-    [SRV_E_INVALID_UTF8]         = { 400, "invalid_utf8" },
-    [SRV_E_BAD_REQUEST]          = { 400, "bad_request" },
-    [SRV_E_UNSUPPORTED_LANGUAGE] = { 400, "unsupported_language" },
-    [SRV_E_UNAUTHORIZED]         = { 401, "unauthorized" },
-    [SRV_E_NOT_FOUND]            = { 404, "not_found" },
-    [SRV_E_UNKNOWN_MODEL]        = { 404, "unknown_model" },
-    [SRV_E_METHOD_NOT_ALLOWED]   = { 405, "method_not_allowed" },
-    [SRV_E_REQUEST_TIMEOUT]      = { 408, "request_timeout" },
-    [SRV_E_BODY_TOO_LARGE]       = { 413, "body_too_large" },
-    [SRV_E_INPUT_TOO_LONG]       = { 413, "input_too_long" },
-    [SRV_E_INTERNAL]             = { 500, "internal_error" },
-    [SRV_E_QUEUE_FULL]           = { 503, "queue_full" },
-    [SRV_E_LOADING]              = { 503, "loading" },
-    [SRV_E_CLIENT_GONE]          = { 499, "client_closed_request" },
+    [SRV_OK]                     = { 200,   0, "ok" },
+    [SRV_E_INVALID_JSON]         = { 400,   0, "invalid_json" },
+    [SRV_E_INVALID_FIELD]        = { 400,   0, "invalid_field" },
+    [SRV_E_EMPTY_TEXT]           = { 400,   0, "empty_text" },
+    [SRV_E_INVALID_UTF8]         = { 400,   0, "invalid_utf8" },
+    [SRV_E_BAD_REQUEST]          = { 400,   0, "bad_request" },
+    [SRV_E_UNSUPPORTED_LANGUAGE] = { 400,   0, "unsupported_language" },
+    [SRV_E_UNAUTHORIZED]         = { 401, 403, "unauthorized" },
+    [SRV_E_NOT_FOUND]            = { 404,   0, "not_found" },
+    [SRV_E_UNKNOWN_MODEL]        = { 404, 400, "unknown_model" },
+    [SRV_E_METHOD_NOT_ALLOWED]   = { 405,   0, "method_not_allowed" },
+    [SRV_E_REQUEST_TIMEOUT]      = { 408,   0, "request_timeout" },
+    [SRV_E_BODY_TOO_LARGE]       = { 413,   0, "body_too_large" },
+    [SRV_E_INPUT_TOO_LONG]       = { 413, 400, "input_too_long" },
+    [SRV_E_INTERNAL]             = { 500,   0, "internal_error" },
+    [SRV_E_QUEUE_FULL]           = { 503,   0, "queue_full" },
+    [SRV_E_LOADING]              = { 503,   0, "loading" },
+    [SRV_E_CLIENT_GONE]          = { 499,   0, "client_closed_request" },
 };
 
-int srv_code_http(srv_code code)
+int srv_code_http(srv_code code, int lt_shape)
 {
-    return code > SRV_OK && code < SRV_E_COUNT ? code_table[code].http : 500;
+    if (code <= SRV_OK || code >= SRV_E_COUNT)
+        return 500;
+    return lt_shape && code_table[code].lt ? code_table[code].lt : code_table[code].http;
 }
 
 const char *srv_code_name(srv_code code)
@@ -84,7 +89,7 @@ void srv_error_render(srv_response *resp, int lt_shape)
     free(resp->text);
     resp->text = NULL;
     resp->text_len = 0;
-    resp->status = srv_code_http(resp->error);
+    resp->status = srv_code_http(resp->error, lt_shape);
     if (lt_shape)
         resp->json = json_pack("{s:s}", "error", resp->message);
     else

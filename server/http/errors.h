@@ -6,7 +6,10 @@
  *     {"error": {"code": "invalid_field", "message": "..."}}    our API
  *     {"error": "..."}                                           LibreTranslate
  * The codes (srv_code) are listed in reply.h, since a reply carries one; their
- * HTTP statuses and names live in one table (errors.c), so they cannot drift.
+ * HTTP statuses (ours, and LibreTranslate's where it answers the same failure
+ * with another) and names live in one table (errors.c), so they cannot drift.
+ * Which shape a request gets is the router's decision (api/routes.c), made
+ * once per request, also for the errors http.c answers before routing.
  * errors sits above reply: reply.c knows nothing of this file.
  */
 #ifndef SRV_ERRORS_H
@@ -15,7 +18,10 @@
 #include "reply.h"
 #include "util/status.h"
 
-int         srv_code_http(srv_code code);
+/* The HTTP status of a failure: our API's, or LibreTranslate's for the same
+ * failure when lt_shape (403 for a wrong key, 400 for an unknown model or a
+ * text over a limit); 500 for a code out of range. */
+int         srv_code_http(srv_code code, int lt_shape);
 const char *srv_code_name(srv_code code);
 srv_code    srv_code_from_mt(mt_status status);
 
@@ -26,8 +32,8 @@ int srv_fail(srv_response *resp, srv_code code, const char *fmt, ...)
 /* The same for an engine error: the status picks the code, err the message. */
 int srv_fail_mt(srv_response *resp, const mt_err *err);
 
-/* Replaces resp's body by the error envelope (LibreTranslate's shape when
- * lt_shape) and sets its status and Retry-After.  No-op when resp holds no error. */
+/* Replaces resp's body by the error envelope (LibreTranslate's shape and
+ * status when lt_shape) and sets its status and Retry-After.  No-op when resp holds no error. */
 void srv_error_render(srv_response *resp, int lt_shape);
 
 #endif

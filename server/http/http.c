@@ -57,6 +57,8 @@ typedef struct {
     char       *body;
     size_t      len, cap;
     int         too_large;      /* the body went over max_body: the rest is dropped */
+    char        head[SRV_HTTP_BODY_HEAD];   /* the body's first bytes, kept: they tell its shape */
+    size_t      head_len;
     size_t      dropped;        /* bytes dropped since */
     _Atomic int ready;          /* the work is over (set before resuming) */
     srv_request req;
@@ -252,15 +254,24 @@ static const char *bad_framing(struct MHD_Connection *c, const char *version)
 }
 
 /* An error decided by http.c itself (framing, size, deadline): rendered by
- * errors.c like any other.  Queued before the body is read, it makes
+ * errors.c like any other, in the shape the router gives the request (from
+ * what has arrived of it).  Queued before the body is read, it makes
  * libmicrohttpd close the connection after the reply. */
 static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_state *st, srv_code code,
                                   const char *msg)
 {
+    const srv_http_router *rt = &h->cfg.router;
+    srv_request req = {
+        .method = st->method,
+        .path = st->path,
+        .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .body = st->head,
+        .body_len = st->head_len,
+    };
     srv_response resp = { 0 };
-    resp.route = h->cfg.router.label(h->cfg.router.ctx, st->path);
+    resp.route = rt->label(rt->ctx, st->path);
     srv_fail(&resp, code, "%s", msg);
-    srv_error_render(&resp, 0);
+    srv_error_render(&resp, rt->lt_errors(rt->ctx, &req));
     return send_response(h, c, st, &resp);
 }
 
@@ -316,9 +327,13 @@ static int declared_too_large(const srv_http *h, struct MHD_Connection *c)
     return cl && strtoull(cl, NULL, 10) > h->cfg.max_body;
 }
 
-/* Appends a chunk, growing geometrically; drops everything once over the limit. */
+/* Appends a chunk, growing geometrically; drops everything once over the
+ * limit but the first SRV_HTTP_BODY_HEAD bytes (send_error's shape). */
 static int body_append(const srv_http *h, conn_state *st, const char *data, size_t n)
 {
+    size_t keep = sizeof st->head - st->head_len < n ? sizeof st->head - st->head_len : n;
+    memcpy(st->head + st->head_len, data, keep);
+    st->head_len += keep;
     if (st->too_large || n > h->cfg.max_body - st->len) {
         st->too_large = 1;
         st->dropped += n;

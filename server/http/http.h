@@ -20,6 +20,9 @@
 
 typedef struct srv_http srv_http;
 
+/* The bytes of a body kept for srv_http_router.lt_errors once the rest is dropped. */
+#define SRV_HTTP_BODY_HEAD 512
+
 typedef struct {
     /* The whole request is in (an HTTP thread).  0: resp is final.  1: the
      * request waits: http.c suspends the connection, sets req->resume, and
@@ -30,6 +33,10 @@ typedef struct {
     void (*finish)(void *ctx, srv_request *req, srv_response *resp);
     /* The metrics label of a path, for the replies http.c makes itself. */
     const char *(*label)(void *ctx, const char *path);
+    /* The shape of the errors http.c answers itself (framing, 408, 413): 1 for
+     * LibreTranslate's.  req has the method, path, Content-Type and at most
+     * the body's first SRV_HTTP_BODY_HEAD bytes (none before it arrives). */
+    int (*lt_errors)(void *ctx, const srv_request *req);
     void  *ctx;
 } srv_http_router;
 

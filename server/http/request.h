@@ -29,7 +29,9 @@ struct srv_request {
     size_t      body_len;
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */
     int         form;           /* the body was application/x-www-form-urlencoded */
-    int         lt;             /* a LibreTranslate-shaped request (the router decides, once) */
+    int         lt;             /* LibreTranslate's request: its path, or its body where both APIs
+                                   are served; picks the handler and the error shape (the router
+                                   decides, once: routes.c lt_shape) */
     double      t_start;        /* srv_now() when the request arrived */
     double      t_queued;       /* srv_now() when it was queued for a worker */
     const void *route;          /* the router's */

@@ -20,7 +20,12 @@
  *     source fr
  *   - markup typed: the page asks for format html, and shows POST
  *     /translate's html translation
+ *   - two lines typed (the page's form sends its line breaks as CRLF): the
+ *     reply is POST /translate's for the lines joined by "\n", the last break
+ *     dropped, as LibreTranslate reads a form's q
  *   - no request failed (every response < 400) and no console error
+ *   - then charLimit characters of two bytes each (a body over --max-body):
+ *     413 in LibreTranslate's shape, and the page shows its message
  * Prints each check, then "e2e-libretranslate: N passed, M failed"; exits 1
  * if any failed.  Screenshots: $E2E_OUT (default build/e2e/) libretranslate-*.png.
  *
@@ -42,6 +47,7 @@ const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'application/javascr
 const EN = 'This package provides the documentation.';
 const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
 const HTML = '<p>This package provides the <b>documentation</b> of the library.</p>';
+const EN2 = 'It is free software, released under the GNU General Public License.';
 
 /* ---- the page's server: the fixture, and every other path passed to mtserve ------------------- */
 
@@ -222,6 +228,17 @@ async function main() {
       check('the markup is kept', /^<p>.*<b>.+<\/b>.*<\/p>$/.test(direct.translatedText || ''), direct.translatedText);
     });
 
+    await phase('two lines typed: as LibreTranslate reads a form\'s line breaks', async () => {
+      const { fields, reply, status } = await translateVia(page, 'en', 'fr', `${EN}\n${EN2}\n`);
+      equal('its reply is 200', status, 200);
+      check('the page sent the lines', fields.q.includes(EN2), JSON.stringify(fields.q));
+      const direct = await api(BASE, 'POST', '/translate', jsonBody(fields, { q: `${EN}\n${EN2}` }));
+      equal('the reply is POST /translate\'s for the lines joined by "\\n", the last break dropped',
+            reply.translatedText, direct.translatedText);
+      check('no CR in it', !reply.translatedText.includes('\r'), JSON.stringify(reply.translatedText));
+      equal('the text shown is that translation', await page.inputValue('#textarea2'), direct.translatedText);
+    });
+
     await phase('nothing failed', async () => {
       equal('every response < 400, no request failed', bad, []);
       equal('no console error, no script error', errors, []);
@@ -230,6 +247,27 @@ async function main() {
       check('the API calls were proxied (settings, languages, translate)',
             ['GET /frontend/settings', 'GET /languages', 'POST /translate'].every((k) => front.proxied.some((p) => p.startsWith(k))),
             JSON.stringify(front.proxied));
+    });
+
+    await phase('charLimit characters over --max-body bytes: the page shows the 413\'s message', async () => {
+      await page.fill('#textarea1', '');
+      await page.selectOption(SRC, 'en');
+      await page.selectOption(TGT, 'fr');
+      const answered = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/translate'),
+                                            { timeout: 60000 });
+      answered.catch(() => {});               /* awaited below; no unhandled rejection if a step before fails */
+      await page.$eval('#textarea1', (t, n) => {         /* typed at once (fill would take minutes) */
+        t.value = '\u00e9'.repeat(n);                    /* 2 bytes each */
+        t.dispatchEvent(new Event('input'));
+      }, settings.charLimit);
+      const res = await answered;
+      equal('the reply is 413', res.status(), 413);
+      const body = await res.json();
+      check('in LibreTranslate\'s shape: {"error": string}', typeof body.error === 'string' &&
+            Object.keys(body).length === 1, JSON.stringify(body));
+      await page.waitForFunction(() => window._vueApp && !window._vueApp.loadingTranslation, null, { timeout: 30000 });
+      equal('the page shows that message', await page.evaluate(() => window._vueApp.error), body.error);
+      await page.screenshot({ path: `${OUT}/libretranslate-4-too-large.png` });
     });
   } finally {
     if (browser) await browser.close();

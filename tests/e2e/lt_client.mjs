@@ -12,7 +12,11 @@
  * LibreTranslate gives it: {language, confidence}, and the translation the
  * named source gives), detect (POST /detect's best, best first), languages,
  * alternatives, and a refused pair reaching the client as LibreTranslate's
- * {"error": "..."}.  The replies the first client got are recorded (it uses
+ * {"error": "..."}; then what LibreTranslate (its app.py) does beyond the plain
+ * case: text without a letter detected as en with confidence 0, an empty q
+ * refused with its message, an api_key ignored when none is required, codes
+ * in capitals, blank text with source auto sent back, and a body over
+ * --max-body refused in its shape (the message reaches the client as text).  The replies the first client got are recorded (it uses
  * the global fetch) so that fields it does not return can be checked too.
  * Prints each check, then "e2e-lt-client: N passed, M failed"; exits 1 if any failed.
  *
@@ -138,6 +142,31 @@ async function main() {
       check('an unknown target: the client reports our {"error": "..."} message',
             got.status >= 400 && typeof got.error === 'string' && got.error.length > 0 && !/status code/.test(got.error),
             JSON.stringify(got));
+    });
+
+    await phase('as LibreTranslate beyond the plain case', async () => {
+      let got = await libreTranslate.detect('12345');
+      equal('libretranslate-ts detect("12345"): 200, en with confidence 0 (LibreTranslate\'s answer)',
+            [got.status, got.language, got.confidence, got.error], [200, 'en', 0, undefined]);
+      got = await libreTranslate.detect('');
+      equal('detect(""): refused, LibreTranslate\'s message reaches the client', got.error,
+            'Invalid request: missing q parameter');
+      libreTranslate.setApiKey('a-key-nobody-asked-for');
+      got = await libreTranslate.translate(EN, 'en', 'fr');
+      const want = await direct({ q: EN, source: 'en', target: 'fr', format: 'text' });
+      equal('an api_key is ignored when none is required: 200, the translation', [got.status, got.translatedText],
+            [200, want.translatedText]);
+      libreTranslate.setApiKey('');
+      got = await libreTranslate.translate(EN, 'EN', 'FR');
+      equal('codes in capitals (EN, FR) are en and fr', [got.status, got.translatedText], [200, want.translatedText]);
+      const blank = await translate({ query: '   ', target: 'fr', apiurl: BASE });
+      equal('libretranslate: blank text with source auto comes back as it is', blank, '   ');
+      const reply = lastReply('/translate');
+      equal('  with detectedLanguage en, confidence 0', reply && reply.body && reply.body.detectedLanguage,
+            { confidence: 0, language: 'en' });
+      got = await libreTranslate.translate('word '.repeat(250000), 'en', 'fr');
+      check('a body over --max-body: the client reports the message as text (LibreTranslate\'s {"error": "..."})',
+            got.status >= 400 && typeof got.error === 'string' && /over the limit/.test(got.error), JSON.stringify(got));
     });
   } finally {
     const code = await stopServer(server);
