@@ -6,7 +6,7 @@
 #   make fuzz       every libFuzzer target for a bounded time (tests/fuzz/fuzz.mk)
 #   make e2e        the demo page in Debian's chromium (playwright-core from npm), against the real server
 CC       ?= cc
-PKGS     := libmicrohttpd jansson openblas gumbo
+PKGS     := libmicrohttpd jansson openblas gumbo libzip libxml-2.0
 ARCH     ?= -march=native
 OPT      ?= -O2 $(ARCH)
 CFLAGS   ?= $(OPT)
@@ -16,7 +16,7 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter 
 # the binary then holds sgemm and its per-CPU kernels only, not the whole 43 MB package.
 BLAS_LIBS ?= $(shell pkg-config --libs openblas)
 # CLD2 (language detection) is C++ and ships no .pc file: -lcld2 and the C++ runtime.
-LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo) -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
+LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo libzip libxml-2.0) -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
 CXX      ?= c++
 CXXFLAGS  = $(OPT) -std=c++17 -Wall -Wextra -Wno-unused-parameter -fno-exceptions -pthread -Iengine -Iserver
 TEST_LIBS := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
@@ -32,13 +32,14 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(patsubst %.cc,$(B)/%.o,$(SERVER_SRC:%.c=$(B)/%.o))
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps check-deps run check test e2e html-check html-bench debug asan tsan valgrind bench clean
+.PHONY: all deps check-deps run check test e2e html-check doc-check file-bench html-bench debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
-DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev libgumbo-dev libcld2-dev
+DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev libgumbo-dev libcld2-dev \
+             libzip-dev libxml2-dev
 DEB_TEST  := libcmocka-dev libcurl4-openssl-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light python3-yaml python3-lxml python3-html5lib \
-             python3-numpy libxml2-dev \
+             python3-numpy python3-docx python3-polib python3-odf \
              chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Node and npm (for the e2e test's playwright-core) come from Debian's nodejs and npm
@@ -64,6 +65,7 @@ check: deps
 	$(MAKE) test
 	$(MAKE) e2e
 	$(MAKE) html-check
+	$(MAKE) doc-check
 	$(MAKE) tsan TSAN_TESTS="$(CHECK_TSAN_TESTS)"
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 	bash tests/docker_check.sh
@@ -111,6 +113,18 @@ html-bench: $(B)/mtserve $(B)/bench/html_parsers
 	B=$(B) MTSERVE_ARGS="--max-tokens 20000" tests/html/with_server.sh \
 	    /usr/bin/python3 bench/html_latency.py {url}
 
+# Documents from outside (issue 28): one file of each format (txt, html, srt, vtt, po, docx,
+# odt) through POST /translate_file with the shipped model, each output read by an
+# independent reader (polib, python3-docx, lxml, html5lib, a SubRip/WebVTT reader) and its
+# text compared unit by unit with POST /translate.  Prints "doc-check: N passed, M failed".
+doc-check: $(B)/mtserve
+	B=$(B) tests/html/with_server.sh /usr/bin/python3 tests/documents/check_files.py {url}
+
+# A 1 MB text file through POST /translate_file while 8 clients send single sentences
+# (BENCHMARKS.md, issue 28).  FILE_LOAD_ARGS: e.g. "--serve-args '--file-batch 4'".
+file-bench: $(B)/mtserve $(B)/bench/loadgen
+	/usr/bin/python3 bench/file_load.py --bin $(B)/mtserve --loadgen $(B)/bench/loadgen $(FILE_LOAD_ARGS)
+
 $(B)/bench/html_parsers: bench/html_parsers.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 $< -o $@ $(shell pkg-config --cflags --libs gumbo libxml-2.0) -pthread
@@ -119,7 +133,7 @@ $(B)/bench/html_parsers: bench/html_parsers.c
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the
 # streaming clients (test_stream's TSan mode) under ThreadSanitizer, and each fuzz target
 # briefly.
-CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream
+CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files
 CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(HEADERS)

@@ -116,8 +116,8 @@ static void expect_source_auto(json_t *j)
 static void expect_no_extras(json_t *j)
 {
     assert_true(json_is_false(json_object_get(j, "suggestions")));
-    assert_true(json_is_false(json_object_get(j, "filesTranslation")));
-    assert_int_equal(json_array_size(json_object_get(j, "supportedFilesFormat")), 0);
+    assert_true(json_is_true(json_object_get(j, "filesTranslation")));         /* POST /translate_file */
+    assert_int_equal(json_array_size(json_object_get(j, "supportedFilesFormat")), 8);  /* .txt ... .odt */
     assert_int_equal(json_integer_value(json_object_get(j, "frontendTimeout")), 500);
 }
 

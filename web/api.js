@@ -195,3 +195,38 @@ export function modelsOf(r) {
     };
   });
 }
+
+/* ---- files ------------------------------------------------------------------
+ * POST /translate_file with async=true: 202 {"id", "status_url",
+ * "translatedFileUrl"}; GET status_url until "done"; the file at
+ * translatedFileUrl (kept by the server for --file-ttl seconds). */
+
+export async function translateFile(file, source, target, signal) {
+  const form = new FormData();
+  form.append('file', file, file.name);
+  form.append('source', source);
+  form.append('target', target);
+  form.append('async', 'true');
+  const h = {};
+  if (settings.key) h['Authorization'] = 'Bearer ' + settings.key;
+  let res;
+  try {
+    res = await fetch(url('/translate_file'), { method: 'POST', headers: h, mode: 'cors', body: form, signal });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(`POST /translate_file: no answer from ${url('/translate_file')} (${e.message})`, 0, 'network');
+  }
+  const text = await res.text();
+  if (!res.ok) throw failure('POST', '/translate_file', res, text);
+  return JSON.parse(text);
+}
+
+/* The status of a file job ({"state", "done", "total", ...}). */
+export function fileStatus(statusUrl, signal) { return api('GET', statusUrl, undefined, signal); }
+
+/* A download URL as the page can use it: the server's absolute URL names the
+ * host the request went to, which is the base already; keep its path. */
+export function fileUrl(translatedFileUrl) {
+  const i = translatedFileUrl.indexOf('/download_file/');
+  return i >= 0 ? url(translatedFileUrl.slice(i)) : translatedFileUrl;
+}

@@ -7,6 +7,7 @@
 
 import * as API from './api.js';
 import { AttentionExplorer } from './attention.js';
+import { FilePanel } from './files.js';
 import { PositionsView } from './positions.js';
 
 const $ = (id) => document.getElementById(id);
@@ -363,6 +364,11 @@ function start() {
   positions = new PositionsView({
     count: $('pos-count'), info: $('pos-info'), peCanvas: $('pe-map'), peTip: $('pe-tip'),
     simCanvas: $('sim-map'), simTip: $('sim-tip'), simRange: $('sim-range'),
+  });
+  new FilePanel({
+    zone: $('file-zone'), input: $('file-input'), progress: $('file-progress'), status: $('file-status'),
+    link: $('file-link'), error: $('file-error'), cancel: $('file-cancel'),
+    source: () => $('src-lang').value, target: () => $('tgt-lang').value,
   });
   $('base').value = API.initialBase();
   $('base').addEventListener('change', connect);

@@ -16,12 +16,16 @@
  *                     the server, which has no such setting.
  *   apiKeys, keyRequired   --api-key set: every translation needs it.
  *   suggestions       false: there is no /suggest.
- *   filesTranslation  false, supportedFilesFormat []: no /translate_file (yet).
+ *   filesTranslation  true: POST /translate_file (file_api.c); supportedFilesFormat
+ *                     the extensions of the formats it reads (document/document.h).
  *   language.source   "auto" ("Auto Detect"), LibreTranslate's default.
  *   language.target   the default model's target language (a multilingual
  *                     model: its first target), named as /languages names it.
  * Public and LibreTranslate-shaped (routes.c): no key, errors as {"error": "..."}.
  */
+#include <string.h>
+
+#include "document/document.h"
 #include "handlers.h"
 #include "service/languages.h"
 #include "service/server.h"
@@ -41,14 +45,22 @@ void srv_handle_frontend_settings(srv_request *req, srv_response *resp)
     const char *target = m->n_targets ? m->targets[0] : m->info->target_lang;
     int key = srv->opts.api_key[0] != 0;
     json_int_t char_limit = (json_int_t)srv->opts.max_body;      /* at most 1 GiB (options.c) */
-    json_t *o = json_pack("{s:I,s:i,s:b,s:b,s:b,s:b,s:[],s:{s:o,s:o}}",
+    json_t *formats = json_array();
+    for (const char *p = srv_doc_supported(); formats && *p;) {       /* ".txt, .html, ..." */
+        size_t n = strcspn(p, ", ");
+        if (n)
+            json_array_append_new(formats, json_stringn(p, n));
+        p += n;
+        p += strspn(p, ", ");
+    }
+    json_t *o = json_pack("{s:I,s:i,s:b,s:b,s:b,s:b,s:o,s:{s:o,s:o}}",
                           "charLimit", char_limit,
                           "frontendTimeout", LT_FRONTEND_TIMEOUT_MS,
                           "apiKeys", key,
                           "keyRequired", key,
                           "suggestions", 0,
-                          "filesTranslation", 0,
-                          "supportedFilesFormat",
+                          "filesTranslation", 1,
+                          "supportedFilesFormat", formats,
                           "language",
                           "source", language_json("auto", "Auto Detect"),
                           "target", language_json(target, srv_lang_name(target)));

@@ -12,6 +12,7 @@
  *     POST /tokenize, /detokenize   tokenize_api.c
  *     GET  /health, /models, /metrics, /openapi.json   info_api.c
  *     GET  /, /web/NAME        web_api.c  (the demo page, with --web DIR)
+ *     POST /translate_file, GET|DELETE /translate_file/ID, GET /download_file/ID/NAME   file_api.c
  */
 #ifndef SRV_HANDLERS_H
 #define SRV_HANDLERS_H
@@ -33,6 +34,9 @@ void srv_handle_models(srv_request *req, srv_response *resp);        /* info_api
 void srv_handle_metrics(srv_request *req, srv_response *resp);       /* info_api.c */
 void srv_handle_openapi(srv_request *req, srv_response *resp);       /* info_api.c */
 void srv_handle_web(srv_request *req, srv_response *resp);           /* web_api.c */
+void srv_handle_translate_file(srv_request *req, srv_response *resp);  /* file_api.c */
+void srv_handle_file_status(srv_request *req, srv_response *resp);   /* file_api.c: GET, DELETE */
+void srv_handle_download_file(srv_request *req, srv_response *resp); /* file_api.c */
 
 /* The OpenAPI 3 document served by GET /openapi.json (openapi.c, openapi.json). */
 extern const char srv_openapi_json[];

@@ -77,6 +77,9 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
             g.active_sessions += c.jobs_started;    /* requests decoding: the scheduler's */
             g.queue_depth += c.jobs_waiting;
         }
+    size_t stored = 0;
+    srv_files_usage(srv->files, &g.file_jobs_held, &g.file_jobs_running, &stored);
+    g.file_store_bytes = (double)stored;
     g.uptime_s = srv_now() - srv->t_start;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     if (!resp->text) {

@@ -37,6 +37,10 @@ static const srv_route routes[] = {
     { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY | ROUTE_BOTH | ROUTE_LT },  /* LibreTranslate's, and ours */
     { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/frontend/settings", srv_handle_frontend_settings, NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
+    { "POST", "/translate_file", srv_handle_translate_file, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LT },  /* as LibreTranslate's */
+    { "GET",  "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
+    { "DELETE", "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
+    { "GET",  "/download_file/", srv_handle_download_file, NULL, ROUTE_PUBLIC | ROUTE_PREFIX | ROUTE_LT },
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
     { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
     { "GET",  "/metrics",      srv_handle_metrics,    NULL, ROUTE_LOADING },
@@ -218,6 +222,15 @@ static int lt_shape(const srv_request *req)
         return (flags & ROUTE_LT) != 0;
     int owner = body_owner(req);
     return owner >= 0 ? owner : (flags & ROUTE_LT) != 0;
+}
+
+size_t srv_route_max_body(void *ctx, const char *path)
+{
+    const srv_server *srv = ctx;
+    size_t form = 64 << 10;             /* the other fields and the part headers around the file */
+    if (strcmp(path, "/translate_file") == 0 && srv->opts.max_file_bytes + form > srv->opts.max_body)
+        return srv->opts.max_file_bytes + form;
+    return srv->opts.max_body;
 }
 
 int srv_route_lt_errors(void *ctx, const srv_request *req)

@@ -30,6 +30,10 @@ const char *srv_route_label(void *ctx, const char *path);
  * req may have only its method, path, Content-Type and the body's first bytes. */
 int srv_route_lt_errors(void *ctx, const srv_request *req);
 
+/* The body limit of a path: --max-file-bytes (and room for the form around
+ * the file) on /translate_file, --max-body elsewhere. */
+size_t srv_route_max_body(void *ctx, const char *path);
+
 /* Every distinct route path, for metrics registration; returns the count. */
 int srv_route_paths(const char **paths, int max);
 

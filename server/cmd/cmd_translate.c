@@ -6,6 +6,7 @@
  * line is a sentence), decoded on this thread by the session loop.  The
  * decoding features are POST /translate's: line i (from 0) samples with
  * seed + i. */
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -15,10 +16,11 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "common/options.h"
-#include "markup/html.h"
+#include "document/document.h"
 #include "mt.h"
 #include "translate/pipeline.h"
 #include "service/result_json.h"
@@ -33,6 +35,7 @@ typedef struct {
     mt_decode_params dp;        /* the decoding fields as given (resolved once the model is loaded) */
     const char *prefix;         /* --target-prefix */
     int html;                   /* --format html: stdin is one page */
+    const char *file, *out;     /* --file IN (a document: document.h's formats), --out OUT (default stdout) */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -67,7 +70,7 @@ static const char *range_text(const mt_decode_limit *l, char *buf, size_t cap)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
-               "                         [--kv-cache f32|f16] [--json]\n"
+               "                         [--kv-cache f32|f16] [--json] [--format html | --file IN [--out OUT]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
                "  --threads N       compute threads (default 1)\n"
@@ -76,6 +79,9 @@ static void usage(FILE *f)
                "  --kv-cache f16    hold the decoder's key/value caches in half precision (default f32)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n"
                "  --format html     stdin is one HTML page: its text translated, its markup kept (README)\n"
+               "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt: read from its\n"
+               "                    bytes), its structure kept; --out OUT writes it (default stdout), with a\n"
+               "                    progress bar on a terminal\n"
                "decoding (POST /translate's fields; config.* and limits.* are the model's, as GET /models says):\n"
                "  --sample          draw each token (beam 1) with the sampling flags below; the seed, unless\n"
                "                    given, is drawn and printed on stderr; line i draws with seed + i\n",
@@ -162,6 +168,12 @@ static int parse_args(int argc, char **argv, options *o)
             return 1;
         } else if (!strcmp(a, "--format") && v && (!strcmp(v, "text") || !strcmp(v, "html"))) {
             o->html = !strcmp(v, "html");
+            i++;
+        } else if (!strcmp(a, "--file") && v) {
+            o->file = v;
+            i++;
+        } else if (!strcmp(a, "--out") && v) {
+            o->out = v;
             i++;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
@@ -295,55 +307,116 @@ static int translate_line(mt_session *s, const srv_tr_model *tm, const options *
     return 0;
 }
 
-/* --format html: the page on stdin, its units translated one by one, the page
- * with its markup on stdout.  A unit that fails is left as it was (stderr
- * says why). */
-static int run_html(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0)
+/* The whole of f: malloc'd, *len its size; NULL on failure (errno). */
+static char *read_all(FILE *f, size_t *len)
 {
-    char *page = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&page, &len);
+    char *data = NULL;
+    *len = 0;
+    FILE *mem = open_memstream(&data, len);
     char buf[65536];
     size_t n;
-    while (mem && (n = fread(buf, 1, sizeof buf, stdin)) > 0)
+    while (mem && (n = fread(buf, 1, sizeof buf, f)) > 0)
         fwrite(buf, 1, n, mem);
-    if (!mem || fclose(mem) != 0) {
-        fprintf(stderr, "mtserve translate: out of memory\n");
+    if (!mem || fclose(mem) != 0 || ferror(f)) {
+        free(data);
+        return NULL;
+    }
+    return data;
+}
+
+/* "[#####.....] 37/120 units" on a terminal's stderr, redrawn in place. */
+static void progress(int done, int total)
+{
+    enum { W = 30 };
+    int k = total ? (int)((long long)done * W / total) : W;
+    fprintf(stderr, "\r[%.*s%.*s] %d/%d units", k, "##############################", W - k,
+            "..............................", done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+enum { FILE_BATCH = 16 };
+
+/* A document (--file, or --format html on stdin): its units translated in
+ * batches of FILE_BATCH on this thread, the document with its structure to
+ * out.  A batch that fails leaves its units as they were (stderr says why). */
+static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0, const options *o)
+{
+    FILE *in = o->file ? fopen(o->file, "rb") : stdin;
+    if (!in) {
+        fprintf(stderr, "mtserve translate: cannot open %s: %s\n", o->file, strerror(errno));
+        return 1;
+    }
+    size_t len;
+    char *data = read_all(in, &len);
+    if (in != stdin)
+        fclose(in);
+    if (!data) {
+        fprintf(stderr, "mtserve translate: cannot read %s\n", o->file ? o->file : "stdin");
+        return 1;
+    }
+    srv_doc_kind kind = o->html ? SRV_DOC_HTML : srv_doc_sniff(data, len, o->file);
+    if (kind == SRV_DOC_UNKNOWN) {
+        fprintf(stderr, "mtserve translate: %s is in no format this command translates (%s)\n", o->file,
+                srv_doc_supported());
+        free(data);
         return 1;
     }
     srv_tr_params tp = *tp0;
     tp.split = 1;                       /* a unit is a paragraph */
-    tp.dp.alignments = 1;               /* the tags follow the words */
-    srv_html *h;
+    tp.dp.alignments = 1;               /* tags and runs follow the words */
+    srv_doc *d;
     mt_err err = {0};
-    int failed = 0;
-    if (srv_html_parse(page, len, SRV_HTML_DEFAULT_DEPTH, &h, &err) != MT_OK) {
-        fprintf(stderr, "mtserve translate: %s\n", err.msg);
-        free(page);
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_bytes = (size_t)1 << 30;    /* the operator's own file: only its format's bounds */
+    lim.max_units = 10000000;
+    if (srv_doc_parse(kind, data, len, &lim, &d, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: %s: %s\n", o->file ? o->file : "stdin", err.msg);
+        free(data);
         return 1;
     }
-    for (int i = 0; i < srv_html_units(h); i++) {
-        const char *unit = srv_html_unit(h, i);
+    int failed = 0, total = srv_doc_units(d), bar = o->out && isatty(2);
+    for (int i = 0; i < total; i += FILE_BATCH) {
+        int n = total - i < FILE_BATCH ? total - i : FILE_BATCH;
+        const char *texts[FILE_BATCH];
+        for (int k = 0; k < n; k++)
+            texts[k] = srv_doc_unit(d, i + k);
         srv_tr *t = NULL;
-        srv_tr_result r = {0};
-        if (translate_text(s, tm, &tp, unit, &t, &r, &err) != MT_OK ||
-            srv_html_set(h, i, r.alts[0], strlen(r.alts[0]), r.words, r.n_words, &err) != MT_OK) {
-            fprintf(stderr, "mtserve translate: unit %d: %s\n", i, err.msg);
-            failed = 1;
+        srv_tr_result r[FILE_BATCH] = {{0}};
+        mt_status st = srv_tr_new(tm, texts, n, &tp, &t, &err);
+        if (st == MT_OK) {
+            srv_decode_job *job = srv_tr_job(t);
+            job->done = decoded;
+            srv_session_decode(s, job);
+            st = job->status != MT_OK ? (err = job->err, job->status) : srv_tr_finish(t, r, &err);
         }
-        srv_tr_results_free(&r, 1);
+        for (int k = 0; st == MT_OK && k < n; k++)
+            st = srv_doc_set(d, i + k, r[k].alts[0], strlen(r[k].alts[0]), r[k].words, r[k].n_words, &err);
+        if (st != MT_OK) {
+            fprintf(stderr, "%smtserve translate: units %d-%d: %s\n", bar ? "\n" : "", i + 1, i + n, err.msg);
+            failed = 1;
+        } else {
+            srv_tr_results_free(r, n);
+        }
         srv_tr_free(t);
+        if (bar)
+            progress(i + n, total);
     }
     char *out;
-    if (srv_html_render(h, &out, &len, &err) == MT_OK) {
-        fwrite(out, 1, len, stdout);
+    if (srv_doc_render(d, &out, &len, &err) == MT_OK) {
+        FILE *f = o->out ? fopen(o->out, "wb") : stdout;
+        if (!f || fwrite(out, 1, len, f) != len || (f != stdout && fclose(f) != 0)) {
+            fprintf(stderr, "mtserve translate: cannot write %s\n", o->out ? o->out : "stdout");
+            failed = 1;
+        }
         free(out);
     } else {
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
         failed = 1;
     }
-    srv_html_free(h);
-    free(page);
+    srv_doc_free(d);
+    free(data);
     return failed;
 }
 
@@ -366,8 +439,8 @@ static int run(mt_model *m, const options *o)
     }
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                         .max_src_len = sp.max_src_len };
-    if (o->html) {
-        int rc = run_html(s, &tm, &tp);
+    if (o->html || o->file) {
+        int rc = run_file(s, &tm, &tp, o);
         mt_session_free(s);
         return rc;
     }

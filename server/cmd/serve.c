@@ -181,6 +181,17 @@ static int run(srv_server *srv)
     srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue);
     if (!srv->workers_pool)
         return 1;
+    srv_files_params fp = srv_files_default_params();
+    fp.max_jobs = srv->opts.max_file_jobs;
+    fp.max_store = srv->opts.file_store;
+    fp.ttl_s = srv->opts.file_ttl_s;
+    fp.batch_units = srv->opts.file_batch;
+    mt_err ferr = { 0 };
+    if (!(srv->files = srv_files_new(&fp, &ferr))) {
+        fprintf(stderr, "mtserve: %s\n", ferr.msg);
+        srv_workers_free(srv->workers_pool);
+        return 1;
+    }
     srv_http_config cfg = {
         .host = srv->opts.host, .port = srv->opts.port, .threads = srv->http_threads,
         .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
@@ -189,12 +200,14 @@ static int run(srv_server *srv)
         .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
         .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
         .router = { .prepare = srv_route_prepare, .start = srv_route_start, .finish = srv_route_finish,
-                    .label = srv_route_label, .lt_errors = srv_route_lt_errors, .ctx = srv },
+                    .label = srv_route_label, .lt_errors = srv_route_lt_errors,
+                    .max_body = srv_route_max_body, .ctx = srv },
     };
     char err[512];
     srv_http *http = srv_http_start(&cfg, err, sizeof err);
     if (!http) {
         fprintf(stderr, "mtserve: %s\n", err);
+        srv_files_free(srv->files);
         srv_workers_free(srv->workers_pool);
         return 1;
     }
@@ -207,6 +220,7 @@ static int run(srv_server *srv)
     pthread_t tid;
     if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
         srv_http_stop(http, 0);
+        srv_files_free(srv->files);
         srv_workers_free(srv->workers_pool);
         return 1;
     }
@@ -223,6 +237,7 @@ static int run(srv_server *srv)
         _exit(rc);          /* a load cannot be interrupted; nothing else runs */
     }
     pthread_join(tid, NULL);
+    srv_files_free(srv->files);             /* its batches in flight come back first */
     srv_workers_free(srv->workers_pool);
     for (int i = 0; i < srv->n_models; i++) {
         srv_sched_free(srv->models[i].sched);

@@ -254,6 +254,10 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
                  g->active_sequences);
     render_gauge(&sb, "mtserve_waiting_sequences", "Sentences waiting for decoder rows.", g->waiting_sequences);
     render_gauge(&sb, "mtserve_batch_rows_in_use", "Decoder rows held by the active sentences.", g->rows_in_use);
+    render_gauge(&sb, "mtserve_file_jobs_running", "File jobs translating now.", g->file_jobs_running);
+    render_gauge(&sb, "mtserve_file_jobs_held", "File jobs held: running, and finished ones kept for download.",
+                 g->file_jobs_held);
+    render_gauge(&sb, "mtserve_file_store_bytes", "Bytes of finished files kept for download.", g->file_store_bytes);
     render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
     if (sb.failed) {
         free(sb.buf);

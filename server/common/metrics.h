@@ -39,6 +39,9 @@ typedef struct {
     int    active_sequences;  /* batching: sentences decoding in the schedulers now */
     int    waiting_sequences; /* batching: sentences waiting for decoder rows */
     int    rows_in_use;       /* batching: decoder rows held by those sentences */
+    int    file_jobs_running; /* POST /translate_file jobs translating now */
+    int    file_jobs_held;    /* ... and finished ones kept for download */
+    double file_store_bytes;  /* bytes of those finished files */
     double uptime_s;
 } srv_metrics_gauges;
 

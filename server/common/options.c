@@ -59,6 +59,18 @@ static const opt_def opt_table[] = {
       "LibreTranslate 'alternatives' limit" },
     { "--max-html-depth", "MTSERVE_MAX_HTML_DEPTH", OPT_INT, F(max_html_depth), 0, 1, 100000,
       "format html: the deepest nesting of elements accepted; deeper gets 400" },
+    { "--max-file-bytes", "MTSERVE_MAX_FILE_BYTES", OPT_SIZE, F(max_file_bytes), 0, 1, (long long)1 << 30,
+      "POST /translate_file: the file's bytes (K/M suffixes; the body limit of that route); beyond it 413" },
+    { "--max-file-units", "MTSERVE_MAX_FILE_UNITS", OPT_INT, F(max_file_units), 0, 1, 10000000,
+      "translation units (paragraphs, cues, entries) of a file; beyond it 413" },
+    { "--max-file-jobs", "MTSERVE_MAX_FILE_JOBS", OPT_INT, F(max_file_jobs), 0, 1, 100000,
+      "file jobs held at once (running, and finished ones not yet deleted); beyond it 503" },
+    { "--file-store", "MTSERVE_FILE_STORE", OPT_SIZE, F(file_store), 0, 1, (long long)1 << 40,
+      "bytes of finished files held in memory for download (K/M suffixes)" },
+    { "--file-batch", "MTSERVE_FILE_BATCH", OPT_INT, F(file_batch), 0, 1, 4096,
+      "units of a file job per decode job, one in flight per file: fewer leave more of the decoder to other clients" },
+    { "--file-ttl", "MTSERVE_FILE_TTL", OPT_INT, F(file_ttl_s), 0, 1, 604800,
+      "seconds a finished file is kept for download, then deleted" },
     { "--max-connections", "MTSERVE_MAX_CONNECTIONS", OPT_INT, F(max_connections), 0, 1, 1000000,
       "open connections (more are refused at once; capped by the open-file limit)" },
     { "--max-connections-per-ip", "MTSERVE_MAX_CONNECTIONS_PER_IP", OPT_INT, F(max_connections_per_ip), 0, 0,
@@ -95,6 +107,12 @@ static void defaults(srv_options *o)
     o->max_tokens = 1024;
     o->max_alternatives = 4;
     o->max_html_depth = SRV_HTML_DEFAULT_DEPTH;
+    o->max_file_bytes = 16 << 20;
+    o->max_file_units = 100000;
+    o->max_file_jobs = 16;
+    o->file_store = 256 << 20;
+    o->file_ttl_s = 600;
+    o->file_batch = 16;
     o->max_connections = 8192;
     o->max_connections_per_ip = 512;
     o->request_timeout_s = 10;

@@ -41,6 +41,12 @@ typedef struct {
     int    batching;        /* 1: continuous batching, one scheduler thread per model (default) */
     int    max_alternatives;/* LibreTranslate alternatives cap */
     int    max_html_depth;  /* format "html": the deepest element nesting accepted; deeper gets 400 */
+    size_t max_file_bytes;  /* POST /translate_file: the body limit of that route */
+    int    max_file_units;  /* translation units of a file */
+    int    max_file_jobs;   /* file jobs held at once */
+    size_t file_store;      /* bytes of finished files held */
+    int    file_ttl_s;      /* seconds a finished file is kept */
+    int    file_batch;      /* units of a file job per decode job */
     int    max_connections;
     int    max_connections_per_ip;  /* 0 = no per-address limit */
     int    timeout_s;       /* keep-alive idle timeout */

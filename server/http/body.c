@@ -190,6 +190,80 @@ json_t *srv_multipart_parse(const char *body, size_t len, const char *content_ty
     return NULL;
 }
 
+/* Parameter key of the Content-Disposition header in a part's headers
+ * (hdr[0..len)), quoted or not, into out; 1 found, 0 not. */
+static int disposition_param(const char *hdr, size_t len, const char *key, char *out, size_t out_len)
+{
+    const char *end = hdr + len, *d = hdr;
+    size_t kl = strlen(key);
+    while (d < end && strncasecmp(d, "content-disposition:", 20)) {
+        const char *nl = memchr(d, '\n', (size_t)(end - d));
+        d = nl ? nl + 1 : end;
+    }
+    if (d >= end)
+        return 0;
+    const char *line_end = memchr(d, '\n', (size_t)(end - d));
+    if (!line_end)
+        line_end = end;
+    for (const char *p = memchr(d, ';', (size_t)(line_end - d)); p && p < line_end;
+         p = memchr(p + 1, ';', (size_t)(line_end - p - 1))) {
+        const char *k = p + 1;
+        while (k < line_end && *k == ' ')
+            k++;
+        if ((size_t)(line_end - k) <= kl || strncasecmp(k, key, kl) || k[kl] != '=')
+            continue;
+        const char *v = k + kl + 1, *ve;
+        if (v < line_end && *v == '"') {
+            v++;
+            ve = memchr(v, '"', (size_t)(line_end - v));
+            if (!ve)
+                return 0;
+        } else {
+            ve = v;
+            while (ve < line_end && *ve != ';' && *ve != '\r')
+                ve++;
+        }
+        if ((size_t)(ve - v) >= out_len)
+            return 0;
+        memcpy(out, v, (size_t)(ve - v));
+        out[ve - v] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+int srv_multipart_file(const char *body, size_t len, const char *content_type, const char *field,
+                       const char **data, size_t *dlen, char *filename, size_t fn_len, char *err, size_t err_len)
+{
+    char delim[200], name[128];
+    if (!boundary_of(content_type, delim, sizeof delim)) {
+        snprintf(err, err_len, "multipart/form-data without a boundary");
+        return -1;
+    }
+    size_t dl = strlen(delim);
+    const char *end = body + len, *p = memmem(body, len, delim, dl);
+    while (p) {
+        p += dl;
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+            return 0;                                       /* closing delimiter: not there */
+        const char *hdr_end = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
+        const char *next = hdr_end ? memmem(hdr_end + 4, (size_t)(end - hdr_end - 4), delim, dl) : NULL;
+        if (!next || next - (hdr_end + 4) < 2 || next[-2] != '\r' || next[-1] != '\n')
+            break;
+        size_t hl = (size_t)(hdr_end - p);
+        if (disposition_param(p, hl, "name", name, sizeof name) && !strcmp(name, field)) {
+            if (!disposition_param(p, hl, "filename", filename, fn_len))
+                filename[0] = 0;
+            *data = hdr_end + 4;
+            *dlen = (size_t)(next - 2 - *data);
+            return 1;
+        }
+        p = next;
+    }
+    snprintf(err, err_len, "malformed multipart/form-data body");
+    return -1;
+}
+
 /* ---- body -> req->json -------------------------------------------------------- */
 
 /* Compares the media type of a Content-Type header (parameters ignored). */
@@ -235,13 +309,13 @@ int srv_body_parse(srv_request *req, srv_response *resp)
 {
     if (req->body_len == 0)
         return srv_fail(resp, SRV_E_INVALID_JSON, "the request has no body; expected a JSON object");
-    size_t ok = mt_utf8_valid_prefix(req->body, req->body_len);
-    if (ok != req->body_len)
+    int multipart = srv_body_is_form(req) && media_is(req->content_type, "multipart/form-data");
+    size_t ok = multipart ? req->body_len : mt_utf8_valid_prefix(req->body, req->body_len);
+    if (ok != req->body_len)        /* a multipart body's file parts are bytes; its fields are checked */
         return srv_fail(resp, SRV_E_INVALID_UTF8, "the body is not valid UTF-8 (byte %zu)", ok);
     if (!srv_body_is_form(req))
         return parse_json_body(req, resp);
     char err[160];
-    int multipart = media_is(req->content_type, "multipart/form-data");
     req->form = 1;
     req->json = multipart ? srv_multipart_parse(req->body, req->body_len, req->content_type, err, sizeof err)
                           : srv_form_parse(req->body, req->body_len, err, sizeof err);

@@ -26,6 +26,13 @@ json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len);
 json_t *srv_multipart_parse(const char *body, size_t len, const char *content_type, char *err,
                             size_t err_len);
 
+/* The part named field of a multipart/form-data body (a file, or any part):
+ * *data and *dlen point into body (not copied), its filename parameter is
+ * copied into filename ("" when none or longer than fn_len).  1 found, 0 not
+ * there, -1 a malformed body (message in err). */
+int srv_multipart_file(const char *body, size_t len, const char *content_type, const char *field,
+                       const char **data, size_t *dlen, char *filename, size_t fn_len, char *err, size_t err_len);
+
 /* 1 when req's body is a form (what srv_body_parse parses as one): its
  * Content-Type is urlencoded or multipart and the body does not open with '{'
  * (`curl -d '{...}'` labels JSON as a form). */

@@ -29,6 +29,7 @@ static const struct {
     [SRV_E_METHOD_NOT_ALLOWED]   = { 405,   0, "method_not_allowed" },
     [SRV_E_REQUEST_TIMEOUT]      = { 408,   0, "request_timeout" },
     [SRV_E_BODY_TOO_LARGE]       = { 413,   0, "body_too_large" },
+    [SRV_E_UNSUPPORTED_MEDIA]    = { 415,   0, "unsupported_media_type" },
     [SRV_E_INPUT_TOO_LONG]       = { 413, 400, "input_too_long" },
     [SRV_E_INTERNAL]             = { 500,   0, "internal_error" },
     [SRV_E_QUEUE_FULL]           = { 503,   0, "queue_full" },

@@ -57,13 +57,14 @@ typedef struct {
     char       *body;
     size_t      len, cap;
     int         too_large;      /* the body went over max_body: the rest is dropped */
+    size_t      max_body;       /* this request's limit (the router's for its path) */
     char        head[SRV_HTTP_BODY_HEAD];   /* the body's first bytes, kept: they tell its shape */
     size_t      head_len;
     size_t      dropped;        /* bytes dropped since */
     _Atomic int ready;          /* the work is over (set before resuming) */
     srv_request req;
     srv_response resp;
-    char       *content_type, *authorization;   /* copies of request headers */
+    char       *content_type, *authorization, *host;   /* copies of request headers */
     int         status;         /* queued status, for the log */
     size_t      bytes;          /* queued body bytes */
     char        method[16];
@@ -279,7 +280,7 @@ static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_st
 static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, conn_state *st)
 {
     char msg[96];
-    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
+    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", st->max_body);
     return send_error(h, c, st, SRV_E_BODY_TOO_LARGE, msg);
 }
 
@@ -303,6 +304,7 @@ static conn_state *conn_new(srv_http *h, struct MHD_Connection *c, const char *m
         free(st);
         return NULL;
     }
+    st->max_body = h->cfg.router.max_body ? h->cfg.router.max_body(h->cfg.router.ctx, st->path) : h->cfg.max_body;
     atomic_fetch_add(h->cfg.in_flight, 1);
     return st;
 }
@@ -317,14 +319,15 @@ static void conn_free(conn_state *st)
     free(st->body);
     free(st->content_type);
     free(st->authorization);
+    free(st->host);
     free(st->path);
     free(st);
 }
 
-static int declared_too_large(const srv_http *h, struct MHD_Connection *c)
+static int declared_too_large(const conn_state *st, struct MHD_Connection *c)
 {
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    return cl && strtoull(cl, NULL, 10) > h->cfg.max_body;
+    return cl && strtoull(cl, NULL, 10) > st->max_body;
 }
 
 /* Appends a chunk, growing geometrically; drops everything once over the
@@ -334,7 +337,7 @@ static int body_append(const srv_http *h, conn_state *st, const char *data, size
     size_t keep = sizeof st->head - st->head_len < n ? sizeof st->head - st->head_len : n;
     memcpy(st->head + st->head_len, data, keep);
     st->head_len += keep;
-    if (st->too_large || n > h->cfg.max_body - st->len) {
+    if (st->too_large || n > st->max_body - st->len) {
         st->too_large = 1;
         st->dropped += n;
         free(st->body);
@@ -346,8 +349,8 @@ static int body_append(const srv_http *h, conn_state *st, const char *data, size
         size_t cap = st->cap ? st->cap * 2 : 4096;
         while (cap < st->len + n)
             cap *= 2;
-        if (cap > h->cfg.max_body)
-            cap = h->cfg.max_body;
+        if (cap > st->max_body)
+            cap = st->max_body;
         char *p = realloc(st->body, cap);
         if (!p)
             return -1;
@@ -399,11 +402,13 @@ static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_stat
     const srv_http_router *rt = &h->cfg.router;
     st->content_type = header_copy(c, MHD_HTTP_HEADER_CONTENT_TYPE);
     st->authorization = header_copy(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    st->host = header_copy(c, MHD_HTTP_HEADER_HOST);
     st->req = (srv_request){
         .method = st->method,
         .path = st->path,
         .content_type = st->content_type,
         .authorization = st->authorization,
+        .host = st->host,
         .body = st->body ? st->body : "",
         .body_len = st->len,
         .t_start = st->t_start,
@@ -434,7 +439,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *bad = bad_framing(c, version);
         if (bad)
             return send_error(h, c, st, SRV_E_BAD_REQUEST, bad);
-        if (declared_too_large(h, c)) {
+        if (declared_too_large(st, c)) {
             if (expects_continue(c))        /* the client sends no body until told to */
                 return send_too_large(h, c, st);
             st->too_large = 1;              /* read and drop it, then answer */

@@ -37,6 +37,8 @@ typedef struct {
      * LibreTranslate's.  req has the method, path, Content-Type and at most
      * the body's first SRV_HTTP_BODY_HEAD bytes (none before it arrives). */
     int (*lt_errors)(void *ctx, const srv_request *req);
+    /* The body limit of a path (NULL: srv_http_config.max_body for every path). */
+    size_t (*max_body)(void *ctx, const char *path);
     void  *ctx;
 } srv_http_router;
 

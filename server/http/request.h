@@ -25,6 +25,7 @@ struct srv_request {
     const char *path;           /* "/translate", without the query */
     const char *content_type;   /* request headers, NULL when absent */
     const char *authorization;
+    const char *host;           /* the Host header (absolute URLs in replies) */
     const char *body;           /* not NUL-terminated */
     size_t      body_len;
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */

@@ -17,6 +17,7 @@
 #include "translate/session_decoder.h"
 #include "translate/sessions.h"
 #include "common/workers.h"
+#include "file_job.h"
 
 typedef struct {
     char               id[64];
@@ -41,6 +42,7 @@ struct srv_server {
     srv_model    models[SRV_MAX_MODELS];
     int          n_models;
     srv_workers *workers_pool;      /* compute threads + queue: /attention, and decoding with batching off */
+    srv_files   *files;             /* POST /translate_file's jobs and finished files */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
     _Atomic int  ready;             /* 0 while loading, 1 serving */

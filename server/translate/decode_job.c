@@ -6,7 +6,7 @@
 void srv_decode_job_init(srv_decode_job *job, srv_seq_req *items, int n, const mt_decode_params *dp)
 {
     srv_decode_job keep = { .items = items, .n = n, .dp = *dp, .abort = job->abort, .progress = job->progress,
-                            .done = job->done, .ctx = job->ctx };
+                            .done = job->done, .ctx = job->ctx, .background = job->background };
     *job = keep;
     for (int i = 0; i < n; i++) {
         memset(items[i].hyps, 0, sizeof *items[i].hyps * (size_t)(dp->n_best > 0 ? dp->n_best : 1));

@@ -64,6 +64,11 @@ struct srv_decode_job {
     srv_progress     progress;  /* fn NULL: no streaming */
     void           (*done)(srv_decode_job *job);
     void            *ctx;       /* the caller's, for done() */
+    /* 1: bulk work (a file job's batch): the scheduler gives such sentences
+     * a small share of the rows while interactive ones decode or wait, all of
+     * them otherwise (scheduler.h, SRV_SCHED_BACKGROUND_SHARE); the session
+     * decoder ignores it */
+    int              background;
     /* results, valid in done() */
     mt_status        status;    /* MT_OK, or the first failed item's status */
     mt_err           err;

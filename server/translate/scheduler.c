@@ -27,6 +27,8 @@ struct srv_sched {
     int              n_jobs;
     srv_seq_req    **active;        /* [rows] by sequence id: decoding, NULL (scheduler thread only) */
     int              n_active;
+    int              n_bg_rows;     /* rows the active background sentences hold (srv_decode_job.background) */
+    int              bg_rows;       /* the rows they may hold beside interactive ones */
     srv_seq_req     *retired;       /* finished by the last step, not yet over (scheduler thread only) */
     double           last_poll;
     _Atomic int      st_active, st_waiting, st_rows, st_jobs_started, st_jobs_waiting;
@@ -66,6 +68,12 @@ static void fail_item(srv_sched *sc, srv_seq_req *it, mt_status st, const char *
 {
     it->status = mt_err_set(&it->err, st, "%s", why);
     finish_item(sc, it, done_list);
+}
+
+/* The rows a background item holds: its beam; 0 for an interactive one. */
+static int bg_rows_of(const srv_seq_req *it)
+{
+    return it->job->background ? (it->dp ? it->dp : &it->job->dp)->beam_size : 0;
 }
 
 static void publish_stats(srv_sched *sc)
@@ -108,6 +116,7 @@ static void drop(srv_sched *sc, srv_decode_job **done_list)
         srv_metrics_cancelled(1);
         sc->active[i] = NULL;
         sc->n_active--;
+        sc->n_bg_rows -= bg_rows_of(it);
         fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
     }
     double t = mt_now_s();
@@ -132,25 +141,54 @@ static void drop(srv_sched *sc, srv_decode_job **done_list)
         sc->tail = it;
 }
 
-/* Under mu (released around mt_seq_start): FIFO admission while rows are free.  The
- * sources admitted here are encoded together, as one batch, by the next mt_step.
- * A streamed job's progress hook rides in each sentence's decode parameters. */
+/* A background sentence must wait: interactive ones decode or wait, and the
+ * background ones hold their share of the rows already. */
+static int bg_must_wait(const srv_sched *sc, int fg_active, int fg_waiting)
+{
+    return (fg_active > 0 || fg_waiting > 0) && sc->n_bg_rows >= sc->bg_rows;
+}
+
+/* Under mu (released around mt_seq_start): FIFO admission while rows are free,
+ * interactive sentences first: a background sentence over its share is passed
+ * over (it keeps its place), nothing else overtakes the first that waits for
+ * rows.  The sources admitted here are encoded together, as one batch, by the
+ * next mt_step.  A streamed job's progress hook rides in each sentence's
+ * decode parameters. */
 static void admit(srv_sched *sc, srv_decode_job **done_list)
 {
-    while (sc->head) {
-        srv_seq_req *it = sc->head;
+    int fg_waiting = 0, fg_active = 0;
+    for (srv_seq_req *it = sc->head; it; it = it->next)
+        fg_waiting += !it->job->background;
+    for (int i = 0; i < sc->rows; i++)
+        fg_active += sc->active[i] && !sc->active[i]->job->background;
+    srv_seq_req *prev = NULL;           /* the last sentence passed over (still queued) */
+    while (prev ? prev->next : sc->head) {
+        srv_seq_req *it = prev ? prev->next : sc->head;
+        int bg = it->job->background != 0;
+        if (bg && bg_must_wait(sc, fg_active, fg_waiting)) {
+            prev = it;
+            continue;
+        }
         const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
         if (dp->beam_size <= sc->rows && !mt_session_can_start(sc->s, dp->beam_size))
-            break;                      /* the head waits for rows; nobody overtakes it */
-        sc->head = it->next;
-        if (!sc->head)
-            sc->tail = NULL;
+            break;                      /* it waits for rows; nobody overtakes it */
+        if (prev)
+            prev->next = it->next;
+        else
+            sc->head = it->next;
+        if (sc->tail == it)
+            sc->tail = prev;
+        fg_waiting -= !bg;
+        fg_active += !bg;
+        sc->n_bg_rows += bg_rows_of(it);    /* counted now: a failed start takes them back below */
         it->job->started = 1;
         pthread_mutex_unlock(&sc->mu);
         mt_decode_params q = srv_decode_item_params(it->job, (int)(it - it->job->items));
         mt_status st = mt_seq_start(sc->s, it->src, it->n_src, &q, &it->seq, &it->err);
         pthread_mutex_lock(&sc->mu);
         if (st != MT_OK) {
+            sc->n_bg_rows -= bg_rows_of(it);
+            fg_active -= !bg;
             it->status = st;
             finish_item(sc, it, done_list);
         } else {
@@ -178,6 +216,7 @@ static void sched_finished(void *data, int seq, mt_status st, mt_hyp *hyps, int 
         it->err = *err;
     sc->active[seq] = NULL;
     sc->n_active--;
+    sc->n_bg_rows -= bg_rows_of(it);
     it->next = sc->retired;
     sc->retired = it;
 }
@@ -274,6 +313,7 @@ srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *sparams
     pthread_condattr_destroy(&ca);
     sc->p = *p;
     sc->rows = sparams->max_batch;
+    sc->bg_rows = sc->rows / SRV_SCHED_BACKGROUND_SHARE > 1 ? sc->rows / SRV_SCHED_BACKGROUND_SHARE : 1;
     if (mt_session_new(model, sparams, &sc->s, err) != MT_OK ||
         !(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
         if (sc->s)

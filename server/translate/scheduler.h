@@ -19,6 +19,11 @@
 #ifndef SRV_SCHED_H
 #define SRV_SCHED_H
 
+/* Background sentences (srv_decode_job.background: a file job's batches) hold
+ * at most 1/SRV_SCHED_BACKGROUND_SHARE of the rows (at least one) while
+ * interactive sentences decode or wait; every row when none does. */
+#define SRV_SCHED_BACKGROUND_SHARE 16
+
 #include "decode_job.h"
 
 typedef struct srv_sched srv_sched;

@@ -400,6 +400,34 @@ async function main() {
       });
     }
 
+    await phase('a file dropped on the page: a progress bar, then the translated file', async () => {
+      await page.selectOption('#src-lang', 'en');
+      await page.selectOption('#tgt-lang', 'fr');
+      const text = [S1, '', S2, S3].join('\n') + '\n';
+      await page.evaluate((t) => {          /* a real drop event carrying a File, as a browser makes it */
+        const dt = new DataTransfer();
+        dt.items.add(new File([t], 'notes.txt', { type: 'text/plain' }));
+        document.getElementById('file-zone').dispatchEvent(
+          new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }, text);
+      await page.waitForSelector('#file-link:not([hidden])', { timeout: 60000 });
+      const bar = await page.$eval('#file-progress', (p) => [p.value, p.max, p.hidden]);
+      equal('the progress bar is full', bar, [3, 3, false]);
+      equal('the link names the file', await page.getAttribute('#file-link', 'download'), 'notes.fr.txt');
+      const got = await page.evaluate(async (h) => (await fetch(h)).text(), await page.getAttribute('#file-link', 'href'));
+      const lines = got.split('\n');
+      equal('the file has the input\'s lines (4 and a final newline)', lines.length, text.split('\n').length);
+      equal('its second line is blank, as the input\'s', lines[1], '');
+      equal('its first line is the model\'s translation of the first', lines[0],
+            (await api('POST', '/translate', { text: S1, model: 'en-fr' })).translations[0].text);
+      await page.screenshot({ path: `${OUT}/8-file.png` });
+      const fromInput = 'Paragraph one.\n';
+      await page.setInputFiles('#file-input', { name: 'one.txt', mimeType: 'text/plain', buffer: Buffer.from(fromInput) });
+      await page.waitForFunction(() => document.getElementById('file-link').download === 'one.fr.txt', null,
+                                 { timeout: 60000 });
+      check('a file chosen with the file input is translated too', true);
+    });
+
     await phase('the position encodings', async () => {
       /* docs/MARIAN.md 1.1: values of the PyTorch reference, d = 512 */
       const got = await page.evaluate(async () => {

@@ -1,7 +1,9 @@
 /* fuzz_body_multipart: multipart/form-data bodies (server/http/body.c): the
  * boundary parameter of the Content-Type (quoted or not), delimiter search,
  * part headers (Content-Disposition name= vs filename=), values checked for
- * UTF-8 and NULs; then srv_body_parse with that Content-Type and the getters.
+ * UTF-8 and NULs; srv_multipart_file (the file part of POST /translate_file:
+ * it points inside the body); then srv_body_parse with that Content-Type and
+ * the getters.
  *
  * Input: the Content-Type header value, '\n', then the raw body, e.g.
  *     multipart/form-data; boundary=B\n--B\r\nContent-Disposition: form-data; name="q"\r\n\r\nHi\r\n--B--\r\n
@@ -45,6 +47,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(err[0] != '\0');
     }
+    /* the file part of POST /translate_file: inside the body, its name copied bounded */
+    const char *fdata;
+    size_t flen;
+    char fname[64];
+    int found = srv_multipart_file(copy, len, ct, "file", &fdata, &flen, fname, sizeof fname, err, sizeof err);
+    FUZZ_CHECK(found >= -1 && found <= 1);
+    if (found == 1)
+        FUZZ_CHECK(fdata >= copy && fdata + flen <= copy + len && strlen(fname) < sizeof fname);
+    if (found < 0)
+        FUZZ_CHECK(err[0] != '\0');
     fuzz_body_request(ct, copy, len);
     free(copy);
     return 0;

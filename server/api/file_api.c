@@ -1,0 +1,330 @@
+/* Files: POST /translate_file (LibreTranslate's shape), GET and DELETE
+ * /translate_file/ID (progress, cancel: ours), GET /download_file/ID/NAME.
+ *
+ *   POST /translate_file   multipart/form-data: file, target, source (or
+ *                          "auto", the default), api_key; and ours: async.
+ *       The file's format is read from its bytes (document/document.h); it
+ *       becomes a file job (service/file_job.h) that goes through the
+ *       decoders in batches beside every other request.  As LibreTranslate:
+ *       the reply comes when the file is done, {"translatedFileUrl": URL}
+ *       (URL: GET /download_file/...); the client leaving cancels the job.
+ *       With async=true: 202 at once, {"id", "status_url", "translatedFileUrl"},
+ *       the file there once GET status_url says "done".
+ *   GET /translate_file/ID {"id", "state", "done", "total", "name", "format",
+ *       "elapsed_ms", "translatedFileUrl" (done), "error" (failed)}: units
+ *       translated of all, monotonically.
+ *   DELETE /translate_file/ID   cancels a running job, deletes a finished file.
+ *   GET /download_file/ID/NAME  the file, until --file-ttl after it was done.
+ *
+ * Errors: no file part 400, a file over --max-file-bytes 413, over
+ * --max-file-units 413, a format we do not read 415 (naming the formats), a
+ * file that is not what it says 400 (where), --max-file-jobs held 503.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "handlers.h"
+#include "http/body.h"
+#include "service/detect_source.h"
+#include "service/pairs.h"
+#include "service/server.h"
+#include "service/translate_job.h"
+
+#define FILE_PATH "/translate_file/"
+#define DOWNLOAD_PATH "/download_file/"
+
+/* A sync request's wait: the runner calls resume(req) when the job ends. */
+typedef struct {
+    srv_files *files;
+    char       id[SRV_FILE_ID_LEN];
+    char       url[1024];
+} waiting;
+
+static void waiting_free(void *p)
+{
+    waiting *w = p;
+    srv_files_detach(w->files, w->id, 1);   /* the request died first: nobody wants the file */
+    free(w);
+}
+
+static void job_ended(void *ctx)
+{
+    srv_request *req = ctx;
+    req->resume(req);
+}
+
+static int req_gone(void *ctx)
+{
+    srv_request *req = ctx;
+    return req->client_gone && req->client_gone(req->conn);
+}
+
+/* The translated file's name: "report.docx" -> "report.fr.docx". */
+static void result_name(const char *name, const char *lang, srv_doc_kind kind, char *out, size_t len)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strrchr(base, '.');
+    int stem = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    if (!stem)
+        base = "file", stem = 4;
+    snprintf(out, len, "%.*s.%s%s", stem > 200 ? 200 : stem, base, lang, srv_doc_kind_ext(kind));
+    for (char *p = out; *p; p++)        /* a URL path segment, a header value: nothing to escape */
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+              *p == '-' || *p == '_'))
+            *p = '_';
+}
+
+static void file_url(const srv_request *req, const char *id, const char *name, char *out, size_t len)
+{
+    if (req->host && req->host[0] && !strpbrk(req->host, "\"<> \r\n"))
+        snprintf(out, len, "http://%s%s%s/%s", req->host, DOWNLOAD_PATH, id, name);
+    else
+        snprintf(out, len, "%s%s/%s", DOWNLOAD_PATH, id, name);
+}
+
+static int fail_doc(srv_response *resp, const mt_err *err)
+{
+    if (err->status == MT_ERR_TOO_LONG)
+        return srv_fail(resp, SRV_E_BODY_TOO_LARGE, "%s", err->msg);
+    return srv_fail(resp, srv_code_from_mt(err->status), "%s", err->msg);
+}
+
+/* The text detection reads: the first units, up to a few KB. */
+static int detect_texts(const srv_doc *d, const char **texts, int max)
+{
+    int n = 0;
+    size_t bytes = 0;
+    for (int i = 0; i < srv_doc_units(d) && n < max && bytes < 4096; i++) {
+        texts[n++] = srv_doc_unit(d, i);
+        bytes += strlen(texts[n - 1]);
+    }
+    return n;
+}
+
+static void finish_sync(srv_request *req, srv_response *resp)
+{
+    waiting *w = req->pending;
+    req->pending = NULL;
+    srv_file_info info;
+    if (srv_files_info(w->files, w->id, &info) != 0) {
+        srv_fail(resp, SRV_E_INTERNAL, "the file job vanished");
+    } else if (info.state == SRV_FILE_DONE) {
+        srv_reply_json(resp, 200, json_pack("{s:s}", "translatedFileUrl", w->url));
+    } else if (info.state == SRV_FILE_CANCELLED) {
+        srv_fail(resp, SRV_E_CLIENT_GONE, "the file job was cancelled");
+    } else {
+        fail_doc(resp, &info.err);
+    }
+    free(w);
+}
+
+void srv_handle_translate_file(srv_request *req, srv_response *resp)
+{
+    srv_server *srv = req->srv;
+    const char *data;
+    size_t len;
+    char filename[256], err_msg[160];
+    int found = req->content_type && strncasecmp(req->content_type, "multipart/form-data", 19) == 0
+                    ? srv_multipart_file(req->body, req->body_len, req->content_type, "file", &data, &len, filename,
+                                         sizeof filename, err_msg, sizeof err_msg)
+                    : -2;
+    if (found == -2) {
+        srv_fail(resp, SRV_E_BAD_REQUEST, "POST /translate_file takes multipart/form-data with a 'file' part");
+        return;
+    }
+    if (found < 0) {
+        srv_fail(resp, SRV_E_INVALID_JSON, "%s", err_msg);
+        return;
+    }
+    if (!found) {
+        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing file parameter");
+        return;
+    }
+    const char *target = NULL, *source = "auto";
+    int async = 0;
+    if (srv_field_string(req, resp, "target", &target) < 0 || srv_field_string(req, resp, "source", &source) < 0 ||
+        srv_field_bool(req, resp, "async", &async) < 0)
+        return;
+    if (!target) {
+        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing target parameter");
+        return;
+    }
+    if (!source[0])
+        source = "auto";
+    if (len > srv->opts.max_file_bytes) {
+        srv_fail(resp, SRV_E_BODY_TOO_LARGE, "the file is %zu bytes; the limit is %zu (--max-file-bytes)", len,
+                 srv->opts.max_file_bytes);
+        return;
+    }
+    srv_doc_kind kind = srv_doc_sniff(data, len, filename);
+    if (kind == SRV_DOC_UNKNOWN) {
+        srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
+                 filename[0] ? filename : "the file", srv_doc_supported());
+        return;
+    }
+    /* the job keeps its own copy: the request's body goes with the request */
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    memcpy(copy, data, len);
+    copy[len] = 0;
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_bytes = srv->opts.max_file_bytes;
+    lim.max_units = srv->opts.max_file_units;
+    lim.max_depth = srv->opts.max_html_depth;
+    srv_doc *doc = NULL;
+    mt_err err = { 0 };
+    if (srv_doc_parse(kind, copy, len, &lim, &doc, &err) != MT_OK) {
+        free(copy);
+        fail_doc(resp, &err);
+        return;
+    }
+    /* the language: named, or detected on the file's first units */
+    srv_lang_guess guess;
+    if (!strcmp(source, "auto")) {
+        const char *texts[64];
+        int n = detect_texts(doc, texts, 64);
+        if (n && srv_detect_source(srv, texts, n, target, &guess, resp)) {
+            srv_doc_free(doc);
+            free(copy);
+            return;
+        }
+        source = n ? guess.code : "auto";
+    }
+    srv_path path;
+    if (srv_path_for_pair(srv, source, target, &path, resp)) {
+        srv_doc_free(doc);
+        free(copy);
+        return;
+    }
+    if (path.n_legs != 1) {
+        srv_doc_free(doc);
+        free(copy);
+        srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "files translate with one model, not through a pivot (%s)",
+                 path.pivot);
+        return;
+    }
+    srv_model *m = path.model[0];
+    srv_file_route r = {
+        .tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
+                .max_tokens = 0, .has_lang = path.lang_id[0] >= 0, .lang_id = path.lang_id[0] },
+        .decoder = m->decoder,
+    };
+    r.p.dp = mt_decode_default_params();
+    r.p.split = 1;
+    if (srv_translate_resolve(&path, &r.p, resp)) {
+        srv_doc_free(doc);
+        free(copy);
+        return;
+    }
+    waiting *w = calloc(1, sizeof *w);
+    if (!w) {
+        srv_doc_free(doc);
+        free(copy);
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    char name[256];
+    result_name(filename[0] ? filename : "file", target, kind, name, sizeof name);
+    w->files = srv->files;
+    if (!async) {                       /* LibreTranslate's: the reply waits for the file */
+        r.on_end = job_ended;
+        r.end_ctx = req;
+        r.gone = req_gone;
+        r.gone_ctx = req;
+        req->finish = finish_sync;      /* before the job can end */
+        req->pending = w;
+        req->pending_free = waiting_free;
+    }
+    if (srv_files_start(srv->files, doc, copy, name, &r, w->id, &err) != MT_OK) {
+        req->finish = NULL;
+        req->pending = NULL;
+        req->pending_free = NULL;
+        free(w);
+        if (err.status == MT_ERR_BUSY)
+            resp->retry_after = 5;
+        srv_fail(resp, srv_code_from_mt(err.status), "%s", err.msg);
+        return;
+    }
+    file_url(req, w->id, name, w->url, sizeof w->url);
+    if (async) {
+        char status[128];
+        snprintf(status, sizeof status, "%s%s", FILE_PATH, w->id);
+        srv_reply_json(resp, 202, json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", w->id, "status_url", status,
+                                            "translatedFileUrl", w->url, "format", srv_doc_kind_name(kind),
+                                            "detectedLanguage", source));
+        free(w);
+    }
+}
+
+/* The id in /PREFIX/ID[/...]: 32 hex digits, else NULL. */
+static const char *path_id(const char *path, const char *prefix, char id[SRV_FILE_ID_LEN])
+{
+    const char *p = path + strlen(prefix);
+    size_t n = strspn(p, "0123456789abcdef");
+    if (n != SRV_FILE_ID_LEN - 1 || (p[n] && p[n] != '/'))
+        return NULL;
+    memcpy(id, p, n);
+    id[n] = 0;
+    return id;
+}
+
+void srv_handle_file_status(srv_request *req, srv_response *resp)
+{
+    char id[SRV_FILE_ID_LEN];
+    srv_file_info info;
+    if (!path_id(req->path, FILE_PATH, id) || srv_files_info(req->srv->files, id, &info)) {
+        srv_fail(resp, SRV_E_NOT_FOUND, "no file job at %s (unknown, or deleted after --file-ttl)", req->path);
+        return;
+    }
+    if (!strcmp(req->method, "DELETE")) {
+        srv_files_cancel(req->srv->files, id);
+        srv_reply_json(resp, 200, json_pack("{s:s,s:s}", "id", id,
+                                            "state", info.state == SRV_FILE_RUNNING ? "cancelled" : "deleted"));
+        return;
+    }
+    double end = info.t_end > 0 ? info.t_end : srv_now();
+    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:f}", "id", id, "state", srv_file_state_name(info.state),
+                          "done", info.done, "total", info.total, "name", info.name, "format",
+                          srv_doc_kind_name(info.kind), "elapsed_ms", (end - info.t_start) * 1e3);
+    if (o && info.state == SRV_FILE_DONE) {
+        char url[1024];
+        file_url(req, id, info.name, url, sizeof url);
+        json_object_set_new(o, "translatedFileUrl", json_string(url));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)info.bytes));
+    }
+    if (o && info.state == SRV_FILE_FAILED)
+        json_object_set_new(o, "error", json_string(info.err.msg));
+    srv_reply_json(resp, 200, o);
+}
+
+void srv_handle_download_file(srv_request *req, srv_response *resp)
+{
+    char id[SRV_FILE_ID_LEN];
+    if (!path_id(req->path, DOWNLOAD_PATH, id)) {
+        srv_fail(resp, SRV_E_NOT_FOUND, "no file at %s", req->path);
+        return;
+    }
+    char *bytes;
+    size_t len;
+    srv_file_info info;
+    mt_err err = { 0 };
+    mt_status st = srv_files_result(req->srv->files, id, &bytes, &len, &info, &err);
+    if (st == MT_ERR_NOMEM) {
+        srv_fail(resp, SRV_E_INTERNAL, "%s", err.msg);
+        return;
+    }
+    if (st != MT_OK) {
+        srv_fail(resp, SRV_E_NOT_FOUND, "%s", err.msg);
+        return;
+    }
+    resp->status = 200;
+    resp->text = bytes;
+    resp->text_len = len;
+    resp->content_type = srv_doc_kind_mime(info.kind);
+}

@@ -1,0 +1,37 @@
+/* doc_format: what each format of document.h fills (private to server/document).
+ *
+ * A format keeps its own state behind void *; document.c dispatches on the
+ * kind and checks the arguments (unit index in range, links well formed)
+ * before calling it, so a format trusts what it is given.
+ */
+#ifndef SRV_DOC_FORMAT_H
+#define SRV_DOC_FORMAT_H
+
+#include "doc_types.h"
+#include "util/status.h"
+
+typedef struct {
+    /* MT_OK and *state, or a failure with err (nothing to free) */
+    mt_status   (*parse)(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
+                         mt_err *err);
+    int         (*units)(const void *state);
+    const char *(*unit)(const void *state, int i);
+    mt_status   (*set)(void *state, int i, const char *text, size_t len, const long *links, int n_links,
+                       mt_err *err);
+    mt_status   (*render)(const void *state, char **out, size_t *len, mt_err *err);
+    void        (*free)(void *state);
+} srv_doc_format;
+
+extern const srv_doc_format srv_doc_text_format;       /* doc_text.c: txt */
+extern const srv_doc_format srv_doc_html_format;       /* doc_html.c: html */
+extern const srv_doc_format srv_doc_subtitles_format;  /* doc_subtitles.c: srt, vtt */
+extern const srv_doc_format srv_doc_po_format;         /* doc_po.c: po */
+extern const srv_doc_format srv_doc_office_format;     /* doc_office.c: docx, odt */
+
+/* Content sniffers (document.c asks them in this order: office, then html,
+ * vtt, srt, po, else text when it is UTF-8 without NUL). */
+int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind);   /* a zip: docx or odt */
+int srv_doc_is_subtitles(const char *data, size_t len, srv_doc_kind *kind); /* WEBVTT header, or SRT cues */
+int srv_doc_is_po(const char *data, size_t len);
+
+#endif

@@ -1,0 +1,701 @@
+/* doc_office: Office Open XML .docx and OpenDocument .odt (document.h).
+ *
+ * Parts translated:
+ *   docx  word/document.xml, then word/header*.xml, word/footer*.xml,
+ *         word/footnotes.xml, word/endnotes.xml (in the archive's order)
+ *   odt   content.xml, then the headers and footers of styles.xml (the
+ *         paragraphs inside office:master-styles)
+ * Every other entry is copied as it was (doc_zip.h: its compressed bytes).
+ *
+ * Units.  docx: each w:p with text; its runs are the w:r elements inside it
+ * (through w:hyperlink, w:ins, w:smartTag, w:sdt, w:fldSimple, ... but not
+ * into a w:p nested in a text box, which is a unit of its own, nor into the
+ * runs' drawings), each w:t of a run a text slot; w:tab, w:br and w:cr are a
+ * space between slots.  odt: each text:p and text:h; its slots are the text
+ * nodes of the paragraph and of its text:span, text:a, text:meta, text:ruby
+ * children (not notes, frames, annotations or fields, which keep their
+ * place); text:s, text:tab and text:line-break are a space.  A unit's text is
+ * its slots joined (doc_runs.h: whitespace runs one space, trimmed); a blank
+ * paragraph is not a unit.
+ *
+ * Writing a translation: srv_runs_split gives each slot its share; a docx
+ * slot's share goes into its w:t (xml:space="preserve" when it starts or ends
+ * with a space), an odt slot's into its text node; a slot that gets nothing
+ * is emptied, and the spaces before a tab or break are dropped (the element
+ * is the space).  Run properties, paragraph properties, drawings, fields,
+ * bookmarks, tables: every element stays where it is.  Only the parts with a
+ * translated unit are re-serialized (libxml2, their XML declaration and
+ * namespaces kept); characters XML 1.0 does not allow are left out.
+ *
+ * XML safety: xmlReadMemory-like parsing with XML_PARSE_NONET and without
+ * NOENT/DTDLOAD; a DOCTYPE stops the parser at once (neither format has one:
+ * no entity can be declared, so none can expand); nesting is bounded by
+ * lim->max_depth.  The parts' trees are not kept: parse reads the units and
+ * frees them, render parses the same bytes again and walks them the same way,
+ * so render changes nothing in the parsed document.
+ */
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc_format.h"
+#include "doc_runs.h"
+#include "doc_zip.h"
+#include "util/strbuf.h"
+#include "util/utf8.h"
+
+static const char *const W_NS[] = { "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+                                    "http://purl.oclc.org/ooxml/wordprocessingml/main", NULL };
+static const char *const TEXT_NS[] = { "urn:oasis:names:tc:opendocument:xmlns:text:1.0", NULL };
+static const char *const OFFICE_NS[] = { "urn:oasis:names:tc:opendocument:xmlns:office:1.0", NULL };
+static const char *const MC_NS[] = { "http://schemas.openxmlformats.org/markup-compatibility/2006", NULL };
+
+typedef enum { PART_DOCX, PART_ODT_CONTENT, PART_ODT_STYLES } part_kind;
+
+typedef struct {
+    int       entry;        /* index in the archive */
+    char     *name;
+    part_kind kind;
+    char     *xml;          /* the part inflated */
+    size_t    len;
+    time_t    mtime;
+    int       first, n;     /* its units [first, first + n) */
+} part;
+
+typedef struct {
+    char *text;             /* the unit */
+    char *tgt;              /* its translation (NULL: none set) */
+    size_t tgt_len;
+    long *links;
+    int   n_links;
+} unit;
+
+typedef struct {
+    srv_doc_kind   kind;
+    const char    *data;
+    size_t         len;
+    srv_doc_limits lim;
+    part          *parts;
+    int            n_parts;
+    unit          *units;
+    int            n_units, cap_units;
+} office;
+
+/* ---- XML parsing ---------------------------------------------------------- */
+
+static pthread_once_t xml_once = PTHREAD_ONCE_INIT;
+static void xml_init(void) { xmlInitParser(); }
+
+static __thread int saw_doctype;
+
+/* SAX internalSubset: called at "<!DOCTYPE name", before any declaration in it. */
+static void stop_at_doctype(void *ctx, const xmlChar *name, const xmlChar *ext, const xmlChar *sys)
+{
+    saw_doctype = 1;
+    xmlStopParser((xmlParserCtxtPtr)ctx);
+}
+
+/* libxml2 reports some errors (input encoding) through the thread's generic
+ * error function, whatever the parser's options: silenced during our parses. */
+static void silent(void *ctx, const char *msg, ...) {}
+
+/* part bytes -> its tree, or a failure naming the entry. */
+static mt_status xml_parse(const char *name, const char *xml, size_t len, int max_depth, xmlDocPtr *out, mt_err *err)
+{
+    *out = NULL;
+    char pb[96];
+    const char *pn = srv_zip_printable(name, pb, sizeof pb);
+    if (len > INT32_MAX)
+        return mt_err_set(err, MT_ERR_TOO_LONG, "%s is over 2 GB", pn);
+    pthread_once(&xml_once, xml_init);
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    if (!ctxt)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    ctxt->sax->internalSubset = stop_at_doctype;
+    saw_doctype = 0;
+    xmlGenericErrorFunc old_fn = xmlGenericError;
+    void *old_ctx = xmlGenericErrorContext;
+    xmlSetGenericErrorFunc(NULL, silent);
+    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, xml, (int)len, NULL, NULL,
+                                      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    xmlSetGenericErrorFunc(old_ctx, old_fn);
+    mt_status st = MT_OK;
+    if (saw_doctype) {
+        st = mt_err_set(err, MT_ERR_INPUT, "%s has a DOCTYPE (refused: neither docx nor odt has one)", pn);
+    } else if (!doc || !ctxt->wellFormed) {
+        xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
+        char msg[200] = "not well-formed";
+        if (e && e->message) {
+            snprintf(msg, sizeof msg, "%s", e->message);
+            for (size_t k = strlen(msg); k && (msg[k - 1] == '\n' || msg[k - 1] == ' '); k--)
+                msg[k - 1] = 0;
+            for (char *c = msg; *c; c++)
+                if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+                    *c = '?';
+        }
+        if (e && e->code == XML_ERR_NO_MEMORY)
+            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        else if (e && e->code == XML_ERR_INTERNAL_ERROR && strstr(msg, "depth"))
+            st = mt_err_set(err, MT_ERR_TOO_LONG, "%s: XML nesting deeper than %d (%s)", pn,
+                            max_depth < 256 ? max_depth : 256, max_depth < 256 ? "max_depth" : "libxml2's bound");
+        else
+            st = mt_err_set(err, MT_ERR_INPUT, "%s is not well-formed XML (line %d): %s", pn, e ? e->line : 0, msg);
+    }
+    xmlFreeParserCtxt(ctxt);
+    if (st != MT_OK) {
+        xmlFreeDoc(doc);
+        return st;
+    }
+    /* the deepest element, walked without recursion */
+    int depth = 0;
+    for (xmlNodePtr n = xmlDocGetRootElement(doc); n;) {
+        if (n->type == XML_ELEMENT_NODE && ++depth > max_depth) {
+            xmlFreeDoc(doc);
+            return mt_err_set(err, MT_ERR_TOO_LONG, "%s: XML nesting deeper than %d (max_depth)", pn, max_depth);
+        }
+        if (n->type == XML_ELEMENT_NODE && n->children) {
+            n = n->children;
+            continue;
+        }
+        if (n->type == XML_ELEMENT_NODE)
+            depth--;
+        while (n && !n->next) {
+            n = n->parent;
+            if (n && n->type == XML_ELEMENT_NODE)
+                depth--;
+            if (n && n->type != XML_ELEMENT_NODE)
+                n = NULL;               /* the document node: done */
+        }
+        if (n)
+            n = n->next;
+    }
+    *out = doc;
+    return MT_OK;
+}
+
+static int in_ns(const xmlNode *n, const char *const *ns)
+{
+    if (!n->ns || !n->ns->href)
+        return 0;
+    for (; *ns; ns++)
+        if (!strcmp((const char *)n->ns->href, *ns))
+            return 1;
+    return 0;
+}
+
+static int is_el(const xmlNode *n, const char *const *ns, const char *name)
+{
+    return n->type == XML_ELEMENT_NODE && in_ns(n, ns) && !strcmp((const char *)n->name, name);
+}
+
+static int is_text(const xmlNode *n) { return n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE; }
+
+/* ---- a paragraph's slots -------------------------------------------------- */
+
+typedef struct {
+    xmlNodePtr node;        /* docx: the w:t element; odt: the text node */
+    size_t     off, len;    /* its text in the walk's buffer */
+    int        brk;         /* a tab or break follows it */
+} slot;
+
+typedef struct {
+    office       *o;
+    const part   *p;
+    int           apply;    /* 0: collect the units; 1: write their translations */
+    int           next;     /* apply: the next unit's index */
+    mt_sbuf       buf;      /* the slots' texts */
+    slot         *s;
+    int           n, cap;
+    const char  **ptr;      /* [cap] for srv_runs_init */
+    size_t       *lens, *start, *end;
+    mt_sbuf       out;      /* one share, cleaned */
+    int           n_para;   /* paragraphs seen in this part (for messages) */
+} walk;
+
+static int add_slot(walk *w, xmlNodePtr node)
+{
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 16;
+        slot *s = realloc(w->s, sizeof *s * (size_t)cap);
+        if (!s)
+            return -1;
+        w->s = s;
+        const char **ptr = realloc(w->ptr, sizeof *ptr * (size_t)cap);
+        if (ptr)
+            w->ptr = ptr;
+        size_t *l = ptr ? realloc(w->lens, sizeof *l * (size_t)cap) : NULL;
+        if (l)
+            w->lens = l;
+        size_t *a = l ? realloc(w->start, sizeof *a * (size_t)cap) : NULL;
+        if (a)
+            w->start = a;
+        size_t *b = a ? realloc(w->end, sizeof *b * (size_t)cap) : NULL;
+        if (!b)
+            return -1;
+        w->end = b;
+        w->cap = cap;
+    }
+    slot *s = &w->s[w->n++];
+    s->node = node;
+    s->off = w->buf.n;
+    s->brk = 0;
+    if (node->type == XML_ELEMENT_NODE) {   /* w:t: its text children */
+        for (xmlNodePtr c = node->children; c; c = c->next)
+            if (is_text(c) && c->content && mt_sb_add(&w->buf, c->content, strlen((const char *)c->content)))
+                return -1;
+    } else if (node->content && mt_sb_add(&w->buf, node->content, strlen((const char *)node->content))) {
+        return -1;
+    }
+    s->len = w->buf.n - s->off;
+    return 0;
+}
+
+/* A tab or break: a space after the slot before it (none at the start). */
+static int add_break(walk *w)
+{
+    if (!w->n)
+        return 0;
+    w->s[w->n - 1].brk = 1;
+    if (mt_sb_add(&w->buf, " ", 1))
+        return -1;
+    w->s[w->n - 1].len++;
+    return 0;
+}
+
+static int docx_run(walk *w, xmlNodePtr r)
+{
+    for (xmlNodePtr c = r->children; c; c = c->next) {
+        if (is_el(c, W_NS, "t")) {
+            if (add_slot(w, c))
+                return -1;
+        } else if (is_el(c, W_NS, "tab") || is_el(c, W_NS, "br") || is_el(c, W_NS, "cr")) {
+            if (add_break(w))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The runs under e (a w:p or a container inside it), in order. */
+static int docx_collect(walk *w, xmlNodePtr e)
+{
+    for (xmlNodePtr c = e->children; c; c = c->next) {
+        if (c->type != XML_ELEMENT_NODE || is_el(c, W_NS, "p") || is_el(c, W_NS, "pPr") || is_el(c, W_NS, "rPr"))
+            continue;
+        if (is_el(c, W_NS, "r")) {
+            if (docx_run(w, c))
+                return -1;
+        } else if (is_el(c, MC_NS, "AlternateContent")) {
+            /* the first choice's text (the fallback repeats it) */
+            xmlNodePtr a = c->children;
+            while (a && !is_el(a, MC_NS, "Choice"))
+                a = a->next;
+            if (a && docx_collect(w, a))
+                return -1;
+        } else if (docx_collect(w, c)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The text slots under e (a text:p, text:h or a span inside one), in order. */
+static int odt_collect(walk *w, xmlNodePtr e)
+{
+    for (xmlNodePtr c = e->children; c; c = c->next) {
+        if (is_text(c)) {
+            if (add_slot(w, c))
+                return -1;
+        } else if (is_el(c, TEXT_NS, "span") || is_el(c, TEXT_NS, "a") || is_el(c, TEXT_NS, "meta") ||
+                   is_el(c, TEXT_NS, "ruby") || is_el(c, TEXT_NS, "ruby-base")) {
+            if (odt_collect(w, c))
+                return -1;
+        } else if (is_el(c, TEXT_NS, "s") || is_el(c, TEXT_NS, "tab") || is_el(c, TEXT_NS, "line-break")) {
+            if (add_break(w))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int xml_char_ok(uint32_t c)
+{
+    return c == 0x9 || c == 0xa || c == 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) ||
+           c >= 0x10000;
+}
+
+static int ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* s[0..n) into slot k: w->out gets it without the characters XML cannot hold. */
+static int write_slot(walk *w, const slot *sl, const char *s, size_t n)
+{
+    w->out.n = 0;
+    if (mt_sb_add(&w->out, "", 0))
+        return -1;
+    for (size_t k = 0; k < n;) {
+        uint32_t c;
+        size_t m = mt_utf8_decode((const uint8_t *)s + k, n - k, &c);
+        if (!m) {
+            k++;
+            continue;
+        }
+        if (xml_char_ok(c) && mt_sb_add(&w->out, s + k, m))
+            return -1;
+        k += m;
+    }
+    const xmlChar *t = (const xmlChar *)w->out.p;
+    int len = (int)w->out.n;
+    if (sl->node->type != XML_ELEMENT_NODE) {   /* odt: the text node */
+        xmlNodeSetContentLen(sl->node, t, len);
+        return 0;
+    }
+    int done = 0;                               /* docx: the w:t's first text child, the others emptied */
+    for (xmlNodePtr c = sl->node->children; c; c = c->next) {
+        if (!is_text(c))
+            continue;
+        xmlNodeSetContentLen(c, done ? (const xmlChar *)"" : t, done ? 0 : len);
+        done = 1;
+    }
+    if (!done && len)
+        xmlNodeAddContentLen(sl->node, t, len);
+    if (len && (ascii_space(w->out.p[0]) || ascii_space(w->out.p[len - 1])))
+        xmlNodeSetSpacePreserve(sl->node, 1);
+    return 0;
+}
+
+/* The shares of srv_runs_split placed: the spaces between two shares ride
+ * with the first; they go to the second when its source slot started with a
+ * space and the first's did not end with one (" this sentence" after a
+ * footnote mark), and they are dropped before a tab or break (the element is
+ * the space). */
+static mt_status write_unit(walk *w, const srv_runs *r, const unit *u, mt_err *err)
+{
+    size_t *a = w->start, *b = w->end;
+    mt_status st = srv_runs_split(r, u->tgt, u->tgt_len, u->links, u->n_links, a, b, err);
+    if (st != MT_OK)
+        return st;
+    const char *txt = w->buf.p ? w->buf.p : "";
+    for (int i = 0, prev = -1; i < w->n; i++) {
+        if (a[i] >= b[i])
+            continue;
+        if (prev >= 0 && b[prev] == a[i]) {
+            size_t t = b[prev];
+            while (t > a[prev] && ascii_space(u->tgt[t - 1]))
+                t--;
+            int brk = 0;
+            for (int j = prev; j < i; j++)
+                brk |= w->s[j].brk;
+            const slot *sp = &w->s[prev], *si = &w->s[i];
+            int trail = sp->len && ascii_space(txt[sp->off + sp->len - 1]);
+            int lead = si->len && ascii_space(txt[si->off]);
+            if (brk)
+                b[prev] = t;
+            else if (lead && !trail)
+                b[prev] = a[i] = t;
+        }
+        prev = i;
+    }
+    for (int i = 0; i < w->n; i++)
+        if (write_slot(w, &w->s[i], u->tgt + a[i], a[i] < b[i] ? b[i] - a[i] : 0))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    return MT_OK;
+}
+
+static mt_status paragraph(walk *w, xmlNodePtr p, mt_err *err)
+{
+    office *o = w->o;
+    w->n = 0;
+    w->buf.n = 0;
+    w->n_para++;
+    int rc = o->kind == SRV_DOC_DOCX ? docx_collect(w, p) : odt_collect(w, p);
+    if (rc)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (!w->n)
+        return MT_OK;
+    for (int i = 0; i < w->n; i++) {
+        w->ptr[i] = w->buf.p ? w->buf.p + w->s[i].off : "";
+        w->lens[i] = w->s[i].len;
+    }
+    srv_runs r;
+    mt_status st = srv_runs_init(&r, w->ptr, w->lens, w->n, err);
+    if (st != MT_OK)
+        return st;
+    if (!r.text[0]) {                           /* blank: not a unit */
+        srv_runs_free(&r);
+        return MT_OK;
+    }
+    if (!w->apply) {
+        size_t tl = strlen(r.text);
+        char pb[96];
+        if (tl > o->lim.max_unit_bytes)
+            st = mt_err_set(err, MT_ERR_TOO_LONG, "%s: paragraph %d is %zu bytes; the limit is %zu (max_unit_bytes)",
+                            srv_zip_printable(w->p->name, pb, sizeof pb), w->n_para, tl,
+                            o->lim.max_unit_bytes);
+        else if (o->n_units >= o->lim.max_units)
+            st = mt_err_set(err, MT_ERR_TOO_LONG, "the file has more than %d translation units (max_units)",
+                            o->lim.max_units);
+        else if (o->n_units == o->cap_units) {
+            int cap = o->cap_units ? 2 * o->cap_units : 64;
+            unit *u = realloc(o->units, sizeof *u * (size_t)cap);
+            if (!u)
+                st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+            else
+                o->units = u, o->cap_units = cap;
+        }
+        if (st == MT_OK) {
+            o->units[o->n_units++] = (unit){ .text = r.text };
+            r.text = NULL;
+        }
+    } else {
+        int k = w->next++;
+        if (k < o->n_units && o->units[k].tgt)
+            st = write_unit(w, &r, &o->units[k], err);
+    }
+    srv_runs_free(&r);
+    return st;
+}
+
+static int unit_element(const walk *w, const xmlNode *e)
+{
+    if (w->o->kind == SRV_DOC_DOCX)
+        return is_el(e, W_NS, "p");
+    return is_el(e, TEXT_NS, "p") || is_el(e, TEXT_NS, "h");
+}
+
+/* Every unit element under e in document order (a unit's nested paragraphs after it).
+ * Recursion is bounded by the nesting xml_parse checked. */
+static mt_status visit(walk *w, xmlNodePtr e, int scope, mt_err *err)
+{
+    if (scope && unit_element(w, e)) {
+        mt_status st = paragraph(w, e, err);
+        if (st != MT_OK)
+            return st;
+    }
+    if (!scope && is_el(e, OFFICE_NS, "master-styles"))
+        scope = 1;
+    for (xmlNodePtr c = e->children; c; c = c->next)
+        if (c->type == XML_ELEMENT_NODE) {
+            mt_status st = visit(w, c, scope, err);
+            if (st != MT_OK)
+                return st;
+        }
+    return MT_OK;
+}
+
+static void walk_free(walk *w)
+{
+    free(w->buf.p);
+    free(w->out.p);
+    free(w->s);
+    free(w->ptr);
+    free(w->lens);
+    free(w->start);
+    free(w->end);
+}
+
+/* The part's units collected (apply 0) or its translations written into doc (apply 1). */
+static mt_status walk_part(office *o, const part *p, xmlDocPtr doc, int apply, mt_err *err)
+{
+    walk w = { .o = o, .p = p, .apply = apply, .next = p->first };
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    mt_status st = root ? visit(&w, root, p->kind != PART_ODT_STYLES, err) : MT_OK;
+    walk_free(&w);
+    return st;
+}
+
+/* ---- the format ----------------------------------------------------------- */
+
+static void o_free(void *state)
+{
+    office *o = state;
+    if (!o)
+        return;
+    for (int i = 0; i < o->n_parts; i++) {
+        free(o->parts[i].name);
+        free(o->parts[i].xml);
+    }
+    free(o->parts);
+    for (int i = 0; i < o->n_units; i++) {
+        free(o->units[i].text);
+        free(o->units[i].tgt);
+        free(o->units[i].links);
+    }
+    free(o->units);
+    free(o);
+}
+
+/* "word/header" digits ".xml" and the like */
+static int numbered(const char *name, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n))
+        return 0;
+    name += n;
+    while (*name >= '0' && *name <= '9')
+        name++;
+    return !strcmp(name, ".xml");
+}
+
+static int extra_part(srv_doc_kind kind, const char *name, part_kind *pk)
+{
+    if (kind == SRV_DOC_ODT) {
+        *pk = PART_ODT_STYLES;
+        return !strcmp(name, "styles.xml");
+    }
+    *pk = PART_DOCX;
+    return numbered(name, "word/header") || numbered(name, "word/footer") || !strcmp(name, "word/footnotes.xml") ||
+           !strcmp(name, "word/endnotes.xml");
+}
+
+static mt_status add_part(office *o, srv_zip *z, int entry, part_kind pk, mt_err *err)
+{
+    part *p = &o->parts[o->n_parts];
+    *p = (part){ .entry = entry, .kind = pk, .mtime = srv_zip_mtime(z, entry), .first = o->n_units };
+    if (!(p->name = strdup(srv_zip_name(z, entry))))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    o->n_parts++;
+    mt_status st = srv_zip_read(z, entry, &p->xml, &p->len, err);
+    if (st != MT_OK)
+        return st;
+    xmlDocPtr doc;
+    if ((st = xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
+        return st;
+    st = walk_part(o, p, doc, 0, err);
+    xmlFreeDoc(doc);
+    p->n = o->n_units - p->first;
+    return st;
+}
+
+static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
+                         mt_err *err)
+{
+    *state = NULL;
+    if (kind != SRV_DOC_DOCX && kind != SRV_DOC_ODT)
+        return mt_err_set(err, MT_ERR_INPUT, "not an office format");
+    office *o = calloc(1, sizeof *o);
+    if (!o)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    o->kind = kind;
+    o->data = data;
+    o->len = len;
+    o->lim = *lim;
+    srv_zip *z = NULL;
+    mt_status st = srv_zip_open(data, len, lim, &z, err);
+    if (st != MT_OK) {
+        o_free(o);
+        return st;
+    }
+    const char *main_name = kind == SRV_DOC_DOCX ? "word/document.xml" : "content.xml";
+    int main_entry = srv_zip_find(z, main_name);
+    if (main_entry < 0) {
+        st = mt_err_set(err, MT_ERR_INPUT, "not a%s %s: the archive has no %s", kind == SRV_DOC_ODT ? "n" : "",
+                        srv_doc_kind_name(kind), main_name);
+    } else if (!(o->parts = calloc((size_t)srv_zip_entries(z), sizeof *o->parts))) {
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    } else {
+        st = add_part(o, z, main_entry, kind == SRV_DOC_DOCX ? PART_DOCX : PART_ODT_CONTENT, err);
+        for (int i = 0; st == MT_OK && i < srv_zip_entries(z); i++) {
+            part_kind pk;
+            if (i != main_entry && extra_part(kind, srv_zip_name(z, i), &pk))
+                st = add_part(o, z, i, pk, err);
+        }
+    }
+    srv_zip_close(z);
+    if (st != MT_OK) {
+        o_free(o);
+        return st;
+    }
+    *state = o;
+    return MT_OK;
+}
+
+static int o_units(const void *state) { return ((const office *)state)->n_units; }
+static const char *o_unit(const void *state, int i) { return ((const office *)state)->units[i].text; }
+
+static mt_status o_set(void *state, int i, const char *text, size_t len, const long *links, int n_links, mt_err *err)
+{
+    office *o = state;
+    if (!mt_utf8_valid(text, len))
+        return mt_err_set(err, MT_ERR_INPUT, "the translation of unit %d is not valid UTF-8", i);
+    char *t = malloc(len + 1);
+    long *l = malloc(sizeof *l * 4 * (size_t)(n_links ? n_links : 1));
+    if (!t || !l) {
+        free(t);
+        free(l);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    memcpy(t, text, len);
+    t[len] = 0;
+    if (n_links)
+        memcpy(l, links, sizeof *l * 4 * (size_t)n_links);
+    unit *u = &o->units[i];
+    free(u->tgt);
+    free(u->links);
+    u->tgt = t;
+    u->tgt_len = len;
+    u->links = l;
+    u->n_links = n_links;
+    return MT_OK;
+}
+
+static mt_status o_render(const void *state, char **out, size_t *len, mt_err *err)
+{
+    const office *o = state;
+    *out = NULL;
+    *len = 0;
+    int n = 0;
+    int *idx = malloc(sizeof *idx * (size_t)(o->n_parts + 1));
+    xmlChar **xml = calloc((size_t)(o->n_parts + 1), sizeof *xml);
+    size_t *xml_len = malloc(sizeof *xml_len * (size_t)(o->n_parts + 1));
+    time_t *mtime = malloc(sizeof *mtime * (size_t)(o->n_parts + 1));
+    mt_status st = idx && xml && xml_len && mtime ? MT_OK : mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    for (int k = 0; st == MT_OK && k < o->n_parts; k++) {
+        const part *p = &o->parts[k];
+        int set = 0;
+        for (int i = p->first; i < p->first + p->n && !set; i++)
+            set = o->units[i].tgt != NULL;
+        if (!set)
+            continue;               /* copied as it is */
+        xmlDocPtr doc;
+        if ((st = xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
+            break;
+        st = walk_part((office *)o, p, doc, 1, err);
+        if (st == MT_OK) {
+            int sz = 0;
+            xmlDocDumpMemoryEnc(doc, &xml[n], &sz, "UTF-8");
+            if (!xml[n])
+                st = mt_err_set(err, MT_ERR_NOMEM, "%s cannot be written", p->name);
+            xml_len[n] = (size_t)sz;
+            idx[n] = p->entry;
+            mtime[n] = p->mtime;
+            n++;
+        }
+        xmlFreeDoc(doc);
+    }
+    if (st == MT_OK && n == 0) {            /* nothing translated: the file as it came */
+        if (!(*out = malloc(o->len + 1)))
+            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        else {
+            memcpy(*out, o->data, o->len);
+            (*out)[o->len] = 0;
+            *len = o->len;
+        }
+    } else if (st == MT_OK) {
+        st = srv_zip_rewrite(o->data, o->len, idx, (const char *const *)xml, xml_len, mtime, n, out, len, err);
+    }
+    for (int k = 0; xml && k < n; k++)
+        xmlFree(xml[k]);
+    free(idx);
+    free(xml);
+    free(xml_len);
+    free(mtime);
+    return st;
+}
+
+const srv_doc_format srv_doc_office_format = { o_parse, o_units, o_unit, o_set, o_render, o_free };
+
+int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind) { return srv_zip_sniff(data, len, kind); }

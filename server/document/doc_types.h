@@ -1,0 +1,30 @@
+/* doc_types: the values document.h and the formats (doc_format.h) share: a
+ * file's kind and the limits a parse honours.  Apart so that the formats'
+ * table needs nothing of document.h's calls. */
+#ifndef SRV_DOC_TYPES_H
+#define SRV_DOC_TYPES_H
+
+#include <stddef.h>
+
+typedef enum {
+    SRV_DOC_TXT,
+    SRV_DOC_HTML,
+    SRV_DOC_SRT,
+    SRV_DOC_VTT,
+    SRV_DOC_PO,
+    SRV_DOC_DOCX,
+    SRV_DOC_ODT,
+    SRV_DOC_N,
+    SRV_DOC_UNKNOWN = -1
+} srv_doc_kind;
+
+typedef struct {
+    size_t max_bytes;           /* the file */
+    int    max_units;           /* translation units */
+    size_t max_unit_bytes;      /* one unit's text */
+    int    max_entries;         /* an archive's entries */
+    size_t max_inflated;        /* an archive's bytes once inflated, all entries */
+    int    max_depth;           /* HTML and XML element nesting */
+} srv_doc_limits;
+
+#endif

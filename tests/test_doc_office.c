@@ -1,0 +1,876 @@
+/* test_doc_office: docx and odt (server/document/doc_office.c, doc_zip.c)
+ * without a model, through document.h.
+ *
+ * On the fixtures of tests/fixtures/documents (made by
+ * tests/documents/gen_office_fixtures.py: python-docx, odfpy): the units each
+ * file gives; under a fake translation (every word upper-cased, in place or
+ * reversed, each linked to its source word) the output is a zip with the same
+ * entries in the same order, every entry but the translated parts identical
+ * (data, CRC, compression; an odt's "mimetype" first and stored), the
+ * translated parts parse with the same element tree (the same paragraphs,
+ * runs and run properties; only text differs), their text is the
+ * translation, and the output read again gives the translated units.
+ * Then hostile and broken files, built here in memory with libzip: not a zip,
+ * truncated and corrupt archives, a missing part, bad XML, a DOCTYPE with a
+ * billion-laughs entity, a zip bomb (declared and lying sizes), too many
+ * entries, too deep XML, too many or too long units: each the right status
+ * and a message naming the problem.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <ctype.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <zip.h>
+
+#include "document/document.h"
+#include "util/strbuf.h"
+
+#define FIX "tests/fixtures/documents/"
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* ---- archives built in memory --------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *data;
+    size_t      len;        /* 0: strlen(data) */
+    int         store;
+} entry;
+
+/* A zip of e[0..n): malloc'd, *len. */
+static char *mkzip(const entry *e, int n, size_t *len)
+{
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *src = zip_source_buffer_create(NULL, 0, 0, &ze);
+    assert_non_null(src);
+    zip_t *za = zip_open_from_source(src, ZIP_TRUNCATE, &ze);
+    assert_non_null(za);
+    zip_source_keep(src);
+    for (int i = 0; i < n; i++) {
+        size_t l = e[i].len ? e[i].len : strlen(e[i].data);
+        zip_source_t *s = zip_source_buffer(za, e[i].data, l, 0);
+        assert_non_null(s);
+        zip_int64_t k = zip_file_add(za, e[i].name, s, ZIP_FL_ENC_UTF_8);
+        assert_true(k >= 0);
+        zip_set_file_compression(za, (zip_uint64_t)k, e[i].store ? ZIP_CM_STORE : ZIP_CM_DEFLATE, 0);
+    }
+    assert_int_equal(zip_close(za), 0);
+    zip_stat_t st;
+    assert_int_equal(zip_source_stat(src, &st), 0);
+    assert_int_equal(zip_source_open(src), 0);
+    char *b = malloc(st.size + 1);
+    assert_non_null(b);
+    assert_int_equal(zip_source_read(src, b, st.size), (zip_int64_t)st.size);
+    zip_source_close(src);
+    zip_source_free(src);
+    zip_error_fini(&ze);
+    *len = st.size;
+    return b;
+}
+
+static const char CT[] = "<?xml version=\"1.0\"?><Types xmlns=\"http://schemas.openxmlformats.org/package/2006/"
+                         "content-types\"/>";
+#define W_NS "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+/* A docx of one word/document.xml. */
+static char *mkdocx(const char *document, size_t *len)
+{
+    entry e[] = { { "[Content_Types].xml", CT, 0, 0 }, { "word/document.xml", document, 0, 0 } };
+    return mkzip(e, 2, len);
+}
+
+/* An archive read back: names, data, CRC, compression, in order. */
+typedef struct {
+    int     n;
+    char  **name;
+    char  **data;
+    size_t *len;
+    uint32_t *crc;
+    int    *method;
+} listing;
+
+static listing list_zip(const char *data, size_t len)
+{
+    listing l = { 0 };
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *src = zip_source_buffer_create(data, len, 0, &ze);
+    zip_t *za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+    assert_non_null(za);
+    l.n = (int)zip_get_num_entries(za, 0);
+    l.name = calloc((size_t)l.n, sizeof *l.name);
+    l.data = calloc((size_t)l.n, sizeof *l.data);
+    l.len = calloc((size_t)l.n, sizeof *l.len);
+    l.crc = calloc((size_t)l.n, sizeof *l.crc);
+    l.method = calloc((size_t)l.n, sizeof *l.method);
+    for (int i = 0; i < l.n; i++) {
+        zip_stat_t st;
+        assert_int_equal(zip_stat_index(za, (zip_uint64_t)i, 0, &st), 0);
+        l.name[i] = strdup(st.name);
+        l.len[i] = st.size;
+        l.crc[i] = st.crc;
+        l.method[i] = st.comp_method;
+        l.data[i] = malloc(st.size + 1);
+        zip_file_t *zf = zip_fopen_index(za, (zip_uint64_t)i, 0);
+        assert_non_null(zf);
+        assert_int_equal(zip_fread(zf, l.data[i], st.size), (zip_int64_t)st.size);   /* CRC checked at the end */
+        zip_fclose(zf);
+        l.data[i][st.size] = 0;
+    }
+    zip_discard(za);
+    zip_error_fini(&ze);
+    return l;
+}
+
+static void list_free(listing *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->name[i]), free(l->data[i]);
+    free(l->name), free(l->data), free(l->len), free(l->crc), free(l->method);
+}
+
+static int list_find(const listing *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->name[i], name))
+            return i;
+    return -1;
+}
+
+/* ---- the fake translation ------------------------------------------------- */
+
+static int ws(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Unit i: its words upper-cased (ASCII), in place (mode 0) or reversed (mode 1), each linked to its source word. */
+static void fake_translate(srv_doc *d, int i, int mode)
+{
+    const char *t = srv_doc_unit(d, i);
+    long wb[512][2], wc[512][2];
+    int n = 0;
+    long cp = 0;
+    for (long k = 0; t[k] && n < 512;) {
+        while (t[k] && ws((unsigned char)t[k]))
+            k++, cp++;
+        if (!t[k])
+            break;
+        wb[n][0] = k, wc[n][0] = cp;
+        while (t[k] && !ws((unsigned char)t[k]))
+            cp += ((unsigned char)t[k++] & 0xc0) != 0x80;
+        wb[n][1] = k, wc[n++][1] = cp;
+    }
+    mt_sbuf sb = { 0 };
+    long *links = malloc(sizeof *links * 4 * (size_t)(n + 1));
+    long at = 0;
+    for (int k = 0; k < n; k++) {
+        int w = mode ? n - 1 - k : k;
+        if (k) {
+            mt_sb_add(&sb, " ", 1);
+            at++;
+        }
+        size_t from = sb.n;
+        mt_sb_add(&sb, t + wb[w][0], (size_t)(wb[w][1] - wb[w][0]));
+        for (size_t j = from; j < sb.n; j++)
+            sb.p[j] = (char)toupper((unsigned char)sb.p[j]);
+        long l = wc[w][1] - wc[w][0];
+        links[4 * k] = wc[w][0], links[4 * k + 1] = wc[w][1], links[4 * k + 2] = at, links[4 * k + 3] = at + l;
+        at += l;
+    }
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_set(d, i, sb.p ? sb.p : "", sb.n, links, n, &err), MT_OK);
+    free(sb.p);
+    free(links);
+}
+
+/* s without its whitespace (paragraphs still end in '\n'). */
+static void squeeze(char *s)
+{
+    char *o = s;
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t')
+            *o++ = *s;
+    *o = 0;
+}
+
+static void upper(char *s)
+{
+    for (; *s; s++)
+        *s = (char)toupper((unsigned char)*s);
+}
+
+static srv_doc *parse_ok(srv_doc_kind k, const char *data, size_t len)
+{
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    mt_status st = srv_doc_parse(k, data, len, NULL, &d, &err);
+    if (st != MT_OK)
+        fprintf(stderr, "parse: %s\n", err.msg);
+    assert_int_equal(st, MT_OK);
+    return d;
+}
+
+static char *render_ok(srv_doc *d, size_t *len)
+{
+    char *out = NULL;
+    mt_err err = { 0 };
+    mt_status st = srv_doc_render(d, &out, len, &err);
+    if (st != MT_OK)
+        fprintf(stderr, "render: %s\n", err.msg);
+    assert_int_equal(st, MT_OK);
+    return out;
+}
+
+/* Parse failure expected: its status and a piece of its message. */
+static void parse_fails(srv_doc_kind k, const char *data, size_t len, const srv_doc_limits *lim, mt_status want,
+                        const char *msg_part)
+{
+    srv_doc *d = (srv_doc *)1;
+    mt_err err = { 0 };
+    mt_status st = srv_doc_parse(k, data, len, lim, &d, &err);
+    if (st != want || !strstr(err.msg, msg_part))
+        fprintf(stderr, "got %s: \"%s\"; wanted %s and \"%s\"\n", mt_status_name(st), err.msg, mt_status_name(want),
+                msg_part);
+    assert_int_equal(st, want);
+    assert_null(d);
+    assert_non_null(strstr(err.msg, msg_part));
+}
+
+/* ---- the element trees of two XML parts ----------------------------------- */
+
+/* The tree as text: one line per element with its attributes (but xml:space),
+ * the w:rPr and w:pPr subtrees serialized whole; no text. */
+static void shape(xmlNodePtr n, int depth, mt_sbuf *sb)
+{
+    for (; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        char line[512];
+        snprintf(line, sizeof line, "%d %s:%s", depth, n->ns && n->ns->prefix ? (char *)n->ns->prefix : "",
+                 (char *)n->name);
+        mt_sb_add(sb, line, strlen(line));
+        for (xmlAttrPtr a = n->properties; a; a = a->next) {
+            if (a->ns && !strcmp((char *)a->name, "space"))
+                continue;
+            xmlChar *v = xmlNodeListGetString(n->doc, a->children, 1);
+            snprintf(line, sizeof line, " %s=%s", (char *)a->name, v ? (char *)v : "");
+            xmlFree(v);
+            mt_sb_add(sb, line, strlen(line));
+        }
+        mt_sb_add(sb, "\n", 1);
+        shape(n->children, depth + 1, sb);
+    }
+}
+
+static char *xml_shape(const char *xml, size_t len)
+{
+    xmlDocPtr doc = xmlReadMemory(xml, (int)len, NULL, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR);
+    assert_non_null(doc);
+    mt_sbuf sb = { 0 };
+    shape(xmlDocGetRootElement(doc), 0, &sb);
+    xmlFreeDoc(doc);
+    return sb.p;
+}
+
+/* The text of every w:t (docx) or text:p/text:h (odt) element, one a line. */
+static void texts(xmlNodePtr n, const char *tag, mt_sbuf *sb)
+{
+    for (; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        if (!strcmp((char *)n->name, tag)) {
+            xmlChar *c = xmlNodeGetContent(n);
+            mt_sb_add(sb, c, strlen((char *)c));
+            mt_sb_add(sb, "\n", 1);
+            xmlFree(c);
+        }
+        texts(n->children, tag, sb);
+    }
+}
+
+static char *xml_texts(const char *xml, size_t len, const char *tag)
+{
+    xmlDocPtr doc = xmlReadMemory(xml, (int)len, NULL, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR);
+    assert_non_null(doc);
+    mt_sbuf sb = { 0 };
+    mt_sb_add(&sb, "", 0);
+    texts(xmlDocGetRootElement(doc), tag, &sb);
+    xmlFreeDoc(doc);
+    return sb.p;
+}
+
+/* ---- the fixtures ---------------------------------------------------------- */
+
+static const char *const DOCX_UNITS[] = {
+    "Installing the package",
+    "This package provides the documentation of the library.",
+    "It is free software and it runs on every architecture.",
+    "Name: value of the field on a second line.",
+    "Package name",
+    "Description",
+    "libfoo",
+    "A small fast library.",
+    "The end of the document.",
+    "Debian manual",
+    "Free software page",
+};
+
+static const char *const ODT_UNITS[] = {
+    "Installing the package",
+    "This package provides the documentation of the library.",
+    "It is free software and it runs on every architecture.",
+    "Name: value of the field on a second line, see the web site.",
+    "A note follows this sentence.",
+    "The footnote text.",
+    "Package name",
+    "Description",
+    "libfoo",
+    "A small fast library.",
+    "First item of the list.",
+    "Second item.",
+    "The end of the document.",
+    "Debian manual",
+    "Free software page",
+};
+
+static void check_units(srv_doc *d, const char *const *want, int n)
+{
+    for (int i = 0; i < srv_doc_units(d) && i < n; i++)
+        if (strcmp(srv_doc_unit(d, i), want[i]))
+            fprintf(stderr, "unit %d: \"%s\", wanted \"%s\"\n", i, srv_doc_unit(d, i), want[i]);
+    assert_int_equal(srv_doc_units(d), n);
+    for (int i = 0; i < n; i++)
+        assert_string_equal(srv_doc_unit(d, i), want[i]);
+}
+
+static void test_sniff(void **state)
+{
+    size_t n;
+    char *docx = slurp(FIX "office.docx", &n);
+    assert_int_equal(srv_doc_sniff(docx, n, NULL), SRV_DOC_DOCX);
+    assert_int_equal(srv_doc_sniff(docx, n, "x.txt"), SRV_DOC_DOCX);
+    free(docx);
+    char *odt = slurp(FIX "office.odt", &n);
+    assert_int_equal(srv_doc_sniff(odt, n, NULL), SRV_DOC_ODT);
+    free(odt);
+    entry other[] = { { "a.txt", "hello", 0, 0 } };
+    char *z = mkzip(other, 1, &n);
+    assert_int_equal(srv_doc_sniff(z, n, "a.docx"), SRV_DOC_UNKNOWN);
+    free(z);
+    /* an odt template's mimetype is not an odt; a mimetype not first neither */
+    entry ott[] = { { "mimetype", "application/vnd.oasis.opendocument.text-template", 0, 1 },
+                    { "content.xml", "<a/>", 0, 0 } };
+    z = mkzip(ott, 2, &n);
+    assert_int_equal(srv_doc_sniff(z, n, NULL), SRV_DOC_UNKNOWN);
+    free(z);
+    entry late[] = { { "content.xml", "<a/>", 0, 0 },
+                     { "mimetype", "application/vnd.oasis.opendocument.text", 0, 1 } };
+    z = mkzip(late, 2, &n);
+    assert_int_equal(srv_doc_sniff(z, n, NULL), SRV_DOC_UNKNOWN);
+    free(z);
+    assert_int_equal(srv_doc_sniff("PK\x03\x04 not really", 16, NULL), SRV_DOC_UNKNOWN);
+}
+
+static void test_units(void **state)
+{
+    size_t n;
+    char *docx = slurp(FIX "office.docx", &n);
+    srv_doc *d = parse_ok(SRV_DOC_DOCX, docx, n);
+    check_units(d, DOCX_UNITS, (int)(sizeof DOCX_UNITS / sizeof *DOCX_UNITS));
+    srv_doc_free(d);
+    free(docx);
+    char *odt = slurp(FIX "office.odt", &n);
+    d = parse_ok(SRV_DOC_ODT, odt, n);
+    check_units(d, ODT_UNITS, (int)(sizeof ODT_UNITS / sizeof *ODT_UNITS));
+    srv_doc_free(d);
+    free(odt);
+}
+
+/* No translation set: the same bytes. */
+static void test_render_untranslated(void **state)
+{
+    const char *files[] = { FIX "office.docx", FIX "office.odt" };
+    for (int f = 0; f < 2; f++) {
+        size_t n, m;
+        char *data = slurp(files[f], &n);
+        srv_doc *d = parse_ok(f ? SRV_DOC_ODT : SRV_DOC_DOCX, data, n);
+        char *out = render_ok(d, &m);
+        assert_int_equal(m, n);
+        assert_memory_equal(out, data, n);
+        free(out);
+        srv_doc_free(d);
+        free(data);
+    }
+}
+
+/* The round trip of one fixture under mode: see the file's top comment. */
+static void round_trip(const char *path, srv_doc_kind kind, int mode)
+{
+    size_t n, m;
+    char *data = slurp(path, &n);
+    srv_doc *d = parse_ok(kind, data, n);
+    int nu = srv_doc_units(d);
+    for (int i = 0; i < nu; i++)
+        fake_translate(d, i, mode);
+    char *out = render_ok(d, &m);
+    assert_int_equal(srv_doc_sniff(out, m, NULL), kind);
+    /* DOC_OFFICE_OUT=dir: the outputs kept for tests/documents/check_office.py */
+    const char *dir = getenv("DOC_OFFICE_OUT");
+    if (dir && *dir) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s-%s", dir, mode ? "reversed" : "in-place", strrchr(path, '/') + 1);
+        FILE *f = fopen(p, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(out, 1, m, f), m);
+        fclose(f);
+    }
+
+    listing a = list_zip(data, n), b = list_zip(out, m);
+    assert_int_equal(a.n, b.n);
+    const char *parts_docx[] = { "word/document.xml", "word/header1.xml", "word/footer1.xml" };
+    const char *parts_odt[] = { "content.xml", "styles.xml" };
+    const char *const *parts = kind == SRV_DOC_DOCX ? parts_docx : parts_odt;
+    int np = kind == SRV_DOC_DOCX ? 3 : 2;
+    const char *text_tag = "p";
+    for (int i = 0; i < a.n; i++) {
+        assert_string_equal(a.name[i], b.name[i]);
+        int translated = 0;
+        for (int k = 0; k < np; k++)
+            translated |= !strcmp(a.name[i], parts[k]);
+        if (!translated) {
+            assert_int_equal(a.len[i], b.len[i]);
+            assert_memory_equal(a.data[i], b.data[i], a.len[i]);
+            assert_int_equal(a.crc[i], b.crc[i]);
+            assert_int_equal(a.method[i], b.method[i]);
+            continue;
+        }
+        /* the same elements and attributes (run and paragraph properties included), other text */
+        char *sa = xml_shape(a.data[i], a.len[i]), *sb = xml_shape(b.data[i], b.len[i]);
+        assert_string_equal(sa, sb);
+        free(sa), free(sb);
+        char *ta = xml_texts(a.data[i], a.len[i], text_tag), *tb = xml_texts(b.data[i], b.len[i], text_tag);
+        assert_string_not_equal(ta, tb);
+        if (mode == 0) {            /* words in place: each paragraph's text upper-cased (spaces may move) */
+            upper(ta);
+            squeeze(ta);
+            squeeze(tb);
+            assert_string_equal(ta, tb);
+        }
+        free(ta), free(tb);
+        /* the XML declaration kept */
+        assert_true(!strncmp(b.data[i], "<?xml version=\"1.0\" encoding=\"UTF-8\"", 36));
+        if (kind == SRV_DOC_DOCX)
+            assert_non_null(strstr(b.data[i], "standalone=\"yes\"?>"));
+    }
+    if (kind == SRV_DOC_ODT) {      /* mimetype first, stored */
+        assert_string_equal(b.name[0], "mimetype");
+        assert_int_equal(b.method[0], ZIP_CM_STORE);
+        assert_memory_equal(out + 30, "mimetypeapplication/vnd.oasis.opendocument.text", 47);
+    }
+    list_free(&a);
+    list_free(&b);
+
+    /* read again: the translated units (their words upper-cased, maybe reversed) */
+    srv_doc *e = parse_ok(kind, out, m);
+    assert_int_equal(srv_doc_units(e), nu);
+    for (int i = 0; i < nu; i++) {
+        char *want = strdup(srv_doc_unit(d, i));
+        upper(want);
+        if (mode == 0) {
+            assert_string_equal(srv_doc_unit(e, i), want);
+        } else {                    /* the same characters */
+            char *got = strdup(srv_doc_unit(e, i));
+            assert_int_equal(strlen(got), strlen(want));
+            int count[256] = { 0 };
+            for (char *c = want; *c; c++)
+                count[(unsigned char)*c]++;
+            for (char *c = got; *c; c++)
+                count[(unsigned char)*c]--;
+            for (int c = 0; c < 256; c++)
+                assert_int_equal(count[c], 0);
+            free(got);
+        }
+        free(want);
+    }
+    srv_doc_free(e);
+    /* a second render gives the same bytes */
+    size_t m2;
+    char *out2 = render_ok(d, &m2);
+    assert_int_equal(m2, m);
+    free(out2);
+    free(out);
+    srv_doc_free(d);
+    free(data);
+}
+
+static void test_docx_in_place(void **state) { round_trip(FIX "office.docx", SRV_DOC_DOCX, 0); }
+static void test_docx_reversed(void **state) { round_trip(FIX "office.docx", SRV_DOC_DOCX, 1); }
+static void test_odt_in_place(void **state) { round_trip(FIX "office.odt", SRV_DOC_ODT, 0); }
+static void test_odt_reversed(void **state) { round_trip(FIX "office.odt", SRV_DOC_ODT, 1); }
+
+/* Formatting follows the words: "documentation" bold stays bold where the
+ * alignment puts it; the space before "now" stays outside the bold run; a
+ * drawing and a proofErr stay where they were. */
+static void test_docx_runs_follow_words(void **state)
+{
+    const char *xml = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+                      "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p>"
+                      "<w:r><w:t xml:space=\"preserve\">read the </w:t></w:r>"
+                      "<w:r><w:rPr><w:b/></w:rPr><w:t>documentation</w:t></w:r>"
+                      "<w:r><w:t xml:space=\"preserve\"> now</w:t></w:r>"
+                      "<w:r><w:drawing/></w:r><w:proofErr w:type=\"spellStart\"/>"
+                      "</w:p></w:body></w:document>";
+    size_t n, m;
+    char *z = mkdocx(xml, &n);
+    srv_doc *d = parse_ok(SRV_DOC_DOCX, z, n);
+    assert_int_equal(srv_doc_units(d), 1);
+    assert_string_equal(srv_doc_unit(d, 0), "read the documentation now");
+    const char tr[] = "lisez la documentation maintenant";
+    const long links[] = { 0, 4, 0, 5, 5, 8, 6, 8, 9, 22, 9, 22, 23, 26, 23, 33 };
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_set(d, 0, tr, sizeof tr - 1, links, 4, &err), MT_OK);
+    char *out = render_ok(d, &m);
+    listing l = list_zip(out, m);
+    int k = list_find(&l, "word/document.xml");
+    assert_true(k >= 0);
+    assert_non_null(strstr(l.data[k], "<w:r><w:t xml:space=\"preserve\">lisez la </w:t></w:r>"
+                                      "<w:r><w:rPr><w:b/></w:rPr><w:t>documentation</w:t></w:r>"
+                                      "<w:r><w:t xml:space=\"preserve\"> maintenant</w:t></w:r>"
+                                      "<w:r><w:drawing/></w:r><w:proofErr w:type=\"spellStart\"/>"));
+    list_free(&l);
+    free(out);
+    /* reversed, the runs keep their order (doc_runs.h): every run still gets words, the bold one included */
+    fake_translate(d, 0, 1);
+    out = render_ok(d, &m);
+    srv_doc *e = parse_ok(SRV_DOC_DOCX, out, m);
+    assert_string_equal(srv_doc_unit(e, 0), "NOW DOCUMENTATION THE READ");
+    srv_doc_free(e);
+    free(out);
+    srv_doc_free(d);
+    free(z);
+}
+
+/* Characters and markup in a translation are escaped; characters XML cannot hold are dropped. */
+static void test_escaping(void **state)
+{
+    const char *xml = "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p><w:r><w:t>a &amp; b</w:t></w:r></w:p>"
+                      "</w:body></w:document>";
+    size_t n, m;
+    char *z = mkdocx(xml, &n);
+    srv_doc *d = parse_ok(SRV_DOC_DOCX, z, n);
+    assert_string_equal(srv_doc_unit(d, 0), "a & b");
+    mt_err err = { 0 };
+    const char tr[] = "<x> & \x01y";
+    assert_int_equal(srv_doc_set(d, 0, tr, sizeof tr - 1, NULL, 0, &err), MT_OK);
+    assert_int_equal(srv_doc_set(d, 0, "\xff", 1, NULL, 0, &err), MT_ERR_INPUT);     /* not UTF-8: refused */
+    char *out = render_ok(d, &m);
+    srv_doc *e = parse_ok(SRV_DOC_DOCX, out, m);
+    assert_string_equal(srv_doc_unit(e, 0), "<x> & y");
+    srv_doc_free(e);
+    free(out);
+    srv_doc_free(d);
+    free(z);
+}
+
+/* ---- hostile and broken files --------------------------------------------- */
+
+static void test_not_a_zip(void **state)
+{
+    parse_fails(SRV_DOC_DOCX, "hello world, this is not a zip archive", 38, NULL, MT_ERR_INPUT, "not a zip");
+    size_t n;
+    char *docx = slurp(FIX "office.docx", &n);
+    /* every truncation: refused, never a crash */
+    for (size_t cut = 0; cut < n; cut += cut < 64 ? 1 : 97) {
+        char *t = malloc(cut ? cut : 1);
+        memcpy(t, docx, cut);
+        srv_doc *d = NULL;
+        mt_err err = { 0 };
+        mt_status st = srv_doc_parse(SRV_DOC_DOCX, t, cut, NULL, &d, &err);
+        assert_int_equal(st, MT_ERR_INPUT);
+        assert_null(d);
+        free(t);
+    }
+    parse_fails(SRV_DOC_DOCX, docx, n - 10, NULL, MT_ERR_INPUT, "not a valid zip archive");
+    free(docx);
+}
+
+static void test_corrupt(void **state)
+{
+    /* the deflated bytes of word/document.xml damaged: the CRC or the inflater says so, naming it */
+    const char *xml = "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p><w:r><w:t>some words in a paragraph that "
+                      "deflate</w:t></w:r></w:p><w:p><w:r><w:t>and more words</w:t></w:r></w:p></w:body>"
+                      "</w:document>";
+    size_t n;
+    char *z = mkdocx(xml, &n);
+    char *at = memmem(z + 4, n - 4, "PK\x03\x04", 4);     /* the second local header: word/document.xml */
+    assert_non_null(at);
+    size_t data = (size_t)(at - z) + 30 + strlen("word/document.xml");
+    for (int k = 0; k < 8; k++)
+        z[data + 10 + k] ^= 0x5a;
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/document.xml");
+    free(z);
+}
+
+static void test_missing_part(void **state)
+{
+    entry e[] = { { "[Content_Types].xml", CT, 0, 0 } };
+    size_t n;
+    char *z = mkzip(e, 1, &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "no word/document.xml");
+    parse_fails(SRV_DOC_ODT, z, n, NULL, MT_ERR_INPUT, "no content.xml");
+    free(z);
+}
+
+static void test_bad_xml(void **state)
+{
+    size_t n;
+    char *z = mkdocx("<w:document xmlns:w=\"" W_NS "\"><w:body><w:p></w:body>", &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/document.xml is not well-formed XML (line 1)");
+    free(z);
+    z = mkdocx("", &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/document.xml");
+    free(z);
+    /* a header that does not parse: named */
+    entry e[] = { { "[Content_Types].xml", CT, 0, 0 },
+                  { "word/document.xml", "<w:document xmlns:w=\"" W_NS "\"/>", 0, 0 },
+                  { "word/header2.xml", "<w:hdr><", 0, 0 } };
+    z = mkzip(e, 3, &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/header2.xml");
+    free(z);
+}
+
+static void test_entity_bomb(void **state)
+{
+    const char *bomb =
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [\n <!ENTITY lol \"lol\">\n"
+        " <!ENTITY lol1 \"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">\n"
+        " <!ENTITY lol2 \"&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;\">\n"
+        " <!ENTITY lol3 \"&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;\">\n"
+        " <!ENTITY lol4 \"&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;\">\n"
+        " <!ENTITY lol5 \"&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;\">\n"
+        " <!ENTITY lol6 \"&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;\">\n"
+        " <!ENTITY lol7 \"&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;\">\n"
+        " <!ENTITY lol8 \"&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;\">\n"
+        " <!ENTITY lol9 \"&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;\">\n]>\n"
+        "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>";
+    size_t n;
+    char *z = mkdocx(bomb, &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/document.xml has a DOCTYPE");
+    free(z);
+    /* an external entity: refused the same way, nothing fetched */
+    z = mkdocx("<!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><w:document xmlns:w=\"" W_NS "\">"
+               "<w:body><w:p><w:r><w:t>&e;</w:t></w:r></w:p></w:body></w:document>", &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "has a DOCTYPE");
+    free(z);
+    /* in an odt's styles.xml too */
+    entry e[] = { { "mimetype", "application/vnd.oasis.opendocument.text", 0, 1 },
+                  { "content.xml", "<office:document-content xmlns:office=\"urn:oasis:names:tc:opendocument:"
+                                   "xmlns:office:1.0\"/>", 0, 0 },
+                  { "styles.xml", bomb, 0, 0 } };
+    z = mkzip(e, 3, &n);
+    parse_fails(SRV_DOC_ODT, z, n, NULL, MT_ERR_INPUT, "styles.xml has a DOCTYPE");
+    free(z);
+}
+
+/* A paragraph of size bytes of "word ". */
+static char *big_document(size_t size)
+{
+    const char *head = "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p><w:r><w:t>";
+    const char *tail = "</w:t></w:r></w:p></w:body></w:document>";
+    char *x = malloc(strlen(head) + size + strlen(tail) + 1);
+    strcpy(x, head);
+    char *p = x + strlen(head);
+    for (size_t i = 0; i < size; i++)
+        p[i] = "word "[i % 5];
+    strcpy(p + size, tail);
+    return x;
+}
+
+static void test_zip_bomb(void **state)
+{
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_inflated = 64 << 10;
+    char *x = big_document(1 << 20);                    /* 1 MB that deflates to a few KB */
+    size_t n;
+    char *z = mkdocx(x, &n);
+    assert_true(n < 16 << 10);
+    parse_fails(SRV_DOC_DOCX, z, n, &lim, MT_ERR_TOO_LONG, "more than 65536 bytes (max_inflated) at entry "
+                                                           "word/document.xml");
+    /* the sizes in both headers lowered: the inflater's bytes are counted, not trusted */
+    char *lh = memmem(z + 4, n - 4, "PK\x03\x04", 4), *ch = NULL;
+    for (char *c = z; (c = memmem(c, n - (size_t)(c - z), "PK\x01\x02", 4)); c += 4)
+        if (!memcmp(c + 46, "word/document.xml", 17))
+            ch = c;
+    assert_non_null(lh);
+    assert_non_null(ch);
+    memcpy(lh + 22, "\x00\x01\x00\x00", 4);         /* 256 bytes */
+    memcpy(ch + 24, "\x00\x01\x00\x00", 4);
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    mt_status st = srv_doc_parse(SRV_DOC_DOCX, z, n, &lim, &d, &err);
+    assert_true(st == MT_ERR_INPUT || st == MT_ERR_TOO_LONG);
+    assert_null(d);
+    assert_non_null(strstr(err.msg, "word/document.xml"));
+    free(z);
+    /* many entries each under the limit, together over it */
+    entry e[] = { { "[Content_Types].xml", CT, 0, 0 }, { "word/document.xml", x, 40000, 0 },
+                  { "word/a.bin", x, 40000, 0 } };
+    z = mkzip(e, 3, &n);
+    parse_fails(SRV_DOC_DOCX, z, n, &lim, MT_ERR_TOO_LONG, "at entry word/a.bin");
+    free(z);
+    free(x);
+}
+
+static void test_too_many_entries(void **state)
+{
+    entry e[40];
+    char names[40][32];
+    e[0] = (entry){ "[Content_Types].xml", CT, 0, 0 };
+    e[1] = (entry){ "word/document.xml", "<w:document xmlns:w=\"" W_NS "\"/>", 0, 0 };
+    for (int i = 2; i < 40; i++) {
+        snprintf(names[i], sizeof names[i], "media/%d.png", i);
+        e[i] = (entry){ names[i], "x", 0, 0 };
+    }
+    size_t n;
+    char *z = mkzip(e, 40, &n);
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_entries = 39;
+    parse_fails(SRV_DOC_DOCX, z, n, &lim, MT_ERR_TOO_LONG, "40 entries; the limit is 39 (max_entries)");
+    lim.max_entries = 40;
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_parse(SRV_DOC_DOCX, z, n, &lim, &d, &err), MT_OK);
+    assert_int_equal(srv_doc_units(d), 0);
+    srv_doc_free(d);
+    free(z);
+}
+
+static void test_depth(void **state)
+{
+    mt_sbuf sb = { 0 };
+    const char *head = "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p><w:r><w:t>x</w:t></w:r>";
+    mt_sb_add(&sb, head, strlen(head));
+    for (int i = 0; i < 40; i++)
+        mt_sb_add(&sb, "<w:hyperlink>", 13);
+    for (int i = 0; i < 40; i++)
+        mt_sb_add(&sb, "</w:hyperlink>", 14);
+    mt_sb_add(&sb, "</w:p></w:body></w:document>", 28);
+    size_t n;
+    char *z = mkdocx(sb.p, &n);
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_depth = 32;
+    parse_fails(SRV_DOC_DOCX, z, n, &lim, MT_ERR_TOO_LONG, "word/document.xml: XML nesting deeper than 32");
+    lim.max_depth = 43;
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_parse(SRV_DOC_DOCX, z, n, &lim, &d, &err), MT_OK);
+    srv_doc_free(d);
+    free(z);
+    free(sb.p);
+    /* deeper than libxml2's own bound (256): refused as too deep, not as broken */
+    sb = (mt_sbuf){ 0 };
+    mt_sb_add(&sb, "<w:document xmlns:w=\"" W_NS "\">", strlen(W_NS) + 23);
+    for (int i = 0; i < 300; i++)
+        mt_sb_add(&sb, "<w:b>", 5);
+    for (int i = 0; i < 300; i++)
+        mt_sb_add(&sb, "</w:b>", 6);
+    mt_sb_add(&sb, "</w:document>", 13);
+    z = mkdocx(sb.p, &n);
+    lim.max_depth = 1000;
+    parse_fails(SRV_DOC_DOCX, z, n, &lim, MT_ERR_TOO_LONG, "XML nesting deeper than");
+    free(z);
+    free(sb.p);
+}
+
+static void test_unit_limits(void **state)
+{
+    size_t n;
+    char *docx = slurp(FIX "office.docx", &n);
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_units = 5;
+    parse_fails(SRV_DOC_DOCX, docx, n, &lim, MT_ERR_TOO_LONG, "more than 5 translation units");
+    lim = srv_doc_default_limits();
+    lim.max_unit_bytes = 40;
+    parse_fails(SRV_DOC_DOCX, docx, n, &lim, MT_ERR_TOO_LONG, "word/document.xml: paragraph 2 is 55 bytes; the "
+                                                              "limit is 40");
+    free(docx);
+}
+
+/* Paragraphs in a text box are units of their own; deleted text, field codes and blank paragraphs are not. */
+static void test_docx_structure(void **state)
+{
+    const char *xml =
+        "<w:document xmlns:w=\"" W_NS "\" xmlns:mc=\"http://schemas.openxmlformats.org/markup-compatibility/2006\">"
+        "<w:body><w:p><w:r><w:t>Outer text</w:t></w:r>"
+        "<w:r><mc:AlternateContent><mc:Choice><w:drawing><w:txbxContent><w:p><w:r><w:t>In the box</w:t></w:r></w:p>"
+        "</w:txbxContent></w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>In the box</w:t>"
+        "</w:r></w:p></w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r>"
+        "<w:r><w:t xml:space=\"preserve\"> goes on</w:t></w:r></w:p>"
+        "<w:p><w:del><w:r><w:delText>gone</w:delText></w:r></w:del><w:r><w:instrText>PAGE</w:instrText></w:r></w:p>"
+        "<w:p><w:r><w:t>   </w:t></w:r></w:p>"
+        "<w:p><w:hyperlink><w:r><w:t>link</w:t></w:r></w:hyperlink><w:ins><w:r><w:t xml:space=\"preserve\"> inserted"
+        "</w:t></w:r></w:ins></w:p>"
+        "</w:body></w:document>";
+    size_t n;
+    char *z = mkdocx(xml, &n);
+    srv_doc *d = parse_ok(SRV_DOC_DOCX, z, n);
+    const char *want[] = { "Outer text goes on", "In the box", "In the box", "link inserted" };
+    check_units(d, want, 4);
+    for (int i = 0; i < 4; i++)
+        fake_translate(d, i, 0);
+    size_t m;
+    char *out = render_ok(d, &m);
+    srv_doc *e = parse_ok(SRV_DOC_DOCX, out, m);
+    const char *want2[] = { "OUTER TEXT GOES ON", "IN THE BOX", "IN THE BOX", "LINK INSERTED" };
+    check_units(e, want2, 4);
+    srv_doc_free(e);
+    free(out);
+    srv_doc_free(d);
+    free(z);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_render_untranslated),
+        cmocka_unit_test(test_docx_in_place),
+        cmocka_unit_test(test_docx_reversed),
+        cmocka_unit_test(test_odt_in_place),
+        cmocka_unit_test(test_odt_reversed),
+        cmocka_unit_test(test_docx_runs_follow_words),
+        cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_docx_structure),
+        cmocka_unit_test(test_not_a_zip),
+        cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_missing_part),
+        cmocka_unit_test(test_bad_xml),
+        cmocka_unit_test(test_entity_bomb),
+        cmocka_unit_test(test_zip_bomb),
+        cmocka_unit_test(test_too_many_entries),
+        cmocka_unit_test(test_depth),
+        cmocka_unit_test(test_unit_limits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+/* test_scheduler: server/translate/scheduler.c's background priority
+ * (srv_decode_job.background, SRV_SCHED_BACKGROUND_SHARE) on models/en-fr.
+ *
+ * A scheduler of 8 rows (a background share of 1 row):
+ *  - a background job of 24 sentences submitted first, then an interactive job
+ *    of 4: the interactive one is done first, while the background one still
+ *    has sentences to decode; both decode every sentence (greedy ids equal
+ *    the same sentence decoded alone);
+ *  - while the interactive sentences are held, the scheduler never decodes
+ *    more than 4 + 1 sentences at once (stats polled);
+ *  - a background job alone takes more than its share: every row. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "mt.h"
+#include "translate/scheduler.h"
+
+static mt_model *model;
+static const char *const SENT[] = {
+    "This package provides the documentation.", "It is free software.",
+    "The library runs on every system that has a compiler.", "This package contains the development files.",
+    "The program reads its configuration from a file.", "Debian is a free operating system.",
+};
+
+typedef struct {
+    srv_decode_job job;
+    srv_seq_req    items[32];
+    mt_hyp         hyps[32];
+    int32_t        src[32][64];
+    _Atomic int    done;
+    _Atomic int    order;       /* the rank at which it finished */
+} job_box;
+
+static _Atomic int finished_rank;
+
+static void on_done(srv_decode_job *j)
+{
+    job_box *b = j->ctx;
+    atomic_store(&b->order, atomic_fetch_add(&finished_rank, 1) + 1);
+    atomic_store(&b->done, 1);
+}
+
+static void make_job(job_box *b, int n, int background, const mt_decode_params *dp)
+{
+    memset(b, 0, sizeof *b);
+    const mt_tokenizer *tok = mt_model_tokenizer(model);
+    for (int i = 0; i < n; i++) {
+        int len = 0;
+        const char *s = SENT[i % 6];
+        assert_int_equal(mt_tokenizer_encode(tok, s, strlen(s), 0, b->src[i], 64, &len, NULL), MT_OK);
+        b->items[i].src = b->src[i];
+        b->items[i].n_src = len;
+        b->items[i].hyps = &b->hyps[i];
+    }
+    srv_decode_job_init(&b->job, b->items, n, dp);
+    b->job.done = on_done;
+    b->job.ctx = b;
+    b->job.background = background;
+}
+
+static void wait_done(job_box *b)
+{
+    for (int k = 0; k < 60000 && !atomic_load(&b->done); k++) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&b->done));
+}
+
+static void free_hyps(job_box *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        mt_hyps_free(&b->hyps[i], 1);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    mt_model_params mp = mt_model_default_params();
+    mp.n_threads = 1;
+    mt_err err;
+    return mt_model_load("models/en-fr", &mp, &model, &err) == MT_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mt_model_free(model);
+    return 0;
+}
+
+static srv_sched *new_sched(int rows)
+{
+    mt_session_params sp = mt_session_default_params(model);
+    sp.max_batch = rows;
+    srv_sched_params p = srv_sched_default_params();
+    mt_err err;
+    srv_sched *sc = srv_sched_new(model, &sp, &p, &err);
+    if (!sc)
+        print_error("%s\n", err.msg);
+    assert_non_null(sc);
+    return sc;
+}
+
+static void test_interactive_first(void **state)
+{
+    (void)state;
+    srv_sched *sc = new_sched(8);
+    srv_decoder dec = srv_sched_decoder(sc);
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = 1;                           /* a sentence is a row */
+    mt_err err;
+    mt_session_params sp = mt_session_default_params(model);
+    assert_int_equal(mt_decode_params_resolve(model, &sp, &dp, &dp, &err), MT_OK);
+    static job_box bg, fg, alone;
+    atomic_store(&finished_rank, 0);
+    make_job(&bg, 24, 1, &dp);
+    make_job(&fg, 4, 0, &dp);
+    assert_int_equal(dec.submit(dec.self, &bg.job), 0);
+    assert_int_equal(dec.submit(dec.self, &fg.job), 0);
+    int most = 0;
+    while (!atomic_load(&fg.done)) {            /* while the interactive job is held */
+        srv_sched_counts c;
+        srv_sched_stats(sc, &c);
+        if (!atomic_load(&fg.done) && c.active > most)
+            most = c.active;
+        struct timespec ts = { 0, 200000 };
+        nanosleep(&ts, NULL);
+    }
+    wait_done(&bg);
+    printf("interactive job done at rank %d, background at %d; at most %d sentences at once meanwhile\n",
+           atomic_load(&fg.order), atomic_load(&bg.order), most);
+    assert_int_equal(atomic_load(&fg.order), 1);
+    assert_int_equal(atomic_load(&bg.order), 2);
+    assert_true(most <= 4 + 1);                 /* the interactive four and the background share */
+    assert_int_equal(fg.job.status, MT_OK);
+    assert_int_equal(bg.job.status, MT_OK);
+    /* the same ids as each sentence alone */
+    make_job(&alone, 6, 0, &dp);
+    assert_int_equal(dec.submit(dec.self, &alone.job), 0);
+    wait_done(&alone);
+    for (int i = 0; i < 24; i++) {
+        const mt_hyp *a = &bg.hyps[i], *b = &alone.hyps[i % 6];
+        assert_int_equal(a->n_ids, b->n_ids);
+        assert_memory_equal(a->ids, b->ids, sizeof *a->ids * (size_t)a->n_ids);
+    }
+    free_hyps(&bg, 24);
+    free_hyps(&fg, 4);
+    free_hyps(&alone, 6);
+    srv_sched_free(sc);
+}
+
+static void test_background_alone_takes_every_row(void **state)
+{
+    (void)state;
+    srv_sched *sc = new_sched(8);
+    srv_decoder dec = srv_sched_decoder(sc);
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = 1;                           /* a sentence is a row */
+    mt_err err;
+    mt_session_params sp = mt_session_default_params(model);
+    assert_int_equal(mt_decode_params_resolve(model, &sp, &dp, &dp, &err), MT_OK);
+    static job_box bg;
+    make_job(&bg, 24, 1, &dp);
+    assert_int_equal(dec.submit(dec.self, &bg.job), 0);
+    int most = 0;
+    while (!atomic_load(&bg.done)) {
+        srv_sched_counts c;
+        srv_sched_stats(sc, &c);
+        if (c.active > most)
+            most = c.active;
+        struct timespec ts = { 0, 200000 };
+        nanosleep(&ts, NULL);
+    }
+    printf("a background job alone: up to %d sentences at once (8 rows)\n", most);
+    assert_true(most > 1);                      /* more than its share when nobody else waits */
+    free_hyps(&bg, 24);
+    srv_sched_free(sc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_interactive_first),
+        cmocka_unit_test(test_background_alone_takes_every_row),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
