@@ -765,6 +765,25 @@ static void test_too_many_entries(void **state)
     free(z);
 }
 
+static void test_xml_part_limit(void **state)
+{
+    (void)state;
+    const char *xml = "<w:document xmlns:w=\"" W_NS "\"><w:body><w:p><w:r><w:t>Some text here.</w:t></w:r></w:p>"
+                      "</w:body></w:document>";
+    size_t n;
+    char *z = mkdocx(xml, &n);
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_xml_part = strlen(xml) - 1;
+    parse_fails(SRV_DOC_DOCX, z, n, &lim, MT_ERR_TOO_LONG, "(max_xml_part)");
+    lim.max_xml_part = strlen(xml);
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_parse(SRV_DOC_DOCX, z, n, &lim, &d, &err), MT_OK);
+    assert_int_equal(srv_doc_units(d), 1);
+    srv_doc_free(d);
+    free(z);
+}
+
 static void test_depth(void **state)
 {
     mt_sbuf sb = { 0 };
@@ -869,6 +888,7 @@ int main(void)
         cmocka_unit_test(test_entity_bomb),
         cmocka_unit_test(test_zip_bomb),
         cmocka_unit_test(test_too_many_entries),
+        cmocka_unit_test(test_xml_part_limit),
         cmocka_unit_test(test_depth),
         cmocka_unit_test(test_unit_limits),
     };

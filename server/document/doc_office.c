@@ -561,6 +561,9 @@ static mt_status add_part(office *o, srv_zip *z, int entry, part_kind pk, mt_err
     mt_status st = srv_zip_read(z, entry, &p->xml, &p->len, err);
     if (st != MT_OK)
         return st;
+    if (p->len > o->lim.max_xml_part)       /* its tree would take many times that */
+        return mt_err_set(err, MT_ERR_TOO_LONG, "%s is %zu bytes of XML; the limit of a part is %zu (max_xml_part)",
+                          p->name, p->len, o->lim.max_xml_part);
     xmlDocPtr doc;
     if ((st = xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
         return st;

@@ -32,7 +32,8 @@ static const struct {
 srv_doc_limits srv_doc_default_limits(void)
 {
     return (srv_doc_limits){ .max_bytes = 16u << 20, .max_units = 100000, .max_unit_bytes = 64u << 10,
-                             .max_entries = 2000, .max_inflated = 256u << 20, .max_depth = 256 };
+                             .max_entries = 2000, .max_inflated = 256u << 20, .max_xml_part = 32u << 20,
+                             .max_depth = 256 };
 }
 
 static int valid_kind(srv_doc_kind k) { return k >= 0 && k < SRV_DOC_N; }

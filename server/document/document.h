@@ -41,7 +41,7 @@
 #include "util/status.h"
 
 /* Defaults: 16 MB, 100,000 units, 64 KB a unit, 2,000 entries, 256 MB
- * inflated, nesting 256. */
+ * inflated, 32 MB an XML part, nesting 256. */
 srv_doc_limits srv_doc_default_limits(void);
 
 typedef struct srv_doc srv_doc;

@@ -105,7 +105,7 @@ static void poll_gone(srv_sched *sc)
 }
 
 /* Under mu: drop the sentences of cancelled jobs, active and waiting, and
- * fail the waiting sentences of jobs past the queue timeout. */
+ * fail the waiting sentences of interactive jobs past the queue timeout. */
 static void drop(srv_sched *sc, srv_decode_job **done_list)
 {
     for (int i = 0; i < sc->rows; i++) {
@@ -123,7 +123,8 @@ static void drop(srv_sched *sc, srv_decode_job **done_list)
     for (srv_seq_req **pp = &sc->head; *pp;) {
         srv_seq_req *it = *pp;
         srv_decode_job *job = it->job;
-        if (!job->cancelled && !(t - job->t_submit > sc->p.queue_timeout_s)) {
+        /* background work never times out: it always gets its share of the rows */
+        if (!job->cancelled && (job->background || !(t - job->t_submit > sc->p.queue_timeout_s))) {
             pp = &it->next;
             continue;
         }
