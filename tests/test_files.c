@@ -147,6 +147,8 @@ static void test_text_file(void **state)
     assert_int_equal(r.status, 200);
     char ct[128];
     assert_true(header(&r, "Content-Type", ct, sizeof ct) && strstr(ct, "text/plain"));
+    assert_true(header(&r, "Content-Disposition", ct, sizeof ct));     /* a browser saves it, as LibreTranslate's */
+    assert_string_equal(ct, "attachment; filename=\"notes.fr.txt\"");
     /* the structure: four lines, the second blank, a final newline */
     int lines = 0;
     for (const char *p = r.body; *p; p++)

@@ -244,6 +244,7 @@ static const char *const tricky[] = {
     "<i><pre><r/>><p></i>",                     /* "<r/>" holds what follows */
     "<svg><p><title><p",                        /* p ends the svg: title is HTML's, "<p" its text */
     "<pre><table>t<img></table>",               /* t and img fostered out of the table's bytes */
+    "<svg></p><script><h>",                     /* "</p>" in svg made a p: written as "</p>" again */
     "<p>bad \xff\xfe utf8 \xc3</p>",
     "<!DOCTYPE html><p>a<table>b</table>c",
     "<html><head><title>x</title><body><p>y</body></html><p>after html",

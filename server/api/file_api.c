@@ -327,4 +327,5 @@ void srv_handle_download_file(srv_request *req, srv_response *resp)
     resp->text = bytes;
     resp->text_len = len;
     resp->content_type = srv_doc_kind_mime(info.kind);
+    snprintf(resp->attachment, sizeof resp->attachment, "%.250s", info.name);   /* result_name's characters only */
 }

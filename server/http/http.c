@@ -117,6 +117,11 @@ static void add_headers(const srv_http *h, struct MHD_Connection *c, struct MHD_
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (resp->allow[0] && (resp->status == 405 || resp->preflight))
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->attachment[0] && resp->status == 200) {
+        char cd[sizeof resp->attachment + 40];
+        snprintf(cd, sizeof cd, "attachment; filename=\"%s\"", resp->attachment);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, cd);
+    }
     if (resp->retry_after > 0) {
         snprintf(num, sizeof num, "%d", resp->retry_after);
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, num);

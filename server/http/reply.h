@@ -62,6 +62,8 @@ struct srv_response {
     int         lt_errors;      /* render errors the LibreTranslate way */
     char        allow[96];      /* Allow header (405 and OPTIONS) */
     int         retry_after;    /* seconds; 0 = no header */
+    char        attachment[256];/* non-empty: Content-Disposition: attachment with this file name
+                                   (the caller's: letters, digits, '.', '-', '_' only) */
     int         preflight;      /* a CORS preflight answer */
     const char *route;          /* metrics label: the route's path or "other" */
     srv_body_stream stream;     /* read != NULL: the body is this stream (status and

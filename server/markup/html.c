@@ -246,6 +246,8 @@ typedef struct {
      * it (0: none), which the unit's text (one space between words, none at the
      * ends) does not say */
     unsigned char sp_before, sp_after;
+    unsigned char glued_after;  /* a point: the source went on right after it with a letter, a digit or
+                                   another point (nothing to put between them) */
 } rec;
 
 typedef struct {
@@ -322,7 +324,7 @@ static int new_rec(srv_html *h, const GumboNode *n, long s)
         h->r = nr;
         h->cap_rec = cap;
     }
-    h->r[h->n_rec] = (rec){ n, s, s, 0, 0, 0 };
+    h->r[h->n_rec] = (rec){ n, s, s, 0, 0, 0, 0 };
     return h->n_rec++;
 }
 
@@ -385,6 +387,12 @@ typedef struct {
     int     oom;
 } text_builder;
 
+/* A letter or digit (any non-ASCII code point counts: no table of scripts here). */
+static int is_word_cp(uint32_t c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
+}
+
 static void add_text(srv_html *h, text_builder *b, const char *s)
 {
     size_t n = strlen(s);
@@ -403,6 +411,8 @@ static void add_text(srv_html *h, text_builder *b, const char *s)
             i++;
             continue;
         }
+        if (b->after >= 0)
+            h->r[b->after].glued_after = is_word_cp(c);
         b->after = -1;
         b->ws = 0;
         b->trail.n = 0;
@@ -434,6 +444,8 @@ static void collect_item(srv_html *h, text_builder *b, const GumboNode *c)
             return;
         }
         h->r[r].sp_before = (unsigned char)b->ws;
+        if (b->after >= 0)
+            h->r[b->after].glued_after = 1;  /* two points glued ("%5.2f%%"): no space between */
         b->after = r;
         b->ws = 0;
         b->points++;
@@ -459,6 +471,8 @@ static void collect_item(srv_html *h, text_builder *b, const GumboNode *c)
         if (h->r[r].s < 0) {                /* no character inside: a point, where it was */
             h->r[r].s = b->cp;
             h->r[r].sp_before = (unsigned char)space;
+            if (b->after >= 0)
+                h->r[b->after].glued_after = 1;
             b->after = r;
             b->ws = 0;
             b->points++;
@@ -918,10 +932,31 @@ static int attrs_in_tag(const GumboElement *e)
     return 1;
 }
 
+/* An element the parser made of an end tag (</p>, </br>): that end tag as it
+ * was written, which makes the element again (also inside svg, where "<p>"
+ * would end the svg); NULL for any other element. */
+static const GumboStringPiece *converted_end_tag(const GumboNode *n)
+{
+    const GumboElement *e = &n->v.element;
+    if (!(n->parse_flags & GUMBO_INSERTION_CONVERTED_FROM_END_TAG))
+        return NULL;
+    if (e->original_tag.length >= 2 && e->original_tag.data[1] == '/')
+        return &e->original_tag;
+    if (!e->original_tag.length && e->original_end_tag.length >= 2 && e->original_end_tag.data[0] == '<' &&
+        e->original_end_tag.data[1] == '/' && !e->children.length)
+        return &e->original_end_tag;
+    return NULL;
+}
+
 static void start_tag(writer *w, const GumboNode *n)
 {
     const GumboElement *e = &n->v.element;
     const GumboVector *av = &e->attributes;
+    const GumboStringPiece *conv = converted_end_tag(n);
+    if (conv && conv != &e->original_tag) {     /* </p> in svg: gumbo kept no start tag */
+        put(w, conv->data, conv->length);
+        return;
+    }
     if (e->original_tag.length && attrs_in_tag(e)) {    /* as written, translated values spliced in */
         const char *t = e->original_tag.data, *end = t + e->original_tag.length, *at = t;
         for (unsigned i = 0; i < av->length; i++) {
@@ -966,8 +1001,7 @@ static void end_tag(writer *w, const GumboNode *n)
     char buf[256];
     const char *name = tag_name(n, buf, sizeof buf);
     /* an end tag the parser made an element of (</p>, </br>) was written as it was: it makes it again */
-    int converted = (n->parse_flags & GUMBO_INSERTION_CONVERTED_FROM_END_TAG) && e->original_tag.length >= 2 &&
-                    e->original_tag.data[1] == '/';
+    int converted = converted_end_tag(n) != NULL;
     if (converted || e->tag == GUMBO_TAG_PLAINTEXT || IN(e->tag, VOID) || implied(n) || (e->tag_namespace != GUMBO_NAMESPACE_HTML && self_closing(n)))
         return;
     if (e->original_end_tag.length && !(n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG) &&
@@ -1382,6 +1416,9 @@ static void write_point(writer *w, unit_writer *uw, const GumboNode *c, const re
     write_node(w, c);
     if (r->sp_after && p < uw->n_cp && !tgt_space(uw, p))
         put(w, (const char *)&r->sp_after, 1);
+    else if (!r->sp_after && !r->glued_after && p > 0 && tgt_space(uw, p - 1) && p < uw->n_cp &&
+             is_word_cp(uw->tgt[p]))
+        put(w, " ", 1);     /* "Hello %s, you" -> "Bonjour %s vous": between two words, not glued to either */
     *cur = p;
 }
 
