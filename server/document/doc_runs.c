@@ -249,3 +249,21 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
     free(wcp), free(wb), free(a), free(cnt);
     return MT_OK;
 }
+
+mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const long *links, int n_links, char **copy,
+                        size_t *out_start, size_t *out_end, mt_err *err)
+{
+    char *c = malloc(len + 1);
+    if (!c)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    memcpy(c, tgt, len);
+    c[len] = 0;
+    mt_status st = srv_runs_split(r, c, len, links, n_links, out_start, out_end, err);
+    if (st != MT_OK) {
+        free(c);
+        return st;
+    }
+    free(*copy);
+    *copy = c;
+    return MT_OK;
+}

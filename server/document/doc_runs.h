@@ -46,4 +46,11 @@ void      srv_runs_free(srv_runs *r);
 mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, const long *links, int n_links,
                          size_t *out_start, size_t *out_end, mt_err *err);
 
+/* A unit's translation taken: tgt[0..len) copied (NUL-terminated) and split
+ * over r's runs (srv_runs_split into out_start, out_end); on success *copy
+ * (freed first) holds it, on failure *copy is left as it was.  What every
+ * format made of runs does in its srv_doc_set.  MT_OK or MT_ERR_NOMEM. */
+mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const long *links, int n_links, char **copy,
+                        size_t *out_start, size_t *out_end, mt_err *err);
+
 #endif

@@ -669,19 +669,7 @@ static mt_status subs_set(void *state, int i, const char *tgt, size_t len, const
                           mt_err *err)
 {
     unit *u = &((subs *)state)->u[i];
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    memcpy(copy, tgt, len);
-    copy[len] = 0;
-    mt_status st = srv_runs_split(&u->runs, copy, len, links, n_links, u->s, u->e, err);
-    if (st != MT_OK) {
-        free(copy);
-        return st;
-    }
-    free(u->tgt);
-    u->tgt = copy;
-    return MT_OK;
+    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
 }
 
 /* ---- writing a translated cue ---- */

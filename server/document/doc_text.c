@@ -15,6 +15,7 @@
 
 #include "doc_format.h"
 #include "doc_runs.h"
+#include "util/strbuf.h"
 #include "util/utf8.h"
 
 enum { MAX_LINES = 8, MAX_JOIN_BYTES = 2000 };
@@ -208,37 +209,7 @@ static mt_status text_set(void *state, int i, const char *tgt, size_t len, const
                           mt_err *err)
 {
     unit *u = &((text_doc *)state)->u[i];
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    memcpy(copy, tgt, len);
-    copy[len] = 0;
-    mt_status st = srv_runs_split(&u->runs, copy, len, links, n_links, u->s, u->e, err);
-    if (st != MT_OK) {
-        free(copy);
-        return st;
-    }
-    free(u->tgt);
-    u->tgt = copy;
-    return MT_OK;
-}
-
-static int put(char **buf, size_t *n, size_t *cap, const char *s, size_t k)
-{
-    if (*n + k + 1 > *cap) {
-        size_t c = (*cap ? *cap : 256);
-        while (c < *n + k + 1)
-            c *= 2;
-        char *b = realloc(*buf, c);
-        if (!b)
-            return -1;
-        *buf = b;
-        *cap = c;
-    }
-    memcpy(*buf + *n, s, k);
-    *n += k;
-    (*buf)[*n] = 0;
-    return 0;
+    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
 }
 
 /* A share of a translation without its spaces at either end. */
@@ -253,39 +224,30 @@ static void trim(const char *s, size_t *a, size_t *b)
 static mt_status text_render(const void *state, char **out, size_t *len, mt_err *err)
 {
     const text_doc *t = state;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    int fail = put(&buf, &n, &cap, t->data, t->start);
-    int u = 0;
+    mt_sbuf buf = { 0 };
+    int fail = mt_sb_add(&buf, t->data, t->start), u = 0;
     for (int i = 0; !fail && i < t->n_lines; i++) {
         const line *l = &t->l[i];
         const unit *un = u < t->n && t->u[u].first <= i ? &t->u[u] : NULL;
+        size_t line_start = i ? t->l[i - 1].end : t->start;
         if (!un || !un->tgt) {
-            fail |= put(&buf, &n, &cap, t->data + (i ? t->l[i - 1].end : t->start), l->end - (i ? t->l[i - 1].end
-                                                                                                  : t->start));
-        } else {
-            int k = i - un->first;
-            size_t a = un->s[k], b = un->e[k];
+            fail |= mt_sb_add(&buf, t->data + line_start, l->end - line_start);
+        } else {                /* indentation, the line's share, trailing spaces and line ending */
+            size_t a = un->s[i - un->first], b = un->e[i - un->first];
             trim(un->tgt, &a, &b);
-            size_t line_start = i ? t->l[i - 1].end : t->start;
-            fail |= put(&buf, &n, &cap, t->data + line_start, l->indent - line_start);
-            fail |= put(&buf, &n, &cap, un->tgt + a, b - a);
-            fail |= put(&buf, &n, &cap, t->data + l->text_end, l->end - l->text_end);
+            fail |= mt_sb_add(&buf, t->data + line_start, l->indent - line_start);
+            fail |= mt_sb_add(&buf, un->tgt + a, b - a);
+            fail |= mt_sb_add(&buf, t->data + l->text_end, l->end - l->text_end);
         }
         if (un && i == un->first + un->n - 1)
             u++;
     }
-    if (fail || !buf) {
-        if (!fail && !buf && !put(&buf, &n, &cap, "", 0)) {
-            *out = buf;
-            *len = 0;
-            return MT_OK;
-        }
-        free(buf);
+    if (fail) {
+        free(buf.p);
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     }
-    *out = buf;
-    *len = n;
+    *out = buf.p;
+    *len = buf.n;
     return MT_OK;
 }
 
