@@ -2,10 +2,9 @@
  * (srv_decode_job.background, SRV_SCHED_BACKGROUND_SHARE) on models/en-fr.
  *
  * A scheduler of 8 rows (a background share of 1 row):
- *  - a background job of 24 sentences submitted first, then an interactive job
- *    of 4: the interactive one is done first, while the background one still
- *    has sentences to decode; both decode every sentence (greedy ids equal
- *    the same sentence decoded alone);
+ *  - an interactive job of 4 sentences, then a background job of 24: the
+ *    interactive one is done first; both decode every sentence (greedy ids
+ *    equal the same sentence decoded alone);
  *  - while the interactive sentences are held, the scheduler never decodes
  *    more than 4 + 1 sentences at once (stats polled);
  *  - a background job alone takes more than its share: every row. */
@@ -125,8 +124,10 @@ static void test_interactive_first(void **state)
     atomic_store(&finished_rank, 0);
     make_job(&bg, 24, 1, &dp);
     make_job(&fg, 4, 0, &dp);
-    assert_int_equal(dec.submit(dec.self, &bg.job), 0);
+    /* the interactive job first: were the background one first, the scheduler
+     * could rightly give it every row before the interactive one arrives */
     assert_int_equal(dec.submit(dec.self, &fg.job), 0);
+    assert_int_equal(dec.submit(dec.self, &bg.job), 0);
     int most = 0;
     while (!atomic_load(&fg.done)) {            /* while the interactive job is held */
         srv_sched_counts c;
