@@ -32,7 +32,7 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(patsubst %.cc,$(B)/%.o,$(SERVER_SRC:%.c=$(B)/%.o))
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps check-deps run check test e2e html-check doc-check file-bench html-bench debug asan tsan valgrind bench clean
+.PHONY: all deps check-deps run check test e2e html-check doc-check file-bench cache-bench html-bench debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
@@ -122,6 +122,11 @@ doc-check: $(B)/mtserve
 
 # A 1 MB text file through POST /translate_file while 8 clients send single sentences
 # (BENCHMARKS.md, issue 28).  FILE_LOAD_ARGS: e.g. "--serve-args '--file-batch 4'".
+# The translation cache under load (bench/cache_bench.sh): 32 clients repeating 100
+# sentences with the cache on and off, replies compared, then 10 minutes of RSS.
+cache-bench: $(B)/mtserve $(B)/bench/loadgen
+	MTSERVE_BIN=$(B)/mtserve LOADGEN=$(B)/bench/loadgen bench/cache_bench.sh $(CACHE_BENCH_ARGS)
+
 file-bench: $(B)/mtserve $(B)/bench/loadgen
 	/usr/bin/python3 bench/file_load.py --bin $(B)/mtserve --loadgen $(B)/bench/loadgen $(FILE_LOAD_ARGS)
 
@@ -133,7 +138,7 @@ $(B)/bench/html_parsers: bench/html_parsers.c
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the
 # streaming clients (test_stream's TSan mode) under ThreadSanitizer, and each fuzz target
 # briefly.
-CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files
+CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms
 CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(HEADERS)

@@ -22,6 +22,7 @@
 /* The widest beam search (the search's per-row arrays are sized by it); the
  * server, the CLI and the OpenAPI limits all come from this one constant. */
 #define MT_MAX_BEAM 16
+#define MT_MAX_CONSTRAINTS 16     /* lexical constraints (glossary terms) per source */
 
 typedef struct mt_model   mt_model;
 typedef struct mt_session mt_session;
@@ -128,7 +129,22 @@ typedef struct {
     int   alignments;           /* 1: mt_hyp.align, from the cross-attention of align_layer */
     int   align_layer;          /* decoder layer, 0-based; -1 = the last (Marian's guided-alignment layer) */
     int   align_heads;          /* average of its first align_heads heads; 0 = all (1 = head 0, as Marian) */
+    /* Lexical constraints (glossary terms, engine/decode/constraints.c): each
+     * constraint's target ids appear in every hypothesis, as a contiguous run.
+     * A constraint is started, and then forced to its end, at the step whose
+     * alignment (the cross-attention argmax of align_layer, align_heads) falls
+     * in its source span, or when the steps left before max_length only just
+     * hold what is unmet; </s> is banned while one is unmet; a run the model
+     * produces by itself counts.  Copied by mt_seq_start. */
+    const struct mt_constraint *constraints;
+    int   n_constraints;        /* 0..MT_MAX_CONSTRAINTS; their ids and the prefix fit in max_length-2 */
 } mt_decode_params;
+
+typedef struct mt_constraint {
+    int src_start, src_end;     /* source positions [start, end) (the language token counts) */
+    const int32_t *ids;         /* [n_ids] target ids (no </s>, no pad) */
+    int n_ids;
+} mt_constraint;
 
 mt_decode_params mt_decode_default_params(void);
 

@@ -650,6 +650,15 @@ static void test_no_alloc_with_features(void **state)
     in[0].dp = sampling_params(5, 1.1f, 40, 0.9f, 40);
     in[0].dp.repetition_penalty = 1.3f, in[0].dp.no_repeat_ngram_size = 2, in[0].dp.alignments = 1;
     in[0].dp.token_scores = 1, in[0].dp.align_layer = -1;
+    /* and lexical constraints on a greedy and a beam row (their ids: the
+     * first ids of the vocabulary past the special ones) */
+    int32_t cons_ids[3] = {5, 6, 7};
+    mt_constraint cons[2] = {{.src_start = 0, .src_end = 1, .ids = cons_ids, .n_ids = 2},
+                             {.src_start = 1, .src_end = 2, .ids = cons_ids + 2, .n_ids = 1}};
+    for (int k = 1; k < 3; k++) {
+        in[k].dp.constraints = cons;
+        in[k].dp.n_constraints = in[k].n_src > 2 ? 2 : 1;
+    }
     for (int k = 0; k < 3; k++)
         assert_int_equal(mt_seq_start(c->s, in[k].src, in[k].n_src, &in[k].dp, &ids[k], NULL), MT_OK);
     mt_encode_started(c->s);
@@ -661,7 +670,8 @@ static void test_no_alloc_with_features(void **state)
         steps++;
     }
     counting = 0;
-    print_message("  [%s] %ld steps with sampling, rules, prefixes and alignments: %ld allocations\n", c->name, steps,
+    print_message("  [%s] %ld steps with sampling, rules, prefixes, alignments and constraints: %ld allocations\n",
+                  c->name, steps,
                   (long)n_allocs);
     assert_int_equal(n_allocs, 0);
     for (int k = 0; k < 3; k++) {

@@ -269,6 +269,17 @@ function setOutput(text, state) {
   }
 }
 
+/* The glossary box: "source = target" or "source<TAB>target" a line, blank
+ * lines and lines without a separator skipped (the server checks the terms). */
+function glossaryOf(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    const m = /^(.*?)(?:\t|\s=\s|=)(.*)$/.exec(line);
+    if (m && m[1].trim()) out[m[1].trim()] = m[2].trim();
+  }
+  return out;
+}
+
 async function translate() {
   const text = $('source').value;
   if (!text.trim()) {
@@ -286,6 +297,8 @@ async function translate() {
   else { body.source = $('src-lang').value; body.target = $('tgt-lang').value; }
   if (html) body.format = 'html';
   else if (page.streams) body.stream = true;      /* a page is answered whole: no stream with format html */
+  const glossary = glossaryOf($('glossary').value);
+  if (Object.keys(glossary).length) body.glossary = glossary;
   /* nothing of the previous translation stays: its text, rendering, detection, timing, maps */
   clearShown('Translating…');
   showError(null);

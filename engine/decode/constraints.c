@@ -51,3 +51,147 @@ void mt_rules_apply(const mt_model *m, const mt_seq *q, const int32_t *hist, int
     if (n + 1 < q->min_length)
         lg[m->info.eos_id] = -INFINITY;
 }
+
+/* ---- lexical constraints (glossary terms) ----------------------------------------
+ * The method: forced spans placed by the alignment.  Each sequence carries up
+ * to MT_MAX_CONSTRAINTS (source span, target ids); each row tracks which are
+ * met and which one is under way.  A constraint starts when the row's step
+ * aligns into its source span (the model is translating those words now) or
+ * when the steps left before the forced </s> only just hold what is still
+ * unmet (so every finished hypothesis holds every constraint that fits), and
+ * then its ids are forced one per step.  A run of ids the model produces by
+ * itself is followed without forcing and counts when complete; it is dropped
+ * at the first id that differs.  </s> is banned while a constraint is unmet.
+ * The cost per step is a few comparisons per constraint, whatever the beam:
+ * flat in the number of constraints, as Post & Vilar's dynamic beam
+ * allocation aims for, without giving beam rows to constraint banks.  Greedy
+ * and beam both call these three functions per row. */
+
+static const mt_cons *cons_of(const mt_session *s, const mt_seq *q)
+{
+    return s->cons + (long)(q - s->seqs) * MT_MAX_CONSTRAINTS;
+}
+
+static int32_t cons_id(const mt_session *s, const mt_seq *q, const mt_cons *k, int i)
+{
+    return s->cons_ids[(long)(q - s->seqs) * s->p.max_tgt_len + k->off + i];
+}
+
+/* Ids still to come: the unmet constraints', less what the one under way has out. */
+static int cons_left(const mt_seq *q, const mt_cons *k, const mt_cstate *c)
+{
+    int left = 0;
+    for (int i = 0; i < q->n_cons; i++)
+        if (!(c->met >> i & 1u))
+            left += k[i].n - (c->active == i ? c->pos : 0);
+    return left;
+}
+
+/* Whether the row is past constraint k's words: aligned after its span, not to
+ * the source's last position (</s>, where pieces inside a word often look). */
+static int passed(const mt_session *s, const mt_seq *q, const mt_cons *k, int al)
+{
+    return al >= k->end && al < s->src_len[q - s->seqs] - 1;
+}
+
+int32_t mt_cons_forced(const mt_session *s, const mt_seq *q, const mt_cstate *c, int t, int al, int *which)
+{
+    *which = -1;
+    if (q->n_cons == 0)
+        return -1;
+    const mt_cons *k = cons_of(s, q);
+    int slots = q->max_length - 2 - t;                /* ids that still fit before the forced </s> */
+    int left = cons_left(q, k, c), i = -1;
+    if (left == 0)
+        return -1;
+    if (c->active >= 0 && (c->forced || slots <= left))
+        i = c->active;                                  /* under way (a followed run becomes forced) */
+    else if (c->active >= 0)
+        return -1;                                      /* the model is writing one by itself */
+    for (int j = 0; i < 0 && j < q->n_cons; j++)      /* the step translates its source words ... */
+        if (!(c->met >> j & 1u) && al >= k[j].start && al < k[j].end)
+            i = j;
+    for (int j = 0; i < 0 && j < q->n_cons; j++)      /* ... or has gone past them */
+        if (!(c->met >> j & 1u) && passed(s, q, &k[j], al))
+            i = j;
+    for (int j = 0; i < 0 && slots <= left && j < q->n_cons; j++)   /* the deadline: the first unmet */
+        if (!(c->met >> j & 1u))
+            i = j;
+    if (i < 0)
+        return -1;
+    *which = i;
+    return cons_id(s, q, &k[i], c->active == i ? c->pos : 0);
+}
+
+int32_t mt_cons_free(const mt_session *s, const mt_seq *q, const mt_cstate *c, float *lg, int *which)
+{
+    *which = -1;
+    if (q->n_cons == 0)
+        return -1;
+    int V = s->m->V;
+    int32_t eos = s->m->info.eos_id, pad = s->m->info.pad_id;
+    if (c->glued)
+        for (int v = 0; v < V; v++)
+            if (s->word_cont[v])
+                lg[v] = -INFINITY;
+    for (int i = 0; i < c->n_ban; i++)
+        lg[c->ban[i]] = -INFINITY;
+    if (c->met == (1u << q->n_cons) - 1u)
+        return -1;
+    int best = eos;                                     /* would </s> win? (pad never does) */
+    for (int v = 0; v < V; v++)
+        if (v != pad && lg[v] > lg[best])
+            best = v;
+    lg[eos] = -INFINITY;
+    if (best != eos || c->active >= 0)
+        return -1;
+    const mt_cons *k = cons_of(s, q);
+    for (int j = 0; j < q->n_cons; j++)
+        if (!(c->met >> j & 1u)) {
+            *which = j;
+            return cons_id(s, q, &k[j], 0);
+        }
+    return -1;
+}
+
+mt_cstate mt_cons_advance(const mt_session *s, const mt_seq *q, mt_cstate c, int32_t id, int which)
+{
+    if (q->n_cons == 0)
+        return c;
+    const mt_cons *k = cons_of(s, q);
+    c.glued = 0;
+    if (which >= 0) {                                   /* forced: its constraint, started or going on */
+        if (c.active != which)
+            c = (mt_cstate){.met = c.met, .active = (int16_t)which, .pos = 0};
+        c.pos++;
+        c.forced = 1;
+    } else if (c.active >= 0 && cons_id(s, q, &k[c.active], c.pos) == id) {
+        c.pos++;                                        /* a followed run goes on */
+    } else {
+        c.active = -1, c.pos = 0, c.forced = 0;         /* a followed run the model left, or none */
+        for (int j = 0; j < q->n_cons; j++)
+            if (!(c.met >> j & 1u) && cons_id(s, q, &k[j], 0) == id) {
+                c.active = (int16_t)j, c.pos = 1;
+                break;
+            }
+        if (c.active < 0)
+            return c;
+    }
+    if (c.pos == k[c.active].n) {          /* met: its last word ends here, forced or not */
+        c.met |= 1u << c.active;
+        c.glued = 1;
+        c.active = -1, c.pos = 0, c.forced = 0;
+    }
+    return c;
+}
+
+int mt_cons_count(const mt_cstate *c)
+{
+    return __builtin_popcount(c->met) + (c->active >= 0 && c->forced);
+}
+
+void mt_cons_displaced(const mt_session *s, mt_cstate *c, int32_t natural)
+{
+    if (natural >= 0 && s->word_long[natural] && c->n_ban < MT_MAX_CONSTRAINTS)
+        c->ban[c->n_ban++] = natural;
+}

@@ -173,6 +173,31 @@ static mt_status check_prefix(const mt_model *m, const mt_decode_params *q, mt_e
     return MT_OK;
 }
 
+/* The lexical constraints: spans and ids (a span's end is checked against
+ * the source where it is known, mt_seq_start). */
+static mt_status check_constraints(const mt_model *m, const mt_decode_params *q, mt_err *err)
+{
+    if (q->n_constraints < 0 || q->n_constraints > MT_MAX_CONSTRAINTS || (q->n_constraints > 0 && !q->constraints))
+        return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': %d terms in a sentence; the limit is %d",
+                          q->n_constraints, MT_MAX_CONSTRAINTS);
+    int total = q->n_prefix;
+    for (int i = 0; i < q->n_constraints; i++) {
+        const mt_constraint *c = &q->constraints[i];
+        if (c->src_start < 0 || c->src_end <= c->src_start || c->n_ids < 1 || !c->ids)
+            return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': term %d has an empty source span or no target ids",
+                              i);
+        for (int j = 0; j < c->n_ids; j++)
+            if (c->ids[j] < 0 || c->ids[j] >= m->V || c->ids[j] == m->info.pad_id || c->ids[j] == m->info.eos_id)
+                return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': term %d: id %d is outside the vocabulary, "
+                                  "pad or </s>", i, (int)c->ids[j]);
+        total += c->n_ids;
+    }
+    if (total > q->max_length - 2)
+        return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': the terms and the prefix of a sentence have %d target "
+                          "tokens; max_length %d leaves room for %d", total, q->max_length, q->max_length - 2);
+    return MT_OK;
+}
+
 mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *sp, const mt_decode_params *in,
                                    mt_decode_params *out, mt_err *err)
 {
@@ -193,9 +218,11 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
         return mt_err_set(err, MT_ERR_INPUT, "field 'beam_size' must be 1 with 'sampling' (a draw per step), not %d",
                           q.beam_size);
     mt_status st = check_prefix(m, &q, err);
+    if (st == MT_OK)
+        st = check_constraints(m, &q, err);
     if (st != MT_OK)
         return st;
-    if (q.alignments) {                 /* explicit: the layer 0-based, the heads counted */
+    if (q.alignments || q.n_constraints) {   /* constraints are placed by the alignment */                 /* explicit: the layer 0-based, the heads counted */
         if (q.align_layer < 0)
             q.align_layer += m->info.dec_layers;
         if (q.align_heads == 0)

@@ -21,6 +21,12 @@
 #include <string.h>
 
 #define NEG_BIG   (-1e9f)        /* model.py's "impossible" running score */
+/* A met constraint outranks any score difference among live rows, as the
+ * banks of grid beam search do: candidates are compared with those that met
+ * as many constraints (a hypothesis cannot win by putting its terms off).
+ * Added to the scores while choosing, taken off after; 1e4 keeps float
+ * steps near 1e-3 on scores that stay well above -1e4. */
+#define CONS_BANK 1e4f
 
 /* ---- helpers ------------------------------------------------------------------ */
 /* The k largest of v[0..n), sorted descending; ties keep the lower index first
@@ -64,15 +70,24 @@ static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
     int V = m->V, T = s->p.max_tgt_len, r = q->base, t = q->cur - 1;
     int32_t pad = m->info.pad_id, eos = m->info.eos_id, *hist = s->hist + (long)r * T;
     int32_t tok = eos;                                   /* forced on the last step (logp 0) */
+    int which = -1;                                      /* a constraint forcing tok */
     double lp = 0.0;
     if (t + 1 != q->max_length - 1) {
+        int32_t forced = t < q->n_prefix ? -1 : mt_cons_forced(s, q, &s->cst[r], t, s->step_al[a], &which);
         if (t < q->n_prefix) {
             tok = s->prefix[(long)(q - s->seqs) * T + t];
+        } else if (forced >= 0) {
+            tok = forced;
+            if (s->cst[r].active != which)          /* a start: the model's own word for it is not said later */
+                mt_cons_displaced(s, &s->cst[r], argmax_skip(lg, V, pad));
         } else {
             mt_rules_apply(m, q, hist, t, lg, s->pen_v + (long)a * T);
-            tok = q->sample ? mt_sample_token(m, q, lg, s->lp + (long)a * V, s->cand + (long)a * V)
-                            : argmax_skip(lg, V, pad);
+            tok = mt_cons_free(s, q, &s->cst[r], lg, &which);
+            if (tok < 0)
+                tok = q->sample ? mt_sample_token(m, q, lg, s->lp + (long)a * V, s->cand + (long)a * V)
+                                : argmax_skip(lg, V, pad);
         }
+        s->cst[r] = mt_cons_advance(s, q, s->cst[r], tok, which);
         double lse = mt_k_logsumexp_skip(lg, V, pad);
         lp = lse > -INFINITY ? (double)lg[tok] - lse : -INFINITY;     /* -inf: every id was banned */
         s->gscore[r] += lp;
@@ -194,29 +209,52 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     int forced_eos = q->cur == q->max_length - 1, forced = !forced_eos && t < q->n_prefix;
     float *tot = s->lp + (long)a * V;                          /* [Bm][V] */
     double lse[MT_MAX_BEAM];                                   /* each row's log-softmax normalizer */
+    int which[MT_MAX_BEAM];                                    /* each row's forcing constraint, -1 */
+    int32_t fid[MT_MAX_BEAM];                                  /* ... and the id it forces */
+    float bank[MT_MAX_BEAM];
     for (int b = 0; b < Bm; b++) {
         float *row = tot + (long)b * V, run = s->run[base + b], *lg = s->logits + (long)(a + b) * V;
+        int32_t cons_id = forced_eos || forced ? -1 : mt_cons_forced(s, q, &s->cst[base + b], t, s->step_al[a + b],
+                                                                       &which[b]);
+        if (forced_eos || forced)
+            which[b] = -1;
+        fid[b] = cons_id;
         if (forced_eos) {
             for (int v = 0; v < V; v++)
                 row[v] = -INFINITY;
             row[eos] = 0.0f;
-        } else if (forced) {                                   /* the prefix id alone, at its log p */
-            int32_t id = s->prefix[(long)(q - s->seqs) * T + t];
+        } else if (forced || cons_id >= 0) {                   /* the prefix or constraint id alone, at its log p */
+            int32_t id = forced ? s->prefix[(long)(q - s->seqs) * T + t] : cons_id;
+            if (!forced && s->cst[base + b].active != which[b])
+                mt_cons_displaced(s, &s->cst[base + b], argmax_skip(lg, V, pad));
             lse[b] = mt_k_logsumexp_skip(lg, V, pad);
             for (int v = 0; v < V; v++)
                 row[v] = -INFINITY;
             row[id] = (float)((double)lg[id] - lse[b]);
         } else {
             mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
+            cons_id = fid[b] = mt_cons_free(s, q, &s->cst[base + b], lg, &which[b]);
             lse[b] = mt_k_logsumexp_skip(lg, V, pad);
             mt_k_log_softmax_skip(lg, V, pad, row);
+            if (cons_id >= 0) {                                /* </s> would win: the term goes in instead */
+                float keep = row[cons_id];
+                for (int v = 0; v < V; v++)
+                    row[v] = -INFINITY;
+                row[cons_id] = keep;
+            }
         }
+        /* with constraints, a row's bank: the constraints it met, or will have
+         * met once the one it is forced onto is out (CONS_BANK) */
+        bank[b] = q->n_cons ? CONS_BANK * (float)(mt_cons_count(&s->cst[base + b]) +
+                                                  (which[b] >= 0 && s->cst[base + b].active != which[b])) : 0.0f;
         for (int v = 0; v < V; v++)
-            row[v] = row[v] + run;
+            row[v] = row[v] + run + bank[b];
     }
     float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
     int *top_i = s->top_i + 2 * base;
-    topk(tot, Bm * V, K, top_v, top_i);
+    topk(tot, Bm * V, K, top_v, top_i);                        /* bank first, then score */
+    for (int k = 0; q->n_cons && k < K; k++)
+        top_v[k] -= bank[top_i[k] / V];
     int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
     float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM], cand_lp[2 * MT_MAX_BEAM];
     int32_t cand_al[2 * MT_MAX_BEAM];
@@ -230,7 +268,19 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         cand_al[k] = s->step_al[a + pb];
     }
     update_finished(s, q, stop, cand_lp, cand_al);
-    topk(alive, K, Bm, run_new, order);
+    if (q->n_cons) {                    /* constraints: rows with more of them met first */
+        float key[2 * MT_MAX_BEAM], kv[MT_MAX_BEAM];
+        for (int k = 0; k < K; k++) {
+            int pb = top_i[k] / V;
+            mt_cstate c = mt_cons_advance(s, q, s->cst[base + pb], top_i[k] % V, which[pb]);
+            key[k] = alive[k] + (float)mt_cons_count(&c) * CONS_BANK;
+        }
+        topk(key, K, Bm, kv, order);
+        for (int b = 0; b < Bm; b++)
+            run_new[b] = alive[order[b]];
+    } else {
+        topk(alive, K, Bm, run_new, order);
+    }
     for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
         int flat = top_i[order[b]];
         parent[b] = flat / V;
@@ -241,13 +291,18 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         h.al[q->cur - 1] = cand_al[order[b]];
         s->row_tok[base + b] = flat % V;
         s->run[base + b] = run_new[b];
+        s->cst2[base + b] = mt_cons_advance(s, q, s->cst[base + parent[b]], flat % V, which[parent[b]]);
     }
+    memcpy(s->cst + base, s->cst2 + base, sizeof *s->cst * (size_t)Bm);
     for (int b = 0; b < Bm; b++)                               /* ... then copied back to hist */
         copy_hyp(rows_at(s->hist, s->hist_lp, s->hist_al, base + b, T),
                  rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T), q->cur);
     reorder_slots(s, q, parent);
     /* early-stop heuristic (early_stopping=False), after cur += 1 */
-    double best_possible = (double)run_new[0] / pow((double)q->cur, (double)q->lpen), worst = 1e300;
+    float best_run = run_new[0];
+    for (int b = 1; b < Bm; b++)        /* (with constraints run_new is in bank order) */
+        best_run = run_new[b] > best_run ? run_new[b] : best_run;
+    double best_possible = (double)best_run / pow((double)q->cur, (double)q->lpen), worst = 1e300;
     for (int j = 0; j < Bm; j++) {
         const mt_fin_slot *f = &s->fin[base + j];
         if (f->n < 0) {
@@ -271,6 +326,31 @@ static mt_status check_source(const mt_session *s, const int32_t *src, int len, 
     for (int j = 0; j < len; j++)
         if (src[j] < 0 || src[j] >= s->m->V_src)
             return mt_err_set(err, MT_ERR_INPUT, "source %d: token id %d outside the vocabulary", i, (int)src[j]);
+    return MT_OK;
+}
+
+/* Sequence id's constraints into the session: spans, and their ids one after
+ * another in its cons_ids row (they fit: mt_decode_params_resolve checked). */
+static void copy_constraints(mt_session *s, int id, const mt_decode_params *q)
+{
+    mt_cons *k = s->cons + (long)id * MT_MAX_CONSTRAINTS;
+    int32_t *ids = s->cons_ids + (long)id * s->p.max_tgt_len;
+    for (int i = 0, off = 0; i < q->n_constraints; i++) {
+        const mt_constraint *c = &q->constraints[i];
+        k[i] = (mt_cons){.start = c->src_start, .end = c->src_end, .off = off, .n = c->n_ids};
+        memcpy(ids + off, c->ids, sizeof(int32_t) * (size_t)c->n_ids);
+        off += c->n_ids;
+    }
+}
+
+/* The constraints' source spans lie within the source (the rest of them is
+ * checked by mt_decode_params_resolve). */
+static mt_status check_spans(const mt_decode_params *q, int src_len, mt_err *err)
+{
+    for (int i = 0; i < q->n_constraints; i++)
+        if (q->constraints[i].src_end > src_len)
+            return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': term %d's source span [%d, %d) is outside the "
+                              "source's %d tokens", i, q->constraints[i].src_start, q->constraints[i].src_end, src_len);
     return MT_OK;
 }
 
@@ -305,6 +385,8 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
         return mt_err_set(err, MT_ERR_INPUT, "mt_seq_start: seq is NULL");
     if ((st = check_source(s, src, src_len, 0, err)) != MT_OK)
         return st;
+    if ((st = check_spans(&q, src_len, err)) != MT_OK)
+        return st;
     int base = find_rows(s, q.beam_size), id = 0;
     if (base < 0)
         return mt_err_set(err, MT_ERR_BUSY, "session: no %d free decoder rows (%d in use of %d)", q.beam_size,
@@ -325,6 +407,7 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
         s->fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
         s->glen[r] = 0;
         s->gscore[r] = 0.0;
+        s->cst[r] = (mt_cstate){.active = -1};
     }
     s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .Bm = Bm, .max_length = q.max_length,
                            .n_best = q.n_best, .cur = 1, .unsat = 1, .lpen = q.length_penalty,
@@ -332,10 +415,12 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
                            .sample = q.sample, .top_k = q.top_k, .token_scores = q.token_scores,
                            .align = q.alignments, .align_layer = q.align_layer, .align_heads = q.align_heads,
                            .rep_pen = q.repetition_penalty, .temperature = q.temperature, .top_p = q.top_p,
+                           .n_cons = q.n_constraints,
                            .progress = q.progress_callback, .progress_data = q.progress_callback_data};
     mt_rng_seed(s->seqs[id].rng, q.seed);
     if (q.n_prefix)
         memcpy(s->prefix + (long)id * s->p.max_tgt_len, q.prefix, sizeof(int32_t) * (size_t)q.n_prefix);
+    copy_constraints(s, id, &q);
     s->n_seqs++;
     *seq = id;
     return MT_OK;
@@ -396,7 +481,7 @@ int mt_step(mt_session *s)
             s->step_pos[n] = q->cur - 1;
             s->step_slot[n] = s->row_slot[r];
             s->row_src[n] = i;
-            s->step_al_layer[n] = q->align ? q->align_layer : -1;
+            s->step_al_layer[n] = q->align || q->n_cons ? q->align_layer : -1;
             s->step_al_heads[n] = q->align_heads;
         }
     }
@@ -567,6 +652,8 @@ static mt_status generate(mt_session *s, const int32_t *const *src, const int *s
         if ((st = check_source(s, src[i], src_len[i], i, err)) != MT_OK)
             return st;
         if (each && (st = mt_check_decode_params(s, each[i], &qi, err)) != MT_OK)
+            return st;
+        if ((st = check_spans(each ? &qi : &q, src_len[i], err)) != MT_OK)
             return st;
         if (each && qi.n_best != q.n_best)
             return mt_err_set(err, MT_ERR_INPUT, "mt_generate_each: source %d asks n_best %d, source 0 %d", i,

@@ -92,6 +92,23 @@ typedef struct {
     int    n;            /* ids in this slot; -1 = empty */
 } mt_fin_slot;
 
+/* A lexical constraint as a sequence holds it: source span, its ids at
+ * s->cons_ids[id * max_tgt_len + off]. */
+typedef struct { int start, end, off, n; } mt_cons;
+
+/* A row's progress on its sequence's constraints (constraints.c): met ones
+ * as bits; the one under way (-1: none), how many of its ids are out, and
+ * whether it is forced (started by the alignment or the deadline) or only
+ * followed (the model produced its first ids by itself: dropped on a miss). */
+typedef struct {
+    uint32_t met;
+    int16_t  active, pos;
+    int16_t  forced;           /* the one under way is forced */
+    int16_t  glued;            /* one was met at the last id: the next may not go on with its word */
+    int32_t  n_ban;
+    int32_t  ban[MT_MAX_CONSTRAINTS];   /* the model's own word where a term was forced: not said again */
+} mt_cstate;
+
 /* A sequence decoding in a session (generate.c): one source, beam_size rows.
  * Its rows are the contiguous logical rows [base, base + Bm); its physical
  * self-attention slots are the same set of indices (reorder_slots only
@@ -108,6 +125,7 @@ typedef struct {
     int   n_prefix;          /* forced ids, in s->prefix row `id` */
     int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
     float rep_pen, temperature, top_p;
+    int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
     void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
     void *progress_data;
@@ -162,6 +180,11 @@ struct mt_session {
     int     *step_al_layer;    /* [max_batch] per gathered row of a step: the layer to align on, -1 */
     int     *step_al_heads;    /* [max_batch] heads averaged (>= 1) */
     int32_t *step_al;          /* [max_batch] the argmax source position found by decoder.c's align_capture */
+    mt_cons *cons;             /* [max_batch][MT_MAX_CONSTRAINTS] per sequence id */
+    int32_t *cons_ids;         /* [max_batch][max_tgt_len] per sequence id: its constraints' ids */
+    mt_cstate *cst, *cst2;     /* [max_batch] per row: constraint progress (cst2: beam reorder) */
+    uint8_t *word_cont;        /* [V] 1: the target piece goes on with the word before it (session.c) */
+    uint8_t *word_long;        /* [V] 1: the target piece starts a word of 4 or more characters */
 };
 
 /* mt_huge_alloc, mt_huge_free: kernels/kernels.h (alloc.c). */
@@ -219,6 +242,23 @@ void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q
  * row's output so far hist [n] (pad is never a candidate; banned ids -> -inf).
  * pen_v: [n] scratch. */
 void mt_rules_apply(const mt_model *m, const mt_seq *q, const int32_t *hist, int n, float *lg, float *pen_v);
+/* Lexical constraints (constraints.c) of sequence q, row r at step t (the
+ * id at generated position t), whose step aligned to source position al:
+ * the id forced now and *which its constraint, or -1 for a free choice
+ * (mt_cons_free).  mt_cons_advance: the row state after id (which: the
+ * forced constraint, or -1). */
+int32_t   mt_cons_forced(const mt_session *s, const mt_seq *q, const mt_cstate *c, int t, int al, int *which);
+/* After the rules, for a free choice: the id of the first unmet constraint
+ * when </s> would win (the model ends where a term is still missing: it goes
+ * in there), else -1 with </s> banned while a constraint is unmet and the
+ * pieces that would glue onto a forced term banned right after it. */
+int32_t   mt_cons_free(const mt_session *s, const mt_seq *q, const mt_cstate *c, float *lg, int *which);
+mt_cstate mt_cons_advance(const mt_session *s, const mt_seq *q, mt_cstate c, int32_t id, int which);
+/* A forced start displaced natural (the model's argmax there): a word of its
+ * own for the same source words, banned from the row from then on. */
+void      mt_cons_displaced(const mt_session *s, mt_cstate *c, int32_t natural);
+/* Constraints met, and the forced one under way (it will be): a beam row's bank. */
+int       mt_cons_count(const mt_cstate *c);
 /* sampling.c */
 void    mt_rng_seed(uint64_t st[4], uint64_t seed);
 double  mt_rng_uniform(uint64_t st[4]);             /* [0, 1) with 53 bits */

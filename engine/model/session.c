@@ -97,6 +97,29 @@ static void layout(mt_session *s, carver *c)
     s->step_al_layer = carve(c, B, sizeof(int));
     s->step_al_heads = carve(c, B, sizeof(int));
     s->step_al = carve(c, B, sizeof(int32_t));
+    s->cons = carve(c, B * MT_MAX_CONSTRAINTS, sizeof(mt_cons));
+    s->cons_ids = carve(c, B * T, sizeof(int32_t));
+    s->cst = carve(c, B, sizeof(mt_cstate));
+    s->cst2 = carve(c, B, sizeof(mt_cstate));
+    s->word_cont = carve(c, V, 1);
+    s->word_long = carve(c, V, 1);
+}
+
+/* 1 for each target piece that goes on with the word before it: no U+2581
+ * at its start, and a letter or digit first (constraints.c keeps such a
+ * piece from gluing onto a forced term's last word). */
+static void mark_word_cont(mt_session *s)
+{
+    for (int id = 0; s->m->tok && id < s->m->V; id++) {
+        const unsigned char *p = (const unsigned char *)mt_tokenizer_piece(s->m->tok, id);
+        int starts = p && strncmp((const char *)p, "\xe2\x96\x81", 3) == 0;
+        s->word_cont[id] = p && p[0] && !starts &&
+                           ((p[0] >= '0' && p[0] <= '9') || ((p[0] | 32) >= 'a' && (p[0] | 32) <= 'z') || p[0] >= 0xc3);
+        long chars = 0;
+        for (const unsigned char *x = starts ? p + 3 : NULL; x && *x; x++)
+            chars += (*x & 0xc0) != 0x80;
+        s->word_long[id] = chars >= 4;
+    }
 }
 
 void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n)
@@ -150,6 +173,7 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     layout(s, &c);
     for (int r = 0; r < p.max_batch; r++)      /* seqs are MT_SEQ_FREE (0) from calloc */
         s->row_owner[r] = -1;
+    mark_word_cont(s);
     *out = s;
     return MT_OK;
 }

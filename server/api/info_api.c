@@ -80,6 +80,10 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     size_t stored = 0;
     srv_files_usage(srv->files, &g.file_jobs_held, &g.file_jobs_running, &stored);
     g.file_store_bytes = (double)stored;
+    srv_cache_stats cs;
+    srv_cache_stats_get(srv->cache, &cs);
+    g.cache_hits = (double)cs.hits, g.cache_misses = (double)cs.misses, g.cache_evictions = (double)cs.evictions;
+    g.cache_bytes = (double)cs.bytes, g.cache_entries = (double)cs.entries, g.cache_max_bytes = (double)cs.max_bytes;
     g.uptime_s = srv_now() - srv->t_start;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     if (!resp->text) {

@@ -34,6 +34,7 @@
 #include "service/markup_job.h"
 #include "handlers.h"
 #include "service/server.h"
+#include "service/glossaries.h"
 #include "service/translate_job.h"
 
 /* ---- languages ------------------------------------------------------------------ */
@@ -96,6 +97,8 @@ typedef struct {
     int          has_detected;
     srv_path     path;
     srv_trjob   *job;
+    srv_glossary *glossary;      /* our extra field "glossary" (glossaries.h), or NULL */
+    int          cache;          /* our extra field "cache": false (or "false" in a form) turns it off */
 } lt_req;
 
 static int required(const srv_request *req, srv_response *resp, const char *name, const char **out)
@@ -335,8 +338,11 @@ static int parse(srv_request *req, srv_response *resp, lt_req *t)
     t->html = strcmp(format, "html") == 0;
     if (t->html && srv_markup_parse(&t->mk, t->texts, t->n, req->srv->opts.max_html_depth, resp))
         return -1;
-    if (parse_alternatives(req, resp, t))
+    if (parse_alternatives(req, resp, t) || srv_request_glossary(req, resp, &t->glossary))
         return -1;
+    json_t *c = json_object_get(req->json, "cache");
+    t->cache = !(json_is_false(c) || (json_is_string(c) && (!strcmp(json_string_value(c), "false") ||
+                                                             !strcmp(json_string_value(c), "0"))));
     return pick_path(req, resp, t);
 }
 
@@ -416,6 +422,7 @@ static void lt_free(void *p)
     lt_req *t = p;
     srv_trjob_free(t->job);
     q_free(t);
+    srv_glossary_free(t->glossary);
     srv_markup_free(&t->mk);
     free(t);
 }
@@ -459,7 +466,7 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
         goto fail;
     /* the alternatives are hypotheses 2..n_best: the resolver widens the model's beam to n_best */
     int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
-    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1 };
+    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1, .glossary = t->glossary, .cache = t->cache };
     tp.dp.n_best = t->html ? 1 : t->alternatives + 1;
     tp.dp.alignments = t->html;         /* the inline tags go where the words went */
     if (t->html && t->path.n_legs == 2) {

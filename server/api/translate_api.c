@@ -4,7 +4,8 @@
  *    decoding features: "sampling"? {"temperature", "top_k", "top_p", "seed"},
  *    "target_prefix"?, "min_length"?, "repetition_penalty"?,
  *    "no_repeat_ngram_size"?, "length_penalty"?, "return_token_scores"?,
- *    "return_alignments"?, "alignment_layer"?, "alignment_heads"?}
+ *    "return_alignments"?, "alignment_layer"?, "alignment_heads"?,
+ *    "glossary"? {"source term": "target term"}, "cache"? (default true)}
  *   -> {"model", "pivot"?, "seed"?, "translations": [{"text", "tokens"?, "token_ids"?,
  *       "score"?, "token_scores"?, "source_tokens"?, "alignments"?, "word_alignments"?}],
  *      "timing_ms"}
@@ -28,6 +29,7 @@
 #include "service/server.h"
 #include "service/stream.h"
 #include "service/detect_source.h"
+#include "service/glossaries.h"
 #include "service/markup_job.h"
 #include "service/result_json.h"
 #include "service/translate_job.h"
@@ -46,6 +48,7 @@ typedef struct {
     srv_markup    mk;
     srv_lang_guess detected;        /* "source": "auto" (or none, with a target): what was detected */
     int           has_detected;
+    srv_glossary *glossary;         /* "glossary" (glossaries.h), or NULL */
 } translate_req;
 
 /* The texts decoded: the texts, or the units of their pages. */
@@ -209,6 +212,20 @@ static int parse_features(srv_request *req, srv_response *resp, translate_req *t
     return 0;
 }
 
+/* "glossary": terms to keep (glossaries.h); "cache": false to decode every
+ * sentence again.  Sampling without a seed is never cached (its draws are
+ * the point). */
+static int parse_terms(srv_request *req, srv_response *resp, translate_req *t)
+{
+    int cache = 1;
+    if (srv_request_glossary(req, resp, &t->glossary) < 0 || srv_field_bool(req, resp, "cache", &cache) < 0)
+        return -1;
+    json_t *sampling = json_object_get(req->json, "sampling");
+    t->tp.glossary = t->glossary;
+    t->tp.cache = cache && (!t->sampling || json_object_get(sampling, "seed"));
+    return 0;
+}
+
 /* "format": "text" (the default) or "html": the pages' units are translated
  * with word alignments, which put the inline tags back (markup_job.h).  The
  * reply is the pages; per-token fields would be the units', so they are refused. */
@@ -251,7 +268,7 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
         srv_field_bool(req, resp, "stream", &t->stream) < 0)
         return -1;
     if (parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 ||
-        parse_prefix(req, resp, t, m) < 0 || parse_features(req, resp, t) < 0)
+        parse_prefix(req, resp, t, m) < 0 || parse_features(req, resp, t) < 0 || parse_terms(req, resp, t) < 0)
         return -1;
     return srv_translate_resolve(&t->path, &t->tp, resp);
 }
@@ -306,6 +323,7 @@ static void translate_free(void *p)
     free(t->texts);
     free(t->prefix);
     free(t->prefix_ids);
+    srv_glossary_free(t->glossary);
     srv_markup_free(&t->mk);
     free(t);
 }

@@ -18,6 +18,7 @@
 #include "http/http.h"
 #include "common/metrics.h"
 #include "api/routes.h"
+#include "service/glossaries.h"
 #include "service/server.h"
 
 typedef struct {
@@ -178,6 +179,13 @@ static int run(srv_server *srv)
     register_metrics(srv);
     fit_connections(srv);
 
+    char gerr[1400];
+    if (srv_glossaries_load(srv, gerr, sizeof gerr)) {
+        fprintf(stderr, "mtserve: %s\n", gerr);
+        srv_glossaries_free(srv);
+        return 1;
+    }
+    srv->cache = srv_cache_new((size_t)srv->opts.cache_mb << 20);
     srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue);
     if (!srv->workers_pool)
         return 1;
@@ -244,6 +252,8 @@ static int run(srv_server *srv)
         srv->models[i].sched = NULL;
     }
     srv_models_free(srv);
+    srv_glossaries_free(srv);
+    srv_cache_free(srv->cache);
     if (rc == 0)
         fprintf(stderr, "mtserve: stopped\n");
     return rc;

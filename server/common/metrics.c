@@ -235,6 +235,11 @@ static void render_gauge(strbuf *sb, const char *name, const char *help, double 
     sb_printf(sb, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v);
 }
 
+static void render_counter(strbuf *sb, const char *name, const char *help, double v)
+{
+    sb_printf(sb, "# HELP %s %s\n# TYPE %s counter\n%s %.0f\n", name, help, name, name, v);
+}
+
 char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
 {
     strbuf sb = { malloc(8192), 0, 8192, 0 };
@@ -258,6 +263,15 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_file_jobs_held", "File jobs held: running, and finished ones kept for download.",
                  g->file_jobs_held);
     render_gauge(&sb, "mtserve_file_store_bytes", "Bytes of finished files kept for download.", g->file_store_bytes);
+    render_counter(&sb, "mtserve_cache_hits_total", "Sentences answered from the translation cache.", g->cache_hits);
+    render_counter(&sb, "mtserve_cache_misses_total", "Sentences looked up in the translation cache and decoded.",
+                   g->cache_misses);
+    render_counter(&sb, "mtserve_cache_evictions_total", "Translation cache entries dropped for room.",
+                   g->cache_evictions);
+    render_gauge(&sb, "mtserve_cache_bytes", "Bytes the translation cache holds (at most --cache-mb).", g->cache_bytes);
+    render_gauge(&sb, "mtserve_cache_entries", "Sentences the translation cache holds.", g->cache_entries);
+    render_gauge(&sb, "mtserve_cache_max_bytes", "The translation cache's bound (--cache-mb; 0: off).",
+                 g->cache_max_bytes);
     render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
     if (sb.failed) {
         free(sb.buf);

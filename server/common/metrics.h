@@ -42,6 +42,8 @@ typedef struct {
     int    file_jobs_running; /* POST /translate_file jobs translating now */
     int    file_jobs_held;    /* ... and finished ones kept for download */
     double file_store_bytes;  /* bytes of those finished files */
+    /* the translation cache (translate/cache.h); all 0 when it is off */
+    double cache_hits, cache_misses, cache_evictions, cache_bytes, cache_entries, cache_max_bytes;
     double uptime_s;
 } srv_metrics_gauges;
 

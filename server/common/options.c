@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS, OPT_KV } opt_kind;
+typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS, OPT_KV, OPT_GLOSSARY } opt_kind;
 
 typedef struct {
     const char *flag;       /* "--port" */
@@ -87,6 +87,15 @@ static const opt_def opt_table[] = {
       "on|off: continuous batching (one scheduler per model) or one worker per request" },
     { "--web", "MTSERVE_WEB", OPT_STR, F(web_dir), S(web_dir), 0, 0,
       "serve the demo page from this directory at / and /web/ (\"\" = off)" },
+    { "--glossary", "MTSERVE_GLOSSARY", OPT_GLOSSARY, 0, 0, 0, 0,
+      "SRC-TGT=FILE.tsv: terms kept when translating SRC -> TGT (source<TAB>target lines, # comments); "
+      "repeat for several (env: comma-separated); a request's \"glossary\" wins over it" },
+    { "--max-glossary-entries", "MTSERVE_MAX_GLOSSARY_ENTRIES", OPT_INT, F(max_glossary_entries), 0, 1, 1000000,
+      "entries of a request's \"glossary\" (and of a --glossary file); beyond it 400" },
+    { "--max-term-bytes", "MTSERVE_MAX_TERM_BYTES", OPT_INT, F(max_term_bytes), 0, 1, 4096,
+      "bytes of a glossary term; beyond it 400" },
+    { "--cache-mb", "MTSERVE_CACHE_MB", OPT_INT, F(cache_mb), 0, 0, 1 << 20,
+      "megabytes of the translation cache (sentences already translated with the same settings); 0 = off" },
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -120,6 +129,9 @@ static void defaults(srv_options *o)
     o->drain_s = 30;
     o->access_log = 1;
     o->batching = 1;
+    o->max_glossary_entries = 1000;
+    o->max_term_bytes = 256;
+    o->cache_mb = 64;
 }
 
 /* ---- values ---------------------------------------------------------------- */
@@ -207,6 +219,55 @@ static int add_model(srv_options *o, const char *arg, char *err, size_t err_len)
     return 0;
 }
 
+int srv_glossary_spec_parse(const char *arg, srv_glossary_spec *spec, char *err, size_t err_len)
+{
+    const char *eq = strchr(arg, '='), *dash = eq ? memchr(arg, '-', (size_t)(eq - arg)) : NULL;
+    size_t ls = dash ? (size_t)(dash - arg) : 0, lt = dash ? (size_t)(eq - dash - 1) : 0;
+    if (!dash || !ls || !lt || ls >= sizeof spec->source || lt >= sizeof spec->target || !eq[1] ||
+        strlen(eq + 1) >= sizeof spec->path) {
+        snprintf(err, err_len, "--glossary '%s' is not SRC-TGT=FILE (\"en-fr=terms.tsv\")", arg);
+        return -1;
+    }
+    memcpy(spec->source, arg, ls);
+    spec->source[ls] = 0;
+    memcpy(spec->target, dash + 1, lt);
+    spec->target[lt] = 0;
+    snprintf(spec->path, sizeof spec->path, "%s", eq + 1);
+    return 0;
+}
+
+static int add_glossary(srv_options *o, const char *arg, char *err, size_t err_len)
+{
+    if (o->n_glossaries >= SRV_MAX_GLOSSARIES) {
+        snprintf(err, err_len, "at most %d glossaries", SRV_MAX_GLOSSARIES);
+        return -1;
+    }
+    if (srv_glossary_spec_parse(arg, &o->glossaries[o->n_glossaries], err, err_len))
+        return -1;
+    o->n_glossaries++;
+    return 0;
+}
+
+/* MTSERVE_GLOSSARY: a comma-separated list of SRC-TGT=FILE. */
+static int set_glossary_list(srv_options *o, const char *list, char *err, size_t err_len)
+{
+    char one[1100];
+    o->n_glossaries = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len >= sizeof one) {
+            snprintf(err, err_len, "MTSERVE_GLOSSARY entry too long");
+            return -1;
+        }
+        memcpy(one, p, len);
+        one[len] = 0;
+        if (len && add_glossary(o, one, err, err_len))
+            return -1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 /* MTSERVE_MODEL is a comma-separated list; spaces around entries are ignored. */
 static int set_models_list(srv_options *o, const char *list, char *err, size_t err_len)
 {
@@ -254,6 +315,8 @@ static int set_value(srv_options *o, const opt_def *def, const char *value, int 
     switch (def->kind) {
     case OPT_MODEL:
         return from_env ? set_models_list(o, value, err, err_len) : add_model(o, value, err, err_len);
+    case OPT_GLOSSARY:
+        return from_env ? set_glossary_list(o, value, err, err_len) : add_glossary(o, value, err, err_len);
     case OPT_STR:
         if (strlen(value) >= def->size) {
             snprintf(err, err_len, "%s: value too long", name);
@@ -325,7 +388,7 @@ static int parse_env(srv_options *o, srv_getenv_fn env, char *err, size_t err_le
 
 static int parse_argv(srv_options *o, int argc, char **argv, char *err, size_t err_len)
 {
-    int models_from_flags = 0;
+    int models_from_flags = 0, glossaries_from_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
@@ -353,6 +416,10 @@ static int parse_argv(srv_options *o, int argc, char **argv, char *err, size_t e
         if (def->kind == OPT_MODEL && !models_from_flags) {
             o->n_models = 0;        /* flags replace the environment's list */
             models_from_flags = 1;
+        }
+        if (def->kind == OPT_GLOSSARY && !glossaries_from_flags) {
+            o->n_glossaries = 0;    /* flags replace the environment's list */
+            glossaries_from_flags = 1;
         }
         if (set_value(o, def, value ? value : "", 0, err, err_len))
             return -1;

@@ -19,6 +19,14 @@ typedef struct {
     char dir[1024];         /* the model directory */
 } srv_model_spec;
 
+#define SRV_MAX_GLOSSARIES 32
+
+/* --glossary PAIR=FILE.tsv: terms kept when translating source -> target */
+typedef struct {
+    char source[16], target[16];
+    char path[1024];
+} srv_glossary_spec;
+
 typedef struct {
     srv_model_spec models[SRV_MAX_MODELS];
     int    n_models;        /* the first is the default */
@@ -54,6 +62,11 @@ typedef struct {
     int    drain_s;         /* on SIGTERM: wait at most this long for in-flight requests */
     int    access_log;      /* one stderr line per request */
     char   web_dir[1024];   /* the demo page's directory; "" = not served */
+    srv_glossary_spec glossaries[SRV_MAX_GLOSSARIES];
+    int    n_glossaries;
+    int    max_glossary_entries;   /* a request's "glossary" (and each file): entries */
+    int    max_term_bytes;  /* a glossary term's bytes */
+    int    cache_mb;        /* the translation cache's megabytes; 0 = off */
 } srv_options;
 
 /* Lookup of an environment variable (getenv in production, a table in tests). */
@@ -68,5 +81,7 @@ void srv_options_usage(FILE *f);
 
 /* Splits "id=DIR" or "DIR" into a spec (id = basename of DIR).  0 or -1. */
 int  srv_model_spec_parse(const char *arg, srv_model_spec *spec, char *err, size_t err_len);
+/* Splits "SRC-TGT=FILE" ("en-fr=terms.tsv") into a spec.  0 or -1. */
+int  srv_glossary_spec_parse(const char *arg, srv_glossary_spec *spec, char *err, size_t err_len);
 
 #endif

@@ -18,6 +18,8 @@
 #include "translate/sessions.h"
 #include "common/workers.h"
 #include "file_job.h"
+#include "translate/cache.h"
+#include "translate/glossary.h"
 
 typedef struct {
     char               id[64];
@@ -43,6 +45,8 @@ struct srv_server {
     int          n_models;
     srv_workers *workers_pool;      /* compute threads + queue: /attention, and decoding with batching off */
     srv_files   *files;             /* POST /translate_file's jobs and finished files */
+    srv_glossary *glossaries[SRV_MAX_GLOSSARIES];   /* opts.glossaries[i]'s terms (glossaries.h) */
+    srv_cache   *cache;             /* sentences translated (pipeline.h); NULL: --cache-mb 0 */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
     _Atomic int  ready;             /* 0 while loading, 1 serving */

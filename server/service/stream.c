@@ -105,6 +105,12 @@ static int on_attach(void *ctx, const srv_tr *t, int max_ids, mt_err *err)
     for (int i = 0; i < n; i++) {
         s[i].ids = ids + (long)i * max_ids;
         srv_tr_span(t, i, &s[i].text, &s[i].start, &s[i].len);
+        if (srv_tr_cached(t, i)) {              /* answered by the cache: whole, at once */
+            const mt_hyp *h = srv_tr_best(t, i);
+            s[i].n = h->n_ids < max_ids ? h->n_ids : max_ids;
+            memcpy(s[i].ids, h->ids, sizeof *ids * (size_t)s[i].n);
+            s[i].final = 1;
+        }
     }
     for (int k = 0, i = 0; k <= nt; k++) {        /* a text's sentences are consecutive */
         while (i < n && s[i].text < k)
@@ -113,7 +119,11 @@ static int on_attach(void *ctx, const srv_tr *t, int max_ids, mt_err *err)
     }
     for (int k = 0; k < nt; k++)
         cursor[k] = first[k];
+    int cached = 0;
+    for (int i = 0; i < n; i++)
+        cached |= s[i].final;
     pthread_mutex_lock(&st->mu);
+    st->progressed |= cached;           /* a cached sentence is there to send */
     st->tr = t;
     st->n_sent = n, st->n_texts = nt, st->max_ids = max_ids;
     st->s = s, st->idbuf = ids, st->first = first, st->cursor = cursor;
@@ -129,7 +139,7 @@ static void on_progress(void *ctx, int item, const int32_t *ids, int n, int fina
     srv_stream *st = ctx;
     if (!final && !st->p.per_token)
         return;
-    sentence *s = &st->s[item];
+    sentence *s = &st->s[srv_tr_item_sentence(st->tr, item)];
     if (n > st->max_ids)
         n = st->max_ids;
     int have = s->n;                    /* only this thread writes n */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "common/metrics.h"
+#include "glossaries.h"
 
 struct srv_trjob {
     srv_request  *req;
@@ -17,6 +18,7 @@ struct srv_trjob {
     mt_err        err;           /* the second leg could not start */
     int           failed;
     srv_tr_sink   sink;          /* .done NULL: not streamed */
+    srv_glossary *gl[2];         /* each leg's terms (glossaries.h), owned */
 };
 
 int srv_max_beam(const srv_model *m)
@@ -43,8 +45,11 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     srv_model *m = j->path.model[i];
     srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
                         .max_tokens = j->req->srv->opts.max_tokens,
-                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i] };
-    mt_status st = srv_tr_new(&tm, texts, j->n, p, &j->tr[i], err);
+                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i],
+                        .cache = j->req->srv->cache, .cache_ns = m->id };
+    srv_tr_params lp = *p;
+    lp.glossary = j->gl[i];
+    mt_status st = srv_tr_new(&tm, texts, j->n, &lp, &j->tr[i], err);
     if (st != MT_OK)
         return st;
     srv_decode_job *dj = srv_tr_job(j->tr[i]);
@@ -63,6 +68,11 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
         }
     }
     j->leg = i;
+    if (dj->n == 0) {                   /* every sentence from the cache: nothing to decode */
+        srv_decode_job_finish(dj);
+        decoded(dj);
+        return MT_OK;
+    }
     if (m->decoder.submit(m->decoder.self, dj) != 0) {
         srv_tr_free(j->tr[i]);
         j->tr[i] = NULL;
@@ -110,6 +120,8 @@ void srv_trjob_free(srv_trjob *j)
         return;
     srv_tr_free(j->tr[0]);
     srv_tr_free(j->tr[1]);
+    srv_glossary_free(j->gl[0]);
+    srv_glossary_free(j->gl[1]);
     if (j->mid)
         srv_tr_results_free(j->mid, j->n);
     free(j->mid);
@@ -131,6 +143,10 @@ int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *pa
     *j = (srv_trjob){ .req = req, .path = *path, .p = *p, .n = n };
     if (sink)
         j->sink = *sink;
+    if (srv_leg_glossaries(req->srv, path, p->glossary, j->gl, resp)) {
+        free(j);
+        return -1;
+    }
     srv_tr_params first = *p;
     mt_err err = { 0 };
     mt_status st = MT_OK;

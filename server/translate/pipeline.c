@@ -14,7 +14,14 @@ typedef struct {
     int      n_ids;
     mt_hyp  *hyps;          /* [n_best], decoded, then with text */
     int32_t *prefix;        /* its text's target prefix, tokenized (NULL: none) */
-    mt_decode_params dp;    /* its own decoding parameters (its prefix, its seed) */
+    mt_decode_params dp;    /* its own decoding parameters (its prefix, its seed, its terms) */
+    mt_constraint cons[MT_MAX_CONSTRAINTS];   /* its glossary terms as the engine takes them */
+    srv_term_match terms[MT_MAX_CONSTRAINTS]; /* ... and where they are in the sentence */
+    int      n_cons;
+    int32_t *cons_ids;      /* their target ids, one term after the other */
+    char    *key;           /* its cache key (NULL: not cached) */
+    size_t   key_len;
+    int      cached;        /* 1: ids and hyps came from the cache */
     size_t   out_at;        /* where its best translation starts in the joined text */
 } sentence;
 
@@ -30,7 +37,9 @@ struct srv_tr {
     int                n_texts;
     int               *first;       /* [n_texts + 1]: each text's first sentence */
     sentence_list      l;
-    srv_seq_req       *items;       /* [l.n] */
+    srv_seq_req       *items;       /* [n_items]: the sentences to decode (not cached) */
+    int               *item_sent;   /* [n_items]: item -> sentence */
+    int                n_items;
     mt_hyp            *hyps;        /* [l.n][n_best] */
     srv_decode_job     job;
     long               src_tokens;
@@ -41,6 +50,8 @@ static void sentences_free(sentence_list *l)
     for (int i = 0; i < l->n; i++) {
         free(l->v[i].ids);
         free(l->v[i].prefix);
+        free(l->v[i].cons_ids);
+        free(l->v[i].key);
     }
     free(l->v);
 }
@@ -242,6 +253,10 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
     int max = t->m.max_src_len;
     for (int i = 0; i < t->l.n; i++) {
         sentence *s = &t->l.v[i];
+        if (s->cached) {
+            t->src_tokens += s->n_ids;
+            continue;
+        }
         if (!(s->ids = malloc(sizeof *s->ids * (size_t)max)))
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         /* a multilingual model's target-language token goes first, as the
@@ -300,6 +315,222 @@ static mt_status tokenize_prefixes(srv_tr *t, mt_err *err)
     return MT_OK;
 }
 
+/* Sentence s's glossary terms as constraints: each match's source span (the
+ * pieces of its words) and its target term's ids (the term tokenized as a
+ * target text, its </s> dropped), all of them within max_length - 2. */
+static mt_status match_terms(srv_tr *t, sentence *s, mt_err *err)
+{
+    int n = srv_glossary_match(t->p.glossary, t->texts[s->text] + s->start, s->len, s->terms, MT_MAX_CONSTRAINTS);
+    if (n > MT_MAX_CONSTRAINTS)
+        return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': a sentence of text %d holds %d glossary terms; "
+                          "the limit is %d per sentence", s->text, n, MT_MAX_CONSTRAINTS);
+    s->n_cons = n > 0 ? n : 0;
+    return MT_OK;
+}
+
+static mt_status constrain(srv_tr *t, sentence *s, mt_err *err)
+{
+    const char *text = t->texts[s->text] + s->start;
+    int n = s->n_cons;
+    s->n_cons = 0;
+    if (n <= 0 || s->cached)
+        return MT_OK;
+    int cap = t->p.dp.max_length, pre = t->m.has_lang, used = s->prefix ? (int)s->prefix[0] : 0;
+    if (!(s->cons_ids = malloc(sizeof(int32_t) * (size_t)(cap + 1))))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const char *tgt = srv_glossary_target(t->p.glossary, s->terms[i].entry);
+        int k = 0, a, b;
+        mt_status st = mt_tokenizer_encode(t->m.tok, tgt, strlen(tgt), 1, s->cons_ids + used, cap + 1 - used, &k, err);
+        if (st == MT_ERR_TOO_LONG || (st == MT_OK && k - 1 > t->p.dp.max_length - 2 - used))
+            return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': the target terms of a sentence of text %d do not "
+                              "fit in max_length %d", s->text, t->p.dp.max_length);
+        if (st != MT_OK)
+            return st;
+        if (srv_token_span(t->m.tok, text, s->len, s->ids + pre, s->n_ids - pre - 1, s->terms[i].start,
+                           s->terms[i].end, &a, &b) != 0)
+            a = s->n_ids - 1 - pre, b = a + 1;          /* no piece found: only the deadline places it */
+        s->cons[i] = (mt_constraint){.src_start = a + pre, .src_end = b + pre, .ids = s->cons_ids + used,
+                                     .n_ids = k - 1};
+        used += k - 1;
+    }
+    s->n_cons = n;
+    return MT_OK;
+}
+
+/* ---- the cache ------------------------------------------------------------------------ */
+/* Keys and values are flat bytes: a growable buffer of them. */
+typedef struct { char *p; size_t n, cap; int oom; } bytes;
+
+static void put(bytes *b, const void *x, size_t n)
+{
+    if (b->oom || n == 0)
+        return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->n + n)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+
+static void put_i32(bytes *b, int32_t x) { put(b, &x, sizeof x); }
+
+/* Everything sentence i's translation depends on: the model, the decoding
+ * fields that change an output, the sentence's prefix, terms and seed (when
+ * it samples), then its text.  Returned fields that are only asked for
+ * (token scores, alignments) count too: an entry holds what was asked. */
+static char *cache_key(const srv_tr *t, int i, size_t *len)
+{
+    const sentence *s = &t->l.v[i];
+    const mt_decode_params *d = &t->p.dp;
+    bytes b = {0};
+    put(&b, t->m.cache_ns, strlen(t->m.cache_ns) + 1);
+    int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->max_length, d->n_best, d->min_length,
+                       d->no_repeat_ngram_size, d->sample, d->top_k, d->token_scores, d->alignments,
+                       d->align_layer, d->align_heads };
+    float floats[] = { d->length_penalty, d->repetition_penalty, d->temperature, d->top_p };
+    uint64_t seed = d->sample ? d->seed + (uint64_t)i : 0;
+    put(&b, ints, sizeof ints);
+    put(&b, floats, sizeof floats);
+    put(&b, &seed, sizeof seed);
+    int np = s->prefix ? (int)s->prefix[0] : 0;
+    put_i32(&b, np);
+    put(&b, s->prefix ? s->prefix + 1 : NULL, sizeof(int32_t) * (size_t)np);
+    put_i32(&b, s->n_cons);
+    for (int k = 0; k < s->n_cons; k++) {
+        const char *tgt = srv_glossary_target(t->p.glossary, s->terms[k].entry);
+        put_i32(&b, (int32_t)s->terms[k].start);
+        put_i32(&b, (int32_t)s->terms[k].end);
+        put(&b, tgt, strlen(tgt) + 1);
+    }
+    put(&b, t->texts[s->text] + s->start, s->len);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.n;
+    return b.p;
+}
+
+/* The value: the source ids, then each hypothesis' ids, score, log-probs,
+ * alignments and text. */
+static int cache_value(const srv_tr *t, const sentence *s, bytes *b)
+{
+    put_i32(b, s->n_ids);
+    put(b, s->ids, sizeof(int32_t) * (size_t)s->n_ids);
+    for (int k = 0; k < t->p.dp.n_best; k++) {
+        const mt_hyp *h = &s->hyps[k];
+        int32_t head[4] = { h->n_ids, h->token_logp != NULL, h->align != NULL,
+                            h->text ? (int32_t)strlen(h->text) : 0 };
+        put(b, head, sizeof head);
+        put(b, &h->score, sizeof h->score);
+        put(b, h->ids, sizeof(int32_t) * (size_t)h->n_ids);
+        if (h->token_logp)
+            put(b, h->token_logp, sizeof(float) * (size_t)h->n_ids);
+        if (h->align)
+            put(b, h->align, sizeof(int32_t) * (size_t)h->n_ids);
+        put(b, h->text, (size_t)head[3]);
+    }
+    return b->oom ? -1 : 0;
+}
+
+/* Reading a value back: each take checks the bytes are there. */
+typedef struct { const char *p; size_t left; } reader;
+
+static void *take(reader *r, size_t n)
+{
+    if (n > r->left)
+        return NULL;
+    void *x = malloc(n ? n : 1);
+    if (x) {
+        memcpy(x, r->p, n);
+        r->p += n, r->left -= n;
+    }
+    return x;
+}
+
+static int take_into(reader *r, void *out, size_t n)
+{
+    if (n > r->left)
+        return -1;
+    memcpy(out, r->p, n);
+    r->p += n, r->left -= n;
+    return 0;
+}
+
+/* Sentence s from a cached value (0), or -1 (then it is decoded as usual). */
+static int restore(const srv_tr *t, sentence *s, const char *val, size_t len)
+{
+    reader r = { val, len };
+    int32_t n;
+    if (take_into(&r, &n, sizeof n) || n < 1 || n > t->m.max_src_len ||
+        !(s->ids = malloc(sizeof(int32_t) * (size_t)t->m.max_src_len)) ||
+        take_into(&r, s->ids, sizeof(int32_t) * (size_t)n))
+        return -1;
+    s->n_ids = n;
+    for (int k = 0; k < t->p.dp.n_best; k++) {
+        mt_hyp *h = &s->hyps[k];
+        int32_t head[4];
+        if (take_into(&r, head, sizeof head) || head[0] < 0 || head[3] < 0 || take_into(&r, &h->score, sizeof h->score))
+            return -1;
+        h->n_ids = head[0];
+        if (!(h->ids = take(&r, sizeof(int32_t) * (size_t)h->n_ids)) ||
+            (head[1] && !(h->token_logp = take(&r, sizeof(float) * (size_t)h->n_ids))) ||
+            (head[2] && !(h->align = take(&r, sizeof(int32_t) * (size_t)h->n_ids))) ||
+            !(h->text = malloc((size_t)head[3] + 1)) || take_into(&r, h->text, (size_t)head[3]))
+            return -1;
+        h->text[head[3]] = 0;
+    }
+    return 0;
+}
+
+/* Every sentence looked up; a hit is neither tokenized nor decoded. */
+static mt_status lookup(srv_tr *t, mt_err *err)
+{
+    for (int i = 0; i < t->l.n; i++) {
+        sentence *s = &t->l.v[i];
+        void *val;
+        size_t len;
+        if (!(s->key = cache_key(t, i, &s->key_len)))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        if (!srv_cache_get(t->m.cache, s->key, s->key_len, &val, &len))
+            continue;
+        s->hyps = t->hyps + (long)i * t->p.dp.n_best;
+        if (restore(t, s, val, len) == 0) {
+            s->cached = 1;
+        } else {                        /* cannot happen with our own values: decode it */
+            mt_hyps_free(s->hyps, t->p.dp.n_best);
+            free(s->ids);
+            s->ids = NULL;
+        }
+        free(val);
+    }
+    return MT_OK;
+}
+
+/* After srv_tr_finish: each decoded sentence into the cache. */
+static void store(srv_tr *t)
+{
+    bytes b = {0};
+    for (int i = 0; i < t->l.n; i++) {
+        sentence *s = &t->l.v[i];
+        if (!s->key || s->cached)
+            continue;
+        b.n = 0;
+        if (cache_value(t, s, &b) == 0)
+            srv_cache_put(t->m.cache, s->key, s->key_len, b.p, b.n);
+    }
+    free(b.p);
+}
+
 /* ---- API ----------------------------------------------------------------------------- */
 
 mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, const srv_tr_params *p,
@@ -323,35 +554,43 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
             st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     }
     t->first[n] = t->l.n;
-    if (st == MT_OK)
-        st = tokenize(t, err);
-    if (st == MT_OK && p->prefix)
-        st = tokenize_prefixes(t, err);
     long nb = (long)t->l.n * t->p.dp.n_best;
     if (st == MT_OK && (!(t->items = calloc((size_t)t->l.n + 1, sizeof *t->items)) ||
+                        !(t->item_sent = calloc((size_t)t->l.n + 1, sizeof *t->item_sent)) ||
                         !(t->hyps = calloc((size_t)nb + 1, sizeof *t->hyps))))
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (st == MT_OK && p->prefix)                /* the prefixes' ids and the terms: in the cache key */
+        st = tokenize_prefixes(t, err);
+    for (int i = 0; st == MT_OK && p->glossary && i < t->l.n; i++)
+        st = match_terms(t, &t->l.v[i], err);
+    if (st == MT_OK && m->cache && p->cache)
+        st = lookup(t, err);
+    if (st == MT_OK)
+        st = tokenize(t, err);
+    for (int i = 0; st == MT_OK && p->glossary && i < t->l.n; i++)
+        st = constrain(t, &t->l.v[i], err);
     if (st != MT_OK) {
         srv_tr_free(t);
         return st;
     }
-    for (int i = 0; i < t->l.n; i++) {
+    const mt_decode_params *dp = &t->p.dp;
+    for (int i = 0; i < t->l.n; i++) {          /* each sentence to decode: its prefix, its seed, its terms */
         sentence *s = &t->l.v[i];
         s->hyps = t->hyps + (long)i * t->p.dp.n_best;
-        t->items[i] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps };
-    }
-    const mt_decode_params *dp = &t->p.dp;
-    for (int i = 0; i < t->l.n; i++) {       /* each sentence: its prefix, its seed */
-        sentence *s = &t->l.v[i];
+        if (s->cached)
+            continue;
         s->dp = *dp;
         s->dp.seed = dp->seed + (uint64_t)i;
         s->dp.prefix = s->prefix;
         s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
         if (s->prefix)
             s->dp.prefix = s->prefix + 1;
-        t->items[i].dp = &s->dp;
+        s->dp.constraints = s->n_cons ? s->cons : NULL;
+        s->dp.n_constraints = s->n_cons;
+        t->item_sent[t->n_items] = i;
+        t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };
     }
-    srv_decode_job_init(&t->job, t->items, t->l.n, dp);
+    srv_decode_job_init(&t->job, t->items, t->n_items, dp);
     *out = t;
     return MT_OK;
 }
@@ -367,10 +606,12 @@ mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err)
     for (int i = 0; i < t->l.n; i++)
         for (int k = 0; k < t->p.dp.n_best; k++) {
             mt_hyp *h = &t->l.v[i].hyps[k];
-            mt_status st = mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &h->text, err);
+            mt_status st = h->text ? MT_OK : mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &h->text, err);
             if (st != MT_OK)
                 return st;
         }
+    if (t->m.cache && t->p.cache)
+        store(t);
     for (int i = 0; i < t->n_texts; i++)
         if (build_result(t, i, &out[i])) {
             srv_tr_results_free(out, i + 1);
@@ -387,6 +628,7 @@ void srv_tr_free(srv_tr *t)
         mt_hyps_free(t->hyps, t->l.n * t->p.dp.n_best);
     free(t->hyps);
     free(t->items);
+    free(t->item_sent);
     sentences_free(&t->l);
     free(t->first);
     free(t);
@@ -401,8 +643,18 @@ long srv_tr_gen_tokens(const srv_tr *t)
 {
     long n = 0;
     for (int i = 0; t->hyps && i < t->l.n; i++)
-        n += t->l.v[i].hyps[0].n_ids;
+        n += t->l.v[i].cached ? 0 : t->l.v[i].hyps[0].n_ids;
     return n;
+}
+
+int srv_tr_cached(const srv_tr *t, int i)
+{
+    return t->l.v[i].cached;
+}
+
+int srv_tr_item_sentence(const srv_tr *t, int item)
+{
+    return t->item_sent[item];
 }
 
 const int32_t *srv_tr_source(const srv_tr *t, int i, int *n_src)

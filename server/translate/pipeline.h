@@ -10,15 +10,18 @@
  * submits it to a decoder (setting job->done, job->ctx and, for
  * cancellation, job->abort), and srv_tr_finish builds the results once
  * done() was called.  Failures are engine statuses with a message:
- * MT_ERR_INPUT (invalid UTF-8), MT_ERR_TOO_LONG (a sentence or the request
- * over its token limit), MT_ERR_NOMEM.
+ * MT_ERR_INPUT (invalid UTF-8, a sentence with more glossary terms than a
+ * decode takes), MT_ERR_TOO_LONG (a sentence or the request over its token
+ * limit), MT_ERR_NOMEM.
  */
 #ifndef SRV_PIPELINE_H
 #define SRV_PIPELINE_H
 
 #include <stdint.h>
 
+#include "cache.h"
 #include "decode_job.h"
+#include "glossary.h"
 
 /* What the pipeline needs of a model. */
 typedef struct {
@@ -28,6 +31,11 @@ typedef struct {
     long    max_tokens;         /* source tokens per request, all sentences; 0 = no limit */
     int     has_lang;           /* 1: lang_id, a multilingual model's target-language token */
     int32_t lang_id;            /* (">>fra<<"), goes before every sentence */
+    /* NULL, or the translation cache (cache.h) shared by every request, and
+     * the name of this model in it (its id: a model's weights and form are
+     * fixed while it is loaded) */
+    srv_cache  *cache;
+    const char *cache_ns;
 } srv_tr_model;
 
 /* A text's target prefix: ids when n_ids > 0, else text (tokenized with the
@@ -46,6 +54,17 @@ typedef struct {
     mt_decode_params dp;
     int split;          /* split texts into sentences */
     const srv_prefix *prefix;   /* NULL, or [n texts]: each text's target prefix (such a text is not split) */
+    /* NULL, or the terms every sentence must keep: each match in a sentence
+     * (srv_glossary_match) becomes a lexical constraint of its decode, its
+     * source span the pieces of the matched words, its ids the target term
+     * tokenized with the target model (mt_decode_params.constraints) */
+    const srv_glossary *glossary;
+    /* 1: a sentence translated before with the same model, text and every
+     * setting that can change its output (dp, its prefix, its terms; its
+     * seed when sampling) is answered from srv_tr_model.cache: neither
+     * tokenized nor decoded; the others are stored there once decoded.
+     * The caller sets 0 for "cache": false and for sampling without a seed. */
+    int cache;
 } srv_tr_params;
 
 typedef struct {
@@ -100,5 +119,10 @@ int            srv_tr_texts(const srv_tr *t);
 const char    *srv_tr_text(const srv_tr *t, int i);
 const mt_hyp  *srv_tr_best(const srv_tr *t, int i);
 int            srv_tr_sentences(const srv_tr *t);
+/* 1 when sentence i came from the cache (its best hypothesis is there from
+ * srv_tr_new on: streaming sends it at once); the decode job's items are the
+ * others, item k being sentence srv_tr_item_sentence(t, k). */
+int            srv_tr_cached(const srv_tr *t, int i);
+int            srv_tr_item_sentence(const srv_tr *t, int item);
 
 #endif

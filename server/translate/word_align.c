@@ -105,3 +105,45 @@ done:
     free(tw);
     return rc;
 }
+
+/* Which word (run of non-space characters) byte pos of t falls in: the number
+ * of words that start at or before it, less one. */
+static int word_at(const char *t, size_t len, size_t pos)
+{
+    int n = 0, in_word = 0;
+    size_t i = 0;
+    while (i < len && i <= pos) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
+        if (!k)
+            k = 1, c = 0xfffd;
+        int sp = mt_utf8_is_space(c);
+        n += !sp && !in_word;
+        in_word = !sp;
+        i += k;
+    }
+    return n - 1;
+}
+
+int srv_token_span(const mt_tokenizer *tok, const char *text, size_t len, const int32_t *ids, int n, size_t a,
+                   size_t b, int *start, int *end)
+{
+    *start = *end = 0;
+    if (n <= 0 || a >= b || b > len)
+        return -1;
+    int w0 = word_at(text, len, a), w1 = word_at(text, len, b - 1), cur = -1;
+    *start = -1;
+    for (int i = 0; i < n; i++) {
+        const char *p = mt_tokenizer_piece(tok, ids[i]);
+        if (cur < 0 || (p && !strncmp(p, "\xe2\x96\x81", 3)))
+            cur++;
+        if (cur >= w0 && cur <= w1) {
+            if (*start < 0)
+                *start = i;
+            *end = i + 1;
+        }
+    }
+    if (*start < 0)
+        *start = *end = 0;
+    return *end > *start ? 0 : -1;
+}

@@ -34,4 +34,10 @@ int srv_word_links(const mt_tokenizer *tok, const char *src_text, size_t src_len
                    const char *tgt_text, size_t tgt_len, const int32_t *tgt_ids, int nt, const int32_t *align,
                    long src_cp0, long tgt_cp0, srv_links *out);
 
+/* The pieces ids[start, end) of text[0..len) (its pieces, no </s> nor language
+ * token) that make up the words holding bytes [a, b): a glossary term's
+ * source span.  0, or -1 when no piece is found. */
+int srv_token_span(const mt_tokenizer *tok, const char *text, size_t len, const int32_t *ids, int n, size_t a,
+                   size_t b, int *start, int *end);
+
 #endif

@@ -127,11 +127,12 @@ async function main() {
     const bad = [], errors = [];
     page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
     page.on('pageerror', (e) => errors.push(e.message));
-    /* chromium logs every 4xx; the one 413 the test provokes is checked on its own */
-    /* and the sandbox's refusal to run the rendered page's script is logged as one */
+    /* chromium logs every 4xx; the 413 and the 400 (an empty glossary term) the test
+     * provokes are checked on their own, and the sandbox's refusal to run the
+     * rendered page's script is logged as one */
     const blocked = [];
     page.on('console', (m) => {
-      if (m.type() !== 'error' || /status of 413/.test(m.text())) return;
+      if (m.type() !== 'error' || /status of 413/.test(m.text()) || (/status of 400/.test(m.text()) && page.glossary400)) return;
       if (/Blocked script execution in 'about:srcdoc'/.test(m.text())) blocked.push(m.text());
       else errors.push(m.text());
     });
@@ -373,6 +374,24 @@ async function main() {
       await page.check('#mode-text');
       equal('back in text mode: no frame, the translation cleared', [await page.isHidden('#render-col'),
             (await outputText(page)).includes(want)], [true, false]);
+    });
+
+    await phase('a glossary: its terms are sent and kept', async () => {
+      await page.click('#glossary-box summary');
+      await page.fill('#glossary', 'package = colis\ndocumentation\tnotice\n\nno separator here');
+      const sent = await translateVia(page, 'This package provides the documentation.');
+      equal('the page sent the glossary of the box', sent.glossary, { package: 'colis', documentation: 'notice' });
+      const shown = await outputText(page);
+      check('the translation shown holds both target terms', /\bcolis\b/.test(shown) && /\bnotice\b/.test(shown), shown);
+      const reply = await api('POST', '/translate', { ...sent, stream: false });
+      equal('and is POST /translate\'s', shown, reply.translations[0].text);
+      await page.fill('#glossary', 'package = ');
+      page.glossary400 = true;
+      await translateVia(page, 'This package provides the documentation.');
+      page.glossary400 = false;
+      check('an empty target term: the server\'s 400 is shown', /HTTP 400/.test(await page.textContent('#error')),
+            await page.textContent('#error'));
+      await page.fill('#glossary', '');
     });
 
     if (models.some((m) => m.id === 'fr-en')) {
