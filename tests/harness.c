@@ -277,8 +277,11 @@ int server_spawn(server *s, const char *const *args, const char *const *env)
     const char *bin = bin_path(), *slash = strrchr(bin, '/');
     snprintf(port, sizeof port, "%d", s->port);
     snprintf(log, sizeof s->log, "%.*stests/server-%d.log", slash ? (int)(slash - bin + 1) : 0, bin, s->port);
-    const char *argv[40] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", port };
-    int n = 6;
+    /* the translation cache off unless the test's args turn it on (a later
+     * flag wins): two identical requests then both reach the decoder, which
+     * is what every test comparing two paths means to compare */
+    const char *argv[40] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", port, "--cache-mb", "0" };
+    int n = 8;
     for (int i = 0; args && args[i] && n < 38; i++)
         argv[n++] = args[i];
     argv[n] = NULL;

@@ -98,8 +98,9 @@ double metric(const server *s, const char *prefix);
 
 /* ---- servers ------------------------------------------------------------------------ */
 
-/* Starts the binary with `serve`, args (NULL-terminated) and --host/--port,
- * env entries ("NAME=value") added; does not wait.  0 or -1. */
+/* Starts the binary with `serve`, --host/--port, --cache-mb 0 (args may say
+ * otherwise) and args (NULL-terminated), env entries ("NAME=value") added;
+ * does not wait.  0 or -1. */
 int server_spawn(server *s, const char *const *args, const char *const *env);
 /* Polls /health until it answers status (bounded).  0, or -1 (server gone or timeout). */
 int wait_health(server *s, long status);

@@ -65,6 +65,38 @@ static void test_options_defaults(void **state)
     assert_int_equal(o.access_log, 1);
     assert_int_equal(o.api_key[0], 0);
     assert_int_equal(o.kv_f16, 0);
+    assert_int_equal(o.cache_mb, 64);
+    assert_int_equal(o.n_glossaries, 0);
+    assert_int_equal(o.max_glossary_entries, 1000);
+    assert_int_equal(o.max_term_bytes, 256);
+}
+
+static void test_options_glossaries(void **state)
+{
+    (void)state;
+    srv_options o;
+    const char *env[] = { "MTSERVE_GLOSSARY=en-fr=a.tsv, fr-en=b.tsv", "MTSERVE_CACHE_MB=0", NULL };
+    assert_int_equal(parse(&o, env, NULL), 0);
+    assert_int_equal(o.cache_mb, 0);
+    assert_int_equal(o.n_glossaries, 2);
+    assert_string_equal(o.glossaries[0].source, "en");
+    assert_string_equal(o.glossaries[0].target, "fr");
+    assert_string_equal(o.glossaries[0].path, "a.tsv");
+    assert_string_equal(o.glossaries[1].source, "fr");
+    assert_string_equal(o.glossaries[1].path, "b.tsv");
+    const char *args[] = { "--glossary", "fra-eng=dir/terms=x.tsv", "--max-term-bytes", "12", NULL };
+    assert_int_equal(parse(&o, env, args), 0);          /* flags replace the environment's list */
+    assert_int_equal(o.n_glossaries, 1);
+    assert_string_equal(o.glossaries[0].source, "fra");
+    assert_string_equal(o.glossaries[0].target, "eng");
+    assert_string_equal(o.glossaries[0].path, "dir/terms=x.tsv");
+    assert_int_equal(o.max_term_bytes, 12);
+    const char *bad[][3] = { { "--glossary", "enfr=x.tsv", NULL }, { "--glossary", "en-fr", NULL },
+                             { "--glossary", "-fr=x", NULL }, { "--glossary", "en-=x", NULL },
+                             { "--glossary", "en-fr=", NULL }, { "--cache-mb", "-1", NULL },
+                             { "--max-glossary-entries", "0", NULL } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(parse(&o, NULL, bad[i]), -1);
 }
 
 static void test_options_env_and_flags(void **state)
@@ -580,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_options_defaults),
         cmocka_unit_test(test_options_env_and_flags),
         cmocka_unit_test(test_options_errors),
+        cmocka_unit_test(test_options_glossaries),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_fields),

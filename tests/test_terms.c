@@ -50,9 +50,9 @@ static int group_setup(void **state)
     static char garg[300];
     memcpy(garg, g, sizeof g);
     const char *const a[] = {"--model", "en-fr=models/en-fr", "--model", "fr-en=models/fr-en", "--glossary", garg,
-                             "--max-glossary-entries", "4", "--max-term-bytes", "40", NULL};
+                             "--max-glossary-entries", "4", "--max-term-bytes", "40", "--cache-mb", "64", NULL};
     const char *const b[] = {"--model", "en-fr=models/en-fr", "--model", "fr-en=models/fr-en", "--cache-mb", "0",
-                             "--batching", "off", NULL};
+                             "--batching", "off", NULL};      /* (the harness's default, said here) */
     return server_start(&srv, a) || server_start(&srv_off, b) ? -1 : 0;
 }
 
@@ -275,6 +275,21 @@ static void test_stream_cached(void **state)
     assert_true(strncmp(all, first, strlen(first)) == 0);     /* the cached sentences, then the new one */
     json_decref(final);
     json_decref(j);
+    reply_free(&r);
+    /* terms while streaming: the deltas and the final text hold them */
+    r = post(&srv_off, "/translate", "{\"text\": \"Install the package. Open the file.\", \"source\": \"en\", "
+                                     "\"target\": \"fr\", \"beam_size\": 1, \"stream\": true, "
+                                     "\"glossary\": {\"package\": \"colis\", \"file\": \"dossier\"}}");
+    assert_int_equal(r.status, 200);
+    assert_non_null(r.body);
+    done = strstr(r.body, "event: done\ndata: ");
+    assert_non_null(done);
+    final = json_loads(done + strlen("event: done\ndata: "), JSON_DISABLE_EOF_CHECK, NULL);
+    assert_non_null(final);
+    assert_true(has_word(text_of(final, 0), "colis") && has_word(text_of(final, 0), "dossier"));
+    assert_non_null(strstr(r.body, "\"delta\":\" col"));  /* streamed before the done event too */
+    assert_true(strstr(r.body, "\"delta\":\" col") < done);
+    json_decref(final);
     reply_free(&r);
 }
 

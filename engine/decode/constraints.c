@@ -55,17 +55,24 @@ void mt_rules_apply(const mt_model *m, const mt_seq *q, const int32_t *hist, int
 /* ---- lexical constraints (glossary terms) ----------------------------------------
  * The method: forced spans placed by the alignment.  Each sequence carries up
  * to MT_MAX_CONSTRAINTS (source span, target ids); each row tracks which are
- * met and which one is under way.  A constraint starts when the row's step
- * aligns into its source span (the model is translating those words now) or
- * when the steps left before the forced </s> only just hold what is still
- * unmet (so every finished hypothesis holds every constraint that fits), and
- * then its ids are forced one per step.  A run of ids the model produces by
- * itself is followed without forcing and counts when complete; it is dropped
- * at the first id that differs.  </s> is banned while a constraint is unmet.
- * The cost per step is a few comparisons per constraint, whatever the beam:
- * flat in the number of constraints, as Post & Vilar's dynamic beam
- * allocation aims for, without giving beam rows to constraint banks.  Greedy
- * and beam both call these three functions per row. */
+ * met and which one is under way.  A constraint starts, and its ids are then
+ * forced one per step, when
+ *   - the row's step aligns into its source span, or past it (the model is
+ *     translating those words now, or has gone by them),
+ *   - the model would end the sentence (</s> would win) with it unmet, or
+ *   - the steps left before the forced </s> only just hold what is unmet
+ *     (so every finished hypothesis holds every constraint that fits).
+ * A run of ids the model produces by itself is followed without forcing and
+ * counts when complete; it is dropped at the first id that differs.  </s> is
+ * banned while a constraint is unmet; after one is met, a piece that would
+ * glue onto its last word is banned for a step; where a forced start
+ * displaced the model's own (long) word, that word is banned from the row.
+ * The cost per step is a few comparisons per constraint and row, whatever
+ * their number (the cost Post & Vilar's dynamic beam allocation keeps flat),
+ * and no beam row is set aside for constraint banks: measured on the term
+ * test set, banks as in grid beam search cost up to 0.5 BLEU at beam 4 and
+ * dropping the alignment trigger 5-8 (BENCHMARKS.md, "Issue 29").  Greedy
+ * and beam both call mt_cons_forced, mt_cons_free and mt_cons_advance per row. */
 
 static const mt_cons *cons_of(const mt_session *s, const mt_seq *q)
 {
@@ -183,11 +190,6 @@ mt_cstate mt_cons_advance(const mt_session *s, const mt_seq *q, mt_cstate c, int
         c.active = -1, c.pos = 0, c.forced = 0;
     }
     return c;
-}
-
-int mt_cons_count(const mt_cstate *c)
-{
-    return __builtin_popcount(c->met) + (c->active >= 0 && c->forced);
 }
 
 void mt_cons_displaced(const mt_session *s, mt_cstate *c, int32_t natural)

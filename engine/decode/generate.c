@@ -21,12 +21,6 @@
 #include <string.h>
 
 #define NEG_BIG   (-1e9f)        /* model.py's "impossible" running score */
-/* A met constraint outranks any score difference among live rows, as the
- * banks of grid beam search do: candidates are compared with those that met
- * as many constraints (a hypothesis cannot win by putting its terms off).
- * Added to the scores while choosing, taken off after; 1e4 keeps float
- * steps near 1e-3 on scores that stay well above -1e4. */
-#define CONS_BANK 1e4f
 
 /* ---- helpers ------------------------------------------------------------------ */
 /* The k largest of v[0..n), sorted descending; ties keep the lower index first
@@ -210,15 +204,12 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     float *tot = s->lp + (long)a * V;                          /* [Bm][V] */
     double lse[MT_MAX_BEAM];                                   /* each row's log-softmax normalizer */
     int which[MT_MAX_BEAM];                                    /* each row's forcing constraint, -1 */
-    int32_t fid[MT_MAX_BEAM];                                  /* ... and the id it forces */
-    float bank[MT_MAX_BEAM];
     for (int b = 0; b < Bm; b++) {
         float *row = tot + (long)b * V, run = s->run[base + b], *lg = s->logits + (long)(a + b) * V;
         int32_t cons_id = forced_eos || forced ? -1 : mt_cons_forced(s, q, &s->cst[base + b], t, s->step_al[a + b],
                                                                        &which[b]);
         if (forced_eos || forced)
             which[b] = -1;
-        fid[b] = cons_id;
         if (forced_eos) {
             for (int v = 0; v < V; v++)
                 row[v] = -INFINITY;
@@ -233,7 +224,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
             row[id] = (float)((double)lg[id] - lse[b]);
         } else {
             mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
-            cons_id = fid[b] = mt_cons_free(s, q, &s->cst[base + b], lg, &which[b]);
+            cons_id = mt_cons_free(s, q, &s->cst[base + b], lg, &which[b]);
             lse[b] = mt_k_logsumexp_skip(lg, V, pad);
             mt_k_log_softmax_skip(lg, V, pad, row);
             if (cons_id >= 0) {                                /* </s> would win: the term goes in instead */
@@ -243,18 +234,12 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
                 row[cons_id] = keep;
             }
         }
-        /* with constraints, a row's bank: the constraints it met, or will have
-         * met once the one it is forced onto is out (CONS_BANK) */
-        bank[b] = q->n_cons ? CONS_BANK * (float)(mt_cons_count(&s->cst[base + b]) +
-                                                  (which[b] >= 0 && s->cst[base + b].active != which[b])) : 0.0f;
         for (int v = 0; v < V; v++)
-            row[v] = row[v] + run + bank[b];
+            row[v] = row[v] + run;
     }
     float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
     int *top_i = s->top_i + 2 * base;
-    topk(tot, Bm * V, K, top_v, top_i);                        /* bank first, then score */
-    for (int k = 0; q->n_cons && k < K; k++)
-        top_v[k] -= bank[top_i[k] / V];
+    topk(tot, Bm * V, K, top_v, top_i);
     int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
     float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM], cand_lp[2 * MT_MAX_BEAM];
     int32_t cand_al[2 * MT_MAX_BEAM];
@@ -268,19 +253,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         cand_al[k] = s->step_al[a + pb];
     }
     update_finished(s, q, stop, cand_lp, cand_al);
-    if (q->n_cons) {                    /* constraints: rows with more of them met first */
-        float key[2 * MT_MAX_BEAM], kv[MT_MAX_BEAM];
-        for (int k = 0; k < K; k++) {
-            int pb = top_i[k] / V;
-            mt_cstate c = mt_cons_advance(s, q, s->cst[base + pb], top_i[k] % V, which[pb]);
-            key[k] = alive[k] + (float)mt_cons_count(&c) * CONS_BANK;
-        }
-        topk(key, K, Bm, kv, order);
-        for (int b = 0; b < Bm; b++)
-            run_new[b] = alive[order[b]];
-    } else {
-        topk(alive, K, Bm, run_new, order);
-    }
+    topk(alive, K, Bm, run_new, order);
     for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
         int flat = top_i[order[b]];
         parent[b] = flat / V;
@@ -299,10 +272,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
                  rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T), q->cur);
     reorder_slots(s, q, parent);
     /* early-stop heuristic (early_stopping=False), after cur += 1 */
-    float best_run = run_new[0];
-    for (int b = 1; b < Bm; b++)        /* (with constraints run_new is in bank order) */
-        best_run = run_new[b] > best_run ? run_new[b] : best_run;
-    double best_possible = (double)best_run / pow((double)q->cur, (double)q->lpen), worst = 1e300;
+    double best_possible = (double)run_new[0] / pow((double)q->cur, (double)q->lpen), worst = 1e300;
     for (int j = 0; j < Bm; j++) {
         const mt_fin_slot *f = &s->fin[base + j];
         if (f->n < 0) {

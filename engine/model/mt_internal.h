@@ -257,8 +257,6 @@ mt_cstate mt_cons_advance(const mt_session *s, const mt_seq *q, mt_cstate c, int
 /* A forced start displaced natural (the model's argmax there): a word of its
  * own for the same source words, banned from the row from then on. */
 void      mt_cons_displaced(const mt_session *s, mt_cstate *c, int32_t natural);
-/* Constraints met, and the forced one under way (it will be): a beam row's bank. */
-int       mt_cons_count(const mt_cstate *c);
 /* sampling.c */
 void    mt_rng_seed(uint64_t st[4], uint64_t seed);
 double  mt_rng_uniform(uint64_t st[4]);             /* [0, 1) with 53 bits */

@@ -248,30 +248,11 @@ static int add_glossary(srv_options *o, const char *arg, char *err, size_t err_l
     return 0;
 }
 
-/* MTSERVE_GLOSSARY: a comma-separated list of SRC-TGT=FILE. */
-static int set_glossary_list(srv_options *o, const char *list, char *err, size_t err_len)
+/* An MTSERVE_* list: comma-separated entries, spaces around them ignored,
+ * each handed to add (add_model, add_glossary). */
+static int add_each(srv_options *o, const char *list, const char *var,
+                    int (*add)(srv_options *, const char *, char *, size_t), char *err, size_t err_len)
 {
-    char one[1100];
-    o->n_glossaries = 0;
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len >= sizeof one) {
-            snprintf(err, err_len, "MTSERVE_GLOSSARY entry too long");
-            return -1;
-        }
-        memcpy(one, p, len);
-        one[len] = 0;
-        if (len && add_glossary(o, one, err, err_len))
-            return -1;
-        p += len + (p[len] == ',');
-    }
-    return 0;
-}
-
-/* MTSERVE_MODEL is a comma-separated list; spaces around entries are ignored. */
-static int set_models_list(srv_options *o, const char *list, char *err, size_t err_len)
-{
-    o->n_models = 0;
     const char *p = list;
     while (*p) {
         const char *comma = strchr(p, ',');
@@ -283,15 +264,29 @@ static int set_models_list(srv_options *o, const char *list, char *err, size_t e
             len--;
         char one[1200];
         if (len >= sizeof one) {
-            snprintf(err, err_len, "MTSERVE_MODEL entry too long");
+            snprintf(err, err_len, "%s entry too long", var);
             return -1;
         }
         memcpy(one, p, len);
         one[len] = 0;
-        if (len && add_model(o, one, err, err_len))
+        if (len && add(o, one, err, err_len))
             return -1;
         p = next;
     }
+    return 0;
+}
+
+static int set_glossary_list(srv_options *o, const char *list, char *err, size_t err_len)
+{
+    o->n_glossaries = 0;
+    return add_each(o, list, "MTSERVE_GLOSSARY", add_glossary, err, err_len);
+}
+
+static int set_models_list(srv_options *o, const char *list, char *err, size_t err_len)
+{
+    o->n_models = 0;
+    if (add_each(o, list, "MTSERVE_MODEL", add_model, err, err_len))
+        return -1;
     if (o->n_models == 0) {
         snprintf(err, err_len, "MTSERVE_MODEL names no model");
         return -1;
