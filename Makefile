@@ -236,7 +236,7 @@ asan:
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).  The tests
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
-           %/test_server_decode %/test_frontend %/test_files
+           %/test_server_decode %/test_frontend %/test_files %/test_terms
 valgrind:
 	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \

@@ -292,6 +292,35 @@ static void expect_error(long status, long want, const buf *b, const char *needl
     json_decref(j);
 }
 
+/* A glossary with the file: its terms in every unit that holds their
+ * source term; a bad one refused before any job starts. */
+static void test_glossary_file(void **state)
+{
+    (void)state;
+    const char *in = "The library is free software.\n\nInstall the library with apt.\n";
+    buf b;
+    assert_int_equal(post_file("terms.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "glossary",
+                               "{\"library\": \"librairie\", \"software\": \"programme\"}", NULL), 200);
+    json_t *j = body_json(&b);
+    const char *url = json_string_value(json_object_get(j, "translatedFileUrl"));
+    assert_non_null(url);
+    reply r = get(&srv, url_path(url));
+    assert_int_equal(r.status, 200);
+    char *second = strchr(r.body, '\n');
+    assert_non_null(second);
+    print_message("  %s", r.body);
+    assert_true(strstr(r.body, "librairie") && strstr(r.body, "librairie") < second);   /* unit 1 */
+    assert_non_null(strstr(second, "librairie"));                                       /* unit 2 */
+    assert_non_null(strstr(r.body, "programme"));
+    reply_free(&r);
+    json_decref(j);
+    free(b.p);
+    long st = post_file("terms.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "glossary",
+                        "{\"library\": \"\"}", NULL);
+    expect_error(st, 400, &b, "glossary");
+    free(b.p);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -422,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_async_progress),
         cmocka_unit_test(test_auto_source),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_glossary_file),
         cmocka_unit_test(test_client_leaves),
         cmocka_unit_test(test_frontend_settings),
     };

@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "util/utf8.h"
@@ -568,6 +569,33 @@ static void test_cli(void **state)
         assert_int_equal(st, 2);
         free(x);
     }
+    /* --glossary: a TSV file's terms in every line; a bad file exits 2 before any line */
+    char gpath[64], gargs[128];
+    snprintf(gpath, sizeof gpath, "/tmp/mtserve-cli-glossary-%d.tsv", (int)getpid());
+    snprintf(gargs, sizeof gargs, "--beam 1 --glossary %s", gpath);
+    FILE *gf = fopen(gpath, "w");
+    assert_non_null(gf);
+    fputs("# terms\npackage\tcolis\nlibrary\tlibrairie\n", gf);
+    fclose(gf);
+    char *g = run_cli("This package provides a library.\nInstall the package.\n",
+                      gargs, &st);
+    assert_int_equal(st, 0);
+    char *g2 = strchr(g, '\n');
+    assert_non_null(g2);
+    assert_true(strstr(g, "colis") && strstr(g, "colis") < g2 && strstr(g, "librairie") < g2);
+    assert_non_null(strstr(g2, "colis"));
+    free(g);
+    gf = fopen(gpath, "w");
+    fputs("package colis\n", gf);                      /* no tab */
+    fclose(gf);
+    g = run_cli("a\n", gargs, &st);
+    assert_int_equal(st, 2);
+    assert_string_equal(g, "");
+    free(g);
+    g = run_cli("a\n", "--glossary /nonexistent/glossary.tsv", &st);
+    assert_int_equal(st, 2);
+    free(g);
+    unlink(gpath);
     /* a bound that depends on the model: checked once it is loaded, before any line */
     char *y = run_cli("a\\n", "--alignment-layer 5", &st);
     assert_int_equal(st, 2);

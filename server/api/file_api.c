@@ -28,6 +28,7 @@
 #include "handlers.h"
 #include "http/body.h"
 #include "service/detect_source.h"
+#include "service/glossaries.h"
 #include "service/pairs.h"
 #include "service/server.h"
 #include "service/translate_job.h"
@@ -119,6 +120,20 @@ static void finish_sync(srv_request *req, srv_response *resp)
         fail_doc(resp, &info.err);
     }
     free(w);
+}
+
+/* The form's "glossary" (a JSON object as a string) merged with the pair's
+ * --glossary file, into r->glossary (the job's from then on).  0, or -1 with
+ * resp failed. */
+static int file_glossary(srv_request *req, srv_response *resp, const srv_path *path, srv_file_route *r)
+{
+    srv_glossary *request, *legs[2];
+    if (srv_request_glossary(req, resp, &request))
+        return -1;
+    int rc = srv_leg_glossaries(req->srv, path, request, legs, resp);
+    srv_glossary_free(request);
+    r->glossary = rc ? NULL : legs[0];
+    return rc;
 }
 
 void srv_handle_translate_file(srv_request *req, srv_response *resp)
@@ -217,7 +232,7 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
     };
     r.p.dp = mt_decode_default_params();
     r.p.split = 1;
-    if (srv_translate_resolve(&path, &r.p, resp)) {
+    if (srv_translate_resolve(&path, &r.p, resp) || file_glossary(req, resp, &path, &r)) {
         srv_doc_free(doc);
         free(copy);
         return;
@@ -226,6 +241,7 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
     if (!w) {
         srv_doc_free(doc);
         free(copy);
+        srv_glossary_free(r.glossary);
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;
     }

@@ -36,6 +36,7 @@ typedef struct {
     const char *prefix;         /* --target-prefix */
     int html;                   /* --format html: stdin is one page */
     const char *file, *out;     /* --file IN (a document: document.h's formats), --out OUT (default stdout) */
+    const char *glossary;       /* --glossary FILE.tsv: terms every line keeps */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -70,7 +71,8 @@ static const char *range_text(const mt_decode_limit *l, char *buf, size_t cap)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
-               "                         [--kv-cache f32|f16] [--json] [--format html | --file IN [--out OUT]]\n"
+               "                         [--kv-cache f32|f16] [--json] [--glossary F.tsv]\n"
+               "                         [--format html | --file IN [--out OUT]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
                "  --threads N       compute threads (default 1)\n"
@@ -79,6 +81,7 @@ static void usage(FILE *f)
                "  --kv-cache f16    hold the decoder's key/value caches in half precision (default f32)\n"
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n"
                "  --format html     stdin is one HTML page: its text translated, its markup kept (README)\n"
+               "  --glossary F.tsv  terms every translation keeps: source<TAB>target lines, # comments (README)\n"
                "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt: read from its\n"
                "                    bytes), its structure kept; --out OUT writes it (default stdout), with a\n"
                "                    progress bar on a terminal\n"
@@ -174,6 +177,9 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--out") && v) {
             o->out = v;
+            i++;
+        } else if (!strcmp(a, "--glossary") && v) {
+            o->glossary = v;
             i++;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
@@ -338,6 +344,30 @@ static void progress(int done, int total)
 
 enum { FILE_BATCH = 16 };
 
+/* --glossary FILE.tsv, read and checked (the server's default limits:
+ * server/common/options.c); NULL with the reason on stderr. */
+static srv_glossary *load_glossary(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    size_t len = 0;
+    char *data = f ? read_all(f, &len) : NULL;
+    if (f)
+        fclose(f);
+    srv_glossary_limits lim = { .max_entries = 1000000, .max_term_bytes = 4096 };
+    srv_glossary *g = data ? srv_glossary_new(&lim) : NULL;
+    mt_err err = { 0 };
+    if (!data)
+        fprintf(stderr, "mtserve translate: --glossary: cannot read '%s'\n", path);
+    else if (!g || srv_glossary_add_tsv(g, data, len, &err) != MT_OK)
+        fprintf(stderr, "mtserve translate: --glossary %s: %s\n", path, g ? err.msg : "out of memory");
+    free(data);
+    if (g && err.status != MT_OK) {
+        srv_glossary_free(g);
+        g = NULL;
+    }
+    return g;
+}
+
 /* A document (--file, or --format html on stdin): its units translated in
  * batches of FILE_BATCH on this thread, the document with its structure to
  * out.  A batch that fails leaves its units as they were (stderr says why). */
@@ -439,9 +469,15 @@ static int run(mt_model *m, const options *o)
     }
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                         .max_src_len = sp.max_src_len };
+    srv_glossary *g = NULL;
+    if (o->glossary && !(tp.glossary = g = load_glossary(o->glossary))) {
+        mt_session_free(s);
+        return 2;
+    }
     if (o->html || o->file) {
         int rc = run_file(s, &tm, &tp, o);
         mt_session_free(s);
+        srv_glossary_free(g);
         return rc;
     }
     char *line = NULL;
@@ -458,6 +494,7 @@ static int run(mt_model *m, const options *o)
     }
     free(line);
     mt_session_free(s);
+    srv_glossary_free(g);
     return failed;
 }
 

@@ -66,6 +66,7 @@ static job *find(srv_files *f, const char *id)
 static void job_free(job *j)
 {
     srv_tr_free(j->tr);
+    srv_glossary_free(j->r.glossary);
     srv_doc_free(j->doc);
     free(j->data);
     free(j->result);
@@ -147,6 +148,7 @@ static int submit_batch(srv_files *f, job *j)
     srv_tr_params p = j->r.p;
     p.dp.alignments = 1;        /* the documents put tags and runs back by the word links */
     p.prefix = NULL;
+    p.glossary = j->r.glossary;
     mt_err err = { 0 };
     mt_status st = srv_tr_new(&j->r.tm, j->texts, n, &p, &j->tr, &err);
     if (st != MT_OK) {
@@ -379,6 +381,7 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
             free(j->texts);
         free(j);
         srv_doc_free(doc);
+        srv_glossary_free(r->glossary);
         free(data);
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     }

@@ -58,6 +58,7 @@ typedef struct {
     srv_tr_model  tm;           /* the model's view for the pipeline */
     srv_decoder   decoder;      /* its decoder */
     srv_tr_params p;            /* resolved (srv_translate_resolve); dp.alignments is set by the job */
+    srv_glossary *glossary;     /* the terms to keep (NULL: none); taken by srv_files_start, freed with the job */
     /* on the runner thread, once, when the job is over (done, failed or
      * cancelled), without the jobs' lock (so it may take the HTTP layer's),
      * unless detached first; NULL: nobody waits */
