@@ -182,6 +182,13 @@ typedef struct {
 extern const mt_decode_limit mt_decode_limits[];   /* ends with a NULL name */
 
 const mt_decode_limit *mt_decode_limit_find(const char *name);
+/* x (checked against l's bounds by the caller) as l's float field holds it:
+ * a value above an open minimum that rounds down to it (a top_p or
+ * temperature of 1e-300) becomes the smallest float above the minimum
+ * instead of the minimum itself, which the resolver would take for "unset"
+ * and replace by the default: a tiny top_p keeps the best id alone, a tiny
+ * temperature draws the argmax. */
+float mt_decode_limit_float(const mt_decode_limit *l, double x);
 /* l's bounds for model m on sessions of shape sp (*min excluded when
  * l->min_open); one that depends on the request from q's max_length
  * (q NULL: its widest).  A bound that needs a NULL argument is

@@ -535,6 +535,44 @@ static char *run_cli(const char *input, const char *args, int *status)
     return out;
 }
 
+/* Degenerate sampling values (issue 30's probe): a top_p or temperature of
+ * 1e-300 rounds to 0 as a float, which the resolver would take for "unset"
+ * (top_p 1, temperature 1: a wide draw); held as the smallest float above 0
+ * they give the argmax, i.e. the greedy output, whatever the seed. */
+static void test_degenerate_sampling(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {"This package provides a library for parsing JSON files quickly.",
+                                        "The documentation is in HTML.", "A simple editor for text files."};
+    static const char *const sampling[] = {"{\"temperature\": 1e-300, \"seed\": 1}", "{\"top_p\": 1e-300, \"seed\": 2}",
+                                           "{\"temperature\": 1e-40, \"top_p\": 1e-45, \"seed\": 3}"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"beam_size\": 1}", texts[i]);
+        json_t *g = translate_on(&main_srv, body);
+        for (size_t k = 0; k < sizeof sampling / sizeof sampling[0]; k++) {
+            snprintf(body, sizeof body, "{\"text\": \"%s\", \"sampling\": %s}", texts[i], sampling[k]);
+            json_t *j = translate_on(&main_srv, body);
+            assert_string_equal(json_string_value(json_object_get(tr_at(j, 0), "text")),
+                                json_string_value(json_object_get(tr_at(g, 0), "text")));
+            json_decref(j);
+        }
+        json_decref(g);
+    }
+    int st;
+    char *a = run_cli("The documentation is in HTML.\\n", "--beam 1", &st), *b;
+    assert_int_equal(st, 0);
+    b = run_cli("The documentation is in HTML.\\n", "--sample --seed 9 --temperature 1e-300", &st);
+    assert_int_equal(st, 0);
+    assert_string_equal(a, b);
+    free(b);
+    b = run_cli("The documentation is in HTML.\\n", "--sample --seed 9 --top-p 1e-300", &st);
+    assert_int_equal(st, 0);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -621,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_target_prefix),
         cmocka_unit_test(test_word_alignments),
         cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_degenerate_sampling),
         cmocka_unit_test(test_cli),
     };
     signal(SIGPIPE, SIG_IGN);

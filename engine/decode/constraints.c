@@ -10,6 +10,7 @@
  */
 #include "model/mt_internal.h"
 
+#include <float.h>
 #include <math.h>
 
 /* HF RepetitionPenaltyLogitsProcessor: each distinct id of the history once,
@@ -18,8 +19,8 @@
 static void repetition_penalty(const int32_t *hist, int n, float pen, float *lg, float *pen_v)
 {
     for (int i = 0; i < n; i++) {
-        float x = lg[hist[i]];
-        pen_v[i] = x < 0 ? x * pen : x / pen;
+        float x = lg[hist[i]], y = x < 0 ? x * pen : x / pen;
+        pen_v[i] = isinf(y) ? copysignf(FLT_MAX, y) : y;    /* a tiny penalty is a huge factor */
     }
     for (int i = 0; i < n; i++)
         lg[hist[i]] = pen_v[i];

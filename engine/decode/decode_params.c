@@ -60,6 +60,14 @@ const mt_decode_limit *mt_decode_limit_find(const char *name)
     return NULL;
 }
 
+float mt_decode_limit_float(const mt_decode_limit *l, double x)
+{
+    float f = (float)x;
+    if (l->min_open && x > l->min && f <= (float)l->min)
+        f = nextafterf((float)l->min, INFINITY);
+    return f;
+}
+
 const char *mt_decode_bound_name(mt_bound b)
 {
     switch (b) {

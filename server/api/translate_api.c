@@ -121,7 +121,7 @@ static int parse_limits(srv_request *req, srv_response *resp, translate_req *t, 
         mt_decode_limit_bounds(l, m->model, &m->sparams, NULL, &lo, &hi);
         if (l->type == MT_LIMIT_FLOAT) {
             if ((r = srv_field_number(req, resp, l->name, lo, hi, l->min_open, &x)) > 0)
-                *(float *)f = (float)x;
+                *(float *)f = mt_decode_limit_float(l, x);
         } else if (l->type == MT_LIMIT_INT) {
             r = srv_field_int(req, resp, l->name, (int)lo, (int)hi, (int *)f);
         } else if ((r = srv_field_int64(req, resp, l->name, (long long)lo, (long long)hi, &x64)) > 0) {

@@ -129,7 +129,7 @@ static int parse_decode_flag(const char *a, const char *v, int *i, options *o)
     if (l->type == MT_LIMIT_INT)
         *(int *)f = (int)x;
     else if (l->type == MT_LIMIT_FLOAT)
-        *(float *)f = (float)x;
+        *(float *)f = mt_decode_limit_float(l, x);
     else
         *(uint64_t *)f = (uint64_t)x;
     o->seeded |= l->dflt_of == MT_BOUND_DRAWN;
