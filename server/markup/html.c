@@ -1086,7 +1086,8 @@ static void write_node(writer *w, const GumboNode *n)
     case GUMBO_NODE_TEXT: case GUMBO_NODE_WHITESPACE: {
         const GumboNode *p = n->parent;
         const char *t = n->v.text.text;
-        if (p && p->type == GUMBO_NODE_ELEMENT && IN(p->v.element.tag, RAWTEXT))
+        if (p && p->type == GUMBO_NODE_ELEMENT && IN(p->v.element.tag, RAWTEXT) &&
+            p->v.element.tag_namespace == GUMBO_NAMESPACE_HTML)   /* svg's <script> holds data, not raw text */
             puts_(w, t);
         else
             put_escaped(w, t, strlen(t), 0);
