@@ -76,61 +76,9 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 INPUTS = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "inputs")
 
 
-# ---- scores: models/recipe/evaluate.py's definitions (that module imports torch) ----------
-TOK = re.compile(r"\w+|[^\w\s]")
-
-try:
-    from nltk.translate.bleu_score import corpus_bleu as _nltk_corpus_bleu
-except ImportError:  # pragma: no cover
-    _nltk_corpus_bleu = None
-
-
-def _corpus_bleu(list_of_references, hypotheses):
-    """NLTK 3.8 corpus_bleu, 4-gram uniform weights, no smoothing (method0), copied."""
-    num, den = Counter(), Counter()
-    hyp_len = ref_len = 0
-    for refs, hyp in zip(list_of_references, hypotheses):
-        for n in range(1, 5):
-            hc = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
-            mx = Counter()
-            for r in refs:
-                rc = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
-                for g in hc:
-                    mx[g] = max(mx[g], rc[g])
-            num[n] += sum(min(c, mx[g]) for g, c in hc.items())
-            den[n] += max(1, sum(hc.values()))
-        hyp_len += len(hyp)
-        ref_len += min((len(r) for r in refs), key=lambda rl: (abs(rl - len(hyp)), rl))
-    if num[1] == 0:
-        return 0
-    bp = 1.0 if hyp_len > ref_len else (0.0 if hyp_len == 0 else math.exp(1 - ref_len / hyp_len))
-    p = [num[n] / den[n] if num[n] else sys.float_info.min for n in range(1, 5)]
-    return bp * math.exp(math.fsum(0.25 * math.log(x) for x in p if x > 0))
-
-
-def bleu(hyps, refs):
-    if not hyps:
-        return float("nan")
-    f = _nltk_corpus_bleu or _corpus_bleu
-    return 100 * f([[TOK.findall(r)] for r in refs], [TOK.findall(h) for h in hyps])
-
-
-def chrf(hyps, refs, n=6, beta=2.0):
-    prec, rec = [0.0] * n, [0.0] * n
-    match, hyp_tot, ref_tot = [0] * n, [0] * n, [0] * n
-    for h, r in zip(hyps, refs):
-        h, r = h.replace(" ", ""), r.replace(" ", "")
-        for k in range(1, n + 1):
-            hc = Counter(h[i:i + k] for i in range(len(h) - k + 1))
-            rc = Counter(r[i:i + k] for i in range(len(r) - k + 1))
-            match[k - 1] += sum((hc & rc).values())
-            hyp_tot[k - 1] += sum(hc.values())
-            ref_tot[k - 1] += sum(rc.values())
-    for k in range(n):
-        prec[k] = match[k] / hyp_tot[k] if hyp_tot[k] else 0.0
-        rec[k] = match[k] / ref_tot[k] if ref_tot[k] else 0.0
-    p, r = sum(prec) / n, sum(rec) / n
-    return 0.0 if p + r == 0 else 100 * (1 + beta ** 2) * p * r / (beta ** 2 * p + r)
+# ---- scores: the project's definitions (models/recipe/scores.py) ------------------------
+sys.path.insert(0, os.path.join(ROOT, "models", "recipe"))
+from scores import TOK, bleu, chrf  # noqa: E402
 
 
 # ---- words ---------------------------------------------------------------------------------

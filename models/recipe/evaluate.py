@@ -19,15 +19,12 @@ their names: work/eval/test.beam1.fr ...).
 """
 import subprocess
 import argparse, json, os, re, sys, time
-from collections import Counter
 import torch
-from nltk.translate.bleu_score import corpus_bleu
 from tqdm import tqdm
 sys.path.insert(0, os.path.dirname(__file__))
 from load import load_dir
 from marian_tok import MarianTok
-
-TOK = re.compile(r"\w+|[^\w\s]")
+from scores import TOK, bleu, chrf  # noqa: F401 (pick.py, repeats.py, int8_quality.py import them from here)
 
 
 def read_split(corpus, split, direction, limit=0):
@@ -37,26 +34,6 @@ def read_split(corpus, split, direction, limit=0):
     src = open(f"{corpus}/{split}.{sl}").read().splitlines()
     ref = open(f"{corpus}/{split}.{tl}").read().splitlines()
     return (src[:limit], ref[:limit]) if limit else (src, ref)
-
-
-def bleu(hyps, refs):
-    return 100 * corpus_bleu([[TOK.findall(r)] for r in refs], [TOK.findall(h) for h in hyps])
-
-
-def chrf(hyps, refs, n=6, beta=2.0):
-    prec, rec = [0.0] * n, [0.0] * n
-    match, hyp_tot, ref_tot = [0] * n, [0] * n, [0] * n
-    for h, r in zip(hyps, refs):
-        h, r = h.replace(" ", ""), r.replace(" ", "")
-        for k in range(1, n + 1):
-            hc = Counter(h[i:i + k] for i in range(len(h) - k + 1))
-            rc = Counter(r[i:i + k] for i in range(len(r) - k + 1))
-            match[k - 1] += sum((hc & rc).values()); hyp_tot[k - 1] += sum(hc.values()); ref_tot[k - 1] += sum(rc.values())
-    for k in range(n):
-        prec[k] = match[k] / hyp_tot[k] if hyp_tot[k] else 0.0
-        rec[k] = match[k] / ref_tot[k] if ref_tot[k] else 0.0
-    p, r = sum(prec) / n, sum(rec) / n
-    return 0.0 if p + r == 0 else 100 * (1 + beta ** 2) * p * r / (beta ** 2 * p + r)
 
 
 @torch.no_grad()
