@@ -138,7 +138,7 @@ $(B)/bench/html_parsers: bench/html_parsers.c
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the
 # streaming clients (test_stream's TSan mode) under ThreadSanitizer, and each fuzz target
 # briefly.
-CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms
+CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand test_access test_limits
 CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(HEADERS)
@@ -236,7 +236,8 @@ asan:
 # valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).  The tests
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
-           %/test_server_decode %/test_frontend %/test_files %/test_terms
+           %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
+           %/test_models_demand %/test_memory
 valgrind:
 	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \

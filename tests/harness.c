@@ -202,6 +202,8 @@ reply http_req_on(CURL *c, const server *s, const char *path, const req_opts *o)
         curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    if (o && o->from)
+        curl_easy_setopt(c, CURLOPT_INTERFACE, o->from);
     if (o && o->body) {
         size_t len = o->body_len ? o->body_len : strlen(o->body);
         snprintf(ctype, sizeof ctype, "Content-Type: %s", o->content_type ? o->content_type : "application/json");

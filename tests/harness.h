@@ -68,6 +68,7 @@ typedef struct {
     const char *extra[4];           /* more header lines */
     int         chunked;            /* send the body chunked (no Content-Length) */
     long        timeout_ms;         /* give up (and close) after this; 0 = REQUEST_TIMEOUT_S */
+    const char *from;               /* connect from this local address ("127.0.0.2"); NULL: any */
 } req_opts;
 
 /* A request on a new handle (a new connection). */

@@ -535,6 +535,116 @@ static void test_session_reuse(void **state)
     mt_hyps_free(b, 4);
 }
 
+/* ---- mt_session_trim ---------------------------------------------------------------- */
+#define TRIM_N 12               /* sources of the sampled / greedy batch */
+
+/* One run of every decoding path over the same sources: greedy, two
+ * sampling settings (token scores on) and beam 4 as one batch of TRIM_N,
+ * and a greedy decode with a lexical constraint (the word tables).  out:
+ * TRIM_N + 4 + 1 hypotheses; returns how many. */
+static int trim_decode(const ctx *c, mt_session *s, mt_hyp *out)
+{
+    static int32_t src[TRIM_N][1024];
+    const int32_t *sp[TRIM_N];
+    int ns[TRIM_N], n = c->n_cases < TRIM_N ? c->n_cases : TRIM_N;
+    mt_decode_params dp[TRIM_N];
+    const mt_decode_params *each[TRIM_N];
+    for (int i = 0; i < n; i++) {
+        int k = (i + 5) % c->n_cases;
+        ns[i] = case_src(c, k, src[i]);
+        sp[i] = src[i];
+        dp[i] = mt_decode_default_params();
+        dp[i].beam_size = 1;
+        dp[i].max_length = case_maxlen(c, k);
+        dp[i].token_scores = 1;
+        dp[i].sample = i % 3 != 0;
+        dp[i].top_k = i % 3 == 1 ? 10 : 0;
+        dp[i].top_p = i % 3 == 2 ? 0.9f : 0;
+        dp[i].temperature = i % 3 == 2 ? 0.8f : 0;
+        dp[i].seed = (uint64_t)i + 1;
+        each[i] = &dp[i];
+    }
+    assert_int_equal(mt_generate_each(s, sp, ns, n, each, out, NULL), MT_OK);
+    mt_decode_params bp = mt_decode_default_params();
+    bp.beam_size = 4;
+    bp.n_best = 4;
+    bp.max_length = case_maxlen(c, 5 % c->n_cases);
+    assert_int_equal(mt_generate(s, &sp[0], &ns[0], 1, &bp, out + n, NULL), MT_OK);
+    const mt_model_info *info = mt_model_get_info(c->m);
+    int32_t term[2] = {info->vocab_size / 2, info->vocab_size / 3};
+    for (int t = 0; t < 2; t++)
+        if (term[t] == info->pad_id || term[t] == info->eos_id)
+            term[t]++;
+    mt_constraint con = {.src_start = 0, .src_end = 1, .ids = term, .n_ids = 2};
+    mt_decode_params gp = mt_decode_default_params();
+    gp.beam_size = 1;
+    gp.max_length = 32;
+    gp.constraints = &con;
+    gp.n_constraints = 1;
+    assert_int_equal(mt_generate(s, &sp[0], &ns[0], 1, &gp, out + n + 4, NULL), MT_OK);
+    return n + 5;
+}
+
+static void assert_hyps_equal(const mt_hyp *a, const mt_hyp *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(a[i].n_ids, b[i].n_ids);
+        assert_memory_equal(a[i].ids, b[i].ids, sizeof(int32_t) * (size_t)a[i].n_ids);
+        assert_true(a[i].score == b[i].score);
+        assert_true(!a[i].token_logp == !b[i].token_logp);
+        if (a[i].token_logp)
+            assert_memory_equal(a[i].token_logp, b[i].token_logp, sizeof(float) * (size_t)a[i].n_ids);
+    }
+}
+
+/* A session that decoded and was then trimmed gives its pages back and
+ * decodes exactly as before, and as a new session does: the trim leaves it
+ * as mt_session_new made it.  With a sequence in flight it refuses. */
+static void test_session_trim(void **state)
+{
+    CTX_OR_RETURN(c);
+    mt_session_params sp = mt_session_default_params(c->m);    /* get_ctx's shape */
+    sp.max_batch = 16;
+    sp.max_tgt_len = 256 < mt_model_get_info(c->m)->max_positions ? 256 : mt_model_get_info(c->m)->max_positions;
+    mt_session *fresh = NULL;
+    assert_int_equal(mt_session_new(c->m, &sp, &fresh, NULL), MT_OK);
+    size_t new_res = mt_session_resident(fresh);
+    assert_int_equal(mt_session_trim(fresh, 0, NULL), MT_OK);  /* nothing touched: nothing changes */
+    assert_int_equal(mt_session_resident(fresh), new_res);
+
+    mt_hyp a[TRIM_N + 5], b[TRIM_N + 5], f[TRIM_N + 5];
+    int n = trim_decode(c, c->s, a);
+    size_t used = mt_session_resident(c->s);
+
+    int seq;                                    /* in flight: refused, nothing given back */
+    int32_t one[1024];
+    int n1 = case_src(c, 5 % c->n_cases, one);
+    mt_decode_params dp = mt_decode_default_params();
+    assert_int_equal(mt_seq_start(c->s, one, n1, &dp, &seq, NULL), MT_OK);
+    mt_err err = {0};
+    assert_int_equal(mt_session_trim(c->s, 0, &err), MT_ERR_BUSY);
+    assert_true(mt_session_resident(c->s) >= used);
+    mt_seq_cancel(c->s, seq);
+
+    assert_int_equal(mt_session_trim(c->s, (size_t)-1, NULL), MT_OK);   /* under the caller's minimum: kept */
+    assert_true(mt_session_resident(c->s) >= used);
+    assert_int_equal(mt_session_trim(c->s, 0, &err), MT_OK);
+    size_t trimmed = mt_session_resident(c->s);
+    print_message("  [%s] session of %zu kB: %zu kB resident new, %zu kB after decoding, %zu kB trimmed\n", c->name,
+                  mt_session_bytes(c->s) >> 10, new_res >> 10, used >> 10, trimmed >> 10);
+    assert_true(used > new_res);
+    assert_int_equal(trimmed, new_res);         /* the pages mt_session_new touches, no more */
+
+    assert_int_equal(trim_decode(c, c->s, b), n);
+    assert_int_equal(trim_decode(c, fresh, f), n);
+    assert_hyps_equal(a, b, n);
+    assert_hyps_equal(a, f, n);
+    mt_hyps_free(a, n);
+    mt_hyps_free(b, n);
+    mt_hyps_free(f, n);
+    mt_session_free(fresh);
+}
+
 /* Allocations during mt_generate must not depend on the number of decoding
  * steps: the only ones are the result copies (one per hypothesis). */
 static void test_no_alloc_in_decode_loop(void **state)
@@ -1169,6 +1279,7 @@ int main(void)
         PER_MODEL(test_incremental_equals_full),
         PER_MODEL(test_batch_invariance),
         PER_MODEL(test_session_reuse),
+        PER_MODEL(test_session_trim),
         PER_MODEL(test_no_alloc_in_decode_loop),
         PER_MODEL(test_staggered_joins),
         PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16), PER_MODEL(test_int8),

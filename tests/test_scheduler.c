@@ -7,7 +7,12 @@
  *    equal the same sentence decoded alone);
  *  - while the interactive sentences are held, the scheduler never decodes
  *    more than 4 + 1 sentences at once (stats polled);
- *  - a background job alone takes more than its share: every row. */
+ *  - a background job alone takes more than its share: every row;
+ *  - fairness between clients (srv_decode_job.client, deficit round robin):
+ *    client A queues three jobs of 32 sentences, then client B one sentence:
+ *    B is done before A's first job (first come, first served would start
+ *    it after 88 of A's sentences); two clients with backlogs of the same
+ *    size finish their last jobs close together, not one after the other. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,11 +193,90 @@ static void test_background_alone_takes_every_row(void **state)
     srv_sched_free(sc);
 }
 
+static mt_decode_params greedy_params(void)
+{
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = 1;                           /* a sentence is a row */
+    mt_err err;
+    mt_session_params sp = mt_session_default_params(model);
+    assert_int_equal(mt_decode_params_resolve(model, &sp, &dp, &dp, &err), MT_OK);
+    return dp;
+}
+
+static void test_clients_take_turns(void **state)
+{
+    (void)state;
+    srv_sched *sc = new_sched(8);
+    srv_decoder dec = srv_sched_decoder(sc);
+    mt_decode_params dp = greedy_params();
+    static job_box a[3], b;
+    atomic_store(&finished_rank, 0);
+    for (int k = 0; k < 3; k++) {
+        make_job(&a[k], 32, 0, &dp);
+        a[k].job.client = srv_decode_client_id("ip:10.0.0.1");
+        assert_int_equal(dec.submit(dec.self, &a[k].job), 0);
+    }
+    make_job(&b, 1, 0, &dp);
+    b.job.client = srv_decode_client_id("ip:10.0.0.2");
+    assert_int_equal(dec.submit(dec.self, &b.job), 0);
+    for (int k = 0; k < 3; k++)
+        wait_done(&a[k]);
+    wait_done(&b);
+    printf("client A's jobs done at ranks %d %d %d, client B's single sentence at %d\n", atomic_load(&a[0].order),
+           atomic_load(&a[1].order), atomic_load(&a[2].order), atomic_load(&b.order));
+    assert_int_equal(atomic_load(&b.order), 1);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(a[k].job.status, MT_OK);
+        free_hyps(&a[k], 32);
+    }
+    assert_int_equal(b.job.status, MT_OK);
+    assert_true(b.hyps[0].n_ids > 1);
+    free_hyps(&b, 1);
+    srv_sched_free(sc);
+}
+
+static void test_equal_backlogs_share(void **state)
+{
+    (void)state;
+    srv_sched *sc = new_sched(8);
+    srv_decoder dec = srv_sched_decoder(sc);
+    mt_decode_params dp = greedy_params();
+    static job_box x[2][2];
+    atomic_store(&finished_rank, 0);
+    /* client 0 queues both its jobs first: served in order of arrival, its
+     * second job would be done before client 1's first */
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 2; k++) {
+            make_job(&x[c][k], 24, 0, &dp);
+            x[c][k].job.client = srv_decode_client_id(c ? "key:1" : "key:0");
+        }
+    assert_int_equal(dec.submit(dec.self, &x[0][0].job), 0);
+    assert_int_equal(dec.submit(dec.self, &x[0][1].job), 0);
+    assert_int_equal(dec.submit(dec.self, &x[1][0].job), 0);
+    assert_int_equal(dec.submit(dec.self, &x[1][1].job), 0);
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 2; k++)
+            wait_done(&x[c][k]);
+    printf("ranks: client 0's jobs %d %d, client 1's %d %d\n", atomic_load(&x[0][0].order),
+           atomic_load(&x[0][1].order), atomic_load(&x[1][0].order), atomic_load(&x[1][1].order));
+    /* turns: each client's first job is done before either's second */
+    assert_true(atomic_load(&x[1][0].order) < atomic_load(&x[0][1].order));
+    assert_true(atomic_load(&x[0][0].order) < atomic_load(&x[1][1].order));
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(x[c][k].job.status, MT_OK);
+            free_hyps(&x[c][k], 24);
+        }
+    srv_sched_free(sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interactive_first),
         cmocka_unit_test(test_background_alone_takes_every_row),
+        cmocka_unit_test(test_clients_take_turns),
+        cmocka_unit_test(test_equal_backlogs_share),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -44,6 +44,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -542,6 +547,84 @@ static void test_disconnect(void **state)
     assert_int_equal(stop_checked(&s, "batching off"), 0);
 }
 
+/* A streaming client that stops reading (a tiny receive buffer, never read
+ * after the first bytes): the server closes it within --write-timeout plus
+ * the sweeper's slack, counts it (reason write_timeout), frees its decoder
+ * rows, and serves another client meanwhile. */
+#define WRITE_TIMEOUT_S 2
+static void test_write_timeout(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--model", "tiny=models/tiny", "--max-batch", "16", "--max-tokens", "100000",
+                                        "--max-body", "4M", "--write-timeout", "2", NULL };
+    server s;
+    assert_int_equal(server_start(&s, args), 0);
+    double w0 = metric(&s, "mtserve_connections_closed_total{reason=\"write_timeout\"}");
+    char *body = long_job(2000, 64);
+    size_t blen = strlen(body);
+    char head[256];
+    int hl = snprintf(head, sizeof head, "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                         "Content-Length: %zu\r\n\r\n", blen);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    int rcv = 1024;                             /* before connect: the window stays small */
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s.port) };
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(send(fd, head, (size_t)hl, MSG_NOSIGNAL), hl);
+    for (size_t off = 0; off < blen;) {
+        ssize_t n = send(fd, body + off, blen - off, MSG_NOSIGNAL);
+        assert_true(n > 0);
+        off += (size_t)n;
+    }
+    char buf[4096];
+    struct timeval tv = { 30, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t got = recv(fd, buf, 64, 0);         /* the stream began; from now on nothing is read */
+    assert_true(got > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    double t0 = now_s();
+    while (metric(&s, "mtserve_connections_closed_total{reason=\"write_timeout\"}") < w0 + 1 &&
+           now_s() - t0 < WRITE_TIMEOUT_S + 8)
+        sleep_ms(100);
+    double dt = now_s() - t0;
+    double w1 = metric(&s, "mtserve_connections_closed_total{reason=\"write_timeout\"}");
+    /* its rows come back (the stream's abort check saw the socket shut) */
+    static const char *const rows[] = { "mtserve_batch_rows_in_use", "mtserve_active_sequences",
+                                        "mtserve_waiting_sequences" };
+    int freed = wait_zero(&s, rows, 3, 10);
+    /* another client is served meanwhile */
+    char why[600];
+    json_t *req = json_pack("{s:s,s:s,s:i}", "text", "Hello world.", "model", "tiny", "max_length", 20);
+    const char *other = both_ways(&s, req, NULL, NULL, why, sizeof why);
+    json_decref(req);
+    /* and the stalled socket ends: what was queued, then end of stream (or a reset) */
+    double t1 = now_s();
+    tv.tv_sec = 5;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int ended = 0;
+    while (now_s() - t1 < 10) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            ended = 1;
+            break;
+        }
+        if (n < 0)
+            break;
+    }
+    close(fd);
+    free(body);
+    print_message("# write timeout: a stream client stopped reading; closed (write_timeout %.0f -> %.0f) %.2f s "
+                  "later, rows freed: %s, another client: %s, its socket ended: %s\n", w0, w1, dt,
+                  freed ? "yes" : "no", other ? other : "ok", ended ? "yes" : "no");
+    assert_true(w0 >= 0 && w1 >= w0 + 1);
+    assert_true(dt < WRITE_TIMEOUT_S + 2);
+    assert_true(freed);
+    assert_null(other);
+    assert_true(ended);
+    assert_int_equal(stop_checked(&s, "write timeout"), 0);
+}
+
 static void expect_json_error(const char *body, long status, const char *code, const char *word)
 {
     sse s = sse_post(&srv, body, 0);
@@ -879,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_first_token),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_disconnect),
+        cmocka_unit_test(test_write_timeout),
         cmocka_unit_test(test_error_event),
         cmocka_unit_test(test_batching_off),
         cmocka_unit_test(test_pivot),

@@ -16,7 +16,8 @@
  *                   mt_k_to_f16, mt_k_from_f16: the F16 K/V cache
  *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
  *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip: row-wise kernels
- *   alloc.c         mt_huge_alloc, mt_huge_free: the big, long-lived buffers
+ *   alloc.c         mt_huge_alloc, mt_huge_free: the big, long-lived buffers;
+ *                   mt_pages_*: page mappings whose pages can be given back
  * Their naive references are test code: tests/ref_kernels.h.
  */
 #ifndef MT_KERNELS_H
@@ -88,8 +89,17 @@ void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp);
 double mt_k_logsumexp_skip(const float *logits, int n, int skip);
 
 /* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers
- * (packed weights, session arenas); free with the size that was allocated. */
+ * (packed weights); free with the size that was allocated. */
 void *mt_huge_alloc(size_t bytes);
 void  mt_huge_free(void *p, size_t bytes);
+/* alloc.c: zeroed, page-aligned mappings of 4 KB pages (session arenas);
+ * free with the size that was allocated.  mt_pages_release gives every page
+ * of [p, p + bytes) back to the system (the range then reads as zeros; p as
+ * mt_pages_alloc returned it); 0, or -1 with nothing changed.
+ * mt_pages_resident: the bytes of the range in memory now (mincore). */
+void  *mt_pages_alloc(size_t bytes);
+void   mt_pages_free(void *p, size_t bytes);
+int    mt_pages_release(void *p, size_t bytes);
+size_t mt_pages_resident(const void *p, size_t bytes);
 
 #endif

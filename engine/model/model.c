@@ -41,6 +41,9 @@ typedef struct {
     size_t      pk_need;           /* sizing pass (m->packed still NULL): bytes the packs take */
     mt_weights  held;              /* how the products' weights are held: F32, F16 or INT8 */
     mt_q8_isa   isa;               /* INT8: the kernel that runs them */
+    int         card;              /* mt_model_load_card: the config and tokenizer only */
+    size_t      card_file_bytes;   /* a card: the size of the weights file it names */
+    const char *card_format;
 } loader;
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -564,6 +567,24 @@ static mt_status open_weights(loader *L, mt_err *err)
     return mt_err_set(err, MT_ERR_IO, "%s: no weights (model.safetensors or pytorch_model.bin)", L->dir);
 }
 
+/* A card: which weights file the directory holds and its size, without
+ * opening it (open_weights' choice). */
+static mt_status card_weights(loader *L, mt_err *err)
+{
+    static const struct { const char *file, *format; } forms[] = {
+        { "model.safetensors", "safetensors" }, { "pytorch_model.bin", "pytorch" },
+    };
+    struct stat sb;
+    for (int i = 0; i < 2; i++)
+        if (exists(L->dir, forms[i].file, L->st_path, sizeof L->st_path) && stat(L->st_path, &sb) == 0) {
+            snprintf(L->m->weights_file, sizeof L->m->weights_file, "%s", forms[i].file);
+            L->card_file_bytes = (size_t)sb.st_size;
+            L->card_format = forms[i].format;
+            return MT_OK;
+        }
+    return mt_err_set(err, MT_ERR_IO, "%s: no weights (model.safetensors or pytorch_model.bin)", L->dir);
+}
+
 /* The config parsed, the weights opened: every tensor the engine uses. */
 static mt_status load_tensors(loader *L, json_t *cfg, json_t *gen, mt_err *err)
 {
@@ -592,7 +613,8 @@ static mt_status load_hf(loader *L, mt_err *err)
     if ((st = read_json(L->dir, "config.json", 1, &cfg, err)) == MT_OK &&
         (st = read_json(L->dir, "generation_config.json", 0, &gen, err)) == MT_OK &&
         (st = read_json(L->dir, "tokenizer_config.json", 0, &tcfg, err)) == MT_OK &&
-        (st = open_weights(L, err)) == MT_OK && (st = load_tensors(L, cfg, gen, err)) == MT_OK) {
+        (st = L->card ? card_weights(L, err) : open_weights(L, err)) == MT_OK &&
+        (st = L->card ? parse_config(L, cfg, gen, err) : load_tensors(L, cfg, gen, err)) == MT_OK) {
         cfg_str(tcfg, "source_lang", "", m->src_lang, sizeof m->src_lang);
         cfg_str(tcfg, "target_lang", "", m->tgt_lang, sizeof m->tgt_lang);
         st = load_tokenizer(L, err);
@@ -612,14 +634,19 @@ static mt_status load_marian(loader *L, mt_err *err)
     mt_status st = mt_marian_open(L->dir, &d, err);
     if (st != MT_OK)
         return st;
-    m->st = d.weights;                  /* the model owns the mapping from here */
-    d.weights = NULL;
+    if (L->card) {                      /* the config marian.c derived; the mapping is closed below */
+        L->card_file_bytes = d.weights->size;
+        L->card_format = d.weights->format;
+    } else {
+        m->st = d.weights;              /* the model owns the mapping from here */
+        d.weights = NULL;
+    }
     L->pad_rows = d.pad_rows;
     const char *base = strrchr(d.model_path, '/') ? strrchr(d.model_path, '/') + 1 : d.model_path;
     snprintf(m->weights_file, sizeof m->weights_file, "%.*s", (int)sizeof m->weights_file - 1, base);
     snprintf(L->st_path, sizeof L->st_path, "%s", d.model_path);
     snprintf(L->cfg_file, sizeof L->cfg_file, "%s (special:model.yml)", d.model_path);
-    if ((st = load_tensors(L, d.config, NULL, err)) == MT_OK) {
+    if ((st = L->card ? parse_config(L, d.config, NULL, err) : load_tensors(L, d.config, NULL, err)) == MT_OK) {
         mt_tokenizer_files f = {
             .src_spm = d.src_spm, .tgt_spm = d.tgt_spm, .src_vocab = d.src_vocab_path,
             .tgt_vocab = d.joint_vocab ? NULL : d.tgt_vocab_path, .src_vocab_obj = d.src_vocab,
@@ -805,6 +832,23 @@ static mt_status prepare_weights(loader *L, mt_err *err)
     return MT_OK;
 }
 
+/* A card's info: the config's; of the weights only the file (their dtype,
+ * how they would be held and their bytes are known once loaded). */
+static void fill_card_info(loader *L)
+{
+    mt_model *m = L->m;
+    m->info.activation = m->act_name;
+    m->info.source_lang = m->src_lang;
+    m->info.target_lang = m->tgt_lang;
+    m->info.dtype = m->dtype;
+    m->info.weights = "";
+    m->info.int8_kernel = "";
+    m->info.weight_bytes = 0;
+    m->info.file_bytes = L->card_file_bytes;
+    m->info.format = L->card_format ? L->card_format : "";
+    m->info.weights_file = m->weights_file;
+}
+
 /* Dtype of the weights on disk: the one of the embedding matrix. */
 static void fill_info(loader *L)
 {
@@ -859,6 +903,28 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     *out = m;
     return MT_OK;
 }
+
+mt_status mt_model_load_card(const char *dir, mt_model **out, mt_err *err)
+{
+    *out = NULL;
+    if (!dir || !*dir)
+        return mt_err_set(err, MT_ERR_INPUT, "no model directory given");
+    mt_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    m->card = 1;
+    loader L = {.m = m, .dir = dir, .card = 1};
+    mt_status st = load_all(&L, err);
+    if (st != MT_OK) {
+        mt_model_free(m);
+        return st;
+    }
+    fill_card_info(&L);
+    *out = m;
+    return MT_OK;
+}
+
+int mt_model_is_card(const mt_model *m) { return m && m->card; }
 
 void mt_model_free(mt_model *m)
 {

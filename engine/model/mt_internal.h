@@ -77,6 +77,7 @@ struct mt_model {
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
     int     n_owned, cap_owned;
     char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8], weights_file[256];
+    int     card;                /* 1: mt_model_load_card: config and tokenizer, no weights */
 };
 
 /* Attention weights capture for mt_attention_run (NULL on the normal path). */
@@ -135,7 +136,8 @@ struct mt_session {
     const mt_model *m;
     mt_session_params p;
     size_t bytes;
-    void  *arena;
+    void  *arena;              /* one page mapping of `bytes` (kernels/alloc.c mt_pages_alloc) */
+    size_t fresh_resident;     /* bytes of it resident once mt_session_new had set it up */
     int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
     /* activations [rows_max][.] */
     float *x, *qkv, *ctx, *h, *ffn;

@@ -1,6 +1,7 @@
 /* session.c: every mutable buffer of a request, sized once from
  * mt_session_params and carved out of one allocation.  Decoding never
- * allocates: all per-token state below lives here. */
+ * allocates: all per-token state below lives here.  The allocation is a
+ * page mapping (kernels/alloc.c) whose pages mt_session_trim gives back. */
 #include "mt_internal.h"
 
 #include <stdlib.h>
@@ -122,6 +123,17 @@ static void mark_word_cont(mt_session *s)
     }
 }
 
+/* The state of a fresh session that is not zero bytes: every row free
+ * (row_owner -1; the sequences are MT_SEQ_FREE, 0) and the word tables.
+ * Everything else starts zeroed, as the mapping comes, and a trimmed
+ * session starts here again. */
+static void init_state(mt_session *s)
+{
+    for (int r = 0; r < s->p.max_batch; r++)
+        s->row_owner[r] = -1;
+    mark_word_cont(s);
+}
+
 void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n)
 {
     if (s->p.kv_f16)
@@ -149,6 +161,8 @@ static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_
 mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_session **out, mt_err *err)
 {
     *out = NULL;
+    if (m->card)
+        return mt_err_set(err, MT_ERR_INPUT, "session: the model is a card (mt_model_load_card): it has no weights");
     mt_session_params p = params ? *params : mt_session_default_params(m);
     mt_status st = check_params(m, &p, err);
     if (st != MT_OK)
@@ -162,18 +176,17 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     carver c = {0};
     layout(s, &c);
     s->bytes = c.at;
-    /* calloc: large blocks come zeroed from mmap, pages only touched when used.
-     * (Not huge pages: a session's touched parts are spread over its layers'
-     * caches, and 2 MB pages made each idle worker cost ~30 MB of RSS.) */
-    if (c.at > ((size_t)1 << 36) || !(s->arena = calloc(1, c.at))) {
+    /* Zeroed pages, only touched when used.  (Not huge pages: a session's
+     * touched parts are spread over its layers' caches, and 2 MB pages made
+     * each idle worker cost ~30 MB of RSS.) */
+    if (c.at > ((size_t)1 << 36) || !(s->arena = mt_pages_alloc(c.at))) {
         free(s);
         return mt_err_set(err, MT_ERR_NOMEM, "session: cannot allocate %zu MB", c.at >> 20);
     }
     c = (carver){.base = s->arena};
     layout(s, &c);
-    for (int r = 0; r < p.max_batch; r++)      /* seqs are MT_SEQ_FREE (0) from calloc */
-        s->row_owner[r] = -1;
-    mark_word_cont(s);
+    init_state(s);
+    s->fresh_resident = mt_pages_resident(s->arena, s->bytes);
     *out = s;
     return MT_OK;
 }
@@ -182,8 +195,29 @@ void mt_session_free(mt_session *s)
 {
     if (!s)
         return;
-    free(s->arena);
+    mt_pages_free(s->arena, s->bytes);
     free(s);
 }
+
+/* A burst of work leaves behind every page it touched (a batch of long
+ * sentences: tens of MB of K/V caches and logits), and nothing else would
+ * return them: they are not malloc's, so malloc_trim cannot.  Released pages
+ * read as zeros, so after init_state the session is as mt_session_new left
+ * it.  mincore first: when little was touched the session keeps its pages
+ * (the next request would only fault them in again). */
+mt_status mt_session_trim(mt_session *s, size_t min_bytes, mt_err *err)
+{
+    if (s->n_seqs > 0)
+        return mt_err_set(err, MT_ERR_BUSY, "session: %d sequences in flight: not trimmed", s->n_seqs);
+    size_t res = mt_pages_resident(s->arena, s->bytes);
+    if (res <= s->fresh_resident || res - s->fresh_resident <= min_bytes)
+        return MT_OK;
+    if (mt_pages_release(s->arena, s->bytes) != 0)
+        return mt_err_set(err, MT_ERR_INTERNAL, "session: madvise(MADV_DONTNEED) failed: not trimmed");
+    init_state(s);
+    return MT_OK;
+}
+
+size_t mt_session_resident(const mt_session *s) { return mt_pages_resident(s->arena, s->bytes); }
 
 size_t mt_session_bytes(const mt_session *s) { return s ? s->bytes + sizeof *s : 0; }

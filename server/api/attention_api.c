@@ -17,6 +17,7 @@
 
 #include "http/body.h"
 #include "handlers.h"
+#include "service/residency.h"
 #include "service/server.h"
 #include "translate/text_ids.h"
 
@@ -101,8 +102,12 @@ static int run(srv_request *req, attn_req *a, srv_response *resp)
 {
     mt_session *s;
     mt_err get_err = { 0 };
-    if (srv_sessions_get(a->m->sessions, &s, &get_err) != MT_OK)
+    if (srv_model_acquire(req->srv, a->m, resp))   /* on demand: loads it (this is a worker) */
+        return -1;
+    if (srv_sessions_get(a->m->sessions, &s, &get_err) != MT_OK) {
+        srv_model_release(req->srv, a->m);
         return srv_fail(resp, SRV_E_INTERNAL, "cannot get a session: %s", get_err.msg);
+    }
     int rc = 0;
     if (!a->target)
         rc = translate_greedy(a, s, resp);
@@ -117,6 +122,7 @@ static int run(srv_request *req, attn_req *a, srv_response *resp)
             rc = srv_fail_mt(resp, &err);
     }
     srv_sessions_put(a->m->sessions, s);
+    srv_model_release(req->srv, a->m);
     free(tgt_in);
     return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "handlers.h"
 #include "common/metrics.h"
+#include "service/residency.h"
 #include "service/server.h"
 
 /* 503 {"status":"loading"} until every model is loaded, then 200 {"status":"ok"}. */
@@ -18,30 +19,35 @@ void srv_handle_health(srv_request *req, srv_response *resp)
     srv_reply_json(resp, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ok" : "loading"));
 }
 
-static json_t *model_json(const srv_server *srv, const srv_model *m, int is_default)
+static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
 {
-    const mt_model_info *i = m->info;
+    const mt_model_info *i = m->info;      /* the card's on demand: no weight fields */
+    srv_model_state st;
+    srv_model_state_get(srv, m, &st);
     json_t *config = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:s,s:s,s:i,s:i}",
                                "d_model", i->d_model, "encoder_layers", i->enc_layers,
                                "decoder_layers", i->dec_layers, "encoder_heads", i->enc_heads,
                                "decoder_heads", i->dec_heads, "encoder_ffn", i->enc_ffn,
                                "decoder_ffn", i->dec_ffn, "vocab_size", i->vocab_size,
                                "max_positions", i->max_positions, "activation", i->activation,
-                               "dtype", i->dtype, "weights", i->weights, "default_beam", i->default_beam,
+                               "dtype", st.dtype, "weights", st.weights, "default_beam", i->default_beam,
                                "default_max_length", i->default_max_length);
-    if (config && i->int8_kernel[0])    /* INT8 weights: the kernel this CPU runs them with */
-        json_object_set_new(config, "int8_kernel", json_string(i->int8_kernel));
-    json_t *size = json_pack("{s:I,s:I,s:I}", "file_bytes", (json_int_t)i->file_bytes,
-                             "weight_bytes", (json_int_t)i->weight_bytes, "session_bytes",
-                             (json_int_t)srv_sessions_bytes(m->sessions));
+    if (config && st.int8_kernel[0])    /* INT8 weights: the kernel this CPU runs them with */
+        json_object_set_new(config, "int8_kernel", json_string(st.int8_kernel));
+    /* weight and session bytes: of the loaded model (0 while it is not) */
+    json_t *size = json_pack("{s:I,s:I,s:I,s:I}", "file_bytes", (json_int_t)i->file_bytes,
+                             "weight_bytes", (json_int_t)st.weight_bytes, "session_bytes",
+                             (json_int_t)st.session_bytes, "resident_bytes", (json_int_t)st.bytes);
     json_t *limits = json_pack("{s:i,s:i,s:i,s:i,s:i,s:s}", "max_batch", m->sparams.max_batch,
                                "max_sentence_tokens", m->sparams.max_src_len, "max_length",
                                m->sparams.max_tgt_len, "max_request_tokens", srv->opts.max_tokens,
                                "sessions", srv->workers, "kv_cache", m->sparams.kv_f16 ? "f16" : "f32");
-    json_t *o = json_pack("{s:s,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "id", m->id, "default", is_default,
-                          "source_lang", i->source_lang, "target_lang", i->target_lang, "format", i->format,
-                          "weights_file", i->weights_file, "size", size, "config", config, "limits", limits,
-                          "load_ms", m->load_ms);
+    json_t *o = json_pack("{s:s,s:b,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "id", m->id, "default", is_default,
+                          "loaded", st.loaded, "source_lang", i->source_lang, "target_lang", i->target_lang,
+                          "format", i->format, "weights_file", i->weights_file, "size", size, "config", config,
+                          "limits", limits, "load_ms", st.load_ms);
+    if (o && srv->residency)            /* on demand: requests holding it now (it is not unloaded meanwhile) */
+        json_object_set_new(o, "in_use", json_integer(st.holders));
     if (o && m->n_targets) {            /* multilingual: the languages its target tokens name */
         json_t *targets = json_array();
         for (int k = 0; k < m->n_targets; k++)
@@ -66,17 +72,22 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     srv_metrics_gauges g = { 0 };
     srv_workers_stats(srv->workers_pool, &g.active_sessions, &g.queue_depth, &g.workers);
     g.in_flight = atomic_load(&srv->in_flight);
-    g.models_loaded = atomic_load(&srv->ready) ? srv->n_models : 0;
-    for (int i = 0; g.models_loaded && i < srv->n_models; i++)
-        if (srv->models[i].sched) {
-            srv_sched_counts c;
-            srv_sched_stats(srv->models[i].sched, &c);
+    srv_model_state states[SRV_MAX_MODELS];
+    srv_models_state(srv, states);
+    for (int i = 0; i < srv->n_models; i++) {
+        const srv_model_state st = states[i];
+        g.models_loaded += st.loaded;
+        if (i < SRV_METRICS_MAX_MODELS)
+            g.model_bytes[i] = (double)st.bytes;
+        if (st.has_sched) {
+            const srv_sched_counts c = st.sched;
             g.active_sequences += c.active;
             g.waiting_sequences += c.waiting;
             g.rows_in_use += c.rows;
             g.active_sessions += c.jobs_started;    /* requests decoding: the scheduler's */
             g.queue_depth += c.jobs_waiting;
         }
+    }
     size_t stored = 0;
     srv_files_usage(srv->files, &g.file_jobs_held, &g.file_jobs_running, &stored);
     g.file_store_bytes = (double)stored;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/metrics.h"
 #include "http/body.h"
 #include "service/server.h"
 #include "common/workers.h"
@@ -18,6 +19,7 @@ enum {
     ROUTE_PREFIX  = 32,  /* path is a prefix: "/web/" matches /web/app.js */
     ROUTE_ASYNC   = 64,  /* starts work that resumes the request (handlers.h: pending) */
     ROUTE_BOTH    = 128, /* LibreTranslate's requests and ours: the body says whose (lt_shape) */
+    ROUTE_LIMITED = 256, /* computes for its client: counted by the rate limits */
 };
 
 typedef struct {
@@ -29,15 +31,15 @@ typedef struct {
 } srv_route;
 
 static const srv_route routes[] = {
-    { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC | ROUTE_BOTH },
-    { "POST", "/attention",    srv_handle_attention,  NULL, ROUTE_BODY | ROUTE_WORKER },
-    { "POST", "/score",        srv_handle_score,      NULL, ROUTE_BODY | ROUTE_WORKER },
+    { "POST", "/translate",    srv_handle_translate,  srv_handle_lt_translate, ROUTE_BODY | ROUTE_ASYNC | ROUTE_BOTH | ROUTE_LIMITED },
+    { "POST", "/attention",    srv_handle_attention,  NULL, ROUTE_BODY | ROUTE_WORKER | ROUTE_LIMITED },
+    { "POST", "/score",        srv_handle_score,      NULL, ROUTE_BODY | ROUTE_WORKER | ROUTE_LIMITED },
     { "POST", "/tokenize",     srv_handle_tokenize,   NULL, ROUTE_BODY },
     { "POST", "/detokenize",   srv_handle_detokenize, NULL, ROUTE_BODY },
-    { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY | ROUTE_BOTH | ROUTE_LT },  /* LibreTranslate's, and ours */
+    { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY | ROUTE_BOTH | ROUTE_LT | ROUTE_LIMITED },  /* LibreTranslate's, and ours */
     { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/frontend/settings", srv_handle_frontend_settings, NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
-    { "POST", "/translate_file", srv_handle_translate_file, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LT },  /* as LibreTranslate's */
+    { "POST", "/translate_file", srv_handle_translate_file, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LT | ROUTE_LIMITED },  /* as LibreTranslate's */
     { "GET",  "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
     { "DELETE", "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
     { "GET",  "/download_file/", srv_handle_download_file, NULL, ROUTE_PUBLIC | ROUTE_PREFIX | ROUTE_LT },
@@ -111,27 +113,6 @@ int srv_route_paths(const char **paths, int max)
 
 /* ---- API key ------------------------------------------------------------------ */
 
-/* Compares without an early exit, so the time does not leak the key's prefix. */
-static int key_equal(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = la != lb;
-    for (size_t i = 0; i < la; i++)
-        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-    return diff == 0;
-}
-
-static int bearer_ok(const srv_request *req, const char *key)
-{
-    const char *h = req->authorization;
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return 0;
-    h += 7;
-    while (*h == ' ')
-        h++;
-    return key_equal(h, key);
-}
-
 /* LibreTranslate's api_key field, or NULL. */
 static const char *body_key(const srv_request *req)
 {
@@ -139,13 +120,31 @@ static const char *body_key(const srv_request *req)
     return json_is_string(field) ? json_string_value(field) : NULL;
 }
 
-/* 1 if the request carries the key: in the header, or as LibreTranslate's api_key field. */
-static int authorized(const srv_request *req, const srv_route *route)
+/* The Authorization header's bearer token, or NULL. */
+static const char *bearer(const srv_request *req)
 {
-    const char *key = req->srv->opts.api_key, *given = body_key(req);
-    if (!key[0] || (route->flags & ROUTE_PUBLIC) || bearer_ok(req, key))
-        return 1;
-    return given && key_equal(given, key);
+    const char *h = req->authorization;
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return NULL;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return h;
+}
+
+/* 1 if the request may use the route; *key: the index among the server's
+ * keys of the one it presents (the bearer token, else LibreTranslate's
+ * api_key field), -1 when none is valid or none is required. */
+static int authorized(const srv_request *req, const srv_route *route, int *key)
+{
+    const srv_api_keys *keys = &req->srv->keys;
+    const char *b = bearer(req), *f = body_key(req);
+    *key = -1;
+    if (keys->n && b)
+        *key = srv_api_keys_find(keys, b);
+    if (keys->n && *key < 0 && f)
+        *key = srv_api_keys_find(keys, f);
+    return keys->n == 0 || (route->flags & ROUTE_PUBLIC) || *key >= 0;
 }
 
 /* LibreTranslate (its access_check) refuses a wrong key with 403 "Invalid API
@@ -159,6 +158,80 @@ static int unauthorized(const srv_request *req, srv_response *resp)
     if ((given && given[0]) || req->authorization)
         return srv_fail(resp, SRV_E_UNAUTHORIZED, "Invalid API key");
     return srv_fail(resp, SRV_E_BAD_REQUEST, "Please contact the server operator to get an API key");
+}
+
+/* ---- whose request: a client, for fairness and rate limits ------------------------ */
+
+/* req->client: "key:N" for the N-th key the request presents, else
+ * "ip:ADDR" (its address, from behind a trusted proxy as http.c read it). */
+static void identify(srv_request *req, int key)
+{
+    if (key >= 0)
+        snprintf(req->client, sizeof req->client, "key:%d", key);
+    else
+        snprintf(req->client, sizeof req->client, "ip:%s", req->client_addr ? req->client_addr : "");
+}
+
+/* Code points of a text field: a string, or an array of strings. */
+static long field_chars(const json_t *v)
+{
+    long n = 0;
+    if (json_is_string(v)) {
+        const unsigned char *p = (const unsigned char *)json_string_value(v);
+        size_t len = json_string_length(v);
+        for (size_t i = 0; i < len; i++)
+            n += (p[i] & 0xc0) != 0x80;
+    } else if (json_is_array(v)) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e)
+            n += json_is_string(e) ? field_chars(e) : 0;
+    }
+    return n;
+}
+
+/* The request's characters of text: its "q" (LibreTranslate's) or "text". */
+static long request_chars(const srv_request *req)
+{
+    if (!json_is_object(req->json))
+        return 0;
+    const json_t *q = json_object_get(req->json, "q");
+    return field_chars(q ? q : json_object_get(req->json, "text"));
+}
+
+/* The rate limits of the request's client (the key's own, else the
+ * server's): 0 when it may go on, else failed with 429 (413 for more
+ * characters than a whole minute allows). */
+static int over_limit(srv_request *req, srv_response *resp, int key)
+{
+    srv_server *srv = req->srv;
+    if (!srv->limits)
+        return 0;
+    srv_limit lim = { srv->opts.req_limit, srv->opts.char_limit };
+    if (key >= 0 && srv->keys.v[key].req_limit >= 0)
+        lim.req_per_min = srv->keys.v[key].req_limit;
+    if (key >= 0 && srv->keys.v[key].char_limit >= 0)
+        lim.chars_per_min = srv->keys.v[key].char_limit;
+    long chars = request_chars(req);
+    int retry = 0;
+    switch (srv_ratelimit_take(srv->limits, req->client, &lim, chars, srv_now(), &retry)) {
+    case SRV_LIMIT_OK:
+        return 0;
+    case SRV_LIMIT_NEVER:
+        return srv_fail(resp, SRV_E_INPUT_TOO_LONG, "the text has %ld characters, over this client's limit of "
+                        "%ld per minute", chars, lim.chars_per_min);
+    case SRV_LIMIT_REQUESTS:
+        srv_metrics_rate_limited(0);
+        resp->retry_after = retry;
+        return srv_fail(resp, SRV_E_RATE_LIMITED, "over this client's limit of %ld requests per minute; retry "
+                        "after %d s", lim.req_per_min, retry);
+    case SRV_LIMIT_CHARS:
+        srv_metrics_rate_limited(1);
+        resp->retry_after = retry;
+        return srv_fail(resp, SRV_E_RATE_LIMITED, "over this client's limit of %ld characters per minute (this "
+                        "request: %ld); retry after %d s", lim.chars_per_min, chars, retry);
+    }
+    return 0;
 }
 
 /* ---- whose request: LibreTranslate's or ours ------------------------------------- */
@@ -251,12 +324,16 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp, c
         json_decref(req->json);
         body_ok = (req->json = json_object()) != NULL;
     }
-    if (!authorized(req, route))
+    int key;
+    if (!authorized(req, route, &key))
         return unauthorized(req, resp);
+    identify(req, key);
     if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
         resp->retry_after = 2;
         return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
     }
+    if ((route->flags & ROUTE_LIMITED) && over_limit(req, resp, key))
+        return -1;
     if (!body_ok)
         return srv_fail(resp, body->error, "%s", body->message);
     return 0;

@@ -18,6 +18,7 @@
 
 #include "http/body.h"
 #include "handlers.h"
+#include "service/residency.h"
 #include "service/server.h"
 #include "translate/text_ids.h"
 
@@ -114,12 +115,16 @@ static int tokenize(const srv_request *req, score_req *r, srv_response *resp)
 }
 
 /* Every pair in one mt_score_batch call on a pooled session. */
-static int run(score_req *r, srv_response *resp)
+static int run(srv_server *srv, score_req *r, srv_response *resp)
 {
     mt_session *s;
     mt_err err = { 0 };
-    if (srv_sessions_get(r->m->sessions, &s, &err) != MT_OK)
+    if (srv_model_acquire(srv, r->m, resp))     /* on demand: loads it (this is a worker) */
+        return -1;
+    if (srv_sessions_get(r->m->sessions, &s, &err) != MT_OK) {
+        srv_model_release(srv, r->m);
         return srv_fail(resp, SRV_E_INTERNAL, "cannot get a session: %s", err.msg);
+    }
     const int32_t **src = malloc(sizeof *src * (size_t)r->n), **tgt = malloc(sizeof *tgt * (size_t)r->n);
     int *ns = malloc(sizeof *ns * (size_t)r->n), *nt = malloc(sizeof *nt * (size_t)r->n);
     float **lp = malloc(sizeof *lp * (size_t)r->n);
@@ -134,6 +139,7 @@ static int run(score_req *r, srv_response *resp)
             rc = srv_fail_mt(resp, &err);
     }
     srv_sessions_put(r->m->sessions, s);
+    srv_model_release(srv, r->m);
     free(src);
     free(tgt);
     free(ns);
@@ -166,7 +172,7 @@ static json_t *pair_json(const srv_model *m, const score_pair *p)
 void srv_handle_score(srv_request *req, srv_response *resp)
 {
     score_req r = { 0 };
-    if (parse(req, resp, &r) || tokenize(req, &r, resp) || run(&r, resp))
+    if (parse(req, resp, &r) || tokenize(req, &r, resp) || run(req->srv, &r, resp))
         goto done;
     json_t *list = json_array();
     for (int i = 0; i < r.n; i++)

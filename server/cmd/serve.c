@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "api/routes.h"
 #include "service/glossaries.h"
+#include "service/residency.h"
 #include "service/server.h"
 
 typedef struct {
@@ -33,10 +34,10 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
-/* Decoder rows of a scheduler's session: --max-batch, else 64. */
-static int sched_rows(const srv_server *srv)
+/* Models on demand (service/residency.h) rather than all loaded at start. */
+static int on_demand(const srv_options *o)
 {
-    return srv->opts.max_batch > 0 ? srv->opts.max_batch : 64;
+    return o->model_dir[0] || o->max_models > 0 || o->memory_budget > 0;
 }
 
 /* Workers x compute threads <= cores: on 2 cores, 2 workers of 1 thread each
@@ -68,33 +69,13 @@ static void plan_threads(srv_server *srv)
                 srv->workers, srv->blas_threads, srv->cores);
 }
 
-/* The model's scheduler: a session of sched_rows rows, otherwise shaped like its others. */
-static int start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
-{
-    mt_session_params p = m->sparams;
-    p.max_batch = sched_rows(srv);
-    if (p.max_batch < m->sparams.max_batch)
-        p.max_batch = m->sparams.max_batch;
-    srv_sched_params sp = srv_sched_default_params();
-    /* as many requests decode at once as --threads says (default: one per
-     * decoder row), and --queue more may wait */
-    sp.max_jobs = srv->opts.queue + (srv->opts.threads > 0 ? srv->opts.threads : p.max_batch);
-    sp.queue_timeout_s = srv->opts.queue_timeout_ms / 1e3;
-    m->sched = srv_sched_new(m->model, &p, &sp, err);
-    if (!m->sched)
-        return -1;
-    m->decoder = srv_sched_decoder(m->sched);
-    fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows\n", m->id, p.max_batch);
-    return 0;
-}
-
 static void *load_models(void *arg)
 {
     loader *ld = arg;
     srv_server *srv = ld->srv;
     for (int i = 0; i < srv->opts.n_models; i++) {
         srv_model *m = &srv->models[i];
-        if (srv_model_load(srv, i, &ld->err) != MT_OK || (srv->opts.batching && start_scheduler(srv, m, &ld->err))) {
+        if (srv_model_load(srv, i, &ld->err) != MT_OK) {       /* with its scheduler when batching */
             ld->failed_model = i;
             atomic_store(&ld->done, -1);
             return NULL;
@@ -121,9 +102,9 @@ static void register_metrics(const srv_server *srv)
     const char *paths[SRV_METRICS_MAX_ROUTES];
     srv_metrics_set_routes(paths, srv_route_paths(paths, SRV_METRICS_MAX_ROUTES));
     const char *ids[SRV_MAX_MODELS];
-    for (int i = 0; i < srv->opts.n_models; i++)
-        ids[i] = srv->opts.models[i].id;
-    srv_metrics_set_models(ids, srv->opts.n_models);
+    for (int i = 0; i < srv->n_models; i++)   /* named before: on demand, every model available */
+        ids[i] = srv->models[i].id;
+    srv_metrics_set_models(ids, srv->n_models);
 }
 
 /* Waits for SIGTERM/SIGINT; returns 0 on a signal, 1 if loading failed. */
@@ -167,6 +148,41 @@ static void fit_connections(srv_server *srv)
     }
 }
 
+/* The API keys (--api-key, --api-keys FILE), the rate limits and the trusted
+ * proxies; 0, or -1 with a message. */
+#define LIMITED_CLIENTS 4096    /* clients whose rate-limit buckets are held at once */
+static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_t err_len)
+{
+    if (srv->opts.api_key[0] && srv_api_keys_add(&srv->keys, srv->opts.api_key, err, err_len))
+        return -1;
+    if (srv->opts.api_keys[0]) {
+        if (srv_api_keys_load(&srv->keys, srv->opts.api_keys, err, err_len))
+            return -1;
+        if (srv->keys.n == 0) {
+            snprintf(err, err_len, "--api-keys %s: no key in the file", srv->opts.api_keys);
+            return -1;
+        }
+    }
+    int limited = srv->opts.req_limit > 0 || srv->opts.char_limit > 0;
+    for (int i = 0; i < srv->keys.n; i++)
+        limited |= srv->keys.v[i].req_limit > 0 || srv->keys.v[i].char_limit > 0;
+    if (limited && !(srv->limits = srv_ratelimit_new(LIMITED_CLIENTS))) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    if (!(*proxies = srv_proxies_parse(srv->opts.trusted_proxy, err, err_len)))
+        return -1;
+    return 0;
+}
+
+static void access_free(srv_server *srv, srv_proxies *proxies)
+{
+    srv_api_keys_free(&srv->keys);
+    srv_ratelimit_free(srv->limits);
+    srv->limits = NULL;
+    srv_proxies_free(proxies);
+}
+
 static int run(srv_server *srv)
 {
     sigset_t set;
@@ -182,6 +198,13 @@ static int run(srv_server *srv)
     char gerr[1400];
     if (srv_glossaries_load(srv, gerr, sizeof gerr)) {
         fprintf(stderr, "mtserve: %s\n", gerr);
+        srv_glossaries_free(srv);
+        return 1;
+    }
+    srv_proxies *proxies = NULL;
+    if (access_start(srv, &proxies, gerr, sizeof gerr)) {
+        fprintf(stderr, "mtserve: %s\n", gerr);
+        access_free(srv, proxies);
         srv_glossaries_free(srv);
         return 1;
     }
@@ -205,8 +228,10 @@ static int run(srv_server *srv)
         .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
         .max_connections_per_ip = srv->opts.max_connections_per_ip,
         .request_timeout_s = srv->opts.request_timeout_s,
+        .write_timeout_s = srv->opts.write_timeout_s,
         .max_body = srv->opts.max_body, .access_log = srv->opts.access_log,
         .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
+        .trusted_proxies = proxies,
         .router = { .prepare = srv_route_prepare, .start = srv_route_start, .finish = srv_route_finish,
                     .label = srv_route_label, .lt_errors = srv_route_lt_errors,
                     .max_body = srv_route_max_body, .ctx = srv },
@@ -226,7 +251,23 @@ static int run(srv_server *srv)
 
     loader ld = { .srv = srv };
     pthread_t tid;
-    if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
+    int loading = !on_demand(&srv->opts);
+    if (!loading) {
+        /* on demand: the cards are read, models load on first use (residency.h) */
+        mt_err rerr = { 0 };
+        if (!srv_residency_new(srv, &rerr)) {
+            fprintf(stderr, "mtserve: %s\n", rerr.msg);
+            srv_http_stop(http, 0);
+            srv_files_free(srv->files);
+            srv_workers_free(srv->workers_pool);
+            return 1;
+        }
+        atomic_store(&srv->ready, 1);
+        atomic_store(&ld.done, 1);
+        fprintf(stderr, "mtserve: ready: %d models available, loaded on demand (at most %d at once, "
+                        "memory budget %.1f MB; 0 = no limit)\n", srv->n_models, srv->opts.max_models,
+                (double)srv->opts.memory_budget / 1e6);
+    } else if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
         srv_http_stop(http, 0);
         srv_files_free(srv->files);
         srv_workers_free(srv->workers_pool);
@@ -234,7 +275,7 @@ static int run(srv_server *srv)
     }
     int rc = wait_for_signal(&set, &ld);
     if (srv_http_stop(http, rc ? 0 : srv->opts.drain_s) != 0) {
-        if (atomic_load(&ld.done) != 0)
+        if (loading && atomic_load(&ld.done) != 0)
             pthread_join(tid, NULL);    /* the loader is over: nothing of ours left unjoined */
         fflush(NULL);
         _exit(1);           /* requests still decode: do not free what they use */
@@ -244,8 +285,10 @@ static int run(srv_server *srv)
         fflush(NULL);
         _exit(rc);          /* a load cannot be interrupted; nothing else runs */
     }
-    pthread_join(tid, NULL);
+    if (loading)
+        pthread_join(tid, NULL);
     srv_files_free(srv->files);             /* its batches in flight come back first */
+    srv_residency_free(srv->residency);     /* on demand: unloads them (no request is left) */
     srv_workers_free(srv->workers_pool);
     for (int i = 0; i < srv->n_models; i++) {
         srv_sched_free(srv->models[i].sched);
@@ -254,6 +297,7 @@ static int run(srv_server *srv)
     srv_models_free(srv);
     srv_glossaries_free(srv);
     srv_cache_free(srv->cache);
+    access_free(srv, proxies);
     if (rc == 0)
         fprintf(stderr, "mtserve: stopped\n");
     return rc;
@@ -274,9 +318,16 @@ int mt_cmd_serve(int argc, char **argv)
         free(srv);
         return rc > 0 ? 0 : 2;
     }
-    srv->n_models = srv->opts.n_models;
     srv->t_start = srv_now();
     plan_threads(srv);
+    if (!on_demand(&srv->opts)) {
+        srv_models_name(srv);
+    } else if (srv_models_discover(srv, err, sizeof err) != 0) {
+        fprintf(stderr, "mtserve: %s\n", err);
+        srv_models_free(srv);
+        free(srv);
+        return 1;
+    }
     rc = run(srv);
     free(srv);
     return rc;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int status_codes[] = { 200, 204, 400, 401, 404, 405, 413, 500, 503 };
+static const int status_codes[] = { 200, 204, 400, 401, 404, 405, 413, 429, 500, 503 };
 #define N_STATUS ((int)(sizeof status_codes / sizeof status_codes[0]) + 1)   /* + "other" */
 
 static const double buckets[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 };
@@ -29,9 +29,11 @@ static struct {
     _Atomic u64 sum_us[SRV_METRICS_MAX_ROUTES + 1];
     _Atomic u64 src_tokens[SRV_METRICS_MAX_MODELS];
     _Atomic u64 gen_tokens[SRV_METRICS_MAX_MODELS];
+    _Atomic u64 model_loads[SRV_METRICS_MAX_MODELS], model_unloads[SRV_METRICS_MAX_MODELS];  /* on demand */
     _Atomic u64 batch_hist[12];     /* decoder steps by rows, non-cumulative (batch_buckets) */
     _Atomic u64 batch_steps, batch_rows, cancelled;
     _Atomic u64 closed[SRV_CLOSE_REASONS];     /* connections the server closed, by reason */
+    _Atomic u64 limited[2];         /* 429s of the rate limits: requests, characters */
 } M = { .routes = { "other" }, .n_routes = 1 };
 
 void srv_metrics_set_routes(const char *const *labels, int n)
@@ -88,6 +90,18 @@ void srv_metrics_tokens(int m, long source_tokens, long generated_tokens)
         return;
     atomic_fetch_add(&M.src_tokens[m], (u64)(source_tokens > 0 ? source_tokens : 0));
     atomic_fetch_add(&M.gen_tokens[m], (u64)(generated_tokens > 0 ? generated_tokens : 0));
+}
+
+void srv_metrics_model_loaded(int m)
+{
+    if (m >= 0 && m < M.n_models)
+        atomic_fetch_add(&M.model_loads[m], 1);
+}
+
+void srv_metrics_model_unloaded(int m)
+{
+    if (m >= 0 && m < M.n_models)
+        atomic_fetch_add(&M.model_unloads[m], 1);
 }
 
 void srv_metrics_batch_step(int rows)
@@ -199,6 +213,24 @@ static void render_tokens(strbuf *sb)
                   atomic_load(&M.gen_tokens[m]));
 }
 
+/* Models on demand: loads, unloads and the bytes each holds now. */
+static void render_residency(strbuf *sb, const srv_metrics_gauges *g)
+{
+    sb_printf(sb, "# HELP mtserve_model_loads_total Times a model's weights were loaded (at start, or on demand).\n"
+                  "# TYPE mtserve_model_loads_total counter\n");
+    for (int m = 0; m < M.n_models; m++)
+        sb_printf(sb, "mtserve_model_loads_total{model=\"%s\"} %llu\n", M.models[m], atomic_load(&M.model_loads[m]));
+    sb_printf(sb, "# HELP mtserve_model_unloads_total Times a model's weights were unloaded to keep within "
+                  "--max-models and --memory-budget.\n# TYPE mtserve_model_unloads_total counter\n");
+    for (int m = 0; m < M.n_models; m++)
+        sb_printf(sb, "mtserve_model_unloads_total{model=\"%s\"} %llu\n", M.models[m],
+                  atomic_load(&M.model_unloads[m]));
+    sb_printf(sb, "# HELP mtserve_model_resident_bytes Bytes a model holds now: its weights and one session "
+                  "(0: not loaded).\n# TYPE mtserve_model_resident_bytes gauge\n");
+    for (int m = 0; m < M.n_models; m++)
+        sb_printf(sb, "mtserve_model_resident_bytes{model=\"%s\"} %.0f\n", M.models[m], g->model_bytes[m]);
+}
+
 static void render_batch(strbuf *sb)
 {
     sb_printf(sb, "# HELP mtserve_batch_rows Decoder rows per continuous-batching step.\n"
@@ -221,13 +253,31 @@ static void render_closed(strbuf *sb)
 {
     static const char *const reason[SRV_CLOSE_REASONS] = {
         [SRV_CLOSE_REQUEST_TIMEOUT] = "request_timeout", [SRV_CLOSE_IDLE] = "idle",
-        [SRV_CLOSE_CLIENT_GONE] = "client_gone",
+        [SRV_CLOSE_CLIENT_GONE] = "client_gone", [SRV_CLOSE_WRITE_TIMEOUT] = "write_timeout",
+        [SRV_CLOSE_PER_IP] = "per_ip_limit",
     };
     sb_printf(sb, "# HELP mtserve_connections_closed_total Connections the server closed: a request not received "
-                  "within --request-timeout (408), keep-alive idle past --timeout, or a client that had gone.\n"
+                  "within --request-timeout (408), keep-alive idle past --timeout, a client that had gone, or a reply the "
+                  "client stopped reading for --write-timeout, or over --max-connections-per-ip.\n"
                   "# TYPE mtserve_connections_closed_total counter\n");
     for (int r = 0; r < SRV_CLOSE_REASONS; r++)
         sb_printf(sb, "mtserve_connections_closed_total{reason=\"%s\"} %llu\n", reason[r], atomic_load(&M.closed[r]));
+}
+
+void srv_metrics_rate_limited(int kind)
+{
+    if (kind == 0 || kind == 1)
+        atomic_fetch_add(&M.limited[kind], 1);
+}
+
+static void render_limited(strbuf *sb)
+{
+    sb_printf(sb, "# HELP mtserve_rate_limited_total Requests refused with 429: over a client's requests or "
+                  "characters per minute (--req-limit, --char-limit, a key's own).\n"
+                  "# TYPE mtserve_rate_limited_total counter\n"
+                  "mtserve_rate_limited_total{limit=\"requests\"} %llu\n"
+                  "mtserve_rate_limited_total{limit=\"chars\"} %llu\n",
+              atomic_load(&M.limited[0]), atomic_load(&M.limited[1]));
 }
 
 static void render_gauge(strbuf *sb, const char *name, const char *help, double v)
@@ -253,8 +303,10 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_workers", "Inference worker slots.", g->workers);
     render_gauge(&sb, "mtserve_requests_in_flight", "HTTP requests being processed.", g->in_flight);
     render_gauge(&sb, "mtserve_models_loaded", "Models loaded and serving.", g->models_loaded);
+    render_residency(&sb, g);
     render_batch(&sb);
     render_closed(&sb);
+    render_limited(&sb);
     render_gauge(&sb, "mtserve_active_sequences", "Sentences decoding in the batching schedulers now.",
                  g->active_sequences);
     render_gauge(&sb, "mtserve_waiting_sequences", "Sentences waiting for decoder rows.", g->waiting_sequences);

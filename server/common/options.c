@@ -47,6 +47,17 @@ static const opt_def opt_table[] = {
       "ms a request may wait in the queue before 503" },
     { "--api-key", "MTSERVE_API_KEY", OPT_STR, F(api_key), S(api_key), 0, 0,
       "require 'Authorization: Bearer KEY' (or api_key) on every route but /health" },
+    { "--api-keys", "MTSERVE_API_KEYS", OPT_STR, F(api_keys), S(api_keys), 0, 0,
+      "a keys file: one key per line, optionally 'req-limit=N char-limit=N' after it (that key's own limits); "
+      "requires a key like --api-key (both may be given)" },
+    { "--trusted-proxy", "MTSERVE_TRUSTED_PROXY", OPT_STR, F(trusted_proxy), S(trusted_proxy), 0, 0,
+      "addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (comma-separated)" },
+    { "--req-limit", "MTSERVE_REQ_LIMIT", OPT_INT, F(req_limit), 0, 0, 100000000,
+      "requests per minute per client (its API key, else its address) on the routes that compute; "
+      "beyond it 429 + Retry-After; 0 = no limit" },
+    { "--char-limit", "MTSERVE_CHAR_LIMIT", OPT_INT, F(char_limit), 0, 0, 1000000000,
+      "characters of text per minute per client; beyond it 429 + Retry-After (a request over the "
+      "whole minute's budget: 413); 0 = no limit" },
     { "--cors-origins", "MTSERVE_CORS_ORIGINS", OPT_STR, F(cors_origins), S(cors_origins), 0, 0,
       "allowed CORS origins: * or a comma-separated list" },
     { "--max-body", "MTSERVE_MAX_BODY", OPT_SIZE, F(max_body), 0, 1, (long long)1 << 30,
@@ -79,6 +90,9 @@ static const opt_def opt_table[] = {
       "keep-alive idle timeout in seconds" },
     { "--request-timeout", "MTSERVE_REQUEST_TIMEOUT", OPT_INT, F(request_timeout_s), 0, 1, 86400,
       "seconds a client has to send a whole request (head and body); beyond it 408" },
+    { "--write-timeout", "MTSERVE_WRITE_TIMEOUT", OPT_INT, F(write_timeout_s), 0, 0, 86400,
+      "seconds a reply may wait with no byte taken by the client (it stopped reading); then the connection "
+      "is closed and a stream's decoding stopped; 0 = never" },
     { "--drain-timeout", "MTSERVE_DRAIN_TIMEOUT", OPT_INT, F(drain_s), 0, 0, 86400,
       "on SIGTERM, seconds to wait for in-flight requests" },
     { "--no-access-log", "MTSERVE_ACCESS_LOG", OPT_BOOL, F(access_log), 0, 0, 0,
@@ -96,6 +110,15 @@ static const opt_def opt_table[] = {
       "bytes of a glossary term; beyond it 400" },
     { "--cache-mb", "MTSERVE_CACHE_MB", OPT_INT, F(cache_mb), 0, 0, 1 << 20,
       "megabytes of the translation cache (sentences already translated with the same settings); 0 = off" },
+    { "--model-dir", "MTSERVE_MODEL_DIR", OPT_STR, F(model_dir), S(model_dir), 0, 0,
+      "every subdirectory holding a model is a model, its id the name; models are then loaded on first use "
+      "(with --model's too) and unloaded, least recently used first, to keep within --max-models and --memory-budget" },
+    { "--max-models", "MTSERVE_MAX_MODELS", OPT_INT, F(max_models), 0, 0, SRV_MAX_MODELS,
+      "models loaded at once (loads on demand); 0 = no limit" },
+    { "--memory-budget", "MTSERVE_MEMORY_BUDGET", OPT_SIZE, F(memory_budget), 0, 0, (long long)1 << 50,
+      "bytes of the loaded models' weights and sessions (K/M/G suffixes; loads on demand); 0 = no limit" },
+    { "--load-timeout", "MTSERVE_LOAD_TIMEOUT", OPT_INT, F(load_timeout_s), 0, 1, 3600,
+      "seconds a request waits for its model to load (or for room to load it); then 503 + Retry-After" },
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -126,12 +149,14 @@ static void defaults(srv_options *o)
     o->max_connections_per_ip = 512;
     o->request_timeout_s = 10;
     o->timeout_s = 60;
+    o->write_timeout_s = 5;
     o->drain_s = 30;
     o->access_log = 1;
     o->batching = 1;
     o->max_glossary_entries = 1000;
     o->max_term_bytes = 256;
     o->cache_mb = 64;
+    o->load_timeout_s = 30;
 }
 
 /* ---- values ---------------------------------------------------------------- */
@@ -147,6 +172,8 @@ static int parse_number(const char *s, int allow_suffix, long long *out)
         v *= 1024, end++;
     else if (allow_suffix && (*end == 'm' || *end == 'M') && v <= INT64_MAX / (1024 * 1024))
         v *= 1024 * 1024, end++;
+    else if (allow_suffix && (*end == 'g' || *end == 'G') && v <= INT64_MAX / (1024 * 1024 * 1024))
+        v *= 1024 * 1024 * 1024, end++;
     if (*end)
         return -1;
     *out = v;
@@ -216,6 +243,7 @@ static int add_model(srv_options *o, const char *arg, char *err, size_t err_len)
             return -1;
         }
     o->n_models++;
+    o->models_given = 1;
     return 0;
 }
 
@@ -428,7 +456,10 @@ int srv_options_parse(srv_options *o, int argc, char **argv, srv_getenv_fn env,
     defaults(o);
     if (parse_env(o, env, err, err_len))
         return -1;
-    return parse_argv(o, argc, argv, err, err_len);
+    int rc = parse_argv(o, argc, argv, err, err_len);
+    if (rc == 0 && o->model_dir[0] && !o->models_given)
+        o->n_models = 0;            /* --model-dir alone: its models, not the default one */
+    return rc;
 }
 
 void srv_options_usage(FILE *f)

@@ -41,6 +41,10 @@ typedef struct {
     int    queue;           /* requests that may wait for a worker; more get 503 */
     int    queue_timeout_ms;/* a waiting request gives up (503) after this */
     char   api_key[256];    /* "" = no key required */
+    char   api_keys[1024];  /* a keys file (one key per line, with its own limits); "" = none */
+    char   trusted_proxy[1024]; /* proxies whose X-Forwarded-For names the client; "" = none */
+    int    req_limit;       /* requests per minute per client (key, else address); 0 = no limit */
+    int    char_limit;      /* characters of text per minute per client; 0 = no limit */
     char   cors_origins[1024]; /* "*" or a comma-separated list of origins */
     size_t max_body;        /* request body bytes; more gets 413 */
     int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */
@@ -59,6 +63,7 @@ typedef struct {
     int    max_connections_per_ip;  /* 0 = no per-address limit */
     int    timeout_s;       /* keep-alive idle timeout */
     int    request_timeout_s;   /* a whole request must arrive within this (408) */
+    int    write_timeout_s;     /* a reply the client takes no byte of for this long: closed */
     int    drain_s;         /* on SIGTERM: wait at most this long for in-flight requests */
     int    access_log;      /* one stderr line per request */
     char   web_dir[1024];   /* the demo page's directory; "" = not served */
@@ -67,6 +72,12 @@ typedef struct {
     int    max_glossary_entries;   /* a request's "glossary" (and each file): entries */
     int    max_term_bytes;  /* a glossary term's bytes */
     int    cache_mb;        /* the translation cache's megabytes; 0 = off */
+    /* models on demand (service/residency.h): any of the three turns it on */
+    char   model_dir[1024]; /* every model subdirectory is a model, its id the name; "" = none */
+    int    max_models;      /* models loaded at once; 0 = no limit */
+    size_t memory_budget;   /* weight + session bytes of the loaded models; 0 = no limit */
+    int    load_timeout_s;  /* a request waits this long for its model to load, then 503 */
+    int    models_given;    /* --model or MTSERVE_MODEL named models (else the default's, dropped with --model-dir) */
 } srv_options;
 
 /* Lookup of an environment variable (getenv in production, a table in tests). */

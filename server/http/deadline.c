@@ -7,8 +7,14 @@
 #include <pthread.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
+
+#include <netinet/in.h>         /* IPPROTO_TCP */
+#include <linux/sockios.h>
+#include <linux/tcp.h>      /* struct tcp_info with tcpi_bytes_acked (glibc's lacks it) */
+#include <unistd.h>
 
 typedef enum { WAIT_FIRST, REQUEST, HANDLING, IDLE } phase;
 
@@ -19,7 +25,26 @@ struct srv_deadline_conn {
     double since;           /* when the phase began */
     int    closed;          /* the sweeper shut it down already */
     int    gone_ticks;      /* consecutive ticks the peer was seen gone in this phase */
+    int    linger;          /* srv_deadline_linger: drain after libmicrohttpd closes */
+    char  *early;           /* srv_deadline_answer_unless_body's reply, or NULL */
+    double early_due;       /* ... written at this time; 0 = not armed */
+    unsigned long long acked;   /* tcpi_bytes_acked when last seen */
+    double stalled_since;   /* bytes wait unacknowledged since; 0 = not stalled */
 };
+
+/* A socket answered early (its body unread) that libmicrohttpd has closed:
+ * our dup() of it keeps it open while what the client still sends is read
+ * and dropped, so the client's writes do not meet a reset before it reads
+ * the reply.  Bounded in number, time and bytes. */
+#define MAX_LINGER       64
+#define LINGER_S         5.0
+#define LINGER_BYTES     ((size_t)64 << 20)
+#define LINGER_TICK_MS   20
+typedef struct {
+    int    fd;
+    double until;
+    size_t bytes;
+} lingering;
 
 struct srv_deadline {
     pthread_mutex_t    mu;
@@ -33,6 +58,8 @@ struct srv_deadline {
     int                pcap;
     char              *reply;   /* params.timeout_reply's copy, or NULL */
     size_t             reply_len;
+    lingering          lg[MAX_LINGER];
+    int                n_lg;
 };
 
 
@@ -118,22 +145,87 @@ static void release_departed(srv_deadline *d)
     }
 }
 
+/* Under mu: reads and drops what the lingering sockets have; closes each at
+ * its end of stream, an error, or its time or byte bound. */
+static void drain_lingering(srv_deadline *d, double now)
+{
+    static char sink[65536];        /* only the sweeper writes it; never read */
+    for (int i = 0; i < d->n_lg;) {
+        lingering *l = &d->lg[i];
+        int done = now > l->until || l->bytes > LINGER_BYTES;
+        while (!done) {
+            ssize_t n = recv(l->fd, sink, sizeof sink, MSG_DONTWAIT);
+            if (n > 0)
+                done = (l->bytes += (size_t)n) > LINGER_BYTES;
+            else
+                done = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+            if (n < 0 && !done)
+                break;
+        }
+        if (done) {
+            close(l->fd);
+            d->lg[i] = d->lg[--d->n_lg];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Under mu: 1 when c's reply has waited write_s without one byte taken.
+ * SIOCOUTQ first (one cheap call for the common empty queue), TCP_INFO only
+ * when something waits. */
+static int write_stalled(const srv_deadline *d, srv_deadline_conn *c, double now)
+{
+    int outq = 0;
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    if (ioctl(c->fd, SIOCOUTQ, &outq) != 0 || outq <= 0 ||
+        getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || len < sizeof ti) {
+        c->stalled_since = 0;
+        return 0;
+    }
+    if (c->stalled_since == 0 || ti.tcpi_bytes_acked != c->acked) {
+        c->acked = ti.tcpi_bytes_acked;
+        c->stalled_since = now;
+        return 0;
+    }
+    return now - c->stalled_since > d->p.write_s;
+}
+
 static void *sweeper(void *arg)
 {
     srv_deadline *d = arg;
+    double last = 0;
     pthread_mutex_lock(&d->mu);
     while (!d->stop) {
-        struct timespec t = mt_abstime_after_ms(d->p.tick_ms);
+        /* lingering sockets are drained often: a client writing its body
+         * must not stall on a full buffer */
+        struct timespec t = mt_abstime_after_ms(d->n_lg ? LINGER_TICK_MS : d->p.tick_ms);
         int rc = pthread_cond_timedwait(&d->cv, &d->mu, &t);
         if (d->stop)
             break;
         if (rc != ETIMEDOUT && rc != 0)
             continue;
         double now = mt_now_s();
+        drain_lingering(d, now);
+        if (now - last < d->p.tick_ms / 1e3 * 0.9)
+            continue;
+        last = now;
         for (srv_deadline_conn *c = d->head.next; c != &d->head; c = c->next) {
             double when = due(d, c);
-            if (!c->closed && when > 0 && now > when)
+            if (!c->closed && c->early_due > 0 && now > c->early_due) {
+                ssize_t n = send(c->fd, c->early, strlen(c->early), MSG_DONTWAIT | MSG_NOSIGNAL);
+                (void)n;
+                shutdown(c->fd, SHUT_RDWR);
+                c->closed = 1;
+            } else if (!c->closed && when > 0 && now > when)
                 expire(d, c);
+            else if (!c->closed && d->p.write_s > 0 && (c->ph == HANDLING || c->ph == IDLE) &&
+                     write_stalled(d, c, now)) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->closed = 1;
+                closed(d, 3);
+            }
         }
         release_departed(d);
     }
@@ -189,6 +281,8 @@ void srv_deadline_free(srv_deadline *d)
         n = c->next;
         free(c);
     }
+    for (int i = 0; i < d->n_lg; i++)
+        close(d->lg[i].fd);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
     free(d->reply);
@@ -221,8 +315,44 @@ void srv_deadline_remove(srv_deadline *d, srv_deadline_conn *c)
     pthread_mutex_lock(&d->mu);
     c->prev->next = c->next;
     c->next->prev = c->prev;
+    if (c->linger && !c->closed && d->n_lg < MAX_LINGER) {
+        int fd = dup(c->fd);
+        if (fd >= 0)
+            d->lg[d->n_lg++] = (lingering){ .fd = fd, .until = mt_now_s() + LINGER_S };
+    }
     pthread_mutex_unlock(&d->mu);
+    free(c->early);
     free(c);
+}
+
+void srv_deadline_answer_unless_body(srv_deadline *d, srv_deadline_conn *c, double grace_s, const char *reply)
+{
+    char *copy = c && reply ? strdup(reply) : NULL;
+    if (!copy)
+        return;
+    pthread_mutex_lock(&d->mu);
+    free(c->early);
+    c->early = copy;
+    c->early_due = mt_now_s() + grace_s;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void srv_deadline_body_seen(srv_deadline *d, srv_deadline_conn *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&d->mu);
+    c->early_due = 0;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void srv_deadline_linger(srv_deadline *d, srv_deadline_conn *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&d->mu);
+    c->linger = 1;
+    pthread_mutex_unlock(&d->mu);
 }
 
 static void set_phase(srv_deadline *d, srv_deadline_conn *c, phase ph)

@@ -31,6 +31,7 @@ static const struct {
     [SRV_E_BODY_TOO_LARGE]       = { 413,   0, "body_too_large" },
     [SRV_E_UNSUPPORTED_MEDIA]    = { 415,   0, "unsupported_media_type" },
     [SRV_E_INPUT_TOO_LONG]       = { 413, 400, "input_too_long" },
+    [SRV_E_RATE_LIMITED]         = { 429,   0, "rate_limited" },
     [SRV_E_INTERNAL]             = { 500,   0, "internal_error" },
     [SRV_E_QUEUE_FULL]           = { 503,   0, "queue_full" },
     [SRV_E_LOADING]              = { 503,   0, "loading" },

@@ -2,18 +2,25 @@
  *
  * Connection lifecycle: accepted -> deadline.c guards it (a whole request
  * within --request-timeout, keep-alive idle within --timeout) -> closed.
- * libmicrohttpd refuses connections over --max-connections-per-ip and, with
- * epoll, holds thousands of idle ones cheaply.
+ * Connections over --max-connections-per-ip are parked (addr_limit.h: a 503
+ * after a second, never handled); libmicrohttpd, with epoll, holds thousands
+ * of idle ones cheaply.
  *
  * Request lifecycle (libmicrohttpd's access-handler protocol):
  *   1st call    *req_cls == NULL: allocate conn_state; refuse HTTP/1.1
  *               without Host, and framing that
  *               a proxy could read differently (duplicate Content-Length,
  *               Content-Length with Transfer-Encoding) with 400 and close.
- *               A declared Content-Length over the limit is refused with 413
- *               at once only if the client waits for "100 Continue";
- *               otherwise the body is read and dropped first, so a client
- *               that writes before it reads still receives the 413.
+ *               A header value with a control byte (but HTAB) gets 400;
+ *               these early replies close with a lingering close
+ *               (deadline.c): what the client still sends is read and
+ *               dropped for a while, so a client that writes its whole body
+ *               before it reads receives the reply, not a reset.  A declared
+ *               Content-Length over the limit: 413 at once to a client that
+ *               waits for "100 Continue"; otherwise the body is read and
+ *               dropped and the 413 comes at its end, in the shape its first
+ *               bytes tell, and a client that sends no body within
+ *               BODY_GRACE_S gets the 413 from the sweeper (deadline.c).
  *   next calls  a body chunk: append it, or drop it once over the limit;
  *               *upload_data_size = 0 marks it consumed.  Past the request
  *               deadline: 408 and close.
@@ -25,6 +32,7 @@
  */
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -37,6 +45,8 @@
 
 #include <microhttpd.h>
 
+#include "addr_limit.h"
+#include "client_addr.h"
 #include "deadline.h"
 #include "errors.h"
 #include "common/metrics.h"
@@ -46,6 +56,8 @@ struct srv_http {
     struct MHD_Daemon *daemon;
     srv_http_config    cfg;
     srv_deadline      *deadline;
+    srv_addr_limit    *addr_limit;  /* --max-connections-per-ip, parking over it */
+    char              *park_reply;  /* the raw 503 for a parked connection that sends nothing */
     _Atomic int        draining;
     int                port;
 };
@@ -70,7 +82,21 @@ typedef struct {
     char        method[16];
     char       *path;
     int         fd;             /* the client socket, for client_gone */
+    char        client[SRV_ADDR_MAX];   /* whose request (client_addr.h) */
+    int         parked;         /* its connection is over the per-address limit (addr_limit.h) */
 } conn_state;
+
+/* A connection's own state (libmicrohttpd's socket context), from its
+ * accept to its close. */
+typedef struct {
+    srv_deadline_conn *guard;
+    srv_addr_slot     *slot;    /* its address's count */
+    int                parked;  /* over the per-address limit: never handled, 503 after PARK_S */
+    double             t_accept;
+} sock_ctx;
+
+/* How long a connection over the per-address limit waits for its 503. */
+#define PARK_S 1.0
 
 /* ---- responses ----------------------------------------------------------------- */
 
@@ -201,6 +227,8 @@ static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn
     }
     add_headers(h, c, r, resp, buf ? (resp->content_type ? resp->content_type
                                                          : "text/plain; charset=utf-8") : NULL);
+    if (st->parked)         /* its client should reconnect, not send more here */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     st->status = resp->status;
     st->bytes = len;
     srv_metrics_request(resp->route, resp->status, mt_now_s() - st->t_start);
@@ -215,10 +243,19 @@ static enum MHD_Result send_response(srv_http *h, struct MHD_Connection *c, conn
  * (and closing): past it, reading on costs more than a client deserves. */
 #define MAX_DROPPED_BODY ((size_t)64 << 20)
 
-static srv_deadline_conn *guard_of(struct MHD_Connection *c)
+/* libmicrohttpd's own idle timeout runs this much past --timeout */
+#define IDLE_BACKSTOP_S 2
+
+static sock_ctx *sock_of(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
+}
+
+static srv_deadline_conn *guard_of(struct MHD_Connection *c)
+{
+    sock_ctx *sc = sock_of(c);
+    return sc ? sc->guard : NULL;
 }
 
 /* 400 for framing that two parsers could read differently (request
@@ -289,10 +326,74 @@ static enum MHD_Result send_too_large(srv_http *h, struct MHD_Connection *c, con
     return send_error(h, c, st, SRV_E_BODY_TOO_LARGE, msg);
 }
 
+/* An error answered before the body was read: libmicrohttpd closes after
+ * the reply; the socket lingers (deadline.c) so the client's body does not
+ * meet a reset before the client reads. */
 static int expects_continue(struct MHD_Connection *c)
 {
     const char *e = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
     return e && strcasecmp(e, "100-continue") == 0;
+}
+
+/* A whole error response as raw bytes (status line to body), rendered by
+ * errors.c in the shape lt (1: LibreTranslate's), for the sweeper to write. */
+static char *raw_error(srv_code code, const char *reason, const char *msg, int lt)
+{
+    srv_response resp = { 0 };
+    srv_fail(&resp, code, "%s", msg);
+    srv_error_render(&resp, lt);
+    srv_reply_serialize(&resp);
+    char *raw = NULL;
+    if (resp.text && asprintf(&raw, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                                    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              resp.status, reason, resp.text_len, resp.text) < 0)
+        raw = NULL;
+    free(resp.text);
+    json_decref(resp.json);
+    return raw;
+}
+
+/* How long a declared-too-large body may take to start arriving before the
+ * 413 goes out without it. */
+#define BODY_GRACE_S 0.3
+
+static enum MHD_Result send_early_error(srv_http *h, struct MHD_Connection *c, conn_state *st, srv_code code,
+                                        const char *msg)
+{
+    srv_deadline_linger(h->deadline, guard_of(c));
+    return send_error(h, c, st, code, msg);
+}
+
+/* RFC 9110 5.5: a field value is visible characters, SP and HTAB; a CR, LF
+ * or NUL in it is a smuggling vector and other control bytes are no better.
+ * (libmicrohttpd 0.9.75 stores a value up to its first NUL, so a NUL shows
+ * here only as a shorter size; it also cuts the rest of the value.) */
+static enum MHD_Result find_control_byte(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                         const char *value, size_t value_size)
+{
+    int *bad = cls;
+    (void)kind;
+    const char *parts[2] = { key, value };
+    size_t sizes[2] = { key_size, value_size };
+    for (int k = 0; k < 2; k++) {
+        if (!parts[k])
+            continue;
+        if (strlen(parts[k]) != sizes[k])
+            *bad = 1;
+        for (size_t i = 0; i < sizes[k]; i++) {
+            unsigned char b = (unsigned char)parts[k][i];
+            if ((b < 0x20 && b != '\t') || b == 0x7f)
+                *bad = 1;
+        }
+    }
+    return *bad ? MHD_NO : MHD_YES;
+}
+
+static int bad_header_bytes(struct MHD_Connection *c)
+{
+    int bad = 0;
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, find_control_byte, &bad);
+    return bad;
 }
 
 static conn_state *conn_new(srv_http *h, struct MHD_Connection *c, const char *method,
@@ -332,7 +433,7 @@ static void conn_free(conn_state *st)
 static int declared_too_large(const conn_state *st, struct MHD_Connection *c)
 {
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    return cl && strtoull(cl, NULL, 10) > st->max_body;
+    return cl && strtoull(cl, NULL, 10) > st->max_body;     /* an overflow reads as ULLONG_MAX */
 }
 
 /* Appends a chunk, growing geometrically; drops everything once over the
@@ -402,6 +503,20 @@ static void conn_suspend(srv_request *req)
     MHD_suspend_connection(st->conn);
 }
 
+/* The client's address: the peer's, or behind a trusted proxy the one it forwards. */
+static void client_of(const srv_http *h, struct MHD_Connection *c, char out[SRV_ADDR_MAX])
+{
+    char peer[SRV_ADDR_MAX] = "";
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, peer, sizeof peer);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, peer, sizeof peer);
+    const char *xff = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For");
+    srv_client_address(h->cfg.trusted_proxies, peer, xff, out);
+}
+
 static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_state *st)
 {
     const srv_http_router *rt = &h->cfg.router;
@@ -424,11 +539,51 @@ static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_stat
     };
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     st->fd = ci ? (int)ci->connect_fd : -1;
+    client_of(h, c, st->client);
+    st->req.client_addr = st->client;
     if (!rt->prepare(rt->ctx, &st->req, &st->resp))
         return send_response(h, c, st, &st->resp);
     MHD_suspend_connection(c);      /* before start: its resume may come at once */
     rt->start(rt->ctx, &st->req, &st->resp);
     return MHD_YES;
+}
+
+/* ---- connections over the per-address limit (addr_limit.h) ------------------- */
+
+/* 1 when c is parked: its request is suspended, unread and unrouted, until
+ * the timer expires it (parked_expire resumes it; on_request answers 503). */
+static int park(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    sock_ctx *sc = sock_of(c);
+    if (!sc || !sc->parked)
+        return 0;
+    st->parked = 1;
+    srv_deadline_body_seen(h->deadline, sc->guard);     /* the request came: ours to answer, not the sweeper's */
+    MHD_suspend_connection(c);
+    if (srv_addr_limit_park(h->addr_limit, st, sc->t_accept) != 0)
+        MHD_resume_connection(c);                        /* answered at once */
+    return 1;
+}
+
+/* The timer thread: a parked request's time is over. */
+static void parked_expire(void *ctx, void *arg)
+{
+    conn_state *st = arg;
+    (void)ctx;
+    MHD_resume_connection(st->conn);
+}
+
+static enum MHD_Result send_parked(srv_http *h, struct MHD_Connection *c, conn_state *st)
+{
+    const srv_http_router *rt = &h->cfg.router;
+    srv_response resp = { 0 };
+    resp.route = rt->label(rt->ctx, st->path);
+    resp.retry_after = (int)PARK_S;
+    srv_fail(&resp, SRV_E_QUEUE_FULL, "too many connections from this address (over --max-connections-per-ip "
+             "%d); retry", h->cfg.max_connections_per_ip);
+    srv_error_render(&resp, 0);
+    srv_metrics_connection_closed(SRV_CLOSE_PER_IP);
+    return send_response(h, c, st, &resp);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -437,17 +592,35 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     srv_http *h = cls;
     conn_state *st = *req_cls;
+    if (st && st->parked)
+        return st->status ? MHD_YES : send_parked(h, c, st);
     if (!st) {
         if (!(st = conn_new(h, c, method, url)))
             return MHD_NO;
         *req_cls = st;
+        if (park(h, c, st))
+            return MHD_YES;
         const char *bad = bad_framing(c, version);
         if (bad)
-            return send_error(h, c, st, SRV_E_BAD_REQUEST, bad);
+            return send_early_error(h, c, st, SRV_E_BAD_REQUEST, bad);
+        if (bad_header_bytes(c))
+            return send_early_error(h, c, st, SRV_E_BAD_REQUEST,
+                                    "a header has a control character (only HTAB is allowed)");
         if (declared_too_large(st, c)) {
-            if (expects_continue(c))        /* the client sends no body until told to */
+            if (expects_continue(c)) {      /* the client sends no body until told to */
+                srv_deadline_linger(h->deadline, guard_of(c));
                 return send_too_large(h, c, st);
+            }
             st->too_large = 1;              /* read and drop it, then answer */
+            const srv_http_router *rt = &h->cfg.router;
+            srv_request head = { .method = st->method, .path = st->path,
+                                 .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                                             MHD_HTTP_HEADER_CONTENT_TYPE) };
+            char msg[96];
+            snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", st->max_body);
+            char *raw = raw_error(SRV_E_BODY_TOO_LARGE, "Content Too Large", msg, rt->lt_errors(rt->ctx, &head));
+            srv_deadline_answer_unless_body(h->deadline, guard_of(c), BODY_GRACE_S, raw);
+            free(raw);
         }
         return MHD_YES;
     }
@@ -456,6 +629,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         if (srv_deadline_expired(h->deadline, guard_of(c)))
             return send_error(h, c, st, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
+        if (st->too_large && !st->head_len)
+            srv_deadline_body_seen(h->deadline, guard_of(c));
         if (body_append(h, st, upload_data, *upload_data_size))
             return MHD_NO;
         *upload_data_size = 0;
@@ -502,10 +677,36 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
     srv_http *h = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        sock_ctx *sc = calloc(1, sizeof *sc);
+        *socket_context = sc;
+        if (!sc)
+            return;
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = ci ? srv_deadline_add(h->deadline, (int)ci->connect_fd) : NULL;
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        int fd = ci ? (int)ci->connect_fd : -1;
+        sc->guard = fd >= 0 ? srv_deadline_add(h->deadline, fd) : NULL;
+        sc->t_accept = mt_now_s();
+        switch (srv_addr_limit_enter(h->addr_limit, ai ? ai->client_addr : NULL, &sc->slot)) {
+        case SRV_ADDR_ADMIT:
+            break;
+        case SRV_ADDR_PARK:
+            sc->parked = 1;
+            /* one that sends nothing is answered by the sweeper (the same 503) */
+            srv_deadline_answer_unless_body(h->deadline, sc->guard, PARK_S, h->park_reply);
+            break;
+        case SRV_ADDR_REFUSE:
+            srv_metrics_connection_closed(SRV_CLOSE_PER_IP);
+            if (fd >= 0)
+                shutdown(fd, SHUT_RDWR);    /* libmicrohttpd reads the end and closes it */
+            break;
+        }
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        srv_deadline_remove(h->deadline, *socket_context);
+        sock_ctx *sc = *socket_context;
+        if (sc) {
+            srv_deadline_remove(h->deadline, sc->guard);
+            srv_addr_limit_leave(h->addr_limit, sc->slot);
+            free(sc);
+        }
         *socket_context = NULL;
     }
 }
@@ -536,11 +737,31 @@ static char *timeout_reply(void)
     return raw;
 }
 
+/* The 503 the sweeper writes to a parked connection that sent no request. */
+static char *park_reply(int limit)
+{
+    srv_response resp = { 0 };
+    resp.retry_after = (int)PARK_S;
+    srv_fail(&resp, SRV_E_QUEUE_FULL, "too many connections from this address (over --max-connections-per-ip %d); "
+             "retry", limit);
+    srv_error_render(&resp, 0);
+    srv_reply_serialize(&resp);
+    char *raw = NULL;
+    if (resp.text && asprintf(&raw, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                    "Retry-After: %d\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              (int)PARK_S, resp.text_len, resp.text) < 0)
+        raw = NULL;
+    free(resp.text);
+    json_decref(resp.json);
+    return raw;
+}
+
 static void count_closed(void *ctx, int why)
 {
     (void)ctx;
-    srv_metrics_connection_closed(why == 0 ? SRV_CLOSE_REQUEST_TIMEOUT : why == 1 ? SRV_CLOSE_IDLE
-                                                                                  : SRV_CLOSE_CLIENT_GONE);
+    static const srv_close_reason reason[] = { SRV_CLOSE_REQUEST_TIMEOUT, SRV_CLOSE_IDLE, SRV_CLOSE_CLIENT_GONE,
+                                               SRV_CLOSE_WRITE_TIMEOUT };
+    srv_metrics_connection_closed(reason[why]);
 }
 
 static srv_deadline *deadline_start(const srv_http_config *cfg)
@@ -549,6 +770,7 @@ static srv_deadline *deadline_start(const srv_http_config *cfg)
     p.on_close = count_closed;
     p.first_s = p.request_s = cfg->request_timeout_s;
     p.idle_s = cfg->timeout_s;
+    p.write_s = cfg->write_timeout_s;
     char *reply = timeout_reply();
     p.timeout_reply = reply;
     srv_deadline *d = srv_deadline_new(&p);
@@ -591,16 +813,29 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
         free(h);
         return NULL;
     }
-    /* epoll: thousands of idle connections cost no poll() scan */
+    srv_addr_limit_params lp = { .limit = cfg->max_connections_per_ip, .park_s = PARK_S,
+                                 .expire = parked_expire, .ctx = h };
+    h->park_reply = park_reply(cfg->max_connections_per_ip);
+    if (!h->park_reply || !(h->addr_limit = srv_addr_limit_new(&lp))) {
+        snprintf(err, err_len, "cannot start the connection limits (out of memory)");
+        free(h->park_reply);
+        srv_deadline_free(h->deadline);
+        free(h);
+        return NULL;
+    }
+    /* epoll: thousands of idle connections cost no poll() scan.  The
+     * per-address limit is ours (addr_limit.h), not libmicrohttpd's. */
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, &on_request, h,
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
-                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_connections_per_ip,
                                  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->timeout_s,
+                                 /* a backstop: the sweeper closes (and counts) idle
+                                  * connections first; at the same timeout libmicrohttpd
+                                  * won about half the races, uncounted */
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->timeout_s + IDLE_BACKSTOP_S,
                                  MHD_OPTION_NOTIFY_COMPLETED, &request_completed, h,
                                  MHD_OPTION_NOTIFY_CONNECTION, &on_connection, h,
                                  MHD_OPTION_URI_LOG_CALLBACK, &on_request_line, h,
@@ -608,6 +843,8 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
                                  MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, err_len, "cannot listen on %s:%d (address in use?)", cfg->host, cfg->port);
+        srv_addr_limit_free(h->addr_limit);
+        free(h->park_reply);
         srv_deadline_free(h->deadline);
         free(h);
         return NULL;
@@ -642,7 +879,9 @@ int srv_http_stop(srv_http *h, int drain_s)
         fprintf(stderr, "mtserve: %d request(s) still running after %d s\n", left, drain_s);
         return -1;
     }
-    MHD_stop_daemon(h->daemon);
+    MHD_stop_daemon(h->daemon);             /* its last CLOSED notifications still count down */
+    srv_addr_limit_free(h->addr_limit);     /* nothing parked is left: none in flight */
+    free(h->park_reply);
     srv_deadline_free(h->deadline);
     free(h);
     return 0;

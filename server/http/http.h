@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "client_addr.h"
 #include "request.h"
 
 typedef struct srv_http srv_http;
@@ -50,9 +51,12 @@ typedef struct {
     int             max_connections_per_ip;     /* 0 = no per-address limit */
     int             timeout_s;      /* keep-alive idle timeout */
     int             request_timeout_s;  /* a whole request (head and body) must arrive within this */
+    int             write_timeout_s;    /* a reply no byte of which the client takes for this long
+                                           is dropped and its connection closed (0 = never) */
     size_t          max_body;
     int             access_log;
     const char     *cors_origins;   /* "*" or a comma-separated list */
+    const srv_proxies *trusted_proxies;     /* whose X-Forwarded-For is believed (NULL: nobody's) */
     srv_http_router router;
     _Atomic int    *in_flight;      /* counts requests from arrival to reply sent */
 } srv_http_config;

@@ -30,6 +30,7 @@ typedef enum {
     SRV_E_BODY_TOO_LARGE,       /* 413 body over --max-body                    */
     SRV_E_UNSUPPORTED_MEDIA,    /* 415 a file in no format we read             */
     SRV_E_INPUT_TOO_LONG,       /* 413 source tokens over a limit              */
+    SRV_E_RATE_LIMITED,         /* 429 over --req-limit / --char-limit (Retry-After) */
     SRV_E_INTERNAL,             /* 500 our own failure                         */
     SRV_E_QUEUE_FULL,           /* 503 no worker free and the queue is full    */
     SRV_E_LOADING,              /* 503 models still loading                    */

@@ -26,6 +26,10 @@ struct srv_request {
     const char *content_type;   /* request headers, NULL when absent */
     const char *authorization;
     const char *host;           /* the Host header (absolute URLs in replies) */
+    const char *client_addr;    /* the client's address (http/client_addr.h; "" when unknown) */
+    /* whose request, for fairness and rate limits: "key:N" (the N-th API key)
+     * or "ip:ADDR"; set by the router (api/routes.c) */
+    char        client[64];
     const char *body;           /* not NUL-terminated */
     size_t      body_len;
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */

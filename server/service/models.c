@@ -1,9 +1,14 @@
-/* models: load the configured models, size their sessions, look them up. */
+/* models: the configured models -- named, described by their cards, loaded
+ * (weights, sessions, decoder), unloaded -- and looked up. */
 #include "server.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/metrics.h"
 #include "http/body.h"
 #include "http/request.h"
 #include "pairs.h"
@@ -31,7 +36,7 @@ srv_model *srv_request_model(srv_request *req, srv_response *resp)
 }
 
 /* Session shape: the engine's defaults, source length capped by --max-tokens,
- * batch by --max-batch when given. */
+ * batch by --max-batch when given.  A card gives the same shape as its model. */
 static mt_session_params session_params(const srv_server *srv, const mt_model *model)
 {
     mt_session_params p = mt_session_default_params(model);
@@ -43,49 +48,207 @@ static mt_session_params session_params(const srv_server *srv, const mt_model *m
     return p;
 }
 
-mt_status srv_model_load(srv_server *srv, int i, mt_err *err)
+void srv_models_name(srv_server *srv)
 {
-    srv_model *m = &srv->models[i];
-    const srv_model_spec *spec = &srv->opts.models[i];
-    double t0 = srv_now();
-    mt_model_params mp = mt_model_default_params();
-    mp.n_threads = srv->blas_threads;
-    mp.weights = (mt_weights)srv->opts.weights;
-    _Static_assert(sizeof m->id == sizeof spec->id && sizeof m->dir == sizeof spec->dir, "sizes");
-    memcpy(m->id, spec->id, sizeof m->id);
-    memcpy(m->dir, spec->dir, sizeof m->dir);
-    m->index = i;
-    mt_status st = mt_model_load(spec->dir, &mp, &m->model, err);
-    if (st != MT_OK)
-        return st;
+    _Static_assert(sizeof srv->models[0].id == sizeof srv->opts.models[0].id &&
+                   sizeof srv->models[0].dir == sizeof srv->opts.models[0].dir, "sizes");
+    srv->n_models = srv->opts.n_models;
+    for (int i = 0; i < srv->n_models; i++) {
+        memcpy(srv->models[i].id, srv->opts.models[i].id, sizeof srv->models[i].id);
+        memcpy(srv->models[i].dir, srv->opts.models[i].dir, sizeof srv->models[i].dir);
+        srv->models[i].index = i;
+    }
+}
+
+/* m->model set (a card, or the loaded model): what is read from it once. */
+static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
+{
     m->info = mt_model_get_info(m->model);
     m->tok = mt_model_tokenizer(m->model);
+    m->sparams = session_params(srv, m->model);
     if (srv_model_find_targets(m) != 0)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
-    m->sparams = session_params(srv, m->model);
-    m->sessions = srv_sessions_new(m->model, &m->sparams, srv->workers);
+    return MT_OK;
+}
+
+/* Decoder rows of a scheduler's session: --max-batch, else 64. */
+static int sched_rows(const srv_server *srv)
+{
+    return srv->opts.max_batch > 0 ? srv->opts.max_batch : 64;
+}
+
+/* The model's scheduler: a session of sched_rows rows, otherwise shaped like its others. */
+static mt_status start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
+{
+    mt_session_params p = m->sparams;
+    p.max_batch = sched_rows(srv);
+    if (p.max_batch < m->sparams.max_batch)
+        p.max_batch = m->sparams.max_batch;
+    srv_sched_params sp = srv_sched_default_params();
+    /* as many requests decode at once as --threads says (default: one per
+     * decoder row), and --queue more may wait */
+    sp.max_jobs = srv->opts.queue + (srv->opts.threads > 0 ? srv->opts.threads : p.max_batch);
+    sp.queue_timeout_s = srv->opts.queue_timeout_ms / 1e3;
+    m->sched = srv_sched_new(m->weights, &p, &sp, err);
+    if (!m->sched)
+        return err->status != MT_OK ? err->status : MT_ERR_INTERNAL;
+    m->direct = srv_sched_decoder(m->sched);
+    if (!srv->residency)                /* on demand the log line is the residency's */
+        fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows\n", m->id, p.max_batch);
+    return MT_OK;
+}
+
+mt_status srv_model_load_weights(srv_server *srv, srv_model *m, mt_err *err)
+{
+    double t0 = srv_now();
+    mt_status st = MT_OK;
+    if (!m->weights) {
+        mt_model_params mp = mt_model_default_params();
+        mp.n_threads = srv->blas_threads;
+        mp.weights = (mt_weights)srv->opts.weights;
+        if ((st = mt_model_load(m->dir, &mp, &m->weights, err)) != MT_OK)
+            return st;
+    }
+    m->sessions = srv_sessions_new(m->weights, &m->sparams, srv->workers);
     if (!m->sessions)
         return mt_err_set(err, MT_ERR_NOMEM, "cannot allocate the session pool of %s", m->id);
-    /* batching off: each request decodes on a worker with a pooled session
-     * (serve.c replaces this with the scheduler's decoder when batching) */
+    /* batching off: each request decodes on a worker with a pooled session */
     m->unbatched = (srv_session_decoder){ .sessions = m->sessions, .workers = srv->workers_pool };
-    m->decoder = srv_session_decoder_of(&m->unbatched);
-    /* one session now: fail at startup rather than on the first request */
+    m->direct = srv_session_decoder_of(&m->unbatched);
+    /* one session now: fail here rather than on the first request (and its bytes are known) */
     mt_session *s;
     if ((st = srv_sessions_get(m->sessions, &s, err)) != MT_OK)
         return st;
     srv_sessions_put(m->sessions, s);
+    if (srv->opts.batching && (st = start_scheduler(srv, m, err)) != MT_OK)
+        return st;
+    m->bytes = mt_model_get_info(m->weights)->weight_bytes + srv_sessions_bytes(m->sessions);
+    m->load_ms = (srv_now() - t0) * 1e3;
+    srv_metrics_model_loaded(m->index);
+    return MT_OK;
+}
+
+void srv_model_unload_weights(srv_model *m)
+{
+    srv_sched_free(m->sched);           /* first: it decodes with the sessions' model */
+    m->sched = NULL;
+    srv_sessions_free(m->sessions);
+    m->sessions = NULL;
+    if (m->weights != m->model)
+        mt_model_free(m->weights);
+    m->weights = NULL;
+    m->direct = (srv_decoder){ 0 };
+    m->bytes = 0;
+}
+
+mt_status srv_model_load(srv_server *srv, int i, mt_err *err)
+{
+    srv_model *m = &srv->models[i];
+    mt_model_params mp = mt_model_default_params();
+    mp.n_threads = srv->blas_threads;
+    mp.weights = (mt_weights)srv->opts.weights;
+    double t0 = srv_now();
+    mt_status st = mt_model_load(m->dir, &mp, &m->model, err);
+    if (st != MT_OK || (st = describe(srv, m, err)) != MT_OK)
+        return st;
+    m->weights = m->model;              /* loaded at start: the model is its own card */
+    if ((st = srv_model_load_weights(srv, m, err)) != MT_OK)
+        return st;
+    m->decoder = m->direct;
     m->load_ms = (srv_now() - t0) * 1e3;
     return MT_OK;
+}
+
+/* ---- on demand: the available models, described by their cards ---- */
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Adds id=dir with its card; 0, or -1 with err. */
+static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *err)
+{
+    srv_model *m = &srv->models[srv->n_models];
+    snprintf(m->id, sizeof m->id, "%s", id);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    m->index = srv->n_models;
+    if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
+        srv_model_free_targets(m);
+        mt_model_free(m->model);
+        memset(m, 0, sizeof *m);
+        return -1;
+    }
+    srv->n_models++;
+    return 0;
+}
+
+/* Every subdirectory of --model-dir that holds a model, sorted by name. */
+static int add_dir(srv_server *srv, const char *root, char *err, size_t err_len)
+{
+    DIR *d = opendir(root);
+    if (!d) {
+        snprintf(err, err_len, "--model-dir %s: cannot open it", root);
+        return -1;
+    }
+    char *names[1024];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < (int)(sizeof names / sizeof names[0]))
+        if (e->d_name[0] != '.' && (names[n] = strdup(e->d_name)))
+            n++;
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, by_name);
+    for (int i = 0; i < n; i++) {
+        char dir[1024], arg[1200], why[256];
+        struct stat sb;
+        srv_model_spec spec;
+        mt_err merr = { 0 };
+        int len = snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        snprintf(arg, sizeof arg, "%s=%s", names[i], dir);
+        if (len >= (int)sizeof dir || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            continue;                   /* files beside the models */
+        if (srv_find_model(srv, names[i])) {
+            fprintf(stderr, "mtserve: --model-dir: %s skipped: a model is already named '%s'\n", dir, names[i]);
+        } else if (srv_model_spec_parse(arg, &spec, why, sizeof why) != 0) {
+            fprintf(stderr, "mtserve: --model-dir: %s skipped: %s\n", dir, why);
+        } else if (srv->n_models >= SRV_MAX_MODELS) {
+            fprintf(stderr, "mtserve: --model-dir: %s skipped: at most %d models\n", dir, SRV_MAX_MODELS);
+        } else if (add_card(srv, spec.id, spec.dir, &merr) != 0) {
+            fprintf(stderr, "mtserve: --model-dir: %s skipped: not a model (%s)\n", dir, merr.msg);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    return 0;
+}
+
+int srv_models_discover(srv_server *srv, char *err, size_t err_len)
+{
+    srv->n_models = 0;
+    for (int i = 0; i < srv->opts.n_models; i++) {
+        mt_err merr = { 0 };
+        if (add_card(srv, srv->opts.models[i].id, srv->opts.models[i].dir, &merr) != 0) {
+            snprintf(err, err_len, "cannot read model '%s': %s", srv->opts.models[i].dir, merr.msg);
+            return -1;
+        }
+    }
+    if (srv->opts.model_dir[0] && add_dir(srv, srv->opts.model_dir, err, err_len) != 0)
+        return -1;
+    if (srv->n_models == 0) {
+        snprintf(err, err_len, "no model: --model-dir %s holds none", srv->opts.model_dir);
+        return -1;
+    }
+    return 0;
 }
 
 void srv_models_free(srv_server *srv)
 {
     for (int i = 0; i < SRV_MAX_MODELS; i++) {
-        srv_sessions_free(srv->models[i].sessions);
-        srv_model_free_targets(&srv->models[i]);
-        mt_model_free(srv->models[i].model);
-        srv->models[i].sessions = NULL;
-        srv->models[i].model = NULL;
+        srv_model *m = &srv->models[i];
+        srv_model_unload_weights(m);
+        srv_model_free_targets(m);
+        mt_model_free(m->model);
+        m->model = NULL;
     }
 }

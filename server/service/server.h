@@ -12,7 +12,9 @@
 #include "translate/decode_job.h"
 #include "http/request.h"
 #include "mt.h"
+#include "common/api_keys.h"
 #include "common/options.h"
+#include "common/ratelimit.h"
 #include "translate/scheduler.h"
 #include "translate/session_decoder.h"
 #include "translate/sessions.h"
@@ -21,22 +23,35 @@
 #include "translate/cache.h"
 #include "translate/glossary.h"
 
+typedef struct srv_residency srv_residency;
+
 typedef struct {
     char               id[64];
     char               dir[1024];
     int                index;        /* in srv_server.models; metrics label index */
+    /* What the model is, resident and read-only for the whole process: its
+     * config, languages and tokenizer.  Loaded at start: the model itself;
+     * on demand (--model-dir, --max-models, --memory-budget): its card
+     * (mt_model_load_card), its weights loaded on first use (residency.h). */
     mt_model          *model;
     const mt_model_info *info;
     const mt_tokenizer *tok;
     mt_session_params  sparams;      /* every session of this model */
-    srv_sessions      *sessions;     /* per-request sessions (batching off; /attention) */
-    srv_sched         *sched;        /* batching on: the scheduler decoding /translate */
-    srv_session_decoder unbatched;   /* batching off: sessions decoding on the workers */
-    srv_decoder        decoder;      /* /translate's: the scheduler's, or unbatched's */
-    double             load_ms;
+    srv_decoder        decoder;      /* /translate's: the scheduler's, or unbatched's; on demand the
+                                        residency's, which loads the model before handing jobs on */
     char             (*targets)[16];  /* a multilingual model's target languages (">>fra<<" -> "fra") ... */
     int32_t           *target_ids;    /* ... and their token ids (pairs.c); n_targets 0: not multilingual */
     int                n_targets;
+    /* The loaded part: written once before `ready` (at start), or on demand
+     * by the residency's loader while nobody holds the model (residency.c);
+     * read only by a holder (srv_model_acquire, a job's decoder). */
+    mt_model          *weights;      /* the model with its weights (= model when loaded at start) */
+    srv_sessions      *sessions;     /* per-request sessions (batching off; /attention) */
+    srv_sched         *sched;        /* batching on: the scheduler decoding /translate */
+    srv_session_decoder unbatched;   /* batching off: sessions decoding on the workers */
+    srv_decoder        direct;       /* the decoder of the loaded weights (= decoder at start) */
+    size_t             bytes;        /* weight bytes + one session's, as the engine reports them */
+    double             load_ms;
 } srv_model;
 
 struct srv_server {
@@ -47,8 +62,11 @@ struct srv_server {
     srv_files   *files;             /* POST /translate_file's jobs and finished files */
     srv_glossary *glossaries[SRV_MAX_GLOSSARIES];   /* opts.glossaries[i]'s terms (glossaries.h) */
     srv_cache   *cache;             /* sentences translated (pipeline.h); NULL: --cache-mb 0 */
+    srv_api_keys keys;              /* --api-key then --api-keys FILE's; n 0: no key required */
+    srv_ratelimit *limits;          /* --req-limit / --char-limit and the keys' own; NULL: none at all */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
+    srv_residency *residency;       /* models on demand (residency.h); NULL: all loaded at start */
     _Atomic int  ready;             /* 0 while loading, 1 serving */
     _Atomic int  in_flight;         /* requests inside the router now */
 };
@@ -59,8 +77,19 @@ srv_model *srv_find_model(srv_server *srv, const char *id);
  * (404 unknown_model, 400 when not a string). */
 srv_model *srv_request_model(srv_request *req, srv_response *resp);
 
-/* Loads model i (opts.models[i]) and creates its session pool.  Thread: loader. */
+/* Names srv->models from the options (--model), before anything reads them. */
+void      srv_models_name(srv_server *srv);
+/* On demand: srv->models from --model, then every model subdirectory of
+ * --model-dir (sorted; bad ids and directories without a model skipped with
+ * a log line), each with its card, sessions' shape and languages, no
+ * weights.  0, or -1 with a message (a --model's card failed). */
+int       srv_models_discover(srv_server *srv, char *err, size_t err_len);
+/* Loads model i at start (its weights are its card) and its decoder.  Thread: loader. */
 mt_status srv_model_load(srv_server *srv, int i, mt_err *err);
+/* Loads m's weights, sessions and decoder (the loaded part above).  On demand: the residency's loader. */
+mt_status srv_model_load_weights(srv_server *srv, srv_model *m, mt_err *err);
+/* Frees the loaded part (the scheduler stops after the work it holds: nothing may hold m). */
+void      srv_model_unload_weights(srv_model *m);
 void      srv_models_free(srv_server *srv);
 
 #endif

@@ -56,6 +56,7 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     dj->done = decoded;
     dj->ctx = j;
     dj->abort = (srv_abort){ .gone = j->req->client_gone, .ctx = j->req->conn };
+    dj->client = srv_decode_client_id(j->req->client);
     if (j->sink.done) {
         dj->abort = (srv_abort){ .gone = j->sink.gone, .ctx = j->sink.ctx };
         if (i == j->path.n_legs - 1) {

@@ -3,10 +3,19 @@
 
 #include <string.h>
 
+uint64_t srv_decode_client_id(const char *client)
+{
+    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
+    for (const char *p = client; p && *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
 void srv_decode_job_init(srv_decode_job *job, srv_seq_req *items, int n, const mt_decode_params *dp)
 {
     srv_decode_job keep = { .items = items, .n = n, .dp = *dp, .abort = job->abort, .progress = job->progress,
-                            .done = job->done, .ctx = job->ctx, .background = job->background };
+                            .done = job->done, .ctx = job->ctx, .background = job->background,
+                            .client = job->client };
     *job = keep;
     for (int i = 0; i < n; i++) {
         memset(items[i].hyps, 0, sizeof *items[i].hyps * (size_t)(dp->n_best > 0 ? dp->n_best : 1));

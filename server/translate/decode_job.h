@@ -69,6 +69,10 @@ struct srv_decode_job {
      * them otherwise (scheduler.h, SRV_SCHED_BACKGROUND_SHARE); the session
      * decoder ignores it */
     int              background;
+    /* whose job (srv_decode_client_id of the request's client): the
+     * scheduler admits the sentences of different clients in turn, by
+     * deficit round robin (scheduler.h); 0: one anonymous client */
+    uint64_t         client;
     /* results, valid in done() */
     mt_status        status;    /* MT_OK, or the first failed item's status */
     mt_err           err;
@@ -88,6 +92,8 @@ typedef struct {
     void  *self;
 } srv_decoder;
 
+/* A client's id for srv_decode_job.client: a 64-bit hash of its name. */
+uint64_t srv_decode_client_id(const char *client);
 /* Prepares job for submit: items[0..n) reset, results cleared. */
 void srv_decode_job_init(srv_decode_job *job, srv_seq_req *items, int n, const mt_decode_params *dp);
 /* Called by a decoder when the job is over: fills status/err from the items. */

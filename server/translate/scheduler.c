@@ -9,10 +9,29 @@
 #include <time.h>
 
 #include "common/metrics.h"
+#include "sessions.h"
 #include "util/clock.h"
 
 #define GONE_POLL_S 0.02        /* how often the jobs' clients are checked */
 #define IDLE_WAIT_MS 20         /* the thread's sleep with work held but nothing to step */
+/* Deficit round robin: each turn gives a client this much credit, in source
+ * tokens x beams (a sentence's cost); a client admits sentences while its
+ * credit covers them.  About two typical sentences: small enough that one
+ * client's backlog delays another's next sentence by one turn at most,
+ * large enough that turns are not wasted on credit alone. */
+#define QUANTUM 64
+#define CLIENT_BUCKETS 256      /* the client table's hash buckets */
+
+/* One client's interactive sentences waiting for rows, FIFO; in the ring of
+ * clients with waiting sentences while it has any. */
+typedef struct client_q {
+    uint64_t         id;
+    srv_seq_req     *head, *tail;
+    long             deficit;
+    int              credited;  /* this turn's quantum was given (a turn cut short by full rows resumes) */
+    struct client_q *prev, *next;   /* the ring */
+    struct client_q *chain;         /* the hash bucket */
+} client_q;
 
 struct srv_sched {
     pthread_mutex_t  mu;
@@ -22,7 +41,11 @@ struct srv_sched {
     srv_sched_params p;
     mt_session      *s;
     int              rows;
-    srv_seq_req     *head, *tail;   /* sentences waiting for rows, FIFO */
+    client_q        *clients[CLIENT_BUCKETS];   /* clients with waiting interactive sentences */
+    client_q        *turn;          /* the ring's client whose turn it is; NULL: none waits */
+    srv_seq_req     *bg_head, *bg_tail;     /* background sentences waiting for rows, FIFO */
+    int              n_waiting;     /* sentences waiting, interactive and background */
+    int              n_fg_waiting;  /* ... of them interactive */
     srv_decode_job  *jobs;          /* every job held (waiting or decoding) */
     int              n_jobs;
     srv_seq_req    **active;        /* [rows] by sequence id: decoding, NULL (scheduler thread only) */
@@ -76,11 +99,18 @@ static int bg_rows_of(const srv_seq_req *it)
     return it->job->background ? (it->dp ? it->dp : &it->job->dp)->beam_size : 0;
 }
 
+/* Active background sentences (their rows: n_bg_rows). */
+static int count_bg_active(const srv_sched *sc)
+{
+    int n = 0;
+    for (int i = 0; i < sc->rows; i++)
+        n += sc->active[i] && sc->active[i]->job->background;
+    return n;
+}
+
 static void publish_stats(srv_sched *sc)
 {
-    int waiting = 0;
-    for (srv_seq_req *it = sc->head; it; it = it->next)
-        waiting++;
+    int waiting = sc->n_waiting;
     int started = 0;
     for (srv_decode_job *job = sc->jobs; job; job = job->next)
         started += job->started;
@@ -89,6 +119,111 @@ static void publish_stats(srv_sched *sc)
     atomic_store(&sc->st_rows, mt_session_rows_used(sc->s));
     atomic_store(&sc->st_jobs_started, started);
     atomic_store(&sc->st_jobs_waiting, sc->n_jobs - started);
+}
+
+/* ---- waiting sentences (under mu) ------------------------------------------------- */
+
+static client_q **bucket_of(srv_sched *sc, uint64_t id)
+{
+    return &sc->clients[(id ^ (id >> 32)) % CLIENT_BUCKETS];
+}
+
+/* The client's queue, in the ring; NULL when out of memory. */
+static client_q *client_get(srv_sched *sc, uint64_t id)
+{
+    client_q **b = bucket_of(sc, id);
+    for (client_q *c = *b; c; c = c->chain)
+        if (c->id == id)
+            return c;
+    client_q *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->id = id;
+    c->chain = *b;
+    *b = c;
+    if (sc->turn) {                 /* joins the ring just before the client whose turn it is: last */
+        c->next = sc->turn;
+        c->prev = sc->turn->prev;
+        c->prev->next = c;
+        sc->turn->prev = c;
+    } else {
+        c->prev = c->next = c;
+        sc->turn = c;
+    }
+    return c;
+}
+
+/* An empty client leaves the ring and the table; the turn passes on. */
+static void client_drop(srv_sched *sc, client_q *c)
+{
+    for (client_q **pp = bucket_of(sc, c->id); *pp; pp = &(*pp)->chain)
+        if (*pp == c) {
+            *pp = c->chain;
+            break;
+        }
+    if (c->next == c) {
+        sc->turn = NULL;
+    } else {
+        c->prev->next = c->next;
+        c->next->prev = c->prev;
+        if (sc->turn == c)
+            sc->turn = c->next;
+    }
+    free(c);
+}
+
+/* Queues a job's sentences: its client's queue, or the background FIFO.
+ * -1 when out of memory (nothing queued). */
+static int enqueue(srv_sched *sc, srv_decode_job *job)
+{
+    srv_seq_req **head = &sc->bg_head, **tail = &sc->bg_tail;
+    client_q *c = NULL;
+    if (!job->background) {
+        if (!(c = client_get(sc, job->client)))
+            return -1;
+        head = &c->head;
+        tail = &c->tail;
+    }
+    for (int i = 0; i < job->n; i++) {
+        job->items[i].job = job;
+        job->items[i].next = i + 1 < job->n ? &job->items[i + 1] : NULL;
+    }
+    if (*tail)
+        (*tail)->next = &job->items[0];
+    else
+        *head = &job->items[0];
+    *tail = &job->items[job->n - 1];
+    sc->n_waiting += job->n;
+    sc->n_fg_waiting += job->background ? 0 : job->n;
+    return 0;
+}
+
+/* Removes the items keep() refuses from the queue *head..*tail, handing each
+ * to out(); returns how many left. */
+static int filter(srv_sched *sc, srv_seq_req **head, srv_seq_req **tail,
+                  int (*keep)(srv_sched *, srv_seq_req *, double), double now, srv_decode_job **done_list)
+{
+    int gone = 0;
+    *tail = NULL;
+    for (srv_seq_req **pp = head; *pp;) {
+        srv_seq_req *it = *pp;
+        if (keep(sc, it, now)) {
+            *tail = it;
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        gone++;
+        srv_decode_job *job = it->job;
+        if (job->cancelled) {
+            srv_metrics_cancelled(1);
+            fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
+        } else {
+            job->timed_out = 1;
+            fail_item(sc, it, MT_ERR_BUSY, "waited too long for decoder rows", done_list);
+        }
+    }
+    return gone;
 }
 
 /* Under mu: mark the jobs whose client went away, at most every GONE_POLL_S
@@ -102,6 +237,15 @@ static void poll_gone(srv_sched *sc)
     for (srv_decode_job *job = sc->jobs; job; job = job->next)
         if (!job->cancelled && job->abort.gone && job->abort.gone(job->abort.ctx))
             job->cancelled = 1;         /* (only this thread writes it while held) */
+}
+
+/* A waiting sentence stays unless its job was cancelled or, interactive,
+ * has waited past the queue timeout (background work never times out: it
+ * always gets its share of the rows). */
+static int keep_waiting(srv_sched *sc, srv_seq_req *it, double now)
+{
+    const srv_decode_job *job = it->job;
+    return !job->cancelled && (job->background || !(now - job->t_submit > sc->p.queue_timeout_s));
 }
 
 /* Under mu: drop the sentences of cancelled jobs, active and waiting, and
@@ -120,26 +264,17 @@ static void drop(srv_sched *sc, srv_decode_job **done_list)
         fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
     }
     double t = mt_now_s();
-    for (srv_seq_req **pp = &sc->head; *pp;) {
-        srv_seq_req *it = *pp;
-        srv_decode_job *job = it->job;
-        /* background work never times out: it always gets its share of the rows */
-        if (!job->cancelled && (job->background || !(t - job->t_submit > sc->p.queue_timeout_s))) {
-            pp = &it->next;
-            continue;
-        }
-        *pp = it->next;
-        if (job->cancelled) {
-            srv_metrics_cancelled(1);
-            fail_item(sc, it, MT_ERR_BUSY, "cancelled: the client went away", done_list);
-        } else {
-            job->timed_out = 1;
-            fail_item(sc, it, MT_ERR_BUSY, "waited too long for decoder rows", done_list);
-        }
+    int gone = filter(sc, &sc->bg_head, &sc->bg_tail, keep_waiting, t, done_list);
+    sc->n_waiting -= gone;
+    if (sc->turn) {
+        client_q *c = sc->turn;
+        do {
+            int n = filter(sc, &c->head, &c->tail, keep_waiting, t, done_list);
+            sc->n_waiting -= n;
+            sc->n_fg_waiting -= n;
+            c = c->next;
+        } while (c != sc->turn);
     }
-    sc->tail = NULL;
-    for (srv_seq_req *it = sc->head; it; it = it->next)
-        sc->tail = it;
 }
 
 /* A background sentence must wait: interactive ones decode or wait, and the
@@ -149,54 +284,104 @@ static int bg_must_wait(const srv_sched *sc, int fg_active, int fg_waiting)
     return (fg_active > 0 || fg_waiting > 0) && sc->n_bg_rows >= sc->bg_rows;
 }
 
-/* Under mu (released around mt_seq_start): FIFO admission while rows are free,
- * interactive sentences first: a background sentence over its share is passed
- * over (it keeps its place), nothing else overtakes the first that waits for
- * rows.  The sources admitted here are encoded together, as one batch, by the
- * next mt_step.  A streamed job's progress hook rides in each sentence's
- * decode parameters. */
-static void admit(srv_sched *sc, srv_decode_job **done_list)
+/* Under mu (released around mt_seq_start): starts waiting sentence it, taken
+ * off its queue already; 0, or -1 when it could not start (it is over). */
+static int start_one(srv_sched *sc, srv_seq_req *it, srv_decode_job **done_list)
 {
-    int fg_waiting = 0, fg_active = 0;
-    for (srv_seq_req *it = sc->head; it; it = it->next)
-        fg_waiting += !it->job->background;
-    for (int i = 0; i < sc->rows; i++)
-        fg_active += sc->active[i] && !sc->active[i]->job->background;
-    srv_seq_req *prev = NULL;           /* the last sentence passed over (still queued) */
-    while (prev ? prev->next : sc->head) {
-        srv_seq_req *it = prev ? prev->next : sc->head;
-        int bg = it->job->background != 0;
-        if (bg && bg_must_wait(sc, fg_active, fg_waiting)) {
-            prev = it;
+    int bg = it->job->background != 0;
+    sc->n_waiting--;
+    sc->n_fg_waiting -= !bg;
+    sc->n_bg_rows += bg_rows_of(it);    /* counted now: a failed start takes them back below */
+    it->job->started = 1;
+    it->next = NULL;
+    pthread_mutex_unlock(&sc->mu);
+    mt_decode_params q = srv_decode_item_params(it->job, (int)(it - it->job->items));
+    mt_status st = mt_seq_start(sc->s, it->src, it->n_src, &q, &it->seq, &it->err);
+    pthread_mutex_lock(&sc->mu);
+    if (st != MT_OK) {
+        sc->n_bg_rows -= bg_rows_of(it);
+        it->status = st;
+        finish_item(sc, it, done_list);
+        return -1;
+    }
+    sc->active[it->seq] = it;
+    sc->n_active++;
+    return 0;
+}
+
+/* 1 when the session has rows for it now (a beam wider than the session
+ * "fits": mt_seq_start refuses it with a message). */
+static int fits(const srv_sched *sc, const srv_seq_req *it)
+{
+    const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
+    return dp->beam_size > sc->rows || mt_session_can_start(sc->s, dp->beam_size);
+}
+
+/* A sentence's cost for the round robin: its source tokens x beams. */
+static long cost_of(const srv_seq_req *it)
+{
+    const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
+    return (long)it->n_src * (dp->beam_size > 0 ? dp->beam_size : 1);
+}
+
+/* Background sentences, FIFO, while they are under their share (or nothing
+ * interactive decodes or waits) and rows are free. */
+static void admit_background(srv_sched *sc, srv_decode_job **done_list)
+{
+    while (sc->bg_head) {
+        int fg_active = sc->n_active - count_bg_active(sc);
+        if (bg_must_wait(sc, fg_active, sc->n_fg_waiting) || !fits(sc, sc->bg_head))
+            return;
+        srv_seq_req *it = sc->bg_head;
+        if (!(sc->bg_head = it->next))
+            sc->bg_tail = NULL;
+        start_one(sc, it, done_list);
+    }
+}
+
+/* Interactive sentences by deficit round robin over their clients: at its
+ * turn a client gets QUANTUM of credit and starts sentences, in its own
+ * order, while the credit covers them; the turn then passes.  When the rows
+ * run out, the client whose sentence does not fit keeps the turn (and its
+ * credit): nobody overtakes it, so a wide beam is never starved by narrow
+ * ones.  A client with nothing left leaves the ring, its credit lost. */
+static void admit_interactive(srv_sched *sc, srv_decode_job **done_list)
+{
+    while (sc->turn) {
+        client_q *c = sc->turn;
+        if (!c->head) {
+            client_drop(sc, c);
             continue;
         }
-        const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
-        if (dp->beam_size <= sc->rows && !mt_session_can_start(sc->s, dp->beam_size))
-            break;                      /* it waits for rows; nobody overtakes it */
-        if (prev)
-            prev->next = it->next;
-        else
-            sc->head = it->next;
-        if (sc->tail == it)
-            sc->tail = prev;
-        fg_waiting -= !bg;
-        fg_active += !bg;
-        sc->n_bg_rows += bg_rows_of(it);    /* counted now: a failed start takes them back below */
-        it->job->started = 1;
-        pthread_mutex_unlock(&sc->mu);
-        mt_decode_params q = srv_decode_item_params(it->job, (int)(it - it->job->items));
-        mt_status st = mt_seq_start(sc->s, it->src, it->n_src, &q, &it->seq, &it->err);
-        pthread_mutex_lock(&sc->mu);
-        if (st != MT_OK) {
-            sc->n_bg_rows -= bg_rows_of(it);
-            fg_active -= !bg;
-            it->status = st;
-            finish_item(sc, it, done_list);
-        } else {
-            sc->active[it->seq] = it;
-            sc->n_active++;
+        if (!c->credited) {
+            c->deficit += QUANTUM;
+            c->credited = 1;
+        }
+        srv_seq_req *it = c->head;
+        long cost = cost_of(it);
+        if (cost > c->deficit) {        /* the turn is over */
+            c->credited = 0;
+            sc->turn = c->next;
+            continue;
+        }
+        if (!fits(sc, it))
+            return;                     /* it waits for rows, its turn kept */
+        if (!(c->head = it->next))
+            c->tail = NULL;
+        c->deficit -= cost;
+        start_one(sc, it, done_list);
+        if (!c->head) {
+            client_drop(sc, c);         /* (its turn passes on) */
         }
     }
+}
+
+/* Under mu: admission while rows are free: background sentences within their
+ * share, then interactive ones, fairly across clients. */
+static void admit(srv_sched *sc, srv_decode_job **done_list)
+{
+    admit_background(sc, done_list);
+    admit_interactive(sc, done_list);
 }
 
 /* The decode loop's hand-over after a step (scheduler thread, no lock: the
@@ -253,17 +438,26 @@ static void complete(srv_sched *sc, srv_decode_job **done_list)
 /* The decode loop's start, before every step: under mu, retire what the last
  * step finished, then wait for work (or stop), drop, admit, publish and
  * complete until something is active; mt_step then runs with no lock held.
- * At stop, once nothing is left (the session is empty), the loop ends. */
+ * At stop, once nothing is left (the session is empty), the loop ends.
+ * About to wait with nothing held, it trims the session once (outside mu:
+ * a submit does not wait for the madvise). */
 static int sched_start(void *data, mt_session *s, mt_err *err)
 {
     srv_sched *sc = data;
     srv_decode_job *done_list = NULL;
     int rows = 0;                       /* 0: stop, and nothing left */
+    int trimmed = 0;
     pthread_mutex_lock(&sc->mu);
     retire(sc, &done_list);
     publish_stats(sc);
     complete(sc, &done_list);
     for (;;) {
+        if (!sc->jobs && !sc->stop && !trimmed) {
+            trimmed = 1;                /* nothing held: no sequence in the session */
+            pthread_mutex_unlock(&sc->mu);
+            mt_session_trim(s, SRV_SESSION_TRIM_MIN_BYTES, NULL);
+            pthread_mutex_lock(&sc->mu);
+        }
         while (!sc->jobs && !sc->stop)
             pthread_cond_wait(&sc->cv, &sc->mu);
         if (!sc->jobs)
@@ -342,6 +536,8 @@ void srv_sched_free(srv_sched *sc)
         pthread_mutex_unlock(&sc->mu);
         pthread_join(sc->tid, NULL);
     }
+    while (sc->turn)                    /* emptied by drops, not yet visited */
+        client_drop(sc, sc->turn);
     mt_session_free(sc->s);
     free(sc->active);
     pthread_cond_destroy(&sc->cv);
@@ -364,15 +560,10 @@ static int sched_submit(void *self, srv_decode_job *job)
     }
     job->remaining = job->n;
     job->t_submit = mt_now_s();
-    for (int i = 0; i < job->n; i++) {
-        job->items[i].job = job;
-        job->items[i].next = i + 1 < job->n ? &job->items[i + 1] : NULL;
+    if (enqueue(sc, job)) {
+        pthread_mutex_unlock(&sc->mu);
+        return -1;
     }
-    if (sc->tail)
-        sc->tail->next = &job->items[0];
-    else
-        sc->head = &job->items[0];
-    sc->tail = &job->items[job->n - 1];
     job->next = sc->jobs;
     sc->jobs = job;
     sc->n_jobs++;

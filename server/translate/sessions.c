@@ -68,6 +68,7 @@ mt_status srv_sessions_get(srv_sessions *p, mt_session **out, mt_err *err)
 
 void srv_sessions_put(srv_sessions *p, mt_session *s)
 {
+    mt_session_trim(s, SRV_SESSION_TRIM_MIN_BYTES, NULL);  /* still ours: outside the lock */
     pthread_mutex_lock(&p->mu);
     p->free_list[p->n_free++] = s;
     pthread_mutex_unlock(&p->mu);

@@ -1,0 +1,42 @@
+/* api_keys: the keys a client may present, each with its own limits.
+ *
+ * From --api-key (one key, the default limits) and --api-keys FILE, one key
+ * per line:
+ *     KEY [req-limit=N] [char-limit=N]
+ * '#' starts a comment line; a limit not given is the server's
+ * (--req-limit, --char-limit), 0 lifts it for that key.  Keys are printable
+ * ASCII without spaces, at most SRV_KEY_MAX - 1 bytes; a bad line fails the
+ * start with its line number.
+ */
+#ifndef SRV_API_KEYS_H
+#define SRV_API_KEYS_H
+
+#include <stddef.h>
+
+#define SRV_KEY_MAX 256
+
+typedef struct {
+    char key[SRV_KEY_MAX];
+    long req_limit, char_limit;     /* per minute; -1: the server's */
+} srv_api_key;
+
+typedef struct {
+    srv_api_key *v;
+    int          n;
+} srv_api_keys;
+
+/* Parses text (a keys file's contents, NUL-terminated) and appends its keys.
+ * 0, or -1 with "line N: ..." in err. */
+int  srv_api_keys_parse(srv_api_keys *keys, const char *text, char *err, size_t err_len);
+/* Reads and parses a keys file (at most 16 MB).  0, or -1 with a message. */
+int  srv_api_keys_load(srv_api_keys *keys, const char *path, char *err, size_t err_len);
+/* Appends one key with the server's limits.  0 or -1 (out of memory, bad key). */
+int  srv_api_keys_add(srv_api_keys *keys, const char *key, char *err, size_t err_len);
+void srv_api_keys_free(srv_api_keys *keys);
+
+/* The index of given among the keys, or -1.  Every key is compared in full
+ * whatever matches, so the time taken does not tell how much of a key was
+ * right. */
+int  srv_api_keys_find(const srv_api_keys *keys, const char *given);
+
+#endif
