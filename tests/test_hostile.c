@@ -488,6 +488,35 @@ static void test_framing_edges(void **state)
     expect_raw("127.0.0.6", esc, sizeof esc - 1, "HTTP/1.1 400 ", "control character");
     expect_raw("127.0.0.6", "GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\tb\r\nConnection: close\r\n\r\n", 0,
                "HTTP/1.1 200 ", "\"ok\"");
+    /* what libmicrohttpd 0.9.75 decided alone, now checked on the raw head
+     * first (server/http/head_check.c): */
+    /* a NUL in a header value (libmicrohttpd cut the value there, unseen) */
+    static const char nul[] = "GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n";
+    expect_raw("127.0.0.6", nul, sizeof nul - 1, "HTTP/1.1 400 ", "control character");
+    /* a Content-Length over 2^64-1 (libmicrohttpd's own HTML 413, its header block sent twice) */
+    expect_raw("127.0.0.6",
+               "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: 18446744073709551616\r\n\r\n", 0, "HTTP/1.1 413 ", "\"body_too_large\"");
+    /* a chunk size of 2^64-1 (taken as valid: a 408 at the deadline), and one no number holds */
+    double t1 = now_s();
+    expect_raw("127.0.0.6",
+               "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n{\"text\"", 0, "HTTP/1.1 413 ",
+               "\"body_too_large\"");
+    expect_raw("127.0.0.6",
+               "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n1ffffffffffffffff\r\n{", 0, "HTTP/1.1 400 ", "chunk size");
+    printf("# framing: NUL in a header, Content-Length 2^64, chunk sizes 2^64-1 and 2^68-1: answered in %.2f s\n",
+           now_s() - t1);
+    assert_true(now_s() - t1 < 1.0);
+    /* a Content-Length that is no number */
+    expect_raw("127.0.0.6", "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 1e3\r\n\r\n", 0,
+               "HTTP/1.1 400 ", "not a number");
+    /* an ordinary chunked request still passes */
+    expect_raw("127.0.0.6",
+               "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n18\r\n{\"text\": \"Hello world.\"}\r\n0\r\n\r\n", 0,
+               "HTTP/1.1 200 ", "\"ids\"");
     assert_true(now_s() - t0 < DEADLINE_S);
 }
 

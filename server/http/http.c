@@ -1,6 +1,7 @@
 /* http: libmicrohttpd glue.  Every MHD call of the program is in this file.
  *
- * Connection lifecycle: accepted -> deadline.c guards it (a whole request
+ * Connection lifecycle: accepted and held by front.c until its request head
+ * passed head_check.c -> handed to libmicrohttpd -> deadline.c guards it (a whole request
  * within --request-timeout, keep-alive idle within --timeout) -> closed.
  * Connections over --max-connections-per-ip are parked (addr_limit.h: a 503
  * after a second, never handled); libmicrohttpd, with epoll, holds thousands
@@ -34,7 +35,9 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +52,7 @@
 #include "client_addr.h"
 #include "deadline.h"
 #include "errors.h"
+#include "front.h"
 #include "common/metrics.h"
 #include "util/clock.h"
 
@@ -57,6 +61,9 @@ struct srv_http {
     srv_http_config    cfg;
     srv_deadline      *deadline;
     srv_addr_limit    *addr_limit;  /* --max-connections-per-ip, parking over it */
+    srv_front         *front;       /* the listening socket and each new connection's head */
+    pthread_mutex_t    handed_mu;   /* front -> on_connection: each handed connection's count */
+    struct handed     *handed;
     char              *park_reply;  /* the raw 503 for a parked connection that sends nothing */
     _Atomic int        draining;
     int                port;
@@ -85,6 +92,16 @@ typedef struct {
     char        client[SRV_ADDR_MAX];   /* whose request (client_addr.h) */
     int         parked;         /* its connection is over the per-address limit (addr_limit.h) */
 } conn_state;
+
+/* What the front knew of a connection it hands to libmicrohttpd, until
+ * on_connection takes it (on libmicrohttpd's thread), found by descriptor. */
+struct handed {
+    int            fd;
+    srv_addr_slot *slot;
+    int            parked;
+    double         t_accept;
+    struct handed *next;
+};
 
 /* A connection's own state (libmicrohttpd's socket context), from its
  * accept to its close. */
@@ -686,20 +703,19 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         int fd = ci ? (int)ci->connect_fd : -1;
         sc->guard = fd >= 0 ? srv_deadline_add(h->deadline, fd) : NULL;
         sc->t_accept = mt_now_s();
-        switch (srv_addr_limit_enter(h->addr_limit, ai ? ai->client_addr : NULL, &sc->slot)) {
-        case SRV_ADDR_ADMIT:
-            break;
-        case SRV_ADDR_PARK:
-            sc->parked = 1;
-            /* one that sends nothing is answered by the sweeper (the same 503) */
-            srv_deadline_answer_unless_body(h->deadline, sc->guard, PARK_S, h->park_reply);
-            break;
-        case SRV_ADDR_REFUSE:
-            srv_metrics_connection_closed(SRV_CLOSE_PER_IP);
-            if (fd >= 0)
-                shutdown(fd, SHUT_RDWR);    /* libmicrohttpd reads the end and closes it */
-            break;
-        }
+        (void)ai;
+        pthread_mutex_lock(&h->handed_mu);      /* what the front counted and decided */
+        for (struct handed **pp = &h->handed; *pp; pp = &(*pp)->next)
+            if ((*pp)->fd == fd) {
+                struct handed *x = *pp;
+                *pp = x->next;
+                sc->slot = x->slot;
+                sc->parked = x->parked;
+                sc->t_accept = x->t_accept;
+                free(x);
+                break;
+            }
+        pthread_mutex_unlock(&h->handed_mu);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         sock_ctx *sc = *socket_context;
         if (sc) {
@@ -778,6 +794,99 @@ static srv_deadline *deadline_start(const srv_http_config *cfg)
     return d;
 }
 
+/* ---- the front (front.h) ------------------------------------------------------------ */
+
+/* A connection whose head passed: libmicrohttpd's from here. */
+static void front_admit(void *ctx, int fd, const struct sockaddr *addr, socklen_t len, srv_addr_slot *slot,
+                        int parked, double t_accept)
+{
+    srv_http *h = ctx;
+    struct handed *x = malloc(sizeof *x);
+    if (x) {
+        *x = (struct handed){ .fd = fd, .slot = slot, .parked = parked, .t_accept = t_accept };
+        pthread_mutex_lock(&h->handed_mu);
+        for (struct handed **pp = &h->handed; *pp; pp = &(*pp)->next)
+            if ((*pp)->fd == fd) {          /* left by a connection libmicrohttpd dropped unannounced */
+                struct handed *old = *pp;
+                *pp = old->next;
+                srv_addr_limit_leave(h->addr_limit, old->slot);
+                free(old);
+                break;
+            }
+        x->next = h->handed;
+        h->handed = x;
+        pthread_mutex_unlock(&h->handed_mu);
+    }
+    if (MHD_add_connection(h->daemon, fd, addr, len) != MHD_YES) {     /* it closed fd */
+        pthread_mutex_lock(&h->handed_mu);
+        for (struct handed **pp = &h->handed; *pp; pp = &(*pp)->next)
+            if (*pp == x) {
+                *pp = x->next;
+                break;
+            }
+        pthread_mutex_unlock(&h->handed_mu);
+        free(x);
+        srv_addr_limit_leave(h->addr_limit, slot);
+    }
+}
+
+/* The raw reply to a head the front refused (or did not get in time). */
+static char *front_reply(void *ctx, int status, const char *msg, const char *path, const char *content_type)
+{
+    srv_http *h = ctx;
+    if (status == 503)
+        return strdup(h->park_reply);
+    const srv_http_router *rt = &h->cfg.router;
+    srv_request head = { .method = "", .path = path, .content_type = content_type[0] ? content_type : NULL };
+    int lt = path[0] ? rt->lt_errors(rt->ctx, &head) : 0;
+    return status == 413   ? raw_error(SRV_E_BODY_TOO_LARGE, "Content Too Large", msg, lt)
+           : status == 408 ? raw_error(SRV_E_REQUEST_TIMEOUT, "Request Timeout", msg, lt)
+                           : raw_error(SRV_E_BAD_REQUEST, "Bad Request", msg, lt);
+}
+
+static void front_closed(void *ctx, int why)
+{
+    (void)ctx;
+    if (why == 0)
+        srv_metrics_connection_closed(SRV_CLOSE_REQUEST_TIMEOUT);
+    else if (why == 2)
+        srv_metrics_connection_closed(SRV_CLOSE_CLIENT_GONE);
+    else if (why == 3)
+        srv_metrics_connection_closed(SRV_CLOSE_PER_IP);
+}
+
+static size_t front_body_limit(void *ctx, const char *path)
+{
+    const srv_http *h = ctx;
+    return h->cfg.router.max_body ? h->cfg.router.max_body(h->cfg.router.ctx, path) : h->cfg.max_body;
+}
+
+/* The listening socket: ours, so that the front reads each head first. */
+static int listen_on(const struct sockaddr_storage *addr, char *err, size_t err_len)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (const struct sockaddr *)addr, len) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, err_len, "cannot listen: %s (address in use?)", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int bound_port(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t al = sizeof a;
+    if (getsockname(fd, (struct sockaddr *)&a, &al) != 0)
+        return -1;
+    return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
+                                         : ((struct sockaddr_in *)&a)->sin_port);
+}
+
 /* ---- daemon ---------------------------------------------------------------------- */
 
 static int resolve(const char *host, int port, struct sockaddr_storage *addr, char *err, size_t err_len)
@@ -823,15 +932,20 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
         free(h);
         return NULL;
     }
+    pthread_mutex_init(&h->handed_mu, NULL);
+    int lfd = listen_on(&addr, err, err_len);
+    if (lfd < 0)
+        goto fail;
+    h->port = bound_port(lfd);
     /* epoll: thousands of idle connections cost no poll() scan.  The
-     * per-address limit is ours (addr_limit.h), not libmicrohttpd's. */
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, &on_request, h,
-                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+     * listening socket, the request heads and the per-address limit are the
+     * front's (front.h, addr_limit.h): libmicrohttpd gets each connection
+     * once its head passed. */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, &on_request, h,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
-                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
                                  /* a backstop: the sweeper closes (and counts) idle
                                   * connections first; at the same timeout libmicrohttpd
                                   * won about half the races, uncounted */
@@ -839,19 +953,29 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
                                  MHD_OPTION_NOTIFY_COMPLETED, &request_completed, h,
                                  MHD_OPTION_NOTIFY_CONNECTION, &on_connection, h,
                                  MHD_OPTION_URI_LOG_CALLBACK, &on_request_line, h,
-                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
                                  MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf(err, err_len, "cannot listen on %s:%d (address in use?)", cfg->host, cfg->port);
-        srv_addr_limit_free(h->addr_limit);
-        free(h->park_reply);
-        srv_deadline_free(h->deadline);
-        free(h);
-        return NULL;
+        snprintf(err, err_len, "cannot start libmicrohttpd on %s:%d", cfg->host, cfg->port);
+        close(lfd);
+        goto fail;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = info ? info->port : cfg->port;
+    srv_front_params fp = { .listen_fd = lfd, .head_timeout_s = cfg->request_timeout_s, .park_s = PARK_S,
+                            .addr_limit = h->addr_limit, .body_limit = front_body_limit, .body_limit_ctx = h,
+                            .max_pending = cfg->max_connections,
+                            .admit = front_admit, .reply = front_reply, .closed = front_closed, .ctx = h };
+    if (!(h->front = srv_front_start(&fp, err, err_len))) {
+        close(lfd);
+        MHD_stop_daemon(h->daemon);
+        goto fail;
+    }
     return h;
+fail:
+    srv_addr_limit_free(h->addr_limit);
+    pthread_mutex_destroy(&h->handed_mu);
+    free(h->park_reply);
+    srv_deadline_free(h->deadline);
+    free(h);
+    return NULL;
 }
 
 int srv_http_port(const srv_http *h)
@@ -864,9 +988,7 @@ int srv_http_stop(srv_http *h, int drain_s)
     if (!h)
         return 0;
     atomic_store(&h->draining, 1);
-    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    srv_front_quiesce(h->front);            /* no new connections */
     double until = mt_now_s() + drain_s;
     while (atomic_load(h->cfg.in_flight) > 0 && mt_now_s() < until) {
         struct timespec ts = { 0, 10 * 1000000L };
@@ -879,8 +1001,15 @@ int srv_http_stop(srv_http *h, int drain_s)
         fprintf(stderr, "mtserve: %d request(s) still running after %d s\n", left, drain_s);
         return -1;
     }
+    srv_front_free(h->front);               /* hands nothing more to libmicrohttpd */
     MHD_stop_daemon(h->daemon);             /* its last CLOSED notifications still count down */
     srv_addr_limit_free(h->addr_limit);     /* nothing parked is left: none in flight */
+    while (h->handed) {
+        struct handed *x = h->handed;
+        h->handed = x->next;
+        free(x);
+    }
+    pthread_mutex_destroy(&h->handed_mu);
     free(h->park_reply);
     srv_deadline_free(h->deadline);
     free(h);

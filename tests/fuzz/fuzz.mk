@@ -30,7 +30,7 @@ FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS)) -lcld2 -lstdc++ -lm -pthread
 # glossary (server/translate/glossary.c), the HTML reader (server/markup), the
 # language detector (server/detect) and the document readers (server/document).
 FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
-FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/translate/splitter.c server/translate/glossary.c \
+FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c \
                    $(wildcard server/markup/*.c server/detect/*.c server/detect/*.cc server/document/*.c)
 FUZZ_SERVER_OBJ := $(patsubst %.cc,$(FUZZ_B)/obj/%.o,$(patsubst %.c,$(FUZZ_B)/obj/%.o,$(FUZZ_SERVER_SRC)))
 FUZZ_BINS       := $(FUZZ_ALL:%=$(FUZZ_B)/fuzz_%)
