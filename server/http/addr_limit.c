@@ -1,4 +1,4 @@
-/* addr_limit: connections per address, parking over the limit (addr_limit.h). */
+/* addr_limit: connections per address (addr_limit.h). */
 #include "addr_limit.h"
 
 #include <netinet/in.h>
@@ -6,9 +6,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include "util/clock.h"
 
 #define BUCKETS 1024
 
@@ -18,21 +15,10 @@ struct srv_addr_slot {
     srv_addr_slot *next;
 };
 
-typedef struct parked {
-    void          *arg;
-    double         due;
-    struct parked *next;
-} parked;
-
 struct srv_addr_limit {
     srv_addr_limit_params p;
     pthread_mutex_t mu;         /* the table */
     srv_addr_slot  *table[BUCKETS];
-    pthread_mutex_t pmu;        /* the parked list, the timer's stop */
-    pthread_cond_t  pcv;
-    parked         *head, *tail;    /* due times ascending: all parked for the same park_s */
-    int             stop;
-    pthread_t       tid;
 };
 
 /* The address as a fixed key (an IPv4-mapped IPv6 peer is its IPv4 address);
@@ -107,72 +93,6 @@ void srv_addr_limit_leave(srv_addr_limit *l, srv_addr_slot *slot)
     pthread_mutex_unlock(&l->mu);
 }
 
-int srv_addr_limit_park(srv_addr_limit *l, void *arg, double t_accept)
-{
-    parked *p = malloc(sizeof *p);
-    if (!p)
-        return -1;
-    p->arg = arg;
-    p->due = t_accept + l->p.park_s;
-    p->next = NULL;
-    pthread_mutex_lock(&l->pmu);
-    /* accepted in order, parked nearly so: insert from the tail back */
-    parked **pp = &l->head;
-    if (l->tail && l->tail->due <= p->due)
-        pp = &l->tail->next;
-    else
-        while (*pp && (*pp)->due <= p->due)
-            pp = &(*pp)->next;
-    p->next = *pp;
-    *pp = p;
-    if (!p->next)
-        l->tail = p;
-    pthread_cond_signal(&l->pcv);
-    pthread_mutex_unlock(&l->pmu);
-    return 0;
-}
-
-/* The timer: expires parked requests as they fall due (all of them at stop). */
-static void *timer_main(void *arg)
-{
-    srv_addr_limit *l = arg;
-    pthread_mutex_lock(&l->pmu);
-    for (;;) {
-        double t = mt_now_s();
-        parked *due = NULL, **end = &due;
-        while (l->head && (l->stop || l->head->due <= t)) {
-            parked *p = l->head;
-            if (!(l->head = p->next))
-                l->tail = NULL;
-            p->next = NULL;
-            *end = p;
-            end = &p->next;
-        }
-        if (due) {
-            pthread_mutex_unlock(&l->pmu);
-            while (due) {
-                parked *next = due->next;
-                l->p.expire(l->p.ctx, due->arg);
-                free(due);
-                due = next;
-            }
-            pthread_mutex_lock(&l->pmu);
-            continue;
-        }
-        if (l->stop)
-            break;
-        if (l->head) {
-            int ms = (int)((l->head->due - t) * 1e3) + 1;
-            struct timespec ts = mt_abstime_after_ms(ms);
-            pthread_cond_timedwait(&l->pcv, &l->pmu, &ts);
-        } else {
-            pthread_cond_wait(&l->pcv, &l->pmu);
-        }
-    }
-    pthread_mutex_unlock(&l->pmu);
-    return NULL;
-}
-
 srv_addr_limit *srv_addr_limit_new(const srv_addr_limit_params *p)
 {
     srv_addr_limit *l = calloc(1, sizeof *l);
@@ -180,19 +100,6 @@ srv_addr_limit *srv_addr_limit_new(const srv_addr_limit_params *p)
         return NULL;
     l->p = *p;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_mutex_init(&l->pmu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->pcv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&l->tid, NULL, timer_main, l) != 0) {
-        pthread_cond_destroy(&l->pcv);
-        pthread_mutex_destroy(&l->pmu);
-        pthread_mutex_destroy(&l->mu);
-        free(l);
-        return NULL;
-    }
     return l;
 }
 
@@ -200,19 +107,12 @@ void srv_addr_limit_free(srv_addr_limit *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->pmu);
-    l->stop = 1;
-    pthread_cond_signal(&l->pcv);
-    pthread_mutex_unlock(&l->pmu);
-    pthread_join(l->tid, NULL);
     for (int i = 0; i < BUCKETS; i++)
         while (l->table[i]) {
             srv_addr_slot *s = l->table[i];
             l->table[i] = s->next;
             free(s);
         }
-    pthread_cond_destroy(&l->pcv);
-    pthread_mutex_destroy(&l->pmu);
     pthread_mutex_destroy(&l->mu);
     free(l);
 }

@@ -78,6 +78,10 @@ static void answer(srv_front *f, pending *c, int status, const char *msg, const 
     }
     if (f->p.closed)
         f->p.closed(f->p.ctx, why);
+    /* answered: no longer its address's (a client that reconnects at once
+     * must not find its lingering socket still counted) */
+    srv_addr_limit_leave(f->p.addr_limit, c->slot);
+    c->slot = NULL;
     char b;
     ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -100,6 +104,14 @@ static void readable(srv_front *f, pending *c, int hup)
             ;
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
             drop(f, c, 1);
+        return;
+    }
+    if (c->parked) {            /* over the per-address limit: only its 503 is coming (sweep) */
+        if (hup) {
+            if (f->p.closed)
+                f->p.closed(f->p.ctx, 2);
+            drop(f, c, 1);
+        }
         return;
     }
     ssize_t n = recv(c->fd, f->buf, sizeof f->buf, MSG_PEEK | MSG_DONTWAIT);
@@ -130,10 +142,8 @@ static void readable(srv_front *f, pending *c, int hup)
     struct sockaddr_storage a = c->addr;
     socklen_t al = c->addr_len;
     srv_addr_slot *slot = c->slot;
-    int parked = c->parked;
-    double t = c->t_accept;
     drop(f, c, 0);
-    f->p.admit(f->p.ctx, fd, (struct sockaddr *)&a, al, slot, parked, t);
+    f->p.admit(f->p.ctx, fd, (struct sockaddr *)&a, al, slot);
 }
 
 static void accept_all(srv_front *f)
@@ -179,7 +189,7 @@ static void accept_all(srv_front *f)
     }
 }
 
-/* Deadlines: a head not complete in time (408; a parked one's 503 sooner),
+/* Deadlines: a parked connection's 503, a head not complete in time (408),
  * a linger over. */
 static void sweep(srv_front *f)
 {
@@ -190,9 +200,8 @@ static void sweep(srv_front *f)
             if (t > c->until)
                 drop(f, c, 1);
         } else if (c->parked && t > c->t_accept + f->p.park_s) {
-            answer(f, c, 503, "too many connections from this address (over --max-connections-per-ip); retry", "",
-                   "", 3);
-        } else if (t > c->t_accept + f->p.head_timeout_s) {
+            answer(f, c, 503, "", "", "", 3);
+        } else if (!c->parked && t > c->t_accept + f->p.head_timeout_s) {
             answer(f, c, 408, "the request was not received in time", "", "", 0);
         }
     }

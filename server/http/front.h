@@ -9,6 +9,11 @@
  * short linger; one that does not complete within head_timeout_s gets the
  * 408.  So libmicrohttpd only ever parses heads these checks passed.
  *
+ * A connection over the per-address limit is parked here: never read,
+ * never handed on, answered 503 + Retry-After park_s after its accept (so a
+ * client that reconnects at once loops once per park_s, at the cost of an
+ * accept and a small write); one over twice the limit is closed at once.
+ *
  * The front holds no libmicrohttpd type: http.c passes the calls in.
  */
 #ifndef SRV_FRONT_H
@@ -25,16 +30,14 @@ typedef struct srv_front srv_front;
 typedef struct {
     int    listen_fd;           /* bound and listening; the front owns it from here */
     double head_timeout_s;      /* the head must arrive within this of the accept (408) */
-    double park_s;              /* a parked connection (over the per-address limit) whose head
-                                   has not come by then gets the 503 here */
+    double park_s;              /* a parked connection (over the per-address limit) gets its 503 then */
     srv_addr_limit *addr_limit; /* per-address counts (may be NULL) */
     int    max_pending;         /* connections waiting for their heads; more are closed at once */
     srv_head_limit_fn body_limit;       /* a path's body limit (the 413s) */
     void  *body_limit_ctx;
     /* A connection whose head passed: now libmicrohttpd's.  slot: its count
-     * (srv_addr_limit_leave when it closes), parked: over the limit. */
-    void (*admit)(void *ctx, int fd, const struct sockaddr *addr, socklen_t len, srv_addr_slot *slot,
-                  int parked, double t_accept);
+     * (srv_addr_limit_leave when it closes). */
+    void (*admit)(void *ctx, int fd, const struct sockaddr *addr, socklen_t len, srv_addr_slot *slot);
     /* The whole raw HTTP reply (malloc'd) for a refused head: status 400,
      * 413, 408 or 503 (parked), message, and the head's path and
      * Content-Type for the shape ("" when unknown). */
