@@ -998,27 +998,11 @@ mt_status mt_hf_tokenizer_load_mem(const char *json, size_t json_len, const char
 /* The whole file, malloc'd: MT_OK, MT_ERR_IO, MT_ERR_NOMEM. */
 static mt_status read_file(const char *path, char **data, size_t *n, mt_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mt_err_set(err, MT_ERR_IO, "%s: %s", path, strerror(errno));
     mt_sbuf b = { 0 };
-    char buf[1 << 16];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
-        if (mt_sb_add(&b, buf, k)) {
-            fclose(f);
-            free(b.p);
-            return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", path);
-        }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(b.p);
-        return mt_err_set(err, MT_ERR_IO, "%s: read error", path);
-    }
+    mt_status st = mt_sb_read_file(&b, path, err);
     *data = b.p;
     *n = b.n;
-    return MT_OK;
+    return st;
 }
 
 mt_status mt_hf_tokenizer_load_files(const char *tokenizer_json, const char *config_json, mt_hf_tokenizer **out,

@@ -288,46 +288,16 @@ mt_status mt_spm_load_mem(const void *data, size_t len, mt_spm **out, mt_err *er
     return spm_load_owned(buf, len, "(memory)", out, err);
 }
 
-static mt_status read_file(const char *path, uint8_t **out, size_t *out_len, mt_err *err)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mt_err_set(err, MT_ERR_IO, "%s: %s", path, strerror(errno));
-    mt_sbuf b = { 0 };
-    for (;;) {
-        if (mt_sb_reserve(&b, 1 << 16)) {
-            fclose(f);
-            free(b.p);
-            return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory reading the file", path);
-        }
-        size_t got = fread(b.p + b.n, 1, b.cap - b.n, f);
-        b.n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(b.p);
-        return mt_err_set(err, MT_ERR_IO, "%s: read error", path);
-    }
-    *out = (uint8_t *)b.p;
-    *out_len = b.n;
-    return MT_OK;
-}
-
 mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err)
 {
     if (!path || !out)
         return mt_err_set(err, MT_ERR_INPUT, "mt_spm_load: bad arguments");
     *out = NULL;
-    uint8_t *buf;
-    size_t len = 0;
-    mt_status st = read_file(path, &buf, &len, err);
+    mt_sbuf b = { 0 };
+    mt_status st = mt_sb_read_file(&b, path, err);
     if (st)
         return st;
-    return spm_load_owned(buf, len, path, out, err);
+    return spm_load_owned((uint8_t *)b.p, b.n, path, out, err);
 }
 
 int mt_spm_size(const mt_spm *sp)

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "status.h"
+
 typedef struct {
     char  *p;
     size_t n, cap;
@@ -17,5 +19,8 @@ typedef struct {
 int mt_sb_reserve(mt_sbuf *b, size_t extra);
 /* Append s[0..n) and a NUL (not counted in b->n): 0, or -1. */
 int mt_sb_add(mt_sbuf *b, const void *s, size_t n);
+/* A whole file into b (NUL-terminated, the NUL not counted): MT_OK, or
+ * MT_ERR_IO / MT_ERR_NOMEM naming path (b is then freed and zeroed). */
+mt_status mt_sb_read_file(mt_sbuf *b, const char *path, mt_err *err);
 
 #endif

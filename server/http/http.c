@@ -350,21 +350,29 @@ static int expects_continue(struct MHD_Connection *c)
 }
 
 /* A whole error response as raw bytes (status line to body), rendered by
- * errors.c in the shape lt (1: LibreTranslate's), for the sweeper to write. */
-static char *raw_error(srv_code code, const char *reason, const char *msg, int lt)
+ * errors.c in the shape lt (1: LibreTranslate's), for the sweeper or the
+ * front to write; retry_s > 0 adds Retry-After. */
+static char *raw_reply(srv_code code, const char *reason, const char *msg, int lt, int retry_s)
 {
     srv_response resp = { 0 };
     srv_fail(&resp, code, "%s", msg);
     srv_error_render(&resp, lt);
     srv_reply_serialize(&resp);
+    char retry[48] = "";
+    if (retry_s > 0)
+        snprintf(retry, sizeof retry, "Retry-After: %d\r\n", retry_s);
     char *raw = NULL;
     if (resp.text && asprintf(&raw, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                                    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                              resp.status, reason, resp.text_len, resp.text) < 0)
+                                    "%sConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              resp.status, reason, retry, resp.text_len, resp.text) < 0)
         raw = NULL;
     free(resp.text);
-    json_decref(resp.json);
     return raw;
+}
+
+static char *raw_error(srv_code code, const char *reason, const char *msg, int lt)
+{
+    return raw_reply(code, reason, msg, lt, 0);
 }
 
 /* How long a declared-too-large body may take to start arriving before the
@@ -690,36 +698,16 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
 /* The whole 408 the sweeper writes before closing, rendered by errors.c. */
 static char *timeout_reply(void)
 {
-    srv_response resp = { 0 };
-    srv_fail(&resp, SRV_E_REQUEST_TIMEOUT, "the request was not received in time");
-    srv_error_render(&resp, 0);
-    srv_reply_serialize(&resp);
-    char *raw = NULL;
-    if (resp.text && asprintf(&raw, "HTTP/1.1 %d Request Timeout\r\nContent-Type: application/json\r\n"
-                                    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                              resp.status, resp.text_len, resp.text) < 0)
-        raw = NULL;
-    free(resp.text);
-    return raw;
+    return raw_error(SRV_E_REQUEST_TIMEOUT, "Request Timeout", "the request was not received in time", 0);
 }
 
 /* The 503 the front writes to a parked connection. */
 static char *park_reply(int limit)
 {
-    srv_response resp = { 0 };
-    resp.retry_after = (int)PARK_S;
-    srv_fail(&resp, SRV_E_QUEUE_FULL, "too many connections from this address (over --max-connections-per-ip %d); "
-             "retry", limit);
-    srv_error_render(&resp, 0);
-    srv_reply_serialize(&resp);
-    char *raw = NULL;
-    if (resp.text && asprintf(&raw, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                    "Retry-After: %d\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                              (int)PARK_S, resp.text_len, resp.text) < 0)
-        raw = NULL;
-    free(resp.text);
-    json_decref(resp.json);
-    return raw;
+    char msg[128];
+    snprintf(msg, sizeof msg, "too many connections from this address (over --max-connections-per-ip %d); retry",
+             limit);
+    return raw_reply(SRV_E_QUEUE_FULL, "Service Unavailable", msg, 0, (int)PARK_S);
 }
 
 static void count_closed(void *ctx, int why)
