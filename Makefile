@@ -197,7 +197,22 @@ $(B)/tests/%: tests/%.c $(TEST_SUPPORT) $(wildcard tests/*.h) $(B)/libmtserver.a
 
 # Every test binary prints cmocka's counts; the run fails if any binary fails.
 test: $(TESTS)
-	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve $$t || fail=1; done; exit $$fail
+	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) $$t || fail=1; done; exit $$fail
+
+# Decoder-only LMs (issue 31, tests/test_llm.c): random-weight checkpoints of the published
+# TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and Qwen2.5-0.5B configs at 2 layers (F32, F16, BF16,
+# two shards + index) and at full depth (BF16), the refused ones, and the expected outputs of
+# an independent float64 reference (numpy), by tests/llm/gen_llm.py; never committed.  One
+# directory for every build flavour (asan, tsan): ~15 GB, ~20 minutes on 2 cores.  Without
+# numpy the script fails, and so does `make test`.
+LLM_DIR ?= $(CURDIR)/build/llm
+.PHONY: llm-models
+llm-models: $(LLM_DIR)/.done
+$(LLM_DIR)/.done: tests/llm/gen_llm.py
+	rm -rf $(LLM_DIR) && mkdir -p $(LLM_DIR)
+	/usr/bin/python3 tests/llm/gen_llm.py $(LLM_DIR)
+	touch $@
+test: llm-models
 
 # Random-weight OPUS-MT models of the published configurations in every file form
 # (safetensors F32/F16, pytorch_model.bin, Marian .npz), regenerated from a formula

@@ -225,6 +225,11 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
     if (q.sample && q.beam_size != 1)
         return mt_err_set(err, MT_ERR_INPUT, "field 'beam_size' must be 1 with 'sampling' (a draw per step), not %d",
                           q.beam_size);
+    if (m->arch == MT_ARCH_LLM && q.alignments)     /* alignments are cross-attention's */
+        return mt_err_set(err, MT_ERR_INPUT, "field 'alignments': a decoder-only model has no source alignment");
+    if (m->arch == MT_ARCH_LLM && q.n_constraints)  /* placed by the alignment */
+        return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': lexical constraints need a source alignment, which "
+                          "a decoder-only model has not");
     mt_status st = check_prefix(m, &q, err);
     if (st == MT_OK)
         st = check_constraints(m, &q, err);

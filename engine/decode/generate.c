@@ -162,10 +162,8 @@ static void update_finished(mt_session *s, const mt_seq *q, const int *stop, con
  * copy of positions 0..cur-1 of every layer. */
 static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
 {
-    const mt_model *m = s->m;
     int Bm = q->Bm, base = q->base;
     int *old_slot = s->tmp_i + 2 * base, *claimed = s->slot_used + base;  /* the sequence's own scratch */
-    long per_slot = (long)s->p.max_tgt_len * 2 * m->d, bytes = (long)q->cur * 2 * m->d * (long)mt_kv_bytes(s);
     for (int b = 0; b < Bm; b++) {
         old_slot[b] = s->row_slot[base + b];
         claimed[b] = 0;
@@ -184,11 +182,7 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
         while (claimed[free_i])                   /* an old row nobody continues */
             free_i++;
         int dst = old_slot[free_i++], src = old_slot[parent[b]];
-        for (int l = 0; l < m->info.dec_layers; l++) {
-            char *cache = (char *)s->self_kv + (long)l * s->p.max_batch * per_slot * (long)mt_kv_bytes(s);
-            memcpy(cache + dst * per_slot * (long)mt_kv_bytes(s), cache + src * per_slot * (long)mt_kv_bytes(s),
-                   (size_t)bytes);
-        }
+        mt_self_cache_copy(s, (int)(q - s->seqs), dst, src, q->cur);   /* positions 0..cur-1 (model/decoder.c) */
         s->row_slot[base + b] = dst;
     }
 }
@@ -372,7 +366,7 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
         int r = base + b;
         s->row_owner[r] = id;
         s->row_slot[r] = r;
-        s->row_tok[r] = s->m->info.decoder_start_id;
+        s->row_tok[r] = mt_start_token(s->m, src, src_len);
         s->run[r] = b == 0 ? 0.0f : NEG_BIG;
         s->fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
         s->glen[r] = 0;
@@ -422,7 +416,10 @@ void mt_encode_started(mt_session *s)
         const mt_seq *q = i < s->p.max_batch ? &s->seqs[i] : NULL;
         int n = q && q->state == MT_SEQ_ENCODE ? s->src_len[i] : 0;
         if (k > 0 && (!q || (n && (rows + n > s->rows_max || k == MT_ENC_MAX_PACK)))) {
-            mt_encode_sources(s, k, src, len, off);
+            if (s->m->arch == MT_ARCH_LLM)
+                mt_llm_prefill(s, k, ids);            /* the prompts' K/V caches (model/llm.c) */
+            else
+                mt_encode_sources(s, k, src, len, off);
             for (int j = 0; j < k; j++)
                 s->seqs[ids[j]].state = MT_SEQ_RUN;
             k = rows = 0;

@@ -48,6 +48,8 @@ mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t
         (st = check_ids("target", tgt, tgt_len, s->p.max_tgt_len, s->m->V, err)) != MT_OK)
         return st;
     const mt_model *m = s->m;
+    if (m->arch == MT_ARCH_LLM)            /* the prompt, then tgt: model/llm.c */
+        return mt_llm_score(s, src, src_len, tgt, tgt_len, logp, logits, err);
     int V = m->V, d = m->d, B = s->p.max_batch;
     int32_t *tgt_in = s->hist;             /* [T]: start + tgt[:-1] */
     tgt_in[0] = m->info.decoder_start_id;
@@ -112,6 +114,14 @@ mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const 
         if ((st = check_ids(what, tgt[i], tgt_len[i], s->p.max_tgt_len, s->m->V, err)) != MT_OK)
             return st;
     }
+    if (s->m->arch == MT_ARCH_LLM) {       /* one pair at a time: a pass per prompt */
+        for (int i = 0; i < n; i++) {
+            mt_status st = mt_llm_score(s, src[i], src_len[i], tgt[i], tgt_len[i], logp[i], NULL, err);
+            if (st != MT_OK)
+                return st;
+        }
+        return MT_OK;
+    }
     const mt_model *m = s->m;
     int d = m->d, B = s->p.max_batch, slot[MT_ENC_MAX_PACK];
     for (int i = 0; i < n;) {
@@ -153,6 +163,8 @@ mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const
     if ((st = check_ids("source", src, src_len, s->p.max_src_len, s->m->V_src, err)) != MT_OK ||
         (st = check_ids("target", tgt_in, tgt_len, s->p.max_tgt_len, s->m->V, err)) != MT_OK)
         return st;
+    if (m->arch == MT_ARCH_LLM)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "attention capture is not implemented for decoder-only models");
     if (m->enc_heads != m->dec_heads)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "attention capture needs equal encoder/decoder head counts");
     long H = m->enc_heads, S = src_len, T = tgt_len;

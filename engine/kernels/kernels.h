@@ -88,6 +88,11 @@ void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp);
 /* log(sum_{v != skip} exp(logits[v])) computed stably. */
 double mt_k_logsumexp_skip(const float *logits, int n, int skip);
 
+/* Decoder-only LMs (norm.c): y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w (y may be x);
+ * SwiGLU in place: gu [rows][2F] = gate | up -> [rows][F] silu(gate) * up. */
+void mt_k_rmsnorm(const float *x, int rows, int d, const float *w, float eps, float *y);
+void mt_k_swiglu(float *gu, int rows, int F);
+
 /* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers
  * (packed weights); free with the size that was allocated. */
 void *mt_huge_alloc(size_t bytes);

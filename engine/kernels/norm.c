@@ -202,3 +202,36 @@ void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp)
     if (skip >= 0 && skip < n)
         lp[skip] = -INFINITY;
 }
+
+/* ---- decoder-only LMs (engine/model/llm.c) -------------------------------------- */
+/* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w over rows of d features (HF
+ * LlamaRMSNorm); the mean of squares in double.  y may be x. */
+void mt_k_rmsnorm(const float *x, int rows, int d, const float *w, float eps, float *y)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (long)r * d;
+        float *yr = y + (long)r * d;
+        double ss = 0;
+        for (int i = 0; i < d; i++)
+            ss += (double)xr[i] * xr[i];
+        float inv = (float)(1.0 / sqrt(ss / d + (double)eps));
+        for (int i = 0; i < d; i++)
+            yr[i] = xr[i] * inv * w[i];
+    }
+}
+
+/* SwiGLU in place: row r of gu [rows][2F] holds gate | up; out row r (at
+ * gu + r*F, rows packed as [rows][F]) = silu(gate) * up.  Row r's output
+ * lies at or before its input and after every earlier row's input: writing
+ * rows in order reads each element before it is overwritten. */
+void mt_k_swiglu(float *gu, int rows, int F)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *g = gu + (long)r * 2 * F, *u = g + F;
+        float *o = gu + (long)r * F;
+        for (int j = 0; j < F; j++) {
+            float gj = g[j];
+            o[j] = gj / (1.0f + expf(-gj)) * u[j];
+        }
+    }
+}

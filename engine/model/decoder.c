@@ -124,11 +124,26 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
 {
     const mt_model *m = s->m;
     int d = m->d;
+    if (m->arch == MT_ARCH_LLM) {
+        mt_llm_step(s, n, tok, pos, row_slot, row_src);
+        return;
+    }
     for (int r = 0; r < n; r++)
         mt_embed_tokens(m, 1, tok + r, 1, pos[r], s->x + (long)r * d);
     for (int l = 0; l < m->info.dec_layers; l++)
         step_layer(s, l, n, pos, row_slot, row_src);
     mt_lm_head(m, s->x, n, s->logits, s->q8);
+}
+
+void mt_self_cache_copy(mt_session *s, int seq, int dst, int src, int cur)
+{
+    if (s->m->arch == MT_ARCH_LLM) {
+        mt_llm_cache_copy(s, seq, dst, src, cur);
+        return;
+    }
+    size_t bytes = (size_t)cur * 2 * (size_t)s->m->d * mt_kv_bytes(s);
+    for (int l = 0; l < s->m->info.dec_layers; l++)
+        memcpy(self_cache(s, l, dst), self_cache(s, l, src), bytes);
 }
 
 void mt_decoder_full(mt_session *s, const int32_t *tgt_in, int T, mt_capture *cap)

@@ -890,6 +890,16 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     if (p.int8_kernel != MT_INT8_AUTO && (int)p.int8_kernel < (int)L.isa)
         L.isa = (mt_q8_isa)p.int8_kernel;      /* a slower kernel on request (tests, benchmarks) */
     snprintf(m->held, sizeof m->held, "F32");
+    if (mt_llm_detect(dir)) {          /* a decoder-only LM: llm_load.c reads it whole */
+        mt_status st = mt_llm_load(m, dir, p.weights, L.isa, 0, err);
+        if (st != MT_OK) {
+            mt_model_free(m);
+            return st;
+        }
+        mt_par_set_threads(p.n_threads > 0 ? p.n_threads : mt_par_threads());
+        *out = m;
+        return MT_OK;
+    }
     mt_status st = load_all(&L, err);
     if (st == MT_OK)
         st = prepare_weights(&L, err);
@@ -914,7 +924,11 @@ mt_status mt_model_load_card(const char *dir, mt_model **out, mt_err *err)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     m->card = 1;
     loader L = {.m = m, .dir = dir, .card = 1};
-    mt_status st = load_all(&L, err);
+    mt_status st = mt_llm_detect(dir) ? mt_llm_load(m, dir, MT_WEIGHTS_F32, MT_Q8_SCALAR, 1, err) : load_all(&L, err);
+    if (st == MT_OK && m->arch == MT_ARCH_LLM) {
+        *out = m;
+        return MT_OK;
+    }
     if (st != MT_OK) {
         mt_model_free(m);
         return st;
@@ -936,6 +950,7 @@ void mt_model_free(mt_model *m)
     mt_huge_free(m->packed, m->packed_bytes);
     free(m->enc);
     free(m->dec);
+    mt_llm_free(m);
     mt_wfile_close(m->st);
     mt_tokenizer_free(m->tok);
     free(m);

@@ -51,8 +51,46 @@ typedef struct {
     mt_ln  ffn_ln;
 } mt_dec_layer;
 
+/* The architecture a model directory holds, chosen at load from config.json
+ * (model.c: "model_type"; llm_load.c).  The public API is the same for both:
+ * for a decoder-only LM a "source" is the prompt's ids, "encoding" it is the
+ * prefill (llm.c), and every decoder step extends each row's own K/V cache. */
+typedef enum { MT_ARCH_MARIAN = 0, MT_ARCH_LLM } mt_arch;
+
+/* A decoder-only layer (llm.c; Llama / Qwen2 / Qwen3, pre-norm).  qd = heads
+ * x head_dim, kvd = kv_heads x head_dim, F = intermediate size. */
+typedef struct {
+    mt_lin qkv;                /* [qd + 2 kvd][d]: q, k, v fused at load; biases (Qwen2) or NULL */
+    mt_lin o;                  /* [d][qd], no bias */
+    mt_lin gate_up;            /* [2F][d]: gate then up, fused; no bias */
+    mt_lin down;               /* [d][F] */
+    const float *ln_in, *ln_post;     /* [d] RMSNorm weights: input_layernorm, post_attention_layernorm */
+    const float *q_norm, *k_norm;     /* [hd] per-head RMSNorm before RoPE (Qwen3); NULL otherwise */
+} mt_llm_layer;
+
+typedef enum { MT_LLM_LLAMA = 0, MT_LLM_QWEN2, MT_LLM_QWEN3 } mt_llm_family;
+
+typedef struct mt_llm {
+    mt_llm_family family;
+    int L, d, H, KV, hd, F, V;        /* layers, hidden, query heads, K/V heads, head_dim, intermediate, vocab */
+    int qd, kvd;                      /* H * hd, KV * hd */
+    float eps;                        /* rms_norm_eps */
+    double theta;                     /* rope_theta */
+    int tied;                         /* lm_head = embed_tokens */
+    mt_llm_layer *layers;             /* [L] */
+    const float *emb;                 /* [V][d] F32 (NULL with MT_WEIGHTS_F16) */
+    const uint16_t *emb16;            /* [V][d] MT_WEIGHTS_F16: the table rounded to F16 */
+    const float *norm;                /* [d] model.norm */
+    mt_wfile **shards;                /* the mappings (one, or an index's shards) */
+    int n_shards;
+    void **owned;                     /* malloc'd arrays (converted tensors) */
+    int n_owned, cap_owned;
+} mt_llm;
+
 struct mt_model {
     mt_model_info info;
+    mt_arch arch;
+    mt_llm *llm;               /* MT_ARCH_LLM: the network; the Marian fields below are unused */
     mt_tokenizer *tok;
     mt_wfile   *st;            /* the mapping; F32 tensors point into it */
     int d, enc_heads, dec_heads, enc_ffn, dec_ffn;
@@ -138,7 +176,7 @@ struct mt_session {
     size_t bytes;
     void  *arena;              /* one page mapping of `bytes` (kernels/alloc.c mt_pages_alloc) */
     size_t fresh_resident;     /* bytes of it resident once mt_session_new had set it up */
-    int rows_max;              /* max(max_src_len, max_tgt_len, max_batch) */
+    int rows_max;              /* max(max_src_len, max_tgt_len, max_batch); a decoder-only LM: max(max_src_len + max_tgt_len, max_batch) */
     /* activations [rows_max][.] */
     float *x, *qkv, *ctx, *h, *ffn;
     float *scores;             /* attention weights, [H][L][max(L, B)] (L = max(S,T)): a whole
@@ -185,6 +223,10 @@ struct mt_session {
     mt_cons *cons;             /* [max_batch][MT_MAX_CONSTRAINTS] per sequence id */
     int32_t *cons_ids;         /* [max_batch][max_tgt_len] per sequence id: its constraints' ids */
     mt_cstate *cst, *cst2;     /* [max_batch] per row: constraint progress (cst2: beam reorder) */
+    /* MT_ARCH_LLM: self_kv is [layers][max_batch][max_src_len + max_tgt_len][2 kvd] (the prompt's
+     * positions, then the generated ones); RoPE angles per position [max_src_len + max_tgt_len][hd/2] */
+    float *rope_cos, *rope_sin;
+    int32_t *llm_tok;          /* [rows_max] the ids of a prefill's rows */
     uint8_t *word_cont;        /* [V] 1: the target piece goes on with the word before it (session.c) */
     uint8_t *word_long;        /* [V] 1: the target piece starts a word of 4 or more characters */
 };
@@ -265,6 +307,39 @@ double  mt_rng_uniform(uint64_t st[4]);             /* [0, 1) with 53 bits */
 /* One draw from lg [V] (ruled logits; pad excluded) under q's temperature,
  * top_k, top_p; w [V] and cand [V] scratch.  Consumes exactly one uniform. */
 int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, float *w, int *cand);
+
+/* A sequence's first decoder input: Marian's decoder start token; a
+ * decoder-only LM's last prompt id (the prefill caches the ones before it). */
+static inline int32_t mt_start_token(const mt_model *m, const int32_t *src, int n)
+{
+    return m->arch == MT_ARCH_LLM ? src[n - 1] : m->info.decoder_start_id;
+}
+
+/* decoder.c: a beam fork: slot dst of every layer's self cache gets the
+ * first positions of slot src (sequence seq, decoder length cur). */
+void mt_self_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
+
+/* llm_load.c: 1 when dir's config.json is a decoder-only LM (model_type llama,
+ * qwen2, qwen3, or an architecture *ForCausalLM): mt_llm_load reads it. */
+int       mt_llm_detect(const char *dir);
+/* Loads dir into m (arch, info, llm; weights held as `held`); card: config only. */
+mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa isa, int card, mt_err *err);
+void      mt_llm_free(mt_model *m);
+
+/* llm.c */
+/* The session's RoPE tables (session.c init_state). */
+void mt_llm_rope_init(mt_session *s);
+/* The prefill of k started sequences (ids[j]: their sequence ids): every
+ * prompt position but the last through every layer as one batch of rows,
+ * its rotated K and V into the slot of each of the sequence's rows. */
+void mt_llm_prefill(mt_session *s, int k, const int *ids);
+/* One incremental step for n rows (mt_decoder_step's arguments): row r feeds
+ * tok[r] at position src_len[row_src[r]] - 1 + pos[r] of slot row_slot[r]. */
+void mt_llm_step(mt_session *s, int n, const int32_t *tok, const int *pos, const int *row_slot, const int *row_src);
+/* logits [tgt_len][V] (may be NULL) and logp of tgt after prompt src (mt_score). */
+mt_status mt_llm_score(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len, float *logp,
+                       float *logits, mt_err *err);
+void mt_llm_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
 
 /* generate.c */
 mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,

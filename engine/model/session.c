@@ -19,6 +19,12 @@ mt_session_params mt_session_default_params(const mt_model *m)
         p.max_src_len = info->max_positions;
     if (p.max_tgt_len > info->max_positions)
         p.max_tgt_len = info->max_positions;
+    if (m->arch == MT_ARCH_LLM) {      /* prompt and generation share the positions: half each at most */
+        if (p.max_src_len > info->max_positions / 2)
+            p.max_src_len = info->max_positions / 2;
+        if (p.max_tgt_len > info->max_positions - p.max_src_len + 1)
+            p.max_tgt_len = info->max_positions - p.max_src_len + 1;
+    }
     if (p.max_tgt_len < 2)
         p.max_tgt_len = 2;
     return p;
@@ -35,13 +41,42 @@ static void *carve(carver *c, size_t n, size_t elsize)
     return p;
 }
 
-static void layout(mt_session *s, carver *c)
+/* A decoder-only LM's buffers (llm.c): wider q|k|v rows (qd + 2 kvd), the
+ * gate|up product [2F], the K/V cache per slot over the prompt and the
+ * generated positions, no cross K/V, the RoPE tables. */
+static void layout_llm(mt_session *s, carver *c)
+{
+    const mt_model *m = s->m;
+    const mt_llm *n = m->llm;
+    const mt_session_params *p = &s->p;
+    size_t d = (size_t)n->d, B = (size_t)p->max_batch, S = (size_t)p->max_src_len, T = (size_t)p->max_tgt_len;
+    size_t R = (size_t)s->rows_max, V = (size_t)m->V, NL = (size_t)n->L, W = (size_t)(n->qd + 2 * n->kvd);
+    size_t sc = (size_t)n->H * R * R > B * (S + T) ? (size_t)n->H * R * R : B * (S + T);
+    size_t widest = (size_t)(n->F > n->qd ? n->F : n->qd);
+    s->x = carve(c, R * d, sizeof(float));
+    s->qkv = carve(c, R * W, sizeof(float));
+    s->ctx = carve(c, R * (size_t)n->qd, sizeof(float));
+    s->h = carve(c, R * d, sizeof(float));
+    s->ffn = carve(c, R * 2 * (size_t)n->F, sizeof(float));
+    s->scores = carve(c, sc, sizeof(float));
+    s->q8 = m->lm_pk.i8 ? carve(c, mt_k_q8_scratch_bytes((int)R, (int)(widest > d ? widest : d)), 1) : NULL;
+    s->self_kv = carve(c, NL * B * (S + T) * 2 * (size_t)n->kvd, mt_kv_bytes(s));
+    s->cross_kv = NULL;
+    s->kv32 = NULL;
+    s->rope_cos = carve(c, (S + T) * (size_t)(n->hd / 2), sizeof(float));
+    s->rope_sin = carve(c, (S + T) * (size_t)(n->hd / 2), sizeof(float));
+    s->llm_tok = carve(c, R, sizeof(int32_t));
+    (void)V;
+}
+
+/* The Marian network's buffers: activations, attention scores, caches. */
+static void layout_marian(mt_session *s, carver *c)
 {
     const mt_model *m = s->m;
     const mt_session_params *p = &s->p;
     size_t d = (size_t)m->d, B = (size_t)p->max_batch, S = (size_t)p->max_src_len, T = (size_t)p->max_tgt_len;
     size_t R = (size_t)s->rows_max, L = (size_t)imax(p->max_src_len, p->max_tgt_len);
-    size_t F = (size_t)imax(m->enc_ffn, m->dec_ffn), V = (size_t)m->V, NL = (size_t)m->info.dec_layers;
+    size_t F = (size_t)imax(m->enc_ffn, m->dec_ffn), NL = (size_t)m->info.dec_layers;
     s->x = carve(c, R * d, sizeof(float));
     s->qkv = carve(c, R * 3 * d, sizeof(float));
     s->ctx = carve(c, R * d, sizeof(float));
@@ -49,13 +84,25 @@ static void layout(mt_session *s, carver *c)
     s->ffn = carve(c, R * F, sizeof(float));
     size_t H = (size_t)imax(m->enc_heads, m->dec_heads);
     s->scores = carve(c, H * L * (L > B ? L : B), sizeof(float));
-    s->logits = carve(c, B * V, sizeof(float));
     /* INT8 weights (every product is INT8 then): the widest product input is d or F */
     s->q8 = m->lm_pk.i8 ? carve(c, mt_k_q8_scratch_bytes((int)R, (int)(F > d ? F : d)), 1) : NULL;
-    s->lp = carve(c, B * V, sizeof(float));
     s->cross_kv = carve(c, NL * B * S * 2 * d, mt_kv_bytes(s));
     s->self_kv = carve(c, NL * B * T * 2 * d, mt_kv_bytes(s));
     s->kv32 = p->kv_f16 ? carve(c, S * 2 * d, sizeof(float)) : NULL;
+}
+
+/* Every buffer: the network's (per architecture), then the decoding state. */
+static void layout(mt_session *s, carver *c)
+{
+    const mt_model *m = s->m;
+    const mt_session_params *p = &s->p;
+    size_t B = (size_t)p->max_batch, S = (size_t)p->max_src_len, T = (size_t)p->max_tgt_len, V = (size_t)m->V;
+    if (m->arch == MT_ARCH_LLM)
+        layout_llm(s, c);
+    else
+        layout_marian(s, c);
+    s->logits = carve(c, B * V, sizeof(float));
+    s->lp = carve(c, B * V, sizeof(float));
     s->src_off = carve(c, B, sizeof(int));
     s->src_len = carve(c, B, sizeof(int));
     s->src_ids = carve(c, B * S, sizeof(int32_t));
@@ -132,6 +179,8 @@ static void init_state(mt_session *s)
     for (int r = 0; r < s->p.max_batch; r++)
         s->row_owner[r] = -1;
     mark_word_cont(s);
+    if (s->m->arch == MT_ARCH_LLM)
+        mt_llm_rope_init(s);
 }
 
 void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n)
@@ -153,6 +202,11 @@ static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_
     if (p->max_tgt_len < 2 || p->max_tgt_len > maxpos)
         return mt_err_set(err, MT_ERR_INPUT, "session: max_tgt_len %d outside [2, %d] (max_position_embeddings)",
                           p->max_tgt_len, maxpos);
+    /* a decoder-only LM's positions: the prompt's, then the generated ones */
+    if (m->arch == MT_ARCH_LLM && p->max_src_len + p->max_tgt_len - 1 > maxpos)
+        return mt_err_set(err, MT_ERR_INPUT, "session: max_src_len %d + max_tgt_len %d - 1 exceeds %d "
+                          "(max_position_embeddings: the prompt and the generated ids share the positions)",
+                          p->max_src_len, p->max_tgt_len, maxpos);
     if (p->kv_f16 != 0 && p->kv_f16 != 1)
         return mt_err_set(err, MT_ERR_INPUT, "session: kv_f16 %d is neither 0 nor 1", p->kv_f16);
     return MT_OK;
@@ -173,6 +227,8 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     s->m = m;
     s->p = p;
     s->rows_max = imax(imax(p.max_src_len, p.max_tgt_len), p.max_batch);
+    if (m->arch == MT_ARCH_LLM)        /* a teacher-forced pass runs the prompt and the target as one sequence */
+        s->rows_max = imax(p.max_src_len + p.max_tgt_len, p.max_batch);
     carver c = {0};
     layout(s, &c);
     s->bytes = c.at;

@@ -1,0 +1,519 @@
+/* test_llm.c: decoder-only LMs (Llama / Qwen2 / Qwen3, issue 31) against an
+ * independent float64 reference.
+ *
+ * Fixtures: `make llm-models` runs tests/llm/gen_llm.py into <build>/llm/
+ * (random weights of the published TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and
+ * Qwen2.5-0.5B configs; the reference is numpy float64 written from the HF
+ * modeling equations, not from the engine).  Where they live: $MT_LLM_DIR,
+ * else <dir of $MTSERVE_BIN>/llm, else build/llm.  A missing directory FAILS
+ * (nothing is skipped).
+ *
+ *  - greedy: each reduced model (2 layers, every other dimension as
+ *    published) in each file form (F32, F16, BF16 safetensors and two shards
+ *    + index), 32 prompts of 1..40 ids decoded together (8 rows, sequences
+ *    joining as others finish) for 20 tokens: ids IDENTICAL to the
+ *    reference's.  The forms hold the same values (gen_llm.py
+ *    round_weights), so one reference serves all four.  Then teacher-forced
+ *    (mt_score over prompt + reference ids): the argmax of every row is the
+ *    reference's id (the whole-sequence path with its causal mask).
+ *  - continuous batching: sequences started at different steps (mt_seq_start
+ *    between mt_step calls), several prompt lengths: every sequence's ids and
+ *    score equal to decoding it alone, bit for bit.
+ *  - held weights F16 / INT8 and the F16 K/V cache cannot match the float64
+ *    reference exactly: their agreement is printed (whole sequences equal,
+ *    ids equal up to the first difference) with a floor asserted.
+ *  - full depth (BF16 checkpoint, F32 held): the first-step logits of 4
+ *    prompts within LOGIT_TOL of the reference (max |diff| over the
+ *    vocabulary, relative to the reference's largest |logit|), same argmax.
+ *  - bad checkpoints refused with a message naming the fault.
+ *  - the decoder step allocates nothing.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "mt.h"
+#include "kernels/parallel.h"
+#include "alloc_count.h"
+
+#define MAX_PROMPTS 64
+#define MAX_IDS     64
+#define GEN         20
+#define LOGIT_TOL   2e-3     /* full depth: max |engine - reference| / max |reference| */
+
+static char root[4096];
+
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static const char *llm_dir(void)
+{
+    if (root[0])
+        return root;
+    const char *e = getenv("MT_LLM_DIR");
+    if (e && *e) {
+        snprintf(root, sizeof root, "%s", e);
+        return root;
+    }
+    const char *bin = getenv("MTSERVE_BIN");
+    if (bin && strrchr(bin, '/')) {
+        snprintf(root, sizeof root, "%.*s/llm", (int)(strrchr(bin, '/') - bin), bin);
+        if (is_dir(root))
+            return root;
+    }
+    snprintf(root, sizeof root, "build/llm");
+    return root;
+}
+
+typedef struct {
+    int n;
+    int32_t prompt[MAX_PROMPTS][MAX_IDS], ids[MAX_PROMPTS][MAX_IDS];
+    int plen[MAX_PROMPTS], ilen[MAX_PROMPTS];
+} expected;
+
+static int read_ids(const char *s, int32_t *out)
+{
+    int n = 0;
+    char *end;
+    for (long v = strtol(s, &end, 10); end != s && n < MAX_IDS; v = strtol(s, &end, 10)) {
+        out[n++] = (int32_t)v;
+        s = end;
+    }
+    return n;
+}
+
+/* expected.txt / logits.txt: "prompt ids..." and "greedy ids..." lines */
+static void read_expected(const char *path, expected *e)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s: missing: run `make llm-models` (tests/llm/gen_llm.py)", path);
+    char line[8192];
+    memset(e, 0, sizeof *e);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "prompt ", 7)) {
+            assert_true(e->n < MAX_PROMPTS);
+            e->plen[e->n] = read_ids(line + 7, e->prompt[e->n]);
+            e->n++;
+        } else if (!strncmp(line, "greedy ", 7)) {
+            e->ilen[e->n - 1] = read_ids(line + 7, e->ids[e->n - 1]);
+        }
+    }
+    fclose(f);
+}
+
+static mt_model *load(const char *sub, mt_weights w)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%s", llm_dir(), sub);
+    mt_model_params mp = mt_model_default_params();
+    mp.weights = w;
+    mt_model *m = NULL;
+    mt_err err = {0};
+    if (mt_model_load(dir, &mp, &m, &err) != MT_OK)
+        fail_msg("%s: %s", dir, err.msg);
+    return m;
+}
+
+static mt_session *session(const mt_model *m, int batch, int kv_f16)
+{
+    mt_session_params sp = {.max_batch = batch, .max_src_len = 40, .max_tgt_len = GEN + 2, .kv_f16 = kv_f16};
+    mt_session *s = NULL;
+    mt_err err = {0};
+    if (mt_session_new(m, &sp, &s, &err) != MT_OK)
+        fail_msg("session: %s", err.msg);
+    return s;
+}
+
+static mt_decode_params greedy(void)
+{
+    mt_decode_params q = mt_decode_default_params();
+    q.beam_size = 1;
+    q.max_length = GEN + 2;          /* 20 free ids, then the forced eos of a full-length sequence */
+    return q;
+}
+
+/* All prompts as one continuous batch; out [n] hypotheses. */
+static void generate_all(mt_session *s, const expected *e, mt_hyp *out)
+{
+    const int32_t *src[MAX_PROMPTS];
+    for (int i = 0; i < e->n; i++)
+        src[i] = e->prompt[i];
+    mt_decode_params q = greedy();
+    mt_err err = {0};
+    if (mt_generate(s, src, e->plen, e->n, &q, out, &err) != MT_OK)
+        fail_msg("mt_generate: %s", err.msg);
+}
+
+/* ids as the reference would give them: at most GEN, up to and with eos */
+static int cut(const mt_hyp *h, int32_t eos)
+{
+    int n = h->n_ids < GEN ? h->n_ids : GEN;
+    for (int i = 0; i < n; i++)
+        if (h->ids[i] == eos)
+            return i + 1;
+    return n;
+}
+
+/* Agreement of out with the reference: whole sequences equal, and ids equal
+ * before each sequence's first difference, over all ids of the reference. */
+static void agreement(const expected *e, const mt_hyp *out, int32_t eos, int *seq_eq, int *tok_eq, int *tok_all)
+{
+    *seq_eq = *tok_eq = *tok_all = 0;
+    for (int i = 0; i < e->n; i++) {
+        int n = cut(&out[i], eos), same = n == e->ilen[i], k = 0;
+        while (k < n && k < e->ilen[i] && out[i].ids[k] == e->ids[i][k])
+            k++;
+        same &= k == e->ilen[i];
+        *seq_eq += same;
+        *tok_eq += k;
+        *tok_all += e->ilen[i];
+    }
+}
+
+static const char *const MODELS[] = {"tinyllama", "qwen3", "qwen2"};
+static const char *const FORMS[] = {"f32", "f16", "bf16", "sharded"};
+
+/* ---- greedy equal to the reference ----------------------------------------------- */
+static void greedy_model(const char *name)
+{
+    char path[4200], sub[256];
+    expected *e = calloc(1, sizeof *e);
+    snprintf(path, sizeof path, "%s/%s-2l/expected.txt", llm_dir(), name);
+    read_expected(path, e);
+    assert_true(e->n >= 30);
+    for (int f = 0; f < 4; f++) {
+        snprintf(sub, sizeof sub, "%s-2l/%s", name, FORMS[f]);
+        mt_model *m = load(sub, MT_WEIGHTS_F32);
+        mt_session *s = session(m, 8, 0);
+        mt_hyp out[MAX_PROMPTS];
+        int32_t eos = mt_model_get_info(m)->eos_id;
+        generate_all(s, e, out);
+        int seq_eq, tok_eq, tok_all, bad = -1;
+        agreement(e, out, eos, &seq_eq, &tok_eq, &tok_all);
+        for (int i = 0; i < e->n && bad < 0; i++)
+            if (cut(&out[i], eos) != e->ilen[i] || memcmp(out[i].ids, e->ids[i], sizeof(int32_t) * e->ilen[i]))
+                bad = i;
+        printf("   %-22s %s: %d/%d prompts identical to the float64 reference (%d/%d ids)\n", sub,
+               mt_model_get_info(m)->dtype, seq_eq, e->n, tok_eq, tok_all);
+        if (bad >= 0)
+            fail_msg("%s: prompt %d (%d ids) differs from the reference", sub, bad, e->plen[bad]);
+        /* teacher-forced: every row's argmax is the reference's next id */
+        if (f == 0)
+            for (int i = 0; i < e->n; i++) {
+                int V = mt_model_get_info(m)->vocab_size, T = e->ilen[i];
+                float *lg = malloc(sizeof(float) * (size_t)V * T), lp[MAX_IDS];
+                mt_err err = {0};
+                if (mt_score(s, e->prompt[i], e->plen[i], e->ids[i], T, lp, lg, &err) != MT_OK)
+                    fail_msg("mt_score: %s", err.msg);
+                for (int t = 0; t < T; t++) {
+                    int best = 0;
+                    for (int v = 1; v < V; v++)
+                        best = lg[(long)t * V + v] > lg[(long)t * V + best] ? v : best;
+                    if (best != e->ids[i][t])
+                        fail_msg("%s: mt_score prompt %d row %d: argmax %d, reference %d", sub, i, t, best,
+                                 e->ids[i][t]);
+                    assert_true(lp[t] <= 0 && lp[t] > -50);
+                }
+                free(lg);
+            }
+        mt_hyps_free(out, e->n);
+        mt_session_free(s);
+        mt_model_free(m);
+    }
+    free(e);
+}
+
+static void test_greedy_tinyllama(void **st) { (void)st; greedy_model("tinyllama"); }
+static void test_greedy_qwen3(void **st) { (void)st; greedy_model("qwen3"); }
+static void test_greedy_qwen2(void **st) { (void)st; greedy_model("qwen2"); }
+
+/* ---- continuous batching: joins at different steps = alone --------------------------- */
+static void batch_model(const char *name)
+{
+    char path[4200], sub[256];
+    expected *e = calloc(1, sizeof *e);
+    snprintf(path, sizeof path, "%s/%s-2l/expected.txt", llm_dir(), name);
+    read_expected(path, e);
+    snprintf(sub, sizeof sub, "%s-2l/f32", name);
+    mt_model *m = load(sub, MT_WEIGHTS_F32);
+    for (int kv = 0; kv < 2; kv++) {
+        mt_session *s = session(m, 8, kv);
+        enum { N = 12 };
+        mt_hyp alone[N], joined[N];
+        mt_decode_params q = greedy();
+        mt_err err = {0};
+        for (int i = 0; i < N; i++) {
+            const int32_t *src = e->prompt[i];
+            if (mt_generate(s, &src, &e->plen[i], 1, &q, &alone[i], &err) != MT_OK)
+                fail_msg("alone: %s", err.msg);
+        }
+        /* sequence i starts at step i (while rows are free), so prefills of
+         * one and of several prompts happen between the steps of others */
+        int seq[N], started = 0, taken = 0;
+        for (int step = 0; taken < N; step++) {
+            while (started < N && started <= step && mt_session_can_start(s, 1)) {
+                if (mt_seq_start(s, e->prompt[started], e->plen[started], &q, &seq[started], &err) != MT_OK)
+                    fail_msg("start: %s", err.msg);
+                started++;
+                if (step % 3)                  /* sometimes one, sometimes two per step */
+                    break;
+            }
+            mt_step(s);
+            for (int i = 0; i < started; i++)
+                if (seq[i] >= 0 && mt_seq_finished(s, seq[i])) {
+                    if (mt_seq_take(s, seq[i], &joined[i], &err) != MT_OK)
+                        fail_msg("take: %s", err.msg);
+                    seq[i] = -1;
+                    taken++;
+                }
+        }
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(joined[i].n_ids, alone[i].n_ids);
+            assert_memory_equal(joined[i].ids, alone[i].ids, sizeof(int32_t) * alone[i].n_ids);
+            assert_true(joined[i].score == alone[i].score);     /* bit for bit */
+        }
+        printf("   %s kv_f16=%d: %d sequences joined at different steps = each alone (ids and scores)\n", sub, kv, N);
+        mt_hyps_free(alone, N);
+        mt_hyps_free(joined, N);
+        mt_session_free(s);
+    }
+    mt_model_free(m);
+    free(e);
+}
+
+static void test_batch_tinyllama(void **st) { (void)st; batch_model("tinyllama"); }
+static void test_batch_qwen3(void **st) { (void)st; batch_model("qwen3"); }
+static void test_batch_qwen2(void **st) { (void)st; batch_model("qwen2"); }
+
+/* ---- held F16 / INT8 weights, F16 K/V cache: agreement figures ------------------------ */
+static void test_approx_modes(void **st)
+{
+    (void)st;
+    static const struct { mt_weights w; int kv; const char *name; double floor_seq; } modes[] = {
+        {MT_WEIGHTS_F32, 1, "F32 weights, F16 K/V cache", 0.5},
+        {MT_WEIGHTS_F16, 0, "F16 weights", 0.5},
+        {MT_WEIGHTS_I8, 0, "INT8 weights", 0.0},
+    };
+    for (int mi = 0; mi < 3; mi++) {
+        char path[4200], sub[256];
+        expected *e = calloc(1, sizeof *e);
+        snprintf(path, sizeof path, "%s/%s-2l/expected.txt", llm_dir(), MODELS[mi]);
+        read_expected(path, e);
+        snprintf(sub, sizeof sub, "%s-2l/bf16", MODELS[mi]);
+        for (int k = 0; k < 3; k++) {
+            mt_model *m = load(sub, modes[k].w);
+            mt_session *s = session(m, 8, modes[k].kv);
+            mt_hyp out[MAX_PROMPTS];
+            generate_all(s, e, out);
+            int seq_eq, tok_eq, tok_all, first = 0;
+            agreement(e, out, mt_model_get_info(m)->eos_id, &seq_eq, &tok_eq, &tok_all);
+            for (int i = 0; i < e->n; i++)
+                first += out[i].ids[0] == e->ids[i][0];
+            printf("   %-16s %-26s: %2d/%d sequences identical, first id %2d/%d, %3d/%d ids before the first "
+                   "difference\n", sub, modes[k].name, seq_eq, e->n, first, e->n, tok_eq, tok_all);
+            assert_true(seq_eq >= modes[k].floor_seq * e->n);
+            assert_true(first >= e->n / 2);
+            mt_hyps_free(out, e->n);
+            mt_session_free(s);
+            mt_model_free(m);
+        }
+        free(e);
+    }
+}
+
+/* ---- full depth: first-step logits ------------------------------------------------------ */
+static void logits_model(const char *name)
+{
+    char path[4200], sub[256];
+    expected *e = calloc(1, sizeof *e);
+    snprintf(path, sizeof path, "%s/%s-full/logits.txt", llm_dir(), name);
+    read_expected(path, e);
+    snprintf(sub, sizeof sub, "%s-full/bf16", name);
+    mt_model *m = load(sub, MT_WEIGHTS_F32);
+    int V = mt_model_get_info(m)->vocab_size;
+    float *ref = malloc(sizeof(float) * (size_t)V * e->n), *lg = malloc(sizeof(float) * (size_t)V);
+    snprintf(path, sizeof path, "%s/%s-full/logits.f32", llm_dir(), name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(ref, sizeof(float), (size_t)V * e->n, f), (size_t)V * e->n);
+    fclose(f);
+    mt_session *s = session(m, 1, 0);
+    mt_decode_params q = greedy();
+    q.max_length = 3;
+    for (int i = 0; i < e->n; i++) {
+        const float *r = ref + (long)i * V;
+        int32_t any = 0;
+        float lp;
+        mt_err err = {0};
+        if (mt_score(s, e->prompt[i], e->plen[i], &any, 1, &lp, lg, &err) != MT_OK)
+            fail_msg("mt_score: %s", err.msg);
+        double maxd = 0, maxr = 0;
+        int a = 0, b = 0;
+        for (int v = 0; v < V; v++) {
+            maxd = fmax(maxd, fabs((double)lg[v] - r[v]));
+            maxr = fmax(maxr, fabs((double)r[v]));
+            a = lg[v] > lg[a] ? v : a;
+            b = r[v] > r[b] ? v : b;
+        }
+        /* the step path (prefill + one decoder step) gives the same first id */
+        mt_hyp h;
+        const int32_t *src = e->prompt[i];
+        if (mt_generate(s, &src, &e->plen[i], 1, &q, &h, &err) != MT_OK)
+            fail_msg("mt_generate: %s", err.msg);
+        printf("   %s prompt %d (%2d ids): max |logit - ref| %.2e (max |ref| %.2f, rel %.2e), argmax %d / ref %d, "
+               "step path %d\n", sub, i, e->plen[i], maxd, maxr, maxd / maxr, a, b, h.ids[0]);
+        assert_true(maxd / maxr <= LOGIT_TOL);
+        assert_int_equal(a, b);
+        assert_int_equal(h.ids[0], b);
+        mt_hyps_free(&h, 1);
+    }
+    mt_session_free(s);
+    mt_model_free(m);
+    free(ref);
+    free(lg);
+    free(e);
+}
+
+static void test_logits_tinyllama(void **st) { (void)st; logits_model("tinyllama"); }
+static void test_logits_qwen3(void **st) { (void)st; logits_model("qwen3"); }
+static void test_logits_qwen2(void **st) { (void)st; logits_model("qwen2"); }
+
+/* ---- refusals -------------------------------------------------------------------------- */
+static void test_refusals(void **st)
+{
+    (void)st;
+    static const struct { const char *dir, *want; } cases[] = {
+        {"missing-tensor", "missing tensor 'model.layers.1.mlp.up_proj.weight'"},
+        {"wrong-shape", "tensor 'model.layers.0.self_attn.k_proj.weight' has shape [64, 32], expected [32, 64]"},
+        {"extra-tensor", "unexpected tensor 'model.layers.2.mlp.up_proj.weight'"},
+        {"index-missing-shard", "in shard 'model-00002-of-00002.safetensors', which is missing"},
+        {"index-unmapped-tensor", "holds tensor 'model.norm.weight', which the index does not list"},
+        {"index-wrong-shard", "tensor 'model.norm.weight' is mapped to shard 'model-00001-of-00002.safetensors', "
+                              "which does not hold it"},
+        {"rope-scaling-yarn", "rope_scaling (type 'yarn') is not supported"},
+        {"attention-bias", "attention_bias true is not supported for model_type 'llama'"},
+        {"sliding-window", "use_sliding_window true is not supported"},
+        {"hidden-act", "hidden_act 'gelu' is not supported"},
+        {"mlp-bias", "mlp_bias true is not supported"},
+        {"model-type", "model_type 'mistral' is not supported"},
+    };
+    char dir[4200];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(dir, sizeof dir, "%s/bad/%s", llm_dir(), cases[i].dir);
+        assert_true(is_dir(dir));
+        mt_model *m = NULL;
+        mt_err err = {0};
+        mt_status s = mt_model_load(dir, NULL, &m, &err);
+        printf("   %-22s -> %s\n", cases[i].dir, err.msg);
+        assert_int_not_equal(s, MT_OK);
+        assert_null(m);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("%s: message '%s' lacks '%s'", cases[i].dir, err.msg, cases[i].want);
+        /* a card reads the config and the index too */
+        if (strstr(cases[i].dir, "index") || strstr(cases[i].want, "not supported")) {
+            mt_err e2 = {0};
+            assert_int_not_equal(mt_model_load_card(dir, &m, &e2), MT_OK);
+            assert_null(m);
+        }
+    }
+    for (int g = 0; g < 2; g++) {         /* their good twins load, sharded or not, alike */
+        snprintf(dir, sizeof dir, "%s/bad/%s", llm_dir(), g ? "good-sharded" : "good");
+        mt_model *m = NULL;
+        mt_err err = {0};
+        if (mt_model_load(dir, NULL, &m, &err) != MT_OK)
+            fail_msg("%s: %s", dir, err.msg);
+        const mt_model_info *info = mt_model_get_info(m);
+        assert_int_equal(info->dec_layers, 2);
+        assert_int_equal(info->enc_layers, 0);
+        assert_string_equal(info->weights_file, g ? "model.safetensors.index.json" : "model.safetensors");
+        mt_model_free(m);
+        if (mt_model_load_card(dir, &m, &err) != MT_OK)
+            fail_msg("card %s: %s", dir, err.msg);
+        assert_true(mt_model_is_card(m));
+        mt_model_free(m);
+    }
+}
+
+/* A decoder-only model has no source alignment: alignments and glossary terms are refused. */
+static void test_refused_params(void **st)
+{
+    (void)st;
+    mt_model *m = load("bad/good", MT_WEIGHTS_F32);
+    mt_session_params sp = mt_session_default_params(m);
+    mt_decode_params q = mt_decode_default_params(), out;
+    q.alignments = 1;
+    mt_err err = {0};
+    assert_int_not_equal(mt_decode_params_resolve(m, &sp, &q, &out, &err), MT_OK);
+    assert_non_null(strstr(err.msg, "alignments"));
+    mt_model_free(m);
+}
+
+/* ---- no allocation in the decoder step --------------------------------------------------- */
+static void test_step_allocates_nothing(void **st)
+{
+    (void)st;
+#if HAVE_ALLOC_COUNTER
+    expected *e = calloc(1, sizeof *e);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/qwen3-2l/expected.txt", llm_dir());
+    read_expected(path, e);
+    mt_model *m = load("qwen3-2l/f32", MT_WEIGHTS_F32);
+    mt_session *s = session(m, 8, 1);
+    mt_decode_params q = greedy(), qb = greedy();
+    qb.beam_size = 3;
+    int id;
+    mt_err err = {0};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(mt_seq_start(s, e->prompt[i], e->plen[i], i == 3 ? &qb : &q, &id, &err), MT_OK);
+    mt_encode_started(s);             /* the prefill (OpenBLAS may allocate there) */
+    n_allocs = 0;
+    counting = 1;
+    for (int k = 0; k < 10; k++)
+        mt_step(s);
+    counting = 0;
+    printf("   10 steps of 6 rows (greedy and a beam of 3): %ld allocations\n", (long)n_allocs);
+    assert_int_equal(n_allocs, 0);
+    mt_session_free(s);
+    mt_model_free(m);
+    free(e);
+#else
+    printf("   (allocation counter disabled under a sanitizer)\n");
+#endif
+}
+
+int main(void)
+{
+    if (!is_dir(llm_dir())) {
+        fprintf(stderr, "test_llm: %s: no fixtures (run `make llm-models`: tests/llm/gen_llm.py)\n", llm_dir());
+        return 1;
+    }
+    mt_par_set_threads(2);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refused_params),
+        cmocka_unit_test(test_greedy_tinyllama),
+        cmocka_unit_test(test_greedy_qwen3),
+        cmocka_unit_test(test_greedy_qwen2),
+        cmocka_unit_test(test_batch_tinyllama),
+        cmocka_unit_test(test_batch_qwen3),
+        cmocka_unit_test(test_batch_qwen2),
+        cmocka_unit_test(test_approx_modes),
+        cmocka_unit_test(test_step_allocates_nothing),
+        cmocka_unit_test(test_logits_tinyllama),
+        cmocka_unit_test(test_logits_qwen3),
+        cmocka_unit_test(test_logits_qwen2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
