@@ -47,7 +47,7 @@
 #define MAX_PROMPTS 64
 #define MAX_IDS     64
 #define GEN         20
-#define LOGIT_TOL   2e-3     /* full depth: max |engine - reference| / max |reference| */
+#define LOGIT_TOL   1e-4     /* full depth: max |engine - reference| / max |reference| (measured 2e-6 .. 7e-6) */
 
 static char root[4096];
 
