@@ -200,8 +200,7 @@ static mt_status refuse_unsupported(lload *L, json_t *cfg, mt_err *err)
             return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: layer_types[%zu] '%s' is not supported (only "
                               "full_attention)", f, i, json_is_string(t) ? json_string_value(t) : "?");
     }
-    j = json_object_get(cfg, "pretraining_tp");        /* HF: only the slicing of the same products */
-    (void)j;
+    /* pretraining_tp is accepted: in HF it only slices the same products */
     return MT_OK;
 }
 
