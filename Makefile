@@ -166,7 +166,7 @@ $(B)/bench/html_parsers: bench/html_parsers.c
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the
 # streaming clients (test_stream's TSan mode) under ThreadSanitizer, and each fuzz target
 # briefly.
-CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand test_access test_limits
+CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand test_access test_limits test_llm_server
 CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(HEADERS)
@@ -197,7 +197,7 @@ $(B)/tests/%: tests/%.c $(TEST_SUPPORT) $(wildcard tests/*.h) $(B)/libmtserver.a
 
 # Every test binary prints cmocka's counts; the run fails if any binary fails.
 test: $(TESTS)
-	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) $$t || fail=1; done; exit $$fail
+	@fail=0; for t in $(TESTS); do echo "== $$t"; MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_LLM_SERVED=$(LLM_SERVED) $$t || fail=1; done; exit $$fail
 
 # Decoder-only LMs (issue 31, tests/test_llm.c): random-weight checkpoints of the published
 # TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and Qwen2.5-0.5B configs at 2 layers (F32, F16, BF16,
@@ -213,6 +213,18 @@ $(LLM_DIR)/.done: tests/llm/gen_llm.py
 	/usr/bin/python3 tests/llm/gen_llm.py $(LLM_DIR)
 	touch $@
 test: llm-models
+
+# The decoder-only model tests/test_llm_server.c serves beside en-fr: Llama-shaped, tiny, random
+# weights, the real Llama-2-format tokenizer; its expected replies from numpy and @lenml/tokenizers
+# (tests/llm/gen_served.py, a few seconds; never committed).
+LLM_SERVED ?= $(CURDIR)/build/llm-served
+.PHONY: llm-served
+llm-served: $(LLM_SERVED)/expected.json
+$(LLM_SERVED)/expected.json: tests/llm/gen_served.py tests/llm/gen_llm.py $(HF_FIX)/llama2/tokenizer.json \
+                             $(HF_TOK_DIR)/ref_ids.mjs $(HF_TOK_DIR)/ref_decode.mjs
+	rm -rf $(LLM_SERVED) && mkdir -p $(LLM_SERVED)
+	/usr/bin/python3 tests/llm/gen_served.py $(LLM_SERVED) $(HF_FIX)
+test: llm-served
 
 # Random-weight OPUS-MT models of the published configurations in every file form
 # (safetensors F32/F16, pytorch_model.bin, Marian .npz), regenerated from a formula
@@ -286,7 +298,7 @@ asan:
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
            %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
-           %/test_models_demand %/test_memory
+           %/test_models_demand %/test_memory %/test_llm_server
 valgrind:
 	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \
@@ -295,11 +307,11 @@ valgrind:
 # ThreadSanitizer: the tests that run threads, and the real server under load
 # (tests/test_load.c in its TSan mode).  TSAN_TESTS can narrow it.
 TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
-tsan: opus-models      # test_routing serves the generated OPUS-MT models (build/opus-mt)
+tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
 	    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" MTSERVE_BIN=build-tsan/mtserve MTSERVE_TSAN=1 \
-	    MT_OPUS_DIR=$(CURDIR)/build/opus-mt \
+	    MT_OPUS_DIR=$(CURDIR)/build/opus-mt MT_LLM_SERVED=$(LLM_SERVED) \
 	    build-tsan/tests/$$t || exit 1; done
 
 include tests/fuzz/fuzz.mk

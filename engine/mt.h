@@ -83,6 +83,10 @@ typedef struct {
     const char *format;         /* the form loaded: "safetensors", "pytorch" (pytorch_model.bin),
                                    "marian-npz" (an original Marian/OPUS-MT release) */
     const char *weights_file;   /* its file name in the model directory */
+    const char *architecture;   /* "marian" (encoder-decoder), or a decoder-only LM's
+                                   config.json model_type: "llama", "qwen2", "qwen3" */
+    double rope_theta;          /* a decoder-only LM's RoPE base (0: none, sinusoidal positions) */
+    int head_dim;               /* a decoder-only LM's attention head size (0: Marian) */
 } mt_model_info;
 
 const mt_model_info *mt_model_get_info(const mt_model *model);
@@ -164,6 +168,11 @@ typedef struct {
      * produces by itself counts.  Copied by mt_seq_start. */
     const struct mt_constraint *constraints;
     int   n_constraints;        /* 0..MT_MAX_CONSTRAINTS; their ids and the prefix fit in max_length-2 */
+    /* NULL, or a [vocab_size] map: an id whose entry is nonzero ends the
+     * sequence as eos does (it is kept as the last id): a decoder-only
+     * model's end of turn and the ids holding its prompt's stop string
+     * (mt_prompt_stop_ids).  Not copied: it must outlive the sequence. */
+    const uint8_t *end_ids;
 } mt_decode_params;
 
 typedef struct mt_constraint {

@@ -54,6 +54,12 @@ static int argmax_skip(const float *v, int n, int skip)
     return best;
 }
 
+/* eos, or one of the sequence's end ids (a prompt's end of turn, stop string). */
+static inline int ends(const mt_seq *q, int32_t id, int32_t eos)
+{
+    return id == eos || (q->end_ids && q->end_ids[id]);
+}
+
 /* ---- greedy and sampling ------------------------------------------------------- */
 /* One step of a one-row sequence q (row q->base; gathered row a of the step,
  * logits lg, in place): a forced prefix id, else the rules, then the argmax
@@ -90,7 +96,7 @@ static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
     s->hist_al[(long)r * T + s->glen[r]] = s->step_al[a];
     hist[s->glen[r]++] = tok;
     s->row_tok[r] = tok;
-    return tok != eos;
+    return !ends(q, tok, eos);
 }
 
 /* ---- beam search ----------------------------------------------------------------- */
@@ -239,7 +245,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     int32_t cand_al[2 * MT_MAX_BEAM];
     for (int k = 0; k < K; k++) {
         int pb = top_i[k] / V, id = top_i[k] % V;
-        stop[k] = id == eos || q->cur + 1 >= q->max_length;
+        stop[k] = ends(q, id, eos) || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
         alive[k] = top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
         /* the id's own log p, as the log-softmax wrote it (forced </s>: 0) */
@@ -379,7 +385,7 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
                            .sample = q.sample, .top_k = q.top_k, .token_scores = q.token_scores,
                            .align = q.alignments, .align_layer = q.align_layer, .align_heads = q.align_heads,
                            .rep_pen = q.repetition_penalty, .temperature = q.temperature, .top_p = q.top_p,
-                           .n_cons = q.n_constraints,
+                           .n_cons = q.n_constraints, .end_ids = q.end_ids,
                            .progress = q.progress_callback, .progress_data = q.progress_callback_data};
     mt_rng_seed(s->seqs[id].rng, q.seed);
     if (q.n_prefix)

@@ -653,6 +653,28 @@ static const char *weights_dtype(const mt_llm *n)
     return t ? t->dtype_name : "F32";
 }
 
+/* dir/tokenizer.json (and tokenizer_config.json) when present: the model's
+ * tokenizer (mt_tokenizer_from_hf); its ids must be rows of the embedding.
+ * Without it the model serves ids only (the engine's tests). */
+static mt_status load_tokenizer(lload *L, mt_err *err)
+{
+    char path[4096];
+    struct stat sb;
+    if (snprintf(path, sizeof path, "%s/tokenizer.json", L->dir) >= (int)sizeof path || stat(path, &sb) != 0)
+        return MT_OK;
+    mt_hf_tokenizer *hf;
+    mt_status st = mt_hf_tokenizer_load(L->dir, &hf, err);
+    if (st != MT_OK)
+        return st;
+    int tv = mt_hf_tokenizer_vocab_size(hf);
+    if (tv > L->m->V) {
+        mt_hf_tokenizer_free(hf);
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: the tokenizer has %d ids but config.json's vocab_size is %d",
+                          path, tv, L->m->V);
+    }
+    return mt_tokenizer_from_hf(hf, &L->m->tok, err);
+}
+
 mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa isa, int card, mt_err *err)
 {
     mt_llm *n = calloc(1, sizeof *n);
@@ -668,6 +690,8 @@ mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa i
         return err ? err->status : MT_ERR_FORMAT;
     st = parse_config(&L, cfg, err);
     json_decref(cfg);
+    if (st == MT_OK)
+        st = load_tokenizer(&L, err);
     if (st == MT_OK)
         st = open_weights(&L, err);
     if (st == MT_OK && !card) {
@@ -697,6 +721,9 @@ mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa i
     m->info.weight_bytes = card ? 0 : L.mapped_bytes + L.owned_bytes + m->packed_bytes;
     m->info.file_bytes = file_bytes;
     m->info.format = "safetensors";
+    m->info.architecture = FAMILY[n->family];
+    m->info.head_dim = n->hd;
+    m->info.rope_theta = n->theta;
     m->info.weights_file = m->weights_file;
     if (card) {                        /* a card keeps no mapping */
         for (int k = 0; k < n->n_shards; k++)

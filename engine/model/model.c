@@ -846,6 +846,7 @@ static void fill_card_info(loader *L)
     m->info.weight_bytes = 0;
     m->info.file_bytes = L->card_file_bytes;
     m->info.format = L->card_format ? L->card_format : "";
+    m->info.architecture = "marian";
     m->info.weights_file = m->weights_file;
 }
 
@@ -868,6 +869,7 @@ static void fill_info(loader *L)
     m->info.int8_kernel = m->lm_pk.i8 ? mt_k_q8_isa_name(m->lm_pk.isa) : "";
     m->info.file_bytes = m->st->size;
     m->info.format = m->st->format;
+    m->info.architecture = "marian";
     m->info.weights_file = m->weights_file;
 }
 

@@ -165,6 +165,7 @@ typedef struct {
     int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
     float rep_pen, temperature, top_p;
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
+    const uint8_t *end_ids;  /* NULL, or [V]: nonzero ids end the sequence as eos does */
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
     void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
     void *progress_data;

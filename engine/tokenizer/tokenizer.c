@@ -35,6 +35,7 @@ struct mt_tokenizer {
     int32_t  *dec_spm;        /* [dec vocab size] target spm id of each piece    */
     int32_t   dec_unk_spm;    /* target spm id of "<unk>" (ids without a piece)  */
     int       clean_up;       /* clean_up_tokenization_spaces                    */
+    mt_hf_tokenizer *hf;      /* a decoder-only model's tokenizer.json: then only this */
 };
 
 /* Python's str.isspace() (what str.strip() removes). */
@@ -108,6 +109,7 @@ void mt_tokenizer_free(mt_tokenizer *tok)
 {
     if (!tok)
         return;
+    mt_hf_tokenizer_free(tok->hf);
     mt_spm_free(tok->src);
     mt_spm_free(tok->tgt);
     mt_vocab_free(&tok->vocab);
@@ -117,6 +119,9 @@ void mt_tokenizer_free(mt_tokenizer *tok)
     free(tok->dec_spm);
     free(tok);
 }
+
+static mt_status hf_encode(const mt_tokenizer *tok, const char *text, size_t len, int target, int32_t *ids,
+                           int max_ids, int *n_ids, mt_err *err);
 
 static const mt_vocab *dec_vocab(const mt_tokenizer *tok)
 {
@@ -216,6 +221,8 @@ mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t 
     if (!tok || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids))
         return mt_err_set(err, MT_ERR_INPUT, "mt_tokenizer_encode: bad arguments");
     *n_ids = 0;
+    if (tok->hf)
+        return hf_encode(tok, text, len, target, ids, max_ids, n_ids, err);
     size_t bad = mt_utf8_valid_prefix(text, len);
     if (bad < len)
         return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
@@ -299,6 +306,8 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
     if (!tok || n < 0 || (!ids && n) || !out)
         return mt_err_set(err, MT_ERR_INPUT, "mt_tokenizer_decode: bad arguments");
     *out = NULL;
+    if (tok->hf)
+        return mt_hf_tokenizer_decode(tok->hf, ids, n, 1, out, NULL, err);
     const mt_vocab *v = dec_vocab(tok);
     mt_spm_dpiece small[256], *pc = n <= 256 ? small : malloc((size_t)n * sizeof *pc);
     mt_sbuf o = { 0 };
@@ -335,17 +344,23 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
 
 int mt_tokenizer_decode_appends(const mt_tokenizer *tok)
 {
-    return tok && !tok->clean_up && !mt_spm_has_denorm(tok->tgt);
+    return tok && !tok->hf && !tok->clean_up && !mt_spm_has_denorm(tok->tgt);
 }
 
 int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id)
 {
+    if (tok && tok->hf) {
+        const char *t = mt_hf_tokenizer_token(tok->hf, id);
+        return t && strlen(t) == 6 && !strncmp(t, "<0x", 3) && t[5] == '>';
+    }
     const mt_vocab *v = tok ? dec_vocab(tok) : NULL;
     return v && id >= 0 && id < v->size && v->piece[id] && mt_spm_is_byte(tok->tgt, tok->dec_spm[id]);
 }
 
 const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id)
 {
+    if (tok && tok->hf)
+        return mt_hf_tokenizer_token(tok->hf, id);
     if (!tok || id < 0 || id >= tok->vocab.size)
         return NULL;
     return tok->vocab.piece[id];
@@ -353,17 +368,68 @@ const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id)
 
 int32_t mt_tokenizer_piece_id(const mt_tokenizer *tok, const char *piece)
 {
+    if (tok && tok->hf)
+        return piece ? mt_hf_tokenizer_token_id(tok->hf, piece) : -1;
     return tok && piece ? mt_vocab_id(&tok->vocab, piece, strlen(piece)) : -1;
 }
 
-int mt_tokenizer_vocab_size(const mt_tokenizer *tok) { return tok ? tok->vocab.size : 0; }
-int mt_tokenizer_target_vocab_size(const mt_tokenizer *tok) { return tok ? dec_vocab(tok)->size : 0; }
-int32_t mt_tokenizer_target_eos(const mt_tokenizer *tok) { return tok ? dec_vocab(tok)->eos : -1; }
-int32_t mt_tokenizer_eos(const mt_tokenizer *tok) { return tok ? tok->vocab.eos : -1; }
-int32_t mt_tokenizer_unk(const mt_tokenizer *tok) { return tok ? tok->vocab.unk : -1; }
-int32_t mt_tokenizer_pad(const mt_tokenizer *tok) { return tok ? tok->vocab.pad : -1; }
+int mt_tokenizer_vocab_size(const mt_tokenizer *tok)
+{
+    return !tok ? 0 : tok->hf ? mt_hf_tokenizer_vocab_size(tok->hf) : tok->vocab.size;
+}
+int mt_tokenizer_target_vocab_size(const mt_tokenizer *tok)
+{
+    return !tok ? 0 : tok->hf ? mt_hf_tokenizer_vocab_size(tok->hf) : dec_vocab(tok)->size;
+}
+int32_t mt_tokenizer_target_eos(const mt_tokenizer *tok)
+{
+    return !tok ? -1 : tok->hf ? mt_hf_tokenizer_eos(tok->hf) : dec_vocab(tok)->eos;
+}
+int32_t mt_tokenizer_eos(const mt_tokenizer *tok) { return !tok ? -1 : tok->hf ? mt_hf_tokenizer_eos(tok->hf) : tok->vocab.eos; }
+int32_t mt_tokenizer_unk(const mt_tokenizer *tok) { return !tok ? -1 : tok->hf ? mt_hf_tokenizer_unk(tok->hf) : tok->vocab.unk; }
+int32_t mt_tokenizer_pad(const mt_tokenizer *tok) { return !tok ? -1 : tok->hf ? mt_hf_tokenizer_pad(tok->hf) : tok->vocab.pad; }
 
 const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target)
 {
     return tok ? (target ? tok->tgt : tok->src) : NULL;
+}
+
+/* ---- a tokenizer.json behind the same calls -------------------------------------- */
+
+mt_status mt_tokenizer_from_hf(mt_hf_tokenizer *hf, mt_tokenizer **out, mt_err *err)
+{
+    *out = NULL;
+    mt_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok) {
+        mt_hf_tokenizer_free(hf);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    tok->hf = hf;
+    *out = tok;
+    return MT_OK;
+}
+
+const mt_hf_tokenizer *mt_tokenizer_hf(const mt_tokenizer *tok)
+{
+    return tok ? tok->hf : NULL;
+}
+
+/* target 0: the text as a prompt continues it (the file's special tokens:
+ * Llama's <s> first); target 1: a target text, eos appended as Marian's
+ * encode appends </s> (callers drop it to get the text's own ids). */
+static mt_status hf_encode(const mt_tokenizer *tok, const char *text, size_t len, int target, int32_t *ids,
+                           int max_ids, int *n_ids, mt_err *err)
+{
+    int32_t eos = mt_hf_tokenizer_eos(tok->hf);
+    int tail = target && eos >= 0;
+    mt_status st = mt_hf_tokenizer_encode(tok->hf, text, len, !target, ids, max_ids - tail > 0 ? max_ids - tail : 0,
+                                          n_ids, err);
+    if (st != MT_OK && st != MT_ERR_TOO_LONG)
+        return st;
+    if (tail) {
+        if (*n_ids < max_ids)
+            ids[*n_ids] = eos;
+        (*n_ids)++;
+    }
+    return *n_ids > max_ids ? mt_err_set(err, MT_ERR_TOO_LONG, "%d tokens; %d fit", *n_ids, max_ids) : MT_OK;
 }

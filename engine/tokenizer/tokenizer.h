@@ -106,6 +106,17 @@ int32_t     mt_tokenizer_target_eos(const mt_tokenizer *tok);
  * owned by tok (for mt_spm_log_prob, mt_spm_same); NULL when tok is. */
 const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target);
 
+/* A decoder-only model's tokenizer.json behind the calls above (it takes
+ * hf, freed with tok, also on failure).  Then: encode target 0 = the file's
+ * encode with its special tokens (Llama 2: <s> first; nothing appended),
+ * target 1 = without them, its eos appended (as </s> above); decode = the
+ * file's decoder, special tokens skipped, no strip; decode_appends 0;
+ * pieces, ids, sizes and eos/unk/pad from the file; no spm (NULL). */
+typedef struct mt_hf_tokenizer mt_hf_tokenizer;
+mt_status mt_tokenizer_from_hf(mt_hf_tokenizer *hf, mt_tokenizer **out, mt_err *err);
+/* The tokenizer.json inside tok, or NULL (a Marian tokenizer). */
+const mt_hf_tokenizer *mt_tokenizer_hf(const mt_tokenizer *tok);
+
 /* ---- Hugging Face tokenizer.json BPE (decoder-only models) ------------------ */
 /* mt_hf_tokenizer: a tokenizer.json of model type BPE and, when present,
  * the tokenizer_config.json beside it, as the Llama 2 and Qwen2/Qwen3
@@ -138,7 +149,7 @@ const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target);
  * Classes of the Qwen regex are Oniguruma's (the Rust library's engine):
  * \s is White_Space (U+0085 yes, U+FEFF no: JavaScript's \s differs there);
  * letters, numbers and NFC from Unicode 14.0 (mt_hf_unicode_version()). */
-typedef struct mt_hf_tokenizer mt_hf_tokenizer;
+/* (typedef mt_hf_tokenizer: above) */
 
 /* dir/tokenizer.json, and dir/tokenizer_config.json when present. */
 mt_status mt_hf_tokenizer_load(const char *dir, mt_hf_tokenizer **out, mt_err *err);

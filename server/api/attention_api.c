@@ -18,6 +18,7 @@
 #include "http/body.h"
 #include "handlers.h"
 #include "service/residency.h"
+#include "service/languages.h"
 #include "service/server.h"
 #include "translate/text_ids.h"
 
@@ -27,6 +28,8 @@
 typedef struct {
     srv_model *m;
     const char *text, *target;
+    int raw;                    /* decoder-only: the text as the prompt, no template */
+    const char *pair;           /* decoder-only: "en-fr", one of its pairs (NULL: the first) */
     int *layers, n_layers, *heads, n_heads;
     int32_t *src, *tgt;         /* source ids (</s> included), target ids */
     int n_src, n_tgt;
@@ -60,8 +63,12 @@ static int parse(srv_request *req, srv_response *resp, attn_req *a)
     free(texts);
     if (is_list)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'text' must be a string");
-    if (srv_field_string(req, resp, "target", &a->target) < 0 || !(a->m = srv_request_model(req, resp)))
+    if (srv_field_string(req, resp, "target", &a->target) < 0 || srv_field_bool(req, resp, "raw", &a->raw) < 0 ||
+        srv_field_string(req, resp, "pair", &a->pair) < 0 || !(a->m = srv_request_model(req, resp)))
         return -1;
+    if ((a->raw || a->pair) && !a->m->llm)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "fields 'raw' and 'pair' are for decoder-only models; model '%s' "
+                        "is an encoder-decoder", a->m->id);
     if (a->target && srv_is_blank(a->target, strlen(a->target)))
         return srv_fail(resp, SRV_E_EMPTY_TEXT, "field 'target' is empty");
     const mt_model_info *info = a->m->info;
@@ -86,6 +93,8 @@ static int translate_greedy(attn_req *a, mt_session *s, srv_response *resp)
     const int32_t *src[1] = { a->src };
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = 1;
+    if (a->m->llm && !a->raw)
+        dp.end_ids = a->m->end_ids;     /* the prompt's end of turn / stop string */
     mt_hyp hyp = { 0 };
     mt_err err = { 0 };
     if (mt_generate(s, src, &a->n_src, 1, &dp, &hyp, &err) != MT_OK)
@@ -114,7 +123,13 @@ static int run(srv_request *req, attn_req *a, srv_response *resp)
     int32_t *tgt_in = rc ? NULL : malloc(sizeof *tgt_in * (size_t)(a->n_tgt + 1));
     if (!rc && !tgt_in)
         rc = srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    if (!rc) {
+    if (!rc && a->m->llm) {             /* the prompt, then the output but its last id (predicted, never fed) */
+        int fed = a->n_tgt > 0 ? a->n_tgt - 1 : 0;
+        memcpy(tgt_in, a->tgt, sizeof *tgt_in * (size_t)fed);
+        mt_err err = { 0 };
+        if (mt_attention_run(s, a->src, a->n_src, tgt_in, fed, &a->att, &err) != MT_OK)
+            rc = srv_fail_mt(resp, &err);
+    } else if (!rc) {
         tgt_in[0] = a->m->info->decoder_start_id;
         memcpy(tgt_in + 1, a->tgt, sizeof *tgt_in * (size_t)(a->n_tgt > 0 ? a->n_tgt - 1 : 0));
         mt_err err = { 0 };
@@ -163,11 +178,21 @@ static json_t *tensor_json(const float *w, int n_layers, int heads, int rows, in
     return out;
 }
 
+/* A decoder-only model's positions: the prompt and the output ids fed. */
+static int llm_positions(const attn_req *a)
+{
+    return a->n_src + (a->n_tgt > 0 ? a->n_tgt - 1 : 0);
+}
+
 /* Weights the reply would hold; over MAX_WEIGHTS is refused (413). */
 static int check_size(const attn_req *a, srv_response *resp)
 {
     const mt_attention *t = &a->att;
     long S = t->src_len, T = t->tgt_len, n = 0;
+    if (a->m->llm) {                    /* one self-attention over every position */
+        S = 0;
+        T = llm_positions(a);
+    }
     for (int i = 0; i < a->n_layers; i++) {
         if (a->layers[i] < t->dec_layers)
             n += a->n_heads * (T * S + T * T);
@@ -191,6 +216,63 @@ static json_t *ids_json(const int32_t *ids, int n, const srv_model *m, json_t **
         json_array_append_new(*pieces, json_string(p ? p : ""));
     }
     return list;
+}
+
+/* A decoder-only model: one causal self-attention over prompt + output. */
+static json_t *reply_llm_json(const srv_request *req, const attn_req *a)
+{
+    const mt_attention *t = &a->att;
+    int N = llm_positions(a);
+    int32_t *ids = malloc(sizeof *ids * (size_t)(N + 1));
+    if (!ids)
+        return NULL;
+    memcpy(ids, a->src, sizeof *ids * (size_t)a->n_src);
+    memcpy(ids + a->n_src, a->tgt, sizeof *ids * (size_t)(N - a->n_src));
+    json_t *pieces, *layers = json_array(), *heads = json_array(), *out_pieces;
+    json_t *list = ids_json(ids, N, a->m, &pieces);
+    json_t *out_ids = ids_json(a->tgt, a->n_tgt, a->m, &out_pieces);
+    free(ids);
+    for (int i = 0; i < a->n_heads; i++)
+        json_array_append_new(heads, json_integer(a->heads[i]));
+    json_t *self = tensor_json(t->dec, t->dec_layers, t->heads, N, N, a, layers);
+    const mt_model_info *info = a->m->info;
+    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:o,s:o,s:b,s:o,s:o,s:o,s:{s:f,s:i},s:i,s:f}",
+                     "model", a->m->id, "architecture", "decoder-only", "model_type", info->architecture,
+                     "tokens", pieces, "token_ids", list, "prompt_length", a->n_src,
+                     "output_tokens", out_pieces, "output_ids", out_ids, "target_generated", a->target == NULL,
+                     "layers", layers, "heads", heads, "self_attention", self,
+                     "rope", "theta", info->rope_theta, "head_dim", info->head_dim,
+                     "rounding_decimals", ROUND_DECIMALS, "timing_ms", (srv_now() - req->t_start) * 1e3);
+}
+
+/* A decoder-only model's prompt ids: the text through its prompt for the
+ * pair asked (else its first), or as given with "raw" (or without pairs). */
+static int llm_prompt_ids(attn_req *a, srv_response *resp, mt_err *err)
+{
+    const srv_model *m = a->m;
+    if (a->raw || !m->prompt)
+        return srv_text_ids(m->tok, a->text, 0, m->sparams.max_src_len, "the text", &a->src, &a->n_src, err);
+    int k = 0;
+    if (a->pair) {
+        for (k = 0; k < m->n_pairs; k++) {
+            char name[40];
+            snprintf(name, sizeof name, "%s-%s", m->pairs[k][0], m->pairs[k][1]);
+            if (!strcmp(name, a->pair))
+                break;
+        }
+        if (k == m->n_pairs)
+            return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "model '%s' does not translate the pair '%s' "
+                            "(see its pairs in GET /models)", m->id, a->pair);
+    }
+    int cap = m->sparams.max_src_len, n = 0;
+    if (!(a->src = malloc(sizeof *a->src * (size_t)cap)))
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    mt_status st = mt_prompt_encode(m->prompt, srv_lang_name(m->pairs[k][0]), srv_lang_name(m->pairs[k][1]), a->text,
+                                    strlen(a->text), a->src, cap, &n, err);
+    if (st == MT_ERR_TOO_LONG)
+        mt_err_set(err, st, "the text's prompt has %d tokens; the limit is %d", n, cap);
+    a->n_src = n;
+    return st == MT_OK ? 0 : -1;
 }
 
 static json_t *reply_json(const srv_request *req, const attn_req *a)
@@ -221,6 +303,23 @@ void srv_handle_attention(srv_request *req, srv_response *resp)
     mt_err err = { 0 };
     if (parse(req, resp, &a))
         goto done;
+    if (a.m->llm) {
+        err.status = MT_OK;
+        if (llm_prompt_ids(&a, resp, &err)) {
+            if (err.status != MT_OK)
+                srv_fail_mt(resp, &err);
+            goto done;
+        }
+        if (a.target && srv_text_ids(a.m->tok, a.target, 1, a.m->sparams.max_tgt_len, "the target", &a.tgt,
+                                     &a.n_tgt, &err)) {
+            srv_fail_mt(resp, &err);
+            goto done;
+        }
+        if (run(req, &a, resp) || check_size(&a, resp))
+            goto done;
+        srv_reply_json(resp, 200, reply_llm_json(req, &a));
+        goto done;
+    }
     if (srv_text_ids(a.m->tok, a.text, 0, a.m->sparams.max_src_len, "the text", &a.src, &a.n_src, &err) ||
         (a.target && srv_text_ids(a.m->tok, a.target, 1, a.m->sparams.max_tgt_len, "the target", &a.tgt, &a.n_tgt,
                                   &err))) {

@@ -225,11 +225,8 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
         return;
     }
     srv_model *m = path.model[0];
-    srv_file_route r = {
-        .tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
-                .max_tokens = 0, .has_lang = path.lang_id[0] >= 0, .lang_id = path.lang_id[0] },
-        .decoder = m->decoder,
-    };
+    srv_file_route r = { .tm = srv_leg_model(srv, &path, 0, 0), .decoder = m->decoder };
+    r.tm.cache = NULL;
     r.p.dp = mt_decode_default_params();
     r.p.split = 1;
     if (srv_translate_resolve(&path, &r.p, resp) || file_glossary(req, resp, &path, &r)) {

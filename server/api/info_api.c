@@ -54,6 +54,17 @@ static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
             json_array_append_new(targets, json_string(m->targets[k]));
         json_object_set_new(o, "target_languages", targets);
     }
+    if (o)
+        json_object_set_new(o, "architecture", json_string(m->llm ? "decoder-only" : "marian"));
+    if (o && m->llm) {                  /* decoder-only: its family, pairs, prompt and positions */
+        json_t *pairs = json_array();
+        for (int k = 0; k < m->n_pairs; k++)
+            json_array_append_new(pairs, json_pack("[s,s]", m->pairs[k][0], m->pairs[k][1]));
+        json_object_set_new(o, "pairs", pairs);
+        json_object_set_new(o, "model_type", json_string(i->architecture));
+        json_object_set_new(o, "prompt", m->prompt ? json_string(mt_prompt_kind(m->prompt)) : json_null());
+        json_object_set_new(o, "rope", json_pack("{s:f,s:i}", "theta", i->rope_theta, "head_dim", i->head_dim));
+    }
     return o;
 }
 

@@ -51,6 +51,10 @@ static json_t *candidates(const srv_server *srv)
             json_object_set_new(set, m->info->target_lang, json_true());
         for (int k = 0; k < m->n_targets; k++)
             json_object_set_new(set, m->targets[k], json_true());
+        for (int k = 0; k < m->n_pairs; k++) {          /* a decoder-only model's declared pairs */
+            json_object_set_new(set, m->pairs[k][0], json_true());
+            json_object_set_new(set, m->pairs[k][1], json_true());
+        }
     }
     return set;
 }
@@ -124,6 +128,10 @@ static const char *served_code(const srv_server *srv, const char *code)
         for (int k = 0; k < m->n_targets; k++)
             if (!strcasecmp(code, m->targets[k]))
                 return m->targets[k];
+        for (int k = 0; k < m->n_pairs; k++)
+            for (int e = 0; e < 2; e++)
+                if (!strcasecmp(code, m->pairs[k][e]))
+                    return m->pairs[k][e];
     }
     return code;
 }
@@ -245,11 +253,13 @@ static const char *const *decoded_texts(const lt_req *t) { return t->html ? t->m
 static const char *undetected_source(srv_server *srv, const char *target)
 {
     for (int i = 0; i < srv->n_models; i++) {
-        const char *source = srv->models[i].info->source_lang;
-        srv_path path;
-        srv_response scratch = { 0 };       /* srv_fail only writes into it */
-        if (source[0] && srv_path_for_pair(srv, source, target, &path, &scratch) == 0)
-            return source;
+        const char *source;
+        for (int k = 0; (source = srv_model_source_at(&srv->models[i], k)); k++) {
+            srv_path path;
+            srv_response scratch = { 0 };   /* srv_fail only writes into it */
+            if (srv_path_for_pair(srv, source, target, &path, &scratch) == 0)
+                return source;
+        }
     }
     return "auto";
 }
@@ -261,7 +271,7 @@ static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
 {
     if (json_object_get(req->json, "model")) {
         srv_model *m = srv_request_model(req, resp);
-        return m ? srv_path_for_model(m, t->target, &t->path, resp) : -1;
+        return m ? srv_path_for_model(m, t->source, t->target, &t->path, resp) : -1;
     }
     const char *source = t->source;
     if (!strcmp(source, "auto") && n_decoded(t) == 0)

@@ -5,7 +5,8 @@
  *    "target_prefix"?, "min_length"?, "repetition_penalty"?,
  *    "no_repeat_ngram_size"?, "length_penalty"?, "return_token_scores"?,
  *    "return_alignments"?, "alignment_layer"?, "alignment_heads"?,
- *    "glossary"? {"source term": "target term"}, "cache"? (default true)}
+ *    "glossary"? {"source term": "target term"}, "cache"? (default true),
+ *    "raw"? (a decoder-only model continues each text as given, no prompt)}
  *   -> {"model", "pivot"?, "seed"?, "translations": [{"text", "tokens"?, "token_ids"?,
  *       "score"?, "token_scores"?, "source_tokens"?, "alignments"?, "word_alignments"?}],
  *      "timing_ms"}
@@ -48,6 +49,7 @@ typedef struct {
     srv_markup    mk;
     srv_lang_guess detected;        /* "source": "auto" (or none, with a target): what was detected */
     int           has_detected;
+    int           raw;              /* "raw": a decoder-only model continues the text, no prompt */
     srv_glossary *glossary;         /* "glossary" (glossaries.h), or NULL */
 } translate_req;
 
@@ -60,11 +62,20 @@ static const char *const *decoded_texts(const translate_req *t) { return t->html
 static int pick_path(srv_request *req, srv_response *resp, translate_req *t)
 {
     const char *source = NULL, *target = NULL;
-    if (srv_field_string(req, resp, "source", &source) < 0 || srv_field_string(req, resp, "target", &target) < 0)
+    if (srv_field_string(req, resp, "source", &source) < 0 || srv_field_string(req, resp, "target", &target) < 0 ||
+        srv_field_bool(req, resp, "raw", &t->raw) < 0)
         return -1;
+    if (t->raw) {                       /* the model alone: no languages, no prompt */
+        srv_model *m = srv_request_model(req, resp);
+        if (m && !m->llm)
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'raw' continues a text with a decoder-only model; "
+                            "model '%s' is an encoder-decoder (%s)", m->id, m->info->architecture);
+        t->path = (srv_path){ .n_legs = 1, .model = { m, NULL }, .lang_id = { -1, -1 } };
+        return m ? 0 : -1;
+    }
     if (json_object_get(req->json, "model") || !target) {
         srv_model *m = srv_request_model(req, resp);
-        return m ? srv_path_for_model(m, target, &t->path, resp) : -1;
+        return m ? srv_path_for_model(m, source, target, &t->path, resp) : -1;
     }
     if (!source || !strcmp(source, "auto")) {
         if (srv_path_for_pair(req->srv, "auto", target, &t->path, resp))     /* an unknown target first */
@@ -260,7 +271,10 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "format html is not available through a pivot (%s): the tags "
                         "follow the word alignments of one model; ask a direct model", t->path.pivot);
     const srv_model *m = t->path.model[t->path.n_legs - 1];
-    t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = 1 };
+    if (t->html && m->llm)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "format html puts the tags back along word alignments, which "
+                        "decoder-only models (model '%s') do not give", m->id);
+    t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = !t->raw, .raw = t->raw };
     t->tp.dp.alignments = t->html;      /* the tags follow the words */
     if (srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||

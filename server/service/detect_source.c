@@ -60,13 +60,14 @@ void srv_detect_lms_params(const srv_detect_lms *l, srv_detect_params *p)
 
 static void server_lms(const srv_server *srv, srv_detect_lms *l)
 {
-    const char *src[SRV_MAX_MODELS];
+    const char *src[SRV_MAX_MODELS], *x;
     const mt_tokenizer *tok[SRV_MAX_MODELS];
-    int n = srv->n_models < SRV_MAX_MODELS ? srv->n_models : SRV_MAX_MODELS;
-    for (int i = 0; i < n; i++) {
-        src[i] = srv->models[i].info->source_lang;
-        tok[i] = srv->models[i].tok;
-    }
+    int n = 0;
+    for (int i = 0; i < srv->n_models; i++)     /* a decoder-only model: each declared source, no spm */
+        for (int k = 0; n < SRV_MAX_MODELS && (x = srv_model_source_at(&srv->models[i], k)); k++) {
+            src[n] = x;
+            tok[n++] = srv->models[i].llm ? NULL : srv->models[i].tok;
+        }
     srv_detect_lms_init(l, src, tok, n);
 }
 

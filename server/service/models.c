@@ -60,12 +60,38 @@ void srv_models_name(srv_server *srv)
     }
 }
 
+/* A decoder-only model: its pairs and prompt (translation.json), and the
+ * ids that end a translation (the prompt's end of turn and stop string). */
+static mt_status describe_llm(srv_model *m, mt_err *err)
+{
+    const mt_hf_tokenizer *hf = mt_tokenizer_hf(m->tok);
+    if (!hf)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: a decoder-only model needs its tokenizer.json to be served", m->dir);
+    m->llm = 1;
+    char kind[32];
+    mt_status st = srv_model_read_pairs(m, m->dir, kind, sizeof kind, err);
+    if (st != MT_OK || !m->n_pairs)
+        return st;                      /* no pairs: raw continuations only, no prompt */
+    if ((st = mt_prompt_new(hf, kind[0] ? kind : NULL, &m->prompt, err)) != MT_OK)
+        return st;
+    if (!(m->end_ids = calloc((size_t)m->info->vocab_size, 1)))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    const int32_t *ids;
+    int n = mt_prompt_stop_ids(m->prompt, &ids);
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < m->info->vocab_size)
+            m->end_ids[ids[i]] = 1;
+    return MT_OK;
+}
+
 /* m->model set (a card, or the loaded model): what is read from it once. */
 static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
 {
     m->info = mt_model_get_info(m->model);
     m->tok = mt_model_tokenizer(m->model);
     m->sparams = session_params(srv, m->model);
+    if (strcmp(m->info->architecture, "marian") != 0)
+        return describe_llm(m, err);
     if (srv_model_find_targets(m) != 0)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
     return MT_OK;

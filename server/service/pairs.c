@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "languages.h"
 
 /* ">>xxx<<" with 1..15 code characters: the code, else NULL. */
@@ -45,6 +47,13 @@ int srv_model_find_targets(srv_model *m)
 
 void srv_model_free_targets(srv_model *m)
 {
+    free(m->pairs);
+    m->pairs = NULL;
+    m->n_pairs = 0;
+    mt_prompt_free(m->prompt);
+    m->prompt = NULL;
+    free(m->end_ids);
+    m->end_ids = NULL;
     free(m->targets);
     free(m->target_ids);
     m->targets = NULL;
@@ -55,6 +64,12 @@ void srv_model_free_targets(srv_model *m)
 int srv_model_targets_lang(const srv_model *m, const char *lang, int32_t *lang_id)
 {
     *lang_id = -1;
+    if (m->llm) {
+        for (int i = 0; i < m->n_pairs; i++)
+            if (srv_lang_same(m->pairs[i][1], lang))
+                return 1;
+        return 0;
+    }
     if (!m->n_targets)
         return m->info->target_lang[0] && srv_lang_same(m->info->target_lang, lang);
     for (int i = 0; i < m->n_targets; i++)
@@ -67,6 +82,12 @@ int srv_model_targets_lang(const srv_model *m, const char *lang, int32_t *lang_i
 
 int srv_model_sources_lang(const srv_model *m, const char *lang)
 {
+    if (m->llm) {
+        for (int i = 0; i < m->n_pairs; i++)
+            if (!strcmp(lang, "auto") || srv_lang_same(m->pairs[i][0], lang))
+                return 1;
+        return 0;
+    }
     if (!m->info->source_lang[0])
         return 0;
     return !strcmp(lang, "auto") || srv_lang_same(m->info->source_lang, lang);
@@ -81,9 +102,54 @@ static void list_targets(const srv_model *m, char *buf, size_t cap)
         at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? ", " : "", m->targets[i]);
 }
 
-int srv_path_for_model(srv_model *m, const char *target, srv_path *out, srv_response *resp)
+/* The languages of each leg: source -> (pivot ->) target. */
+static int path_langs(srv_path *p, const char *source, const char *target)
+{
+    snprintf(p->src, sizeof p->src, "%s", source);
+    snprintf(p->tgt, sizeof p->tgt, "%s", target);
+    return 0;
+}
+
+/* "en-fr, fr-en" (at most cap bytes). */
+static void list_pairs(const srv_model *m, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < m->n_pairs && at + 40 < cap; i++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s-%s", i ? ", " : "", m->pairs[i][0], m->pairs[i][1]);
+}
+
+/* A decoder-only model named by the request: the one declared pair that
+ * source (NULL/"auto": any) and target (NULL: any) select. */
+static int llm_pair(srv_model *m, const char *source, const char *target, srv_path *out, srv_response *resp)
+{
+    char list[1024];
+    list_pairs(m, list, sizeof list);
+    if (!m->n_pairs)
+        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "model '%s' declares no language pairs (translation.json "
+                        "beside its checkpoint); \"raw\": true continues a text without a prompt", m->id);
+    int found = -1, n = 0;
+    for (int i = 0; i < m->n_pairs; i++)
+        if ((!source || !strcmp(source, "auto") || srv_lang_same(m->pairs[i][0], source)) &&
+            (!target || srv_lang_same(m->pairs[i][1], target))) {
+            found = found < 0 ? i : found;
+            n++;
+        }
+    if (n == 0)
+        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "model '%s' does not translate %s -> %s; its pairs are %s",
+                        m->id, source ? source : "auto", target ? target : "(any)", list);
+    if (n > 1)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "model '%s' translates several pairs (%s): name \"source\" and "
+                        "\"target\"", m->id, list);
+    return path_langs(out, m->pairs[found][0], m->pairs[found][1]);
+}
+
+int srv_path_for_model(srv_model *m, const char *source, const char *target, srv_path *out, srv_response *resp)
 {
     *out = (srv_path){ .n_legs = 1, .model = { m, NULL }, .lang_id = { -1, -1 } };
+    if (m->llm)
+        return llm_pair(m, source, target, out, resp);
+    path_langs(out, m->info->source_lang, target ? target : m->info->target_lang);
     if (!m->n_targets)
         return 0;                               /* one target: "target" needs no token */
     char list[1024];
@@ -97,14 +163,101 @@ int srv_path_for_model(srv_model *m, const char *target, srv_path *out, srv_resp
     return 0;
 }
 
+void srv_path_leg_langs(const srv_path *p, int i, const char **src, const char **tgt)
+{
+    *src = i == 0 ? p->src : p->pivot;
+    *tgt = i == p->n_legs - 1 ? p->tgt : p->pivot;
+}
+
+/* ---- a decoder-only model's translation.json ---------------------------------------- */
+
+/* A language code as a pair names it: 2..15 of [a-zA-Z0-9_-], with a name in languages.tsv. */
+static int code_ok(const char *c, size_t n)
+{
+    if (n < 2 || n > 15)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= 'A' && c[i] <= 'Z') || (c[i] >= '0' && c[i] <= '9') ||
+              c[i] == '_'))
+            return 0;
+    char code[16];
+    memcpy(code, c, n);
+    code[n] = '\0';
+    return strcmp(srv_lang_name(code), code) != 0;
+}
+
+static mt_status add_pair(srv_model *m, const char *path, const char *pair, mt_err *err)
+{
+    const char *dash = strchr(pair, '-');
+    size_t a = dash ? (size_t)(dash - pair) : 0, b = dash ? strlen(dash + 1) : 0;
+    if (!dash || !code_ok(pair, a) || !code_ok(dash + 1, b))
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: pair '%.40s' is not SOURCE-TARGET with two language codes "
+                          "known to languages.tsv (\"en-fr\")", path, pair);
+    memcpy(m->pairs[m->n_pairs][0], pair, a);
+    m->pairs[m->n_pairs][0][a] = '\0';
+    memcpy(m->pairs[m->n_pairs][1], dash + 1, b + 1);
+    if (srv_lang_same(m->pairs[m->n_pairs][0], m->pairs[m->n_pairs][1]))
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: pair '%s' translates a language into itself", path, pair);
+    m->n_pairs++;
+    return MT_OK;
+}
+
+mt_status srv_model_read_pairs(srv_model *m, const char *dir, char *prompt, size_t prompt_cap, mt_err *err)
+{
+    char path[1200];
+    prompt[0] = '\0';
+    snprintf(path, sizeof path, "%s/translation.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return MT_OK;                           /* no pairs: raw continuations only */
+    json_error_t je;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!root)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: invalid JSON: %s (line %d)", path, je.text, je.line);
+    mt_status st = MT_OK;
+    json_t *pairs = json_object_get(root, "pairs"), *pr = json_object_get(root, "prompt");
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val)
+        if (strcmp(key, "pairs") != 0 && strcmp(key, "prompt") != 0 && st == MT_OK)
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: unknown field '%.40s' (fields: pairs, prompt)", path, key);
+    if (st == MT_OK && (!json_is_array(pairs) || json_array_size(pairs) == 0 || json_array_size(pairs) > 256))
+        st = mt_err_set(err, MT_ERR_FORMAT, "%s: \"pairs\" must be a list of 1..256 \"SOURCE-TARGET\" strings", path);
+    if (st == MT_OK && pr && (!json_is_string(pr) || json_string_length(pr) >= prompt_cap))
+        st = mt_err_set(err, MT_ERR_FORMAT, "%s: \"prompt\" must be a prompt kind (a short string)", path);
+    if (st == MT_OK && pr)
+        snprintf(prompt, prompt_cap, "%s", json_string_value(pr));
+    if (st == MT_OK && !(m->pairs = calloc(json_array_size(pairs), sizeof *m->pairs)))
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    size_t i;
+    json_array_foreach(pairs, i, val) {
+        if (st != MT_OK)
+            break;
+        if (!json_is_string(val))
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: pairs[%zu] is not a string", path, i);
+        else
+            st = add_pair(m, path, json_string_value(val), err);
+    }
+    json_decref(root);
+    return st;
+}
+
 /* The first model from source into target (lang_id: its token), or NULL. */
 static srv_model *direct(srv_server *srv, const char *source, const char *target, int32_t *lang_id)
 {
     for (int i = 0; i < srv->n_models; i++)
-        if (srv_model_sources_lang(&srv->models[i], source) &&
-            srv_model_targets_lang(&srv->models[i], target, lang_id))
+        if (srv_model_translates(&srv->models[i], source, target, lang_id))
             return &srv->models[i];
     return NULL;
+}
+
+/* Model m's k-th source language (a Marian model has one), or NULL past the last. */
+const char *srv_model_source_at(const srv_model *m, int k)
+{
+    if (m->llm)
+        return k < m->n_pairs ? m->pairs[k][0] : NULL;
+    return k == 0 && m->info->source_lang[0] ? m->info->source_lang : NULL;
 }
 
 /* Leg 1 from source into a language X that some model translates into target. */
@@ -112,15 +265,17 @@ static int pivot(srv_server *srv, const char *source, const char *target, srv_pa
 {
     for (int b = 0; b < srv->n_models; b++) {
         srv_model *mb = &srv->models[b];
-        const char *x = mb->info->source_lang;
-        int32_t id_b, id_a;
-        if (!x[0] || srv_lang_same(x, source) || !srv_model_targets_lang(mb, target, &id_b))
-            continue;
-        srv_model *ma = direct(srv, source, x, &id_a);
-        if (ma && ma != mb) {
-            *out = (srv_path){ .n_legs = 2, .model = { ma, mb }, .lang_id = { id_a, id_b } };
-            snprintf(out->pivot, sizeof out->pivot, "%s", x);
-            return 1;
+        const char *x;
+        for (int k = 0; (x = srv_model_source_at(mb, k)); k++) {
+            int32_t id_b, id_a;
+            if (srv_lang_same(x, source) || srv_lang_same(x, target) || !srv_model_translates(mb, x, target, &id_b))
+                continue;
+            srv_model *ma = direct(srv, source, x, &id_a);
+            if (ma && ma != mb) {
+                *out = (srv_path){ .n_legs = 2, .model = { ma, mb }, .lang_id = { id_a, id_b } };
+                snprintf(out->pivot, sizeof out->pivot, "%s", x);
+                return 1;
+            }
         }
     }
     return 0;
@@ -131,9 +286,9 @@ int srv_path_for_pair(srv_server *srv, const char *source, const char *target, s
 {
     *out = (srv_path){ .n_legs = 1, .lang_id = { -1, -1 } };
     if ((out->model[0] = direct(srv, source, target, &out->lang_id[0])))
-        return 0;
+        return path_langs(out, source, target);
     if (strcmp(source, "auto") != 0 && pivot(srv, source, target, out))
-        return 0;
+        return path_langs(out, source, target);
     int source_known = !strcmp(source, "auto");
     for (int i = 0; i < srv->n_models; i++)
         source_known |= srv_model_sources_lang(&srv->models[i], source);

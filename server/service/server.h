@@ -42,6 +42,15 @@ typedef struct {
     char             (*targets)[16];  /* a multilingual model's target languages (">>fra<<" -> "fra") ... */
     int32_t           *target_ids;    /* ... and their token ids (pairs.c); n_targets 0: not multilingual */
     int                n_targets;
+    /* A decoder-only model (its tokenizer is a tokenizer.json): the pairs it
+     * translates, declared in translation.json beside the checkpoint (pairs.c;
+     * none: raw continuations only), its prompt (that file's "prompt", else the
+     * one its chat template names) and the ids that end a translation. */
+    int                llm;
+    char             (*pairs)[2][16];
+    int                n_pairs;
+    struct mt_prompt  *prompt;
+    uint8_t           *end_ids;       /* [vocab_size] (mt_decode_params.end_ids) */
     /* The loaded part: written once before `ready` (at start), or on demand
      * by the residency's loader while nobody holds the model (residency.c);
      * read only by a holder (srv_model_acquire, a job's decoder). */

@@ -5,6 +5,7 @@
 
 #include "common/metrics.h"
 #include "glossaries.h"
+#include "languages.h"
 
 struct srv_trjob {
     srv_request  *req;
@@ -39,14 +40,29 @@ int srv_translate_resolve(const srv_path *path, srv_tr_params *p, srv_response *
 
 static void decoded(srv_decode_job *dj);
 
+srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw)
+{
+    const srv_model *m = path->model[i];
+    srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
+                        .has_lang = path->lang_id[i] >= 0, .lang_id = path->lang_id[i],
+                        .cache = srv->cache, .cache_ns = m->id };
+    if (m->llm && !raw && m->prompt) {
+        const char *src, *tgt;
+        srv_path_leg_langs(path, i, &src, &tgt);
+        tm.prompt = m->prompt;
+        tm.src_name = srv_lang_name(src);
+        tm.tgt_name = srv_lang_name(tgt);
+        tm.end_ids = m->end_ids;
+    }
+    return tm;
+}
+
 /* Tokenize texts for leg i and submit them to its model's decoder. */
 static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const srv_tr_params *p, mt_err *err)
 {
     srv_model *m = j->path.model[i];
-    srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
-                        .max_tokens = j->req->srv->opts.max_tokens,
-                        .has_lang = j->path.lang_id[i] >= 0, .lang_id = j->path.lang_id[i],
-                        .cache = j->req->srv->cache, .cache_ns = m->id };
+    srv_tr_model tm = srv_leg_model(j->req->srv, &j->path, i, p->raw);
+    tm.max_tokens = j->req->srv->opts.max_tokens;
     srv_tr_params lp = *p;
     lp.glossary = j->gl[i];
     mt_status st = srv_tr_new(&tm, texts, j->n, &lp, &j->tr[i], err);

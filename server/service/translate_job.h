@@ -27,6 +27,10 @@
 int srv_translate_resolve(const srv_path *path, srv_tr_params *p, srv_response *resp);
 /* The widest beam model m's sessions take (the table's beam_size maximum). */
 int srv_max_beam(const srv_model *m);
+/* Leg i of path as the pipeline sees its model: tokenizer, limits, the
+ * language token; a decoder-only model's prompt with the leg's language
+ * names and end ids (none when raw).  max_tokens left 0 (the caller's). */
+srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw);
 
 typedef struct srv_trjob srv_trjob;
 

