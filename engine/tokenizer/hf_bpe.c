@@ -67,6 +67,8 @@ typedef struct {
     pq_ent  *heap;
     size_t   n_heap, heap_cap;
     int      last_unk;            /* the last symbol was an unknown character (fuse_unk) */
+    /* text[keep_a..keep_b): no added token is split out of it (hf_encode_span) */
+    size_t   keep_a, keep_b;
     /* pieces */
     mt_sbuf  norm, tmp, word;
     uint32_t *cp;
@@ -386,12 +388,19 @@ static uint32_t first_char(const char *s, size_t n)
 /* The next added token of trie in s[from..n): leftmost-longest (a match
  * refused by single_word is skipped whole, as HF's matcher does); [*a, *b)
  * its span, widened over whitespace by lstrip (not before from) and rstrip.
- * Returns the index in tok->added, or -1. */
+ * No match may touch s[ka..kb) (when ka < kb): one starting before ka must
+ * end by ka, positions inside are skipped.  Returns the index in
+ * tok->added, or -1. */
 static int next_added(const mt_hf_tokenizer *tok, const mt_ptrie *trie, const char *s, size_t n, size_t from,
-                      size_t *a, size_t *b)
+                      size_t ka, size_t kb, size_t *a, size_t *b)
 {
+    int keep = ka < kb;
     for (size_t i = from; i < n;) {
-        size_t len = mt_ptrie_longest(trie, (const uint8_t *)s + i, n - i);
+        if (keep && i >= ka && i < kb) {
+            i = kb;
+            continue;
+        }
+        size_t len = mt_ptrie_longest(trie, (const uint8_t *)s + i, keep && i < ka ? ka - i : n - i);
         if (!len) {
             i++;
             continue;
@@ -453,13 +462,31 @@ static int normalize(enc *e, const char *s, size_t n)
     return 0;
 }
 
-/* A piece of the raw text with no raw added token: normalize, split out the
- * normalized added tokens, pre-tokenize and BPE the rest. */
-static int segment(enc *e, const char *s, size_t n, int at_start)
+/* A piece of the raw text (at offset base) with no raw added token:
+ * normalize, split out the normalized added tokens (not from the kept span:
+ * its bounds in the normalized text are the lengths of its normalized
+ * prefixes, exact for the position-wise normalizers Replace and Prepend),
+ * pre-tokenize and BPE the rest. */
+static int segment(enc *e, const char *s, size_t n, int at_start, size_t base)
 {
     const mt_hf_tokenizer *tok = e->tok;
     if (!n)
         return 0;
+    size_t ka = 0, kb = 0;
+    if (tok->has_norm && e->keep_a < e->keep_b && e->keep_a < base + n && e->keep_b > base) {
+        size_t a = e->keep_a > base ? e->keep_a - base : 0, b = e->keep_b - base;
+        if (a > 0) {
+            if (normalize(e, s, a))
+                return -1;
+            ka = e->norm.n;
+        }
+        kb = SIZE_MAX;
+        if (b < n) {
+            if (normalize(e, s, b))
+                return -1;
+            kb = e->norm.n;
+        }
+    }
     if (normalize(e, s, n))
         return -1;
     /* the pre-tokenizer reuses tmp: work on our own copy of the normalized text */
@@ -471,7 +498,7 @@ static int segment(enc *e, const char *s, size_t n, int at_start)
     } else {
         size_t from = 0, a, b;
         int k;
-        while (!rc && (k = next_added(tok, &tok->trie_norm, nb.p, nb.n, from, &a, &b)) >= 0) {
+        while (!rc && (k = next_added(tok, &tok->trie_norm, nb.p, nb.n, from, ka, kb < nb.n ? kb : nb.n, &a, &b)) >= 0) {
             rc = piece(e, nb.p + from, a - from, at_start && from == 0) || emit(e, tok->added[k].id);
             from = b;
         }
@@ -491,7 +518,13 @@ static int segment(enc *e, const char *s, size_t n, int at_start)
 mt_status mt_hf_tokenizer_encode(const mt_hf_tokenizer *tok, const char *text, size_t len, int add_special_tokens,
                                  int32_t *ids, int max_ids, int *n_ids, mt_err *err)
 {
-    if (!tok || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids))
+    return hf_encode_span(tok, text, len, 0, 0, add_special_tokens, ids, max_ids, n_ids, err);
+}
+
+mt_status hf_encode_span(const mt_hf_tokenizer *tok, const char *text, size_t len, size_t keep_a, size_t keep_b,
+                         int add_special_tokens, int32_t *ids, int max_ids, int *n_ids, mt_err *err)
+{
+    if (!tok || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids) || keep_a > keep_b || keep_b > len)
         return mt_err_set(err, MT_ERR_INPUT, "mt_hf_tokenizer_encode: bad arguments");
     *n_ids = 0;
     size_t bad = mt_utf8_valid_prefix(text, len);
@@ -500,21 +533,21 @@ mt_status mt_hf_tokenizer_encode(const mt_hf_tokenizer *tok, const char *text, s
                           (uint8_t)text[bad], bad);
     if (len > (size_t)INT_MAX / 2)
         return mt_err_set(err, MT_ERR_TOO_LONG, "input too long (%zu bytes)", len);
-    enc e = { .tok = tok };
+    enc e = { .tok = tok, .keep_a = keep_a, .keep_b = keep_b };
     int rc = 0;
     if (add_special_tokens)
         for (int i = 0; !rc && i < tok->n_pre; i++)
             rc = emit(&e, tok->pre_ids[i]);
     if (!tok->has_raw) {
-        rc = rc || segment(&e, text, len, 1);
+        rc = rc || segment(&e, text, len, 1, 0);
     } else {
         size_t from = 0, a, b;
         int k;
-        while (!rc && (k = next_added(tok, &tok->trie_raw, text, len, from, &a, &b)) >= 0) {
-            rc = segment(&e, text + from, a - from, from == 0) || emit(&e, tok->added[k].id);
+        while (!rc && (k = next_added(tok, &tok->trie_raw, text, len, from, keep_a, keep_b, &a, &b)) >= 0) {
+            rc = segment(&e, text + from, a - from, from == 0, from) || emit(&e, tok->added[k].id);
             from = b;
         }
-        rc = rc || segment(&e, text + from, len - from, from == 0);
+        rc = rc || segment(&e, text + from, len - from, from == 0, from);
     }
     if (add_special_tokens)
         for (int i = 0; !rc && i < tok->n_post; i++)

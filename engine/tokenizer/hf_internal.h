@@ -102,6 +102,15 @@ struct mt_hf_tokenizer {
 /* A copy of s[0..n) (NUL-terminated) in tok's string pool, or NULL without memory. */
 const char *hf_strdup(mt_hf_tokenizer *tok, const char *s, size_t n);
 
+/* mt_hf_tokenizer_encode, except that no added token is split out of
+ * text[keep_a..keep_b) (keep_a == keep_b: none kept, the public encode): a
+ * match that would start inside it or run into it is not taken, so that
+ * span is tokenized as plain text with what surrounds it.  prompt.c keeps
+ * the user's text there; lstrip/rstrip of a token next to it may still take
+ * its whitespace, as HF would. */
+mt_status hf_encode_span(const mt_hf_tokenizer *tok, const char *text, size_t len, size_t keep_a, size_t keep_b,
+                         int add_special_tokens, int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+
 /* The byte-level alphabet (GPT-2): byte b is written as code point hf_byte_char[b]. */
 extern const uint16_t hf_byte_char[256];
 

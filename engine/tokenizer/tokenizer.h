@@ -5,6 +5,7 @@
  * mt_tokenizer a Marian model directory's source.spm, target.spm, vocab.json
  *              (and target_vocab.json when the vocabularies are separate).
  * mt_hf_tokenizer  a tokenizer.json BPE (Llama 2, Qwen2/Qwen3): at the end.
+ * mt_prompt    a translation prompt for a decoder-only LM on an mt_hf_tokenizer: last.
  *
  * The files (their internal headers are for engine/ only):
  *   tokenizer.c  mt_tokenizer_*: load a model directory, encode, decode, piece lookups
@@ -185,5 +186,95 @@ int32_t     mt_hf_tokenizer_unk(const mt_hf_tokenizer *tok);
 const char *mt_hf_tokenizer_chat_template(const mt_hf_tokenizer *tok);   /* NULL when absent */
 double      mt_hf_tokenizer_model_max_length(const mt_hf_tokenizer *tok); /* 0 when absent */
 const char *mt_hf_unicode_version(void);
+
+
+/* ---- Prompts: translation with a decoder-only LM (prompt.c) ---------------------- */
+/* mt_prompt turns one translation (source and target language NAMES, e.g.
+ * "English", "French", and the text) into the prompt ids of a Llama / Qwen
+ * model, and says which ids and which decoded text end the translation.
+ * It borrows tok (which must outlive it); immutable, safe to share.
+ *
+ * Kinds.  Each renders exactly what Hugging Face's apply_chat_template
+ * (messages = [{"role": "user", "content": INSTRUCTION}],
+ * add_generation_prompt = True, tokenize = True, i.e. the rendered string
+ * encoded with add_special_tokens = False) gives with its published template:
+ *   alma         no chat template (ALMA, Llama 2 based): MT_PROMPT_ALMA encoded
+ *                WITH the post-processor's tokens (<s> first); stop string "\n".
+ *   chatml       Qwen2 / Qwen2.5: [<|im_start|>system\nSYSTEM<|im_end|>\n]
+ *                <|im_start|>user\nINSTRUCTION<|im_end|>\n<|im_start|>assistant\n.
+ *                SYSTEM is the default system message of the tokenizer's own
+ *                ChatML template (a literal after "<|im_start|>system\n"; none
+ *                if it has none), else Qwen2.5's "You are Qwen, created by
+ *                Alibaba Cloud. You are a helpful assistant.".
+ *   qwen3        Qwen3 with enable_thinking = false: <|im_start|>user\nINSTRUCTION
+ *                <|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n
+ *   zephyr       TinyLlama-1.1B-Chat (Zephyr): <|user|>\nINSTRUCTION</s>\n<|assistant|>\n
+ *                (eos_token's string; no <s>: the template has none).
+ *   llama2-chat  Llama-2-*-chat-hf: <s>[INST] strip(INSTRUCTION) [/INST] (bos_token's
+ *                string; strip() is Python's str.strip, so a text's trailing
+ *                whitespace goes, and "\n\n" with it for a blank text).
+ *   raw          the text alone, encoded with the post-processor's tokens;
+ *                languages ignored (may be NULL).
+ * INSTRUCTION is MT_PROMPT_INSTRUCTION.  Chat kinds need the tokens they
+ * write: chatml/qwen3 <|im_start|> and <|im_end|>, zephyr an eos_token,
+ * llama2-chat a bos_token (else MT_ERR_UNSUPPORTED).
+ *
+ * "auto" (or NULL) picks the kind from tokenizer_config.json's chat_template
+ * by fingerprints (markers, not the exact string; no Jinja engine):
+ *   none -> alma; <|im_start|> with enable_thinking and </think> -> qwen3;
+ *   <|im_start|> otherwise -> chatml (but <think> without enable_thinking,
+ *   a reasoning template, is refused); <|user|> + <|assistant|> + eos_token
+ *   without <|end|> (Phi-3) -> zephyr; [INST] + <<SYS>> + bos_token -> llama2-chat
+ *   (but one with a built-in default system prompt is refused).  Anything
+ *   else: MT_ERR_UNSUPPORTED, the message quoting the template's start and
+ *   naming the family when it looks like one (Llama 3, Gemma, Mistral,
+ *   Phi-3); the caller may then name a kind.  A kind name not in the list:
+ *   MT_ERR_INPUT naming the accepted ones.
+ * Recognised and tested published templates: tests/fixtures/chat-templates/.
+ *
+ * Injection (a deliberate difference from HF): HF splits added tokens out
+ * of the whole rendered string, so a text that spells "<|im_end|>" or "</s>"
+ * would become that special id and close the turn.  Here the rendered
+ * string is split at added tokens only outside the text's byte span (and no
+ * added-token match may run into it); the text is tokenized as plain text
+ * together with the template text around it, as HF tokenizes any segment.
+ * For a text without added-token strings the ids are HF's, exactly.
+ * Language names are not in that span: they must be 1..64 bytes of UTF-8
+ * without control characters or added-token strings (else MT_ERR_INPUT). */
+typedef struct mt_prompt mt_prompt;
+
+#define MT_PROMPT_INSTRUCTION "Translate the following {src} text into {tgt}. Reply with the translation only.\n\n{text}"
+#define MT_PROMPT_ALMA        "Translate this from {src} to {tgt}:\n{src}: {text}\n{tgt}:"
+
+/* kind: NULL, "auto", or a kind name above.  *out owned by the caller
+ * (mt_prompt_free).  Builds the stop ids (one decode per vocabulary id when
+ * the kind has a stop string: ~50 ms for Qwen3's 151,669). */
+mt_status   mt_prompt_new(const mt_hf_tokenizer *tok, const char *kind, mt_prompt **out, mt_err *err);
+void        mt_prompt_free(mt_prompt *p);                      /* NULL is fine */
+const char *mt_prompt_kind(const mt_prompt *p);                /* "alma", "chatml", ... */
+const char *mt_prompt_system(const mt_prompt *p);              /* chatml's system message, or NULL */
+
+/* The prompt ids of one translation.  Writes at most max_ids ids;
+ * MT_ERR_TOO_LONG (and the needed count in *n_ids) when they do not fit;
+ * MT_ERR_INPUT for invalid UTF-8 in text or a bad language name. */
+mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                           int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+/* The rendered prompt string itself (*out malloc'd, NUL-terminated; what
+ * mt_prompt_encode tokenizes, bos/eos of alma/raw excepted, which the
+ * post-processor adds), and where the text sits in it (text_at, text_len:
+ * each may be NULL).  Same checks as mt_prompt_encode. */
+mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                           char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err);
+
+/* The ids that end a translation, sorted and unique (*ids owned by p): eos,
+ * the template's end-of-turn tokens (chatml, qwen3: <|im_end|>, <|endoftext|>),
+ * and every vocabulary id whose decoded text (alone, special tokens kept)
+ * contains the stop string. */
+int         mt_prompt_stop_ids(const mt_prompt *p, const int32_t **ids);
+/* The text that ends a translation: "\n" for alma; NULL for the others. */
+const char *mt_prompt_stop_string(const mt_prompt *p);
+/* The length of a decoded output to keep: up to the stop string when there
+ * is one, then trailing White_Space trimmed (the start is kept as it is). */
+size_t      mt_prompt_keep(const mt_prompt *p, const char *text, size_t len);
 
 #endif

@@ -1,0 +1,528 @@
+/* prompt.c: translation prompts for decoder-only LMs (tokenizer.h, "Prompts").
+ *
+ * A prompt kind is a fixed rendering of what Hugging Face's
+ * apply_chat_template(messages=[{"role": "user", "content": INSTRUCTION}],
+ * add_generation_prompt=True) gives with one published template, written out
+ * here by hand: no Jinja engine.  "auto" picks the kind from fingerprints of
+ * the tokenizer's chat_template (markers, not the exact string), so a
+ * template that differs in whitespace or in branches we never take is still
+ * recognised, and one we cannot render exactly is refused by name.
+ *
+ * The rendered string is tokenized as HF does (split at added tokens, each
+ * piece through the normalizer, pre-tokenizer and BPE), except that no
+ * added token is split out of the user's text (hf_encode_span): text that
+ * spells "<|im_end|>" or "</s>" stays text and cannot close the turn. */
+#include "hf_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hf_unicode.h"
+#include "util/strbuf.h"
+#include "util/utf8.h"
+
+enum { PK_ALMA, PK_CHATML, PK_QWEN3, PK_ZEPHYR, PK_LLAMA2, PK_RAW, PK_COUNT };
+
+static const char *const kind_name[PK_COUNT] = { "alma", "chatml", "qwen3", "zephyr", "llama2-chat", "raw" };
+
+#define KIND_LIST "alma, chatml, qwen3, zephyr, llama2-chat, raw"
+#define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+#define LANG_MAX 64
+
+struct mt_prompt {
+    const mt_hf_tokenizer *tok;
+    int         kind;
+    char       *system;       /* chatml: the default system message, or NULL   */
+    const char *bos, *eos;    /* the tokens' strings (llama2-chat, zephyr)      */
+    int32_t    *stop;         /* sorted, unique                                 */
+    int         n_stop;
+};
+
+/* ---- template fingerprints ---------------------------------------------------- */
+
+static int has(const char *s, const char *marker)
+{
+    return strstr(s, marker) != NULL;
+}
+
+/* The default system message of a ChatML template: the literal that follows
+ * "<|im_start|>system" + a newline (written "\n" or as the escape "\\n")
+ * inside one Jinja string, up to "<|im_end|>"; NULL when there is none.
+ * Qwen2.5's is "You are Qwen, created by Alibaba Cloud. You are a helpful
+ * assistant."; Qwen2's "You are a helpful assistant.".  Only the escapes
+ * \n \t \\ \' \" are read; anything else means it is not a plain literal. */
+static char *chatml_system(const char *tpl, int *nomem)
+{
+    static const char head[] = "<|im_start|>system";
+    for (const char *p = strstr(tpl, head); p; p = strstr(p + 1, head)) {
+        const char *q = p + sizeof head - 1;
+        if (*q == '\n')
+            q++;
+        else if (q[0] == '\\' && q[1] == 'n')
+            q += 2;
+        else
+            continue;
+        const char *end = strstr(q, "<|im_end|>");
+        if (!end || end == q)
+            continue;
+        mt_sbuf b = { 0 };
+        int ok = 1;
+        for (const char *r = q; ok && r < end; r++) {
+            char c = *r;
+            if (c == '\'' || c == '"' || c == '{' || c == '}')
+                ok = 0;
+            else if (c == '\\') {
+                char x = *++r;
+                c = x == 'n' ? '\n' : x == 't' ? '\t' : x == '\\' || x == '\'' || x == '"' ? x : 0;
+                ok = c != 0 && r < end;
+            }
+            if (ok && mt_sb_add(&b, &c, 1)) {
+                *nomem = 1;
+                free(b.p);
+                return NULL;
+            }
+        }
+        if (ok && b.n && mt_utf8_valid(b.p, b.n))
+            return b.p;
+        free(b.p);
+    }
+    return NULL;
+}
+
+/* What a template we do not render looks like, for the message. */
+static const char *family(const char *tpl)
+{
+    if (has(tpl, "<|start_header_id|>"))
+        return "Llama 3 (<|start_header_id|>)";
+    if (has(tpl, "<start_of_turn>"))
+        return "Gemma (<start_of_turn>)";
+    if (has(tpl, "[INST]"))
+        return "Mistral-style [INST] without <<SYS>>";
+    if (has(tpl, "<|end|>"))
+        return "Phi-3 (<|user|> ... <|end|>)";
+    return NULL;
+}
+
+/* The template as a short printable excerpt for messages (valid UTF-8). */
+static void excerpt(const char *tpl, char *out, size_t cap)
+{
+    size_t o = 0, n = strlen(tpl);
+    for (size_t i = 0; i < n && o + 8 < cap;) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)tpl + i, n - i, &c);
+        if (!k || c < 0x20 || c == 0x7F) {
+            out[o++] = '\\';
+            out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : '?';
+            i += k ? k : 1;
+            continue;
+        }
+        if (o + k + 8 >= cap)
+            break;
+        memcpy(out + o, tpl + i, k);
+        o += k;
+        i += k;
+        if (o >= 60) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* The kind of a chat_template (NULL: none -> alma), or -1 with err set. */
+static int detect(const char *tpl, mt_err *err)
+{
+    if (!tpl)
+        return PK_ALMA;
+    char ex[128];
+    excerpt(tpl, ex, sizeof ex);
+    if (has(tpl, "<|im_start|>")) {
+        if (has(tpl, "enable_thinking") && has(tpl, "</think>"))
+            return PK_QWEN3;
+        if (has(tpl, "<think>")) {
+            mt_err_set(err, MT_ERR_UNSUPPORTED, "chat_template \"%s\" (%zu bytes) is a reasoning ChatML template "
+                       "(<think> without enable_thinking): not rendered; name a prompt kind (" KIND_LIST ")", ex,
+                       strlen(tpl));
+            return -1;
+        }
+        return PK_CHATML;
+    }
+    if (has(tpl, "<|user|>") && has(tpl, "<|assistant|>") && has(tpl, "eos_token") && !has(tpl, "<|end|>"))
+        return PK_ZEPHYR;
+    if (has(tpl, "[INST]") && has(tpl, "<<SYS>>") && has(tpl, "bos_token")) {
+        if (!has(tpl, "system_message = '") && !has(tpl, "system_message = \""))
+            return PK_LLAMA2;
+        mt_err_set(err, MT_ERR_UNSUPPORTED, "chat_template \"%s\" (%zu bytes) is a Llama 2 chat template with a "
+                   "built-in default system prompt: not rendered; name a prompt kind (" KIND_LIST ")", ex, strlen(tpl));
+        return -1;
+    }
+    const char *fam = family(tpl);
+    mt_err_set(err, MT_ERR_UNSUPPORTED, "chat_template \"%s\" (%zu bytes%s%s) is not one we render (recognised: "
+               "ChatML <|im_start|>, Qwen3 enable_thinking, Zephyr <|user|>, Llama 2 [INST] <<SYS>>); name a prompt "
+               "kind (" KIND_LIST ")", ex, strlen(tpl), fam ? ", looks like " : "", fam ? fam : "");
+    return -1;
+}
+
+/* ---- stop ids ----------------------------------------------------------------- */
+
+static int cmp_id(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int add_stop(mt_prompt *p, int32_t id, size_t *cap)
+{
+    if (id < 0)
+        return 0;
+    if ((size_t)p->n_stop == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        int32_t *s = realloc(p->stop, c * sizeof *s);
+        if (!s)
+            return -1;
+        p->stop = s;
+        *cap = c;
+    }
+    p->stop[p->n_stop++] = id;
+    return 0;
+}
+
+static mt_status make_stops(mt_prompt *p, mt_err *err)
+{
+    const mt_hf_tokenizer *tok = p->tok;
+    size_t cap = 0;
+    int rc = add_stop(p, mt_hf_tokenizer_eos(tok), &cap);
+    if (p->kind == PK_CHATML || p->kind == PK_QWEN3)
+        rc = rc || add_stop(p, mt_hf_tokenizer_token_id(tok, "<|im_end|>"), &cap) ||
+             add_stop(p, mt_hf_tokenizer_token_id(tok, "<|endoftext|>"), &cap);
+    const char *ss = mt_prompt_stop_string(p);
+    for (int32_t id = 0; !rc && ss && id < tok->n_ids; id++) {
+        if (!tok->tok[id])
+            continue;
+        char *out = NULL;
+        size_t n = 0;
+        mt_status st = mt_hf_tokenizer_decode(tok, &id, 1, 0, &out, &n, err);
+        if (st) {
+            free(out);
+            return st;
+        }
+        if (memmem(out, n, ss, strlen(ss)))
+            rc = add_stop(p, id, &cap);
+        free(out);
+    }
+    if (rc)
+        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    if (p->n_stop)
+        qsort(p->stop, (size_t)p->n_stop, sizeof *p->stop, cmp_id);
+    int k = 0;
+    for (int i = 0; i < p->n_stop; i++)
+        if (!k || p->stop[k - 1] != p->stop[i])
+            p->stop[k++] = p->stop[i];
+    p->n_stop = k;
+    if (!k)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt %s: the tokenizer has no eos token and the template no "
+                          "end-of-turn token: nothing would end a translation", kind_name[p->kind]);
+    return MT_OK;
+}
+
+/* ---- new / free --------------------------------------------------------------- */
+
+mt_status mt_prompt_new(const mt_hf_tokenizer *tok, const char *kind, mt_prompt **out, mt_err *err)
+{
+    if (!tok || !out)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_new: bad arguments");
+    *out = NULL;
+    const char *tpl = mt_hf_tokenizer_chat_template(tok);
+    int k = -1;
+    if (!kind || !strcmp(kind, "auto")) {
+        if ((k = detect(tpl, err)) < 0)
+            return err ? err->status : MT_ERR_UNSUPPORTED;
+    } else {
+        for (int i = 0; i < PK_COUNT; i++)
+            if (!strcmp(kind, kind_name[i]))
+                k = i;
+        if (k < 0) {
+            char ex[128];
+            excerpt(kind, ex, sizeof ex);
+            return mt_err_set(err, MT_ERR_INPUT, "unknown prompt kind \"%s\" (accepted: auto, " KIND_LIST ")", ex);
+        }
+    }
+    mt_prompt *p = calloc(1, sizeof *p);
+    if (!p)
+        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    p->tok = tok;
+    p->kind = k;
+    mt_status st = MT_OK;
+    int32_t bos = mt_hf_tokenizer_bos(tok), eos = mt_hf_tokenizer_eos(tok);
+    p->bos = bos >= 0 ? mt_hf_tokenizer_token(tok, bos) : NULL;
+    p->eos = eos >= 0 ? mt_hf_tokenizer_token(tok, eos) : NULL;
+    if ((k == PK_CHATML || k == PK_QWEN3) &&
+        (mt_hf_tokenizer_token_id(tok, "<|im_start|>") < 0 || mt_hf_tokenizer_token_id(tok, "<|im_end|>") < 0))
+        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt %s needs the tokens <|im_start|> and <|im_end|>, which the "
+                        "tokenizer does not have", kind_name[k]);
+    else if (k == PK_ZEPHYR && !p->eos)
+        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt zephyr needs an eos_token (tokenizer_config.json)");
+    else if (k == PK_LLAMA2 && !p->bos)
+        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt llama2-chat needs a bos_token (tokenizer_config.json)");
+    if (!st && k == PK_CHATML) {
+        /* the default system message of the tokenizer's own ChatML template;
+         * Qwen2.5's when its template is not ChatML (a named kind) */
+        int nomem = 0;
+        if (tpl && has(tpl, "<|im_start|>") && !has(tpl, "enable_thinking"))
+            p->system = chatml_system(tpl, &nomem);
+        else if (!(p->system = strdup(QWEN25_SYSTEM)))
+            nomem = 1;
+        if (nomem)
+            st = mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    }
+    if (!st)
+        st = make_stops(p, err);
+    if (st) {
+        mt_prompt_free(p);
+        return st;
+    }
+    *out = p;
+    return MT_OK;
+}
+
+void mt_prompt_free(mt_prompt *p)
+{
+    if (!p)
+        return;
+    free(p->system);
+    free(p->stop);
+    free(p);
+}
+
+const char *mt_prompt_kind(const mt_prompt *p)
+{
+    return p ? kind_name[p->kind] : NULL;
+}
+
+const char *mt_prompt_system(const mt_prompt *p)
+{
+    return p ? p->system : NULL;
+}
+
+int mt_prompt_stop_ids(const mt_prompt *p, const int32_t **ids)
+{
+    if (ids)
+        *ids = p ? p->stop : NULL;
+    return p ? p->n_stop : 0;
+}
+
+const char *mt_prompt_stop_string(const mt_prompt *p)
+{
+    return p && p->kind == PK_ALMA ? "\n" : NULL;
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+/* Python's str.isspace (Jinja's strip() runs in Python): White_Space and
+ * U+001C..U+001F.  (JavaScript's trim differs: U+FEFF yes, U+0085 no.) */
+static int py_space(uint32_t c)
+{
+    return (c >= 0x1C && c <= 0x1F) || (hfu_class(c) & HFU_WS);
+}
+
+/* The length of s[0..n) without its trailing characters for which ws() holds. */
+static size_t rtrim(const char *s, size_t n, int (*ws)(uint32_t))
+{
+    while (n > 0) {
+        size_t i = n - 1;
+        while (i > 0 && ((uint8_t)s[i] & 0xC0) == 0x80)
+            i--;
+        uint32_t c;
+        if (!mt_utf8_decode((const uint8_t *)s + i, n - i, &c) || !ws(c))
+            break;
+        n = i;
+    }
+    return n;
+}
+
+static int white_space(uint32_t c)
+{
+    return (hfu_class(c) & HFU_WS) != 0;
+}
+
+/* A language name goes into the template's text: valid UTF-8, 1..64 bytes,
+ * no control character, no added token spelled in it. */
+static mt_status check_lang(const mt_prompt *p, const char *what, const char *s, mt_err *err)
+{
+    if (!s || !*s)
+        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name is empty", what);
+    size_t n = strlen(s);
+    if (n > LANG_MAX)
+        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name is %zu bytes (at most %d)", what, n,
+                          LANG_MAX);
+    if (!mt_utf8_valid(s, n))
+        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name is not valid UTF-8", what);
+    for (size_t i = 0; i < n; i++)
+        if ((uint8_t)s[i] < 0x20 || s[i] == 0x7F)
+            return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name has a control character", what);
+    const mt_hf_tokenizer *tok = p->tok;
+    for (int i = 0; i < tok->n_added; i++)
+        if (tok->added[i].len && memmem(s, n, tok->added[i].content, tok->added[i].len))
+            return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name holds the token %s", what,
+                              tok->added[i].content);
+    return MT_OK;
+}
+
+#define ADD(s) (rc = rc || mt_sb_add(b, (s), strlen(s)))
+
+/* fmt with {src}, {tgt} and {text} replaced, appended to b; [*ka, *kb) the text. */
+static int fill(mt_sbuf *b, const char *fmt, const char *src, const char *tgt, const char *text, size_t len,
+                size_t *ka, size_t *kb)
+{
+    int rc = 0;
+    for (const char *f = fmt; !rc && *f;) {
+        const char *o = strchr(f, '{');
+        size_t lit = o ? (size_t)(o - f) : strlen(f);
+        rc = mt_sb_add(b, f, lit);
+        f += lit;
+        if (!o)
+            break;
+        if (!strncmp(f, "{src}", 5))
+            ADD(src), f += 5;
+        else if (!strncmp(f, "{tgt}", 5))
+            ADD(tgt), f += 5;
+        else if (!strncmp(f, "{text}", 6)) {
+            *ka = b->n;
+            rc = rc || mt_sb_add(b, len ? text : "", len);
+            *kb = b->n;
+            f += 6;
+        } else {
+            rc = rc || mt_sb_add(b, f, 1);
+            f++;
+        }
+    }
+    return rc;
+}
+
+/* The prompt of one translation into b; [*ka, *kb) the user's text in it;
+ * *special: whether the post-processor's tokens go around it. */
+static int render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len, mt_sbuf *b,
+                  size_t *ka, size_t *kb, int *special)
+{
+    int rc = 0;
+    *special = p->kind == PK_ALMA || p->kind == PK_RAW;
+    switch (p->kind) {
+    case PK_ALMA:
+        return fill(b, MT_PROMPT_ALMA, src, tgt, text, len, ka, kb);
+    case PK_RAW:
+        return fill(b, "{text}", src, tgt, text, len, ka, kb);
+    case PK_CHATML:
+        if (p->system)
+            ADD("<|im_start|>system\n"), ADD(p->system), ADD("<|im_end|>\n");
+        /* fall through */
+    case PK_QWEN3:
+        ADD("<|im_start|>user\n");
+        break;
+    case PK_ZEPHYR:
+        ADD("<|user|>\n");
+        break;
+    case PK_LLAMA2:
+        ADD(p->bos), ADD("[INST] ");
+        break;
+    }
+    size_t start = b->n;
+    rc = rc || fill(b, MT_PROMPT_INSTRUCTION, src, tgt, text, len, ka, kb);
+    switch (p->kind) {
+    case PK_CHATML:
+        ADD("<|im_end|>\n<|im_start|>assistant\n");
+        break;
+    case PK_QWEN3:
+        ADD("<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+        break;
+    case PK_ZEPHYR:
+        ADD(p->eos), ADD("\n<|assistant|>\n");
+        break;
+    case PK_LLAMA2:
+        /* content.strip(): the instruction never starts with a space; the end
+         * of the text (or of the instruction, for a blank text) loses its own */
+        if (!rc) {
+            b->n = start + rtrim(b->p + start, b->n - start, py_space);
+            *kb = *kb < b->n ? *kb : b->n;
+            *ka = *ka < *kb ? *ka : *kb;
+        }
+        ADD(" [/INST]");
+        break;
+    }
+    return rc;
+}
+
+static mt_status check_args(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                            mt_err *err)
+{
+    if (!p || (!text && len))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_prompt: bad arguments");
+    size_t bad = mt_utf8_valid_prefix(text, len);
+    if (bad < len)
+        return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
+                          (uint8_t)text[bad], bad);
+    mt_status st = MT_OK;
+    if (p->kind != PK_RAW && ((st = check_lang(p, "source", src, err)) || (st = check_lang(p, "target", tgt, err))))
+        return st;
+    return MT_OK;
+}
+
+mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                           char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err)
+{
+    if (!out)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_render: bad arguments");
+    *out = NULL;
+    mt_status st = check_args(p, src, tgt, text, len, err);
+    if (st)
+        return st;
+    mt_sbuf b = { 0 };
+    size_t ka, kb;
+    int special;
+    if (render(p, src, tgt, text, len, &b, &ka, &kb, &special) || mt_sb_add(&b, "", 0)) {
+        free(b.p);
+        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    }
+    *out = b.p;
+    if (out_len)
+        *out_len = b.n;
+    if (text_at)
+        *text_at = ka;
+    if (text_len)
+        *text_len = kb - ka;
+    return MT_OK;
+}
+
+mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                           int32_t *ids, int max_ids, int *n_ids, mt_err *err)
+{
+    if (!n_ids || max_ids < 0 || (!ids && max_ids))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_encode: bad arguments");
+    *n_ids = 0;
+    mt_status st = check_args(p, src, tgt, text, len, err);
+    if (st)
+        return st;
+    mt_sbuf b = { 0 };
+    size_t ka, kb;
+    int special;
+    if (render(p, src, tgt, text, len, &b, &ka, &kb, &special)) {
+        free(b.p);
+        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    }
+    st = hf_encode_span(p->tok, b.p ? b.p : "", b.n, ka, kb, special, ids, max_ids, n_ids, err);
+    free(b.p);
+    return st;
+}
+
+size_t mt_prompt_keep(const mt_prompt *p, const char *text, size_t len)
+{
+    if (!text)
+        return 0;
+    const char *ss = mt_prompt_stop_string(p);
+    if (ss) {
+        const char *hit = memmem(text, len, ss, strlen(ss));
+        if (hit)
+            len = (size_t)(hit - text);
+    }
+    return rtrim(text, len, white_space);
+}
