@@ -210,13 +210,17 @@ static void test_pivot(void **state)
         if (!strcmp(json_string_value(json_object_get(c, "pair")), "de-en") && !one)
             one = c;
     assert_non_null(one);
+    /* greedy: the first leg's beam is the request's (en-fr's default is a beam of 4) */
     json_t *j = call("/translate", json_pack("{s:O,s:s,s:s,s:i}", "text", json_object_get(one, "text"), "source", "de",
-                                             "target", "fr", "max_length", 17), 200);
-    assert_string_equal(json_string_value(json_object_get(j, "pivot")), "en");
+                                             "target", "fr", "beam_size", 1), 200);
+    json_t *pv = json_object_get(j, "pivot");
+    assert_non_null(json_string_value(json_object_get(pv, "language")));
+    assert_string_equal(json_string_value(json_object_get(pv, "language")), "en");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(pv, "models"), 0)), "llama");
     const char *got = json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "text"));
     /* the second leg: en-fr's translation of llama's English (split into sentences as the pivot is) */
-    json_t *k = call("/translate", json_pack("{s:O,s:s}", "text", json_object_get(one, "expected"), "model", "en-fr"),
-                     200);
+    json_t *k = call("/translate", json_pack("{s:O,s:s,s:i}", "text", json_object_get(one, "expected"), "model", "en-fr",
+                                             "beam_size", 1), 200);
     const char *want = json_string_value(json_object_get(json_array_get(json_object_get(k, "translations"), 0), "text"));
     assert_string_equal(got, want);
     assert_true(strlen(got) > 0);

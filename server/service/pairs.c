@@ -54,6 +54,8 @@ void srv_model_free_targets(srv_model *m)
     m->prompt = NULL;
     free(m->end_ids);
     m->end_ids = NULL;
+    m->max_length = 0;
+    m->llm = 0;
     free(m->targets);
     free(m->target_ids);
     m->targets = NULL;
@@ -220,8 +222,15 @@ mt_status srv_model_read_pairs(srv_model *m, const char *dir, char *prompt, size
     const char *key;
     json_t *val;
     json_object_foreach(root, key, val)
-        if (strcmp(key, "pairs") != 0 && strcmp(key, "prompt") != 0 && st == MT_OK)
-            st = mt_err_set(err, MT_ERR_FORMAT, "%s: unknown field '%.40s' (fields: pairs, prompt)", path, key);
+        if (strcmp(key, "pairs") != 0 && strcmp(key, "prompt") != 0 && strcmp(key, "max_length") != 0 && st == MT_OK)
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: unknown field '%.40s' (fields: pairs, prompt, max_length)", path,
+                            key);
+    json_t *ml = json_object_get(root, "max_length");
+    if (st == MT_OK && ml && (!json_is_integer(ml) || json_integer_value(ml) < 2 || json_integer_value(ml) > 65536))
+        st = mt_err_set(err, MT_ERR_FORMAT, "%s: \"max_length\" must be an integer in [2, 65536] (the decoder length "
+                        "a translation may reach: its ids + 1)", path);
+    if (st == MT_OK && ml)
+        m->max_length = (int)json_integer_value(ml);
     if (st == MT_OK && (!json_is_array(pairs) || json_array_size(pairs) == 0 || json_array_size(pairs) > 256))
         st = mt_err_set(err, MT_ERR_FORMAT, "%s: \"pairs\" must be a list of 1..256 \"SOURCE-TARGET\" strings", path);
     if (st == MT_OK && pr && (!json_is_string(pr) || json_string_length(pr) >= prompt_cap))
@@ -241,6 +250,17 @@ mt_status srv_model_read_pairs(srv_model *m, const char *dir, char *prompt, size
     }
     json_decref(root);
     return st;
+}
+
+int srv_model_translates(const srv_model *m, const char *source, const char *target, int32_t *lang_id)
+{
+    *lang_id = -1;
+    if (!m->llm)
+        return srv_model_sources_lang(m, source) && srv_model_targets_lang(m, target, lang_id);
+    for (int i = 0; i < m->n_pairs; i++)
+        if ((!strcmp(source, "auto") || srv_lang_same(m->pairs[i][0], source)) && srv_lang_same(m->pairs[i][1], target))
+            return 1;
+    return 0;
 }
 
 /* The first model from source into target (lang_id: its token), or NULL. */

@@ -9,7 +9,8 @@
  *
  * A decoder-only model (Llama, Qwen: srv_model.llm) translates the pairs
  * its translation.json declares ({"pairs": ["en-fr", "fr-en"], "prompt":
- * "alma"}), through a prompt naming both languages.
+ * "alma", "max_length": 129}), through a prompt naming both languages
+ * ("prompt" and "max_length", the default decoder length, optional).
  *
  * When no model translates source -> target directly but two do through a
  * shared language (fr -> en and en -> de), the pair is translated through

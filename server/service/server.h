@@ -51,6 +51,7 @@ typedef struct {
     int                n_pairs;
     struct mt_prompt  *prompt;
     uint8_t           *end_ids;       /* [vocab_size] (mt_decode_params.end_ids) */
+    int                max_length;    /* translation.json's default max_length (0: the model's) */
     /* The loaded part: written once before `ready` (at start), or on demand
      * by the residency's loader while nobody holds the model (residency.c);
      * read only by a holder (srv_model_acquire, a job's decoder). */

@@ -109,7 +109,7 @@ def main():
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(fix, "llama2", f), os.path.join(mdir, f))
     with open(os.path.join(mdir, "translation.json"), "w") as f:
-        json.dump({"pairs": PAIRS, "prompt": "alma"}, f)
+        json.dump({"pairs": PAIRS, "prompt": "alma", "max_length": MAX_LENGTH}, f)
     vocab = json.load(open(os.path.join(mdir, "tokenizer.json")))["model"]["vocab"]
     eos = CFG["eos_token_id"]
     stop = {eos} | {i for p, i in vocab.items() if "\n" in p or p == "<0x0A>"}
