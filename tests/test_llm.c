@@ -547,6 +547,54 @@ static void attention_model(const char *name)
     free(e);
 }
 
+/* The small llama of bad/good (hidden 64, 4 heads over 2 K/V heads, 2
+ * layers): the invariants and the offset-only scores without a reference,
+ * cheap enough for valgrind (TEST_FILTER=test_attention_small). */
+static void test_attention_small(void **st)
+{
+    (void)st;
+    mt_model *m = load("bad/good", MT_WEIGHTS_F32);
+    mt_session *s = session(m, 1, 0);
+    int32_t ids[40], tgt[GEN];
+    for (int i = 0; i < 40; i++)
+        ids[i] = (int32_t)((i * 37 + 11) % 100);
+    for (int i = 0; i < GEN; i++)
+        tgt[i] = (int32_t)((i * 53 + 7) % 100);
+    for (int c = 0; c < 3; c++) {
+        int P = c == 2 ? 24 : 40 - 17 * c, T = c == 1 ? GEN : 0;
+        if (c == 2)                                        /* one id repeated */
+            for (int i = 0; i < P; i++)
+                ids[i] = 42;
+        mt_attention a;
+        mt_err err = {0};
+        if (mt_attention_run(s, ids, P, T ? tgt : NULL, T, &a, &err) != MT_OK)
+            fail_msg("mt_attention_run: %s", err.msg);
+        long N = P + T, rows = (long)a.dec_layers * a.heads * N;
+        assert_int_equal(a.heads, 4);
+        assert_int_equal(a.tgt_len, N);
+        double maxs = 0;
+        for (long r = 0; r < rows; r++) {
+            double sum = 0;
+            for (long k = 0; k < N; k++) {
+                sum += a.dec[r * N + k];
+                assert_true(k <= r % N ? a.dec[r * N + k] >= 0 : a.dec[r * N + k] == 0.0f);
+            }
+            maxs = fmax(maxs, fabs(sum - 1));
+        }
+        assert_true(maxs <= 1e-5);
+        if (c == 2) {
+            double spread = 0, rg;
+            for (int h = 0; h < a.dec_layers * a.heads; h++)
+                spread = fmax(spread, offset_spread(a.dec + (long)h * N * N, (int)N, &rg));
+            printf("   bad/good, one id x %d: spread over m of log p[m][m-D] - log p[m][m] %.2e\n", P, spread);
+            assert_true(spread <= ROPE_TOL);
+        }
+        mt_attention_free(&a);
+    }
+    mt_session_free(s);
+    mt_model_free(m);
+}
+
 static void test_attention_tinyllama(void **st) { (void)st; attention_model("tinyllama"); }
 static void test_attention_qwen3(void **st) { (void)st; attention_model("qwen3"); }
 static void test_attention_qwen2(void **st) { (void)st; attention_model("qwen2"); }
@@ -677,6 +725,7 @@ int main(void)
         cmocka_unit_test(test_logits_tinyllama),
         cmocka_unit_test(test_logits_qwen3),
         cmocka_unit_test(test_logits_qwen2),
+        cmocka_unit_test(test_attention_small),
         cmocka_unit_test(test_attention_tinyllama),
         cmocka_unit_test(test_attention_qwen3),
         cmocka_unit_test(test_attention_qwen2),
