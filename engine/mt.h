@@ -351,13 +351,33 @@ mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t
 mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const int *src_len,
                          const int32_t *const *tgt, const int *tgt_len, float *const *logp, mt_err *err);
 
-/* Attention weights of a teacher-forced pass; tgt_in starts with the decoder
- * start token.  Arrays are malloc'd; free with mt_attention_free. */
+/* Attention weights (softmax probabilities, each row sums to 1) of a
+ * teacher-forced pass.  Arrays are malloc'd; free with mt_attention_free.
+ *
+ * Marian (encoder-decoder): src is the source (1..max_src_len ids), tgt_in
+ * the decoder input (1..max_tgt_len ids) starting with the decoder start
+ * token; out: enc_layers, dec_layers as the model's, heads, src_len and
+ * tgt_len as given, enc / dec / cross as below.
+ *
+ * Decoder-only (MT_ARCH_LLM): the sequence is the prompt src (1..max_src_len
+ * ids, used as given: bos is the caller's) followed by tgt_in (0..max_tgt_len
+ * ids fed after it, e.g. the generated ids; no start token; tgt_in may be
+ * NULL when tgt_len is 0): one causal pass over its N = src_len + tgt_len
+ * positions (0..N-1, RoPE at those absolute positions), the pass mt_score
+ * runs.  out: enc_layers 0, enc = cross = NULL; dec_layers = the model's
+ * layers; heads = info.dec_heads, the QUERY heads (grouped-query attention:
+ * query head h reads K/V head h / (heads / num_key_value_heads));
+ * out->src_len = the prompt's length P (rows and columns 0..P-1 are the
+ * prompt, P..N-1 the target); out->tgt_len = N, NOT the tgt_len passed in,
+ * so dec is [dec_layers][heads][N][N] as the layout below says: row i =
+ * query position i, column j = key position j, exactly 0 for j > i.
+ * Probabilities from the F32 activations whatever the K/V cache precision.
+ * Uses cache slot 0 (see mt_generate). */
 typedef struct {
     int enc_layers, dec_layers, heads, src_len, tgt_len;
-    float *enc;     /* [enc_layers][heads][src_len][src_len] */
-    float *dec;     /* [dec_layers][heads][tgt_len][tgt_len], lower-triangular */
-    float *cross;   /* [dec_layers][heads][tgt_len][src_len] */
+    float *enc;     /* [enc_layers][heads][src_len][src_len]; NULL for a decoder-only model */
+    float *dec;     /* [dec_layers][heads][tgt_len][tgt_len], lower-triangular (upper triangle exactly 0) */
+    float *cross;   /* [dec_layers][heads][tgt_len][src_len]; NULL for a decoder-only model */
 } mt_attention;
 
 mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt_in,

@@ -25,6 +25,14 @@
  *  - full depth (BF16 checkpoint, F32 held): the first-step logits of 4
  *    prompts within LOGIT_TOL of the reference (max |diff| over the
  *    vocabulary, relative to the reference's largest |logit|), same argmax.
+ *  - attention capture (mt_attention_run): the probabilities of 5 prompt +
+ *    target pairs (5..60 positions) equal the reference's (attention.f64,
+ *    gen_llm.py `attention`) within ATTN_TOL, every row sums to 1, the upper
+ *    triangle is exactly 0; on a prompt of one id repeated, the log-ratio
+ *    log p[m][m-D] - log p[m][m] is the same for every query position m
+ *    (RoPE: a score depends on the offset only).  The reference files are
+ *    read from $MT_LLM_ATTN_DIR when set (a fixture directory that lacks
+ *    them, e.g. a read-only one, plus `gen_llm.py OUT attention SRC`).
  *  - bad checkpoints refused with a message naming the fault.
  *  - the decoder step allocates nothing.
  */
@@ -56,6 +64,8 @@
 #define MAX_IDS     64
 #define GEN         20
 #define LOGIT_TOL   1e-4     /* full depth: max |engine - reference| / max |reference| (measured 2e-6 .. 7e-6) */
+#define ATTN_TOL    1e-5     /* attention probabilities: max |engine - reference| */
+#define ROPE_TOL    1e-4     /* repeated id: spread over m of log p[m][m-D] - log p[m][m] */
 
 static char root[4096];
 
@@ -404,6 +414,191 @@ static void test_logits_tinyllama(void **st) { (void)st; logits_model("tinyllama
 static void test_logits_qwen3(void **st) { (void)st; logits_model("qwen3"); }
 static void test_logits_qwen2(void **st) { (void)st; logits_model("qwen2"); }
 
+/* ---- attention capture: mt_attention_run ------------------------------------------------- */
+static const char *attn_dir(void)
+{
+    const char *e = getenv("MT_LLM_ATTN_DIR");
+    return e && *e ? e : llm_dir();
+}
+
+/* log p[m][m-D] - log p[m][m] over the query positions m >= D of one head's
+ * [N][N] block: their largest spread over m (0 if the score depends on the
+ * offset only), and in *range the spread of its mean over D (how much the
+ * score does depend on the offset). */
+static double offset_spread(const float *a, int N, double *range)
+{
+    double worst = 0, lo = INFINITY, hi = -INFINITY;
+    for (int D = 1; D < N; D++) {
+        double mn = INFINITY, mx = -INFINITY, sum = 0;
+        for (int m = D; m < N; m++) {
+            double r = log((double)a[(long)m * N + m - D]) - log((double)a[(long)m * N + m]);
+            mn = fmin(mn, r);
+            mx = fmax(mx, r);
+            sum += r;
+        }
+        worst = fmax(worst, mx - mn);
+        lo = fmin(lo, sum / (N - D));
+        hi = fmax(hi, sum / (N - D));
+    }
+    *range = hi - lo;
+    return worst;
+}
+
+static void attention_model(const char *name)
+{
+    char path[4200], sub[256];
+    expected *e = calloc(1, sizeof *e);      /* prompt lines; "target" lines into ids */
+    snprintf(path, sizeof path, "%s/%s-2l/attention.txt", attn_dir(), name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s: missing: run tests/llm/gen_llm.py OUT attention [SRC]", path);
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "prompt ", 7)) {
+            assert_true(e->n < MAX_PROMPTS);
+            e->plen[e->n] = read_ids(line + 7, e->prompt[e->n]);
+            e->n++;
+        } else if (!strncmp(line, "target", 6)) {
+            e->ilen[e->n - 1] = read_ids(line + 6, e->ids[e->n - 1]);
+        }
+    }
+    fclose(f);
+    assert_true(e->n >= 4);
+    snprintf(path, sizeof path, "%s/%s-2l/attention.f64", attn_dir(), name);
+    FILE *rf = fopen(path, "rb");
+    assert_non_null(rf);
+    snprintf(sub, sizeof sub, "%s-2l/f32", name);
+    mt_model *m = load(sub, MT_WEIGHTS_F32);
+    mt_session *s = session(m, 1, 0), *s16 = session(m, 1, 1);
+    const mt_model_info *info = mt_model_get_info(m);
+    double worst = 0;
+    for (int i = 0; i < e->n; i++) {
+        int P = e->plen[i], T = e->ilen[i];
+        long N = P + T;
+        mt_attention a, b;
+        mt_err err = {0};
+        if (mt_attention_run(s, e->prompt[i], P, T ? e->ids[i] : NULL, T, &a, &err) != MT_OK)
+            fail_msg("%s pair %d: mt_attention_run: %s", sub, i, err.msg);
+        assert_null(a.enc);
+        assert_null(a.cross);
+        assert_int_equal(a.enc_layers, 0);
+        assert_int_equal(a.dec_layers, info->dec_layers);
+        assert_int_equal(a.heads, info->dec_heads);
+        assert_int_equal(a.src_len, P);
+        assert_int_equal(a.tgt_len, N);
+        long n = (long)a.dec_layers * a.heads * N * N;
+        double *ref = malloc(sizeof(double) * (size_t)n), maxd = 0, maxs = 0;
+        assert_int_equal(fread(ref, sizeof(double), (size_t)n, rf), (size_t)n);
+        for (long r = 0; r < n / N; r++) {                  /* every row of every layer and head */
+            const float *row = a.dec + r * N;
+            long q = r % N;                                  /* its query position */
+            double sum = 0;
+            for (long k = 0; k < N; k++) {
+                maxd = fmax(maxd, fabs((double)row[k] - ref[r * N + k]));
+                sum += row[k];
+                if (k > q && row[k] != 0.0f)
+                    fail_msg("%s pair %d: row %ld column %ld above the diagonal is %g", sub, i, q, k, row[k]);
+            }
+            maxs = fmax(maxs, fabs(sum - 1.0));
+        }
+        /* the K/V cache's precision does not enter: the pass uses the F32 projections */
+        if (mt_attention_run(s16, e->prompt[i], P, T ? e->ids[i] : NULL, T, &b, &err) != MT_OK)
+            fail_msg("kv_f16: %s", err.msg);
+        assert_memory_equal(a.dec, b.dec, sizeof(float) * (size_t)n);
+        printf("   %s pair %d (%2d + %2d ids, %d layers x %d heads): max |p - ref| %.2e, max |row sum - 1| %.1e\n", sub,
+               i, P, T, a.dec_layers, a.heads, maxd, maxs);
+        worst = fmax(worst, maxd);
+        assert_true(maxd <= ATTN_TOL);
+        assert_true(maxs <= 1e-5);
+        int repeated = T == 0 && P > 8;
+        for (int k = 1; k < P && repeated; k++)
+            repeated = e->prompt[i][k] == e->prompt[i][0];
+        if (repeated) {                                      /* RoPE: the score depends on m - n only */
+            double spread = 0, range = INFINITY, rg;
+            for (int h = 0; h < a.dec_layers * a.heads; h++) {
+                spread = fmax(spread, offset_spread(a.dec + (long)h * N * N, (int)N, &rg));
+                range = fmin(range, rg);
+            }
+            printf("   %s pair %d (one id x %d): log p[m][m-D] - log p[m][m] over m: spread %.2e for every "
+                   "layer, head, D (depends on D: least range over D of a head %.2f)\n", sub, i, P, spread, range);
+            assert_true(spread <= ROPE_TOL);
+            assert_true(range > 1e-2);
+        }
+        free(ref);
+        mt_attention_free(&a);
+        mt_attention_free(&b);
+    }
+    printf("   %s: max |p - ref| over %d pairs %.2e (tolerance %.0e)\n", sub, e->n, worst, ATTN_TOL);
+    /* a decoder-only pass has no encoder: what is refused */
+    mt_attention a;
+    mt_err err = {0};
+    int32_t big[64] = {0};
+    assert_int_equal(mt_attention_run(s, big, 41, NULL, 0, &a, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(mt_attention_run(s, big, 0, NULL, 0, &a, &err), MT_ERR_INPUT);
+    assert_int_equal(mt_attention_run(s, big, 2, NULL, 1, &a, &err), MT_ERR_INPUT);
+    assert_int_equal(mt_attention_run(s, big, 2, big, GEN + 3, &a, &err), MT_ERR_TOO_LONG);
+    big[1] = info->vocab_size;
+    assert_int_equal(mt_attention_run(s, big, 2, NULL, 0, &a, &err), MT_ERR_INPUT);
+    assert_null(a.dec);
+    fclose(rf);
+    mt_session_free(s16);
+    mt_session_free(s);
+    mt_model_free(m);
+    free(e);
+}
+
+/* The small llama of bad/good (hidden 64, 4 heads over 2 K/V heads, 2
+ * layers): the invariants and the offset-only scores without a reference,
+ * cheap enough for valgrind (TEST_FILTER=test_attention_small). */
+static void test_attention_small(void **st)
+{
+    (void)st;
+    mt_model *m = load("bad/good", MT_WEIGHTS_F32);
+    mt_session *s = session(m, 1, 0);
+    int32_t ids[40], tgt[GEN];
+    for (int i = 0; i < 40; i++)
+        ids[i] = (int32_t)((i * 37 + 11) % 100);
+    for (int i = 0; i < GEN; i++)
+        tgt[i] = (int32_t)((i * 53 + 7) % 100);
+    for (int c = 0; c < 3; c++) {
+        int P = c == 2 ? 24 : 40 - 17 * c, T = c == 1 ? GEN : 0;
+        if (c == 2)                                        /* one id repeated */
+            for (int i = 0; i < P; i++)
+                ids[i] = 42;
+        mt_attention a;
+        mt_err err = {0};
+        if (mt_attention_run(s, ids, P, T ? tgt : NULL, T, &a, &err) != MT_OK)
+            fail_msg("mt_attention_run: %s", err.msg);
+        long N = P + T, rows = (long)a.dec_layers * a.heads * N;
+        assert_int_equal(a.heads, 4);
+        assert_int_equal(a.tgt_len, N);
+        double maxs = 0;
+        for (long r = 0; r < rows; r++) {
+            double sum = 0;
+            for (long k = 0; k < N; k++) {
+                sum += a.dec[r * N + k];
+                assert_true(k <= r % N ? a.dec[r * N + k] >= 0 : a.dec[r * N + k] == 0.0f);
+            }
+            maxs = fmax(maxs, fabs(sum - 1));
+        }
+        assert_true(maxs <= 1e-5);
+        if (c == 2) {
+            double spread = 0, rg;
+            for (int h = 0; h < a.dec_layers * a.heads; h++)
+                spread = fmax(spread, offset_spread(a.dec + (long)h * N * N, (int)N, &rg));
+            printf("   bad/good, one id x %d: spread over m of log p[m][m-D] - log p[m][m] %.2e\n", P, spread);
+            assert_true(spread <= ROPE_TOL);
+        }
+        mt_attention_free(&a);
+    }
+    mt_session_free(s);
+    mt_model_free(m);
+}
+
+static void test_attention_tinyllama(void **st) { (void)st; attention_model("tinyllama"); }
+static void test_attention_qwen3(void **st) { (void)st; attention_model("qwen3"); }
+static void test_attention_qwen2(void **st) { (void)st; attention_model("qwen2"); }
+
 /* ---- refusals -------------------------------------------------------------------------- */
 static void test_refusals(void **st)
 {
@@ -514,6 +709,8 @@ int main(void)
         return 1;
     }
     mt_par_set_threads(2);
+    if (getenv("TEST_FILTER"))          /* e.g. TEST_FILTER='test_attention*' */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_refused_params),
@@ -528,6 +725,10 @@ int main(void)
         cmocka_unit_test(test_logits_tinyllama),
         cmocka_unit_test(test_logits_qwen3),
         cmocka_unit_test(test_logits_qwen2),
+        cmocka_unit_test(test_attention_small),
+        cmocka_unit_test(test_attention_tinyllama),
+        cmocka_unit_test(test_attention_qwen3),
+        cmocka_unit_test(test_attention_qwen2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

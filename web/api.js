@@ -177,12 +177,13 @@ export function detectedOf(r) {
   return d && typeof d.language === 'string' && d.language ? d : null;
 }
 
-/* /models -> [{id, source, target, targets, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam}] */
+/* /models -> [{id, architecture, source, target, targets, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam}] */
 export function modelsOf(r) {
   return (r.models || []).map((m) => {
     const c = m.config || {}, l = m.limits || {};
     return {
       id: m.id,
+      architecture: m.architecture || 'marian',     /* 'decoder-only' for Llama / Qwen */
       isDefault: !!m.default,
       source: m.source_lang || '',
       target: m.target_lang || '',

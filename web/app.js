@@ -1,14 +1,15 @@
 /* The demo page: connection, language and model choice, translation (of text,
  * or of HTML: the translated markup and, beside it, its rendering in a
  * sandboxed frame where no script runs), the language detected for a source
- * "auto"; the attention explorer (attention.js) and the position encodings
- * (positions.js) are fed from here.  Plain ES modules, no build step, nothing
+ * "auto"; the attention explorer (attention.js), the position encodings
+ * (positions.js) and RoPE (rope.js) are fed from here.  Plain ES modules, no build step, nothing
  * from a CDN. */
 
 import * as API from './api.js';
 import { AttentionExplorer } from './attention.js';
 import { FilePanel } from './files.js';
 import { PositionsView } from './positions.js';
+import { RopeView } from './rope.js';
 
 const $ = (id) => document.getElementById(id);
 const AUTO = 'auto';           /* the source "detect the language" */
@@ -24,7 +25,7 @@ const page = {
   detected: null,          /* {language, confidence} the server detected for the last "auto" translation */
 };
 
-let explorer, positions;
+let explorer, positions, rope;
 
 /* ---- connection ------------------------------------------------------------- */
 
@@ -378,6 +379,11 @@ function start() {
     count: $('pos-count'), info: $('pos-info'), peCanvas: $('pe-map'), peTip: $('pe-tip'),
     simCanvas: $('sim-map'), simTip: $('sim-tip'), simRange: $('sim-range'),
   });
+  rope = new RopeView({
+    base: $('rope-base'), dim: $('rope-dim'), count: $('rope-count'), info: $('rope-info'),
+    angleCanvas: $('rope-angle-map'), angleTip: $('rope-angle-tip'), scoreCanvas: $('rope-score-map'),
+    scoreTip: $('rope-score-tip'), lineCanvas: $('rope-line'),
+  });
   new FilePanel({
     zone: $('file-zone'), input: $('file-input'), progress: $('file-progress'), status: $('file-status'),
     link: $('file-link'), error: $('file-error'), cancel: $('file-cancel'),
@@ -405,7 +411,7 @@ function start() {
   let resizing = 0;
   window.addEventListener('resize', () => {
     clearTimeout(resizing);
-    resizing = setTimeout(() => { explorer.render(); positions.draw(); }, 150);
+    resizing = setTimeout(() => { explorer.render(); positions.draw(); rope.draw(); }, 150);
   });
   loadExamples().then(connect).then(() => {
     if (API.recall('mode') === 'html') setMode('html', true);

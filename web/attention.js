@@ -9,7 +9,14 @@
  * a grid of every layer x head plus each layer's average over heads, one map
  * large (chosen in the grid or by the selects), a tooltip with the two tokens
  * and the weight, and the row chosen (click a token) as shading over the text
- * of the columns. */
+ * of the columns.
+ *
+ * A decoder-only model (Llama, Qwen: "architecture": "decoder-only") has one
+ * kind only: its reply holds "tokens" (the prompt's pieces, then the generated
+ * ones), "prompt_length" P and "self_attention" [layer][head][N][N] (causal),
+ * and no encoder or cross fields.  The explorer then hides the tabs and shows
+ * that one kind, with a line between the prompt (rows/columns < P) and the
+ * output. */
 
 import { api } from './api.js';
 import { Heatmap, drawSmall } from './heatmap.js';
@@ -32,6 +39,13 @@ const KINDS = {
           `(${START} as the start, then the translation shifted by one). The causal mask hides every later ` +
           'position: the hatched upper triangle is masked, its weights are exactly 0.',
   },
+  llm: {
+    key: 'self_attention', layers: 'layers', rows: 'tokens', cols: 'tokens', causal: true, boundary: true,
+    title: 'Self-attention (decoder-only)',
+    help: 'One sequence: the prompt, then the generated tokens (after the orange line). Each position (row) ' +
+          'over itself and every earlier position (columns); the causal mask hides later ones (the hatched ' +
+          'upper triangle, weights exactly 0). Each generated token was predicted by the row just before it.',
+  },
   cross: {
     key: 'cross_attention', layers: 'decoder_layers', rows: 'target', cols: 'source',
     title: 'Cross-attention',
@@ -40,8 +54,13 @@ const KINDS = {
   },
 };
 
-/* A piece as text: the SentencePiece word mark becomes a space. */
-function pieceText(p) { return p.replace(/\u2581/g, ' '); }
+/* A piece as text: the SentencePiece word mark (and byte-level BPE's Ġ, Ċ) becomes a space (newline). */
+function pieceText(p) { return p.replace(/[\u2581\u0120]/g, ' ').replace(/\u010a/g, '\n'); }
+
+/* A reply of a decoder-only model (the field, else its shape). */
+export function isDecoderOnly(r) {
+  return r.architecture === 'decoder-only' || (!!r.self_attention && !r.cross_attention);
+}
 
 function meanOverHeads(heads) {
   const rows = heads[0].length, cols = rows ? heads[0][0].length : 0;
@@ -141,14 +160,7 @@ export class AttentionExplorer {
     try {
       const r = await api('POST', '/attention', { text, target, model: s.model }, ctl.signal);
       if (this.pending !== ctl) return;
-      this.data = r;
-      this.row = -1;
-      this.layer = Math.min(this.layer, Math.max(0, r.decoder_layers.length - 1));
-      this.setStatus(`${r.source_tokens.length} source tokens, ${r.target_tokens.length} target tokens ` +
-                     `(model ${r.model}, target = the translation shown, teacher-forced; ` +
-                     `${Math.round(r.timing_ms)} ms).`);
-      this.els.body.hidden = false;
-      this.render();
+      this.show(r);
     } catch (e) {
       if (e.name === 'AbortError') return;
       this.setStatus('');
@@ -159,6 +171,25 @@ export class AttentionExplorer {
         this.els.show.disabled = !this.subject;
       }
     }
+  }
+
+  /* A reply of POST /attention on screen (Marian or decoder-only). */
+  show(r) {
+    const llm = isDecoderOnly(r);
+    this.data = r;
+    this.row = -1;
+    if (llm) this.kind = 'llm';
+    else if (this.kind === 'llm') this.kind = 'cross';
+    this.els.tabs.hidden = llm;
+    this.layer = Math.min(this.layer, Math.max(0, this.tensor().layers.length - 1));
+    const ms = typeof r.timing_ms === 'number' ? `; ${Math.round(r.timing_ms)} ms` : '';
+    this.setStatus(llm
+      ? `${r.prompt_length} prompt tokens, ${r.tokens.length - r.prompt_length} generated tokens ` +
+        `(model ${r.model}, decoder-only: one causal pass over prompt and output${ms}).`
+      : `${r.source_tokens.length} source tokens, ${r.target_tokens.length} target tokens ` +
+        `(model ${r.model}, target = the translation shown, teacher-forced${ms}).`);
+    this.els.body.hidden = false;
+    this.render();
   }
 
   setStatus(text, busy = false) {
@@ -200,6 +231,7 @@ export class AttentionExplorer {
     const r = this.data;
     if (side === 'source') return r.source_tokens;
     if (side === 'target') return r.target_tokens;
+    if (side === 'tokens') return r.tokens;
     return [START, ...r.target_tokens.slice(0, -1)];        /* 'input': what the decoder is fed */
   }
 
@@ -223,7 +255,7 @@ export class AttentionExplorer {
     fillSelect(this.els.layer, layers.map((l, i) => [String(i), `${l}`]), String(this.layer));
     fillSelect(this.els.head, [...heads.map((h, i) => [String(i), `${h}`]), ['avg', 'average']], String(this.head));
     this.els.panelHelp.textContent = k.help;
-    this.els.tabpanel.setAttribute('aria-labelledby', 'tab-' + this.kind);
+    this.els.tabpanel.setAttribute('aria-labelledby', this.kind === 'llm' ? 'h-attention' : 'tab-' + this.kind);
     this.renderGrid();
     this.renderLarge();
   }
@@ -248,7 +280,7 @@ export class AttentionExplorer {
         b.dataset.layer = li;
         b.dataset.head = hi;
         const c = document.createElement('canvas');
-        drawSmall(c, this.matrix(li, hi), { masked, size: 84 });
+        drawSmall(c, this.matrix(li, hi), { masked, size: 84, boundary: this.boundary() });
         b.append(c);
         b.addEventListener('click', () => {
           this.layer = li;
@@ -262,6 +294,9 @@ export class AttentionExplorer {
     });
   }
 
+  /* The first generated position of a decoder-only reply (where the line goes), else 0. */
+  boundary() { return KINDS[this.kind].boundary ? this.data.prompt_length : 0; }
+
   renderLarge() {
     const k = KINDS[this.kind];
     const { layers, heads } = this.tensor();
@@ -272,7 +307,7 @@ export class AttentionExplorer {
     const width = Math.max(200, this.els.large.clientWidth - 24);
     this.large.show({
       m, rowLabels: rows, colLabels: cols,
-      masked: k.causal ? (i, j) => j > i : null,
+      masked: k.causal ? (i, j) => j > i : null, boundary: this.boundary(),
       maxWidth: width, maxHeight: 560,
       label: `${k.title}, layer ${layers[this.layer]}, ${which}: ${rows.length} rows by ${cols.length} columns`,
       describe: (i, j) => (k.causal && j > i)
@@ -280,7 +315,7 @@ export class AttentionExplorer {
         : `${rows[i]} ← ${cols[j]}: ${m[i][j].toFixed(3)}`,
     });
     const g = this.large.geo, ds = this.els.map.dataset;
-    Object.assign(ds, { x0: g.x0, y0: g.y0, cw: g.cw, ch: g.ch, kind: this.kind });
+    Object.assign(ds, { x0: g.x0, y0: g.y0, cw: g.cw, ch: g.ch, kind: this.kind, boundary: this.boundary() });
     this.renderRowTokens(rows);
     this.selectRow(this.row >= 0 && this.row < rows.length ? this.row : -1);
   }
@@ -289,10 +324,12 @@ export class AttentionExplorer {
   renderRowTokens(rows) {
     const box = this.els.rowTokens;
     box.textContent = '';
+    const P = this.boundary();
     rows.forEach((t, i) => {
+      if (P && i === P) box.append(cell('span', 'tok-boundary', 'output:'));
       const b = document.createElement('button');
       b.type = 'button';
-      b.className = 'tok';
+      b.className = P && i >= P ? 'tok gen' : 'tok';
       b.textContent = t;
       b.dataset.row = i;
       b.addEventListener('click', () => this.selectRow(i));

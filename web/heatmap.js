@@ -24,6 +24,8 @@ export function signedColour(v) {
  * off both colour scales above, which is how a reader (and the e2e test) tells
  * a masked cell from a weight. */
 export const MASK_FILL = [200, 200, 200];
+const FONT = '12px system-ui, sans-serif';
+const ACCENT = '#d95f02';
 const MASK_HATCH = '#9a9a9a';
 let hatchPattern = null;
 
@@ -84,18 +86,28 @@ function paintCells(ctx, img, m, masked, x0, y0, cw, ch) {
       if (masked(i, j)) ctx.fillRect(x0 + j * cw, y0 + i * ch, cw, ch);
 }
 
+/* A line before row and column b (0: none): where a decoder-only reply's output starts. */
+function paintBoundary(ctx, b, rows, cols, x0, y0, cw, ch) {
+  if (!(b > 0 && b < Math.max(rows, cols))) return;
+  ctx.strokeStyle = ACCENT;
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  if (b < rows) { ctx.moveTo(x0, y0 + b * ch); ctx.lineTo(x0 + cols * cw, y0 + b * ch); }
+  if (b < cols) { ctx.moveTo(x0 + b * cw, y0); ctx.lineTo(x0 + b * cw, y0 + rows * ch); }
+  ctx.stroke();
+}
+
 /* A small map without labels, at most size px on its longer side. */
-export function drawSmall(canvas, m, { colour = weightColour, masked = null, size = 96 } = {}) {
+export function drawSmall(canvas, m, { colour = weightColour, masked = null, size = 96, boundary = 0 } = {}) {
   const rows = m.length, cols = rows ? m[0].length : 0;
   const cell = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
   const ctx = sizeCanvas(canvas, cols * cell, rows * cell);
   paintCells(ctx, cellImage(m, colour, masked), m, masked, 0, 0, cell, cell);
+  paintBoundary(ctx, boundary, rows, cols, 0, 0, cell, cell);
   canvas.dataset.rows = rows;
   canvas.dataset.cols = cols;
 }
 
-const FONT = '12px system-ui, sans-serif';
-const ACCENT = '#d95f02';
 
 /* A labelled map.  opts: tooltip (element), onRow(i) when a row is chosen
  * (click, or Enter on the keyboard cursor). */
@@ -117,7 +129,8 @@ export class Heatmap {
     canvas.addEventListener('blur', () => this.hover(null));
   }
 
-  /* map: {m: [rows][cols], rowLabels, colLabels, masked(i,j)?, colour?, describe(i,j) -> text,
+  /* map: {m: [rows][cols], rowLabels, colLabels, masked(i,j)?, colour?, describe(i,j) -> text, boundary?
+   *       (a line before row and column b),
    *       maxWidth, maxHeight (px for the cells), minCell, maxCell, tallRows (rows may be taller
    *       than columns are wide; else cells are at most square)} */
   show(map) {
@@ -176,6 +189,7 @@ export class Heatmap {
     ctx.strokeStyle = '#bbb';
     ctx.lineWidth = 1;
     ctx.strokeRect(x0 - 0.5, y0 - 0.5, cols * cw + 1, rows * ch + 1);
+    paintBoundary(ctx, this.map.boundary, rows, cols, x0, y0, cw, ch);
     ctx.font = FONT;
     ctx.textBaseline = 'middle';
     /* labels: every one when cells are tall/wide enough, else every k-th */

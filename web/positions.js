@@ -69,8 +69,13 @@ export class PositionsView {
 
   /* model: {id, d, maxPositions} */
   setModel(model) {
+    if (model && model.architecture === 'decoder-only') {    /* the sinusoids shown stay another model's */
+      this.els.info.textContent = `${model.id} is decoder-only: it adds no sinusoids, it rotates queries and keys ` +
+        '(RoPE, below).' + (this.model ? ` The table shown is ${this.model.id}'s.` : '');
+      return;
+    }
     if (!model || !model.d || !model.maxPositions) return;
-    if (this.model && this.model.id === model.id) return;
+    if (this.model && this.model.id === model.id) { this.els.info.textContent = this.infoText || ''; return; }
     this.model = model;
     const sel = this.els.count, old = Number(sel.value) || 64;
     sel.textContent = '';
@@ -90,8 +95,9 @@ export class PositionsView {
     const table = positionTable(n, d);
     /* the cells get the figure's width less the row labels' */
     const widthOf = (canvas) => Math.max(200, canvas.parentElement.clientWidth - 40);
-    this.els.info.textContent = `${this.model.id}: d_model ${d}, ${this.model.maxPositions} positions ` +
+    this.infoText = `${this.model.id}: d_model ${d}, ${this.model.maxPositions} positions ` +
       `(showing the first ${n}); dimensions 0–${half - 1} are sines, ${half}–${d - 1} cosines.`;
+    this.els.info.textContent = this.infoText;
     this.pe.show({
       m: rowsOf(table, n, d), rowLabels: range(n), colLabels: range(d), colour: signedColour,
       maxWidth: widthOf(this.els.peCanvas), maxHeight: 420, minCell: 1, maxCell: 8, tallRows: true,

@@ -1,6 +1,7 @@
 /* score.c: teacher-forced passes (mt_score, mt_score_batch) and attention
  * weights (mt_attention_run): one encoder pass, one decoder pass over all
- * target positions with the causal mask.  mt_score_batch packs several pairs
+ * target positions with the causal mask (a decoder-only model: one causal
+ * pass over prompt + target, model/llm.c).  mt_score_batch packs several pairs
  * into each pass (sources encoded as one batch, every target position of
  * every pair one row of the decoder's products). */
 #include "model/mt_internal.h"
@@ -154,17 +155,43 @@ mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const 
     return MT_OK;
 }
 
+/* A decoder-only model: one causal pass over the prompt and then tgt (0 or
+ * more ids, no start token); out->dec [L][H][N][N], N = src_len + tgt_len
+ * (mt.h: src_len = the prompt's length, tgt_len = N). */
+static mt_status llm_attention(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
+                               mt_attention *out, mt_err *err)
+{
+    mt_status st;
+    if ((st = check_ids("prompt", src, src_len, s->p.max_src_len, s->m->V, err)) != MT_OK)
+        return st;
+    if (tgt_len < 0 || (tgt_len > 0 && !tgt))
+        return mt_err_set(err, MT_ERR_INPUT, "target: bad arguments");
+    if (tgt_len > 0 && (st = check_ids("target", tgt, tgt_len, s->p.max_tgt_len, s->m->V, err)) != MT_OK)
+        return st;
+    const mt_model_info *info = &s->m->info;
+    long H = s->m->llm->H, N = (long)src_len + tgt_len, L = info->dec_layers;
+    *out = (mt_attention){.dec_layers = (int)L, .heads = (int)H, .src_len = src_len, .tgt_len = (int)N};
+    out->dec = malloc(sizeof(float) * (size_t)(L * H * N * N));
+    if (!out->dec)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory for attention weights");
+    if ((st = mt_llm_attention(s, src, src_len, tgt, tgt_len, out->dec, err)) != MT_OK) {
+        mt_attention_free(out);
+        memset(out, 0, sizeof *out);
+    }
+    return st;
+}
+
 mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt_in, int tgt_len,
                            mt_attention *out, mt_err *err)
 {
     mt_status st;
     const mt_model *m = s->m;
     memset(out, 0, sizeof *out);
+    if (m->arch == MT_ARCH_LLM)
+        return llm_attention(s, src, src_len, tgt_in, tgt_len, out, err);
     if ((st = check_ids("source", src, src_len, s->p.max_src_len, s->m->V_src, err)) != MT_OK ||
         (st = check_ids("target", tgt_in, tgt_len, s->p.max_tgt_len, s->m->V, err)) != MT_OK)
         return st;
-    if (m->arch == MT_ARCH_LLM)
-        return mt_err_set(err, MT_ERR_UNSUPPORTED, "attention capture is not implemented for decoder-only models");
     if (m->enc_heads != m->dec_heads)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "attention capture needs equal encoder/decoder head counts");
     long H = m->enc_heads, S = src_len, T = tgt_len;

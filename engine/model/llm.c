@@ -107,6 +107,7 @@ typedef struct {
     mt_session *s;
     const float *qkv;     /* the sequence's first row */
     float *ctx;
+    float *cap;           /* NULL, or mt_attention_run's [H][N][N] of this layer */
     int N;
 } heads_job;
 
@@ -123,13 +124,16 @@ static void prompt_head(void *ctx, int h)
     mt_k_gemm_nt(N, N, hd, (float)(1.0 / sqrt((double)hd)), q, W, k, W, 0.0f, sc, N);
     for (int i = 0; i < N; i++)
         mt_k_softmax(sc + (long)i * N, i + 1, N);                             /* causal */
+    if (j->cap)                                                               /* upper triangle 0 */
+        memcpy(j->cap + (long)h * N * N, sc, sizeof(float) * (size_t)N * (size_t)N);
     mt_k_gemm_nn(N, hd, N, sc, N, v, W, 0.0f, j->ctx + (long)h * hd, n->qd);
 }
 
 /* k sequences of len[j] ids (tok, one after another) from position 0, as one
  * batch of rows (sum of len <= rows_max), each one's rotated K/V into cache
- * slot slot[j]; leaves the last layer's output rows in s->x. */
-static void forward_rows(mt_session *s, int k, const int32_t *tok, const int *len, const int *slot)
+ * slot slot[j]; leaves the last layer's output rows in s->x.  cap (k = 1
+ * only, else NULL): every layer's attention probabilities, [L][H][N][N]. */
+static void forward_rows(mt_session *s, int k, const int32_t *tok, const int *len, const int *slot, float *cap)
 {
     const mt_model *m = s->m;
     const mt_llm *n = m->llm;
@@ -155,7 +159,7 @@ static void forward_rows(mt_session *s, int k, const int32_t *tok, const int *le
             if (!len[j])
                 continue;
             heads_job hj = {.s = s, .qkv = s->qkv + (long)row0[j] * W, .ctx = s->ctx + (long)row0[j] * n->qd,
-                            .N = len[j]};
+                            .cap = cap ? cap + (long)li * n->H * N * N : NULL, .N = len[j]};
             mt_par_for(n->H, prompt_head, &hj);
         }
         mt_lin_apply(s->q8, &l->o, s->ctx, N, s->h, MT_ACT_NONE);            /* [N][d] */
@@ -184,7 +188,7 @@ void mt_llm_prefill(mt_session *s, int k, const int *ids)
         memcpy(all + N, s->src_ids + (long)ids[j] * s->p.max_src_len, sizeof(int32_t) * (size_t)len[j]);
         N += len[j];
     }
-    forward_rows(s, k, all, len, slot);
+    forward_rows(s, k, all, len, slot, NULL);
     for (int j = 0; j < k; j++) {        /* a beam's other rows start from the same prompt */
         const mt_seq *q = &s->seqs[ids[j]];
         for (int b = 1; b < q->Bm; b++)
@@ -263,7 +267,7 @@ mt_status mt_llm_score(mt_session *s, const int32_t *src, int src_len, const int
     int32_t *all = s->llm_tok;
     memcpy(all, src, sizeof(int32_t) * (size_t)src_len);
     memcpy(all + src_len, tgt, sizeof(int32_t) * (size_t)(tgt_len - 1));
-    forward_rows(s, 1, all, &N, &slot);
+    forward_rows(s, 1, all, &N, &slot, NULL);
     /* row P-1+t predicts tgt[t]; logits in chunks of max_batch rows */
     for (int t0 = 0; t0 < tgt_len; t0 += B) {
         int nr = tgt_len - t0 < B ? tgt_len - t0 : B;
@@ -275,5 +279,21 @@ mt_status mt_llm_score(mt_session *s, const int32_t *src, int src_len, const int
             logp[t0 + i] = (float)((double)r[tgt[t0 + i]] - mt_k_logsumexp_skip(r, V, -1));
         }
     }
+    return MT_OK;
+}
+
+/* ---- attention capture: mt_attention_run ------------------------------------------------- */
+mt_status mt_llm_attention(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
+                           float *cap, mt_err *err)
+{
+    int N = src_len + tgt_len, slot = 0;
+    if (N > s->rows_max || N > slot_len(s))
+        return mt_err_set(err, MT_ERR_TOO_LONG, "prompt (%d) and target (%d) exceed the session's %d rows", src_len,
+                          tgt_len, s->rows_max);
+    int32_t *all = s->llm_tok;
+    memcpy(all, src, sizeof(int32_t) * (size_t)src_len);
+    if (tgt_len)
+        memcpy(all + src_len, tgt, sizeof(int32_t) * (size_t)tgt_len);
+    forward_rows(s, 1, all, &N, &slot, cap);       /* the same pass as mt_llm_score, one row more */
     return MT_OK;
 }

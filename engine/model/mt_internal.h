@@ -340,6 +340,10 @@ void mt_llm_step(mt_session *s, int n, const int32_t *tok, const int *pos, const
 /* logits [tgt_len][V] (may be NULL) and logp of tgt after prompt src (mt_score). */
 mt_status mt_llm_score(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len, float *logp,
                        float *logits, mt_err *err);
+/* mt_attention_run's pass: prompt src then tgt (tgt_len >= 0 ids), N = src_len
+ * + tgt_len positions, causal; cap receives [L][H][N][N] softmax probabilities. */
+mt_status mt_llm_attention(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
+                           float *cap, mt_err *err);
 void mt_llm_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
 
 /* generate.c */

@@ -10,12 +10,19 @@
  * PyTorch reference).  The HTML mode: the markup shown is POST /translate's
  * with "format": "html", rendered beside it in a frame with sandbox="" where
  * the markup's script does not run.  Source "auto": the language shown as
- * detected is the one the reply names.  Prints each check, then "e2e: N passed, M failed";
+ * detected is the one the reply names.  RoPE (web/rope.js): the page's angles
+ * and scores equal an independent computation here (complex multiplication,
+ * not the page's rotation), and its pixels have constant diagonals.  The
+ * decoder-only attention view is a RENDERING test of the page: /attention is
+ * answered through page.route with tests/e2e/fixtures/decoder-only-attention.json
+ * (the float64 reference's probabilities, tests/e2e/fixtures/
+ * decoder_only_attention.py), since the server does not serve LLMs there yet.
+ * Prints each check, then "e2e: N passed, M failed";
  * exits 1 if any failed.  Screenshots: $E2E_OUT (default build/e2e/).
  *
  *   B=build node tests/e2e/demo.mjs     (make e2e; MTSERVE_BIN, CHROMIUM, E2E_OUT override) */
 
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { OUT, ROOT, api as apiAt, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
 
@@ -89,6 +96,29 @@ const cellColours = (page) => page.$eval('#att-map', (c) => {
 /* heatmap.js: masked cells are neutral grey (hatched); weights run from white to
  * blue, where blue - red grows with the weight and near-white stays above 225. */
 const isMaskGrey = ([r, g, b]) => Math.abs(r - g) < 8 && Math.abs(g - b) < 8 && r > 120 && r < 225;
+/* heatmap.js's line between a decoder-only reply's prompt and output: orange (#d95f02) */
+const isOrange = ([r, g, b]) => r - b > 80 && r > g + 30;
+
+/* The RGB at canvas-pixel (x, y) in CSS px of a canvas (device pixels read). */
+const pixelsAt = (page, sel, points) => page.$eval(sel, (c, pts) => {
+  const dpr = window.devicePixelRatio || 1, ctx = c.getContext('2d');
+  return pts.map(([x, y]) => Array.from(ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data.slice(0, 3)));
+}, points);
+
+/* RoPE's score by the closed form of complex numbers: pair i of a vector is
+ * z = x[i] + i x[i + d/2] (HF rotate_half), rotation by m multiplies it by
+ * e^(i m theta_i), and x.y = Re(sum z_x conj(z_y)); so the score of q at m
+ * and k at n is sum_i Re(z_q conj(z_k) e^(i (m - n) theta_i)) / sqrt(d). */
+function ropeScoreRef(q, k, m, n, base) {
+  const d = q.length, h = d / 2;
+  let s = 0;
+  for (let i = 0; i < h; i++) {
+    const phi = (m - n) * Math.pow(base, (-2 * i) / d);
+    const re = q[i] * k[i] + q[i + h] * k[i + h], im = q[i + h] * k[i] - q[i] * k[i + h];
+    s += re * Math.cos(phi) - im * Math.sin(phi);
+  }
+  return s / Math.sqrt(d);
+}
 
 /* True when the element's box lies inside the viewport. */
 const inViewport = (page, sel) => page.$eval(sel, (el) => {
@@ -472,6 +502,133 @@ async function main() {
       }, model.config.d_model);
       check('the similarity depends on the offset only (constant diagonals)', toeplitz < 1e-5, `max difference ${toeplitz}`);
       await (await page.$('#positions-panel')).screenshot({ path: `${OUT}/8-positions.png` });
+    });
+
+    await phase('RoPE beside the sinusoids (web/rope.js)', async () => {
+      const shown = () => page.evaluate(async () => (await import('/web/rope.js')).ropeShown);
+      for (const [base, d] of [[10000, 64], [1000000, 128]]) {
+        if (base !== 10000) {                        /* the controls: Qwen's rope_theta and head_dim */
+          await page.fill('#rope-base', String(base));
+          await page.dispatchEvent('#rope-base', 'change');
+          await page.selectOption('#rope-dim', String(d));
+        }
+        const r = await shown(), n = r.n, what = `base ${base}, d ${d}`;
+        equal(`${what}: the page drew with these settings`, [r.base, r.d], [base, d]);
+        equal(`${what}: the angle map is positions x d/2 pairs`,
+              await page.$eval('#rope-angle-map', (c) => [+c.dataset.rows, +c.dataset.cols]), [n, d / 2]);
+        equal(`${what}: the score map is positions x positions`,
+              await page.$eval('#rope-score-map', (c) => [+c.dataset.rows, +c.dataset.cols]), [n, n]);
+        equal(`${what}: the line has the 2n-1 offsets`, await page.$eval('#rope-line', (c) => +c.dataset.points), 2 * n - 1);
+        let worst = 0;
+        r.angles.forEach((row, m) => row.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - Math.cos(m * Math.pow(base, (-2 * i) / d)))); }));
+        check(`${what}: the angle map holds cos(m base^(-2i/d))`, worst < 1e-12, `max difference ${worst}`);
+        worst = 0;
+        r.scores.forEach((row, m) => row.forEach((v, j) => { worst = Math.max(worst, Math.abs(v - ropeScoreRef(r.q, r.k, m, j, base))); }));
+        check(`${what}: every score equals the complex-number form computed here (rotate_half pairs)`, worst < 1e-9,
+              `max difference ${worst}`);
+        let diag = 0, spread = 0;
+        for (let m = 0; m + 1 < n; m++) for (let j = 0; j + 1 < n; j++) diag = Math.max(diag, Math.abs(r.scores[m][j] - r.scores[m + 1][j + 1]));
+        for (let j = 0; j < n; j++) spread = Math.max(spread, Math.abs(r.scores[n - 1][j] - r.scores[n - 1][n - 1]));
+        check(`${what}: constant diagonals (score(m, n) = score(m+1, n+1))`, diag < 1e-9, `max difference ${diag}`);
+        check(`${what}: and the score does change with the offset`, spread > 0.2 * r.top, `${spread} vs ${r.top}`);
+        /* the pixels: along each diagonal one colour; the diagonals not all alike */
+        const g = await page.$eval('#rope-score-map', (c) => ({ x0: +c.dataset.x0, y0: +c.dataset.y0, cw: +c.dataset.cw, ch: +c.dataset.ch }));
+        const pts = [];
+        for (let m = 0; m < n; m += 3) for (let j = 0; j < n; j += 3) pts.push([g.x0 + (j + 0.5) * g.cw, g.y0 + (m + 0.5) * g.ch, m - j]);
+        const px = await pixelsAt(page, '#rope-score-map', pts.map(([x, y]) => [x, y]));
+        const byOffset = new Map();
+        let bad = 0;
+        pts.forEach(([, , off], t) => {
+          const c = px[t], first = byOffset.get(off);
+          if (!first) byOffset.set(off, c);
+          else if (c.some((v, ch) => Math.abs(v - first[ch]) > 1)) bad++;
+        });
+        const distinct = new Set([...byOffset.values()].map((c) => c.join(','))).size;
+        check(`${what}: the score map's pixels are constant along every diagonal`, bad === 0, `${bad} cells differ`);
+        check(`${what}: and differ between diagonals`, distinct > 10, `${distinct} colours`);
+        /* the angle map's pixels are signedColour(cos(m theta_i)), theta_i computed here */
+        const ga = await page.$eval('#rope-angle-map', (c) => ({ x0: +c.dataset.x0, y0: +c.dataset.y0, cw: +c.dataset.cw, ch: +c.dataset.ch }));
+        const cells = [];
+        for (let m = 0; m < n; m += 5) for (let i = 0; i < d / 2; i += 3) cells.push([m, i]);
+        const got = await pixelsAt(page, '#rope-angle-map', cells.map(([mm, i]) => [ga.x0 + (i + 0.5) * ga.cw, ga.y0 + (mm + 0.5) * ga.ch]));
+        const wantC = await page.evaluate(async (vals) => {
+          const { signedColour } = await import('/web/heatmap.js');
+          return vals.map((v) => signedColour(v).map(Math.round));
+        }, cells.map(([mm, i]) => Math.cos(mm * Math.pow(base, (-2 * i) / d))));
+        const off = got.filter((c, t) => c.some((v, ch) => Math.abs(v - wantC[t][ch]) > 3)).length;
+        check(`${what}: the angle map's pixels are the colours of cos(m theta_i)`, off === 0, `${off} of ${cells.length} differ`);
+      }
+      await page.fill('#rope-base', '10000');
+      await page.dispatchEvent('#rope-base', 'change');
+      await page.selectOption('#rope-dim', '64');
+      await (await page.$('#positions-panel')).screenshot({ path: `${OUT}/8-rope.png` });
+    });
+
+    await phase('decoder-only attention: a RENDERING test of the page (/attention answered from a fixture)', async () => {
+      const fixture = JSON.parse(readFileSync(resolve(ROOT, 'tests/e2e/fixtures/decoder-only-attention.json'), 'utf8'));
+      const N = fixture.tokens.length, P = fixture.prompt_length, L = fixture.layers.length, H = fixture.heads.length;
+      await page.route('**/attention', (route) => route.fulfill({ status: 200, contentType: 'application/json',
+                                                                  body: JSON.stringify(fixture) }));
+      await page.selectOption('#beam', '1');
+      await translateVia(page, S1);                 /* the explorer is open: it asks /attention for the new translation */
+      await page.waitForFunction(() => document.getElementById('att-map').dataset.kind === 'llm', null, { timeout: 30000 });
+      check('the tabs (encoder / decoder / cross) are hidden', await page.isHidden('#att-tabs'));
+      const status = await page.textContent('#att-status');
+      check('the status counts prompt and generated tokens', status.includes(`${P} prompt tokens, ${N - P} generated tokens`), status);
+      const m = await mapInfo(page);
+      equal(`the large map is N x N (${N})`, [m.rows, m.cols], [N, N]);
+      equal('its upper triangle is masked: N(N-1)/2 cells', m.masked, N * (N - 1) / 2);
+      equal('the prompt/output boundary is at the prompt length',
+            await page.$eval('#att-map', (c) => +c.dataset.boundary), P);
+      const minis = await page.$$eval('#att-grid .mini canvas', (cs) => cs.map((c) => [+c.dataset.rows, +c.dataset.cols]));
+      equal(`the grid: ${L} layers x (${H} heads + average)`, minis.length, L * (H + 1));
+      check('every small map is N x N', minis.every(([r, c]) => r === N && c === N), JSON.stringify(minis));
+      equal('the selects list the reply\'s layers and heads',
+            [await page.$$eval('#att-layer option', (os) => os.map((o) => o.textContent)),
+             await page.$$eval('#att-head option', (os) => os.map((o) => o.textContent))],
+            [fixture.layers.map(String), [...fixture.heads.map(String), 'average']]);
+      /* one head large: every cell's colour is the fixture's weight (weightColour), masked above the diagonal */
+      await page.selectOption('#att-layer', '1');
+      await page.selectOption('#att-head', '2');
+      equal('the title names layer and head', await page.textContent('#att-large-title'),
+            `Self-attention (decoder-only): layer ${fixture.layers[1]}, head ${fixture.heads[2]}`);
+      const want = fixture.self_attention[1][2];
+      const expect = await page.evaluate(async (w) => {
+        const { weightColour } = await import('/web/heatmap.js');
+        return w.map((row) => row.map((v) => weightColour(v).map(Math.round)));
+      }, want);
+      const colours = await cellColours(page), wrong = [];
+      colours.forEach((row, i) => row.forEach((c, j) => {
+        const ok = j > i ? isMaskGrey(c) : c.every((v, ch) => Math.abs(v - expect[i][j][ch]) <= 3);
+        if (!ok) wrong.push([i, j, c, j > i ? 'mask' : expect[i][j]]);
+      }));
+      equal('every cell is the fixture\'s weight in colour, or masked above the diagonal', wrong, []);
+      const g = await mapInfo(page), line = [];
+      for (let i = P + 1; i < N; i++) line.push([g.x0 + P * g.cw, g.y0 + (i + 0.5) * g.ch]);
+      for (let j = 0; j < P - 1; j++) line.push([g.x0 + (j + 0.5) * g.cw, g.y0 + P * g.ch]);
+      const onLine = await pixelsAt(page, '#att-map', line);
+      check('an orange line runs between prompt and output (column and row P)', onLine.every(isOrange), JSON.stringify(onLine));
+      const off = await pixelsAt(page, '#att-map', [[g.x0 + 2 * g.cw, g.y0 + (N - 1 + 0.5) * g.ch]]);
+      check('and nowhere else (column 2)', !isOrange(off[0]), JSON.stringify(off));
+      /* tokens: prompt, a marker, then the output; hover names both tokens and the weight */
+      const toks = await page.$$eval('#att-rows > *', (els) => els.map((e) => [e.tagName, e.textContent, e.className]));
+      equal('the row tokens: the prompt, "output:", the generated ones (dashed)', toks,
+            [...fixture.tokens.slice(0, P).map((t) => ['BUTTON', t, 'tok']), ['SPAN', 'output:', 'tok-boundary'],
+             ...fixture.tokens.slice(P).map((t) => ['BUTTON', t, 'tok gen'])]);
+      await page.$eval('#att-map', (c) => c.scrollIntoView({ block: 'center' }));
+      const box = await (await page.$('#att-map')).boundingBox(), [i, j] = [N - 1, 1];
+      await page.mouse.move(box.x + g.x0 + (j + 0.5) * g.cw, box.y + g.y0 + (i + 0.5) * g.ch);
+      equal('hover: the two tokens and the weight', await page.textContent('#att-tip'),
+            `${fixture.tokens[i]} ← ${fixture.tokens[j]}: ${want[i][j].toFixed(3)}`);
+      await page.mouse.move(0, 0);
+      await page.screenshot({ path: `${OUT}/8-attention-decoder-only.png`, fullPage: true });
+      /* a Marian reply afterwards: the explorer is as before (tabs, cross-attention) */
+      await page.unroute('**/attention');
+      await translateVia(page, S2);
+      await page.waitForFunction(() => document.getElementById('att-map').dataset.kind === 'cross', null, { timeout: 30000 });
+      check('a Marian reply after it: the tabs are back', await page.isVisible('#att-tabs'));
+      equal('and the cross-attention tab is selected', await page.getAttribute('#tab-cross', 'aria-selected'), 'true');
+      equal('no orange boundary on a Marian map', await page.$eval('#att-map', (c) => +c.dataset.boundary), 0);
     });
 
     await phase('accessible names', async () => {

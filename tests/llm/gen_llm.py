@@ -18,9 +18,16 @@ OUT/<name>-2l/expected.txt              greedy continuations (20 tokens) of
                                         N_PROMPTS random prompts (1..40 ids)
 OUT/<name>-full/bf16/                   full depth, BF16 (logits check, speed)
 OUT/<name>-full/logits.txt, logits.f32  first-step logits of N_LOGIT prompts
+OUT/<name>-2l/attention.txt, .f64       attention probabilities (mt_attention_run)
+                                        of 5 prompt + target pairs, from the
+                                        f32 checkpoint: [L][H][N][N] float64
 OUT/bad/<case>/                         checkpoints the loader must refuse
 OUT/summary.json                        what was made: distinct outputs,
                                         redrawn prompts, margins
+
+`gen_llm.py OUT attention [SRC]` writes only the attention files into
+OUT/<name>-2l/, reading the 2-layer f32 checkpoints of SRC (default OUT), so
+a read-only fixture directory made before can be used.
 
 The published configs (config.json on the Hub, checked against copies found
 with the search tool: TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B, Qwen2.5-0.5B).
@@ -206,8 +213,9 @@ class Ref:
         self.eps, self.theta = cfg["rms_norm_eps"], cfg["rope_theta"]
         self.L = cfg["num_hidden_layers"]
 
-    def layer(self, i, x, pos, cache):
-        """x [T][d] new positions pos; cache: (K [n][KV][hd], V) of earlier positions, or None."""
+    def layer(self, i, x, pos, cache, probs=None):
+        """x [T][d] new positions pos; cache: (K [n][KV][hd], V) of earlier positions, or None.
+        probs (a list): receives the softmax probabilities [H][T][n]."""
         W, p, T = self.W, f"model.layers.{i}.", x.shape[0]
         h = rmsnorm(x, W[p + "input_layernorm.weight"], self.eps)
         q = h @ W[p + "self_attn.q_proj.weight"].T
@@ -235,6 +243,8 @@ class Ref:
         s = np.where(allowed[None], s, -np.inf)
         s = np.exp(s - s.max(-1, keepdims=True))
         s /= s.sum(-1, keepdims=True)
+        if probs is not None:
+            probs.append(s)
         ctx = np.einsum("htn,nhd->thd", s, vr).reshape(T, self.H * self.hd)
         x = x + ctx @ W[p + "self_attn.o_proj.weight"].T
         h = rmsnorm(x, W[p + "post_attention_layernorm.weight"], self.eps)
@@ -367,6 +377,63 @@ def full(out, name, cfg, seed, summary):
     print(name, "full", summary[f"{name}-full"], flush=True)
 
 
+# ---- attention probabilities (mt_attention_run) ---------------------------------
+ATTN_CASES = [(1, 4), (7, 0), (23, 9), (40, 20)]    # (prompt ids, target ids); then one repeated-id prompt
+ATTN_REPEAT = 32
+
+
+class Checkpoint:
+    """name -> float64 array of a single-file F32 safetensors, read lazily from a read-only mapping."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            self.header = json.loads(f.read(n))
+        self.base = 8 + n
+        self.mm = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def __getitem__(self, name):
+        h = self.header[name]
+        assert h["dtype"] == "F32", name
+        a, b = h["data_offsets"]
+        return np.frombuffer(self.mm[self.base + a:self.base + b], dtype="<f4").reshape(h["shape"]).astype(np.float64)
+
+
+def attention(out, src, name, cfg0, seed, summary):
+    """The whole sequence (prompt + target) through every layer at once, HF's causal
+    attention (Ref.layer), each layer's probabilities [H][N][N] kept."""
+    cfg = dict(cfg0, num_hidden_layers=2)
+    ck = Checkpoint(os.path.join(src, f"{name}-2l", "f32", "model.safetensors"))
+    ref = Ref(cfg, ck)
+    rng = np.random.default_rng(seed + 3000)
+    V = cfg["vocab_size"]
+    cases = [([int(t) for t in rng.integers(0, V, P)], [int(t) for t in rng.integers(0, V, T)]) for P, T in ATTN_CASES]
+    cases.append(([int(rng.integers(0, V))] * ATTN_REPEAT, []))    # the RoPE relative-position check
+    base = os.path.join(out, f"{name}-2l")
+    os.makedirs(base, exist_ok=True)
+    h = ck.header["model.embed_tokens.weight"]
+    table = np.frombuffer(ck.mm[ck.base + h["data_offsets"][0]:ck.base + h["data_offsets"][1]],
+                          dtype="<f4").reshape(h["shape"])
+    stats = []
+    with open(os.path.join(base, "attention.txt"), "w") as f, open(os.path.join(base, "attention.f64"), "wb") as g:
+        f.write(f"# {name} at 2 layers: prompt and target ids; attention.f64 holds per pair [layers][heads][N][N] "
+                f"float64 softmax probabilities, N = prompt + target\n")
+        for p, t in cases:
+            seq = p + t
+            x = table[seq].astype(np.float64)
+            probs = []
+            for i in range(ref.L):
+                x, _ = ref.layer(i, x, list(range(len(seq))), None, probs)
+            a = np.stack(probs)                                     # [L][H][N][N]
+            a.astype("<f8").tofile(g)
+            f.write("prompt " + " ".join(map(str, p)) + "\n")
+            f.write("target " + " ".join(map(str, t)) + "\n")
+            stats.append(float(a[:, :, 1:, :].max()) if len(seq) > 1 else 1.0)
+    summary[f"{name}-2l-attention"] = {"pairs": len(cases), "lengths": [len(p) + len(t) for p, t in cases],
+                                       "max_prob_rows_after_0": stats, "from": src}
+    print(name, "attention", summary[f"{name}-2l-attention"], flush=True)
+
+
 def bad(out, summary):
     """Small checkpoints with one fault each; tests/test_llm.c expects each refusal."""
     cfg = dict(TINYLLAMA, hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
@@ -414,7 +481,8 @@ def bad(out, summary):
 
 def main():
     out = sys.argv[1]
-    only = sys.argv[2].split(",") if len(sys.argv) > 2 else ["reduced", "full", "bad"]
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else ["reduced", "attention", "full", "bad"]
+    src = sys.argv[3] if len(sys.argv) > 3 else out
     os.makedirs(out, exist_ok=True)
     summary = {}
     if "bad" in only:
@@ -423,6 +491,9 @@ def main():
     if "reduced" in only:
         for seed, (name, cfg) in enumerate(MODELS.items()):
             reduced(out, name, cfg, 11 + seed, summary)
+    if "attention" in only:
+        for seed, (name, cfg) in enumerate(MODELS.items()):
+            attention(out, src, name, cfg, 11 + seed, summary)
     if "full" in only:
         for seed, (name, cfg) in enumerate(MODELS.items()):
             full(out, name, cfg, 31 + seed, summary)
