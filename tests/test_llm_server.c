@@ -23,9 +23,9 @@
  *                     ends): the reference's ids; refused for en-fr
  *   test_together     8 threads, both models at once, every reply right
  *                     (continuous batching of both architectures)
- *   test_attention    /attention on llama: prompt + output positions, rows
- *                     summing to 1, nothing above the diagonal, the prompt
- *                     ids the reference's
+ *   test_attention    /attention on llama: the prompt ids and the greedy
+ *                     output the reference's, prompt + output positions, rows
+ *                     summing to 1, nothing above the diagonal
  *   test_errors       a pair llama does not declare, "raw" with Marian, an
  *                     unknown "pair": clear 400s naming the problem
  */
@@ -317,6 +317,11 @@ static void test_attention(void **state)
     int np = ids_of(json_object_get(c, "prompt_ids"), want, 256);
     assert_int_equal(P, np);
     assert_memory_equal(ids, want, sizeof *ids * (size_t)P);
+    int32_t out[64], ref[64];                /* the greedy output: the reference's ids, eos included */
+    int no = ids_of(json_object_get(j, "output_ids"), out, 64), nr = ids_of(json_object_get(c, "ids"), ref, 64);
+    assert_int_equal(no, nr);
+    assert_memory_equal(out, ref, sizeof *out * (size_t)no);
+    assert_int_equal(N, P + no - 1);
     json_t *self = json_object_get(j, "self_attention");
     assert_int_equal(json_array_size(self), 2);                         /* layers */
     assert_int_equal(json_array_size(json_array_get(self, 0)), 4);      /* heads */

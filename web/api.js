@@ -177,7 +177,7 @@ export function detectedOf(r) {
   return d && typeof d.language === 'string' && d.language ? d : null;
 }
 
-/* /models -> [{id, architecture, source, target, targets, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam}] */
+/* /models -> [{id, architecture, source, target, targets, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam, rope}] */
 export function modelsOf(r) {
   return (r.models || []).map((m) => {
     const c = m.config || {}, l = m.limits || {};
@@ -193,6 +193,7 @@ export function modelsOf(r) {
       d: c.d_model, maxPositions: c.max_positions,
       maxBeam: Math.max(1, Math.min(8, l.max_batch || 8)),
       defaultBeam: c.default_beam || 1,
+      rope: m.rope && m.rope.theta > 1 ? { theta: m.rope.theta, headDim: m.rope.head_dim } : null,   /* decoder-only */
     };
   });
 }

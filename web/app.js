@@ -133,6 +133,7 @@ function modelChanged(fromUser) {
   API.store('model', $('model').value);
   fillExamples();
   positions.setModel(m);
+  rope.setModel(m);
 }
 
 function languagesChanged() {

@@ -90,6 +90,16 @@ export class RopeView {
     this.draw();
   }
 
+  /* A decoder-only model's own RoPE: its rope_theta and head_dim (GET /models "rope"). */
+  setModel(model) {
+    if (!model || !model.rope) return;
+    const { els } = this, d = String(model.rope.headDim);
+    els.base.value = String(model.rope.theta);
+    if (![...els.dim.options].some((o) => o.value === d)) els.dim.add(new Option(d, d));
+    els.dim.value = d;
+    this.draw();
+  }
+
   draw() {
     const { els } = this;
     const base = Number(els.base.value), d = Number(els.dim.value), n = Number(els.count.value);
