@@ -667,6 +667,53 @@ static void test_llama2_strip(void **state)
     mt_prompt_free(p);
 }
 
+/* A normalized added token (matched in the normalized text, after Prepend and
+ * Replace): the span kept for the text is mapped into the normalized text, so
+ * the template's "Tr" still splits and the text's does not. */
+static void test_normalized_added(void **state)
+{
+    (void)state;
+    const char *js =
+        "{\"added_tokens\": ["
+        "  {\"id\": 1, \"content\": \"</s>\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true},"
+        "  {\"id\": 20, \"content\": \"Tr\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": true, \"special\": true}],"
+        " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\xE2\x96\x81\"},"
+        "   {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xE2\x96\x81\"}]},"
+        " \"pre_tokenizer\": null, \"post_processor\": null, \"decoder\": null,"
+        " \"model\": {\"type\": \"BPE\", \"unk_token\": \"?\", \"fuse_unk\": false,"
+        "   \"vocab\": {\"?\": 0, \"\xE2\x96\x81\": 2, \"T\": 3, \"r\": 4, \"e\": 5, \"s\": 6}, \"merges\": []}}";
+    const char *cfg = "{\"eos_token\": \"</s>\"}";
+    mt_hf_tokenizer *tok = NULL;
+    mt_err err = { 0 };
+    if (mt_hf_tokenizer_load_mem(js, strlen(js), cfg, strlen(cfg), "norm", &tok, &err))
+        fail_msg("%s", err.msg);
+    static const char *const texts[] = { "Trees", "x Tr y", "Tr", "eTrTr ", "" };
+    const char *kinds[2] = { "alma", "raw" };
+    int32_t ids[512], hf[512];
+    for (int k = 0; k < 2; k++) {
+        mt_prompt *p = prompt(tok, kinds[k]);
+        for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+            int n = encode(p, "English", "French", texts[t], ids, 512);
+            char *r = NULL;
+            size_t rl;
+            assert_int_equal(mt_prompt_render(p, "English", "French", texts[t], strlen(texts[t]), &r, &rl, NULL, NULL,
+                                              &err), MT_OK);
+            int nh = -1;
+            assert_int_equal(mt_hf_tokenizer_encode(tok, r, rl, 0, hf, 512, &nh, &err), MT_OK);
+            int in_text = 0;
+            for (const char *q = strstr(texts[t], "Tr"); q; q = strstr(q + 2, "Tr"))
+                in_text++;
+            int tpl = k == 0;     /* alma: "Translate this from ..." */
+            assert_int_equal(count_special(tok, ids, n, 20), tpl);
+            assert_int_equal(count_special(tok, hf, nh, 20), tpl + in_text);
+            free(r);
+        }
+        mt_prompt_free(p);
+    }
+    print_message("normalized added token: 10 cases, the template's split and the text's kept\n");
+    mt_hf_tokenizer_free(tok);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -691,6 +738,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fingerprints),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_llama2_strip),
+        cmocka_unit_test(test_normalized_added),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     for (int i = 0; i < N_SETS; i++) {
