@@ -1,14 +1,16 @@
 /* fuzz_prompt: translation prompts of decoder-only LMs (engine/tokenizer/prompt.c).
  *
- * Loaded once (LLVMFuzzerInitialize): the Llama 2-format and Qwen3 tokenizer.json
- * (tests/fixtures/hf-tokenizers, copied by `make hf-ref`), kept in memory.
+ * Loaded once (LLVMFuzzerInitialize): the Llama 2-format and Qwen3 tokenizers
+ * (tests/fixtures/hf-tokenizers, copied by `make hf-ref`) and their prompts.
  *
  * Input: byte 0 picks what the rest is.
  *   0 mod 2  a tokenizer_config.json (arbitrary bytes: its chat_template is what
- *            mt_prompt_new fingerprints) loaded with Llama 2's (byte 0 bit 1 = 0)
- *            or Qwen3's tokenizer.json; when it loads, mt_prompt_new(auto): a refusal
+ *            mt_prompt_new fingerprints) loaded with a small tokenizer.json of
+ *            our own (ChatML and Llama special tokens, byte fallback, a decoder:
+ *            the real ones take a second to parse); byte 0 bit 1 picks auto or
+ *            a named kind (bits 2-4); when it loads, mt_prompt_new: a refusal
  *            is MT_ERR_UNSUPPORTED (or MT_ERR_NOMEM) with a UTF-8 message, never a
- *            prompt; a prompt is used on fixed texts.
+ *            prompt; a prompt is used on fixed texts (stop ids sorted, unique).
  *   1 mod 2  source NUL target NUL text through a prompt of kind byte 0 / 2 mod 6
  *            on the tokenizer of bit 4 (prompts made once): a refusal is
  *            MT_ERR_INPUT for invalid UTF-8 or a bad language name, nothing else;
@@ -21,21 +23,40 @@
 
 #include "tokenizer/tokenizer.h"
 
-static char *tok_json[2];
-static size_t tok_len[2];
 static mt_hf_tokenizer *toks[2];
 static mt_prompt *prompts[2][6];
 static const char *const kinds[6] = { "alma", "chatml", "qwen3", "zephyr", "llama2-chat", "raw" };
+
+/* The tokenizer.json of the config inputs: small, with the tokens the kinds write. */
+static const char small_json[] =
+    "{\"added_tokens\": ["
+    " {\"id\": 0, \"content\": \"<unk>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 1, \"content\": \"<s>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 2, \"content\": \"</s>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 3, \"content\": \"<|im_start|>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 4, \"content\": \"<|im_end|>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 5, \"content\": \"<|endoftext|>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 6, \"content\": \"<think>\", \"special\": false, \"normalized\": false}],"
+    " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\xE2\x96\x81\"},"
+    "   {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xE2\x96\x81\"}]},"
+    " \"pre_tokenizer\": null,"
+    " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}},"
+    "   {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], \"pair\": [],"
+    "   \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [1], \"tokens\": [\"<s>\"]}}},"
+    " \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xE2\x96\x81\"},"
+    "   \"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]},"
+    " \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"byte_fallback\": true,"
+    "   \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2, \"<0x0A>\": 7, \"\xE2\x96\x81\": 8, \"a\": 9, \"e\": 10,"
+    "     \"\\n\": 11, \"a\\nb\": 12, \"\xC4\x8A\": 13, \"<0x41>\": 14},"
+    "   \"merges\": []}}";
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     static const char *const names[2] = { "tests/fixtures/hf-tokenizers/llama2", "tests/fixtures/hf-tokenizers/qwen3" };
     for (int i = 0; i < 2; i++) {
-        char path[4096], file[4200];
+        char path[4096];
         mt_err err = { 0 };
         fuzz_path(path, sizeof path, names[i]);
-        snprintf(file, sizeof file, "%s/tokenizer.json", path);
-        tok_json[i] = (char *)fuzz_slurp(file, &tok_len[i]);
         if (mt_hf_tokenizer_load(path, &toks[i], &err) != MT_OK) {
             fprintf(stderr, "fuzz setup: %s (make hf-ref copies the files)\n", err.msg);
             abort();
@@ -43,6 +64,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         for (int k = 0; k < 6; k++)
             mt_prompt_new(toks[i], kinds[k], &prompts[i][k], &err);   /* chatml/qwen3 on Llama: refused */
     }
+    /* the config inputs' tokenizer loads, and every kind works on it */
+    mt_hf_tokenizer *small = NULL;
+    mt_err err = { 0 };
+    static const char small_cfg[] = "{\"eos_token\": \"</s>\", \"bos_token\": \"<s>\"}";
+    if (mt_hf_tokenizer_load_mem(small_json, sizeof small_json - 1, small_cfg, sizeof small_cfg - 1, "small", &small,
+                                 &err) != MT_OK) {
+        fprintf(stderr, "fuzz setup: the small tokenizer.json: %s\n", err.msg);
+        abort();
+    }
+    for (int k = 0; k < 6; k++) {
+        mt_prompt *p = NULL;
+        FUZZ_CHECK(mt_prompt_new(small, kinds[k], &p, &err) == MT_OK);
+        mt_prompt_free(p);
+    }
+    mt_hf_tokenizer_free(small);
     return 0;
 }
 
@@ -64,19 +100,22 @@ static void use(const mt_prompt *p, const mt_hf_tokenizer *tok)
         FUZZ_CHECK(stop[k - 1] < stop[k]);
 }
 
-static void config(int t, const uint8_t *data, size_t size)
+static void config(int named, int kind, const uint8_t *data, size_t size)
 {
     mt_hf_tokenizer *tok = NULL;
     mt_err err = { 0 };
-    if (mt_hf_tokenizer_load_mem(tok_json[t], tok_len[t], (const char *)data, size, "fuzz", &tok, &err) != MT_OK)
+    if (mt_hf_tokenizer_load_mem(small_json, sizeof small_json - 1, (const char *)data, size, "fuzz", &tok, &err) !=
+        MT_OK)
         return;
     mt_prompt *p = NULL;
-    mt_status st = mt_prompt_new(tok, (size & 1) ? NULL : "auto", &p, &err);
+    mt_status st = mt_prompt_new(tok, named ? kinds[kind] : (size & 1) ? NULL : "auto", &p, &err);
     if (st) {
         FUZZ_CHECK(!p && (st == MT_ERR_UNSUPPORTED || st == MT_ERR_NOMEM) && err.msg[0]);
         FUZZ_CHECK(fuzz_utf8_valid(err.msg, strlen(err.msg)));
     } else {
         FUZZ_CHECK(p && mt_prompt_kind(p));
+        if (named)
+            FUZZ_CHECK(!strcmp(mt_prompt_kind(p), kinds[kind]));
         use(p, tok);
     }
     mt_prompt_free(p);
@@ -162,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t sel = data[0];
     data++, size--;
     if (!(sel & 1))
-        config((sel >> 1) & 1, data, size);
+        config((sel >> 1) & 1, ((sel >> 2) & 7) % 6, data, size);
     else
         translate((sel >> 4) & 1, ((sel >> 1) & 7) % 6, data, size);
     return 0;
