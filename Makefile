@@ -120,6 +120,17 @@ $(B)/hf-ref/%.jsonl: $(HF_FIX)/%/tokenizer.json $(HF_TOK_DIR)/ref_ids.mjs $(HF_I
 hf-ref: $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 $(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 
+# The translation prompts of decoder-only LMs (tests/test_prompt.c, engine/tokenizer/prompt.c):
+# the published chat templates (tests/fixtures/chat-templates/README.md) rendered by
+# @huggingface/jinja and tokenized by @lenml/tokenizers (tests/tokenizers/ref_chat.mjs)
+# into $(B)/prompt-ref/chat.jsonl, with the ids whose decoding holds a newline.
+PROMPT_FIX := tests/fixtures/chat-templates
+$(B)/prompt-ref/chat.jsonl: $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) $(HF_TOK_DIR)/ref_chat.mjs \
+                            $(wildcard $(PROMPT_FIX)/*.json) $(PROMPT_FIX)/texts.txt $(HF_INPUTS)
+	@mkdir -p $(@D)
+	node $(HF_TOK_DIR)/ref_chat.mjs $(HF_FIX) $(PROMPT_FIX) > $@.tmp && mv $@.tmp $@
+$(B)/tests/test_prompt: | $(B)/prompt-ref/chat.jsonl $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+
 # format html from outside (tests/html/README.md): the checker's own test against a fake
 # server, then 340 snippets made from the test split (inline tags, links, entities,
 # notranslate, attributes, broken markup, two real pages) against the real server, each

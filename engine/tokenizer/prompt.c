@@ -14,6 +14,7 @@
  * spells "<|im_end|>" or "</s>" stays text and cannot close the turn. */
 #include "hf_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,29 @@ static int add_stop(mt_prompt *p, int32_t id, size_t *cap)
     return 0;
 }
 
+/* What a token's string must hold for its decoding to hold the one-byte stop
+ * string ss: the byte itself, its byte-fallback token "<0xNN>", its
+ * byte-level character; into pre (NUL-terminated), their count.  -1 (decode
+ * every token) for a longer stop string or a Replace decoder that could
+ * write the byte. */
+static int prefilter(const mt_hf_tokenizer *tok, const char *ss, char pre[3][8])
+{
+    if (strlen(ss) != 1)
+        return -1;
+    uint8_t c = (uint8_t)ss[0];
+    for (int i = 0; i < tok->n_dec; i++)
+        if (tok->dec[i].kind == HF_DEC_REPLACE && memchr(tok->dec[i].b, c, tok->dec[i].nb))
+            return -1;
+    uint32_t u = hf_byte_char[c];
+    snprintf(pre[0], 8, "%c", c);
+    snprintf(pre[1], 8, "<0x%02X>", c);
+    if (u < 0x80)
+        snprintf(pre[2], 8, "%c", (char)u);
+    else
+        snprintf(pre[2], 8, "%c%c", (char)(0xC0 | u >> 6), (char)(0x80 | (u & 63)));
+    return 3;
+}
+
 static mt_status make_stops(mt_prompt *p, mt_err *err)
 {
     const mt_hf_tokenizer *tok = p->tok;
@@ -197,8 +221,15 @@ static mt_status make_stops(mt_prompt *p, mt_err *err)
         rc = rc || add_stop(p, mt_hf_tokenizer_token_id(tok, "<|im_end|>"), &cap) ||
              add_stop(p, mt_hf_tokenizer_token_id(tok, "<|endoftext|>"), &cap);
     const char *ss = mt_prompt_stop_string(p);
+    char pre[3][8];
+    int npre = ss ? prefilter(tok, ss, pre) : 0;
     for (int32_t id = 0; !rc && ss && id < tok->n_ids; id++) {
         if (!tok->tok[id])
+            continue;
+        int maybe = npre < 0;
+        for (int k = 0; !maybe && k < npre; k++)
+            maybe = memmem(tok->tok[id], tok->tok_len[id], pre[k], strlen(pre[k])) != NULL;
+        if (!maybe)
             continue;
         char *out = NULL;
         size_t n = 0;

@@ -247,8 +247,9 @@ typedef struct mt_prompt mt_prompt;
 #define MT_PROMPT_ALMA        "Translate this from {src} to {tgt}:\n{src}: {text}\n{tgt}:"
 
 /* kind: NULL, "auto", or a kind name above.  *out owned by the caller
- * (mt_prompt_free).  Builds the stop ids (one decode per vocabulary id when
- * the kind has a stop string: ~50 ms for Qwen3's 151,669). */
+ * (mt_prompt_free).  Builds the stop ids (with a stop string: every token
+ * whose string could decode to it, by byte, byte-fallback or byte-level
+ * spelling, is decoded to check). */
 mt_status   mt_prompt_new(const mt_hf_tokenizer *tok, const char *kind, mt_prompt **out, mt_err *err);
 void        mt_prompt_free(mt_prompt *p);                      /* NULL is fine */
 const char *mt_prompt_kind(const mt_prompt *p);                /* "alma", "chatml", ... */
