@@ -98,11 +98,8 @@ static json_t *read_json(const char *path, mt_err *err)
 static const char *FAMILY[] = {"llama", "qwen2", "qwen3"};
 static const char *ARCH[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 
-int mt_llm_detect(const char *dir)
+int mt_llm_detect(const json_t *cfg)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *cfg = json_load_file(path, 0, NULL);
     if (!cfg)
         return 0;
     int yes = 0;
@@ -114,7 +111,6 @@ int mt_llm_detect(const char *dir)
         size_t n = strlen(a), k = strlen("ForCausalLM");
         yes |= n > k && !strcmp(a + n - k, "ForCausalLM");
     }
-    json_decref(cfg);
     return yes;
 }
 
@@ -675,7 +671,8 @@ static mt_status load_tokenizer(lload *L, mt_err *err)
     return mt_tokenizer_from_hf(hf, &L->m->tok, err);
 }
 
-mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa isa, int card, mt_err *err)
+mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weights held, mt_q8_isa isa, int card,
+                      mt_err *err)
 {
     mt_llm *n = calloc(1, sizeof *n);
     if (!n)
@@ -684,12 +681,7 @@ mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa i
     m->llm = n;
     lload L = {.m = m, .n = n, .dir = dir, .held = held, .isa = isa};
     snprintf(L.cfg_file, sizeof L.cfg_file, "%s/config.json", dir);
-    mt_status st;
-    json_t *cfg = read_json(L.cfg_file, err);
-    if (!cfg)
-        return err ? err->status : MT_ERR_FORMAT;
-    st = parse_config(&L, cfg, err);
-    json_decref(cfg);
+    mt_status st = parse_config(&L, (json_t *)cfg, err);
     if (st == MT_OK)
         st = load_tokenizer(&L, err);
     if (st == MT_OK)

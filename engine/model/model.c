@@ -44,6 +44,7 @@ typedef struct {
     int         card;              /* mt_model_load_card: the config and tokenizer only */
     size_t      card_file_bytes;   /* a card: the size of the weights file it names */
     const char *card_format;
+    json_t     *cfg;              /* config.json, read once before the loader runs (NULL: none) */
 } loader;
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -610,7 +611,9 @@ static mt_status load_hf(loader *L, mt_err *err)
     json_t *cfg = NULL, *gen = NULL, *tcfg = NULL;
     mt_status st;
     snprintf(L->cfg_file, sizeof L->cfg_file, "%s/config.json", L->dir);
-    if ((st = read_json(L->dir, "config.json", 1, &cfg, err)) == MT_OK &&
+    if (L->cfg)                         /* read once, by load_dir */
+        cfg = json_incref(L->cfg);
+    if ((st = cfg ? MT_OK : read_json(L->dir, "config.json", 1, &cfg, err)) == MT_OK &&
         (st = read_json(L->dir, "generation_config.json", 0, &gen, err)) == MT_OK &&
         (st = read_json(L->dir, "tokenizer_config.json", 0, &tcfg, err)) == MT_OK &&
         (st = L->card ? card_weights(L, err) : open_weights(L, err)) == MT_OK &&
@@ -892,8 +895,10 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     if (p.int8_kernel != MT_INT8_AUTO && (int)p.int8_kernel < (int)L.isa)
         L.isa = (mt_q8_isa)p.int8_kernel;      /* a slower kernel on request (tests, benchmarks) */
     snprintf(m->held, sizeof m->held, "F32");
-    if (mt_llm_detect(dir)) {          /* a decoder-only LM: llm_load.c reads it whole */
-        mt_status st = mt_llm_load(m, dir, p.weights, L.isa, 0, err);
+    mt_status st = read_json(dir, "config.json", 0, &L.cfg, err);
+    if (st == MT_OK && mt_llm_detect(L.cfg)) {     /* a decoder-only LM: llm_load.c reads it whole */
+        st = mt_llm_load(m, dir, L.cfg, p.weights, L.isa, 0, err);
+        json_decref(L.cfg);
         if (st != MT_OK) {
             mt_model_free(m);
             return st;
@@ -902,7 +907,10 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
         *out = m;
         return MT_OK;
     }
-    mt_status st = load_all(&L, err);
+    if (st == MT_OK)
+        st = load_all(&L, err);
+    json_decref(L.cfg);
+    L.cfg = NULL;
     if (st == MT_OK)
         st = prepare_weights(&L, err);
     if (st != MT_OK) {
@@ -926,7 +934,11 @@ mt_status mt_model_load_card(const char *dir, mt_model **out, mt_err *err)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     m->card = 1;
     loader L = {.m = m, .dir = dir, .card = 1};
-    mt_status st = mt_llm_detect(dir) ? mt_llm_load(m, dir, MT_WEIGHTS_F32, MT_Q8_SCALAR, 1, err) : load_all(&L, err);
+    mt_status st = read_json(dir, "config.json", 0, &L.cfg, err);
+    if (st == MT_OK)
+        st = mt_llm_detect(L.cfg) ? mt_llm_load(m, dir, L.cfg, MT_WEIGHTS_F32, MT_Q8_SCALAR, 1, err) : load_all(&L, err);
+    json_decref(L.cfg);
+    L.cfg = NULL;
     if (st == MT_OK && m->arch == MT_ARCH_LLM) {
         *out = m;
         return MT_OK;

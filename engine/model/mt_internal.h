@@ -320,11 +320,15 @@ static inline int32_t mt_start_token(const mt_model *m, const int32_t *src, int 
  * first positions of slot src (sequence seq, decoder length cur). */
 void mt_self_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
 
-/* llm_load.c: 1 when dir's config.json is a decoder-only LM (model_type llama,
- * qwen2, qwen3, or an architecture *ForCausalLM): mt_llm_load reads it. */
-int       mt_llm_detect(const char *dir);
-/* Loads dir into m (arch, info, llm; weights held as `held`); card: config only. */
-mt_status mt_llm_load(mt_model *m, const char *dir, mt_weights held, mt_q8_isa isa, int card, mt_err *err);
+/* llm_load.c: 1 when a directory's config.json (cfg, parsed once by model.c:
+ * it may be a pipe) is a decoder-only LM's (model_type llama, qwen2, qwen3,
+ * or an architecture *ForCausalLM): mt_llm_load loads the directory. */
+struct json_t;
+int       mt_llm_detect(const struct json_t *cfg);
+/* Loads dir into m (arch, info, llm; weights held as `held`) with its config
+ * cfg (borrowed); card: config and tokenizer only. */
+mt_status mt_llm_load(mt_model *m, const char *dir, const struct json_t *cfg, mt_weights held, mt_q8_isa isa, int card,
+                      mt_err *err);
 void      mt_llm_free(mt_model *m);
 
 /* llm.c */
