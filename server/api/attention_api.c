@@ -10,6 +10,13 @@
  *   encoder_self_attention   [layer][head][source][source]
  * "layers" / "heads" (an integer or a list) select subsets; encoder layers are
  * those of the selection that the encoder has, likewise for the decoder.
+ *
+ * A decoder-only model: one causal pass over its prompt ("text" through the
+ * prompt of "pair", default its first; as given with "raw": true) and the
+ * output ("target" as ids, or the greedy translation): self_attention
+ * [layer][head][N][N] over N = prompt + output ids fed (the last output id
+ * is predicted, never fed), with tokens/token_ids of those N positions and
+ * prompt_length.
  */
 #include <math.h>
 #include <stdlib.h>
