@@ -32,7 +32,8 @@
  *                     output the reference's, prompt + output positions, rows
  *                     summing to 1, nothing above the diagonal
  *   test_errors       a pair llama does not declare, "raw" with Marian, an
- *                     unknown "pair": clear 400s naming the problem
+ *                     unknown "pair", html: clear 400s naming the problem;
+ *                     `mtserve translate` refuses a decoder-only model
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +47,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 
@@ -396,6 +398,16 @@ static void test_errors(void **state)
     json_decref(j);
     j = call("/translate", json_pack("{s:s,s:s,s:s}", "text", "<p>Hallo</p>", "model", "llama", "format", "html"), 400);
     json_decref(j);
+    /* the CLI translates with Marian models only: a clear refusal, exit 1 */
+    char cmd[2400], out[1024] = "";
+    snprintf(cmd, sizeof cmd, "echo Hallo | %s translate --model %s/llama 2>&1", bin_path(), served_dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int rc = pclose(p);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    assert_non_null(strstr(out, "decoder-only"));
 }
 
 int main(void)

@@ -526,6 +526,13 @@ int mt_cmd_translate(int argc, char **argv)
         fprintf(stderr, "mtserve translate: %s: %s\n", mt_status_name(err.status), err.msg);
         return 1;
     }
+    if (strcmp(mt_model_get_info(m)->architecture, "marian") != 0) {    /* its pairs and prompt are the server's */
+        fprintf(stderr, "mtserve translate: %s is a decoder-only model (%s): `mtserve serve --model ID=%s` translates "
+                        "with it, through its translation.json pairs and prompt\n", o.model,
+                mt_model_get_info(m)->architecture, o.model);
+        mt_model_free(m);
+        return 1;
+    }
     r = run(m, &o);
     mt_model_free(m);
     return r;
