@@ -294,6 +294,14 @@ $(B)/bench/bench_llm: bench/bench_llm.c $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
+# The C engine (held F32/F16/INT8) against the PyTorch reference (bench/llm_torch.py, F32/BF16,
+# python3-torch) on the full-depth fixtures of LLM_DIR, batch 1 and 8, one table (bench/llm_bench.py):
+#   make bench-llm LLM_DIR=/work/wt-llm/build/llm [BENCH_LLM_ARGS="--models qwen3 --torch ''"]
+BENCH_LLM_ARGS ?=
+.PHONY: bench-llm
+bench-llm: $(B)/bench/bench_llm
+	/usr/bin/python3 bench/llm_bench.py --llm-dir $(LLM_DIR) --bench $(B)/bench/bench_llm $(BENCH_LLM_ARGS)
+
 $(B)/bench/loadgen: bench/loadgen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(shell pkg-config --cflags --libs libcurl) -pthread
