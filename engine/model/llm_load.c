@@ -46,52 +46,16 @@ typedef struct {
 /* ---- small helpers ------------------------------------------------------------ */
 static void *own(lload *L, size_t bytes, mt_err *err)
 {
-    mt_llm *n = L->n;
-    if (n->n_owned == n->cap_owned) {
-        int cap = n->cap_owned ? 2 * n->cap_owned : 64;
-        void **p = realloc(n->owned, sizeof *p * (size_t)cap);
-        if (!p) {
-            mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        n->owned = p;
-        n->cap_owned = cap;
-    }
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        mt_err_set(err, MT_ERR_NOMEM, "out of memory allocating %zu bytes of weights", bytes);
-        return NULL;
-    }
-    n->owned[n->n_owned++] = p;
-    L->owned_bytes += bytes;
+    void *p = mt_model_own(L->m, bytes, err);
+    if (p)
+        L->owned_bytes += bytes;
     return p;
-}
-
-static void disown(lload *L, void *p, size_t bytes)
-{
-    mt_llm *n = L->n;
-    for (int i = 0; i < n->n_owned; i++)
-        if (n->owned[i] == p) {
-            free(p);
-            n->owned[i] = n->owned[--n->n_owned];
-            L->owned_bytes -= bytes;
-            return;
-        }
 }
 
 static json_t *read_json(const char *path, mt_err *err)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        mt_err_set(err, MT_ERR_FORMAT, "%s: invalid JSON: %s (line %d)", path, je.text, je.line);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        mt_err_set(err, MT_ERR_FORMAT, "%s: not a JSON object", path);
-        return NULL;
-    }
+    json_t *root = NULL;
+    mt_read_json_object(path, 1, &root, err);
     return root;
 }
 
@@ -292,12 +256,6 @@ static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
 }
 
 /* ---- the weights files ------------------------------------------------------------- */
-static int exists(const char *dir, const char *name, char *path, size_t cap)
-{
-    struct stat sb;
-    snprintf(path, cap, "%s/%s", dir, name);
-    return stat(path, &sb) == 0;
-}
 
 static int shard_of(const mt_llm *n, const char *path)
 {
@@ -337,7 +295,7 @@ static mt_status open_index(lload *L, mt_err *err)
                             L->wpath, name, json_is_string(v) ? json_string_value(v) : "?");
             goto out;
         }
-        if (!exists(L->dir, json_string_value(v), path, sizeof path)) {
+        if (!mt_path_exists(L->dir, json_string_value(v), path, sizeof path)) {
             st = mt_err_set(err, MT_ERR_IO, "%s: tensor '%s' is in shard '%s', which is missing", L->wpath, name,
                             json_string_value(v));
             goto out;
@@ -375,14 +333,14 @@ static mt_status open_weights(lload *L, mt_err *err)
     mt_model *m = L->m;
     mt_llm *n = L->n;
     mt_status st;
-    if (exists(L->dir, "model.safetensors", L->wpath, sizeof L->wpath)) {
+    if (mt_path_exists(L->dir, "model.safetensors", L->wpath, sizeof L->wpath)) {
         snprintf(m->weights_file, sizeof m->weights_file, "model.safetensors");
         if (!(n->shards = calloc(1, sizeof *n->shards)))
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         if ((st = mt_st_open(L->wpath, &n->shards[0], err)) != MT_OK)
             return st;
         n->n_shards = 1;
-    } else if (exists(L->dir, "model.safetensors.index.json", L->wpath, sizeof L->wpath)) {
+    } else if (mt_path_exists(L->dir, "model.safetensors.index.json", L->wpath, sizeof L->wpath)) {
         snprintf(m->weights_file, sizeof m->weights_file, "model.safetensors.index.json");
         if ((st = open_index(L, err)) != MT_OK)
             return st;
@@ -411,51 +369,12 @@ static mt_status find(lload *L, const char *name, int64_t d0, int64_t d1, const 
     if (!t)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: missing tensor '%s'", L->wpath, name);
     const mt_wfile *w = n->shards[k - 1];
-    if (t->dtype != MT_DT_F32 && t->dtype != MT_DT_F16 && t->dtype != MT_DT_BF16)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected F32, F16 or BF16", w->path, name,
-                          t->dtype_name);
-    int ok = d1 ? t->rank == 2 && t->shape[0] == d0 && t->shape[1] == d1 : t->rank == 1 && t->shape[0] == d0;
-    if (!ok) {
-        char got[128] = "";
-        size_t at = 0;
-        for (int i = 0; i < t->rank && at < sizeof got - 24; i++)
-            at += (size_t)snprintf(got + at, sizeof got - at, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        if (d1)
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: tensor '%s' has shape [%s], expected [%lld, %lld] from "
-                              "config.json", w->path, name, got, (long long)d0, (long long)d1);
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: tensor '%s' has shape [%s], expected [%lld] from config.json",
-                          w->path, name, got, (long long)d0);
-    }
+    mt_status st = mt_check_tensor(w->path, name, t, d0, d1, 0, err);
+    if (st != MT_OK)
+        return st;
     L->used[k - 1][t - w->tensors] = 1;
     *out = t;
     return MT_OK;
-}
-
-/* dst[0..count) = the tensor's values in F32 (F16 and BF16 widen exactly). */
-static void convert(const mt_tensor *t, float *dst, size_t count)
-{
-    if (t->dtype == MT_DT_F32) {
-        memcpy(dst, t->data, count * sizeof *dst);
-        return;
-    }
-    const uint8_t *p = t->data;
-    for (size_t i = 0; i < count; i++) {
-        uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);       /* little-endian on disk */
-        dst[i] = t->dtype == MT_DT_F16 ? mt_f16_to_f32(h) : mt_bf16_to_f32(h);
-    }
-}
-
-/* Give back the whole pages of a tensor read once (converted or packed); the
- * file mapping refaults them should they be read again. */
-static void release(const mt_tensor *t)
-{
-    size_t bytes = mt_dtype_size(t->dtype);
-    for (int i = 0; i < t->rank; i++)
-        bytes *= (size_t)t->shape[i];
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)t->data + pg - 1) / pg * pg,
-              hi = ((uintptr_t)t->data + bytes) / pg * pg;
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 /* Forget an array read once: freed if converted, its pages given back if mapped. */
@@ -465,15 +384,13 @@ static void drop(lload *L, const float *p, size_t bytes)
     for (int k = 0; k < n->n_shards; k++) {
         const uint8_t *q = (const uint8_t *)p, *map = n->shards[k]->map;
         if (q >= map && q < map + n->shards[k]->size) {
-            uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)q + pg - 1) / pg * pg,
-                      hi = ((uintptr_t)q + bytes) / pg * pg;
-            if (hi > lo)
-                madvise((void *)lo, hi - lo, MADV_DONTNEED);
+            mt_release_pages(q, bytes);
             L->mapped_bytes -= bytes;
             return;
         }
     }
-    disown(L, (void *)p, bytes);
+    if (mt_model_disown(L->m, p))
+        L->owned_bytes -= bytes;
 }
 
 /* A float32 view: in place when F32 and aligned, else a converted copy. */
@@ -492,30 +409,22 @@ static mt_status get_f32(lload *L, const char *name, int64_t d0, int64_t d1, con
     float *dst = own(L, count * sizeof(float), err);
     if (!dst)
         return MT_ERR_NOMEM;
-    convert(t, dst, count);
-    release(t);
+    mt_tensor_to_f32(t, dst, count);
+    mt_release_tensor(t);
     *out = dst;
     return MT_OK;
 }
 
 static size_t pk_bytes(const lload *L, int in, int out)
 {
-    size_t b = L->held == MT_WEIGHTS_I8 ? mt_k_q8_bytes(in, out) : mt_k_packed_bytes(in, out, L->held == MT_WEIGHTS_F16);
-    return (b + 63) / 64 * 64;
+    return mt_held_bytes(L->held, in, out);
 }
 
 /* W [out][in] F32 packed into the arena as the products use it. */
 static void pack(lload *L, const float *w, int in, int out, mt_packed *pk)
 {
-    void *dst = L->pk_at;
+    mt_held_pack(L->held, L->isa, w, in, out, L->pk_at, pk);
     L->pk_at += pk_bytes(L, in, out);
-    if (L->held == MT_WEIGHTS_I8) {
-        mt_k_pack_q8(w, in, out, L->isa, dst, pk);
-        return;
-    }
-    int f16 = L->held == MT_WEIGHTS_F16;
-    mt_k_pack(w, in, out, f16, dst);
-    *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16};
 }
 
 /* nparts matrices prefix.parts[i].weight [rows[i]][in] stacked into one
@@ -538,17 +447,18 @@ static mt_status get_lin(lload *L, const char *prefix, const char *const *parts,
         snprintf(name, sizeof name, "%s.%s.weight", prefix, parts[i]);
         if ((st = find(L, name, rows[i], in, &t, err)) != MT_OK)
             return st;
-        convert(t, w + (size_t)at * in, (size_t)rows[i] * in);
-        release(t);
+        mt_tensor_to_f32(t, w + (size_t)at * in, (size_t)rows[i] * in);
+        mt_release_tensor(t);
         if (bias) {
             snprintf(name, sizeof name, "%s.%s.bias", prefix, parts[i]);
             if ((st = find(L, name, rows[i], 0, &t, err)) != MT_OK)
                 return st;
-            convert(t, b + at, (size_t)rows[i]);
+            mt_tensor_to_f32(t, b + at, (size_t)rows[i]);
         }
     }
     pack(L, w, in, out, &o->pk);
-    disown(L, w, wb);
+    if (mt_model_disown(L->m, w))         /* the stacked copy lived only while it was packed */
+        L->owned_bytes -= wb;
     o->w = NULL;
     o->b = b;
     return MT_OK;
@@ -730,9 +640,6 @@ void mt_llm_free(mt_model *m)
     mt_llm *n = m->llm;
     if (!n)
         return;
-    for (int i = 0; i < n->n_owned; i++)
-        free(n->owned[i]);
-    free(n->owned);
     for (int k = 0; k < n->n_shards; k++)
         mt_wfile_close(n->shards[k]);
     free(n->shards);

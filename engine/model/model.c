@@ -50,24 +50,9 @@ typedef struct {
 /* ---- small helpers --------------------------------------------------------------- */
 static void *own(loader *L, size_t bytes, mt_err *err)
 {
-    mt_model *m = L->m;
-    if (m->n_owned == m->cap_owned) {
-        int cap = m->cap_owned ? 2 * m->cap_owned : 64;
-        void **p = realloc(m->owned, sizeof *p * (size_t)cap);
-        if (!p) {
-            mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        m->owned = p;
-        m->cap_owned = cap;
-    }
-    void *p = calloc(1, bytes ? bytes : 1);
-    if (!p) {
-        mt_err_set(err, MT_ERR_NOMEM, "out of memory allocating %zu bytes of weights", bytes);
-        return NULL;
-    }
-    m->owned[m->n_owned++] = p;
-    L->owned_bytes += bytes;
+    void *p = mt_model_own(L->m, bytes, err);
+    if (p)
+        L->owned_bytes += bytes;
     return p;
 }
 
@@ -75,24 +60,8 @@ static void *own(loader *L, size_t bytes, mt_err *err)
 static mt_status read_json(const char *dir, const char *name, int required, json_t **out, mt_err *err)
 {
     char path[4096];
-    struct stat sb;
-    *out = NULL;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (stat(path, &sb) != 0) {
-        if (!required)
-            return MT_OK;
-        return mt_err_set(err, MT_ERR_IO, "%s: missing (not a model directory?)", path);
-    }
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: invalid JSON: %s (line %d)", path, je.text, je.line);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: not a JSON object", path);
-    }
-    *out = root;
-    return MT_OK;
+    return mt_read_json_object(path, required, out, err);
 }
 
 /* Integer key; def = REQUIRED makes it mandatory. Booleans are accepted as 0/1. */
@@ -251,75 +220,11 @@ static mt_status find_tensor(loader *L, const char *name, int64_t d0, int64_t d1
     *out = NULL;
     if (!t)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: missing tensor '%s'", L->st_path, name);
-    if (t->dtype != MT_DT_F32 && t->dtype != MT_DT_F16 && t->dtype != MT_DT_BF16)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected F32, F16 or BF16",
-                          L->st_path, name, t->dtype_name);
-    int ok = d1 ? (t->rank == 2 && t->shape[0] == d0 && t->shape[1] == d1)
-                : (t->rank == 1 && t->shape[0] == d0) || (t->rank == 2 && t->shape[0] == 1 && t->shape[1] == d0);
-    if (!ok) {
-        char got[128] = "";
-        size_t at = 0;
-        for (int i = 0; i < t->rank && at < sizeof got - 24; i++)
-            at += (size_t)snprintf(got + at, sizeof got - at, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        if (d1)
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: tensor '%s' has shape [%s], expected [%lld, %lld] from "
-                              "config.json", L->st_path, name, got, (long long)d0, (long long)d1);
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: tensor '%s' has shape [%s], expected [%lld] from config.json",
-                          L->st_path, name, got, (long long)d0);
-    }
+    mt_status st = mt_check_tensor(L->st_path, name, t, d0, d1, 1, err);
+    if (st != MT_OK)
+        return st;
     *out = t;
     return MT_OK;
-}
-
-static float elem(const mt_tensor *t, size_t i)
-{
-    const uint8_t *p = t->data;
-    if (t->dtype == MT_DT_F32) {
-        float f;
-        memcpy(&f, p + 4 * i, sizeof f);
-        return f;
-    }
-    uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);          /* little-endian on disk */
-    return t->dtype == MT_DT_F16 ? mt_f16_to_f32(h) : mt_bf16_to_f32(h);
-}
-
-/* dst [shape[0]][shape[1]] (n elements) = the tensor in F32; a transposed one
- * (Marian's [in][out]) is turned to [out][in] here, once. */
-static void convert(const mt_tensor *t, float *dst, size_t n)
-{
-    if (t->transposed && t->rank == 2) {
-        size_t rows = (size_t)t->shape[0], cols = (size_t)t->shape[1];     /* stored [cols][rows] */
-        for (size_t c = 0; c < cols; c++)
-            for (size_t r = 0; r < rows; r++)
-                dst[r * cols + c] = elem(t, c * rows + r);
-        return;
-    }
-    if (t->dtype == MT_DT_F32) {
-        memcpy(dst, t->data, n * sizeof *dst);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        dst[i] = elem(t, i);
-}
-
-/* Give back the whole pages of [p, p + bytes) of the read-only mapping; a file
- * mapping refaults them from the file should they be read again. */
-static void release_pages(const void *p, size_t bytes)
-{
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + pg - 1) / pg * pg,
-              hi = ((uintptr_t)p + bytes) / pg * pg;
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-/* t was copied out of the mapping (converted, transposed or fused): its pages
- * go back, as drop() does for what is packed (a tied table refaults). */
-static void release_source(const mt_tensor *t)
-{
-    size_t bytes = mt_dtype_size(t->dtype);
-    for (int i = 0; i < t->rank; i++)
-        bytes *= (size_t)t->shape[i];
-    release_pages(t->data, bytes);
 }
 
 /* A float32 view of the tensor: in place when F32 and aligned, else a converted copy. */
@@ -338,8 +243,8 @@ static mt_status get_f32(loader *L, const char *name, int64_t d0, int64_t d1, co
     float *dst = own(L, n * sizeof(float), err);
     if (!dst)
         return MT_ERR_NOMEM;
-    convert(t, dst, n);
-    release_source(t);
+    mt_tensor_to_f32(t, dst, n);
+    mt_release_tensor(t);
     *out = dst;
     return MT_OK;
 }
@@ -359,8 +264,8 @@ static mt_status get_vocab_f32(loader *L, const char *name, int64_t rows, int64_
     float *dst = own(L, (size_t)rows * width * sizeof(float), err);      /* zeroed: the pad row */
     if (!dst)
         return MT_ERR_NOMEM;
-    convert(t, dst, stored);
-    release_source(t);
+    mt_tensor_to_f32(t, dst, stored);
+    mt_release_tensor(t);
     *out = dst;
     return MT_OK;
 }
@@ -380,12 +285,12 @@ static mt_status get_fused(loader *L, const char *prefix, const char *const *par
         snprintf(name, sizeof name, "%s.%s.weight", prefix, parts[i]);
         if ((st = find_tensor(L, name, d, in, &t, err)) != MT_OK)
             return st;
-        convert(t, w + (size_t)i * d * in, (size_t)d * in);
-        release_source(t);
+        mt_tensor_to_f32(t, w + (size_t)i * d * in, (size_t)d * in);
+        mt_release_tensor(t);
         snprintf(name, sizeof name, "%s.%s.bias", prefix, parts[i]);
         if ((st = find_tensor(L, name, d, 0, &t, err)) != MT_OK)
             return st;
-        convert(t, b + (size_t)i * d, (size_t)d);
+        mt_tensor_to_f32(t, b + (size_t)i * d, (size_t)d);
     }
     out->w = w;
     out->b = b;
@@ -545,23 +450,17 @@ static mt_status load_tokenizer(loader *L, mt_err *err)
     return st != MT_OK ? st : check_tokenizer(L, err);
 }
 
-static int exists(const char *dir, const char *name, char *path, size_t cap)
-{
-    struct stat sb;
-    snprintf(path, cap, "%s/%s", dir, name);
-    return stat(path, &sb) == 0;
-}
 
 /* A Hugging Face directory's weights: model.safetensors, else pytorch_model.bin
  * (what most Helsinki-NLP repositories ship). */
 static mt_status open_weights(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
-    if (exists(L->dir, "model.safetensors", L->st_path, sizeof L->st_path)) {
+    if (mt_path_exists(L->dir, "model.safetensors", L->st_path, sizeof L->st_path)) {
         snprintf(m->weights_file, sizeof m->weights_file, "model.safetensors");
         return mt_st_open(L->st_path, &m->st, err);
     }
-    if (exists(L->dir, "pytorch_model.bin", L->st_path, sizeof L->st_path)) {
+    if (mt_path_exists(L->dir, "pytorch_model.bin", L->st_path, sizeof L->st_path)) {
         snprintf(m->weights_file, sizeof m->weights_file, "pytorch_model.bin");
         return mt_pt_open(L->st_path, &m->st, err);
     }
@@ -577,7 +476,7 @@ static mt_status card_weights(loader *L, mt_err *err)
     };
     struct stat sb;
     for (int i = 0; i < 2; i++)
-        if (exists(L->dir, forms[i].file, L->st_path, sizeof L->st_path) && stat(L->st_path, &sb) == 0) {
+        if (mt_path_exists(L->dir, forms[i].file, L->st_path, sizeof L->st_path) && stat(L->st_path, &sb) == 0) {
             snprintf(L->m->weights_file, sizeof L->m->weights_file, "%s", forms[i].file);
             L->card_file_bytes = (size_t)sb.st_size;
             L->card_format = forms[i].format;
@@ -668,7 +567,7 @@ static mt_status load_all(loader *L, mt_err *err)
     char path[4096];
     if (stat(L->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return mt_err_set(err, MT_ERR_IO, "%s: model directory not found", L->dir);
-    if (!exists(L->dir, "config.json", path, sizeof path) && mt_marian_detect(L->dir))
+    if (!mt_path_exists(L->dir, "config.json", path, sizeof path) && mt_marian_detect(L->dir))
         return load_marian(L, err);
     return load_hf(L, err);
 }
@@ -701,23 +600,17 @@ static void drop(loader *L, const float *p, size_t n)
     mt_model *m = L->m;
     if (in_map(L, p)) {
         L->mapped_bytes -= n * sizeof(float);
-        release_pages(p, n * sizeof(float));
+        mt_release_pages(p, n * sizeof(float));
         return;
     }
-    for (int i = 0; i < m->n_owned; i++)
-        if (m->owned[i] == p) {
-            free(m->owned[i]);
-            m->owned[i] = m->owned[--m->n_owned];
-            L->owned_bytes -= n * sizeof(float);
-            return;
-        }
+    if (mt_model_disown(m, p))
+        L->owned_bytes -= n * sizeof(float);
 }
 
 /* bytes of one packed matrix in m->packed (64-byte aligned) */
 static size_t pk_bytes(const loader *L, int in, int out)
 {
-    size_t n = L->held == MT_WEIGHTS_I8 ? mt_k_q8_bytes(in, out) : mt_k_packed_bytes(in, out, L->held == MT_WEIGHTS_F16);
-    return (n + 63) / 64 * 64;
+    return mt_held_bytes(L->held, in, out);
 }
 
 /* Pack w into the arena; in the sizing pass (no arena yet) only count its bytes. */
@@ -731,15 +624,8 @@ static mt_status pack(loader *L, const float *w, int in, int out, mt_packed *pk,
     }
     if (L->pk_at + need > (uint8_t *)m->packed + m->packed_bytes)
         return mt_err_set(err, MT_ERR_INTERNAL, "packed weights: arena too small for a [%d][%d] matrix", out, in);
-    void *dst = L->pk_at;
+    mt_held_pack(L->held, L->isa, w, in, out, L->pk_at, pk);
     L->pk_at += need;
-    if (L->held == MT_WEIGHTS_I8) {
-        mt_k_pack_q8(w, in, out, L->isa, dst, pk);
-        return MT_OK;
-    }
-    int f16 = L->held == MT_WEIGHTS_F16;
-    mt_k_pack(w, in, out, f16, dst);
-    *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16};
     return MT_OK;
 }
 

@@ -83,8 +83,6 @@ typedef struct mt_llm {
     const float *norm;                /* [d] model.norm */
     mt_wfile **shards;                /* the mappings (one, or an index's shards) */
     int n_shards;
-    void **owned;                     /* malloc'd arrays (converted tensors) */
-    int n_owned, cap_owned;
 } mt_llm;
 
 struct mt_model {
@@ -320,10 +318,27 @@ static inline int32_t mt_start_token(const mt_model *m, const int32_t *src, int 
  * first positions of slot src (sequence seq, decoder length cur). */
 void mt_self_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
 
+/* load_util.c: what both loaders do alike. */
+struct json_t;
+void     *mt_model_own(mt_model *m, size_t bytes, mt_err *err);      /* zeroed; freed with m */
+int       mt_model_disown(mt_model *m, const void *p);                /* 1: p was m's, now freed */
+void      mt_release_pages(const void *p, size_t bytes);              /* the whole pages of a read-once range */
+void      mt_release_tensor(const mt_tensor *t);                      /* the same for a tensor's bytes */
+/* dst [n] = t as F32 (F16/BF16 widened); a transposed 2-D t (Marian's [in][out]) turned to [out][in]. */
+void      mt_tensor_to_f32(const mt_tensor *t, float *dst, size_t n);
+/* t (named name in file) is F32, F16 or BF16 of shape [d0][d1], or [d0] when d1
+ * is 0 ([1][d0] too when row_ok); else MT_ERR_FORMAT saying what it is. */
+mt_status mt_check_tensor(const char *file, const char *name, const mt_tensor *t, int64_t d0, int64_t d1,
+                          int row_ok, mt_err *err);
+size_t    mt_held_bytes(mt_weights held, int in, int out);            /* one packed matrix, 64-byte rounded */
+void      mt_held_pack(mt_weights held, mt_q8_isa isa, const float *w, int in, int out, void *dst, mt_packed *pk);
+int       mt_path_exists(const char *dir, const char *name, char *path, size_t cap);   /* path = dir/name */
+/* A JSON object file; missing: MT_ERR_IO when required, else *out NULL and MT_OK. */
+mt_status mt_read_json_object(const char *path, int required, struct json_t **out, mt_err *err);
+
 /* llm_load.c: 1 when a directory's config.json (cfg, parsed once by model.c:
  * it may be a pipe) is a decoder-only LM's (model_type llama, qwen2, qwen3,
  * or an architecture *ForCausalLM): mt_llm_load loads the directory. */
-struct json_t;
 int       mt_llm_detect(const struct json_t *cfg);
 /* Loads dir into m (arch, info, llm; weights held as `held`) with its config
  * cfg (borrowed); card: config and tokenizer only. */
