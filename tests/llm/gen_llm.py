@@ -258,25 +258,31 @@ class Ref:
         head = self.W["model.embed_tokens.weight"] if self.cfg["tie_word_embeddings"] else self.W["lm_head.weight"]
         return h @ head.T
 
-    def greedy(self, prompt, n, eos):
-        """HF greedy (no pad excluded, ids as given): up to n ids, stopping after eos.
-        Returns ids and the smallest top-2 gap of the steps."""
-        caches, ids, pos0, margin = [None] * self.L, list(prompt), 0, np.inf
+    def greedy(self, prompt, n, eos, stop=None, force_last=False):
+        """HF greedy (no pad excluded, ids as given): up to n ids, stopping after
+        eos (or any id of stop); force_last: the n-th id is eos, as the engine's
+        max_length forces it.  Returns ids and the smallest top-2 gap of the
+        steps that chose."""
+        stop = stop or {eos}
+        caches, pos0, margin = [None] * self.L, 0, np.inf
         new = list(prompt)
         out = []
-        for _ in range(n):
+        for i in range(n):
             x = self.W["model.embed_tokens.weight"][new]
             pos = list(range(pos0, pos0 + len(new)))
-            for i in range(self.L):
-                x, caches[i] = self.layer(i, x, pos, caches[i])
+            for k in range(self.L):
+                x, caches[k] = self.layer(k, x, pos, caches[k])
             lg = self.logits(x[-1:])[0]
             top = np.argsort(-lg, kind="stable")[:2]
-            margin = min(margin, lg[top[0]] - lg[top[1]])
-            t = int(top[0])
+            if force_last and i == n - 1:
+                t = eos
+            else:
+                margin = min(margin, lg[top[0]] - lg[top[1]])
+                t = int(top[0])
             out.append(t)
             pos0 += len(new)
             new = [t]
-            if t == eos:
+            if t in stop:
                 break
         return out, margin
 

@@ -88,27 +88,9 @@ def node(script, *args, stdin=None):
 
 
 def greedy(ref, prompt, stop, eos):
-    """HF greedy with the server's ends: a stop id ends (kept); at index
-    MAX_LENGTH-2 eos is forced.  Returns ids and the smallest top-2 gap."""
-    caches, new, pos0, out, margin = [None] * ref.L, list(prompt), 0, [], np.inf
-    for t in range(MAX_LENGTH - 1):
-        x = ref.W["model.embed_tokens.weight"][new]
-        pos = list(range(pos0, pos0 + len(new)))
-        for i in range(ref.L):
-            x, caches[i] = ref.layer(i, x, pos, caches[i])
-        lg = ref.logits(x[-1:])[0]
-        top = np.argsort(-lg, kind="stable")[:2]
-        if t == MAX_LENGTH - 2:
-            tok = eos
-        else:
-            margin = min(margin, lg[top[0]] - lg[top[1]])
-            tok = int(top[0])
-        out.append(tok)
-        pos0 += len(new)
-        new = [tok]
-        if tok in stop:
-            break
-    return out, float(margin)
+    """The server's greedy: a stop id ends (kept); eos forced at index MAX_LENGTH-2."""
+    ids, margin = ref.greedy(prompt, MAX_LENGTH - 1, eos, stop=stop, force_last=True)
+    return ids, float(margin)
 
 
 def qwen_cases(out, fix, tokdir):

@@ -27,6 +27,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { TokenizerLoader } from "@lenml/tokenizers";
+import { unescape } from "./escapes.mjs";
 
 const [tokDir, tplDir] = process.argv.slice(2);
 if (!tplDir) {
@@ -67,29 +68,6 @@ const SETS = [
 ];
 
 // ---- texts ----
-function unescape(line) {
-  const out = [];
-  const enc = new TextEncoder();
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (c !== "\\") {
-      const cp = line.codePointAt(i);
-      if (cp > 0xffff) i++;
-      out.push(...enc.encode(String.fromCodePoint(cp)));
-      continue;
-    }
-    const n = line[++i];
-    if (n === "\\") out.push(0x5c);
-    else if (n === "n") out.push(0x0a);
-    else if (n === "t") out.push(0x09);
-    else if (n === "r") out.push(0x0d);
-    else if (n === "x") {
-      out.push(parseInt(line.slice(i + 1, i + 3), 16));
-      i += 2;
-    } else throw new Error(`bad escape \\${n} in ${JSON.stringify(line)}`);
-  }
-  return Uint8Array.from(out);
-}
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 function lines(file) {
   const l = readFileSync(file, "utf8").split("\n");

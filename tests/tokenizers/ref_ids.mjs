@@ -16,6 +16,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TokenizerLoader } from "@lenml/tokenizers";
+import { unescape } from "./escapes.mjs";
 
 const args = process.argv.slice(2);
 const bench = args[0] === "--bench";
@@ -30,30 +31,6 @@ const tok = TokenizerLoader.fromPreTrained({
   tokenizerConfig: JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8")),
 });
 
-// The escaped line -> its bytes.
-function unescape(line) {
-  const out = [];
-  const enc = new TextEncoder();
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (c !== "\\") {
-      const cp = line.codePointAt(i);
-      if (cp > 0xffff) i++;
-      out.push(...enc.encode(String.fromCodePoint(cp)));
-      continue;
-    }
-    const n = line[++i];
-    if (n === "\\") out.push(0x5c);
-    else if (n === "n") out.push(0x0a);
-    else if (n === "t") out.push(0x09);
-    else if (n === "r") out.push(0x0d);
-    else if (n === "x") {
-      out.push(parseInt(line.slice(i + 1, i + 3), 16));
-      i += 2;
-    } else throw new Error(`bad escape \\${n} in ${JSON.stringify(line)}`);
-  }
-  return Uint8Array.from(out);
-}
 
 const dec = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });  // keep a leading U+FEFF
 const texts = [];
