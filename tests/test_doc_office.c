@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include "fixture_file.h"
 #include <ctype.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -33,21 +35,6 @@
 #include "util/strbuf.h"
 
 #define FIX "tests/fixtures/documents/"
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
 
 /* ---- archives built in memory --------------------------------------------- */
 

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include "document/doc_format.h"
 #include "document/document.h"
 #include "util/strbuf.h"
@@ -141,20 +143,6 @@ static char *translate(const char *s, size_t n, int mode)
     char *out = render(st);
     F->free(st);
     return out;
-}
-
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char buf[1 << 16];
-    *n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    char *p = malloc(*n + 1);
-    assert_non_null(p);
-    memcpy(p, buf, *n);
-    p[*n] = 0;
-    return p;
 }
 
 static void expect_eq(const char *got, const char *want)

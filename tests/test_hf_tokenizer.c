@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -39,29 +41,6 @@ enum { N_INPUTS = sizeof INPUTS / sizeof INPUTS[0] };
 static char ref_dir[4096];      /* <build dir>/hf-ref */
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s: %s (run from the repository root, after make hf-ref)", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0, got;
-    char *b = malloc(cap + 1);
-    assert_non_null(b);
-    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            b = realloc(b, cap + 1);
-            assert_non_null(b);
-        }
-    }
-    fclose(f);
-    b[n] = '\0';
-    if (len)
-        *len = n;
-    return b;
-}
 
 /* Fixture escapes (tests/fixtures/tokenizer/README.md): \\ \n \t \r \xHH. */
 static size_t unescape(const char *s, size_t n, char *out)

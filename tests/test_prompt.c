@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -34,29 +36,6 @@ static char ref_path[4096];     /* <build dir>/prompt-ref/chat.jsonl */
 static mt_hf_tokenizer *llama, *qwen;
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s: %s (run from the repository root, after make)", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0, got;
-    char *b = malloc(cap + 1);
-    assert_non_null(b);
-    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            b = realloc(b, cap + 1);
-            assert_non_null(b);
-        }
-    }
-    fclose(f);
-    b[n] = '\0';
-    if (len)
-        *len = n;
-    return b;
-}
 
 /* tokenizer.json of name with a chat-template fixture as its tokenizer_config.json. */
 static mt_hf_tokenizer *load_with(const char *name, const char *fixture)

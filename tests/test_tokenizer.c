@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -26,30 +28,6 @@
 #define OURS "models/en-fr"   /* the shipped default model's tokenizer */
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s: %s (run the tests from the repository root)", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
-    assert_non_null(b);
-    size_t got;
-    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            b = realloc(b, cap + 1);
-            assert_non_null(b);
-        }
-    }
-    fclose(f);
-    b[n] = '\0';
-    if (len)
-        *len = n;
-    return b;
-}
 
 static void spit(const char *path, const void *data, size_t len)
 {
