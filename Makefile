@@ -87,8 +87,9 @@ E2E_MODULES := $(E2E_DIR)/node_modules/.package-lock.json
 $(E2E_MODULES): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
 	cd $(E2E_DIR) && npm ci --no-audit --no-fund
 
-e2e: $(B)/mtserve $(E2E_MODULES)
+e2e: $(B)/mtserve $(E2E_MODULES) llm-served
 	B=$(B) node $(E2E_DIR)/demo.mjs
+	B=$(B) MT_LLM_SERVED=$(LLM_SERVED) node $(E2E_DIR)/llm_page.mjs
 	B=$(B) node $(E2E_DIR)/libretranslate.mjs
 	B=$(B) node $(E2E_DIR)/lt_client.mjs
 

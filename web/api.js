@@ -177,7 +177,7 @@ export function detectedOf(r) {
   return d && typeof d.language === 'string' && d.language ? d : null;
 }
 
-/* /models -> [{id, architecture, source, target, targets, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam, rope}] */
+/* /models -> [{id, architecture, source, target, targets, pairs, layers:{enc,dec}, heads:{enc,dec}, d, maxPositions, maxBeam, defaultBeam, rope}] */
 export function modelsOf(r) {
   return (r.models || []).map((m) => {
     const c = m.config || {}, l = m.limits || {};
@@ -188,6 +188,7 @@ export function modelsOf(r) {
       source: m.source_lang || '',
       target: m.target_lang || '',
       targets: Array.isArray(m.target_languages) ? m.target_languages : null,
+      pairs: Array.isArray(m.pairs) ? m.pairs : null,           /* decoder-only: [[source, target], ...] */
       encLayers: c.encoder_layers, decLayers: c.decoder_layers,
       encHeads: c.encoder_heads, decHeads: c.decoder_heads,
       d: c.d_model, maxPositions: c.max_positions,

@@ -89,13 +89,26 @@ function fillSelect(sel, options, value) {
   if (options.some(([v]) => v === value)) sel.value = value;
 }
 
+/* 1 when model m translates s (AUTO: any of its sources) into t: a Marian
+ * model's source and target(s), a decoder-only model's declared pairs. */
+function modelFits(m, s, t) {
+  if (m.pairs) return m.pairs.some(([a, b]) => (s === AUTO || a === s) && b === t);
+  return (s === AUTO || m.source === s) && (m.target === t || (m.targets || []).includes(t));
+}
+
+/* "en→fr" for the model selector */
+function pairsLabel(m) {
+  if (m.pairs) return m.pairs.map(([a, b]) => `${a}→${b}`).join(', ');
+  return `${m.source}→${m.targets ? m.targets.join(',') : m.target}`;
+}
+
 function fillLanguages() {
   const src = API.recall('source') || (page.models.find((m) => m.isDefault) || page.models[0] || {}).source;
   fillSelect($('src-lang'), [AUTO, ...page.languages.map((l) => l.code)].map((c) => [c, languageName(c)]), src);
   fillTargets(API.recall('target'));
   const model = API.recall('model') || '';
   fillSelect($('model'), [['', 'by the languages'], ...page.models.map((m) =>
-    [m.id, `${m.id} (${m.source}→${m.targets ? m.targets.join(',') : m.target})`])], model);
+    [m.id, `${m.id} (${pairsLabel(m)})`])], model);
   modelChanged(false);
 }
 
@@ -110,16 +123,14 @@ function currentModel() {
   const id = $('model').value;
   if (id) return page.models.find((m) => m.id === id);
   const s = $('src-lang').value, t = $('tgt-lang').value;
-  const reaches = (m) => m.target === t || (m.targets || []).includes(t);
-  return page.models.find((m) => (s === AUTO || m.source === s) && reaches(m)) ||
-         page.models.find((m) => m.isDefault) || page.models[0];
+  return page.models.find((m) => modelFits(m, s, t)) || page.models.find((m) => m.isDefault) || page.models[0];
 }
 
 function modelChanged(fromUser) {
   const chosen = page.models.find((m) => m.id === $('model').value);
-  if (chosen && fromUser) {              /* the model decides the languages */
-    $('src-lang').value = chosen.source;
-    fillTargets(chosen.target);
+  if (chosen && fromUser && !modelFits(chosen, $('src-lang').value, $('tgt-lang').value)) {
+    $('src-lang').value = chosen.pairs ? chosen.pairs[0][0] : chosen.source;      /* the model decides the languages */
+    fillTargets(chosen.pairs ? chosen.pairs[0][1] : chosen.target);
   }
   const m = currentModel();
   const old = Number(API.recall('beam')) || (m ? m.defaultBeam : 1);
@@ -138,8 +149,7 @@ function modelChanged(fromUser) {
 
 function languagesChanged() {
   const chosen = page.models.find((m) => m.id === $('model').value);
-  if (chosen && (chosen.source !== $('src-lang').value ||
-                 !(chosen.target === $('tgt-lang').value || (chosen.targets || []).includes($('tgt-lang').value))))
+  if (chosen && !modelFits(chosen, $('src-lang').value, $('tgt-lang').value))
     $('model').value = '';               /* a model that does not fit: back to "by the languages" */
   modelChanged(false);
 }
@@ -296,7 +306,10 @@ async function translate() {
   const html = page.mode === 'html';
   const body = { text, beam_size: Number($('beam').value) };
   if ($('model').value) body.model = $('model').value;
-  else { body.source = $('src-lang').value; body.target = $('tgt-lang').value; }
+  if (!$('model').value || (model && model.pairs)) {   /* a decoder-only model's prompt names both languages */
+    body.source = $('src-lang').value;
+    body.target = $('tgt-lang').value;
+  }
   if (html) body.format = 'html';
   else if (page.streams) body.stream = true;      /* a page is answered whole: no stream with format html */
   const glossary = glossaryOf($('glossary').value);
