@@ -26,6 +26,7 @@
 
 typedef struct mt_model   mt_model;
 typedef struct mt_session mt_session;
+typedef struct mt_shortlist mt_shortlist;
 
 /* ---- model ---------------------------------------------------------------- */
 /* How weights are held in memory.  F16 halves the bytes a decode step reads
@@ -92,6 +93,53 @@ typedef struct {
 const mt_model_info *mt_model_get_info(const mt_model *model);
 const mt_tokenizer  *mt_model_tokenizer(const mt_model *model);
 
+/* ---- lexical shortlist ------------------------------------------------------
+ * Which target ids a source's tokens may translate to (Marian / Bergamot's
+ * lexical shortlist, CTranslate2's vocabulary map): per source id a list of
+ * target ids, plus frequent ids always allowed.  Immutable once made; shared
+ * by every session and thread, as the model is; a sequence uses it through
+ * mt_decode_params.shortlist. */
+typedef struct {
+    int best;           /* per source id at most this many target ids, best first; a text
+                           table: by probability (Marian's bestNum); 0 = the file's
+                           (a binary one's lists as they are; a text table: 100) */
+    int frequent;       /* ids 0..frequent-1 always allowed (Marian's firstNum); -1 = the
+                           file's (a binary header's first_num, a vmap's empty-source line;
+                           a text table: 100) */
+    double threshold;   /* a text table: entries of lower probability are dropped (0: none) */
+} mt_shortlist_params;
+
+typedef struct {
+    const char *format;     /* "marian-binary", "marian-text", "ct2-vmap", "built" */
+    int src_vocab, tgt_vocab;
+    int src_words;          /* source ids with a non-empty list */
+    long entries;           /* (source id, target id) pairs */
+    int max_list;           /* the longest list */
+    int frequent;           /* ids always allowed (the frequent list) */
+    long skipped;           /* text formats: entries naming a piece the vocabulary lacks */
+} mt_shortlist_info;
+
+mt_shortlist_params mt_shortlist_default_params(void);
+/* Fills defaults (0 / -1 as above) and checks the ranges; MT_ERR_INPUT names the field. */
+mt_status mt_shortlist_params_resolve(const mt_shortlist_params *in, mt_shortlist_params *out, mt_err *err);
+/* A file in any of the three formats (engine/formats/shortlist_fmt.h), told
+ * apart by content: binary when it has the magic, a NUL byte in its first 64
+ * or a name ending ".bin"; else a TAB on the first line: a vmap; else the
+ * text table.  Pieces are looked up in the model's vocabulary. */
+mt_status mt_shortlist_load(const mt_model *m, const char *path, const mt_shortlist_params *params,
+                            mt_shortlist **out, mt_err *err);
+/* From memory: source id w's targets are ids[off[w] .. off[w+1]) for w < n_src
+ * (off[0] = 0), frequent ids freq[0..n_freq) (NULL: none).  Copied. */
+mt_status mt_shortlist_new(const mt_model *m, int n_src, const long *off, const int32_t *ids,
+                           const int32_t *freq, int n_freq, mt_shortlist **out, mt_err *err);
+void      mt_shortlist_free(mt_shortlist *sl);
+const mt_shortlist_info *mt_shortlist_get_info(const mt_shortlist *sl);
+/* Source id w's list (*n ids; NULL when none); the frequent ids. */
+const int32_t *mt_shortlist_list(const mt_shortlist *sl, int w, int *n);
+const int32_t *mt_shortlist_frequent(const mt_shortlist *sl, int *n);
+/* Writes Marian's binary format (its frequent list must be ids 0..k-1). */
+mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path, mt_err *err);
+
 /* ---- session -------------------------------------------------------------- */
 typedef struct {
     int max_batch;      /* sequences decoded together: sentences x beams */
@@ -100,6 +148,15 @@ typedef struct {
     int kv_f16;         /* 1: the K/V caches hold half precision: half the bytes a decode
                            step's attention reads; K and V rounded once as they are
                            cached, so results differ slightly from the F32 cache */
+    /* Lexical shortlists (mt_shortlist below): the most candidate ids one step's
+     * LM head computes alone (the union over its rows); with more, or with a
+     * row decoding without a shortlist, the step computes the whole head and
+     * masks.  0 = the default, min(vocab, 4096); -1 = always the whole head. */
+    int shortlist_max;
+    /* Where the step's candidate rows come from: 0 = the row-major F32 weights
+     * when the model holds them (F32), else the packed ones; 1 = always the
+     * packed ones (measured in docs/SHORTLIST.md).  Same bits either way. */
+    int shortlist_from_packed;
 } mt_session_params;
 
 mt_session_params mt_session_default_params(const mt_model *model);
@@ -173,6 +230,13 @@ typedef struct {
      * model's end of turn and the ids holding its prompt's stop string
      * (mt_prompt_stop_ids).  Not copied: it must outlive the sequence. */
     const uint8_t *end_ids;
+    /* NULL (default: every id), or a lexical shortlist of this model
+     * (mt_shortlist_load): each step's ids are those of the source's tokens'
+     * lists, the shortlist's frequent ids, eos, the prefix and the constraints'
+     * ids; every other id's logit is -inf before anything reads the logits
+     * (rules, softmax, argmax, top-k, sampling, beams: the same code).  Not
+     * copied: it must outlive the sequence.  Marian models only. */
+    const mt_shortlist *shortlist;
 } mt_decode_params;
 
 typedef struct mt_constraint {

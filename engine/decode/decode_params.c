@@ -230,6 +230,10 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
     if (m->arch == MT_ARCH_LLM && q.n_constraints)  /* placed by the alignment */
         return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': lexical constraints need a source alignment, which "
                           "a decoder-only model has not");
+    if (q.shortlist && (m->arch == MT_ARCH_LLM || q.shortlist->V != m->V || q.shortlist->V_src != m->V_src))
+        return mt_err_set(err, MT_ERR_INPUT, "field 'shortlist': made for vocabularies of %d (source) and %d "
+                          "(target) ids, not this model's %d and %d", q.shortlist->V_src, q.shortlist->V, m->V_src,
+                          m->V);
     mt_status st = check_prefix(m, &q, err);
     if (st == MT_OK)
         st = check_constraints(m, &q, err);

@@ -391,6 +391,7 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
     if (q.n_prefix)
         memcpy(s->prefix + (long)id * s->p.max_tgt_len, q.prefix, sizeof(int32_t) * (size_t)q.n_prefix);
     copy_constraints(s, id, &q);
+    mt_sl_seq_start(s, id, &q, src, src_len);
     s->n_seqs++;
     *seq = id;
     return MT_OK;
@@ -460,6 +461,7 @@ int mt_step(mt_session *s)
     }
     if (n == 0)
         return 0;
+    mt_sl_prepare(s, n, s->row_src);                     /* the lexical shortlists' candidates */
     mt_decoder_step(s, n, s->tok_in, s->step_pos, s->step_slot, s->row_src);
     mt_par_for(n_seq, post_seq, s);
     for (int c = 0; c < n_seq; c++)

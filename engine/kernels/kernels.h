@@ -44,6 +44,15 @@ typedef struct {
 size_t mt_k_packed_bytes(int in, int out, int f16);
 /* Pack W [out][in] (F32) into dst (mt_k_packed_bytes); f16: rounded to nearest even. */
 void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
+/* A lexical shortlist's head (model/shortlist.c): a packed matrix of only
+ * the outputs ids[0..n) of a [rows][in] weight, output j = row ids[j], in
+ * the same layout as packing the whole matrix would give them (so each
+ * output's product has the same bits).  From the row-major F32 weight W
+ * (mt_k_pack_rows: F32 or, with f16, rounded as mt_k_pack does) or from an
+ * already packed one in any precision (mt_k_pack_select: F32, F16 or INT8,
+ * dst of mt_k_packed_bytes / mt_k_q8_bytes for n outputs). */
+void mt_k_pack_rows(const float *W, int in, const int32_t *ids, int n, int f16, void *dst);
+void mt_k_pack_select(const mt_packed *src, const int32_t *ids, int n, void *dst, mt_packed *out);
 /* y[n][out] = act(x[n][in] W^T + b) with packed W, split over the compute pool.
  * Each output is one FMA chain over k then + b: bit-identical in any batch and
  * with any number of threads. */
@@ -55,6 +64,8 @@ mt_q8_isa   mt_k_q8_best_isa(void);
 const char *mt_k_q8_isa_name(mt_q8_isa isa);
 size_t mt_k_q8_bytes(int in, int out);
 void   mt_k_pack_q8(const float *W, int in, int out, mt_q8_isa isa, void *dst, mt_packed *pk);
+/* mt_k_pack_select of INT8 weights (linear_q8.c). */
+void   mt_k_q8_select(const mt_packed *src, const int32_t *ids, int n, void *dst, mt_packed *out);
 /* scratch for the quantized inputs of up to `rows` rows of `in` features */
 size_t mt_k_q8_scratch_bytes(int rows, int in);
 void   mt_k_linear_q8(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act,

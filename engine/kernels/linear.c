@@ -205,3 +205,51 @@ void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *
     pk_job j = {.x = x, .b = b, .W = W, .y = y, .n = n, .per = per, .act = act};
     mt_par_for((np + per - 1) / per, pk_chunk, &j);
 }
+
+/* ---- a shortlist's outputs (kernels.h) ------------------------------------------------- */
+void mt_k_pack_rows(const float *W, int in, const int32_t *ids, int n, int f16, void *dst)
+{
+    int np = (n + MT_PANEL - 1) / MT_PANEL;
+    for (int p = 0; p < np; p++) {
+        const float *row[MT_PANEL];
+        for (int j = 0; j < MT_PANEL; j++)
+            row[j] = p * MT_PANEL + j < n ? W + (long)ids[p * MT_PANEL + j] * in : NULL;
+        for (int k = 0; k < in; k++) {
+            long at = ((long)p * in + k) * MT_PANEL;
+            for (int j = 0; j < MT_PANEL; j++) {
+                float v = row[j] ? row[j][k] : 0.0f;
+                if (f16)
+                    ((uint16_t *)dst)[at + j] = mt_f32_to_f16(v);
+                else
+                    ((float *)dst)[at + j] = v;
+            }
+        }
+    }
+}
+
+void mt_k_pack_select(const mt_packed *src, const int32_t *ids, int n, void *dst, mt_packed *out)
+{
+    if (src->i8) {
+        mt_k_q8_select(src, ids, n, dst, out);
+        return;
+    }
+    int np = (n + MT_PANEL - 1) / MT_PANEL, in = src->in;
+    for (int p = 0; p < np; p++)
+        for (int j = 0; j < MT_PANEL; j++) {
+            int o = p * MT_PANEL + j, id = o < n ? ids[o] : -1;
+            long from = id < 0 ? 0 : ((long)(id / MT_PANEL) * in) * MT_PANEL + id % MT_PANEL;
+            long to = (long)p * in * MT_PANEL + j;
+            if (src->f16) {
+                const uint16_t *s = src->data;
+                uint16_t *d = dst;
+                for (int k = 0; k < in; k++)
+                    d[to + (long)k * MT_PANEL] = id < 0 ? 0 : s[from + (long)k * MT_PANEL];
+            } else {
+                const float *s = src->data;
+                float *d = dst;
+                for (int k = 0; k < in; k++)
+                    d[to + (long)k * MT_PANEL] = id < 0 ? 0.0f : s[from + (long)k * MT_PANEL];
+            }
+        }
+    *out = (mt_packed){.data = dst, .in = in, .out = n, .f16 = src->f16};
+}

@@ -114,6 +114,28 @@ void mt_k_pack_q8(const float *W, int in, int out, mt_q8_isa isa, void *dst, mt_
     *pk = (mt_packed){.data = dst, .in = in, .out = out, .i8 = 1, .isa = isa, .scale = ws, .wsum = wsum};
 }
 
+void mt_k_q8_select(const mt_packed *src, const int32_t *ids, int n, void *dst, mt_packed *pk)
+{
+    int np = panels_of(n), in4 = in4_of(src->in);
+    const int8_t *sq = src->data;                   /* 4 int8 of one output together */
+    int8_t *q = dst;
+    float *ws = (float *)((uint8_t *)dst + align64((size_t)np * in4 * MT_PANEL));
+    int32_t *wsum = (int32_t *)((uint8_t *)ws + align64((size_t)np * MT_PANEL * sizeof(float)));
+    for (int o = 0; o < np * MT_PANEL; o++) {
+        int id = o < n ? ids[o] : -1, p = o / MT_PANEL, j = o % MT_PANEL;
+        long from = id < 0 ? 0 : (long)(id / MT_PANEL) * (in4 / 4) * MT_PANEL + id % MT_PANEL;
+        long to = (long)p * (in4 / 4) * MT_PANEL + j;
+        for (int k4 = 0; k4 < in4 / 4; k4++)
+            if (id < 0)
+                memset(q + (to + (long)k4 * MT_PANEL) * 4, 0, 4);
+            else
+                memcpy(q + (to + (long)k4 * MT_PANEL) * 4, sq + (from + (long)k4 * MT_PANEL) * 4, 4);
+        ws[o] = id < 0 ? 0.0f : src->scale[id];
+        wsum[o] = id < 0 ? 0 : src->wsum[id];
+    }
+    *pk = (mt_packed){.data = dst, .in = src->in, .out = n, .i8 = 1, .isa = src->isa, .scale = ws, .wsum = wsum};
+}
+
 /* ---- inputs ----------------------------------------------------------------------------- */
 size_t mt_k_q8_scratch_bytes(int rows, int in)
 {

@@ -8,6 +8,7 @@
 #include "mt_internal.h"
 #include "kernels/parallel.h"
 
+#include <math.h>
 #include <string.h>
 
 /* A slot's / a source's cache rows [.][2d], in the caches' precision (mt_kv_bytes). */
@@ -132,7 +133,51 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
         mt_embed_tokens(m, 1, tok + r, 1, pos[r], s->x + (long)r * d);
     for (int l = 0; l < m->info.dec_layers; l++)
         step_layer(s, l, n, pos, row_slot, row_src);
+    mt_lm_head_step(s, n);
+}
+
+static inline int has_bit(const uint64_t *b, int32_t id) { return (int)(b[id >> 6] >> (id & 63)) & 1; }
+
+/* The candidates' head rows packed (in the held precision: the same values
+ * the whole head multiplies by), their bias, then [n][C] logits into s->lp
+ * (free until the step's rules run), scattered into each row's [V] with -inf
+ * outside the row's own set.  Else the whole head, masked. */
+void mt_lm_head_step(mt_session *s, int n)
+{
+    const mt_model *m = s->m;
+    int V = m->V, C = s->sl_n;
+    if (C > 0) {
+        mt_packed pk;
+        if (m->lm_head && !m->lm_pk.i8 && !s->p.shortlist_from_packed) {
+            mt_k_pack_rows(m->lm_head, m->d, s->sl_ids, C, m->lm_pk.f16, s->sl_pk_data);
+            pk = (mt_packed){.data = s->sl_pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16};
+        } else {
+            mt_k_pack_select(&m->lm_pk, s->sl_ids, C, s->sl_pk_data, &pk);
+        }
+        for (int j = 0; j < C; j++)
+            s->sl_bias[j] = m->final_bias[s->sl_ids[j]];
+        if (pk.i8)
+            mt_k_linear_q8(s->x, n, &pk, s->sl_bias, s->lp, MT_ACT_NONE, s->q8);
+        else
+            mt_k_linear_packed(s->x, n, &pk, s->sl_bias, s->lp, MT_ACT_NONE);
+        for (int r = 0; r < n; r++) {
+            float *lg = s->logits + (long)r * V;
+            const float *c = s->lp + (long)r * C;
+            for (int v = 0; v < V; v++)
+                lg[v] = -INFINITY;
+            for (int j = 0; j < C; j++)
+                if (has_bit(s->sl_row[r], s->sl_ids[j]))
+                    lg[s->sl_ids[j]] = c[j];
+        }
+        return;
+    }
     mt_lm_head(m, s->x, n, s->logits, s->q8);
+    for (int r = 0; s->sl_mask && r < n; r++) {
+        float *lg = s->logits + (long)r * V;
+        for (int v = 0; s->sl_row[r] && v < V; v++)
+            if (!has_bit(s->sl_row[r], v))
+                lg[v] = -INFINITY;
+    }
 }
 
 void mt_self_cache_copy(mt_session *s, int seq, int dst, int src, int cur)

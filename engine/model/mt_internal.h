@@ -164,6 +164,7 @@ typedef struct {
     float rep_pen, temperature, top_p;
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
     const uint8_t *end_ids;  /* NULL, or [V]: nonzero ids end the sequence as eos does */
+    int   shortlist;         /* 1: its candidate ids are s->sl_bits row `id` (shortlist_step.c) */
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
     void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
     void *progress_data;
@@ -226,11 +227,33 @@ struct mt_session {
      * positions, then the generated ones); RoPE angles per position [max_src_len + max_tgt_len][hd/2] */
     float *rope_cos, *rope_sin;
     int32_t *llm_tok;          /* [rows_max] the ids of a prefill's rows */
+    /* lexical shortlists (decode/shortlist_step.c fills, model/decoder.c reads) */
+    int       sl_words;        /* uint64 words of a [V] bit set */
+    int       sl_max;          /* p.shortlist_max resolved: candidates a step may gather (0: never) */
+    uint64_t *sl_bits;         /* [max_batch][sl_words] per sequence id: its candidate ids */
+    uint64_t *sl_union;        /* [sl_words] the step's union */
+    const uint64_t **sl_row;   /* [max_batch] per gathered row of a step: its sequence's bits, NULL: every id */
+    int32_t  *sl_ids;          /* [sl_max] the step's candidates, ascending */
+    float    *sl_bias;         /* [sl_max] their final_logits_bias */
+    void     *sl_pk_data;      /* their head rows packed (mt_k_pack_rows / mt_k_pack_select) */
+    int       sl_n;            /* this step: candidates gathered (0: the whole head) */
+    int       sl_mask;         /* this step: some row has a shortlist */
     uint8_t *word_cont;        /* [V] 1: the target piece goes on with the word before it (session.c) */
     uint8_t *word_long;        /* [V] 1: the target piece starts a word of 4 or more characters */
 };
 
 /* mt_huge_alloc, mt_huge_free: kernels/kernels.h (alloc.c). */
+
+/* shortlist.c: mt_shortlist (mt.h); CSR lists over the source vocabulary. */
+struct mt_shortlist {
+    mt_shortlist_info info;
+    int      V, V_src, n_src;
+    long    *off;              /* [n_src + 1] */
+    int32_t *ids;              /* [off[n_src]] each list ascending */
+    int32_t *freq;             /* [n_freq] ascending */
+    int      n_freq;
+    char     format[16];
+};
 
 /* model.c */
 /* Row `id` of the positional table at position pos, [d]. */
@@ -280,6 +303,10 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
                             mt_capture *cap);
 /* logits[n][V] = h[n][d] E^T + bias. */
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
+/* A decode step's head (decoder.c): the whole head, or with s->sl_n > 0 only
+ * the candidates s->sl_ids; then each row with a shortlist (s->sl_row) -inf
+ * outside its own candidates. */
+void mt_lm_head_step(mt_session *s, int n);
 
 /* constraints.c: the rules on one row's logits lg [V], in place, given the
  * row's output so far hist [n] (pad is never a candidate; banned ids -> -inf).
@@ -364,6 +391,12 @@ mt_status mt_llm_score(mt_session *s, const int32_t *src, int src_len, const int
 mt_status mt_llm_attention(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
                            float *cap, mt_err *err);
 void mt_llm_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
+
+/* shortlist_step.c: sequence id's candidate ids at mt_seq_start (q resolved);
+ * before a step of n gathered rows (row_src: their sequences), which rows
+ * have a shortlist and the candidates the head gathers (s->sl_n, sl_ids). */
+void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len);
+void mt_sl_prepare(mt_session *s, int n, const int *row_src);
 
 /* generate.c */
 mt_status mt_check_decode_params(const mt_session *s, const mt_decode_params *p, mt_decode_params *out,

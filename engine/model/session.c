@@ -151,6 +151,17 @@ static void layout(mt_session *s, carver *c)
     s->cst2 = carve(c, B, sizeof(mt_cstate));
     s->word_cont = carve(c, V, 1);
     s->word_long = carve(c, V, 1);
+    /* lexical shortlists (decode/shortlist_step.c, decoder.c mt_lm_head_step) */
+    size_t W = (V + 63) / 64, SL = (size_t)s->sl_max;
+    s->sl_words = (int)W;
+    s->sl_bits = carve(c, B * W, sizeof(uint64_t));
+    s->sl_union = carve(c, W, sizeof(uint64_t));
+    s->sl_row = carve(c, B, sizeof(uint64_t *));
+    s->sl_ids = SL ? carve(c, SL, sizeof(int32_t)) : NULL;
+    s->sl_bias = SL ? carve(c, SL, sizeof(float)) : NULL;
+    const mt_packed *pk = &s->m->lm_pk;
+    size_t pk_bytes = pk->i8 ? mt_k_q8_bytes(s->m->d, (int)SL) : mt_k_packed_bytes(s->m->d, (int)SL, pk->f16);
+    s->sl_pk_data = SL ? carve(c, pk_bytes, 1) : NULL;
 }
 
 /* 1 for each target piece that goes on with the word before it: no U+2581
@@ -209,6 +220,12 @@ static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_
                           p->max_src_len, p->max_tgt_len, maxpos);
     if (p->kv_f16 != 0 && p->kv_f16 != 1)
         return mt_err_set(err, MT_ERR_INPUT, "session: kv_f16 %d is neither 0 nor 1", p->kv_f16);
+    if (p->shortlist_max < -1 || p->shortlist_max > m->V)
+        return mt_err_set(err, MT_ERR_INPUT, "session: shortlist_max %d outside [-1, %d] (-1: never, 0: default)",
+                          p->shortlist_max, m->V);
+    if (p->shortlist_from_packed != 0 && p->shortlist_from_packed != 1)
+        return mt_err_set(err, MT_ERR_INPUT, "session: shortlist_from_packed %d is neither 0 nor 1",
+                          p->shortlist_from_packed);
     return MT_OK;
 }
 
@@ -226,6 +243,8 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
         return mt_err_set(err, MT_ERR_NOMEM, "session: out of memory");
     s->m = m;
     s->p = p;
+    s->sl_max = m->arch == MT_ARCH_LLM || p.shortlist_max < 0 ? 0 : p.shortlist_max ? p.shortlist_max
+                : m->V < 4096 ? m->V : 4096;
     s->rows_max = imax(imax(p.max_src_len, p.max_tgt_len), p.max_batch);
     if (m->arch == MT_ARCH_LLM)        /* a teacher-forced pass runs the prompt and the target as one sequence */
         s->rows_max = imax(p.max_src_len + p.max_tgt_len, p.max_batch);

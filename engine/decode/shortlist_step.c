@@ -1,0 +1,66 @@
+/* shortlist_step.c: a sequence's lexical shortlist (mt_decode_params.shortlist)
+ * as the decode step uses it.  At mt_seq_start the sequence's candidate ids
+ * become a bit set over the target vocabulary (its row of s->sl_bits): the
+ * lists of its source's ids, the frequent ids, eos, its prefix and its
+ * constraints' ids.  Before each step, mt_sl_prepare gives every gathered
+ * row its sequence's set (NULL: a sequence without one) and, when every row
+ * has one and their union holds at most s->sl_max ids, lists the union:
+ * the LM head then computes those logits alone (model/decoder.c
+ * mt_lm_head_step).  Everything lives in the session: no allocation. */
+#include "model/mt_internal.h"
+
+#include <string.h>
+
+static inline void set_bit(uint64_t *b, int32_t id) { b[id >> 6] |= 1ull << (id & 63); }
+
+void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len)
+{
+    s->seqs[id].shortlist = q->shortlist != NULL;
+    if (!q->shortlist)
+        return;
+    const mt_shortlist *sl = q->shortlist;
+    uint64_t *b = s->sl_bits + (long)id * s->sl_words;
+    memset(b, 0, sizeof *b * (size_t)s->sl_words);
+    for (int i = 0; i < sl->n_freq; i++)
+        set_bit(b, sl->freq[i]);
+    set_bit(b, s->m->info.eos_id);
+    for (int i = 0; i < src_len; i++)
+        if (src[i] >= 0 && src[i] < sl->n_src)
+            for (long j = sl->off[src[i]]; j < sl->off[src[i] + 1]; j++)
+                set_bit(b, sl->ids[j]);
+    for (int i = 0; i < q->n_prefix; i++)
+        set_bit(b, q->prefix[i]);
+    for (int c = 0; c < q->n_constraints; c++)
+        for (int i = 0; i < q->constraints[c].n_ids; i++)
+            set_bit(b, q->constraints[c].ids[i]);
+}
+
+void mt_sl_prepare(mt_session *s, int n, const int *row_src)
+{
+    int W = s->sl_words, all = 1, any = 0;
+    for (int r = 0; r < n; r++) {
+        int on = s->seqs[row_src[r]].shortlist;
+        s->sl_row[r] = on ? s->sl_bits + (long)row_src[r] * W : NULL;
+        all &= on;
+        any |= on;
+    }
+    s->sl_mask = any;
+    s->sl_n = 0;
+    if (!all || s->sl_max == 0)
+        return;
+    memset(s->sl_union, 0, sizeof *s->sl_union * (size_t)W);
+    for (int r = 0; r < n; r++)
+        if (r == 0 || s->sl_row[r] != s->sl_row[r - 1])       /* a beam's rows share one set */
+            for (int w = 0; w < W; w++)
+                s->sl_union[w] |= s->sl_row[r][w];
+    int count = 0;
+    for (int w = 0; w < W; w++)
+        count += __builtin_popcountll(s->sl_union[w]);
+    if (count > s->sl_max)
+        return;                                              /* too many: the whole head, masked */
+    int k = 0;
+    for (int w = 0; w < W; w++)
+        for (uint64_t x = s->sl_union[w]; x; x &= x - 1)
+            s->sl_ids[k++] = w * 64 + __builtin_ctzll(x);
+    s->sl_n = k;
+}
