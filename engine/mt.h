@@ -137,6 +137,15 @@ const mt_shortlist_info *mt_shortlist_get_info(const mt_shortlist *sl);
 /* Source id w's list (*n ids; NULL when none); the frequent ids. */
 const int32_t *mt_shortlist_list(const mt_shortlist *sl, int w, int *n);
 const int32_t *mt_shortlist_frequent(const mt_shortlist *sl, int *n);
+/* Built from a tokenized parallel corpus (n pairs of source and target ids)
+ * by co-occurrence: source id s keeps the `best` target ids t of highest
+ * Dice coefficient 2 c(s,t) / (c(s) + c(t)) (c: sentence pairs holding them;
+ * ties: the lower id), pairs seen fewer than min_count times dropped;
+ * frequent: ids 0..frequent-1 (Marian's convention: the vocabulary is in
+ * frequency order).  params->best 0 = 50, frequent -1 = 100. */
+mt_status mt_shortlist_build(const mt_model *m, int n, const int32_t *const *src, const int *src_len,
+                             const int32_t *const *tgt, const int *tgt_len, const mt_shortlist_params *params,
+                             int min_count, mt_shortlist **out, mt_err *err);
 /* Writes Marian's binary format (its frequent list must be ids 0..k-1). */
 mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path, mt_err *err);
 

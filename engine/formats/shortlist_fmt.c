@@ -104,7 +104,7 @@ mt_status mt_lex_text_parse(const char *buf, size_t n, mt_lex_text_cb cb, void *
                 num[pn] = 0;
                 prob = strtod(num, &stop);
             }
-            if (!pn || xn || stop != num + pn || !isfinite(prob))
+            if (!pn || pn >= sizeof num || xn || (size_t)(stop - num) != pn || !isfinite(prob))
                 return mt_err_set(err, MT_ERR_FORMAT, "text shortlist: line %ld (byte %zu): expected \"target "
                                   "source probability\" (three fields, a finite number last)", line, at);
             int null_word = (tn == 4 && !memcmp(trg, "NULL", 4)) || (sn == 4 && !memcmp(src, "NULL", 4));

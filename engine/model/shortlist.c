@@ -435,3 +435,123 @@ mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path, mt_err *e
     free(buf);
     return ok ? MT_OK : mt_err_set(err, MT_ERR_IO, "shortlist: cannot write %s", path);
 }
+
+/* ---- building from a parallel corpus -------------------------------------------------- */
+/* Pair counts: open addressing on key (s << 32 | t) + 1 (0: empty). */
+typedef struct { uint64_t *key; uint32_t *count; size_t cap, n; } pair_map;
+
+static size_t slot_of(const pair_map *h, uint64_t key)
+{
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (h->cap - 1);
+    while (h->key[i] && h->key[i] != key)
+        i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+static int pair_grow(pair_map *h)
+{
+    pair_map g = {.cap = h->cap ? 2 * h->cap : 1 << 16};
+    g.key = calloc(g.cap, sizeof *g.key);
+    g.count = calloc(g.cap, sizeof *g.count);
+    if (!g.key || !g.count) {
+        free(g.key);
+        free(g.count);
+        return -1;
+    }
+    for (size_t i = 0; i < h->cap; i++)
+        if (h->key[i]) {
+            size_t j = slot_of(&g, h->key[i]);
+            g.key[j] = h->key[i];
+            g.count[j] = h->count[i];
+            g.n++;
+        }
+    free(h->key);
+    free(h->count);
+    *h = g;
+    return 0;
+}
+
+/* Sorted unique ids of v[0..n) into u; the count. */
+static int uniq_into(const int32_t *v, int n, int32_t *u)
+{
+    memcpy(u, v, sizeof *u * (size_t)n);
+    return unique_ids(u, n);
+}
+
+mt_status mt_shortlist_build(const mt_model *m, int n, const int32_t *const *src, const int *src_len,
+                             const int32_t *const *tgt, const int *tgt_len, const mt_shortlist_params *params,
+                             int min_count, mt_shortlist **out, mt_err *err)
+{
+    mt_shortlist_params p;
+    mt_status st = mt_shortlist_params_resolve(params, &p, err);
+    if (st != MT_OK)
+        return st;
+    if (!m || !out || n < 0 || (n > 0 && (!src || !src_len || !tgt || !tgt_len)))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_shortlist_build: bad arguments");
+    if (m->arch != MT_ARCH_MARIAN)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "mt_shortlist_build: decoder-only models take no shortlist");
+    int best = p.best ? p.best : 50, frequent = p.frequent >= 0 ? p.frequent : SL_MARIAN_DEFAULT, longest = 1;
+    for (int i = 0; i < n; i++) {
+        if (src_len[i] < 0 || tgt_len[i] < 0)
+            return mt_err_set(err, MT_ERR_INPUT, "mt_shortlist_build: pair %d has a negative length", i);
+        longest = src_len[i] > longest ? src_len[i] : longest;
+        longest = tgt_len[i] > longest ? tgt_len[i] : longest;
+    }
+    uint32_t *cs = calloc((size_t)m->V_src, sizeof *cs), *ct = calloc((size_t)m->V, sizeof *ct);
+    int32_t *us = malloc(sizeof *us * (size_t)longest), *ut = malloc(sizeof *ut * (size_t)longest);
+    pair_map h = {0};
+    sl_build b = {.m = m};
+    if (!cs || !ct || !us || !ut || pair_grow(&h) != 0)
+        st = mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory");
+    int32_t eos = m->info.eos_id, pad = m->info.pad_id;
+    for (int i = 0; i < n && st == MT_OK; i++) {
+        int ns = uniq_into(src[i], src_len[i], us), nt = uniq_into(tgt[i], tgt_len[i], ut);
+        for (int a = 0; a < ns && st == MT_OK; a++) {
+            if (us[a] < 0 || us[a] >= m->V_src) {
+                st = mt_err_set(err, MT_ERR_INPUT, "shortlist: pair %d: source id %d outside the vocabulary", i,
+                                (int)us[a]);
+                break;
+            }
+            cs[us[a]]++;
+            for (int c = 0; c < nt; c++) {
+                if (ut[c] < 0 || ut[c] >= m->V) {
+                    st = mt_err_set(err, MT_ERR_INPUT, "shortlist: pair %d: target id %d outside the vocabulary",
+                                    i, (int)ut[c]);
+                    break;
+                }
+                if (ut[c] == eos || ut[c] == pad)
+                    continue;
+                if (h.n * 2 >= h.cap && pair_grow(&h) != 0) {
+                    st = mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory at %zu pairs", h.n);
+                    break;
+                }
+                uint64_t key = ((uint64_t)us[a] << 32 | (uint32_t)ut[c]) + 1;
+                size_t j = slot_of(&h, key);
+                h.n += !h.key[j];
+                h.key[j] = key;
+                h.count[j]++;
+            }
+        }
+        for (int c = 0; c < nt && st == MT_OK; c++)
+            ct[ut[c]]++;
+    }
+    for (size_t j = 0; j < h.cap && st == MT_OK; j++) {
+        if (!h.key[j] || h.count[j] < (uint32_t)(min_count > 1 ? min_count : 1))
+            continue;
+        int32_t s = (int32_t)((h.key[j] - 1) >> 32), t = (int32_t)((h.key[j] - 1) & 0xffffffffu);
+        st = add_entry(&b, s, t, 2.0 * h.count[j] / ((double)cs[s] + (double)ct[t]), err);
+    }
+    for (long i = 0; i < b.n; i++)        /* ties: the lower id first, not the hash order */
+        b.e[i].seq = b.e[i].tgt;
+    if (st == MT_OK)
+        st = build_lists(&b, best, p.threshold, frequent, "built", out, err);
+    free(b.e);
+    free(b.freq);
+    free(h.key);
+    free(h.count);
+    free(cs);
+    free(ct);
+    free(us);
+    free(ut);
+    return st;
+}

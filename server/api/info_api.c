@@ -46,6 +46,15 @@ static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
                           "loaded", st.loaded, "source_lang", i->source_lang, "target_lang", i->target_lang,
                           "format", i->format, "weights_file", i->weights_file, "size", size, "config", config,
                           "limits", limits, "load_ms", st.load_ms);
+    if (o && m->shortlist) {            /* serve --shortlist: what it holds */
+        const mt_shortlist_info *sl = mt_shortlist_get_info(m->shortlist);
+        json_object_set_new(o, "shortlist", json_pack("{s:s,s:s,s:I,s:i,s:i,s:i,s:I}", "file", m->shortlist_file,
+                                                      "format", sl->format, "entries", (json_int_t)sl->entries,
+                                                      "source_words", sl->src_words, "max_list", sl->max_list,
+                                                      "frequent", sl->frequent, "skipped", (json_int_t)sl->skipped));
+    } else if (o) {
+        json_object_set_new(o, "shortlist", json_null());
+    }
     if (o && srv->residency)            /* on demand: requests holding it now (it is not unloaded meanwhile) */
         json_object_set_new(o, "in_use", json_integer(st.holders));
     if (o && m->n_targets) {            /* multilingual: the languages its target tokens name */

@@ -228,9 +228,11 @@ static int parse_features(srv_request *req, srv_response *resp, translate_req *t
  * the point). */
 static int parse_terms(srv_request *req, srv_response *resp, translate_req *t)
 {
-    int cache = 1;
-    if (srv_request_glossary(req, resp, &t->glossary) < 0 || srv_field_bool(req, resp, "cache", &cache) < 0)
+    int cache = 1, shortlist = 1;
+    if (srv_request_glossary(req, resp, &t->glossary) < 0 || srv_field_bool(req, resp, "cache", &cache) < 0 ||
+        srv_field_bool(req, resp, "shortlist", &shortlist) < 0)
         return -1;
+    t->tp.no_shortlist = !shortlist;
     json_t *sampling = json_object_get(req->json, "sampling");
     t->tp.glossary = t->glossary;
     t->tp.cache = cache && (!t->sampling || json_object_get(sampling, "seed"));

@@ -37,6 +37,7 @@ typedef struct {
     int html;                   /* --format html: stdin is one page */
     const char *file, *out;     /* --file IN (a document: document.h's formats), --out OUT (default stdout) */
     const char *glossary;       /* --glossary FILE.tsv: terms every line keeps */
+    const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -82,6 +83,8 @@ static void usage(FILE *f)
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n"
                "  --format html     stdin is one HTML page: its text translated, its markup kept (README)\n"
                "  --glossary F.tsv  terms every translation keeps: source<TAB>target lines, # comments (README)\n"
+               "  --shortlist FILE  a lexical shortlist (Marian binary or text, CTranslate2 vmap): each step's\n"
+               "                    output ids are its candidates for the line only (docs/SHORTLIST.md)\n"
                "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt: read from its\n"
                "                    bytes), its structure kept; --out OUT writes it (default stdout), with a\n"
                "                    progress bar on a terminal\n"
@@ -180,6 +183,9 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--glossary") && v) {
             o->glossary = v;
+            i++;
+        } else if (!strcmp(a, "--shortlist") && v) {
+            o->shortlist = v;
             i++;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
@@ -533,7 +539,15 @@ int mt_cmd_translate(int argc, char **argv)
         mt_model_free(m);
         return 1;
     }
+    mt_shortlist *sl = NULL;
+    if (o.shortlist && mt_shortlist_load(m, o.shortlist, NULL, &sl, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: --shortlist: %s\n", err.msg);
+        mt_model_free(m);
+        return 1;
+    }
+    o.dp.shortlist = sl;
     r = run(m, &o);
+    mt_shortlist_free(sl);
     mt_model_free(m);
     return r;
 }

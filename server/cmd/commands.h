@@ -4,6 +4,7 @@
 
 int mt_cmd_translate(int argc, char **argv);   /* server/cmd/cmd_translate.c */
 int mt_cmd_serve(int argc, char **argv);       /* server/cmd/serve.c */
-int mt_cmd_health(int argc, char **argv);      /* server/cmd/cmd_health.c */
+int mt_cmd_health(int argc, char **argv);
+int mt_cmd_shortlist(int argc, char **argv);   /* server/cmd/cmd_shortlist.c */      /* server/cmd/cmd_health.c */
 
 #endif

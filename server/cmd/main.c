@@ -15,6 +15,7 @@ static void usage(FILE *f)
                "  translate   translate stdin, one sentence per line\n"
                "  serve       run the HTTP service\n"
                "  health      exit 0 when a running server's /health answers 200\n"
+               "  shortlist   build a lexical shortlist from a parallel corpus\n"
                "run 'mtserve <command> --help' for the options of a command\n");
 }
 
@@ -30,6 +31,8 @@ int main(int argc, char **argv)
         return mt_cmd_serve(argc - 1, argv + 1);
     if (strcmp(argv[1], "health") == 0)
         return mt_cmd_health(argc - 1, argv + 1);
+    if (strcmp(argv[1], "shortlist") == 0)
+        return mt_cmd_shortlist(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;

@@ -101,6 +101,9 @@ static const opt_def opt_table[] = {
       "on|off: continuous batching (one scheduler per model) or one worker per request" },
     { "--web", "MTSERVE_WEB", OPT_STR, F(web_dir), S(web_dir), 0, 0,
       "serve the demo page from this directory at / and /web/ (\"\" = off)" },
+    { "--shortlist", "MTSERVE_SHORTLIST", OPT_STR, F(shortlist), S(shortlist), 0, 0,
+      "lexical shortlists (docs/SHORTLIST.md): off (default); auto: each model's lex.s2t.bin beside it, when "
+      "present; FILE: the default model's; or ID=FILE,ID=FILE (Marian binary or text, CTranslate2 vmap)" },
     { "--glossary", "MTSERVE_GLOSSARY", OPT_GLOSSARY, 0, 0, 0, 0,
       "SRC-TGT=FILE.tsv: terms kept when translating SRC -> TGT (source<TAB>target lines, # comments); "
       "repeat for several (env: comma-separated); a request's \"glossary\" wins over it" },

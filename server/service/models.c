@@ -84,6 +84,51 @@ static mt_status describe_llm(srv_model *m, mt_err *err)
     return MT_OK;
 }
 
+/* The file --shortlist names for model m ("" none): off, auto (lex.s2t.bin
+ * beside it, when present), FILE (the first model's), or ID=FILE,... */
+static void shortlist_file(const srv_server *srv, const srv_model *m, char *out, size_t cap)
+{
+    const char *v = srv->opts.shortlist;
+    out[0] = 0;
+    if (!v[0] || !strcmp(v, "off"))
+        return;
+    if (!strcmp(v, "auto")) {
+        struct stat sb;
+        snprintf(out, cap, "%.1000s/lex.s2t.bin", m->dir);
+        if (stat(out, &sb) != 0)
+            out[0] = 0;
+        return;
+    }
+    if (!strchr(v, '=')) {
+        if (m->index == 0)
+            snprintf(out, cap, "%.1000s", v);
+        return;
+    }
+    size_t idn = strlen(m->id);
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > idn && !strncmp(p, m->id, idn) && p[idn] == '=')
+            snprintf(out, cap, "%.*s", (int)(n - idn - 1), p + idn + 1);
+        p += n + (end != NULL);
+    }
+}
+
+static mt_status load_shortlist(srv_server *srv, srv_model *m, mt_err *err)
+{
+    shortlist_file(srv, m, m->shortlist_file, sizeof m->shortlist_file);
+    if (!m->shortlist_file[0])
+        return MT_OK;
+    mt_status st = mt_shortlist_load(m->model, m->shortlist_file, NULL, &m->shortlist, err);
+    if (st != MT_OK)
+        return st;
+    snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.64s+shortlist", m->id);
+    const mt_shortlist_info *in = mt_shortlist_get_info(m->shortlist);
+    fprintf(stderr, "mtserve: model %s: shortlist %s (%s, %ld entries, %d frequent)\n", m->id, m->shortlist_file,
+            in->format, in->entries, in->frequent);
+    return MT_OK;
+}
+
 /* m->model set (a card, or the loaded model): what is read from it once. */
 static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
 {
@@ -94,7 +139,7 @@ static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
         return describe_llm(m, err);
     if (srv_model_find_targets(m) != 0)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
-    return MT_OK;
+    return load_shortlist(srv, m, err);
 }
 
 /* Decoder rows of a scheduler's session: --max-batch, else 64. */
@@ -201,6 +246,8 @@ static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *er
     m->index = srv->n_models;
     if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
         srv_model_free_targets(m);
+        mt_shortlist_free(m->shortlist);
+        m->shortlist = NULL;
         mt_model_free(m->model);
         memset(m, 0, sizeof *m);
         return -1;
@@ -274,6 +321,8 @@ void srv_models_free(srv_server *srv)
         srv_model *m = &srv->models[i];
         srv_model_unload_weights(m);
         srv_model_free_targets(m);
+        mt_shortlist_free(m->shortlist);
+        m->shortlist = NULL;
         mt_model_free(m->model);
         m->model = NULL;
     }

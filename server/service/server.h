@@ -52,6 +52,12 @@ typedef struct {
     struct mt_prompt  *prompt;
     uint8_t           *end_ids;       /* [vocab_size] (mt_decode_params.end_ids) */
     int                max_length;    /* translation.json's default max_length (0: the model's) */
+    /* NULL, or its lexical shortlist (serve --shortlist), read against the card
+     * at start, shared by every request that does not say "shortlist": false;
+     * such requests are cached under cache_ns_sl */
+    mt_shortlist      *shortlist;
+    char               shortlist_file[1024];
+    char               cache_ns_sl[96];
     /* The loaded part: written once before `ready` (at start), or on demand
      * by the residency's loader while nobody holds the model (residency.c);
      * read only by a holder (srv_model_acquire, a job's decoder). */

@@ -65,6 +65,10 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     srv_model *m = j->path.model[i];
     srv_tr_model tm = srv_leg_model(j->req->srv, &j->path, i, p->raw);
     tm.max_tokens = j->req->srv->opts.max_tokens;
+    if (m->shortlist && !p->no_shortlist) {            /* its output differs: cached apart */
+        tm.shortlist = m->shortlist;
+        tm.cache_ns = m->cache_ns_sl;
+    }
     srv_tr_params lp = *p;
     lp.glossary = j->gl[i];
     mt_status st = srv_tr_new(&tm, texts, j->n, &lp, &j->tr[i], err);

@@ -597,6 +597,7 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
         s->dp.constraints = s->n_cons ? s->cons : NULL;
         s->dp.n_constraints = s->n_cons;
         s->dp.end_ids = t->m.end_ids;
+        s->dp.shortlist = t->m.shortlist;
         t->item_sent[t->n_items] = i;
         t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };
     }

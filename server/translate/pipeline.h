@@ -44,6 +44,7 @@ typedef struct {
     const struct mt_prompt *prompt;
     const char *src_name, *tgt_name;
     const uint8_t *end_ids;
+    const mt_shortlist *shortlist;      /* NULL, or every sentence's (mt_decode_params.shortlist) */
 } srv_tr_model;
 
 /* A text's target prefix: ids when n_ids > 0, else text (tokenized with the
@@ -77,6 +78,8 @@ typedef struct {
      * translation prompt (srv_leg_model leaves srv_tr_model.prompt NULL);
      * such texts are not split */
     int raw;
+    /* 1: "shortlist": false, the whole vocabulary even where the model has a shortlist */
+    int no_shortlist;
 } srv_tr_params;
 
 typedef struct {

@@ -1,0 +1,118 @@
+/* test_shortlist_server: `mtserve serve --shortlist` end to end (the real
+ * binary, libcurl): /models reports each model's shortlist (or null), a
+ * /translate uses it unless it says "shortlist": false, the two answers are
+ * cached apart, a bad "shortlist" value is a 400, and a corrupt file stops
+ * the server at start with its reason.  Uses the shipped
+ * models/{en-fr,fr-en}/lex.s2t.bin. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "harness.h"
+
+static long n_checked;
+
+static json_t *model_entry(json_t *models, const char *id)
+{
+    json_t *arr = json_is_array(models) ? models : json_object_get(models, "models"), *m;
+    size_t i;
+    json_array_foreach(arr, i, m)
+        if (!strcmp(json_string_value(json_object_get(m, "id")), id))
+            return m;
+    return NULL;
+}
+
+static void test_served_with_shortlist(void **state)
+{
+    (void)state;
+    server s;
+    const char *args[] = {"--model", "en-fr=models/en-fr", "--model", "fr-en=models/fr-en", "--shortlist",
+                          "en-fr=models/en-fr/lex.s2t.bin", "--cache-mb", "8", NULL};
+    assert_int_equal(server_start(&s, args), 0);
+    reply r = get(&s, "/models");
+    json_t *j = expect_json(&r, 200);
+    json_t *ef = model_entry(j, "en-fr"), *fe = model_entry(j, "fr-en");
+    assert_non_null(ef);
+    assert_non_null(fe);
+    json_t *sl = json_object_get(ef, "shortlist");
+    assert_true(json_is_object(sl));
+    assert_string_equal(json_string_value(json_object_get(sl, "format")), "marian-binary");
+    assert_true(json_integer_value(json_object_get(sl, "entries")) > 1000);
+    assert_int_equal(json_integer_value(json_object_get(sl, "frequent")), 100);
+    assert_true(json_is_null(json_object_get(fe, "shortlist")));
+    json_decref(j);
+    reply_free(&r);
+    const char *with = "{\"text\": \"This package provides the documentation.\", \"return_tokens\": true}";
+    const char *without = "{\"text\": \"This package provides the documentation.\", \"return_tokens\": true, "
+                          "\"shortlist\": false}";
+    for (int round = 0; round < 2; round++) {          /* the second round: from the cache */
+        reply a = post(&s, "/translate", with), b = post(&s, "/translate", without);
+        json_t *ja = expect_json(&a, 200), *jb = expect_json(&b, 200);
+        const char *ta = json_string_value(json_object_get(json_array_get(json_object_get(ja, "translations"), 0), "text"));
+        const char *tb = json_string_value(json_object_get(json_array_get(json_object_get(jb, "translations"), 0), "text"));
+        assert_non_null(ta);
+        assert_non_null(tb);
+        assert_string_equal(ta, tb);                   /* a sentence of its training domain: the same words */
+        json_decref(ja);
+        json_decref(jb);
+        reply_free(&a);
+        reply_free(&b);
+        n_checked += 2;
+    }
+    r = post(&s, "/translate", "{\"text\": \"Hello.\", \"shortlist\": 3}");
+    j = expect_json(&r, 400);
+    assert_non_null(strstr(json_dumps(j, 0), "shortlist"));
+    json_decref(j);
+    reply_free(&r);
+    assert_true(server_stop(&s) >= 0);
+    n_checked++;
+}
+
+static void test_corrupt_shortlist_refused(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_shortlist_server_%d.bin", (int)getpid());
+    FILE *in = fopen("models/en-fr/lex.s2t.bin", "rb"), *out = fopen(path, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    int c, at = 0;
+    while ((c = fgetc(in)) != EOF)
+        fputc(at++ == 100 ? c ^ 1 : c, out);           /* one offset changed: the checksum sees it */
+    fclose(in);
+    fclose(out);
+    server s;
+    const char *args[] = {"--model", "models/en-fr", "--shortlist", path, NULL};
+    assert_int_equal(server_spawn(&s, args, NULL), 0);
+    int status = wait_child(s.pid, 60);
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    FILE *log = fopen(s.log, "r");
+    char buf[8192] = {0};
+    size_t n = log ? fread(buf, 1, sizeof buf - 1, log) : 0;
+    if (log)
+        fclose(log);
+    buf[n] = 0;
+    assert_non_null(strstr(buf, "checksum"));
+    unlink(path);
+    n_checked++;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_served_with_shortlist),
+        cmocka_unit_test(test_corrupt_shortlist_refused),
+    };
+    int rc = cmocka_run_group_tests_name("test_shortlist_server", tests, NULL, NULL);
+    printf("[ info ] test_shortlist_server: %ld checks of replies and start-ups\n", n_checked);
+    kill_all_children();
+    return rc;
+}
