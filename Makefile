@@ -289,6 +289,11 @@ $(B)/bench/bench_engine: bench/bench_engine.c $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
+# decode speed with and without a lexical shortlist (docs/SHORTLIST.md)
+$(B)/bench/bench_shortlist: bench/bench_shortlist.c $(B)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
+
 # A decoder-only LM's decode speed and its memory-bandwidth bound (issue 31):
 #   build/bench/bench_llm --model build/llm/tinyllama-full/bf16 --weights f16 --batch 1,8
 $(B)/bench/bench_llm: bench/bench_llm.c $(B)/libmt.a

@@ -590,6 +590,46 @@ static void test_text_formats(void **state)
     n_checked++;
 }
 
+/* mt_shortlist_build: Dice ranking, the best cut, min_count, the frequent ids. */
+static void test_build_from_corpus(void **state)
+{
+    ctx *c = get_ctx(state);
+    if (c->skip)
+        skip();
+    int32_t eos = mt_model_get_info(c->m)->eos_id;
+    /* source 200 always with target 300 (and once with 301); 201 with 302 twice, 303 once */
+    int32_t s0[] = {200, 201, eos}, t0[] = {300, 302, eos}, s1[] = {200, eos}, t1[] = {300, 301, eos},
+            s2[] = {201, 200, eos}, t2[] = {302, 300, 303, eos};
+    const int32_t *src[3] = {s0, s1, s2}, *tgt[3] = {t0, t1, t2};
+    int sl_[3] = {3, 2, 3}, tl[3] = {3, 3, 4};
+    mt_shortlist_params p = mt_shortlist_default_params();
+    p.best = 1;
+    p.frequent = 5;
+    mt_shortlist *sl = NULL;
+    mt_err err = {0};
+    assert_int_equal(mt_shortlist_build(c->m, 3, src, sl_, tgt, tl, &p, 1, &sl, &err), MT_OK);
+    int k;
+    const int32_t *l = mt_shortlist_list(sl, 200, &k);
+    assert_int_equal(k, 1);
+    assert_int_equal(l[0], 300);              /* Dice 2*3/(3+3) = 1 */
+    l = mt_shortlist_list(sl, 201, &k);
+    assert_int_equal(k, 1);
+    assert_int_equal(l[0], 302);
+    assert_int_equal(mt_shortlist_get_info(sl)->frequent, 5);
+    mt_shortlist_free(sl);
+    p.best = 0;                               /* 50 */
+    assert_int_equal(mt_shortlist_build(c->m, 3, src, sl_, tgt, tl, &p, 2, &sl, &err), MT_OK);
+    mt_shortlist_list(sl, 200, &k);
+    assert_int_equal(k, 2);                   /* 300 (3), 302 (2); 301 and 303 seen once: dropped */
+    mt_shortlist_free(sl);
+    int32_t bad[] = {-1, eos};
+    const int32_t *bsrc[1] = {bad};
+    int bl[1] = {2};
+    assert_int_equal(mt_shortlist_build(c->m, 1, bsrc, bl, tgt, tl, &p, 1, &sl, &err), MT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "pair 0"));
+    n_checked++;
+}
+
 static int teardown(void **state)
 {
     for (size_t i = 0; i < sizeof CTX / sizeof *CTX; i++)
@@ -611,6 +651,7 @@ int main(void)
         PER_MODEL(test_no_alloc_per_step),
         PER_MODEL(test_binary_format),
         PER_MODEL(test_text_formats),
+        PER_MODEL(test_build_from_corpus),
     };
     return cmocka_run_group_tests_name("test_shortlist", tests, NULL, teardown);
 }

@@ -1,0 +1,166 @@
+/* bench_shortlist: decode speed with and without a lexical shortlist
+ * (docs/SHORTLIST.md).  Usage:
+ *   bench_shortlist MODEL_DIR [--weights f32|int8] [--sentences N] [--steps T] [--threads N]
+ * Sources are random ids of the source vocabulary (20 + i % 11 tokens, </s>
+ * last).  The shortlist is built from the model's own greedy outputs on those
+ * sources (mt_shortlist_build: best 50, frequent 100), as a random-weight
+ * model has no corpus.  Every sentence then decodes exactly T steps
+ * (min_length = max_length), greedy, at batch 1 and batch 32: without the
+ * shortlist, with it gathered from the row-major weights, and gathered from
+ * the packed ones; tokens/s of each, and how many outputs equal the
+ * unrestricted ones. */
+#include "mt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void die(const char *what, const mt_err *e)
+{
+    fprintf(stderr, "bench_shortlist: %s: %s\n", what, e ? e->msg : "");
+    exit(1);
+}
+
+typedef struct { int32_t **ids; int *len; int n; } sources;
+
+static double run(mt_session *s, const sources *S, int batch, int steps, const mt_shortlist *sl, mt_hyp *hyps,
+                  long *ntok)
+{
+    mt_decode_params p = mt_decode_default_params();
+    p.beam_size = 1;
+    p.max_length = steps + 1;
+    p.min_length = steps + 1;
+    p.shortlist = sl;
+    mt_err e;
+    double t0 = now();
+    for (int i = 0; i < S->n; i += batch) {
+        int k = S->n - i < batch ? S->n - i : batch;
+        if (mt_generate(s, (const int32_t *const *)S->ids + i, S->len + i, k, &p, hyps + i, &e) != MT_OK)
+            die("mt_generate", &e);
+    }
+    double dt = now() - t0;
+    *ntok = 0;
+    for (int i = 0; i < S->n; i++)
+        *ntok += hyps[i].n_ids;
+    return dt;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_shortlist MODEL_DIR [--weights f32|int8] [--sentences N] [--steps T] "
+                        "[--threads N]\n");
+        return 2;
+    }
+    mt_model_params mp = mt_model_default_params();
+    int n = 64, steps = 32;
+    mp.n_threads = 2;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--weights"))
+            mp.weights = !strcmp(argv[i + 1], "int8") ? MT_WEIGHTS_I8 : !strcmp(argv[i + 1], "f16") ? MT_WEIGHTS_F16
+                                                                                                  : MT_WEIGHTS_F32;
+        else if (!strcmp(argv[i], "--sentences"))
+            n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps"))
+            steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            mp.n_threads = atoi(argv[i + 1]);
+    }
+    mt_model *m;
+    mt_err e = {0};
+    if (mt_model_load(argv[1], &mp, &m, &e) != MT_OK)
+        die(argv[1], &e);
+    const mt_model_info *info = mt_model_get_info(m);
+    sources S = {.ids = calloc((size_t)n, sizeof(int32_t *)), .len = calloc((size_t)n, sizeof(int)), .n = n};
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < n; i++) {
+        S.len[i] = 21 + i % 11;
+        S.ids[i] = malloc(sizeof(int32_t) * (size_t)S.len[i]);
+        for (int j = 0; j + 1 < S.len[i]; j++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            S.ids[i][j] = 100 + (int32_t)(x % (uint64_t)(info->src_vocab_size - 100));
+        }
+        S.ids[i][S.len[i] - 1] = info->eos_id;
+    }
+    mt_hyp *ref = calloc((size_t)n, sizeof *ref), *got = calloc((size_t)n, sizeof *got);
+    mt_session_params sp = mt_session_default_params(m);
+    sp.max_batch = 32;
+    sp.max_tgt_len = steps + 1;
+    sp.max_src_len = 40;
+    mt_session *dense;
+    if (mt_session_new(m, &sp, &dense, &e) != MT_OK)
+        die("session", &e);
+    long ntok;
+    run(dense, &S, 32, steps, NULL, ref, &ntok);                  /* the outputs the shortlist is built from */
+    int32_t **tgt = malloc(sizeof *tgt * (size_t)n);
+    int *tlen = malloc(sizeof *tlen * (size_t)n);
+    for (int i = 0; i < n; i++)
+        tgt[i] = ref[i].ids, tlen[i] = ref[i].n_ids;
+    mt_shortlist *sl;
+    mt_shortlist_params slp = mt_shortlist_default_params();
+    slp.best = 50;
+    slp.frequent = 100;
+    if (mt_shortlist_build(m, n, (const int32_t *const *)S.ids, S.len, (const int32_t *const *)tgt, tlen, &slp, 1,
+                           &sl, &e) != MT_OK)
+        die("shortlist", &e);
+    const mt_shortlist_info *si = mt_shortlist_get_info(sl);
+    printf("model %s (d_model %d, vocab %d), weights %s, %d sentences x %d steps, threads %d\n", argv[1],
+           info->d_model, info->vocab_size, info->weights, n, steps, mp.n_threads);
+    printf("shortlist from its own greedy outputs: %ld entries over %d source ids, 100 frequent\n", si->entries,
+           si->src_words);
+    sp.shortlist_max = info->vocab_size;                          /* always gather: measured, not capped */
+    mt_session *rows, *packed;
+    sp.shortlist_from_packed = 0;
+    if (mt_session_new(m, &sp, &rows, &e) != MT_OK)
+        die("session", &e);
+    sp.shortlist_from_packed = 1;
+    if (mt_session_new(m, &sp, &packed, &e) != MT_OK)
+        die("session", &e);
+    int batches[2] = {1, 32};
+    for (int b = 0; b < 2; b++) {
+        int batch = batches[b];
+        struct { const char *name; mt_session *s; const mt_shortlist *sl; } cfg[3] = {
+            {"whole vocabulary", dense, NULL}, {"shortlist, rows", rows, sl}, {"shortlist, packed", packed, sl}};
+        double base = 0;
+        for (int c = 0; c < 3; c++) {
+            if (c == 1 && info->weights[0] != 'F')
+                continue;                                          /* INT8: only from the packed weights */
+            if (c == 1 && !strcmp(info->weights, "F16"))
+                continue;
+            run(cfg[c].s, &S, batch, steps, cfg[c].sl, got, &ntok);          /* warm-up */
+            mt_hyps_free(got, n);
+            double best = 1e30;
+            for (int rep = 0; rep < 3; rep++) {
+                double dt = run(cfg[c].s, &S, batch, steps, cfg[c].sl, got, &ntok);
+                best = dt < best ? dt : best;
+                if (rep < 2)
+                    mt_hyps_free(got, n);
+            }
+            int same = 0;
+            for (int i = 0; i < n; i++)
+                same += got[i].n_ids == ref[i].n_ids &&
+                        !memcmp(got[i].ids, ref[i].ids, sizeof(int32_t) * (size_t)ref[i].n_ids);
+            mt_hyps_free(got, n);
+            double tps = (double)ntok / best;
+            if (c == 0)
+                base = tps;
+            printf("batch %2d  %-18s %8.1f tok/s  x%.2f  outputs equal to the whole vocabulary's: %d/%d\n", batch,
+                   cfg[c].name, tps, tps / base, same, n);
+        }
+    }
+    mt_hyps_free(ref, n);
+    mt_shortlist_free(sl);
+    mt_session_free(dense);
+    mt_session_free(rows);
+    mt_session_free(packed);
+    mt_model_free(m);
+    return 0;
+}
