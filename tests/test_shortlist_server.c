@@ -69,7 +69,9 @@ static void test_served_with_shortlist(void **state)
     }
     r = post(&s, "/translate", "{\"text\": \"Hello.\", \"shortlist\": 3}");
     j = expect_json(&r, 400);
-    assert_non_null(strstr(json_dumps(j, 0), "shortlist"));
+    char *body = json_dumps(j, 0);
+    assert_non_null(strstr(body, "shortlist"));
+    free(body);
     json_decref(j);
     reply_free(&r);
     assert_true(server_stop(&s) >= 0);
