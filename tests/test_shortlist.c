@@ -394,6 +394,39 @@ static void test_outside_ids_never(void **state)
     mt_shortlist_free(sl);
 }
 
+/* A set smaller than a beam's 2 x beam candidates is widened with the
+ * lowest ids: no -inf candidate is picked, every score stays finite. */
+static void test_tiny_set_beam(void **state)
+{
+    ctx *c = get_ctx(state);
+    if (c->skip)
+        skip();
+    int32_t eos = mt_model_get_info(c->m)->eos_id, one = 5;
+    long off[2] = {0, 0};
+    mt_shortlist *sl = NULL;
+    mt_err err = {0};
+    assert_int_equal(mt_shortlist_new(c->m, 1, off, NULL, &one, 1, &sl, &err), MT_OK);
+    mt_decode_params q = mt_decode_default_params();
+    q.beam_size = 4;
+    q.n_best = 4;
+    q.token_scores = 1;
+    q.max_length = 12;
+    q.shortlist = sl;
+    mt_session *s = new_session(c->m, 8, 0, 0);
+    mt_hyp h[4];
+    const int32_t *src = c->src[0];
+    assert_int_equal(mt_generate(s, &src, &c->src_len[0], 1, &q, h, &err), MT_OK);
+    for (int b = 0; b < 4; b++) {
+        assert_true(isfinite(h[b].score));
+        for (int j = 0; j < h[b].n_ids; j++)     /* 5, eos, and the 8 lowest others (pad excluded) */
+            assert_true(h[b].ids[j] == one || h[b].ids[j] == eos || h[b].ids[j] <= 9);
+        n_checked++;
+    }
+    mt_hyps_free(h, 4);
+    mt_session_free(s);
+    mt_shortlist_free(sl);
+}
+
 /* (d) a decode step with shortlists (gathered head, masked head, beams) allocates nothing. */
 static void test_no_alloc_per_step(void **state)
 {
@@ -658,6 +691,7 @@ int main(void)
         PER_MODEL(test_every_id_held),
         PER_MODEL(test_reference_ids_same_greedy),
         PER_MODEL(test_outside_ids_never),
+        PER_MODEL(test_tiny_set_beam),
         PER_MODEL(test_no_alloc_per_step),
         PER_MODEL(test_binary_format),
         PER_MODEL(test_text_formats),

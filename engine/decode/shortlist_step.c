@@ -33,6 +33,17 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
     for (int c = 0; c < q->n_constraints; c++)
         for (int i = 0; i < q->constraints[c].n_ids; i++)
             set_bit(b, q->constraints[c].ids[i]);
+    /* a beam keeps 2 x beam candidates a step: a set that small is widened
+     * with the lowest ids it lacks (as Marian pads its sets to a multiple of
+     * 8), so no -inf candidate is ever picked */
+    int count = 0, need = 2 * q->beam_size + 1;
+    for (int w = 0; w < s->sl_words; w++)
+        count += __builtin_popcountll(b[w]);
+    for (int32_t t = 0; count < need && t < s->m->V; t++)
+        if (!(b[t >> 6] >> (t & 63) & 1) && t != s->m->info.pad_id) {
+            set_bit(b, t);
+            count++;
+        }
 }
 
 void mt_sl_prepare(mt_session *s, int n, const int *row_src)
