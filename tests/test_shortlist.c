@@ -37,7 +37,8 @@
 #else
 #define RUNNING_ON_VALGRIND 0
 #endif
-#define VALGRIND_CASES 6       /* under valgrind (50x slower): the first cases */
+#define VALGRIND_CASES 3       /* under valgrind (50x slower): the first cases, at most 16 ids each */
+#define VALGRIND_MAX_LENGTH 17
 
 typedef struct {
     const char *name;
@@ -80,7 +81,7 @@ static ctx *get_ctx(void **state)
         c->src_len[k] = ids_of(json_object_get(r, "src_ids"), c->src[k], MAX_IDS);
         c->ref_len[k] = ids_of(json_object_get(r, "greedy_ids"), c->ref[k], MAX_IDS);
         c->max_length[k] = (int)json_integer_value(json_object_get(r, "max_length"));
-        if (c->src_len[k] >= 4 && c->ref_len[k] >= 3)
+        if (c->src_len[k] >= 4 && c->ref_len[k] >= 3 && (!RUNNING_ON_VALGRIND || c->ref_len[k] < VALGRIND_MAX_LENGTH))
             c->n++;
     }
     json_decref(rows);
@@ -106,7 +107,7 @@ static void decode_all(ctx *c, mt_session *s, const mt_decode_params *q, mt_hyp 
     mt_err err = {0};
     for (int i = 0; i < c->n; i++) {
         mt_decode_params qi = *q;
-        qi.max_length = c->max_length[i];
+        qi.max_length = RUNNING_ON_VALGRIND ? VALGRIND_MAX_LENGTH : c->max_length[i];
         const int32_t *src = c->src[i];
         if (mt_generate(s, &src, &c->src_len[i], 1, &qi, out + (long)i * (q->n_best ? q->n_best : 1), &err) != MT_OK)
             fail_msg("generate case %d: %s", i, err.msg);
