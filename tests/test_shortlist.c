@@ -81,7 +81,7 @@ static ctx *get_ctx(void **state)
         c->src_len[k] = ids_of(json_object_get(r, "src_ids"), c->src[k], MAX_IDS);
         c->ref_len[k] = ids_of(json_object_get(r, "greedy_ids"), c->ref[k], MAX_IDS);
         c->max_length[k] = (int)json_integer_value(json_object_get(r, "max_length"));
-        if (c->src_len[k] >= 4 && c->ref_len[k] >= 3 && (!RUNNING_ON_VALGRIND || c->ref_len[k] < VALGRIND_MAX_LENGTH))
+        if (c->src_len[k] >= 4 && c->ref_len[k] >= 3)
             c->n++;
     }
     json_decref(rows);
@@ -276,6 +276,8 @@ static void test_reference_ids_same_greedy(void **state)
         mt_session *s = new_session(c->m, 8, sl_max[k], 0);
         decode_all(c, s, &q, got);
         for (int i = 0; i < c->n; i++) {
+            if (RUNNING_ON_VALGRIND && c->ref_len[i] >= VALGRIND_MAX_LENGTH)
+                continue;                               /* cut by the shorter max_length */
             assert_int_equal(got[i].n_ids, c->ref_len[i]);
             assert_memory_equal(got[i].ids, c->ref[i], sizeof(int32_t) * (size_t)c->ref_len[i]);
             n_checked++;
