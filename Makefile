@@ -308,6 +308,21 @@ BENCH_LLM_ARGS ?=
 bench-llm: $(B)/bench/bench_llm
 	/usr/bin/python3 bench/llm_bench.py --llm-dir $(LLM_DIR) --bench $(B)/bench/bench_llm $(BENCH_LLM_ARGS)
 
+# mtserve vs CTranslate2 4.8.1 (oneDNN) at the shapes of bench-models (issue 32; bench/ct2/compare.py):
+#   make bench-ct2 [CT2_DIR=/work/ct2] [BENCH_CT2_ARGS="--reps 1 --shapes en-mg"]
+# CT2_DIR is bench/ct2/build.sh's WORK folder (built outside the repository, 17-55 min on 2 cores).
+CT2_DIR ?= /work/ct2
+BENCH_CT2_ARGS ?=
+.PHONY: bench-ct2
+bench-ct2: $(B)/bench/bench_engine bench-models
+	@if [ ! -x $(CT2_DIR)/ct2/bin/ct2_bench ] || [ ! -d $(CT2_DIR)/src/CTranslate2/python ]; then \
+	    echo "bench-ct2: no CTranslate2 build in CT2_DIR=$(CT2_DIR) ($(CT2_DIR)/ct2/bin/ct2_bench)."; \
+	    echo "Build it (outside the repository; needs cmake g++ libopenblas-dev and bare git mirrors"; \
+	    echo "OWNER+NAME/repo of the repositories listed in bench/ct2/build.sh's header):"; \
+	    echo "  MIRROR=/work/.mirror WORK=$(CT2_DIR) nice -n 19 bash bench/ct2/build.sh > build-ct2.log 2>&1"; \
+	    echo "then: make bench-ct2 CT2_DIR=$(CT2_DIR)"; exit 1; fi
+	B=$(B) /usr/bin/python3 bench/ct2/compare.py --ct2-dir $(CT2_DIR) $(BENCH_CT2_ARGS)
+
 $(B)/bench/loadgen: bench/loadgen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(shell pkg-config --cflags --libs libcurl) -pthread
