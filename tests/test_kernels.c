@@ -588,6 +588,70 @@ static void test_half_conversion(void **state)
 #endif
 }
 
+/* mt_k_topk against a plain selection (k passes, each taking the largest
+ * not yet taken, the lower index on ties), on rows with ties, -inf, NaN and
+ * every length around the vector blocks; and mt_k_log_softmax_shift against
+ * the log-softmax then the shift added, bit for bit. */
+static int topk_naive(const float *v, int n, int k, float *tv, int *ti, char *taken)
+{
+    memset(taken, 0, (size_t)n);
+    int cnt = 0;
+    for (; cnt < k; cnt++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!taken[i] && v[i] == v[i] && (best < 0 || v[i] > v[best]))
+                best = i;
+        if (best < 0)
+            break;
+        taken[best] = 1;
+        tv[cnt] = v[best];
+        ti[cnt] = best;
+    }
+    return cnt;
+}
+
+static void test_topk(void **state)
+{
+    (void)state;
+    enum { N = 700 };
+    float v[N], tv[16], rv[16];
+    int ti[16], ri[16];
+    char taken[N];
+    long checked = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        int n = 1 + trial % N, k = 1 + trial % 9, kind = trial % 4;
+        for (int i = 0; i < n; i++) {
+            float x = frand();
+            if (kind == 1)
+                x = (float)((int)(x * 4));                 /* many ties */
+            if (kind == 2 && i % 13 == 5)
+                x = NAN;
+            if (kind == 3)
+                x = i % 3 ? -INFINITY : x;
+            v[i] = x;
+        }
+        if (trial % 5 == 0)
+            v[n - 1] = 3.0f;                               /* the best in the tail */
+        int c1 = mt_k_topk(v, n, k, tv, ti), c2 = topk_naive(v, n, k, rv, ri, taken);
+        assert_int_equal(c1, c2);
+        for (int j = 0; j < c1; j++) {
+            assert_int_equal(ti[j], ri[j]);
+            assert_memory_equal(&tv[j], &rv[j], sizeof(float));
+        }
+        checked += c1;
+    }
+    float lg[300], a[300], b[300];
+    for (int i = 0; i < 300; i++)
+        lg[i] = 8 * frand();
+    double lse = mt_k_logsumexp_skip(lg, 300, 7);
+    mt_k_log_softmax_skip(lg, 300, 7, a);
+    for (int i = 0; i < 300; i++)
+        a[i] = a[i] + -2.75f;
+    mt_k_log_softmax_shift(lg, 300, 7, lse, -2.75f, b);
+    assert_memory_equal(a, b, sizeof a);
+    print_message("  topk: %ld selections equal to the plain selection's\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_packed),
         cmocka_unit_test(test_dots),      cmocka_unit_test(test_attend_row), cmocka_unit_test(test_kv_conversions),
         cmocka_unit_test(test_linear_q8_reference), cmocka_unit_test(test_linear_q8_properties),
+        cmocka_unit_test(test_topk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,10 @@
  * binary, libcurl): /models reports each model's shortlist (or null), a
  * /translate uses it unless it says "shortlist": false, the two answers are
  * cached apart, a bad "shortlist" value is a 400, and a corrupt file stops
- * the server at start with its reason.  Uses the shipped
+ * the server at start with its reason; 16 clients at once, half of their
+ * requests with the shortlist and half without, long and short sentences
+ * in the same continuous batches (the gathered head and, past the union
+ * cap, the masked one), each get the reply their request gets alone.  Uses the shipped
  * models/{en-fr,fr-en}/lex.s2t.bin. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <jansson.h>
 
 #include "harness.h"
@@ -107,11 +111,100 @@ static void test_corrupt_shortlist_refused(void **state)
     n_checked++;
 }
 
+/* Requests decoded at once share steps: rows with and without a shortlist,
+ * and unions of candidates above the 4,096 cap (the whole head, masked)
+ * next to small ones (the gathered head).  A row's result does not depend
+ * on its batch, so each reply must equal the one its request gets alone. */
+#define N_CLIENTS 16
+#define N_BODIES  12
+static const char *sentences[N_BODIES / 2] = {
+    "This package provides the documentation.",
+    "Open the file.",
+    "The server keeps a log of every request, and the administrator can read it from the web interface "
+    "or from the command line; old entries are compressed every night.",
+    "A simple text editor with syntax highlighting for many programming languages, spell checking, "
+    "bookmarks, macros, a file browser, a terminal and plugins written in Python or Lua.",
+    "Install the package.",
+    "This library contains the shared objects needed to run programs that use the graphical toolkit, "
+    "with its widgets, themes, printing support, accessibility and input methods for many scripts.",
+};
+static char *bodies[N_BODIES], *alone[N_BODIES];
+static server mixed;
+
+typedef struct { int id, bad, failed; } client;
+
+static char *reply_canon(reply *r)
+{
+    json_t *j = r->status == 200 ? json_loads(r->body, 0, NULL) : NULL;
+    if (j)
+        json_object_del(j, "timing_ms");
+    char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+    json_decref(j);
+    return s;
+}
+
+static void *client_run(void *arg)
+{
+    client *c = arg;
+    for (int k = 0; k < 2 * N_BODIES; k++) {
+        int b = (c->id * 5 + k) % N_BODIES;
+        reply r = post(&mixed, "/translate", bodies[b]);
+        char *got = reply_canon(&r);
+        c->failed += !got;
+        c->bad += got && strcmp(got, alone[b]) != 0;
+        free(got);
+        reply_free(&r);
+    }
+    return NULL;
+}
+
+static void test_concurrent_mixed(void **state)
+{
+    (void)state;
+    const char *args[] = {"--model", "models/en-fr", "--shortlist", "auto", "--cache-mb", "0", NULL};
+    assert_int_equal(server_start(&mixed, args), 0);
+    for (int b = 0; b < N_BODIES; b++) {
+        json_t *j = json_pack("{s:s, s:b, s:i, s:b}", "text", sentences[b / 2], "shortlist", b % 2 == 0,
+                              "beam_size", 1, "return_tokens", 1);
+        bodies[b] = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        reply r = post(&mixed, "/translate", bodies[b]);
+        alone[b] = reply_canon(&r);
+        assert_non_null(alone[b]);
+        reply_free(&r);
+    }
+    pthread_t tid[N_CLIENTS];
+    client cl[N_CLIENTS];
+    for (int i = 0; i < N_CLIENTS; i++) {
+        cl[i] = (client){.id = i};
+        assert_int_equal(pthread_create(&tid[i], NULL, client_run, &cl[i]), 0);
+    }
+    int bad = 0, failed = 0;
+    for (int i = 0; i < N_CLIENTS; i++) {
+        pthread_join(tid[i], NULL);
+        bad += cl[i].bad;
+        failed += cl[i].failed;
+    }
+    print_message("  %d clients x %d requests (shortlist on and off, %d sentences): %d failed, %d differ from "
+                  "the request alone\n", N_CLIENTS, 2 * N_BODIES, N_BODIES / 2, failed, bad);
+    assert_int_equal(failed, 0);
+    assert_int_equal(bad, 0);
+    assert_true(server_alive(&mixed));
+    assert_true(log_clean(&mixed));
+    n_checked += N_CLIENTS * 2 * N_BODIES;
+    assert_true(server_stop(&mixed) >= 0);
+    for (int b = 0; b < N_BODIES; b++) {
+        free(bodies[b]);
+        free(alone[b]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_served_with_shortlist),
         cmocka_unit_test(test_corrupt_shortlist_refused),
+        cmocka_unit_test(test_concurrent_mixed),
     };
     int rc = cmocka_run_group_tests_name("test_shortlist_server", tests, NULL, NULL);
     printf("[ info ] test_shortlist_server: %ld checks of replies and start-ups\n", n_checked);

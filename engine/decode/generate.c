@@ -23,27 +23,6 @@
 #define NEG_BIG   (-1e9f)        /* model.py's "impossible" running score */
 
 /* ---- helpers ------------------------------------------------------------------ */
-/* The k largest of v[0..n), sorted descending; ties keep the lower index first
- * (torch.topk on CPU).  Returns how many were found (min(n, k)). */
-static int topk(const float *v, int n, int k, float *tv, int *ti)
-{
-    int cnt = 0;
-    for (int i = 0; i < n; i++) {
-        float x = v[i];
-        if (x != x || (cnt == k && !(x > tv[k - 1])))
-            continue;
-        int p = cnt < k ? cnt++ : k - 1;
-        while (p > 0 && x > tv[p - 1]) {
-            tv[p] = tv[p - 1];
-            ti[p] = ti[p - 1];
-            p--;
-        }
-        tv[p] = x;
-        ti[p] = i;
-    }
-    return cnt;
-}
-
 /* argmax over v != skip; first index wins ties. */
 static int argmax_skip(const float *v, int n, int skip)
 {
@@ -226,12 +205,13 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
             mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
             cons_id = mt_cons_free(s, q, &s->cst[base + b], lg, &which[b]);
             lse[b] = mt_k_logsumexp_skip(lg, V, pad);
-            mt_k_log_softmax_skip(lg, V, pad, row);
             if (cons_id >= 0) {                                /* </s> would win: the term goes in instead */
-                float keep = row[cons_id];
                 for (int v = 0; v < V; v++)
                     row[v] = -INFINITY;
-                row[cons_id] = keep;
+                row[cons_id] = cons_id == pad ? -INFINITY : (float)((double)lg[cons_id] - lse[b]);
+            } else {
+                mt_k_log_softmax_shift(lg, V, pad, lse[b], run, row);   /* log p + the beam's score */
+                continue;
             }
         }
         for (int v = 0; v < V; v++)
@@ -239,7 +219,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
     }
     float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
     int *top_i = s->top_i + 2 * base;
-    topk(tot, Bm * V, K, top_v, top_i);
+    mt_k_topk(tot, Bm * V, K, top_v, top_i);
     int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
     float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM], cand_lp[2 * MT_MAX_BEAM];
     int32_t cand_al[2 * MT_MAX_BEAM];
@@ -253,7 +233,7 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         cand_al[k] = s->step_al[a + pb];
     }
     update_finished(s, q, stop, cand_lp, cand_al);
-    topk(alive, K, Bm, run_new, order);
+    mt_k_topk(alive, K, Bm, run_new, order);
     for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
         int flat = top_i[order[b]];
         parent[b] = flat / V;

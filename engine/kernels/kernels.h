@@ -15,7 +15,8 @@
  *   attn_kernels.c  mt_k_dots, mt_k_attend_row(_f16), mt_k_gemm_nt, mt_k_gemm_nn: attention products,
  *                   mt_k_to_f16, mt_k_from_f16: the F16 K/V cache
  *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
- *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip: row-wise kernels
+ *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip, mt_k_log_softmax_shift,
+ *                   mt_k_topk: row-wise kernels
  *   alloc.c         mt_huge_alloc, mt_huge_free: the big, long-lived buffers;
  *                   mt_pages_*: page mappings whose pages can be given back
  * Their naive references are test code: tests/ref_kernels.h.
@@ -98,6 +99,12 @@ void mt_k_activation(float *x, long n, mt_act act);
 void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp);
 /* log(sum_{v != skip} exp(logits[v])) computed stably. */
 double mt_k_logsumexp_skip(const float *logits, int n, int skip);
+/* out[v] = (float)(logits[v] - lse) + shift (the log-softmax's rounding, then
+ * the shift added in float); out[skip] = -inf. */
+void mt_k_log_softmax_shift(const float *logits, int n, int skip, double lse, float shift, float *out);
+/* The k largest of v[0..n) into tv/ti, sorted descending, ties to the lower
+ * index, NaN skipped; returns min(k, count of non-NaN). */
+int mt_k_topk(const float *v, int n, int k, float *tv, int *ti);
 
 /* Decoder-only LMs (norm.c): y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w (y may be x);
  * SwiGLU in place: gu [rows][2F] = gate | up -> [rows][F] silu(gate) * up. */

@@ -203,6 +203,54 @@ void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp)
         lp[skip] = -INFINITY;
 }
 
+/* A beam row's candidate scores in one pass: the log-softmax exactly as
+ * mt_k_log_softmax_skip rounds it (given its lse), plus the beam's score. */
+void mt_k_log_softmax_shift(const float *logits, int n, int skip, double lse, float shift, float *out)
+{
+    for (int v = 0; v < n; v++) {
+        float lp = (float)((double)logits[v] - lse);
+        out[v] = lp + shift;
+    }
+    if (skip >= 0 && skip < n)
+        out[skip] = -INFINITY;
+}
+
+/* The k largest of v[0..n), sorted descending; ties keep the lower index
+ * first (torch.topk on CPU); NaN never enters.  Once k are held, a block
+ * of vectors with no element above the k-th is passed over in one compare:
+ * the elements it skips are exactly the ones the insertion would reject,
+ * so the result is the plain insertion pass's. */
+int mt_k_topk(const float *v, int n, int k, float *tv, int *ti)
+{
+    int cnt = 0, i = 0;
+    while (i < n) {
+#if VW
+        if (cnt == k) {
+            float thr = tv[k - 1];
+            /* compares, not a max: a NaN lane must not hide its neighbours */
+            while (i + 4 * VW <= n && !(vany_gt(vload(v + i), thr) | vany_gt(vload(v + i + VW), thr) |
+                                        vany_gt(vload(v + i + 2 * VW), thr) | vany_gt(vload(v + i + 3 * VW), thr)))
+                i += 4 * VW;
+        }
+#endif
+        int end = i + 4 * (VW ? VW : 16) < n ? i + 4 * (VW ? VW : 16) : n;
+        for (; i < end; i++) {
+            float x = v[i];
+            if (x != x || (cnt == k && !(x > tv[k - 1])))
+                continue;
+            int p = cnt < k ? cnt++ : k - 1;
+            while (p > 0 && x > tv[p - 1]) {
+                tv[p] = tv[p - 1];
+                ti[p] = ti[p - 1];
+                p--;
+            }
+            tv[p] = x;
+            ti[p] = i;
+        }
+    }
+    return cnt;
+}
+
 /* ---- decoder-only LMs (engine/model/llm.c) -------------------------------------- */
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w over rows of d features (HF
  * LlamaRMSNorm); the mean of squares in double.  y may be x. */
