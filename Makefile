@@ -178,7 +178,7 @@ $(B)/bench/html_parsers: bench/html_parsers.c
 # pool stress test and the bounded concurrent load and the routing tests (pivots) and the
 # streaming clients (test_stream's TSan mode) under ThreadSanitizer, and each fuzz target
 # briefly.
-CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand test_access test_limits test_llm_server
+CHECK_TSAN_TESTS   ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand test_access test_limits test_llm_server test_shortlist_server
 CHECK_FUZZ_SECONDS ?= 8
 
 $(B)/%.o: %.c $(HEADERS)
