@@ -309,7 +309,7 @@ bench-llm: $(B)/bench/bench_llm
 	/usr/bin/python3 bench/llm_bench.py --llm-dir $(LLM_DIR) --bench $(B)/bench/bench_llm $(BENCH_LLM_ARGS)
 
 # mtserve vs CTranslate2 4.8.1 (oneDNN) at the shapes of bench-models (issue 32; bench/ct2/compare.py):
-#   make bench-ct2 [CT2_DIR=/work/ct2] [BENCH_CT2_ARGS="--reps 1 --shapes en-mg"]
+#   make bench-ct2 [CT2_DIR=/work/ct2] [BENCH_CT2_ARGS="--reps 1 --shapes en-mg --shortlist"]
 # CT2_DIR is bench/ct2/build.sh's WORK folder (built outside the repository, 17-55 min on 2 cores).
 CT2_DIR ?= /work/ct2
 BENCH_CT2_ARGS ?=

@@ -3,6 +3,7 @@
  *   bench_engine --model DIR --input FILE [--n 64] [--max-length L] [--threads 2]
  *                [--weights f32|f16|int8] [--kv-cache f32|f16] [--configs 1:1,32:1,1:4,32:4] [--ids-out FILE]
  *                [--src-out FILE] [--limits] [--limits-n 16] [--limits-reps 3]
+ *                [--shortlist FILE] [--shortlist-build PREFIX]
  *
  * Reads the first n lines of FILE, tokenizes them with the model's tokenizer
  * (--src-out writes those ids, one JSON list a line, so the PyTorch reference
@@ -16,6 +17,15 @@
  * ({"batch","beam","sentences","ids":[...]} a line).  The first line printed
  * describes the model and its load (wall ms, peak RSS after it); the last,
  * the process's peak RSS after every run.
+ *
+ * --shortlist FILE decodes every configuration with that lexical shortlist
+ * (docs/SHORTLIST.md), always gathered (no union cap, as CTranslate2's vmap).
+ * --shortlist-build PREFIX decodes the n sentences greedy over the whole
+ * vocabulary, builds a shortlist from those outputs (mt_shortlist_build:
+ * best 50, frequent 100; a random-weight model has no corpus, so its own
+ * outputs stand for one), writes it as PREFIX.bin (Marian's binary) and
+ * PREFIX.vmap (the same lists as a CTranslate2 vmap: `piece<TAB>pieces`, the
+ * frequent ids on the empty source's line) and exits.
  *
  * --limits adds the machine's limits and where the engine stands:
  *   decode step at batch 1 (from greedy runs of two lengths over the first
@@ -127,10 +137,11 @@ static void print_ids(FILE *f, const int32_t *ids, int n)
 }
 
 /* Decode sources [0, n) in chunks of `batch`; returns seconds, *ntok = ids generated. */
-static double run(mt_session *s, const sources *S, int n, int batch, int beam, int max_length, mt_hyp *hyps,
-                  long *ntok)
+static double run(mt_session *s, const sources *S, int n, int batch, int beam, int max_length,
+                  const mt_shortlist *sl, mt_hyp *hyps, long *ntok)
 {
     mt_decode_params p = mt_decode_default_params();
+    p.shortlist = sl;
     p.beam_size = beam;
     p.max_length = max_length;
     p.n_best = 1;
@@ -267,7 +278,7 @@ static double greedy_time(mt_session *s, const sources *S, int n, int max_length
 {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double dt = run(s, S, n, 1, 1, max_length, hyps, ntok);
+        double dt = run(s, S, n, 1, 1, max_length, NULL, hyps, ntok);
         mt_hyps_free(hyps, n);
         best = dt < best ? dt : best;
     }
@@ -402,10 +413,63 @@ static const char *next_config(const char *c, int *batch, int *beam, int *sent)
     return *c ? c + 1 : NULL;
 }
 
+/* --shortlist-build: the sentences' greedy outputs over the whole vocabulary
+ * as the corpus of a shortlist, written in Marian's binary format and as a
+ * CTranslate2 vmap with the same lists. */
+static void shortlist_build(const mt_model *m, mt_session *s, const sources *S, int max_length, const char *prefix)
+{
+    mt_hyp *h = calloc((size_t)S->n, sizeof *h);
+    long ntok;
+    run(s, S, S->n, 32, 1, max_length, NULL, h, &ntok);
+    int32_t **tgt = malloc(sizeof *tgt * (size_t)S->n);
+    int *tlen = malloc(sizeof *tlen * (size_t)S->n);
+    for (int i = 0; i < S->n; i++)
+        tgt[i] = h[i].ids, tlen[i] = h[i].n_ids;
+    mt_shortlist_params sp = mt_shortlist_default_params();
+    sp.best = 50;
+    sp.frequent = 100;
+    mt_shortlist *sl;
+    mt_err e;
+    if (mt_shortlist_build(m, S->n, (const int32_t *const *)S->ids, S->len, (const int32_t *const *)tgt, tlen, &sp,
+                           1, &sl, &e) != MT_OK)
+        die("mt_shortlist_build", &e);
+    char path[4096];
+    snprintf(path, sizeof path, "%s.bin", prefix);
+    if (mt_shortlist_write(sl, path, &e) != MT_OK)
+        die(path, &e);
+    snprintf(path, sizeof path, "%s.vmap", prefix);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die(path, NULL);
+    const mt_tokenizer *tok = mt_model_tokenizer(m);
+    const mt_shortlist_info *si = mt_shortlist_get_info(sl);
+    int k;
+    const int32_t *fr = mt_shortlist_frequent(sl, &k);
+    fputc('\t', f);                                   /* the empty source: always candidates */
+    for (int j = 0; j < k; j++)
+        fprintf(f, j ? " %s" : "%s", mt_tokenizer_piece(tok, fr[j]));
+    fputc('\n', f);
+    for (int w = 0; w < si->src_vocab; w++) {
+        const int32_t *l = mt_shortlist_list(sl, w, &k);
+        if (!l || !k || !mt_tokenizer_piece(tok, w))
+            continue;
+        fprintf(f, "%s\t", mt_tokenizer_piece(tok, w));
+        for (int j = 0; j < k; j++)
+            fprintf(f, j ? " %s" : "%s", mt_tokenizer_piece(tok, l[j]));
+        fputc('\n', f);
+    }
+    fclose(f);
+    printf("{\"shortlist_built\": {\"prefix\": \"%s\", \"entries\": %ld, \"src_words\": %d, \"frequent\": %d}}\n",
+           prefix, si->entries, si->src_words, si->frequent);
+    mt_shortlist_free(sl);
+    mt_hyps_free(h, S->n);
+    free(h), free(tgt), free(tlen);
+}
+
 int main(int argc, char **argv)
 {
     const char *model = "models/en-fr", *input = "tests/fixtures/tokenizer/inputs/test.en.txt";
-    const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL;
+    const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL, *sl_file = NULL, *sl_build = NULL;
     int n = 64, max_length = 0, threads = 2, do_limits = 0, wi = 0, lim_n = 16, lim_reps = 3, kv_f16 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -440,6 +504,8 @@ int main(int argc, char **argv)
             kv_f16 = v[1] == '1';
         } else if (!strcmp(a, "--ids-out")) ids_out = v;
         else if (!strcmp(a, "--src-out")) src_out = v;
+        else if (!strcmp(a, "--shortlist")) sl_file = v;
+        else if (!strcmp(a, "--shortlist-build")) sl_build = v;
         else {
             fprintf(stderr, "bench_engine: unknown option %s\n", a);
             return 2;
@@ -488,9 +554,24 @@ int main(int argc, char **argv)
     sp.max_batch = max_rows;
     sp.max_src_len = S.max_len;
     sp.max_tgt_len = max_length;
+    mt_shortlist *sl = NULL;
+    if (sl_file) {
+        mt_shortlist_params slp = mt_shortlist_default_params();
+        if (mt_shortlist_load(m, sl_file, &slp, &sl, &e) != MT_OK)
+            die(sl_file, &e);
+        sp.shortlist_max = MI->vocab_size;     /* always gathered, as CTranslate2 gathers its vmap's union */
+    }
+    if (sl_build && max_rows < 32)
+        sp.max_batch = 32;
     mt_session *s;
     if (mt_session_new(m, &sp, &s, &e) != MT_OK)
         die("mt_session_new", &e);
+    if (sl_build) {
+        shortlist_build(m, s, &S, max_length, sl_build);
+        mt_session_free(s);
+        mt_model_free(m);
+        return 0;
+    }
     mt_hyp *hyps = calloc((size_t)n, sizeof *hyps);
     long src_tokens = 0;
     for (int i = 0; i < n; i++)
@@ -509,12 +590,12 @@ int main(int argc, char **argv)
         c = next_config(c, &batch, &beam, &sent);
         int k = sent && sent < n ? sent : n;
         long ntok;
-        run(s, &S, batch < k ? batch : k, batch, beam, max_length, hyps, &ntok);      /* warm-up */
+        run(s, &S, batch < k ? batch : k, batch, beam, max_length, sl, hyps, &ntok);      /* warm-up */
         mt_hyps_free(hyps, batch < k ? batch : k);
-        double dt = run(s, &S, k, batch, beam, max_length, hyps, &ntok);
+        double dt = run(s, &S, k, batch, beam, max_length, sl, hyps, &ntok);
         printf("{\"engine\": \"c\", \"batch\": %d, \"beam\": %d, \"sentences\": %d, \"seconds\": %.3f, "
-               "\"sent_per_s\": %.2f, \"tok_per_s\": %.1f, \"target_tokens\": %ld}\n",
-               batch, beam, k, dt, k / dt, ntok / dt, ntok);
+               "\"sent_per_s\": %.2f, \"tok_per_s\": %.1f, \"target_tokens\": %ld, \"shortlist\": %s}\n",
+               batch, beam, k, dt, k / dt, ntok / dt, ntok, sl ? "true" : "false");
         fflush(stdout);
         if (fo) {
             fprintf(fo, "{\"batch\": %d, \"beam\": %d, \"sentences\": %d, \"ids\": [", batch, beam, k);
@@ -534,6 +615,7 @@ int main(int argc, char **argv)
     printf("{\"rss\": {\"hwm_end\": %zu, \"rss_end\": %zu}}\n", proc_status("VmHWM"), proc_status("VmRSS"));
     free(hyps);
     mt_session_free(s);
+    mt_shortlist_free(sl);
     for (int i = 0; i < n; i++)
         free(S.ids[i]);
     free(S.ids), free(S.len);

@@ -39,6 +39,15 @@ Steps:
     max_length - 2 = 39 tokens (the ones both engines chose) are equal, or their
     whole outputs when shorter.  Counted for mtserve vs CTranslate2 at each
     weights pairing, and INT8 vs the same engine's float32.
+ --shortlist adds each engine with a lexical shortlist beside its whole-vocabulary
+    runs: bench_engine --shortlist-build decodes the shape's sentences greedy
+    over the whole vocabulary and builds a shortlist from those outputs (best
+    50, frequent 100: a random-weight model has no corpus, so its own outputs
+    stand for one), written as Marian's binary (mtserve --shortlist) and as a
+    CTranslate2 vmap with the same lists ($B/ct2/<shape>-<type>-vmap/vmap.txt,
+    ct2_bench --use-vmap 1).  The two restrict differently (mtserve: each
+    sentence's own set, gathered as the batch's union; CTranslate2: the batch's
+    union for every sentence), so their beam outputs may differ more.
  5. the beam experiment (issue 32, item 1's question): the same beam-4 decode
     with the cap moved by one in either engine, so that both pick the final
     beam after the same number of scored tokens: CTranslate2 at
@@ -119,6 +128,7 @@ def main():
     ap.add_argument("--idle-load", type=float, default=1.5)
     ap.add_argument("--idle-wait", type=float, default=300)
     ap.add_argument("--skip-beam-experiment", action="store_true")
+    ap.add_argument("--shortlist", action="store_true", help="also run both engines with a shortlist (see above)")
     ap.add_argument("--ct2-env", default="", help="K=V[,K=V] added to CTranslate2's environment, e.g. "
                     "OMP_WAIT_POLICY=PASSIVE (libgomp threads sleep instead of spinning: on a loaded machine "
                     "a spinning OpenMP barrier whose partner thread is preempted costs 10x)")
@@ -178,6 +188,25 @@ def main():
                 sys.exit(f"compare.py: {s} {q}: the source ids CTranslate2 decodes differ from mtserve's")
         log(f"{s}: {len(src_ids[s])} sources, {sum(map(len, src_ids[s]))} ids, identical in both engines")
 
+    # 2b. the shortlists: built from each shape's own greedy outputs, one file per engine format
+    if a.shortlist:
+        for s in shapes:
+            S = SHAPES[s]
+            model = os.path.join(a.models, S["fixture"], "safetensors-f32")
+            prefix = os.path.join(a.out, f"{s}.sl")
+            run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n), "--max-length", str(T),
+                 "--threads", str(a.threads), "--weights", "f32", "--shortlist-build", prefix])
+            for q in ("float32", "int8"):
+                d = os.path.join(ROOT, B, "ct2", f"{s}-{q}-vmap")
+                os.makedirs(d, exist_ok=True)
+                for f in os.listdir(os.path.join(ROOT, ct2_model[s, q])):
+                    dst = os.path.join(d, f)
+                    if f != "vmap.txt" and not os.path.lexists(dst):
+                        os.symlink(os.path.abspath(os.path.join(ROOT, ct2_model[s, q], f)), dst)
+                with open(os.path.join(ROOT, prefix + ".vmap")) as fi, open(os.path.join(d, "vmap.txt"), "w") as fo:
+                    fo.write(fi.read())
+                ct2_model[s, q + "+vmap"] = os.path.join(B, "ct2", f"{s}-{q}-vmap")
+
     # 3. timing rounds
     ids = {}                       # (shape, engine, weights, isa) -> {(batch, beam): [ids]}, first round
     rounds = []
@@ -189,8 +218,10 @@ def main():
             S = SHAPES[s]
             model = os.path.join(a.models, S["fixture"], "safetensors-f32")
             srcf = os.path.join(a.out, f"{s}.src.jsonl")
-            jobs_m = [("mtserve", w, "-") for w, _ in PAIRS]
-            jobs_c = [("ct2", q, isa) for q in ("float32", "int8") for isa in isas]
+            m_variants = ["-", "sl"] if a.shortlist else ["-"]
+            c_isas = isas + [i + "+vmap" for i in isas] if a.shortlist else isas
+            jobs_m = [("mtserve", w, v) for v in m_variants for w, _ in PAIRS]
+            jobs_c = [("ct2", q, isa) for isa in c_isas for q in ("float32", "int8")]
             order = jobs_m + jobs_c if r % 2 == 0 else jobs_c + jobs_m
             # interleave: one mtserve run, one CTranslate2 run, ...
             mq = [j for j in order if j[0] == "mtserve"]
@@ -203,17 +234,20 @@ def main():
             for eng, w, isa in seq:
                 idf = os.path.join(a.out, f"{s}.{eng}.{w}.{isa}.r{r + 1}.ids.jsonl")
                 if eng == "mtserve":
+                    sl = ["--shortlist", os.path.join(a.out, f"{s}.sl.bin")] if isa == "sl" else []
                     lines = run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n),
                                  "--max-length", str(T), "--threads", str(a.threads), "--weights", w,
-                                 "--configs", a.configs, "--ids-out", idf])
+                                 "--configs", a.configs, "--ids-out", idf] + sl)
                     sel = None
                 else:
                     env = dict(os.environ, CT2_VERBOSE="1", **ct2_env)
-                    if isa != "default":
-                        env["CT2_FORCE_CPU_ISA"] = isa
-                    lines, err = run([ct2_bench, "--model", ct2_model[s, w], "--src-ids", srcf, "--n", str(a.n),
-                                      "--compute-type", w, "--configs", a.configs, "--max-decoding-length",
-                                      str(T - 1), "--threads", str(a.threads), "--ids-out", idf],
+                    base_isa, vmap = isa.split("+")[0], isa.endswith("+vmap")
+                    if base_isa != "default":
+                        env["CT2_FORCE_CPU_ISA"] = base_isa
+                    lines, err = run([ct2_bench, "--model", ct2_model[s, w + ("+vmap" if vmap else "")], "--src-ids",
+                                      srcf, "--n", str(a.n), "--compute-type", w, "--configs", a.configs,
+                                      "--max-decoding-length", str(T - 1), "--threads", str(a.threads),
+                                      "--ids-out", idf, "--use-vmap", "1" if vmap else "0"],
                                      env=env, capture_err=True)
                     sel = next((l.split("Selected ISA:")[1].strip() for l in err.splitlines()
                                 if "Selected ISA:" in l), None)
@@ -243,26 +277,26 @@ def main():
     configs = [tuple(int(v) for v in c.split(":")) for c in a.configs.split(",")]
     WL = {(1, 1): "batch 1 greedy", (32, 1): "batch 32 greedy", (32, 4): "batch 32 beam 4"}
     table = []
-    for s in shapes:
-        for c in configs:
-            for w, q in PAIRS:
-                m_med, m_all = med(s, "mtserve", w, "-", c)
+    for s, sl, c, (w, q) in [(s, sl, c, p) for s in shapes for sl in ([0, 1] if a.shortlist else [0])
+                             for c in configs for p in PAIRS]:
+                mv = "sl" if sl else "-"
+                m_med, m_all = med(s, "mtserve", w, mv, c)
                 best, best_isa, c_all = None, None, {}
-                for isa in isas:
+                for isa in [i + "+vmap" for i in isas] if sl else isas:
                     v, allv = med(s, "ct2", q, isa, c)
                     c_all[isa] = allv
                     if v is not None and (best is None or v > best):
                         best, best_isa = v, isa
-                mo = ids[s, "mtserve", w, "-"][c]
+                mo = ids[s, "mtserve", w, mv][c]
                 co = ids[s, "ct2", q, best_isa][c]
                 n_agree = sum(agree(x, y, K) for x, y in zip(mo, co))
-                row = {"shape": s, "batch": c[0], "beam": c[1], "mtserve": WLABEL[w], "ct2": q,
+                row = {"shape": s, "shortlist": sl, "batch": c[0], "beam": c[1], "mtserve": WLABEL[w], "ct2": q,
                        "mtserve_tok_s": m_med, "ct2_tok_s": best, "ct2_isa": best_isa,
                        "ratio": m_med / best if m_med and best else None, "mtserve_runs": m_all, "ct2_runs": c_all,
                        "agree": n_agree, "n": len(mo),
                        "mean_common_prefix": statistics.mean(common_prefix(x, y) for x, y in zip(mo, co))}
                 if w != "f32":   # against the same engine's float32 outputs
-                    mf = ids[s, "mtserve", "f32", "-"][c]
+                    mf = ids[s, "mtserve", "f32", mv][c]
                     row["mtserve_vs_own_f32"] = sum(agree(x, y, K) for x, y in zip(mo, mf))
                     if q == "int8":
                         cf = ids[s, "ct2", "float32", best_isa][c]
@@ -276,7 +310,7 @@ def main():
             S = SHAPES[s]
             model = os.path.join(a.models, S["fixture"], "safetensors-f32")
             srcf = os.path.join(a.out, f"{s}.src.jsonl")
-            isa = next(r["ct2_isa"] for r in table if r["shape"] == s and r["ct2"] == "float32")
+            isa = next(r["ct2_isa"] for r in table if r["shape"] == s and r["ct2"] == "float32" and not r["shortlist"])
             env = dict(os.environ, **ct2_env)
             if isa != "default":
                 env["CT2_FORCE_CPU_ISA"] = isa
@@ -318,16 +352,17 @@ def main():
              f"after {' '.join(meta['load_after'])}; rounds: "
              + ", ".join(f"{x['round']}: load {x['load1_start']} (waited {x['waited_s']} s)" for x in rounds))
     L.append("")
-    L.append("| shape | workload | mtserve | tok/s | CTranslate2 | tok/s (ISA) | mtserve / CT2 | "
+    L.append("| shape | workload | shortlist | mtserve | tok/s | CTranslate2 | tok/s (ISA) | mtserve / CT2 | "
              f"outputs agreeing (first {K} tokens) | vs own float32 (mtserve / CT2) |")
-    L.append("|---|---|---|---:|---|---:|---:|---|---|")
+    L.append("|---|---|---|---|---:|---|---:|---:|---|---|")
     for x in table:
         own = ""
         if "mtserve_vs_own_f32" in x:
             own = f"{x['mtserve_vs_own_f32']}/{x['n']}"
             if "ct2_int8_vs_own_float32" in x:
                 own += f" / {x['ct2_int8_vs_own_float32']}/{x['n']}"
-        L.append(f"| {SHAPES[x['shape']]['title']} | {WL.get((x['batch'], x['beam']), x['batch'])} | {x['mtserve']} | "
+        L.append(f"| {SHAPES[x['shape']]['title']} | {WL.get((x['batch'], x['beam']), x['batch'])} | "
+                 f"{'yes' if x['shortlist'] else 'no'} | {x['mtserve']} | "
                  f"{x['mtserve_tok_s']:,.0f} | {x['ct2']} | {x['ct2_tok_s']:,.0f} ({x['ct2_isa']}) | "
                  f"{x['ratio']:.2f}x | {x['agree']}/{x['n']} (mean common prefix {x['mean_common_prefix']:.1f}) | {own} |")
     if beam_exp:

@@ -3,7 +3,7 @@
 //
 //   ct2_bench --model CT2_DIR --src-ids FILE [--n 32] [--threads 2]
 //             [--compute-type float32|int8] [--configs 1:1,32:1,32:4]
-//             [--max-decoding-length 40] [--ids-out FILE]
+//             [--max-decoding-length 40] [--ids-out FILE] [--use-vmap 1]
 //
 // FILE: one source a line as a JSON list of token ids, as bench_engine
 // --src-out writes them (the model's SentencePiece ids, </s> last; CTranslate2
@@ -28,6 +28,9 @@
 // the decoder's start token, so max_length 41 gives at most 40 ids (39 tokens
 // and a forced </s>); CTranslate2's cap counts generated tokens only: 40 runs
 // the same 40 decoder steps (bench/ct2/compare.py passes max_length - 1).
+//
+// --use-vmap 1: TranslationOptions.use_vmap, the model directory's vmap.txt
+// restricting each batch's output vocabulary (refused when it has none).
 //
 // --ids-out FILE: a first line {"src": [[ids]...]} (the round-tripped source
 // ids), then one line a configuration, {"batch","beam","sentences","ids"}: each
@@ -113,7 +116,7 @@ void write_id_list(FILE* f, const std::vector<size_t>& ids) {
 
 int main(int argc, char** argv) {
   std::string model_dir, src_path, compute = "float32", configs = "1:1,32:1,32:4", ids_out;
-  size_t n_max = 32, threads = 2, max_dec = 40;
+  size_t n_max = 32, threads = 2, max_dec = 40, use_vmap = 0;
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (i + 1 >= argc)
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
     else if (a == "--configs") configs = v;
     else if (a == "--max-decoding-length") max_dec = std::stoul(v);
     else if (a == "--ids-out") ids_out = v;
+    else if (a == "--use-vmap") use_vmap = std::stoul(v);
     else fail("unknown option " + a);
   }
   if (model_dir.empty() || src_path.empty())
@@ -148,6 +152,8 @@ int main(int argc, char** argv) {
       translator.get_first_replica().model());
   if (!s2s)
     fail(model_dir + " is not a sequence-to-sequence model");
+  if (use_vmap && !s2s->get_vocabulary_map())
+    fail(model_dir + " has no vmap.txt (--use-vmap)");
   const ctranslate2::Vocabulary& sv = s2s->get_source_vocabulary();
   const ctranslate2::Vocabulary& tv = s2s->get_target_vocabulary();
   const size_t eos = tv.eos_id();
@@ -212,6 +218,7 @@ int main(int argc, char** argv) {
     opt.min_decoding_length = 0;
     opt.max_decoding_length = max_dec;
     opt.sampling_topk = 1;
+    opt.use_vmap = use_vmap != 0;
 
     std::vector<ctranslate2::TranslationResult> res;
     auto decode = [&](size_t count) {
@@ -241,8 +248,9 @@ int main(int argc, char** argv) {
     }
     std::printf("{\"engine\": \"ct2\", \"compute_type\": \"%s\", \"batch\": %zu, \"beam\": %zu, "
                 "\"sentences\": %zu, \"seconds\": %.3f, \"sent_per_s\": %.2f, \"tok_per_s\": %.1f, "
-                "\"target_tokens\": %zu}\n",
-                compute.c_str(), c.batch, c.beam, n, dt, double(n) / dt, double(ntok) / dt, ntok);
+                "\"target_tokens\": %zu, \"vmap\": %s}\n",
+                compute.c_str(), c.batch, c.beam, n, dt, double(n) / dt, double(ntok) / dt, ntok,
+                use_vmap ? "true" : "false");
     std::fflush(stdout);
     if (fo) {
       std::fprintf(fo, "{\"batch\": %zu, \"beam\": %zu, \"sentences\": %zu, \"ids\": [", c.batch, c.beam, n);
