@@ -83,7 +83,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), noinline)) static int vnni
     __m512i s = a[0];
     for (int i = 1; i < 12; i++)
         s = _mm512_add_epi32(s, a[i]);
-    return _mm512_reduce_add_epi32(s);
+    uint32_t t[16], u = 0;                 /* the sums wrap: unsigned, no signed overflow */
+    _mm512_storeu_si512(t, s);
+    for (int i = 0; i < 16; i++)
+        u += t[i];
+    return (int)(u & 0x7fffffff);
 }
 
 __attribute__((target("avx2,fma"), noinline)) static float fma_loop256(float seed)
@@ -117,11 +121,11 @@ __attribute__((target("avx2"), noinline)) static int maddubs_loop256(int seed)
             a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), one));
     for (int i = 1; i < 8; i++)
         a[0] = _mm256_add_epi32(a[0], a[i]);
-    int t[8], s = 0;
+    uint32_t t[8], s = 0;
     _mm256_storeu_si256((__m256i *)t, a[0]);
     for (int i = 0; i < 8; i++)
         s += t[i];
-    return s;
+    return (int)(s & 0x7fffffff);
 }
 
 static int has512, hasvnni;
