@@ -8,6 +8,9 @@
  *   fma-reg   an FMA loop on registers only, on every thread: F32 instruction throughput
  *   int8-reg  a vpdpbusd loop on registers only (AVX2: vpmaddubsw + vpmaddwd + vpaddd),
  *             every thread: the INT8 instruction throughput, the INT8 peak
+ *   mem-read  256 MB summed over the pool: the read bandwidth from memory, beside each
+ *             product's weight bytes per second (the vocabulary's weights do not fit
+ *             the L3: at n = 8 they stream from memory)
  * Products: y [n][out] = x [n][in] W^T with W packed as the engine packs it
  * (mt_k_pack F32 / F16, mt_k_pack_q8 with the CPU's best ISA), the shapes
  * d x d (attention), d x 4d (FFN up), 4d x d (FFN down), d x vocab (output),
@@ -128,6 +131,37 @@ __attribute__((target("avx2"), noinline)) static int maddubs_loop256(int seed)
     return (int)(s & 0x7fffffff);
 }
 
+/* ---- memory: the read bandwidth a product's weights stream at ---------------------------- */
+#define MEM_BYTES (256l << 20)          /* 8 x the L3: from memory */
+
+typedef struct {
+    const float *p;
+    long n;                             /* floats */
+    int chunks;
+} mem_job;
+
+__attribute__((target("avx2"), noinline)) static float sum_floats(const float *p, long n)
+{
+    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (long i = 0; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++)
+            a[j] = _mm256_add_ps(a[j], _mm256_loadu_ps(p + i + 8 * j));
+    float t[8], s = 0;
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+    for (int i = 0; i < 8; i++)
+        s += t[i];
+    return s;
+}
+
+static volatile float sink_m;
+
+static void mem_chunk(void *ctx, int c)
+{
+    const mem_job *j = ctx;
+    long per = j->n / j->chunks;
+    sink_m = sum_floats(j->p + c * per, per);
+}
+
 static int has512, hasvnni;
 static volatile float sink_f;
 static volatile int sink_i;
@@ -151,7 +185,7 @@ static double reg_ops(int kind)
 }
 
 /* ---- the items ---------------------------------------------------------------------------- */
-typedef enum { IT_SGEMM, IT_FMA, IT_INT8REG, IT_LINEAR } item_kind;
+typedef enum { IT_SGEMM, IT_FMA, IT_INT8REG, IT_MEM, IT_LINEAR } item_kind;
 enum { K_F32, K_F16, K_INT8 };
 static const char *KNAME[] = {"F32", "F16", "INT8"};
 
@@ -180,7 +214,7 @@ typedef struct {
     mt_packed pk[3][NSHAPES];       /* F32, F16, INT8 */
     void *buf[3][NSHAPES];
     size_t bytes[3][NSHAPES];
-    float *x, *y, *b[NSHAPES], *A, *B, *C;
+    float *x, *y, *b[NSHAPES], *A, *B, *C, *mem;
     void *scratch;
 } fixture;
 
@@ -197,6 +231,11 @@ static void run_item(fixture *F, item *it, int threads)
     case IT_INT8REG: {
         int kind = it->kind == IT_FMA ? 0 : 1;
         mt_par_for(threads, reg_chunk, &kind);
+        break;
+    }
+    case IT_MEM: {
+        mem_job j = {.p = F->mem, .n = MEM_BYTES / 4, .chunks = 8 * threads};
+        mt_par_for(j.chunks, mem_chunk, &j);
         break;
     }
     case IT_LINEAR: {
@@ -280,6 +319,8 @@ int main(int argc, char **argv)
     F.x = randbuf((size_t)maxn * 4096, &seed);
     F.y = randbuf((size_t)maxn * 53017, &seed);
     F.scratch = malloc(mt_k_q8_scratch_bytes(maxn, 4096));
+    F.mem = mt_huge_alloc(MEM_BYTES);
+    memset(F.mem, 1, MEM_BYTES);                  /* real pages, not the zero page */
     F.A = randbuf(1024 * 1024, &seed), F.B = randbuf(1024 * 1024, &seed), F.C = randbuf(1024 * 1024, &seed);
     for (int s = 0; s < NSHAPES; s++) {
         int in = SHAPES[s].in, out = SHAPES[s].out;
@@ -306,6 +347,8 @@ int main(int argc, char **argv)
     items[ni++] = (item){.kind = IT_SGEMM, .threads = threads, .ops = 2.0 * 1024 * 1024 * 1024};
     items[ni++] = (item){.kind = IT_FMA, .ops = reg_ops(0) * threads};
     items[ni++] = (item){.kind = IT_INT8REG, .ops = reg_ops(1) * threads};
+    items[ni++] = (item){.kind = IT_MEM, .ops = MEM_BYTES};
+#define NPEAKS 5
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES && kern_on[k]; s++)
             for (int i = 0; i < nn; i++)
@@ -324,14 +367,15 @@ int main(int argc, char **argv)
      * under the same load (this machine is shared). */
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < ni; i++) {
-            int peaks = i == 4 || (i > 4 && items[i].shape != items[i - 1].shape);
-            for (int q = peaks ? 0 : i; q < (peaks ? 4 : i); q++)
+            int peaks = i == NPEAKS || (i > NPEAKS && items[i].shape != items[i - 1].shape);
+            for (int q = peaks ? 0 : i; q < (peaks ? NPEAKS : i); q++)
                 time_item(&F, &items[q], threads);
             time_item(&F, &items[i], threads);
         }
 
     double sg1 = median(items[0].g, items[0].ng), sgT = median(items[1].g, items[1].ng);
     double fpeak = median(items[2].g, items[2].ng), ipeak = median(items[3].g, items[3].ng);
+    double mem = median(items[4].g, items[4].ng);
     printf("# bench_kernels: %d threads, %d repetitions (medians), int8 kernel %s\n", threads, reps,
            mt_k_q8_isa_name(isa));
     printf("# peak sgemm 1024^3: %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads)\n", sg1, sgT, threads);
@@ -339,22 +383,26 @@ int main(int argc, char **argv)
            has512 ? "zmm" : "ymm", threads, fpeak);
     printf("# peak int8-reg (%s instruction throughput, %d threads): %.1f GOP/s\n",
            hasvnni ? "vpdpbusd zmm" : "vpmaddubsw ymm", threads, ipeak);
-    printf("| kernel | product | n | G(FL)OP/s | %% of peak | peak | %% of fma-reg |\n"
-           "|---|---|---:|---:|---:|---|---:|\n");
-    for (int i = 4; i < ni; i++) {
+    printf("# peak mem-read (%ld MB summed, %d threads): %.1f GB/s\n", MEM_BYTES >> 20, threads, mem);
+    printf("| kernel | product | n | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s |\n"
+           "|---|---|---:|---:|---:|---|---:|---:|\n");
+    for (int i = NPEAKS; i < ni; i++) {
         item *it = &items[i];
         double g = median(it->g, it->ng);
+        /* the weight bytes each call reads: g / ops per call = calls per second */
+        double wgb = g / it->ops * F.bytes[it->kern][it->shape];
         if (it->kern == K_INT8)
-            printf("| INT8 | %s | %d | %.1f GOP/s | %.0f%% | int8-reg %.1f | |\n", SHAPES[it->shape].name, it->n, g,
-                   100 * g / ipeak, ipeak);
+            printf("| INT8 | %s | %d | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f |\n", SHAPES[it->shape].name, it->n, g,
+                   100 * g / ipeak, ipeak, wgb);
         else
-            printf("| %s | %s | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% |\n", KNAME[it->kern], SHAPES[it->shape].name,
-                   it->n, g, 100 * g / sgT, sgT, 100 * g / fpeak);
+            printf("| %s | %s | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f |\n", KNAME[it->kern],
+                   SHAPES[it->shape].name, it->n, g, 100 * g / sgT, sgT, 100 * g / fpeak, wgb);
     }
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES; s++)
             if (F.buf[k][s])
                 mt_huge_free(F.buf[k][s], F.bytes[k][s]);
+    mt_huge_free(F.mem, MEM_BYTES);
     free(F.x), free(F.y), free(F.scratch), free(F.A), free(F.B), free(F.C);
     for (int s = 0; s < NSHAPES; s++)
         free(F.b[s]);
