@@ -2,6 +2,8 @@
  * against the peak measured in the same process (issue 32).
  *
  *   bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8]
+ *                 [--int8-isa vnni|avx2|portable]   (INT8: a slower kernel than the CPU's best;
+ *                 int8-reg is then the AVX2 loop, also for the portable kernel)
  *
  * Peaks (each measured with the products, interleaved):
  *   sgemm     OpenBLAS sgemm 1024^3, 1 and `threads` threads: the F32 and F16 peak
@@ -115,17 +117,23 @@ __attribute__((target("avx2,fma"), noinline)) static float fma_loop256(float see
  * vpmaddubsw, widened by vpmaddwd, summed by vpaddd */
 __attribute__((target("avx2"), noinline)) static int maddubs_loop256(int seed)
 {
-    __m256i a[8], x = _mm256_set1_epi8(1), w = _mm256_set1_epi32(seed), one = _mm256_set1_epi16(1);
-    for (int i = 0; i < 8; i++)
-        a[i] = _mm256_set1_epi32(i);
-    for (long it = 0; it < REG_ITERS; it++)
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; i++)
-            a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), one));
-    for (int i = 1; i < 8; i++)
-        a[0] = _mm256_add_epi32(a[0], a[i]);
+    /* 6 chains in named variables (an array with the asm below stays in memory):
+     * 6 sums + 6 inputs + w + ones fit AVX2's 16 registers */
+    __m256i w = _mm256_set1_epi32(seed), one = _mm256_set1_epi16(1);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    __m256i x0 = _mm256_set1_epi8(1), x1 = _mm256_set1_epi8(2), x2 = _mm256_set1_epi8(3),
+            x3 = _mm256_set1_epi8(4), x4 = _mm256_set1_epi8(5), x5 = _mm256_set1_epi8(6);
+    /* x "changes" every iteration (no instruction): the products cannot be hoisted */
+#define MADD8(a, x)                                                                     \
+    __asm__ volatile("" : "+x"(x));                                                     \
+    a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), one))
+    for (long it = 0; it < REG_ITERS; it++) {
+        MADD8(a0, x0); MADD8(a1, x1); MADD8(a2, x2); MADD8(a3, x3); MADD8(a4, x4); MADD8(a5, x5);
+    }
+#undef MADD8
+    a0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)), _mm256_add_epi32(a4, a5));
     uint32_t t[8], s = 0;
-    _mm256_storeu_si256((__m256i *)t, a[0]);
+    _mm256_storeu_si256((__m256i *)t, a0);
     for (int i = 0; i < 8; i++)
         s += t[i];
     return (int)(s & 0x7fffffff);
@@ -178,10 +186,10 @@ static void reg_chunk(void *ctx, int c)
 
 static double reg_ops(int kind)
 {
-    /* F32: 12 FMA x lanes x 2; INT8: VNNI 12 x 64 x 2, AVX2 8 x 32 x 2 (vpmaddubsw's products) */
+    /* F32: 12 FMA x lanes x 2; INT8: VNNI 12 x 64 x 2, AVX2 6 x 32 x 2 (vpmaddubsw's products) */
     if (kind == 0)
         return (double)REG_ITERS * 12 * (has512 ? 16 : 8) * 2;
-    return hasvnni ? (double)REG_ITERS * 12 * 64 * 2 : (double)REG_ITERS * 8 * 32 * 2;
+    return hasvnni ? (double)REG_ITERS * 12 * 64 * 2 : (double)REG_ITERS * 6 * 32 * 2;
 }
 
 /* ---- the items ---------------------------------------------------------------------------- */
@@ -287,6 +295,7 @@ static int parse_list(const char *s, int *v, int max)
 
 int main(int argc, char **argv)
 {
+    int int8_isa = -1;                           /* --int8-isa: the CPU's best unless given */
     int reps = 9, threads = 2, ns[8] = {1, 8, 32, 128}, nn = 4, kern_on[3] = {1, 1, 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--reps"))
@@ -295,11 +304,14 @@ int main(int argc, char **argv)
             threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--n"))
             nn = parse_list(argv[i + 1], ns, 8);
+        else if (!strcmp(argv[i], "--int8-isa"))
+            int8_isa = !strcmp(argv[i + 1], "avx2") ? MT_Q8_AVX2 : !strcmp(argv[i + 1], "portable") ? MT_Q8_SCALAR
+                                                                                                : MT_Q8_VNNI512;
         else if (!strcmp(argv[i], "--kernels")) {
             for (int k = 0; k < 3; k++)
                 kern_on[k] = strstr(argv[i + 1], k == 0 ? "f32" : k == 1 ? "f16" : "int8") != NULL;
         } else {
-            fprintf(stderr, "usage: bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8]\n");
+            fprintf(stderr, "usage: bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8] [--int8-isa vnni|avx2|portable]\n");
             return 2;
         }
     }
@@ -307,6 +319,8 @@ int main(int argc, char **argv)
     __builtin_cpu_init();
     has512 = __builtin_cpu_supports("avx512f");
     mt_q8_isa isa = mt_k_q8_best_isa();
+    if (int8_isa >= 0 && int8_isa < (int)isa)
+        isa = (mt_q8_isa)int8_isa;              /* a slower kernel than the CPU's best, against its own peak */
     hasvnni = isa == MT_Q8_VNNI512;
     openblas_set_num_threads(1);
     mt_par_set_threads(threads);
