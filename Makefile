@@ -289,6 +289,16 @@ $(B)/bench/bench_engine: bench/bench_engine.c $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
+# The batched Linear products at the tc-big shape against the peak measured in the same
+# process (issue 32; bench/bench_kernels.c):  make bench-kernels [BENCH_KERNELS_ARGS="--reps 9"]
+.PHONY: bench-kernels
+bench-kernels: $(B)/bench/bench_kernels
+	$(B)/bench/bench_kernels $(BENCH_KERNELS_ARGS)
+
+$(B)/bench/bench_kernels: bench/bench_kernels.c $(B)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
+
 # decode speed with and without a lexical shortlist (docs/SHORTLIST.md)
 $(B)/bench/bench_shortlist: bench/bench_shortlist.c $(B)/libmt.a
 	@mkdir -p $(dir $@)
