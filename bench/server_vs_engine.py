@@ -50,8 +50,12 @@ def metrics(port):
     def val(pat):
         m = re.search(r"^" + pat + r"\s+(\d+)", txt, re.M)
         return int(m.group(1)) if m else 0
+    def sched(phase):               # the scheduler thread's seconds (0 with a binary without the metric)
+        m = re.search(r'^mtserve_scheduler_seconds_total\{phase="' + phase + r'"\}\s+([0-9.]+)', txt, re.M)
+        return float(m.group(1)) if m else 0.0
     return {"gen": val(r'mtserve_generated_tokens_total\{model="[^"]*"\}'),
-            "rows": val("mtserve_batch_rows_sum"), "steps": val("mtserve_batch_rows_count")}
+            "rows": val("mtserve_batch_rows_sum"), "steps": val("mtserve_batch_rows_count"),
+            "step": sched("step"), "between": sched("between")}
 
 
 def proc_cpu(pid):
@@ -112,7 +116,11 @@ def loadgen(srv, a, requests):
             "client_cpu_share": client / (NCPU * wall), "server_cpu_share": (s1 - s0) / (NCPU * wall),
             "server_cpu_ms_per_100_tok": 1e5 * (s1 - s0) / max(1, m1["gen"] - m0["gen"]),
             "client_cpu_ms_per_100_tok": 1e5 * client / max(1, m1["gen"] - m0["gen"]),
-            "occupancy": (m1["rows"] - m0["rows"]) / steps if steps else 0, "steps": steps}
+            "occupancy": (m1["rows"] - m0["rows"]) / steps if steps else 0, "steps": steps,
+            # the scheduler thread's time between steps, as a share of its time stepping or between steps
+            # (its idle time is counted when a wait ends: the wait before this run would land in it)
+            "sched_between": (m1["between"] - m0["between"]) /
+                             max(1e-9, m1["step"] - m0["step"] + m1["between"] - m0["between"])}
 
 
 def main():
@@ -154,16 +162,18 @@ def main():
                          min(ratios), max(ratios), med(S[label], "client_cpu_share"),
                          med(S[label], "server_cpu_share"), med(S[label], "occupancy"), statistics.median(cpu),
                          med(E, "cpu_ms_per_100_tok"), med(S[label], "server_cpu_ms_per_100_tok"),
-                         med(S[label], "client_cpu_ms_per_100_tok"), srvs[label].banner))
+                         med(S[label], "client_cpu_ms_per_100_tok"), srvs[label].banner,
+                         med(S[label], "sched_between")))
     print(f"\n{a.reps} interleaved reps, medians; first {a.n} lines of the test split, {a.clients} clients, "
           f"{a.requests} requests per server run")
     print("| weights | server | engine batch 32 tok/s | server 32 clients tok/s | ratio (min-max) | "
           "client CPU share | server CPU share | mean batch occupancy | CPU ms / 100 tok: engine, server, client | "
-          "engine CPU / server CPU per token |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "engine CPU / server CPU per token | scheduler time between steps |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]:,.0f} | {r[3]:,.0f} | {r[4]:.0%} ({r[5]:.0%}-{r[6]:.0%}) | {r[7]:.1%} | "
-              f"{r[8]:.0%} | {r[9]:.1f} | {r[11]:.1f}, {r[12]:.1f}, {r[13]:.2f} | {r[10]:.0%} |")
+              f"{r[8]:.0%} | {r[9]:.1f} | {r[11]:.1f}, {r[12]:.1f}, {r[13]:.2f} | {r[10]:.0%} | "
+              f"{r[15]:.1%} |")
     for r in rows:
         print(f"- {r[0]} {r[1]}: `{r[14]}`")
 
