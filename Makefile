@@ -32,7 +32,7 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o)
 SERVER_OBJ := $(patsubst %.cc,$(B)/%.o,$(SERVER_SRC:%.c=$(B)/%.o))
 TESTS      := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps check-deps run check test e2e html-check doc-check file-bench cache-bench html-bench debug asan tsan valgrind bench clean
+.PHONY: all deps check-deps run check test e2e html-check doc-check file-bench bench-server-rate cache-bench html-bench debug asan tsan valgrind bench clean
 all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
@@ -166,6 +166,11 @@ doc-check: $(B)/mtserve
 # sentences with the cache on and off, replies compared, then 10 minutes of RSS.
 cache-bench: $(B)/mtserve $(B)/bench/loadgen
 	MTSERVE_BIN=$(B)/mtserve LOADGEN=$(B)/bench/loadgen bench/cache_bench.sh $(CACHE_BENCH_ARGS)
+
+# The server at 32 clients against the engine's batch 32, same sentences, interleaved
+# (BENCHMARKS.md, issue 32).  SERVER_RATE_ARGS: e.g. "--reps 9 --weights int8".
+bench-server-rate: $(B)/mtserve $(B)/bench/bench_engine $(B)/bench/loadgen
+	/usr/bin/python3 bench/server_vs_engine.py $(SERVER_RATE_ARGS)
 
 file-bench: $(B)/mtserve $(B)/bench/loadgen
 	/usr/bin/python3 bench/file_load.py --bin $(B)/mtserve --loadgen $(B)/bench/loadgen $(FILE_LOAD_ARGS)

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "mt.h"
@@ -134,6 +135,15 @@ static void print_ids(FILE *f, const int32_t *ids, int n)
     for (int i = 0; i < n; i++)
         fprintf(f, i ? ",%d" : "%d", ids[i]);
     fputc(']', f);
+}
+
+/* User + system CPU seconds of the process (all its threads). */
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 /* Decode sources [0, n) in chunks of `batch`; returns seconds, *ntok = ids generated. */
@@ -592,10 +602,13 @@ int main(int argc, char **argv)
         long ntok;
         run(s, &S, batch < k ? batch : k, batch, beam, max_length, sl, hyps, &ntok);      /* warm-up */
         mt_hyps_free(hyps, batch < k ? batch : k);
+        double c0 = cpu_seconds();
         double dt = run(s, &S, k, batch, beam, max_length, sl, hyps, &ntok);
+        double cpu = cpu_seconds() - c0;    /* every thread's: the run's cost on a shared machine */
         printf("{\"engine\": \"c\", \"batch\": %d, \"beam\": %d, \"sentences\": %d, \"seconds\": %.3f, "
-               "\"sent_per_s\": %.2f, \"tok_per_s\": %.1f, \"target_tokens\": %ld, \"shortlist\": %s}\n",
-               batch, beam, k, dt, k / dt, ntok / dt, ntok, sl ? "true" : "false");
+               "\"sent_per_s\": %.2f, \"tok_per_s\": %.1f, \"target_tokens\": %ld, \"cpu_s\": %.3f, "
+               "\"shortlist\": %s}\n",
+               batch, beam, k, dt, k / dt, ntok / dt, ntok, cpu, sl ? "true" : "false");
         fflush(stdout);
         if (fo) {
             fprintf(fo, "{\"batch\": %d, \"beam\": %d, \"sentences\": %d, \"ids\": [", batch, beam, k);

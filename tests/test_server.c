@@ -1084,6 +1084,10 @@ static void test_concurrent_clients(void **state)
     conc_srv = &main_srv;
     run_concurrent("batching on");
     assert_true(metric(&main_srv, "mtserve_batch_rows_count") > 0);
+    /* the scheduler's time, split: it stepped, and did something between steps */
+    assert_true(metric(&main_srv, "mtserve_scheduler_seconds_total{phase=\"step\"}") > 0);
+    assert_true(metric(&main_srv, "mtserve_scheduler_seconds_total{phase=\"between\"}") > 0);
+    assert_true(metric(&main_srv, "mtserve_scheduler_seconds_total{phase=\"idle\"}") >= 0);
     static const char *const args[] = { "--model", "models/tiny", "--batching", "off", "--threads", "2",
                                         "--queue", "64", NULL };
     server off;
@@ -1092,6 +1096,7 @@ static void test_concurrent_clients(void **state)
     run_concurrent("batching off");
     conc_srv = &main_srv;
     assert_true(metric(&off, "mtserve_batch_rows_count") == 0);
+    assert_true(metric(&off, "mtserve_scheduler_seconds_total{phase=\"step\"}") == 0);
     int status = server_stop(&off);
     for (int k = 0; k < N_TEXTS; k++)
         free(conc_expect[k]);

@@ -32,6 +32,7 @@ static struct {
     _Atomic u64 model_loads[SRV_METRICS_MAX_MODELS], model_unloads[SRV_METRICS_MAX_MODELS];  /* on demand */
     _Atomic u64 batch_hist[12];     /* decoder steps by rows, non-cumulative (batch_buckets) */
     _Atomic u64 batch_steps, batch_rows, cancelled;
+    _Atomic u64 sched_us[3];        /* scheduler threads' time: stepping, between steps, idle */
     _Atomic u64 closed[SRV_CLOSE_REASONS];     /* connections the server closed, by reason */
     _Atomic u64 limited[2];         /* 429s of the rate limits: requests, characters */
 } M = { .routes = { "other" }, .n_routes = 1 };
@@ -112,6 +113,14 @@ void srv_metrics_batch_step(int rows)
     atomic_fetch_add(&M.batch_hist[b], 1);
     atomic_fetch_add(&M.batch_steps, 1);
     atomic_fetch_add(&M.batch_rows, (u64)(rows > 0 ? rows : 0));
+}
+
+void srv_metrics_sched_time(double step_s, double between_s, double idle_s)
+{
+    const double s[3] = { step_s, between_s, idle_s };
+    for (int i = 0; i < 3; i++)
+        if (s[i] > 0)
+            atomic_fetch_add(&M.sched_us[i], (u64)(s[i] * 1e6 + 0.5));
 }
 
 void srv_metrics_cancelled(int n)
@@ -244,6 +253,14 @@ static void render_batch(strbuf *sb)
     sb_printf(sb, "mtserve_batch_rows_bucket{le=\"+Inf\"} %llu\n", steps);
     sb_printf(sb, "mtserve_batch_rows_sum %llu\nmtserve_batch_rows_count %llu\n", atomic_load(&M.batch_rows),
               steps);
+    static const char *const phase[3] = { "step", "between", "idle" };
+    sb_printf(sb, "# HELP mtserve_scheduler_seconds_total The batching schedulers' thread time: in the engine's "
+                  "step (encoding new sources, one decoder step, handing over the finished), between steps "
+                  "(retiring, resuming connections, admission), idle (nothing to step).\n"
+                  "# TYPE mtserve_scheduler_seconds_total counter\n");
+    for (int i = 0; i < 3; i++)
+        sb_printf(sb, "mtserve_scheduler_seconds_total{phase=\"%s\"} %.6f\n", phase[i],
+                  (double)atomic_load(&M.sched_us[i]) * 1e-6);
     sb_printf(sb, "# HELP mtserve_cancelled_sequences_total Sentences dropped because their client went away.\n"
                   "# TYPE mtserve_cancelled_sequences_total counter\nmtserve_cancelled_sequences_total %llu\n",
               atomic_load(&M.cancelled));

@@ -26,6 +26,13 @@ void srv_metrics_model_unloaded(int m);
 
 /* One decoder step of a continuous-batching scheduler over `rows` decoder rows. */
 void srv_metrics_batch_step(int rows);
+/* Where a scheduler thread's time went since its last report, in seconds:
+ * stepping (the engine's step: new sources encoded, one decoder step, the
+ * finished sequences handed over), between steps (retiring, resuming the
+ * finished requests' connections, admission), idle (nothing to step).  The
+ * split says whether a batch that is not full waits on the server or on its
+ * clients (issue 32). */
+void srv_metrics_sched_time(double step_s, double between_s, double idle_s);
 /* Sentences dropped by a scheduler because their client went away. */
 void srv_metrics_cancelled(int n);
 

@@ -59,6 +59,7 @@ struct srv_sched {
     int              bg_rows;       /* the rows they may hold beside interactive ones */
     srv_seq_req     *retired;       /* finished by the last step, not yet over (scheduler thread only) */
     double           last_poll, last_poll_waiting;
+    double           t_step;        /* when the running step began; 0: none (scheduler thread only) */
     _Atomic int      st_active, st_waiting, st_rows, st_jobs_started, st_jobs_waiting;
 };
 
@@ -456,6 +457,7 @@ static int sched_start(void *data, mt_session *s, mt_err *err)
     srv_decode_job *done_list = NULL;
     int rows = 0;                       /* 0: stop, and nothing left */
     int trimmed = 0;
+    double t_in = mt_now_s(), idle = 0, t_wait;
     pthread_mutex_lock(&sc->mu);
     retire(sc, &done_list);
     publish_stats(sc);
@@ -467,8 +469,10 @@ static int sched_start(void *data, mt_session *s, mt_err *err)
             mt_session_trim(s, SRV_SESSION_TRIM_MIN_BYTES, NULL);
             pthread_mutex_lock(&sc->mu);
         }
+        t_wait = mt_now_s();
         while (!sc->jobs && !sc->stop)
             pthread_cond_wait(&sc->cv, &sc->mu);
+        idle += mt_now_s() - t_wait;
         if (!sc->jobs)
             break;                      /* stop, and nothing left */
         poll_gone(sc);
@@ -482,10 +486,15 @@ static int sched_start(void *data, mt_session *s, mt_err *err)
         }
         if (sc->jobs) {                 /* waiting for rows that only a timeout frees: look again shortly */
             struct timespec t = mt_abstime_after_ms(IDLE_WAIT_MS);
+            t_wait = mt_now_s();
             pthread_cond_timedwait(&sc->cv, &sc->mu, &t);
+            idle += mt_now_s() - t_wait;
         }
     }
     pthread_mutex_unlock(&sc->mu);
+    double t_out = mt_now_s();
+    srv_metrics_sched_time(sc->t_step > 0 ? t_in - sc->t_step : 0, t_out - t_in - idle, idle);
+    sc->t_step = rows ? t_out : 0;
     if (rows == 0)
         return 0;                       /* the loop ends */
     srv_metrics_batch_step(rows);       /* the step about to run */

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The server at 32 clients against the engine's batch 32 (issue 32), same model, same sentences.
+
+    python3 bench/server_vs_engine.py [--weights f32,int8] [--reps 3] [--n 256] [--requests 1024]
+
+For each weights mode one server is started (`--cache-mb 0`: every request decodes; `--shortlist`
+off, the default, on both sides; greedy; the model's own max_length on both sides), then, --reps
+times, interleaved so both see the same machine:
+
+  engine  build/bench/bench_engine --configs 32:1 over the first n lines of the en-fr test split
+          (n / 32 static batches of 32): generated ids / s, </s> included
+  server  build/bench/loadgen, 32 clients in a closed loop, one sentence per request, the same n
+          lines in turn: mtserve_generated_tokens_total (the same count: hyps' ids, </s> included)
+          over loadgen's wall time, from /metrics before and after
+
+and for the server run: the loadgen process's CPU seconds (getrusage of the child) and the
+server's (/proc/PID/stat utime + stime), as shares of the 2 cores over the run, and the mean
+batch occupancy of its decode steps (mtserve_batch_rows_sum / _count over the run).  Prints one
+JSON line per run and a table of medians.  The load generator runs on the same cores as the
+server: its CPU share is CPU the engine-only run does not have to give away.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+B = os.path.join(ROOT, "build")
+MODEL = os.path.join(ROOT, "models/en-fr")
+INPUT = os.path.join(ROOT, "tests/fixtures/tokenizer/inputs/test.en.txt")
+TICK = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def metrics(port):
+    txt = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    def val(pat):
+        m = re.search(r"^" + pat + r"\s+(\d+)", txt, re.M)
+        return int(m.group(1)) if m else 0
+    def sched(phase):               # the scheduler thread's seconds (0 with a binary without the metric)
+        m = re.search(r'^mtserve_scheduler_seconds_total\{phase="' + phase + r'"\}\s+([0-9.]+)', txt, re.M)
+        return float(m.group(1)) if m else 0.0
+    return {"gen": val(r'mtserve_generated_tokens_total\{model="[^"]*"\}'),
+            "rows": val("mtserve_batch_rows_sum"), "steps": val("mtserve_batch_rows_count"),
+            "step": sched("step"), "between": sched("between")}
+
+
+def proc_cpu(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / TICK        # utime, stime (fields 14, 15)
+
+
+class Server:
+    def __init__(self, binary, w, extra):
+        self.port = free_port()
+        cmd = [binary, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
+               "--no-access-log", "--web", "", "--queue", "1024", "--cache-mb", "0", "--weights", w] + extra
+        print("+", " ".join(cmd), file=sys.stderr, flush=True)
+        self.log = open(f"/tmp/server_vs_engine-{self.port}.log", "w+")
+        self.p = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(600):
+            if self.p.poll() is not None:
+                raise RuntimeError("server exited")
+            try:
+                if b'"ok"' in urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2).read():
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.log.seek(0)
+        self.banner = next((l.strip() for l in self.log if "listening on" in l), "")
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait()
+
+
+def engine(a, w):
+    out = subprocess.run([f"{B}/bench/bench_engine", "--model", MODEL, "--input", INPUT, "--n", str(a.n),
+                          "--threads", str(a.threads), "--weights", w, "--configs", "32:1"],
+                         cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
+    r = next(json.loads(l) for l in out.splitlines() if l.startswith("{") and '"engine": "c"' in l)
+    return {"tok_per_s": r["tok_per_s"], "tokens": r["target_tokens"], "seconds": r["seconds"],
+            "cpu_ms_per_100_tok": 1e5 * r["cpu_s"] / r["target_tokens"]}
+
+
+def loadgen(srv, a, requests):
+    m0, s0 = metrics(srv.port), proc_cpu(srv.p.pid)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    out = subprocess.run([f"{B}/bench/loadgen", "--url", f"http://127.0.0.1:{srv.port}/translate",
+                          "--input", INPUT, "--n", str(a.n), "--clients", str(a.clients),
+                          "--requests", str(requests), "--seconds", str(a.seconds), "--beam", "1"],
+                         cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
+    wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m1, s1 = metrics(srv.port), proc_cpu(srv.p.pid)
+    lg = json.loads(out.splitlines()[-1])
+    client = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    steps = m1["steps"] - m0["steps"]
+    return {"tok_per_s": (m1["gen"] - m0["gen"]) / lg["seconds"], "tokens": m1["gen"] - m0["gen"],
+            "req_per_s": lg["req_per_s"], "errors": lg["errors"], "seconds": lg["seconds"],
+            "client_cpu_share": client / (NCPU * wall), "server_cpu_share": (s1 - s0) / (NCPU * wall),
+            "server_cpu_ms_per_100_tok": 1e5 * (s1 - s0) / max(1, m1["gen"] - m0["gen"]),
+            "client_cpu_ms_per_100_tok": 1e5 * client / max(1, m1["gen"] - m0["gen"]),
+            "occupancy": (m1["rows"] - m0["rows"]) / steps if steps else 0, "steps": steps,
+            # the scheduler thread's time between steps, as a share of its time stepping or between steps
+            # (its idle time is counted when a wait ends: the wait before this run would land in it)
+            "sched_between": (m1["between"] - m0["between"]) /
+                             max(1e-9, m1["step"] - m0["step"] + m1["between"] - m0["between"])}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weights", default="f32,int8")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--n", type=int, default=256, help="first n lines of the test split")
+    ap.add_argument("--requests", type=int, default=1024)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2, help="bench_engine's compute threads")
+    ap.add_argument("--server-args", default="", help="extra mtserve serve options")
+    ap.add_argument("--bins", default=f"server={B}/mtserve",
+                    help="LABEL=PATH,...: mtserve binaries to measure in turn in each rep (e.g. before=...,after=...)")
+    a = ap.parse_args()
+    bins = [b.split("=", 1) for b in a.bins.split(",")]
+    rows = []
+    med = lambda L, k: statistics.median(x[k] for x in L)
+    for w in a.weights.split(","):
+        srvs = {}
+        try:
+            for label, path in bins:
+                srvs[label] = Server(path, w, a.server_args.split())
+                loadgen(srvs[label], a, 128)                        # warm-up
+            E, S = [], {label: [] for label, _ in bins}
+            for i in range(a.reps):
+                E.append(engine(a, w))
+                for label, _ in bins:
+                    S[label].append(loadgen(srvs[label], a, a.requests))
+                print(json.dumps({"weights": w, "rep": i, "engine": E[-1],
+                                  **{label: S[label][-1] for label, _ in bins}}), flush=True)
+        finally:
+            for srv in srvs.values():
+                srv.stop()
+        for label, _ in bins:
+            ratios = [s["tok_per_s"] / e["tok_per_s"] for e, s in zip(E, S[label])]
+            cpu = [e["cpu_ms_per_100_tok"] / s["server_cpu_ms_per_100_tok"] for e, s in zip(E, S[label])]
+            rows.append((w.upper(), label, med(E, "tok_per_s"), med(S[label], "tok_per_s"), statistics.median(ratios),
+                         min(ratios), max(ratios), med(S[label], "client_cpu_share"),
+                         med(S[label], "server_cpu_share"), med(S[label], "occupancy"), statistics.median(cpu),
+                         med(E, "cpu_ms_per_100_tok"), med(S[label], "server_cpu_ms_per_100_tok"),
+                         med(S[label], "client_cpu_ms_per_100_tok"), srvs[label].banner,
+                         med(S[label], "sched_between")))
+    print(f"\n{a.reps} interleaved reps, medians; first {a.n} lines of the test split, {a.clients} clients, "
+          f"{a.requests} requests per server run")
+    print("| weights | server | engine batch 32 tok/s | server 32 clients tok/s | ratio (min-max) | "
+          "client CPU share | server CPU share | mean batch occupancy | CPU ms / 100 tok: engine, server, client | "
+          "engine CPU / server CPU per token | scheduler time between steps |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]:,.0f} | {r[3]:,.0f} | {r[4]:.0%} ({r[5]:.0%}-{r[6]:.0%}) | {r[7]:.1%} | "
+              f"{r[8]:.0%} | {r[9]:.1f} | {r[11]:.1f}, {r[12]:.1f}, {r[13]:.2f} | {r[10]:.0%} | "
+              f"{r[15]:.1%} |")
+    for r in rows:
+        print(f"- {r[0]} {r[1]}: `{r[14]}`")
+
+
+if __name__ == "__main__":
+    main()
