@@ -69,9 +69,15 @@ void mt_sl_prepare(mt_session *s, int n, const int *row_src)
         count += __builtin_popcountll(s->sl_union[w]);
     if (count > s->sl_max)
         return;                                              /* too many: the whole head, masked */
-    int k = 0;
-    for (int w = 0; w < W; w++)
-        for (uint64_t x = s->sl_union[w]; x; x &= x - 1)
-            s->sl_ids[k++] = w * 64 + __builtin_ctzll(x);
-    s->sl_n = k;
+    /* The union changes only when a sequence joins or leaves: while it stays,
+     * the head rows packed for it serve every step (packed once per batch). */
+    s->sl_fresh = !s->sl_pk_valid || memcmp(s->sl_packed, s->sl_union, sizeof *s->sl_union * (size_t)W) != 0;
+    if (s->sl_fresh) {
+        int k = 0;
+        for (int w = 0; w < W; w++)
+            for (uint64_t x = s->sl_union[w]; x; x &= x - 1)
+                s->sl_ids[k++] = w * 64 + __builtin_ctzll(x);
+        memcpy(s->sl_packed, s->sl_union, sizeof *s->sl_union * (size_t)W);
+    }
+    s->sl_n = count;
 }

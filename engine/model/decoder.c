@@ -139,7 +139,8 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
 static inline int has_bit(const uint64_t *b, int32_t id) { return (int)(b[id >> 6] >> (id & 63)) & 1; }
 
 /* The candidates' head rows packed (in the held precision: the same values
- * the whole head multiplies by), their bias, then [n][C] logits into s->lp
+ * the whole head multiplies by) when the union is new (s->sl_fresh; else the
+ * rows packed for it at an earlier step), their bias, then [n][C] logits into s->lp
  * (free until the step's rules run), scattered into each row's [V] with -inf
  * outside the row's own set.  Else the whole head, masked. */
 void mt_lm_head_step(mt_session *s, int n)
@@ -147,15 +148,18 @@ void mt_lm_head_step(mt_session *s, int n)
     const mt_model *m = s->m;
     int V = m->V, C = s->sl_n;
     if (C > 0) {
-        mt_packed pk;
-        if (m->lm_head && !m->lm_pk.i8 && !s->p.shortlist_from_packed) {
-            mt_k_pack_rows(m->lm_head, m->d, s->sl_ids, C, m->lm_pk.f16, s->sl_pk_data);
-            pk = (mt_packed){.data = s->sl_pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16};
-        } else {
-            mt_k_pack_select(&m->lm_pk, s->sl_ids, C, s->sl_pk_data, &pk);
+        if (s->sl_fresh) {
+            if (m->lm_head && !m->lm_pk.i8 && !s->p.shortlist_from_packed) {
+                mt_k_pack_rows(m->lm_head, m->d, s->sl_ids, C, m->lm_pk.f16, s->sl_pk_data);
+                s->sl_pk = (mt_packed){.data = s->sl_pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16};
+            } else {
+                mt_k_pack_select(&m->lm_pk, s->sl_ids, C, s->sl_pk_data, &s->sl_pk);
+            }
+            for (int j = 0; j < C; j++)
+                s->sl_bias[j] = m->final_bias[s->sl_ids[j]];
+            s->sl_pk_valid = 1;
         }
-        for (int j = 0; j < C; j++)
-            s->sl_bias[j] = m->final_bias[s->sl_ids[j]];
+        const mt_packed pk = s->sl_pk;
         if (pk.i8)
             mt_k_linear_q8(s->x, n, &pk, s->sl_bias, s->lp, MT_ACT_NONE, s->q8);
         else

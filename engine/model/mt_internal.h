@@ -236,6 +236,10 @@ struct mt_session {
     int32_t  *sl_ids;          /* [sl_max] the step's candidates, ascending */
     float    *sl_bias;         /* [sl_max] their final_logits_bias */
     void     *sl_pk_data;      /* their head rows packed (mt_k_pack_rows / mt_k_pack_select) */
+    mt_packed sl_pk;           /* sl_pk_data as a packed matrix (valid with sl_pk_valid) */
+    uint64_t *sl_packed;       /* [sl_words] the union whose rows sl_pk_data holds */
+    int       sl_pk_valid;     /* 1 once sl_pk_data holds the rows of the union sl_packed */
+    int       sl_fresh;        /* this step: the union differs from sl_packed: pack it again */
     int       sl_n;            /* this step: candidates gathered (0: the whole head) */
     int       sl_mask;         /* this step: some row has a shortlist */
     uint8_t *word_cont;        /* [V] 1: the target piece goes on with the word before it (session.c) */

@@ -156,6 +156,8 @@ static void layout(mt_session *s, carver *c)
     s->sl_words = (int)W;
     s->sl_bits = carve(c, B * W, sizeof(uint64_t));
     s->sl_union = carve(c, W, sizeof(uint64_t));
+    s->sl_packed = carve(c, W, sizeof(uint64_t));
+    s->sl_pk_valid = 0;
     s->sl_row = carve(c, B, sizeof(uint64_t *));
     s->sl_ids = SL ? carve(c, SL, sizeof(int32_t)) : NULL;
     s->sl_bias = SL ? carve(c, SL, sizeof(float)) : NULL;
