@@ -76,11 +76,17 @@ def log(msg):
     print(f"[{datetime.datetime.utcnow():%H:%M:%S}] {msg}", file=sys.stderr, flush=True)
 
 
-def run(cmd, env=None, capture_err=False):
+def run(cmd, env=None, capture_err=False, may_fail=False):
+    """the command's JSON lines (and stderr); a failure ends the comparison, or with
+    may_fail returns (None, the last line of stderr)"""
     log("$ " + " ".join(shlex.quote(c) for c in cmd))
     p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode:
         sys.stderr.write(p.stderr)
+        if may_fail:
+            last = (p.stderr.strip().splitlines() or [""])[-1]
+            log(f"  FAILED ({p.returncode}): {last}")
+            return None, f"exit {p.returncode}: {last}"
         sys.exit(f"compare.py: {cmd[0]} exited with {p.returncode}")
     lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     return (lines, p.stderr) if capture_err else lines
@@ -149,6 +155,7 @@ def main():
     T = a.max_length
     K = T - 2                      # tokens both engines choose before the cap
     results = []                   # every run, to results.jsonl
+    failures = []                  # CTranslate2 runs that aborted (--shortlist's vmap runs only)
     meta = {"date": f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "host": platform.node(),
             "load_before": open("/proc/loadavg").read().split()[:3], "args": vars(a)}
     try:
@@ -248,7 +255,10 @@ def main():
                                       srcf, "--n", str(a.n), "--compute-type", w, "--configs", a.configs,
                                       "--max-decoding-length", str(T - 1), "--threads", str(a.threads),
                                       "--ids-out", idf, "--use-vmap", "1" if vmap else "0"],
-                                     env=env, capture_err=True)
+                                     env=env, capture_err=True, may_fail=vmap)
+                    if lines is None:          # CTranslate2 aborted on its vmap: recorded, not fatal
+                        failures.append({"round": r + 1, "shape": s, "weights": w, "isa": isa, "error": err})
+                        continue
                     sel = next((l.split("Selected ISA:")[1].strip() for l in err.splitlines()
                                 if "Selected ISA:" in l), None)
                 recs = read_jsonl(os.path.join(ROOT, idf))
@@ -288,6 +298,12 @@ def main():
                     if v is not None and (best is None or v > best):
                         best, best_isa = v, isa
                 mo = ids[s, "mtserve", w, mv][c]
+                if best is None:               # every CTranslate2 run of this cell aborted
+                    table.append({"shape": s, "shortlist": sl, "batch": c[0], "beam": c[1], "mtserve": WLABEL[w],
+                                  "ct2": q, "mtserve_tok_s": m_med, "ct2_tok_s": None, "ct2_isa": None,
+                                  "ratio": None, "n": len(mo), "failed": [f["error"] for f in failures
+                                                                         if (f["shape"], f["weights"]) == (s, q)]})
+                    continue
                 co = ids[s, "ct2", q, best_isa][c]
                 n_agree = sum(agree(x, y, K) for x, y in zip(mo, co))
                 row = {"shape": s, "shortlist": sl, "batch": c[0], "beam": c[1], "mtserve": WLABEL[w], "ct2": q,
@@ -347,6 +363,8 @@ def main():
             f.write(json.dumps({"row": x}) + "\n")
         for x in beam_exp:
             f.write(json.dumps({"beam_experiment": x}) + "\n")
+        for x in failures:
+            f.write(json.dumps({"failure": x}) + "\n")
     L = []
     L.append(f"CTranslate2 environment: {a.ct2_env or 'stock'}.  Date {meta['date']}, commit {meta.get('commit')}, load before {' '.join(meta['load_before'])}, "
              f"after {' '.join(meta['load_after'])}; rounds: "
@@ -356,6 +374,11 @@ def main():
              f"outputs agreeing (first {K} tokens) | vs own float32 (mtserve / CT2) |")
     L.append("|---|---|---|---|---:|---|---:|---:|---|---|")
     for x in table:
+        if x["ct2_tok_s"] is None:
+            L.append(f"| {SHAPES[x['shape']]['title']} | {WL.get((x['batch'], x['beam']), x['batch'])} | "
+                     f"{'yes' if x['shortlist'] else 'no'} | {x['mtserve']} | {x['mtserve_tok_s']:,.0f} | {x['ct2']} | "
+                     f"aborted ({'; '.join(sorted(set(x['failed'])))}) | | | |")
+            continue
         own = ""
         if "mtserve_vs_own_f32" in x:
             own = f"{x['mtserve_vs_own_f32']}/{x['n']}"
