@@ -290,7 +290,7 @@ $(B)/bench-models/%/.done-gain$(BENCH_GAIN): $(B)/tests/gen_opus $(OPUS_FIX)/%/c
 	    > $(@D)/bench-model.json
 	touch $@
 
-$(B)/bench/bench_engine: bench/bench_engine.c $(B)/libmt.a
+$(B)/bench/bench_engine: bench/bench_engine.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
@@ -300,18 +300,18 @@ $(B)/bench/bench_engine: bench/bench_engine.c $(B)/libmt.a
 bench-kernels: $(B)/bench/bench_kernels
 	$(B)/bench/bench_kernels $(BENCH_KERNELS_ARGS)
 
-$(B)/bench/bench_kernels: bench/bench_kernels.c $(B)/libmt.a
+$(B)/bench/bench_kernels: bench/bench_kernels.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
 # decode speed with and without a lexical shortlist (docs/SHORTLIST.md)
-$(B)/bench/bench_shortlist: bench/bench_shortlist.c $(B)/libmt.a
+$(B)/bench/bench_shortlist: bench/bench_shortlist.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
 # A decoder-only LM's decode speed and its memory-bandwidth bound (issue 31):
 #   build/bench/bench_llm --model build/llm/tinyllama-full/bf16 --weights f16 --batch 1,8
-$(B)/bench/bench_llm: bench/bench_llm.c $(B)/libmt.a
+$(B)/bench/bench_llm: bench/bench_llm.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
@@ -338,7 +338,7 @@ bench-ct2: $(B)/bench/bench_engine bench-models
 	    echo "then: make bench-ct2 CT2_DIR=$(CT2_DIR)"; exit 1; fi
 	B=$(B) /usr/bin/python3 bench/ct2/compare.py --ct2-dir $(CT2_DIR) $(BENCH_CT2_ARGS)
 
-$(B)/bench/loadgen: bench/loadgen.c
+$(B)/bench/loadgen: bench/loadgen.c bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(shell pkg-config --cflags --libs libcurl) -pthread
 

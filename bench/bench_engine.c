@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "mt.h"
+#include "bench_util.h"
 
 /* How the engine may hold its weights (--weights): the option's name, the name
  * mt_model_info reports, and the bytes a decode step reads per weight and per
@@ -76,13 +77,6 @@ static size_t proc_status(const char *key)
     if (f)
         fclose(f);
     return kb * 1024;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void die(const char *what, const mt_err *e)
@@ -155,14 +149,14 @@ static double run(mt_session *s, const sources *S, int n, int batch, int beam, i
     p.beam_size = beam;
     p.max_length = max_length;
     p.n_best = 1;
-    double t0 = now();
+    double t0 = bench_now();
     for (int i = 0; i < n; i += batch) {
         int k = n - i < batch ? n - i : batch;
         mt_err e;
         if (mt_generate(s, (const int32_t *const *)S->ids + i, S->len + i, k, &p, hyps + i, &e) != MT_OK)
             die("mt_generate", &e);
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     *ntok = 0;
     for (int i = 0; i < n; i++)
         *ntok += hyps[i].n_ids;
@@ -187,11 +181,11 @@ static double sgemv_gbs(int m, int k)
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
         int it = 0;
-        double t0 = now(), dt;
+        double t0 = bench_now(), dt;
         do {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, A, k, x, 1, 0.0f, y, 1);
             it++;
-        } while ((dt = now() - t0) < 0.06);
+        } while ((dt = bench_now() - t0) < 0.06);
         double g = (double)it * m * k * 4 / dt / 1e9;
         best = g > best ? g : best;
     }
@@ -243,7 +237,7 @@ static double read_gbs(size_t bytes, int threads)
     double best = 0;
     for (int rep = 0; rep < 4; rep++) {         /* the first is a warm-up */
         int it = 0;
-        double t0 = now(), dt;
+        double t0 = bench_now(), dt;
         do {
             for (int t = 0; t < threads; t++) {
                 sl[t].p = buf + n * (size_t)t / (size_t)threads;
@@ -257,7 +251,7 @@ static double read_gbs(size_t bytes, int threads)
             for (int t = 0; t < threads; t++)
                 sink += sl[t].sum[0];
             it++;
-        } while ((dt = now() - t0) < 0.2);
+        } while ((dt = bench_now() - t0) < 0.2);
         double g = (double)it * (double)(n * sizeof(v8)) / dt / 1e9;
         if (rep && g > best)
             best = g;
@@ -274,9 +268,9 @@ static double sgemm_gflops(int n)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
-        double t0 = now();
+        double t0 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-        double g = 2.0 * n * n * (double)n / (now() - t0) / 1e9;
+        double g = 2.0 * n * n * (double)n / (bench_now() - t0) / 1e9;
         best = g > best ? g : best;
     }
     free(A), free(B), free(C);
@@ -334,14 +328,14 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int wi, i
     p.max_length = 2;
     double te = 1e30;
     for (int rep = 0; rep < 3; rep++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (int i = 0; i < S->n; i += 32) {
             int k = S->n - i < 32 ? S->n - i : 32;
             mt_err e;
             if (mt_generate(s, (const int32_t *const *)S->ids + i, S->len + i, k, &p, hyps + i, &e) != MT_OK)
                 die("mt_generate", &e);
         }
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         mt_hyps_free(hyps, S->n);
         te = dt < te ? dt : te;
     }
@@ -531,10 +525,10 @@ int main(int argc, char **argv)
     mp.weights = WEIGHTS[wi].w;
     mt_model *m;
     mt_err e;
-    double t_load = now();
+    double t_load = bench_now();
     if (mt_model_load(model, &mp, &m, &e) != MT_OK)
         die(model, &e);
-    t_load = now() - t_load;
+    t_load = bench_now() - t_load;
     size_t hwm_load = proc_status("VmHWM"), rss_load = proc_status("VmRSS");
     const mt_model_info *MI = mt_model_get_info(m);
     if (strcmp(MI->weights, WEIGHTS[wi].name)) {

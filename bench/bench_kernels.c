@@ -31,17 +31,11 @@
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "bench_util.h"
 
 #define MAX_ITEMS 128
 #define MAX_REPS 31
 #define MAX_SAMPLES (MAX_REPS * 16)   /* a peak is timed between every kernel x shape group */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static float *randbuf(size_t n, unsigned *seed)
 {
@@ -259,11 +253,11 @@ static void run_item(fixture *F, item *it, int threads)
 
 static void time_item(fixture *F, item *it, int threads)
 {
-    double t0 = now();
+    double t0 = bench_now();
     for (int c = 0; c < it->calls; c++)
         run_item(F, it, threads);
     if (it->ng < MAX_SAMPLES)
-        it->g[it->ng++] = it->ops * it->calls / (now() - t0) / 1e9;
+        it->g[it->ng++] = it->ops * it->calls / (bench_now() - t0) / 1e9;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -371,9 +365,9 @@ int main(int argc, char **argv)
 
     /* calibration (also the warm-up): calls per timing for >= ~20 ms */
     for (int i = 0; i < ni; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         run_item(&F, &items[i], threads);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         items[i].calls = dt >= 0.02 ? 1 : (int)(0.02 / (dt > 1e-6 ? dt : 1e-6)) + 1;
     }
     /* Each repetition: the peaks, then one kernel x shape group (its n values), the

@@ -23,13 +23,7 @@
 #include <time.h>
 
 #include "mt.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "bench_util.h"
 
 typedef struct { const float *p; size_t n; double sum; } slice;
 
@@ -66,14 +60,14 @@ static double read_bw(size_t bytes, int threads)
     for (int rep = 0; rep < 3; rep++) {
         pthread_t th[16];
         slice sl[16];
-        double t0 = now();
+        double t0 = bench_now();
         for (int k = 0; k < threads; k++) {
             sl[k] = (slice){.p = buf + n / threads * k, .n = n / threads};
             pthread_create(&th[k], NULL, sum_slice, &sl[k]);
         }
         for (int k = 0; k < threads; k++)
             pthread_join(th[k], NULL);
-        double gbs = (double)bytes / (now() - t0) / 1e9;
+        double gbs = (double)bytes / (bench_now() - t0) / 1e9;
         best = gbs > best ? gbs : best;
     }
     return best;
@@ -106,12 +100,12 @@ int main(int argc, char **argv)
     mp.weights = !strcmp(wname, "f16") ? MT_WEIGHTS_F16 : !strcmp(wname, "int8") ? MT_WEIGHTS_I8 : MT_WEIGHTS_F32;
     mt_model *m;
     mt_err err = {0};
-    double t0 = now();
+    double t0 = bench_now();
     if (mt_model_load(dir, &mp, &m, &err) != MT_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    double load_s = now() - t0;
+    double load_s = bench_now() - t0;
     const mt_model_info *info = mt_model_get_info(m);
     /* the matrices a step reads, from config.json */
     char path[4200];
@@ -161,12 +155,12 @@ int main(int argc, char **argv)
                 mt_decode_params q = mt_decode_default_params();
                 q.beam_size = 1;
                 q.max_length = k ? L2 : L1;
-                double a = now();
+                double a = bench_now();
                 if (mt_generate(s, src, len, b, &q, out, &err) != MT_OK) {
                     fprintf(stderr, "%s\n", err.msg);
                     return 1;
                 }
-                double e = now() - a;
+                double e = bench_now() - a;
                 long n = 0;
                 for (int i = 0; i < b; i++)
                     n += out[i].n_ids;

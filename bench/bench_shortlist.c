@@ -18,13 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <xmmintrin.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "bench_util.h"
 
 static void die(const char *what, const mt_err *e)
 {
@@ -43,13 +37,13 @@ static double run(mt_session *s, const sources *S, int batch, int steps, const m
     p.min_length = steps + 1;
     p.shortlist = sl;
     mt_err e;
-    double t0 = now();
+    double t0 = bench_now();
     for (int i = 0; i < S->n; i += batch) {
         int k = S->n - i < batch ? S->n - i : batch;
         if (mt_generate(s, (const int32_t *const *)S->ids + i, S->len + i, k, &p, hyps + i, &e) != MT_OK)
             die("mt_generate", &e);
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     *ntok = 0;
     for (int i = 0; i < S->n; i++)
         *ntok += hyps[i].n_ids;

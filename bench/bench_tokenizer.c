@@ -17,13 +17,7 @@
 #include <time.h>
 
 #include "tokenizer/tokenizer.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 typedef struct {
     char  **line;
@@ -78,12 +72,12 @@ int main(int argc, char **argv)
             return 1;
     mt_tokenizer *tok;
     mt_err err;
-    double t0 = now();
+    double t0 = bench_now();
     if (mt_tokenizer_load(dir, &tok, &err) != MT_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    double t_load = now() - t0;
+    double t_load = bench_now() - t0;
 
     enum { MAX_IDS = 8192 };
     int32_t *ids = malloc(MAX_IDS * sizeof *ids);
@@ -91,7 +85,7 @@ int main(int argc, char **argv)
     double t_enc = 0;
     for (int pass = -1; pass < 1 || t_enc < 2.0; pass++) {   /* pass -1: warm-up */
         long pc = 0;
-        t0 = now();
+        t0 = bench_now();
         for (int i = 0; i < c.n; i++) {
             int n;
             if (mt_tokenizer_encode(tok, c.line[i], c.len[i], 0, ids, MAX_IDS, &n, &err) != MT_OK) {
@@ -101,7 +95,7 @@ int main(int argc, char **argv)
             pc += n - 1;
         }
         if (pass >= 0) {
-            t_enc += now() - t0;
+            t_enc += bench_now() - t0;
             pieces += pc;
             passes++;
         }
@@ -118,7 +112,7 @@ int main(int argc, char **argv)
     double t_dec = 0;
     long dec_passes = 0;
     for (int pass = -1; pass < 1 || t_dec < 1.0; pass++) {
-        t0 = now();
+        t0 = bench_now();
         for (int i = 0; i < c.n; i++) {
             char *text;
             if (mt_tokenizer_decode(tok, all[i], all_n[i], &text, &err) != MT_OK) {
@@ -128,7 +122,7 @@ int main(int argc, char **argv)
             free(text);
         }
         if (pass >= 0) {
-            t_dec += now() - t0;
+            t_dec += bench_now() - t0;
             dec_passes++;
         }
     }

@@ -51,6 +51,7 @@
 #include "detect/detect.h"
 #include "mt.h"
 #include "service/detect_source.h"
+#include "bench_util.h"
 
 #define N_POS 500
 #define MAX_LINE 4096
@@ -67,13 +68,6 @@ typedef struct {
 
 static set sets[N_SETS];
 static int n_lines;                 /* of every set */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int count_words(const char *s)
 {
@@ -280,9 +274,9 @@ static tally run_sets(const entry *e, int from, int to, cache *c)
             char codes[8][16];
             if (c)
                 c->line = sets[s].first + i;
-            double t0 = now();
+            double t0 = bench_now();
             int n = e->fn(e->ctx, x, strlen(x), codes);
-            secs += now() - t0;
+            secs += bench_now() - t0;
             calls++;
             const char *pick = n > 0 ? codes[0] : "";
             for (int k = 0; k < n; k++)
@@ -407,11 +401,11 @@ static void long_text_cost(const char *name, const srv_detect_params *p)
     for (int s = 0; s < 2; s++) {
         srv_lang_guess g[3];
         int reps = 20, n = 0;
-        double t0 = now();
+        double t0 = bench_now();
         for (int r = 0; r < reps; r++)
             n = srv_detect(big, sizes[s], p, g, 3);
         printf("%s%zu bytes of French: %.0f us per call (%s %.1f)", s ? "; " : "", sizes[s],
-               1e6 * (now() - t0) / reps, n ? g[0].code : "-", n ? g[0].confidence : 0.0f);
+               1e6 * (bench_now() - t0) / reps, n ? g[0].code : "-", n ? g[0].confidence : 0.0f);
     }
     printf("\n");
     free(big);

@@ -23,13 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static const char *url;
 static char **bodies;
@@ -67,7 +61,7 @@ static size_t on_events(char *p, size_t sz, size_t n, void *u)
     while ((nl = strchr(line, '\n'))) {
         *nl = 0;
         if (!strncmp(line, "data: {\"index\"", 14) && !s->tokens++)
-            s->t_first = now();
+            s->t_first = bench_now();
         if (!strcmp(line, "event: done"))
             s->done = 1;
         line = nl + 1;
@@ -88,22 +82,22 @@ static void *client(void *arg)
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     for (;;) {
         int k = atomic_fetch_add(&next_req, 1);
-        if (k >= max_requests || now() > t_end)
+        if (k >= max_requests || bench_now() > t_end)
             break;
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, bodies[k % n_bodies]);
-        stream_state ss = { .t0 = now() };
+        stream_state ss = { .t0 = bench_now() };
         if (stream) {
             curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_events);
             curl_easy_setopt(c, CURLOPT_WRITEDATA, &ss);
         }
-        double t0 = now();
+        double t0 = bench_now();
         CURLcode rc = curl_easy_perform(c);
         long code = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
         if (rc != CURLE_OK || code != 200 || (stream && (!ss.done || !ss.tokens)))
             atomic_fetch_add(&n_errors, 1);     /* lat[k] stays 0: not counted */
         else {
-            lat[k] = now() - t0;
+            lat[k] = bench_now() - t0;
             if (stream) {
                 ttft[k] = ss.t_first - t0;
                 rate[k] = ss.tokens / (lat[k] - ttft[k] > 1e-6 ? lat[k] - ttft[k] : 1e-6);
@@ -206,13 +200,13 @@ int main(int argc, char **argv)
     ttft = calloc((size_t)max_requests, sizeof *ttft);
     rate = calloc((size_t)max_requests, sizeof *rate);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
-    double t0 = now();
+    double t0 = bench_now();
     t_end = t0 + seconds;
     for (int i = 0; i < clients; i++)
         pthread_create(&th[i], NULL, client, NULL);
     for (int i = 0; i < clients; i++)
         pthread_join(th[i], NULL);
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     int done = atomic_load(&n_done);
     /* lat[i] > 0 exactly for the successful requests */
     double *l = malloc(sizeof(double) * (size_t)(done ? done : 1));

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "tokenizer/tokenizer.h"
+#include "util/utf8.h"
 
 #define FIX "tests/fixtures/hf-tokenizers"
 
@@ -504,6 +505,13 @@ static void test_refusals(void **state)
                      MT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "<nope>"));
     assert_int_equal(mt_hf_tokenizer_load_mem(SMALL, strlen(SMALL), "{", 1, "s", &tok, &err), MT_ERR_FORMAT);
+    /* jansson quotes the text near a syntax error byte by byte: here half of
+     * U+2581 after a bad escape.  The message stays valid UTF-8 (the fuzzer's
+     * find; mt_err_set scrubs). */
+    static const char half[] = "{\"add\\\xe2\x96\x81p\": 1}";
+    assert_int_equal(mt_hf_tokenizer_load_mem(half, strlen(half), NULL, 0, "s", &tok, &err), MT_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "invalid escape"));
+    assert_true(mt_utf8_valid(err.msg, strlen(err.msg)));
     const char *cfg = "{\"eos_token\": {\"content\": \"<eos>\", \"__type\": \"AddedToken\"}, \"bos_token\": null,"
                       " \"model_max_length\": 1000000000000000019884624838656, \"chat_template\": \"{{ x }}\"}";
     assert_int_equal(mt_hf_tokenizer_load_mem(SMALL, strlen(SMALL), cfg, strlen(cfg), "s", &tok, &err), MT_OK);

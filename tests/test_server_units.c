@@ -165,6 +165,26 @@ static void test_utf8(void **state)
     assert_true(srv_is_blank(" \t\n\xc2\xa0\xe3\x80\x80", 8));
     assert_false(srv_is_blank(" x ", 3));
     assert_true(srv_is_blank("", 0));
+
+    /* Scrubbing: invalid bytes become '?', valid characters stay. */
+    char bad[] = "a\xc3\xa9\xff b\xe2\x82";
+    assert_int_equal(mt_utf8_scrub(bad), 3);
+    assert_string_equal(bad, "a\xc3\xa9? b??");
+
+    /* A message whose quote is cut mid-character (by a caller's snprintf, or
+     * by the message's own size) is still valid UTF-8 after mt_err_set. */
+    static const char cut[] = "\"\xc3\xa9\xc3\xa9\xc3"; /* "éé cut at 7 bytes */
+    mt_err err = { 0 };
+    assert_int_equal(mt_err_set(&err, MT_ERR_FORMAT, "key %s: bad", cut), MT_ERR_FORMAT);
+    assert_true(mt_utf8_valid(err.msg, strlen(err.msg)));
+    assert_string_equal(err.msg, "key \"\xc3\xa9\xc3\xa9?: bad");
+    char longq[sizeof err.msg + 8];
+    memset(longq, 'x', sizeof longq);
+    memcpy(longq + sizeof err.msg - 6, "\xe2\x82\xac\xe2\x82\xac", 6);
+    longq[sizeof longq - 1] = 0;
+    mt_err_set(&err, MT_ERR_INPUT, "%s", longq);
+    assert_int_equal(strlen(err.msg), sizeof err.msg - 1);
+    assert_true(mt_utf8_valid(err.msg, strlen(err.msg)));
 }
 
 static void test_form(void **state)

@@ -11,8 +11,6 @@
 
 #include <string.h>
 
-static inline void set_bit(uint64_t *b, int32_t id) { b[id >> 6] |= 1ull << (id & 63); }
-
 void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len)
 {
     s->seqs[id].shortlist = q->shortlist != NULL;
@@ -22,17 +20,17 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
     uint64_t *b = s->sl_bits + (long)id * s->sl_words;
     memset(b, 0, sizeof *b * (size_t)s->sl_words);
     for (int i = 0; i < sl->n_freq; i++)
-        set_bit(b, sl->freq[i]);
-    set_bit(b, s->m->info.eos_id);
+        mt_bit_set(b, sl->freq[i]);
+    mt_bit_set(b, s->m->info.eos_id);
     for (int i = 0; i < src_len; i++)
         if (src[i] >= 0 && src[i] < sl->n_src)
             for (long j = sl->off[src[i]]; j < sl->off[src[i] + 1]; j++)
-                set_bit(b, sl->ids[j]);
+                mt_bit_set(b, sl->ids[j]);
     for (int i = 0; i < q->n_prefix; i++)
-        set_bit(b, q->prefix[i]);
+        mt_bit_set(b, q->prefix[i]);
     for (int c = 0; c < q->n_constraints; c++)
         for (int i = 0; i < q->constraints[c].n_ids; i++)
-            set_bit(b, q->constraints[c].ids[i]);
+            mt_bit_set(b, q->constraints[c].ids[i]);
     /* a beam keeps 2 x beam candidates a step: a set that small is widened
      * with the lowest ids it lacks (as Marian pads its sets to a multiple of
      * 8), so no -inf candidate is ever picked */
@@ -41,7 +39,7 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
         count += __builtin_popcountll(b[w]);
     for (int32_t t = 0; count < need && t < s->m->V; t++)
         if (!(b[t >> 6] >> (t & 63) & 1) && t != s->m->info.pad_id) {
-            set_bit(b, t);
+            mt_bit_set(b, t);
             count++;
         }
 }

@@ -136,7 +136,6 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
     mt_lm_head_step(s, n);
 }
 
-static inline int has_bit(const uint64_t *b, int32_t id) { return (int)(b[id >> 6] >> (id & 63)) & 1; }
 
 /* The candidates' head rows packed (in the held precision: the same values
  * the whole head multiplies by) when the union is new (s->sl_fresh; else the
@@ -170,7 +169,7 @@ void mt_lm_head_step(mt_session *s, int n)
             for (int v = 0; v < V; v++)
                 lg[v] = -INFINITY;
             for (int j = 0; j < C; j++)
-                if (has_bit(s->sl_row[r], s->sl_ids[j]))
+                if (mt_bit_has(s->sl_row[r], s->sl_ids[j]))
                     lg[s->sl_ids[j]] = c[j];
         }
         return;
@@ -179,7 +178,7 @@ void mt_lm_head_step(mt_session *s, int n)
     for (int r = 0; s->sl_mask && r < n; r++) {
         float *lg = s->logits + (long)r * V;
         for (int v = 0; s->sl_row[r] && v < V; v++)
-            if (!has_bit(s->sl_row[r], v))
+            if (!mt_bit_has(s->sl_row[r], v))
                 lg[v] = -INFINITY;
     }
 }

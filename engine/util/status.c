@@ -1,5 +1,7 @@
 #include "status.h"
 
+#include "utf8.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -11,6 +13,10 @@ mt_status mt_err_set(mt_err *err, mt_status status, const char *fmt, ...)
         err->status = status;
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* Messages quote file and request bytes and end up in JSON bodies:
+         * a quote cut mid-character (here or by the caller's own snprintf)
+         * or an invalid byte must not make the message invalid UTF-8. */
+        mt_utf8_scrub(err->msg);
     }
     return status;
 }

@@ -1,6 +1,8 @@
 /* utf8: validating UTF-8 decoder (utf8.h). */
 #include "utf8.h"
 
+#include <string.h>
+
 size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
 {
     uint8_t b = s[0];
@@ -52,6 +54,22 @@ int mt_utf8_clip(const char *s, size_t len, size_t max)
     while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
         n--;
     return (int)n;
+}
+
+size_t mt_utf8_scrub(char *s)
+{
+    size_t len = strlen(s), bad = 0;
+    uint32_t cp;
+    for (size_t i = 0; i < len;) {
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, len - i, &cp);
+        if (k) {
+            i += k;
+        } else {
+            s[i++] = '?';
+            bad++;
+        }
+    }
+    return bad;
 }
 
 int mt_utf8_is_space(uint32_t c)

@@ -21,6 +21,9 @@ int    mt_utf8_valid(const char *s, size_t len);
 /* How many bytes of s[0..len) to quote in a message: at most max, never
  * half a character (continuation bytes are stepped back over). */
 int    mt_utf8_clip(const char *s, size_t len, size_t max);
+/* Make the NUL-terminated s valid in place: every byte that does not start
+ * a valid character becomes '?'.  Returns how many bytes were replaced. */
+size_t mt_utf8_scrub(char *s);
 /* 1 for the Unicode spaces the server splits and trims at: ASCII whitespace,
  * NEL, NBSP, U+1680, U+2000-200B, the line and paragraph separators, U+202F,
  * U+205F, U+3000 and the BOM (the splitter, blank texts, word alignment, HTML units). */
