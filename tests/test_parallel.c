@@ -175,6 +175,25 @@ static void test_huge_job(void **state)
     assert_int_equal(atomic_load(&n[0]) + atomic_load(&n[1]), 70000);
 }
 
+/* The stall rule (parallel.c): a wait is a descheduled helper only well past
+ * the job's own chunk time.  Cycle counts at ~2.6 GHz. */
+static void test_stall_rule(void **state)
+{
+    (void)state;
+    unsigned long long ms = 2600000ull;
+    /* a vocabulary product at 128 rows: 4 chunks of 18 ms by the caller; a
+     * helper finishing its last chunk 20 ms later is working, not stalled
+     * (the fixed 2 ms rule called this a stall) */
+    assert_false(mt_par_stalled(20 * ms, 4, 4 * 18 * ms));
+    assert_false(mt_par_stalled(36 * ms, 4, 4 * 18 * ms));
+    assert_true(mt_par_stalled(60 * ms, 4, 4 * 18 * ms));
+    /* small chunks (10 us): a 3 ms wait is a stall, 1 ms is not */
+    assert_true(mt_par_stalled(3 * ms, 8, 8 * ms / 100));
+    assert_false(mt_par_stalled(1 * ms, 8, 8 * ms / 100));
+    /* the caller ran nothing: nothing to compare with, never a stall */
+    assert_false(mt_par_stalled(1000 * ms, 0, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_many_callers),
         cmocka_unit_test(test_oversubscribed),
         cmocka_unit_test(test_huge_job),
+        cmocka_unit_test(test_stall_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,9 +25,16 @@
  * the OS has descheduled (this machine is shared) claims nothing and the
  * caller takes the remaining chunks itself; only a chunk already claimed by
  * a preempted helper makes the caller wait.  When a wait shows the machine
- * is oversubscribed (a claimed chunk stalled for ~2 ms), the next jobs run
- * serially for a while: results are the same bits either way (parallel.h),
- * only the speed differs.
+ * is oversubscribed, the next jobs run serially for a while: results are the
+ * same bits either way (parallel.h), only the speed differs.
+ *
+ * "Stalled" is judged against the job's own chunks (mt_par_stalled): once the
+ * caller finds no chunk left, a running helper is at most one chunk from
+ * done, so only a wait well past a chunk's time (as the caller timed its own)
+ * means a descheduled helper.  A fixed 2 ms alone misfired on large chunks:
+ * at 128 rows a vocabulary product's chunk takes ~18 ms, every such step
+ * "stalled", and beam 4 at batch 32 ran on one core (218 tok/s instead of
+ * ~390 on the base shape, BENCHMARKS.md).
  */
 #include "parallel.h"
 
@@ -45,7 +52,7 @@
 #define SPIN_CYCLES  600000ull     /* ~200 us at 2.6 GHz before a helper sleeps */
 #define WAIT_CYCLES  50000ull      /* the caller spins this long on a claimed chunk, then yields */
 #ifndef STALL_CYCLES
-#define STALL_CYCLES 5200000ull    /* ~2 ms waiting for a helper: it was descheduled */
+#define STALL_CYCLES 5200000ull    /* ~2 ms past two of the job's chunks: a helper was descheduled */
 #endif
 #define SERIAL_JOBS  2000          /* ... then run this many jobs alone before trying again */
 #define MAX_CHUNKS   0xffff        /* n_chunks fits the claim word's 16 bits; larger jobs run serially */
@@ -71,14 +78,14 @@ static unsigned long long claim_word(unsigned job, int n_chunks)
     return (unsigned long long)job << 32 | (unsigned long long)n_chunks << 16;
 }
 
-/* Claims and runs chunks of `job` until none is left. */
-static void run_chunks(unsigned job)
+/* Claims and runs chunks of `job` until none is left; returns how many it ran. */
+static int run_chunks(unsigned job)
 {
     unsigned long long v = atomic_load_explicit(&P.claim, memory_order_acquire);
-    for (;;) {
+    for (int ran = 0;; ran++) {
         int n = (int)(v >> 16 & 0xffff), k = (int)(v & 0xffff);
         if ((unsigned)(v >> 32) != job || k >= n)
-            return;
+            return ran;
         if (!atomic_compare_exchange_weak_explicit(&P.claim, &v, v + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;                   /* v now holds the current word */
@@ -86,6 +93,13 @@ static void run_chunks(unsigned job)
         atomic_fetch_add_explicit(&P.done, 1, memory_order_release);
         v = atomic_load_explicit(&P.claim, memory_order_acquire);
     }
+}
+
+int mt_par_stalled(unsigned long long waited, int ran, unsigned long long ran_cycles)
+{
+    if (ran <= 0)
+        return 0;                       /* no chunk of its own to compare with */
+    return waited > STALL_CYCLES + 2 * (ran_cycles / (unsigned)ran);
 }
 
 static void *helper(void *arg)
@@ -168,8 +182,10 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
     atomic_store(&P.seq, job);
     if (atomic_load(&P.sleeping))
         syscall(SYS_futex, &P.seq, FUTEX_WAKE_PRIVATE, MAX_HELPERS, NULL, NULL, 0);
-    run_chunks(job);
+    unsigned long long t_run = __rdtsc();
+    int ran = run_chunks(job);
     unsigned long long t0 = __rdtsc(), waited = 0;
+    t_run = t0 - t_run;
     while (atomic_load_explicit(&P.done, memory_order_acquire) < n_chunks) {
         waited = __rdtsc() - t0;
         if (waited > WAIT_CYCLES)
@@ -180,7 +196,7 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
     /* A helper that held a chunk this long was descheduled: other processes
      * want these cores.  Every job would wait on it again, so run alone for a
      * while (one thread's speed, instead of a fraction of it) and then retry. */
-    if (waited > STALL_CYCLES)
+    if (mt_par_stalled(waited, ran, t_run))
         atomic_store_explicit(&P.serial_left, SERIAL_JOBS, memory_order_relaxed);
     pthread_mutex_unlock(&P.busy);
 }

@@ -24,4 +24,11 @@ int  mt_par_threads(void);
  * the chunks run serially in the calling thread. */
 void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx);
 
+/* The pool's rule for "a helper was descheduled" (then the next jobs run
+ * serially for a while): the caller, having run `ran` chunks in ran_cycles
+ * TSC cycles, then waited `waited` cycles for the helpers' last chunks.  A
+ * running helper finishes within about one chunk; ~2 ms past two chunks is a
+ * stall.  Exposed for tests/test_parallel.c. */
+int mt_par_stalled(unsigned long long waited, int ran, unsigned long long ran_cycles);
+
 #endif
