@@ -35,6 +35,11 @@
  * at 128 rows a vocabulary product's chunk takes ~18 ms, every such step
  * "stalled", and beam 4 at batch 32 ran on one core (218 tok/s instead of
  * ~390 on the base shape, BENCHMARKS.md).
+ *
+ * "For a while" is ~100 ms of wall time, not a number of jobs: one preemption
+ * of a few ms (a neighbour on this shared VM, a kernel thread) then costs at
+ * most 100 ms at one core, where 2,000 jobs were seconds at 128 rows; on a
+ * machine that stays oversubscribed, one probe in 100 ms waits on a helper.
  */
 #include "parallel.h"
 
@@ -54,7 +59,7 @@
 #ifndef STALL_CYCLES
 #define STALL_CYCLES 5200000ull    /* ~2 ms past two of the job's chunks: a helper was descheduled */
 #endif
-#define SERIAL_JOBS  2000          /* ... then run this many jobs alone before trying again */
+#define SERIAL_CYCLES 260000000ull /* ... then run jobs alone for ~100 ms before trying again */
 #define MAX_CHUNKS   0xffff        /* n_chunks fits the claim word's 16 bits; larger jobs run serially */
 
 static struct {
@@ -66,7 +71,7 @@ static struct {
     _Atomic unsigned long long claim; /* job:32 | n_chunks:16 | next chunk:16 */
     _Atomic int done;
     _Atomic int sleeping;
-    _Atomic int serial_left;       /* > 0: the machine is oversubscribed, run jobs alone */
+    _Atomic unsigned long long serial_until; /* TSC: until then the machine is oversubscribed, run jobs alone */
     _Atomic int stop;              /* process exit: helpers return */
     pthread_t tid[MAX_HELPERS];
     mt_par_fn fn;                  /* the job's, stable until its caller returns */
@@ -165,10 +170,9 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
 {
     if (n_chunks <= 0)
         return;
-    if (n_chunks == 1 || n_chunks > MAX_CHUNKS || mt_par_threads() < 2 || atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0 ||
+    if (n_chunks == 1 || n_chunks > MAX_CHUNKS || mt_par_threads() < 2 ||
+        __rdtsc() < atomic_load_explicit(&P.serial_until, memory_order_relaxed) ||
         pthread_mutex_trylock(&P.busy)) {
-        if (atomic_load_explicit(&P.serial_left, memory_order_relaxed) > 0)
-            atomic_fetch_sub_explicit(&P.serial_left, 1, memory_order_relaxed);
         for (int c = 0; c < n_chunks; c++)
             fn(ctx, c);
         return;
@@ -197,6 +201,6 @@ void mt_par_for(int n_chunks, mt_par_fn fn, void *ctx)
      * want these cores.  Every job would wait on it again, so run alone for a
      * while (one thread's speed, instead of a fraction of it) and then retry. */
     if (mt_par_stalled(waited, ran, t_run))
-        atomic_store_explicit(&P.serial_left, SERIAL_JOBS, memory_order_relaxed);
+        atomic_store_explicit(&P.serial_until, __rdtsc() + SERIAL_CYCLES, memory_order_relaxed);
     pthread_mutex_unlock(&P.busy);
 }
