@@ -38,7 +38,7 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
     for (int w = 0; w < s->sl_words; w++)
         count += __builtin_popcountll(b[w]);
     for (int32_t t = 0; count < need && t < s->m->V; t++)
-        if (!(b[t >> 6] >> (t & 63) & 1) && t != s->m->info.pad_id) {
+        if (!mt_bit_has(b, t) && t != s->m->info.pad_id) {
             mt_bit_set(b, t);
             count++;
         }

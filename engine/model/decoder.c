@@ -136,7 +136,6 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
     mt_lm_head_step(s, n);
 }
 
-
 /* The candidates' head rows packed (in the held precision: the same values
  * the whole head multiplies by) when the union is new (s->sl_fresh; else the
  * rows packed for it at an earlier step), their bias, then [n][C] logits into s->lp

@@ -274,11 +274,12 @@ void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, c
  * rows of the session's K/V cache, [nk][2d] = k | v, in its precision. */
 void mt_attend_step(const mt_session *s, const float *q, const void *kv, int nk, int heads, float *out, float *sc);
 
-/* session.c: the K/V caches' element size (4, or 2 with kv_f16), and a store
- * of n floats into them at element `at` of base, in their precision. */
 /* The shortlist's [V] bit sets (sl_bits, sl_union, sl_packed). */
 static inline void mt_bit_set(uint64_t *b, int32_t id) { b[id >> 6] |= 1ull << (id & 63); }
 static inline int mt_bit_has(const uint64_t *b, int32_t id) { return (int)(b[id >> 6] >> (id & 63)) & 1; }
+
+/* session.c: the K/V caches' element size (4, or 2 with kv_f16), and a store
+ * of n floats into them at element `at` of base, in their precision. */
 static inline size_t mt_kv_bytes(const mt_session *s) { return s->p.kv_f16 ? 2 : 4; }
 void mt_kv_put(const mt_session *s, void *base, long at, const float *x, long n);
 
