@@ -304,6 +304,11 @@ $(B)/bench/bench_kernels: bench/bench_kernels.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
+# a step's attention over the K/V caches of R rows in flight, alone (issue 32)
+$(B)/bench/bench_attention: bench/bench_attention.c bench/bench_util.h $(B)/libmt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
+
 # decode speed with and without a lexical shortlist (docs/SHORTLIST.md)
 $(B)/bench/bench_shortlist: bench/bench_shortlist.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)

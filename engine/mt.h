@@ -91,6 +91,9 @@ typedef struct {
 } mt_model_info;
 
 const mt_model_info *mt_model_get_info(const mt_model *model);
+/* Bytes of weights one decoder step reads, as held: the decoder layers'
+ * per-step products and the output head (0 for a card). */
+size_t    mt_model_step_weight_bytes(const mt_model *model);
 const mt_tokenizer  *mt_model_tokenizer(const mt_model *model);
 
 /* ---- lexical shortlist ------------------------------------------------------
@@ -380,6 +383,12 @@ const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n);
 mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err);
 /* Drops a sequence in any state and frees its rows (unknown ids: no-op). */
 void      mt_seq_cancel(mt_session *s, int seq);
+/* The K/V cache bytes the next step's attention reads (every running
+ * sequence's rows over their self positions and source), plus, with add_beam
+ * > 0, those of a sequence of add_src_len source tokens and add_beam rows
+ * half-way through (as many target positions as source tokens): what a
+ * scheduler weighs before starting it (mt_model_step_weight_bytes). */
+size_t    mt_session_kv_step_bytes(const mt_session *s, int add_src_len, int add_beam);
 /* Sequences started and not yet taken or cancelled; decoder rows they hold. */
 int       mt_session_seqs(const mt_session *s);
 int       mt_session_rows_used(const mt_session *s);

@@ -682,6 +682,56 @@ static void test_no_alloc_with_features(void **state)
 #endif
 }
 
+/* What a scheduler weighs before starting a sentence (scheduler.c fits):
+ * the weight bytes of one decoder step against the model's shapes, and the
+ * K/V bytes the next step reads as one greedy and one beam sequence start,
+ * step and finish. */
+static void test_step_bytes(void **state)
+{
+    CTX_OR_RETURN(c);
+    const mt_model_info *mi = mt_model_get_info(c->m);
+    size_t d = (size_t)mi->d_model, L = (size_t)mi->dec_layers, F = (size_t)mi->dec_ffn, V = (size_t)mi->vocab_size;
+    size_t per_w = !strcmp(mi->weights, "INT8") ? 1 : !strcmp(mi->weights, "F16") ? 2 : 4;
+    /* per layer: self q|k|v and out (4 d^2), cross q and out (2 d^2), fc1 and fc2 (2 d F); the head V d */
+    assert_int_equal(mt_model_step_weight_bytes(c->m), per_w * (L * (6 * d * d + 2 * d * F) + V * d));
+    mt_session_params sp = mt_session_default_params(c->m);
+    sp.kv_f16 = 0;
+    mt_session *s = NULL;
+    assert_int_equal(mt_session_new(c->m, &sp, &s, NULL), MT_OK);
+    size_t pos_bytes = L * 2 * d * sizeof(float);       /* one position, self or cross, every layer */
+    assert_int_equal(mt_session_kv_step_bytes(s, 0, 0), 0);
+    assert_int_equal(mt_session_kv_step_bytes(s, 7, 2), 2 * (7 + 7) * pos_bytes);   /* half-way: 7 + 7 */
+    row_in in[2];
+    int ids[2];
+    for (int k = 0; k < 2; k++) {
+        row_params(c->rows[k], &in[k], 0);
+        in[k].dp = mt_decode_default_params();
+        in[k].dp.beam_size = 1 + 2 * k;                  /* greedy, beam 3 */
+        in[k].dp.max_length = 6;
+        assert_int_equal(mt_seq_start(s, in[k].src, in[k].n_src, &in[k].dp, &ids[k], NULL), MT_OK);
+    }
+    /* before the first step each row reads its start position and its source */
+    size_t want = (1 + (size_t)in[0].n_src) * pos_bytes + 3 * (1 + (size_t)in[1].n_src) * pos_bytes;
+    assert_int_equal(mt_session_kv_step_bytes(s, 0, 0), want);
+    assert_int_equal(mt_session_kv_step_bytes(s, 5, 1), want + 10 * pos_bytes);
+    int checked = 0;
+    for (int t = 1; t <= 3; t++) {
+        mt_step(s);
+        if (mt_seq_finished(s, ids[0]) || mt_seq_finished(s, ids[1]))
+            break;                                      /* a finished sequence's rows are not read */
+        want = (1 + t + (size_t)in[0].n_src) * pos_bytes + 3 * (1 + t + (size_t)in[1].n_src) * pos_bytes;
+        assert_int_equal(mt_session_kv_step_bytes(s, 0, 0), want);
+        checked++;
+    }
+    print_message("  [%s] step weights %zu bytes; K/V bytes checked before the first step and after %d\n", c->name,
+                  mt_model_step_weight_bytes(c->m), checked);
+    assert_true(checked >= 1);
+    for (int k = 0; k < 2; k++)
+        mt_seq_cancel(s, ids[k]);
+    assert_int_equal(mt_session_kv_step_bytes(s, 0, 0), 0);
+    mt_session_free(s);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -710,6 +760,7 @@ int main(void)
         PER_MODEL(test_sampling_distribution),
         PER_MODEL(test_bad_params),
         PER_MODEL(test_no_alloc_with_features),
+        PER_MODEL(test_step_bytes),
     };
     return cmocka_run_group_tests_name("test_decode", tests, NULL, teardown);
 }

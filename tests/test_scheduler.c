@@ -12,7 +12,9 @@
  *    client A queues three jobs of 32 sentences, then client B one sentence:
  *    B is done before A's first job (first come, first served would start
  *    it after 88 of A's sentences); two clients with backlogs of the same
- *    size finish their last jobs close together, not one after the other. */
+ *    size finish their last jobs close together, not one after the other;
+ *  - the K/V budget (srv_sched_params.kv_budget) bounds the sentences that
+ *    decode at once; the ids are those of the same job without it. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,11 +104,12 @@ static int teardown(void **state)
     return 0;
 }
 
-static srv_sched *new_sched(int rows)
+static srv_sched *new_sched_budget(int rows, size_t kv_budget)
 {
     mt_session_params sp = mt_session_default_params(model);
     sp.max_batch = rows;
     srv_sched_params p = srv_sched_default_params();
+    p.kv_budget = kv_budget;
     mt_err err;
     srv_sched *sc = srv_sched_new(model, &sp, &p, &err);
     if (!sc)
@@ -114,6 +117,8 @@ static srv_sched *new_sched(int rows)
     assert_non_null(sc);
     return sc;
 }
+
+static srv_sched *new_sched(int rows) { return new_sched_budget(rows, 0); }
 
 static void test_interactive_first(void **state)
 {
@@ -203,6 +208,68 @@ static mt_decode_params greedy_params(void)
     return dp;
 }
 
+/* The most sentences decoding at once while job b runs (stats polled). */
+static int most_active(srv_sched *sc, job_box *b)
+{
+    int most = 0;
+    while (!atomic_load(&b->done)) {
+        srv_sched_counts c;
+        srv_sched_stats(sc, &c);
+        most = c.active > most ? c.active : most;
+        struct timespec ts = { 0, 200000 };
+        nanosleep(&ts, NULL);
+    }
+    return most;
+}
+
+/* srv_sched_params.kv_budget: a sentence starts only while the K/V bytes the
+ * next step would read with it stay within the budget.  Every running row
+ * reads at least its source and one position, and a newcomer is counted at
+ * least as much, so with a budget of k such rows of the shortest sentence at
+ * most k decode at once; without a budget the same job fills more rows, and
+ * both decode the same ids. */
+static void test_kv_budget(void **state)
+{
+    (void)state;
+    mt_decode_params dp = greedy_params();
+    static job_box capped, free_run;
+    make_job(&capped, 24, 0, &dp);
+    int shortest = 1 << 30;
+    for (int i = 0; i < 6; i++)
+        shortest = capped.items[i].n_src < shortest ? capped.items[i].n_src : shortest;
+    mt_session *probe = NULL;
+    mt_session_params sp = mt_session_default_params(model);
+    assert_int_equal(mt_session_new(model, &sp, &probe, NULL), MT_OK);
+    /* the bytes of one row over the shortest source and its start position */
+    size_t row = mt_session_kv_step_bytes(probe, shortest, 1) * (size_t)(shortest + 1) / (size_t)(2 * shortest);
+    mt_session_free(probe);
+    srv_sched *sc = new_sched_budget(8, 3 * row);
+    srv_decoder dec = srv_sched_decoder(sc);
+    assert_int_equal(dec.submit(dec.self, &capped.job), 0);
+    int most_capped = most_active(sc, &capped);
+    wait_done(&capped);
+    srv_sched_free(sc);
+    sc = new_sched(8);
+    dec = srv_sched_decoder(sc);
+    make_job(&free_run, 24, 0, &dp);
+    assert_int_equal(dec.submit(dec.self, &free_run.job), 0);
+    int most_free = most_active(sc, &free_run);
+    wait_done(&free_run);
+    srv_sched_free(sc);
+    printf("24 sentences on 8 rows: at most %d at once with a budget of 3 rows' K/V bytes, %d without\n",
+           most_capped, most_free);
+    assert_int_equal(capped.job.status, MT_OK);
+    assert_int_equal(free_run.job.status, MT_OK);
+    assert_true(most_capped >= 1 && most_capped <= 3);
+    assert_true(most_free > 3);
+    for (int i = 0; i < 24; i++) {
+        assert_int_equal(capped.hyps[i].n_ids, free_run.hyps[i].n_ids);
+        assert_memory_equal(capped.hyps[i].ids, free_run.hyps[i].ids, sizeof(int32_t) * (size_t)capped.hyps[i].n_ids);
+    }
+    free_hyps(&capped, 24);
+    free_hyps(&free_run, 24);
+}
+
 static void test_clients_take_turns(void **state)
 {
     (void)state;
@@ -277,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_background_alone_takes_every_row),
         cmocka_unit_test(test_clients_take_turns),
         cmocka_unit_test(test_equal_backlogs_share),
+        cmocka_unit_test(test_kv_budget),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

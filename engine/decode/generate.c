@@ -474,6 +474,29 @@ int mt_session_rows_used(const mt_session *s)
     return n;
 }
 
+/* K/V bytes a step's attention reads for one row whose decoder length is cur
+ * (positions 0..cur-1 of its self cache) over a source of src_len tokens. */
+static size_t row_kv_bytes(const mt_session *s, int src_len, int cur)
+{
+    const mt_model *m = s->m;
+    if (m->arch == MT_ARCH_LLM)         /* one cache: the prompt, then the generated positions */
+        return (size_t)m->llm->L * (size_t)(src_len - 1 + cur) * 2 * (size_t)m->llm->kvd * mt_kv_bytes(s);
+    return (size_t)m->info.dec_layers * (size_t)(cur + src_len) * 2 * (size_t)m->d * mt_kv_bytes(s);
+}
+
+size_t mt_session_kv_step_bytes(const mt_session *s, int add_src_len, int add_beam)
+{
+    size_t b = 0;
+    for (int id = 0; id < s->p.max_batch; id++) {
+        const mt_seq *q = &s->seqs[id];
+        if (q->state == MT_SEQ_RUN || q->state == MT_SEQ_ENCODE)
+            b += (size_t)q->Bm * row_kv_bytes(s, s->src_len[id], q->cur > 1 ? q->cur : 1);
+    }
+    if (add_beam > 0)                   /* mid-way: as many target positions as source tokens */
+        b += (size_t)add_beam * row_kv_bytes(s, add_src_len, add_src_len);
+    return b;
+}
+
 int mt_session_seqs(const mt_session *s) { return s->n_seqs; }
 
 void mt_seq_cancel(mt_session *s, int seq)

@@ -856,5 +856,31 @@ void mt_model_free(mt_model *m)
     free(m);
 }
 
+/* Bytes of a packed Linear's weights as held (INT8 1, F16 2, F32 4 per weight). */
+static size_t lin_bytes(const mt_packed *pk)
+{
+    return (size_t)pk->in * (size_t)pk->out * (pk->i8 ? 1u : pk->f16 ? 2u : 4u);
+}
+
+size_t mt_model_step_weight_bytes(const mt_model *m)
+{
+    if (mt_model_is_card(m))
+        return 0;
+    size_t b = lin_bytes(&m->lm_pk);
+    if (m->arch == MT_ARCH_LLM) {
+        for (int i = 0; i < m->llm->L; i++) {
+            const mt_llm_layer *l = &m->llm->layers[i];
+            b += lin_bytes(&l->qkv.pk) + lin_bytes(&l->o.pk) + lin_bytes(&l->gate_up.pk) + lin_bytes(&l->down.pk);
+        }
+        return b;
+    }
+    for (int i = 0; i < m->info.dec_layers; i++) {    /* cross_kv runs once per source, not per step */
+        const mt_dec_layer *l = &m->dec[i];
+        b += lin_bytes(&l->self_qkv.pk) + lin_bytes(&l->self_out.pk) + lin_bytes(&l->cross_q.pk) +
+             lin_bytes(&l->cross_out.pk) + lin_bytes(&l->fc1.pk) + lin_bytes(&l->fc2.pk);
+    }
+    return b;
+}
+
 const mt_model_info *mt_model_get_info(const mt_model *m) { return &m->info; }
 const mt_tokenizer *mt_model_tokenizer(const mt_model *m) { return m->tok; }

@@ -66,6 +66,10 @@ static const opt_def opt_table[] = {
       "source tokens per request, all sentences; beyond it 413" },
     { "--max-batch", "MTSERVE_MAX_BATCH", OPT_INT, F(max_batch), 0, 0, 4096,
       "sequences (sentences x beams) per session; 0 = engine default" },
+    { "--kv-budget", "MTSERVE_KV_BUDGET", OPT_INT, F(kv_budget), 0, 0, 100000,
+      "batching: a new sentence waits while the K/V caches the next step would read exceed this percent of "
+      "the weight bytes a step reads (caches that outgrow the CPU cache cost more than the rows gain); "
+      "0 = rows only; default 100" },
     { "--max-alternatives", "MTSERVE_MAX_ALTERNATIVES", OPT_INT, F(max_alternatives), 0, 0, 64,
       "LibreTranslate 'alternatives' limit" },
     { "--max-html-depth", "MTSERVE_MAX_HTML_DEPTH", OPT_INT, F(max_html_depth), 0, 1, 100000,
@@ -135,6 +139,7 @@ static void defaults(srv_options *o)
     snprintf(o->cors_origins, sizeof o->cors_origins, "*");
     snprintf(o->web_dir, sizeof o->web_dir, "web");
     o->port = 8080;
+    o->kv_budget = 100;
     o->queue = 1024;    /* waiting costs a suspended connection, not a thread:
                            256 clients queue instead of a 503 storm */
     o->queue_timeout_ms = 30000;

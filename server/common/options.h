@@ -51,6 +51,8 @@ typedef struct {
     int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */
     int    max_batch;       /* sequences (sentences x beams) per session; 0 = engine default
                                (batching: decoder rows of the scheduler's session; 0 = 64) */
+    int    kv_budget;       /* batching: percent of the weight bytes a decoder step reads that the
+                               step's K/V caches may add before new sentences wait; 0 = rows only */
     int    batching;        /* 1: continuous batching, one scheduler thread per model (default) */
     int    max_alternatives;/* LibreTranslate alternatives cap */
     int    max_html_depth;  /* format "html": the deepest element nesting accepted; deeper gets 400 */

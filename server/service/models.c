@@ -160,12 +160,14 @@ static mt_status start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
      * decoder row), and --queue more may wait */
     sp.max_jobs = srv->opts.queue + (srv->opts.threads > 0 ? srv->opts.threads : p.max_batch);
     sp.queue_timeout_s = srv->opts.queue_timeout_ms / 1e3;
+    sp.kv_budget = mt_model_step_weight_bytes(m->weights) / 100 * (size_t)srv->opts.kv_budget;
     m->sched = srv_sched_new(m->weights, &p, &sp, err);
     if (!m->sched)
         return err->status != MT_OK ? err->status : MT_ERR_INTERNAL;
     m->direct = srv_sched_decoder(m->sched);
     if (!srv->residency)                /* on demand the log line is the residency's */
-        fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows\n", m->id, p.max_batch);
+        fprintf(stderr, "mtserve: model %s: continuous batching over %d decoder rows, K/V budget %.1f MB a step\n",
+                m->id, p.max_batch, sp.kv_budget / 1e6);
     return MT_OK;
 }
 

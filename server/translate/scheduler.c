@@ -320,11 +320,19 @@ static int start_one(srv_sched *sc, srv_seq_req *it, srv_decode_job **done_list)
 }
 
 /* 1 when the session has rows for it now (a beam wider than the session
- * "fits": mt_seq_start refuses it with a message). */
+ * "fits": mt_seq_start refuses it with a message) and, while anything
+ * decodes, the K/V caches the next step would read with it stay within the
+ * budget: past it the caches of a full step no longer stay in the CPU's
+ * cache, and every row's attention pays for it (BENCHMARKS.md, issue 32). */
 static int fits(const srv_sched *sc, const srv_seq_req *it)
 {
     const mt_decode_params *dp = it->dp ? it->dp : &it->job->dp;
-    return dp->beam_size > sc->rows || mt_session_can_start(sc->s, dp->beam_size);
+    if (dp->beam_size > sc->rows)
+        return 1;
+    if (!mt_session_can_start(sc->s, dp->beam_size))
+        return 0;
+    return !sc->p.kv_budget || mt_session_rows_used(sc->s) == 0 ||
+           mt_session_kv_step_bytes(sc->s, it->n_src, dp->beam_size > 0 ? dp->beam_size : 1) <= sc->p.kv_budget;
 }
 
 /* A sentence's cost for the round robin: its source tokens x beams. */

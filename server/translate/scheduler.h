@@ -31,6 +31,9 @@ typedef struct srv_sched srv_sched;
 typedef struct {
     int    max_jobs;            /* jobs waiting or decoding; more are refused (submit -1) */
     double queue_timeout_s;     /* a job none of whose sentences got rows by then: timed_out */
+    size_t kv_budget;           /* bytes: a sentence waits while the K/V caches the next step would
+                                   read with it (mt_session_kv_step_bytes) exceed this, unless
+                                   nothing decodes; 0 = rows only */
 } srv_sched_params;
 
 srv_sched_params srv_sched_default_params(void);
