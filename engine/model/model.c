@@ -856,10 +856,12 @@ void mt_model_free(mt_model *m)
     free(m);
 }
 
-/* Bytes of a packed Linear's weights as held (INT8 1, F16 2, F32 4 per weight). */
+/* Bytes of a packed Linear as a product reads them (its panels, and an INT8
+ * one's scales and sums): what the loader allocated for it. */
 static size_t lin_bytes(const mt_packed *pk)
 {
-    return (size_t)pk->in * (size_t)pk->out * (pk->i8 ? 1u : pk->f16 ? 2u : 4u);
+    mt_weights held = pk->i8 ? MT_WEIGHTS_I8 : pk->f16 ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
+    return mt_held_bytes(held, pk->in, pk->out);
 }
 
 size_t mt_model_step_weight_bytes(const mt_model *m)
