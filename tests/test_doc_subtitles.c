@@ -150,6 +150,16 @@ static void test_srt_units(void **state)
     free(s);
 }
 
+/* SRT: a text '<' before a "{\...}" tag on the same line stays text and the
+ * "{\...}" stays one whole tag (fuzz_doc_subtitles found a re-wrap that put
+ * them on one line: "<fo00 {\an-->" read as one tag, "8}" as text). */
+static void test_srt_lt_before_override(void **state)
+{
+    (void)state;
+    const char *want[] = { "<fo00 The first command" };
+    expect_units(SRV_DOC_SRT, "1\n00:00:16,500 --> 00:00:18,000\n<fo00 {\\an-->8}The first command\n", want, 1);
+}
+
 static void test_srt_translated(void **state)
 {
     (void)state;
@@ -408,6 +418,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_srt_units),
+        cmocka_unit_test(test_srt_lt_before_override),
         cmocka_unit_test(test_srt_translated),
         cmocka_unit_test(test_vtt_translated),
         cmocka_unit_test(test_unset_is_byte_exact),

@@ -275,7 +275,9 @@ static mt_status add_piece(subs *t, size_t a, size_t b, int tag, mt_err *err)
 
 /* The length of a styling tag at d[i..e) (e: the line's end), 0 if none.
  * VTT: '<' always opens a tag (a text '<' is written &lt;).  SRT: '<' and a
- * letter or '/', or "{\", up to the closing bracket on the same line. */
+ * letter or '/', or "{\", up to the closing bracket on the same line, with
+ * no other tag's opening bracket before it: a text '<' that a re-wrap puts
+ * before a "{\...}" on one line must not swallow half of it. */
 static size_t tag_at(const char *d, size_t i, size_t e, int vtt)
 {
     char close;
@@ -287,7 +289,12 @@ static size_t tag_at(const char *d, size_t i, size_t e, int vtt)
     else
         return 0;
     const char *c = memchr(d + i + 1, close, e - i - 1);
-    return c ? (size_t)(c - (d + i)) + 1 : 0;
+    if (!c)
+        return 0;
+    for (const char *q = d + i + 1; !vtt && q < c; q++)
+        if (*q == '<' || *q == '{')
+            return 0;
+    return (size_t)(c - (d + i)) + 1;
 }
 
 static int has_word(const char *d, size_t a, size_t b)
