@@ -2,18 +2,24 @@
 """The server at 32 clients against the engine's batch 32 (issue 32), same model, same sentences.
 
     python3 bench/server_vs_engine.py [--weights f32,int8] [--reps 3] [--n 256] [--requests 1024]
+                                      [--bins LABEL=PATH,...]
 
 For each weights mode one server is started (`--cache-mb 0`: every request decodes; `--shortlist`
 off, the default, on both sides; greedy; the model's own max_length on both sides), then, --reps
 times, interleaved so both see the same machine:
 
-  engine  build/bench/bench_engine --configs 32:1 over the first n lines of the en-fr test split
-          (n / 32 static batches of 32): generated ids / s, </s> included
+  engine  build/bench/bench_engine --configs 32:1 over the sentences one server run gets (the first
+          n lines of the en-fr test split taken in turn, `requests` of them, in static batches of 32:
+          the engine's run is as long as the server's, so both see the machine for the same time):
+          generated ids / s, </s> included
   server  build/bench/loadgen, 32 clients in a closed loop, one sentence per request, the same n
           lines in turn: mtserve_generated_tokens_total (the same count: hyps' ids, </s> included)
           over loadgen's wall time, from /metrics before and after
 
-and for the server run: the loadgen process's CPU seconds (getrusage of the child) and the
+The engine runs twice per rep, before and after the servers': the rep's engine figure is their
+mean, and their ratio (after / before), printed at the end, is the noise floor of the machine: on a
+shared VM two runs of the same engine differ by as much as the server and the engine do.
+For the server run: the loadgen process's CPU seconds (getrusage of the child) and the
 server's (/proc/PID/stat utime + stime), as shares of the 2 cores over the run, and the mean
 batch occupancy of its decode steps (mtserve_batch_rows_sum / _count over the run).  Prints one
 JSON line per run and a table of medians.  The load generator runs on the same cores as the
@@ -88,8 +94,18 @@ class Server:
         self.p.wait()
 
 
+def engine_input(a):
+    """The sentences the server run gets: the first n lines, taken in turn, `requests` of them."""
+    lines = open(INPUT, encoding="utf-8").read().splitlines()[:a.n]
+    path = f"/tmp/server_vs_engine-{os.getpid()}.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(lines[i % len(lines)] + "\n" for i in range(a.requests))
+    return path
+
+
 def engine(a, w):
-    out = subprocess.run([f"{B}/bench/bench_engine", "--model", MODEL, "--input", INPUT, "--n", str(a.n),
+    out = subprocess.run([f"{B}/bench/bench_engine", "--model", MODEL, "--input", a.engine_input,
+                          "--n", str(a.requests),
                           "--threads", str(a.threads), "--weights", w, "--configs", "32:1"],
                          cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
     r = next(json.loads(l) for l in out.splitlines() if l.startswith("{") and '"engine": "c"' in l)
@@ -137,6 +153,7 @@ def main():
                     help="LABEL=PATH,...: mtserve binaries to measure in turn in each rep (e.g. before=...,after=...)")
     a = ap.parse_args()
     bins = [b.split("=", 1) for b in a.bins.split(",")]
+    a.engine_input = engine_input(a)
     rows = []
     med = lambda L, k: statistics.median(x[k] for x in L)
     for w in a.weights.split(","):
@@ -145,13 +162,17 @@ def main():
             for label, path in bins:
                 srvs[label] = Server(path, w, a.server_args.split())
                 loadgen(srvs[label], a, 128)                        # warm-up
-            E, S = [], {label: [] for label, _ in bins}
+            E, S, self_ratio = [], {label: [] for label, _ in bins}, []
             for i in range(a.reps):
-                E.append(engine(a, w))
+                before = engine(a, w)
                 for label, _ in bins:
                     S[label].append(loadgen(srvs[label], a, a.requests))
-                print(json.dumps({"weights": w, "rep": i, "engine": E[-1],
-                                  **{label: S[label][-1] for label, _ in bins}}), flush=True)
+                after = engine(a, w)
+                # the rep's engine figure: the mean of the runs either side of the servers'
+                E.append({k: (before[k] + after[k]) / 2 for k in before})
+                self_ratio.append(after["tok_per_s"] / before["tok_per_s"])
+                print(json.dumps({"weights": w, "rep": i, "engine": E[-1], "engine_before": before,
+                                  "engine_after": after, **{label: S[label][-1] for label, _ in bins}}), flush=True)
         finally:
             for srv in srvs.values():
                 srv.stop()
@@ -163,7 +184,8 @@ def main():
                          med(S[label], "server_cpu_share"), med(S[label], "occupancy"), statistics.median(cpu),
                          med(E, "cpu_ms_per_100_tok"), med(S[label], "server_cpu_ms_per_100_tok"),
                          med(S[label], "client_cpu_ms_per_100_tok"), srvs[label].banner,
-                         med(S[label], "sched_between")))
+                         med(S[label], "sched_between"), statistics.median(self_ratio), min(self_ratio),
+                         max(self_ratio)))
     print(f"\n{a.reps} interleaved reps, medians; first {a.n} lines of the test split, {a.clients} clients, "
           f"{a.requests} requests per server run")
     print("| weights | server | engine batch 32 tok/s | server 32 clients tok/s | ratio (min-max) | "
@@ -176,6 +198,9 @@ def main():
               f"{r[15]:.1%} |")
     for r in rows:
         print(f"- {r[0]} {r[1]}: `{r[14]}`")
+    for r in rows:
+        print(f"- {r[0]} {r[1]}: the engine against itself (its run after the servers' over its run before): "
+              f"median {r[16]:.0%}, {r[17]:.0%}-{r[18]:.0%}: how far this machine moves a ratio between two runs")
 
 
 if __name__ == "__main__":
