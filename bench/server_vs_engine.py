@@ -97,7 +97,7 @@ class Server:
 def engine_input(a):
     """The sentences the server run gets: the first n lines, taken in turn, `requests` of them."""
     lines = open(INPUT, encoding="utf-8").read().splitlines()[:a.n]
-    path = f"/tmp/server_vs_engine-{os.getpid()}.txt"
+    path = os.path.join(B, "server_vs_engine-input.txt")         # a build output, rewritten each run
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(lines[i % len(lines)] + "\n" for i in range(a.requests))
     return path

@@ -288,13 +288,13 @@ static size_t tag_at(const char *d, size_t i, size_t e, int vtt)
         close = '}';
     else
         return 0;
-    const char *c = memchr(d + i + 1, close, e - i - 1);
-    if (!c)
-        return 0;
-    for (const char *q = d + i + 1; !vtt && q < c; q++)
-        if (*q == '<' || *q == '{')
+    for (size_t q = i + 1; q < e; q++) {
+        if (d[q] == close)
+            return q - i + 1;
+        if (!vtt && (d[q] == '<' || d[q] == '{'))
             return 0;
-    return (size_t)(c - (d + i)) + 1;
+    }
+    return 0;
 }
 
 static int has_word(const char *d, size_t a, size_t b)
