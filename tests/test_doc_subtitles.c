@@ -160,6 +160,16 @@ static void test_srt_lt_before_override(void **state)
     expect_units(SRV_DOC_SRT, "1\n00:00:16,500 --> 00:00:18,000\n<fo00 {\\an-->8}The first command\n", want, 1);
 }
 
+/* VTT: a text "{\\an0" before a '<' tag holding "{\\an8}" stays text, and the
+ * '<' tag stays whole (fuzz_doc_subtitles: a re-wrap put them on one line and
+ * "{\\an0 ... {\\an8}" read as one override, the rest of the tag as text). */
+static void test_vtt_brace_before_tag(void **state)
+{
+    (void)state;
+    const char *want[] = { "{\\an0 Hello world" };
+    expect_units(SRV_DOC_VTT, "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n{\\an0 Hello <c.x{\\an8}>world\n", want, 1);
+}
+
 static void test_srt_translated(void **state)
 {
     (void)state;
@@ -419,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_srt_units),
         cmocka_unit_test(test_srt_lt_before_override),
+        cmocka_unit_test(test_vtt_brace_before_tag),
         cmocka_unit_test(test_srt_translated),
         cmocka_unit_test(test_vtt_translated),
         cmocka_unit_test(test_unset_is_byte_exact),

@@ -277,7 +277,9 @@ static mt_status add_piece(subs *t, size_t a, size_t b, int tag, mt_err *err)
  * VTT: '<' always opens a tag (a text '<' is written &lt;).  SRT: '<' and a
  * letter or '/', or "{\", up to the closing bracket on the same line, with
  * no other tag's opening bracket before it: a text '<' that a re-wrap puts
- * before a "{\...}" on one line must not swallow half of it. */
+ * before a "{\...}" on one line must not swallow half of it.  The same holds
+ * for a "{\" in VTT, whose text '{' has no escape: a text "{\an0" re-wrapped
+ * before a "<...{\an8}>" tag must not reach into it. */
 static size_t tag_at(const char *d, size_t i, size_t e, int vtt)
 {
     char close;
@@ -291,7 +293,7 @@ static size_t tag_at(const char *d, size_t i, size_t e, int vtt)
     for (size_t q = i + 1; q < e; q++) {
         if (d[q] == close)
             return q - i + 1;
-        if (!vtt && (d[q] == '<' || d[q] == '{'))
+        if ((!vtt || close == '}') && (d[q] == '<' || d[q] == '{'))
             return 0;
     }
     return 0;
