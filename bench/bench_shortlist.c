@@ -1,16 +1,19 @@
 /* bench_shortlist: decode speed with and without a lexical shortlist
  * (docs/SHORTLIST.md).  Usage:
  *   bench_shortlist MODEL_DIR [--weights f32|int8] [--sentences N] [--steps T] [--threads N] [--ftz 1]
+ *                   [--beam B] [--reps R]
  * --ftz 1 sets flush-to-zero and denormals-are-zero (MXCSR) before the
  * compute threads start: subnormal arithmetic then costs nothing.
  * Sources are random ids of the source vocabulary (20 + i % 11 tokens, </s>
- * last).  The shortlist is built from the model's own greedy outputs on those
- * sources (mt_shortlist_build: best 50, frequent 100), as a random-weight
- * model has no corpus.  Every sentence then decodes exactly T steps
- * (min_length = max_length), greedy, at batch 1 and batch 32: without the
- * shortlist, with it gathered from the row-major weights, and gathered from
- * the packed ones; tokens/s of each, and how many outputs equal the
- * unrestricted ones. */
+ * last).  The shortlist is built from the model's own outputs on those
+ * sources at the bench's beam (mt_shortlist_build: best 50, frequent 100), as
+ * a random-weight model has no corpus.  Every sentence then decodes exactly T steps
+ * (min_length = max_length), greedy (or beam B), at batch 1 and batch 32:
+ * without the shortlist, with it gathered from the row-major weights, gathered
+ * from the packed ones, and gathered from the packed ones but searched over
+ * [V] rows (shortlist_search_max -1, the search before the candidate lists);
+ * tokens/s of each (best of R rounds, the configurations taking turns in each
+ * round), and how many outputs equal the unrestricted ones. */
 #include "mt.h"
 
 #include <stdio.h>
@@ -28,11 +31,11 @@ static void die(const char *what, const mt_err *e)
 
 typedef struct { int32_t **ids; int *len; int n; } sources;
 
-static double run(mt_session *s, const sources *S, int batch, int steps, const mt_shortlist *sl, mt_hyp *hyps,
-                  long *ntok)
+static double run(mt_session *s, const sources *S, int batch, int steps, int beam, const mt_shortlist *sl,
+                  mt_hyp *hyps, long *ntok)
 {
     mt_decode_params p = mt_decode_default_params();
-    p.beam_size = 1;
+    p.beam_size = beam;
     p.max_length = steps + 1;
     p.min_length = steps + 1;
     p.shortlist = sl;
@@ -54,11 +57,11 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_shortlist MODEL_DIR [--weights f32|int8] [--sentences N] [--steps T] "
-                        "[--threads N]\n");
+                        "[--threads N] [--beam B] [--reps R]\n");
         return 2;
     }
     mt_model_params mp = mt_model_default_params();
-    int n = 64, steps = 32;
+    int n = 64, steps = 32, beam = 1, reps = 3;
     mp.n_threads = 2;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--weights"))
@@ -68,6 +71,10 @@ int main(int argc, char **argv)
             n = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--steps"))
             steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--beam"))
+            beam = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads"))
             mp.n_threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ftz") && atoi(argv[i + 1]))
@@ -91,14 +98,14 @@ int main(int argc, char **argv)
     }
     mt_hyp *ref = calloc((size_t)n, sizeof *ref), *got = calloc((size_t)n, sizeof *got);
     mt_session_params sp = mt_session_default_params(m);
-    sp.max_batch = 32;
+    sp.max_batch = 32 * beam;
     sp.max_tgt_len = steps + 1;
     sp.max_src_len = 40;
     mt_session *dense;
     if (mt_session_new(m, &sp, &dense, &e) != MT_OK)
         die("session", &e);
     long ntok;
-    run(dense, &S, 32, steps, NULL, ref, &ntok);                  /* the outputs the shortlist is built from */
+    run(dense, &S, 32, steps, beam, NULL, ref, &ntok);            /* the outputs the shortlist is built from */
     int32_t **tgt = malloc(sizeof *tgt * (size_t)n);
     int *tlen = malloc(sizeof *tlen * (size_t)n);
     for (int i = 0; i < n; i++)
@@ -111,51 +118,56 @@ int main(int argc, char **argv)
                            &sl, &e) != MT_OK)
         die("shortlist", &e);
     const mt_shortlist_info *si = mt_shortlist_get_info(sl);
-    printf("model %s (d_model %d, vocab %d), weights %s, %d sentences x %d steps, threads %d, ftz/daz %s\n",
-           argv[1], info->d_model, info->vocab_size, info->weights, n, steps, mp.n_threads,
+    printf("model %s (d_model %d, vocab %d), weights %s, %d sentences x %d steps, beam %d, threads %d, ftz/daz %s\n",
+           argv[1], info->d_model, info->vocab_size, info->weights, n, steps, beam, mp.n_threads,
            (_mm_getcsr() & 0x8040) == 0x8040 ? "on" : "off");
     printf("shortlist from its own greedy outputs: %ld entries over %d source ids, 100 frequent\n", si->entries,
            si->src_words);
     sp.shortlist_max = info->vocab_size;                          /* always gather: measured, not capped */
-    mt_session *rows, *packed;
+    mt_session *rows, *packed, *vrows;
     sp.shortlist_from_packed = 0;
     if (mt_session_new(m, &sp, &rows, &e) != MT_OK)
         die("session", &e);
     sp.shortlist_from_packed = 1;
     if (mt_session_new(m, &sp, &packed, &e) != MT_OK)
         die("session", &e);
+    sp.shortlist_search_max = -1;
+    if (mt_session_new(m, &sp, &vrows, &e) != MT_OK)
+        die("session", &e);
     int batches[2] = {1, 32};
+    enum { NCFG = 4 };
+    struct { const char *name; mt_session *s; const mt_shortlist *sl; } cfg[NCFG] = {
+        {"whole vocabulary", dense, NULL},  {"shortlist, rows", rows, sl}, {"shortlist, packed", packed, sl},
+        {"packed, [V] search", vrows, sl}};
+    int use[NCFG] = {1, info->weights[0] == 'F' && strcmp(info->weights, "F16") != 0, 1, 1};  /* INT8, F16: packed only */
     for (int b = 0; b < 2; b++) {
-        int batch = batches[b];
-        struct { const char *name; mt_session *s; const mt_shortlist *sl; } cfg[3] = {
-            {"whole vocabulary", dense, NULL}, {"shortlist, rows", rows, sl}, {"shortlist, packed", packed, sl}};
-        double base = 0;
-        for (int c = 0; c < 3; c++) {
-            if (c == 1 && info->weights[0] != 'F')
-                continue;                                          /* INT8: only from the packed weights */
-            if (c == 1 && !strcmp(info->weights, "F16"))
-                continue;
-            run(cfg[c].s, &S, batch, steps, cfg[c].sl, got, &ntok);          /* warm-up */
-            mt_hyps_free(got, n);
-            double best = 1e30;
-            for (int rep = 0; rep < 3; rep++) {
-                double dt = run(cfg[c].s, &S, batch, steps, cfg[c].sl, got, &ntok);
-                best = dt < best ? dt : best;
-                if (rep < 2)
-                    mt_hyps_free(got, n);
+        int batch = batches[b], same[NCFG] = {0};
+        double best[NCFG];
+        for (int c = 0; c < NCFG; c++) {
+            best[c] = 1e30;
+            if (use[c]) {
+                run(cfg[c].s, &S, batch, steps, beam, cfg[c].sl, got, &ntok);          /* warm-up */
+                mt_hyps_free(got, n);
             }
-            int same = 0;
-            for (int i = 0; i < n; i++)
-                same += got[i].n_ids == ref[i].n_ids &&
-                        !memcmp(got[i].ids, ref[i].ids, sizeof(int32_t) * (size_t)ref[i].n_ids);
-            mt_hyps_free(got, n);
-            double tps = (double)ntok / best;
-            if (c == 0)
-                base = tps;
-            printf("batch %2d  %-18s %8.1f tok/s  x%.2f  outputs equal to the whole vocabulary's: %d/%d\n", batch,
-                   cfg[c].name, tps, tps / base, same, n);
         }
+        for (int rep = 0; rep < reps; rep++)
+            for (int c = 0; c < NCFG; c++) {
+                if (!use[c])
+                    continue;
+                double dt = run(cfg[c].s, &S, batch, steps, beam, cfg[c].sl, got, &ntok);
+                best[c] = dt < best[c] ? dt : best[c];
+                same[c] = 0;
+                for (int i = 0; i < n; i++)
+                    same[c] += got[i].n_ids == ref[i].n_ids &&
+                               !memcmp(got[i].ids, ref[i].ids, sizeof(int32_t) * (size_t)ref[i].n_ids);
+                mt_hyps_free(got, n);
+            }
+        for (int c = 0; c < NCFG; c++)
+            if (use[c])
+                printf("batch %2d  %-18s %8.1f tok/s  x%.2f  outputs equal to the whole vocabulary's: %d/%d\n",
+                       batch, cfg[c].name, (double)ntok / best[c], best[0] / best[c], same[c], n);
     }
+    mt_session_free(vrows);
     mt_hyps_free(ref, n);
     mt_shortlist_free(sl);
     mt_session_free(dense);

@@ -169,6 +169,12 @@ typedef struct {
      * when the model holds them (F32), else the packed ones; 1 = always the
      * packed ones (measured in docs/SHORTLIST.md).  Same bits either way. */
     int shortlist_from_packed;
+    /* A sequence whose shortlist holds at most this many ids is searched over
+     * them alone (argmax, log-softmax, beam top-k, sampling); a larger one over
+     * [vocab] rows holding -inf outside it.  The same ids either way; the
+     * log-probs' normalizer sums in another order (docs/SHORTLIST.md).
+     * 0 = the default, min(vocab, 4096); -1 = never. */
+    int shortlist_search_max;
 } mt_session_params;
 
 mt_session_params mt_session_default_params(const mt_model *model);

@@ -652,6 +652,45 @@ static void test_topk(void **state)
     print_message("  topk: %ld selections equal to the plain selection's\n", checked);
 }
 
+/* mt_k_argmax_skip against the plain scan keeping the first of equal maxima,
+ * on rows with ties, -inf (all of a row too), the skip anywhere (a maximum
+ * there included), and every length around the vector blocks. */
+static int argmax_naive(const float *v, int n, int skip)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (i != skip && (best < 0 || v[i] > v[best]))
+            best = i;
+    return best;
+}
+
+static void test_argmax_skip(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    float v[N];
+    long checked = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        int n = 1 + trial % N, kind = trial % 5;
+        int skip = trial % 7 == 0 ? -1 : trial % 7 == 1 ? n - 1 : (trial * 37) % (n + 2) - 1;
+        for (int i = 0; i < n; i++) {
+            float x = frand();
+            if (kind == 1)
+                x = (float)((int)(x * 3));                 /* many ties */
+            if (kind == 2)
+                x = i % 5 ? -INFINITY : x;
+            if (kind == 3)
+                x = -INFINITY;                             /* every id banned */
+            v[i] = x;
+        }
+        if (kind == 4 && skip >= 0)
+            v[skip] = 100.0f;                              /* the skipped id holds the maximum */
+        assert_int_equal(mt_k_argmax_skip(v, n, skip), argmax_naive(v, n, skip));
+        checked++;
+    }
+    print_message("  argmax_skip: %ld rows equal to the plain scan's\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -662,7 +701,7 @@ int main(void)
         cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_packed),
         cmocka_unit_test(test_dots),      cmocka_unit_test(test_attend_row), cmocka_unit_test(test_kv_conversions),
         cmocka_unit_test(test_linear_q8_reference), cmocka_unit_test(test_linear_q8_properties),
-        cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_topk),           cmocka_unit_test(test_argmax_skip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,10 @@
  *   - a shortlist holding the reference outputs' ids: the same greedy outputs;
  *   - ids outside a sequence's candidates never appear (greedy, beam, sampling),
  *     and a sequence without one decodes beside it as alone;
+ *   - a sequence's search over its list of candidates (shortlist_search_max)
+ *     picks the ids the [V] rows do, greedy, beam 4 and sampling, with
+ *     log-probs within float rounding of theirs, and bit for bit the same
+ *     through the gathered and the masked head;
  *   - a decode step with shortlists allocates nothing;
  *   - the three file formats: written and read back, every corruption refused
  *     with its byte offset or line. */
@@ -27,6 +31,7 @@
 #include "harness.h"
 #include "mt.h"
 #include "formats/shortlist_fmt.h"
+#include "model/mt_internal.h"
 #include "alloc_count.h"
 
 #define MAX_CASES 48
@@ -88,17 +93,24 @@ static ctx *get_ctx(void **state)
     return c;
 }
 
-static mt_session *new_session(const mt_model *m, int max_batch, int sl_max, int from_packed)
+static mt_session *new_session_search(const mt_model *m, int max_batch, int sl_max, int from_packed,
+                                      int search_max)
 {
     mt_session_params sp = mt_session_default_params(m);
     sp.max_batch = max_batch;
     sp.shortlist_max = sl_max;
     sp.shortlist_from_packed = from_packed;
+    sp.shortlist_search_max = search_max;
     mt_session *s = NULL;
     mt_err err = {0};
     if (mt_session_new(m, &sp, &s, &err) != MT_OK)
         fail_msg("session: %s", err.msg);
     return s;
+}
+
+static mt_session *new_session(const mt_model *m, int max_batch, int sl_max, int from_packed)
+{
+    return new_session_search(m, max_batch, sl_max, from_packed, 0);
 }
 
 /* Every case decoded with params q (shortlist as given) into out[case][n_best]. */
@@ -430,6 +442,70 @@ static void test_tiny_set_beam(void **state)
     mt_shortlist_free(sl);
 }
 
+/* (e) the search over each sequence's list against the search over [V] rows
+ * (shortlist_search_max -1): the same ids, greedy, beam 4 and sampling (top-k
+ * and top-p), token log-probs and scores within float rounding (the
+ * normalizer sums the same terms in another order); the list's search bit
+ * for bit the same through the gathered and the masked head. */
+static void test_list_search(void **state)
+{
+    ctx *c = get_ctx(state);
+    if (c->skip)
+        skip();
+    double avg;
+    mt_shortlist *sls[2] = {reference_shortlist(c, &avg), small_shortlist(c->m)};
+    long exact = 0, tokens = 0;
+    double worst = 0.0;
+    for (int k = 0; k < 2; k++)
+        for (int mode = 0; mode < 4; mode++) {
+            mt_decode_params q = mt_decode_default_params();
+            q.beam_size = q.n_best = mode == 1 ? 4 : 1;
+            q.sample = mode >= 2;
+            q.seed = 11;
+            q.top_k = mode == 2 ? 5 : 0;
+            q.top_p = mode == 3 ? 0.9f : 1.0f;
+            q.token_scores = 1;
+            q.shortlist = sls[k];
+            int nh = c->n * q.n_best;
+            mt_hyp *list = calloc((size_t)nh, sizeof *list), *rows = calloc((size_t)nh, sizeof *rows),
+                   *masked = calloc((size_t)nh, sizeof *masked);
+            mt_session *sa = new_session_search(c->m, 8, 0, 0, 0), *sb = new_session_search(c->m, 8, 0, 0, -1),
+                       *sc = new_session_search(c->m, 8, -1, 0, 0);
+            decode_all(c, sa, &q, list);
+            assert_true(sa->seqs[0].sl_n > 0);                 /* searched over its list */
+            decode_all(c, sb, &q, rows);
+            assert_int_equal(sb->seqs[0].sl_n, 0);
+            decode_all(c, sc, &q, masked);
+            assert_same_hyps(list, masked, nh, 1);
+            for (int i = 0; i < nh; i++) {
+                assert_int_equal(list[i].n_ids, rows[i].n_ids);
+                assert_memory_equal(list[i].ids, rows[i].ids, sizeof(int32_t) * (size_t)list[i].n_ids);
+                assert_float_equal(list[i].score, rows[i].score, 1e-5 * fmax(1.0, fabs(rows[i].score)));
+                for (int j = 0; j < list[i].n_ids; j++) {
+                    double d = fabs((double)list[i].token_logp[j] - rows[i].token_logp[j]);
+                    assert_true(d <= 1e-5 * fmax(1.0, fabs(rows[i].token_logp[j])));
+                    worst = fmax(worst, d);
+                    exact += list[i].token_logp[j] == rows[i].token_logp[j];
+                    tokens++;
+                }
+                n_checked++;
+            }
+            mt_hyps_free(list, nh);
+            mt_hyps_free(rows, nh);
+            mt_hyps_free(masked, nh);
+            free(list);
+            free(rows);
+            free(masked);
+            mt_session_free(sa);
+            mt_session_free(sb);
+            mt_session_free(sc);
+        }
+    printf("[ info ] %s: list search against [V] rows: %ld of %ld token log-probs bit-equal, the largest "
+           "difference %.3g\n", c->name, exact, tokens, worst);
+    mt_shortlist_free(sls[0]);
+    mt_shortlist_free(sls[1]);
+}
+
 /* (d) a decode step with shortlists (gathered head, masked head, beams) allocates nothing. */
 static void test_no_alloc_per_step(void **state)
 {
@@ -695,6 +771,7 @@ int main(void)
         PER_MODEL(test_reference_ids_same_greedy),
         PER_MODEL(test_outside_ids_never),
         PER_MODEL(test_tiny_set_beam),
+        PER_MODEL(test_list_search),
         PER_MODEL(test_no_alloc_per_step),
         PER_MODEL(test_binary_format),
         PER_MODEL(test_text_formats),

@@ -23,14 +23,47 @@
 #define NEG_BIG   (-1e9f)        /* model.py's "impossible" running score */
 
 /* ---- helpers ------------------------------------------------------------------ */
-/* argmax over v != skip; first index wins ties. */
-static int argmax_skip(const float *v, int n, int skip)
+/* What a sequence's search runs over this step: its shortlist's list (ids
+ * ascending, shortlist_step.c), or the whole vocabulary (ids NULL). */
+typedef struct {
+    int n, skip;             /* places; pad's place (excluded from every sum and pick), -1 */
+    const int32_t *ids;      /* [n] the id at each place; NULL: the place is the id */
+} cand_view;
+
+static cand_view view_of(const mt_session *s, const mt_seq *q)
 {
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (i != skip && (best < 0 || v[i] > v[best]))
-            best = i;
-    return best;
+    if (q->sl_n > 0)
+        return (cand_view){q->sl_n, q->sl_pad, s->sl_list + (long)(q - s->seqs) * s->sl_cap};
+    return (cand_view){s->m->V, s->m->info.pad_id, NULL};
+}
+
+static inline int32_t view_id(cand_view c, int i) { return c.ids ? c.ids[i] : i; }
+
+/* A row's logits at the view's places: lg itself, or gathered into out [n]. */
+static const float *view_gather(cand_view c, const float *lg, float *out)
+{
+    if (!c.ids)
+        return lg;
+    for (int i = 0; i < c.n; i++)
+        out[i] = lg[c.ids[i]];
+    return out;
+}
+
+/* The place of an id of the set (a forced one: the sets hold every prefix,
+ * constraint and eos id); -1 when absent. */
+static int view_place(cand_view c, int32_t id)
+{
+    if (!c.ids)
+        return id;
+    int lo = 0, hi = c.n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c.ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c.n && c.ids[lo] == id ? lo : -1;
 }
 
 /* eos, or one of the sequence's end ids (a prompt's end of turn, stop string). */
@@ -42,7 +75,7 @@ static inline int ends(const mt_seq *q, int32_t id, int32_t eos)
 /* ---- greedy and sampling ------------------------------------------------------- */
 /* One step of a one-row sequence q (row q->base; gathered row a of the step,
  * logits lg, in place): a forced prefix id, else the rules, then the argmax
- * or a draw.  1 while it runs. */
+ * or a draw, over the sequence's candidates (view_of).  1 while it runs. */
 static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
 {
     const mt_model *m = s->m;
@@ -53,21 +86,28 @@ static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
     double lp = 0.0;
     if (t + 1 != q->max_length - 1) {
         int32_t forced = t < q->n_prefix ? -1 : mt_cons_forced(s, q, &s->cst[r], t, s->step_al[a], &which);
+        int pick = 0;                                    /* 1: the argmax or a draw decides */
         if (t < q->n_prefix) {
             tok = s->prefix[(long)(q - s->seqs) * T + t];
         } else if (forced >= 0) {
             tok = forced;
             if (s->cst[r].active != which)          /* a start: the model's own word for it is not said later */
-                mt_cons_displaced(s, &s->cst[r], argmax_skip(lg, V, pad));
+                mt_cons_displaced(s, &s->cst[r], mt_k_argmax_skip(lg, V, pad));
         } else {
             mt_rules_apply(m, q, hist, t, lg, s->pen_v + (long)a * T);
             tok = mt_cons_free(s, q, &s->cst[r], lg, &which);
-            if (tok < 0)
-                tok = q->sample ? mt_sample_token(m, q, lg, s->lp + (long)a * V, s->cand + (long)a * V)
-                                : argmax_skip(lg, V, pad);
+            pick = tok < 0;
+        }
+        cand_view c = view_of(s, q);                     /* lg is final: the candidates' logits */
+        const float *v = view_gather(c, lg, c.ids ? s->sl_lg + (long)a * s->sl_cap : NULL);
+        if (pick && q->sample) {
+            tok = mt_sample_token(m, q, v, c.n, c.skip, c.ids, s->lp + (long)a * V, s->cand + (long)a * V);
+        } else if (pick) {
+            int i = mt_k_argmax_skip(v, c.n, c.skip);
+            tok = v[i] > -INFINITY ? view_id(c, i) : mt_k_argmax_skip(lg, V, pad);   /* all banned: [V]'s first */
         }
         s->cst[r] = mt_cons_advance(s, q, s->cst[r], tok, which);
-        double lse = mt_k_logsumexp_skip(lg, V, pad);
+        double lse = mt_k_logsumexp_skip(v, c.n, c.skip);
         lp = lse > -INFINITY ? (double)lg[tok] - lse : -INFINITY;     /* -inf: every id was banned */
         s->gscore[r] += lp;
     }
@@ -96,11 +136,12 @@ static void copy_hyp(hyp_rows dst, hyp_rows src, int n)
 
 /* Merge this step's finished candidates (the first Bm of the K that stop) into
  * the sequence's finished list: stable sort by score, keep Bm (model.py).
- * cand_lp, cand_al: the candidates' token log-prob and alignment. */
-static void update_finished(mt_session *s, const mt_seq *q, const int *stop, const float *cand_lp,
-                            const int32_t *cand_al)
+ * cand_pb, cand_id, cand_lp, cand_al: the candidates' parent beam, id, token
+ * log-prob and alignment. */
+static void update_finished(mt_session *s, const mt_seq *q, const int *stop, const int *cand_pb,
+                            const int32_t *cand_id, const float *cand_lp, const int32_t *cand_al)
 {
-    int Bm = q->Bm, T = s->p.max_tgt_len, V = s->m->V, n = 0, base = q->base;
+    int Bm = q->Bm, T = s->p.max_tgt_len, n = 0, base = q->base;
     mt_fin_slot *fin = s->fin + base;
     double sc[2 * MT_MAX_BEAM];
     int from[2 * MT_MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(r+1) */
@@ -129,9 +170,9 @@ static void update_finished(mt_session *s, const mt_seq *q, const int *stop, con
             if (fin[f].n > 0)
                 copy_hyp(dst, rows_at(s->fin_ids, s->fin_lp, s->fin_al, base + f, T), fin[f].n);
         } else {
-            int r = -f - 1, flat = s->top_i[2 * base + r], parent = base + flat / V;
-            copy_hyp(dst, rows_at(s->hist, s->hist_lp, s->hist_al, parent, T), q->cur - 1);
-            dst.ids[q->cur - 1] = flat % V;
+            int r = -f - 1;
+            copy_hyp(dst, rows_at(s->hist, s->hist_lp, s->hist_al, base + cand_pb[r], T), q->cur - 1);
+            dst.ids[q->cur - 1] = cand_id[r];
             dst.lp[q->cur - 1] = cand_lp[r];
             dst.al[q->cur - 1] = cand_al[r];
             nf[j] = (mt_fin_slot){.score = sc[j], .n = q->cur};
@@ -173,58 +214,67 @@ static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
 }
 
 /* One step of one sequence's beam search, after its rows' logits are in
- * s->logits rows [a, a+Bm).  Returns 1 while the sequence is still running. */
+ * s->logits rows [a, a+Bm): each row's log-probs plus its score at the
+ * sequence's candidates (view_of: its rows share one set), then the top 2 x
+ * beam over them all.  Returns 1 while the sequence is still running. */
 static int beam_seq_step(mt_session *s, mt_seq *q, int a)
 {
     const mt_model *m = s->m;
     int Bm = q->Bm, K = 2 * Bm, V = m->V, T = s->p.max_tgt_len, base = q->base, t = q->cur - 1;
     int32_t pad = m->info.pad_id, eos = m->info.eos_id;
     int forced_eos = q->cur == q->max_length - 1, forced = !forced_eos && t < q->n_prefix;
-    float *tot = s->lp + (long)a * V;                          /* [Bm][V] */
+    cand_view c = view_of(s, q);
+    int W = c.n;
+    float *tot = s->lp + (long)a * V;                          /* [Bm][W] */
     double lse[MT_MAX_BEAM];                                   /* each row's log-softmax normalizer */
     int which[MT_MAX_BEAM];                                    /* each row's forcing constraint, -1 */
     for (int b = 0; b < Bm; b++) {
-        float *row = tot + (long)b * V, run = s->run[base + b], *lg = s->logits + (long)(a + b) * V;
+        float *row = tot + (long)b * W, run = s->run[base + b], *lg = s->logits + (long)(a + b) * V;
         int32_t cons_id = forced_eos || forced ? -1 : mt_cons_forced(s, q, &s->cst[base + b], t, s->step_al[a + b],
                                                                        &which[b]);
         if (forced_eos || forced)
             which[b] = -1;
+        /* the forced ids (eos, the prefix's, the constraints') are in every set */
         if (forced_eos) {
-            for (int v = 0; v < V; v++)
+            for (int v = 0; v < W; v++)
                 row[v] = -INFINITY;
-            row[eos] = 0.0f;
+            row[view_place(c, eos)] = 0.0f;
         } else if (forced || cons_id >= 0) {                   /* the prefix or constraint id alone, at its log p */
             int32_t id = forced ? s->prefix[(long)(q - s->seqs) * T + t] : cons_id;
             if (!forced && s->cst[base + b].active != which[b])
-                mt_cons_displaced(s, &s->cst[base + b], argmax_skip(lg, V, pad));
-            lse[b] = mt_k_logsumexp_skip(lg, V, pad);
-            for (int v = 0; v < V; v++)
+                mt_cons_displaced(s, &s->cst[base + b], mt_k_argmax_skip(lg, V, pad));
+            lse[b] = mt_k_logsumexp_skip(view_gather(c, lg, row), W, c.skip);
+            for (int v = 0; v < W; v++)
                 row[v] = -INFINITY;
-            row[id] = (float)((double)lg[id] - lse[b]);
+            row[view_place(c, id)] = (float)((double)lg[id] - lse[b]);
         } else {
             mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
             cons_id = mt_cons_free(s, q, &s->cst[base + b], lg, &which[b]);
-            lse[b] = mt_k_logsumexp_skip(lg, V, pad);
+            const float *v = view_gather(c, lg, row);          /* lg is final: the candidates' logits */
+            lse[b] = mt_k_logsumexp_skip(v, W, c.skip);
             if (cons_id >= 0) {                                /* </s> would win: the term goes in instead */
-                for (int v = 0; v < V; v++)
-                    row[v] = -INFINITY;
-                row[cons_id] = cons_id == pad ? -INFINITY : (float)((double)lg[cons_id] - lse[b]);
+                for (int i = 0; i < W; i++)
+                    row[i] = -INFINITY;
+                row[view_place(c, cons_id)] = cons_id == pad ? -INFINITY : (float)((double)lg[cons_id] - lse[b]);
             } else {
-                mt_k_log_softmax_shift(lg, V, pad, lse[b], run, row);   /* log p + the beam's score */
+                mt_k_log_softmax_shift(v, W, c.skip, lse[b], run, row);   /* log p + the beam's score (v may be row) */
                 continue;
             }
         }
-        for (int v = 0; v < V; v++)
+        for (int v = 0; v < W; v++)
             row[v] = row[v] + run;
     }
     float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
     int *top_i = s->top_i + 2 * base;
-    mt_k_topk(tot, Bm * V, K, top_v, top_i);
+    mt_k_topk(tot, Bm * W, K, top_v, top_i);
     int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
     float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM], cand_lp[2 * MT_MAX_BEAM];
-    int32_t cand_al[2 * MT_MAX_BEAM];
+    int32_t cand_al[2 * MT_MAX_BEAM], cand_id[2 * MT_MAX_BEAM];
+    int cand_pb[2 * MT_MAX_BEAM];
     for (int k = 0; k < K; k++) {
-        int pb = top_i[k] / V, id = top_i[k] % V;
+        int pb = top_i[k] / W, id = view_id(c, top_i[k] % W);
+        cand_pb[k] = pb;
+        cand_id[k] = id;
         stop[k] = (forced ? id == eos : ends(q, id, eos)) || q->cur + 1 >= q->max_length;
         all_stop &= stop[k];
         alive[k] = top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
@@ -232,19 +282,18 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         cand_lp[k] = forced_eos ? 0.0f : (float)((double)s->logits[(long)(a + pb) * V + id] - lse[pb]);
         cand_al[k] = s->step_al[a + pb];
     }
-    update_finished(s, q, stop, cand_lp, cand_al);
+    update_finished(s, q, stop, cand_pb, cand_id, cand_lp, cand_al);
     mt_k_topk(alive, K, Bm, run_new, order);
     for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
-        int flat = top_i[order[b]];
-        parent[b] = flat / V;
+        parent[b] = cand_pb[order[b]];
         hyp_rows h = rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T);
         copy_hyp(h, rows_at(s->hist, s->hist_lp, s->hist_al, base + parent[b], T), q->cur - 1);
-        h.ids[q->cur - 1] = flat % V;
+        h.ids[q->cur - 1] = cand_id[order[b]];
         h.lp[q->cur - 1] = cand_lp[order[b]];
         h.al[q->cur - 1] = cand_al[order[b]];
-        s->row_tok[base + b] = flat % V;
+        s->row_tok[base + b] = cand_id[order[b]];
         s->run[base + b] = run_new[b];
-        s->cst2[base + b] = mt_cons_advance(s, q, s->cst[base + parent[b]], flat % V, which[parent[b]]);
+        s->cst2[base + b] = mt_cons_advance(s, q, s->cst[base + parent[b]], cand_id[order[b]], which[parent[b]]);
     }
     memcpy(s->cst + base, s->cst2 + base, sizeof *s->cst * (size_t)Bm);
     for (int b = 0; b < Bm; b++)                               /* ... then copied back to hist */

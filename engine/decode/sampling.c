@@ -78,18 +78,20 @@ static int pop(const float *lg, int *h, int *n)
     return top;
 }
 
-int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, float *w, int *cand)
+/* The draw's place in lg [len] (-1: every place banned).  Banned places add
+ * nothing to any sum, so a list of candidates draws what their [V] row does. */
+static int pick(mt_seq *q, const float *lg, int len, int skip, float *w, int *cand)
 {
-    int V = m->V, pad = m->info.pad_id, n = 0;
+    int n = 0;
     double u = mt_rng_uniform(q->rng), inv_t = 1.0 / q->temperature, total = 0.0;
     float mx = -INFINITY;
-    for (int v = 0; v < V; v++)
-        if (v != pad && lg[v] > mx)
+    for (int v = 0; v < len; v++)
+        if (v != skip && lg[v] > mx)
             mx = lg[v];
     if (mx == -INFINITY)                     /* every id banned: </s> ends it */
-        return m->info.eos_id;
-    for (int v = 0; v < V; v++) {            /* w: unnormalized softmax(lg / T), 0 for banned ids */
-        w[v] = v == pad || lg[v] == -INFINITY ? 0.0f : (float)exp(((double)lg[v] - mx) * inv_t);
+        return -1;
+    for (int v = 0; v < len; v++) {          /* w: unnormalized softmax(lg / T), 0 for banned ids */
+        w[v] = v == skip || lg[v] == -INFINITY ? 0.0f : (float)exp(((double)lg[v] - mx) * inv_t);
         total += w[v];
         if (w[v] > 0.0f)
             cand[n++] = v;
@@ -146,4 +148,11 @@ int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, float *w,
             return v;
     }
     return cand[n - kept];                       /* rounding: the last kept */
+}
+
+int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, int len, int skip, const int32_t *ids,
+                        float *w, int *cand)
+{
+    int p = pick(q, lg, len, skip, w, cand);
+    return p < 0 ? m->info.eos_id : ids ? ids[p] : p;
 }

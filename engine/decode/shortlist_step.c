@@ -6,14 +6,39 @@
  * row its sequence's set (NULL: a sequence without one) and, when every row
  * has one and their union holds at most s->sl_max ids, lists the union:
  * the LM head then computes those logits alone (model/decoder.c
- * mt_lm_head_step).  Everything lives in the session: no allocation. */
+ * mt_lm_head_step).  A set of at most MT_SL_SEARCH_MAX ids is also listed
+ * (s->sl_list), and generate.c's search runs over the list.  Everything lives
+ * in the session: no allocation. */
 #include "model/mt_internal.h"
 
 #include <string.h>
 
+/* The set as an ascending list for the search (shortlist.c's sets are small
+ * beside the vocabulary): positions keep the ids' order, so the first of
+ * equal maxima, top-k's ties and sampling's id order are the [V] row's. */
+static void list_set(mt_session *s, int id, int count)
+{
+    mt_seq *q = &s->seqs[id];
+    if (count > s->sl_cap)
+        return;                                     /* searched over [V] rows */
+    const uint64_t *b = s->sl_bits + (long)id * s->sl_words;
+    int32_t *list = s->sl_list + (long)id * s->sl_cap, pad = s->m->info.pad_id;
+    int k = 0;
+    for (int w = 0; w < s->sl_words; w++)
+        for (uint64_t x = b[w]; x; x &= x - 1) {
+            int32_t t = w * 64 + __builtin_ctzll(x);
+            if (t == pad)
+                q->sl_pad = k;
+            list[k++] = t;
+        }
+    q->sl_n = k;
+}
+
 void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len)
 {
     s->seqs[id].shortlist = q->shortlist != NULL;
+    s->seqs[id].sl_n = 0;
+    s->seqs[id].sl_pad = -1;
     if (!q->shortlist)
         return;
     const mt_shortlist *sl = q->shortlist;
@@ -42,6 +67,7 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
             mt_bit_set(b, t);
             count++;
         }
+    list_set(s, id, count);
 }
 
 void mt_sl_prepare(mt_session *s, int n, const int *row_src)

@@ -15,7 +15,7 @@
  *   attn_kernels.c  mt_k_dots, mt_k_attend_row(_f16), mt_k_gemm_nt, mt_k_gemm_nn: attention products,
  *                   mt_k_to_f16, mt_k_from_f16: the F16 K/V cache
  *   norm.c          mt_k_add_layernorm, mt_k_softmax, mt_k_activation,
- *                   mt_k_log_softmax_skip, mt_k_logsumexp_skip, mt_k_log_softmax_shift,
+ *                   mt_k_log_softmax_skip, mt_k_argmax_skip, mt_k_logsumexp_skip, mt_k_log_softmax_shift,
  *                   mt_k_topk: row-wise kernels
  *   alloc.c         mt_huge_alloc, mt_huge_free: the big, long-lived buffers;
  *                   mt_pages_*: page mappings whose pages can be given back
@@ -97,6 +97,9 @@ void mt_k_activation(float *x, long n, mt_act act);
 /* log-softmax of logits[v] with token `skip` excluded from the normalizer
  * (its output is -inf); returns nothing, writes lp[v]. */
 void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp);
+/* The first v != skip holding the largest logits[v] (-1 when n holds only
+ * skip): a plain scan's answer, by vectors; NaN logits may answer otherwise. */
+int mt_k_argmax_skip(const float *logits, int n, int skip);
 /* log(sum_{v != skip} exp(logits[v])) computed stably. */
 double mt_k_logsumexp_skip(const float *logits, int n, int skip);
 /* out[v] = (float)(logits[v] - lse) + shift (the log-softmax's rounding, then

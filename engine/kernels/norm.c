@@ -194,6 +194,42 @@ double mt_k_logsumexp_skip(const float *logits, int n, int skip)
     return mx + log(s);
 }
 
+/* The first index i != skip with x[i] >= mx, whole vectors passed over in one compare. */
+static int first_at_least(const float *x, int n, int skip, float mx)
+{
+    int i = 0;
+    while (i < n) {
+#if VW
+        if (i + VW <= n && !vany_ge(vload(x + i), mx)) {
+            i += VW;
+            continue;
+        }
+        for (int e = i + VW < n ? i + VW : n; i < e; i++)
+#else
+        for (; i < n; i++)
+#endif
+            if (i != skip && x[i] >= mx)
+                return i;
+    }
+    return -1;
+}
+
+/* A greedy step's argmax over the vocabulary: the max by vectors (range_max),
+ * then the first element equal to it, which is what the scalar scan keeping
+ * the first of equal maxima finds; all -inf: the first index, as that scan. */
+int mt_k_argmax_skip(const float *logits, int n, int skip)
+{
+    int a = skip >= 0 && skip < n ? skip : n;
+    int b = a < n ? a + 1 : n, first = a > 0 ? 0 : b < n ? b : -1;
+    if (first < 0)
+        return -1;
+    float mx = range_max(logits + b, n - b, range_max(logits, a, -INFINITY));
+    if (!(mx > -INFINITY))
+        return first;
+    int i = first_at_least(logits, n, a, mx);
+    return i >= 0 ? i : first;
+}
+
 void mt_k_log_softmax_skip(const float *logits, int n, int skip, float *lp)
 {
     double lse = mt_k_logsumexp_skip(logits, n, skip);

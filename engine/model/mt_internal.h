@@ -165,6 +165,8 @@ typedef struct {
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
     const uint8_t *end_ids;  /* NULL, or [V]: nonzero ids end the sequence as eos does */
     int   shortlist;         /* 1: its candidate ids are s->sl_bits row `id` (shortlist_step.c) */
+    int   sl_n, sl_pad;      /* > 0: those ids listed, ascending, in s->sl_list row `id` (the search
+                              * runs over them alone); sl_pad: pad's place in the list, -1 */
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
     void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
     void *progress_data;
@@ -242,6 +244,9 @@ struct mt_session {
     int       sl_fresh;        /* this step: the union differs from sl_packed: pack it again */
     int       sl_n;            /* this step: candidates gathered (0: the whole head) */
     int       sl_mask;         /* this step: some row has a shortlist */
+    int       sl_cap;          /* a sequence's candidates listed for the search up to this many */
+    int32_t  *sl_list;         /* [max_batch][sl_cap] per sequence id: its candidate ids, ascending */
+    float    *sl_lg;           /* [max_batch][sl_cap] per gathered row: its candidates' logits */
     uint8_t *word_cont;        /* [V] 1: the target piece goes on with the word before it (session.c) */
     uint8_t *word_long;        /* [V] 1: the target piece starts a word of 4 or more characters */
 };
@@ -277,6 +282,11 @@ void mt_attend_step(const mt_session *s, const float *q, const void *kv, int nk,
 /* The shortlist's [V] bit sets (sl_bits, sl_union, sl_packed). */
 static inline void mt_bit_set(uint64_t *b, int32_t id) { b[id >> 6] |= 1ull << (id & 63); }
 static inline int mt_bit_has(const uint64_t *b, int32_t id) { return (int)(b[id >> 6] >> (id & 63)) & 1; }
+/* mt_session_params.shortlist_search_max's default (s->sl_cap): a sequence
+ * whose set holds at most this many ids keeps them as a list, and its search
+ * runs over them alone.  The shipped shortlists give 539-554 ids per sentence
+ * on average, 2,247 at most. */
+#define MT_SL_SEARCH_MAX 4096
 
 /* session.c: the K/V caches' element size (4, or 2 with kv_f16), and a store
  * of n floats into them at element `at` of base, in their precision. */
@@ -338,9 +348,12 @@ void      mt_cons_displaced(const mt_session *s, mt_cstate *c, int32_t natural);
 /* sampling.c */
 void    mt_rng_seed(uint64_t st[4], uint64_t seed);
 double  mt_rng_uniform(uint64_t st[4]);             /* [0, 1) with 53 bits */
-/* One draw from lg [V] (ruled logits; pad excluded) under q's temperature,
- * top_k, top_p; w [V] and cand [V] scratch.  Consumes exactly one uniform. */
-int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, float *w, int *cand);
+/* One draw from lg [n] (ruled logits; lg[skip], pad's, excluded) under q's
+ * temperature, top_k, top_p; w [n] and cand [n] scratch.  Returns the id:
+ * ids[i] for lg[i] (NULL: i), eos when every id is banned.  Consumes
+ * exactly one uniform. */
+int32_t mt_sample_token(const mt_model *m, mt_seq *q, const float *lg, int n, int skip, const int32_t *ids,
+                        float *w, int *cand);
 
 /* A sequence's first decoder input: Marian's decoder start token; a
  * decoder-only LM's last prompt id (the prefill caches the ones before it). */

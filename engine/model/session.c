@@ -164,6 +164,11 @@ static void layout(mt_session *s, carver *c)
     const mt_packed *pk = &s->m->lm_pk;
     size_t pk_bytes = pk->i8 ? mt_k_q8_bytes(s->m->d, (int)SL) : mt_k_packed_bytes(s->m->d, (int)SL, pk->f16);
     s->sl_pk_data = SL ? carve(c, pk_bytes, 1) : NULL;
+    /* a sequence's list and a row's logits for the search over candidates alone */
+    int cap = p->shortlist_search_max ? p->shortlist_search_max : (int)(V < MT_SL_SEARCH_MAX ? V : MT_SL_SEARCH_MAX);
+    s->sl_cap = m->arch == MT_ARCH_LLM || cap < 0 ? 0 : cap;
+    s->sl_list = s->sl_cap ? carve(c, B * (size_t)s->sl_cap, sizeof(int32_t)) : NULL;
+    s->sl_lg = s->sl_cap ? carve(c, B * (size_t)s->sl_cap, sizeof(float)) : NULL;
 }
 
 /* 1 for each target piece that goes on with the word before it: no U+2581
@@ -228,6 +233,9 @@ static mt_status check_params(const mt_model *m, const mt_session_params *p, mt_
     if (p->shortlist_from_packed != 0 && p->shortlist_from_packed != 1)
         return mt_err_set(err, MT_ERR_INPUT, "session: shortlist_from_packed %d is neither 0 nor 1",
                           p->shortlist_from_packed);
+    if (p->shortlist_search_max < -1 || p->shortlist_search_max > m->V)
+        return mt_err_set(err, MT_ERR_INPUT, "session: shortlist_search_max %d outside [-1, %d] (-1: never, 0: default)",
+                          p->shortlist_search_max, m->V);
     return MT_OK;
 }
 
