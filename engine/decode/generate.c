@@ -104,7 +104,7 @@ static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
             tok = mt_sample_token(m, q, v, c.n, c.skip, c.ids, s->lp + (long)a * V, s->cand + (long)a * V);
         } else if (pick) {
             int i = mt_k_argmax_skip(v, c.n, c.skip);
-            tok = v[i] > -INFINITY ? view_id(c, i) : mt_k_argmax_skip(lg, V, pad);   /* all banned: [V]'s first */
+            tok = v[i] > -INFINITY ? view_id(c, i) : pad == 0;   /* all banned: the [V] scan's first id, not pad */
         }
         s->cst[r] = mt_cons_advance(s, q, s->cst[r], tok, which);
         double lse = mt_k_logsumexp_skip(v, c.n, c.skip);

@@ -74,8 +74,12 @@ void mt_sl_prepare(mt_session *s, int n, const int *row_src)
 {
     int W = s->sl_words, all = 1, any = 0;
     for (int r = 0; r < n; r++) {
-        int on = s->seqs[row_src[r]].shortlist;
+        const mt_seq *q = &s->seqs[row_src[r]];
+        int on = q->shortlist;
         s->sl_row[r] = on ? s->sl_bits + (long)row_src[r] * W : NULL;
+        /* its search reads the list's ids alone, and its rules the ids of its
+         * history (taken from the list) and eos; constraints read any id */
+        s->sl_only[r] = on && q->sl_n > 0 && q->n_cons == 0;
         all &= on;
         any |= on;
     }

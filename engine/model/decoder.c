@@ -140,7 +140,8 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
  * the whole head multiplies by) when the union is new (s->sl_fresh; else the
  * rows packed for it at an earlier step), their bias, then [n][C] logits into s->lp
  * (free until the step's rules run), scattered into each row's [V] with -inf
- * outside the row's own set.  Else the whole head, masked. */
+ * outside the row's own set (a row whose search reads its set's ids alone,
+ * s->sl_only: only the set's are written).  Else the whole head, masked. */
 void mt_lm_head_step(mt_session *s, int n)
 {
     const mt_model *m = s->m;
@@ -165,7 +166,7 @@ void mt_lm_head_step(mt_session *s, int n)
         for (int r = 0; r < n; r++) {
             float *lg = s->logits + (long)r * V;
             const float *c = s->lp + (long)r * C;
-            for (int v = 0; v < V; v++)
+            for (int v = 0; !s->sl_only[r] && v < V; v++)
                 lg[v] = -INFINITY;
             for (int j = 0; j < C; j++)
                 if (mt_bit_has(s->sl_row[r], s->sl_ids[j]))

@@ -235,6 +235,9 @@ struct mt_session {
     uint64_t *sl_bits;         /* [max_batch][sl_words] per sequence id: its candidate ids */
     uint64_t *sl_union;        /* [sl_words] the step's union */
     const uint64_t **sl_row;   /* [max_batch] per gathered row of a step: its sequence's bits, NULL: every id */
+    uint8_t  *sl_only;         /* [max_batch] per gathered row: 1: its [V] row holds its candidates' logits
+                                * alone, the rest left as it was (a listed sequence without constraints:
+                                * nothing reads another id; generate.c) */
     int32_t  *sl_ids;          /* [sl_max] the step's candidates, ascending */
     float    *sl_bias;         /* [sl_max] their final_logits_bias */
     void     *sl_pk_data;      /* their head rows packed (mt_k_pack_rows / mt_k_pack_select) */

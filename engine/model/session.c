@@ -159,6 +159,7 @@ static void layout(mt_session *s, carver *c)
     s->sl_packed = carve(c, W, sizeof(uint64_t));
     s->sl_pk_valid = 0;
     s->sl_row = carve(c, B, sizeof(uint64_t *));
+    s->sl_only = carve(c, B, 1);
     s->sl_ids = SL ? carve(c, SL, sizeof(int32_t)) : NULL;
     s->sl_bias = SL ? carve(c, SL, sizeof(float)) : NULL;
     const mt_packed *pk = &s->m->lm_pk;
