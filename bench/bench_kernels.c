@@ -4,6 +4,9 @@
  *   bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8]
  *                 [--int8-isa vnni|avx2|portable]   (INT8: a slower kernel than the CPU's best;
  *                 int8-reg is then the AVX2 loop, also for the portable kernel)
+ *                 [--l2 auto,0,BYTES...]   (F32/F16: the L2 size their k blocks are sized for,
+ *                 each a row of its own, timed in the same repetitions; auto = the machine's as
+ *                 the engine reads it, 0 = no k blocks; the kc column gives the block)
  *
  * Peaks (each measured with the products, interleaved):
  *   sgemm     OpenBLAS sgemm 1024^3, 1 and `threads` threads: the F32 and F16 peak
@@ -195,6 +198,7 @@ typedef struct {
     item_kind kind;
     int threads;              /* IT_SGEMM: OpenBLAS threads */
     int kern, shape, n;       /* IT_LINEAR */
+    int kc;                   /* IT_LINEAR F32/F16: the k block (mt_packed.kc) */
     double ops;               /* per call */
     int calls;                /* per timing */
     int ng;
@@ -241,11 +245,13 @@ static void run_item(fixture *F, item *it, int threads)
         break;
     }
     case IT_LINEAR: {
-        const mt_packed *W = &F->pk[it->kern][it->shape];
+        mt_packed W = F->pk[it->kern][it->shape];
         if (it->kern == K_INT8)
-            mt_k_linear_q8(F->x, it->n, W, F->b[it->shape], F->y, MT_ACT_NONE, F->scratch);
-        else
-            mt_k_linear_packed(F->x, it->n, W, F->b[it->shape], F->y, MT_ACT_NONE);
+            mt_k_linear_q8(F->x, it->n, &W, F->b[it->shape], F->y, MT_ACT_NONE, F->scratch);
+        else {
+            W.kc = it->kc;
+            mt_k_linear_packed(F->x, it->n, &W, F->b[it->shape], F->y, MT_ACT_NONE);
+        }
         break;
     }
     }
@@ -291,6 +297,8 @@ int main(int argc, char **argv)
 {
     int int8_isa = -1;                           /* --int8-isa: the CPU's best unless given */
     int reps = 9, threads = 2, ns[8] = {1, 8, 32, 128}, nn = 4, kern_on[3] = {1, 1, 1};
+    long l2s[4] = {-1};                          /* --l2: -1 = auto */
+    int nl2 = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
@@ -301,11 +309,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--int8-isa"))
             int8_isa = !strcmp(argv[i + 1], "avx2") ? MT_Q8_AVX2 : !strcmp(argv[i + 1], "portable") ? MT_Q8_SCALAR
                                                                                                 : MT_Q8_VNNI512;
-        else if (!strcmp(argv[i], "--kernels")) {
+        else if (!strcmp(argv[i], "--l2")) {
+            nl2 = 0;
+            for (const char *s = argv[i + 1]; s && *s && nl2 < 4; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+                l2s[nl2++] = !strncmp(s, "auto", 4) ? -1 : atol(s);
+        } else if (!strcmp(argv[i], "--kernels")) {
             for (int k = 0; k < 3; k++)
                 kern_on[k] = strstr(argv[i + 1], k == 0 ? "f32" : k == 1 ? "f16" : "int8") != NULL;
         } else {
-            fprintf(stderr, "usage: bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8] [--int8-isa vnni|avx2|portable]\n");
+            fprintf(stderr, "usage: bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8] [--int8-isa vnni|avx2|portable] [--l2 auto,0,BYTES]\n");
             return 2;
         }
     }
@@ -357,11 +369,16 @@ int main(int argc, char **argv)
     items[ni++] = (item){.kind = IT_INT8REG, .ops = reg_ops(1) * threads};
     items[ni++] = (item){.kind = IT_MEM, .ops = MEM_BYTES};
 #define NPEAKS 5
+    long l2_auto = mt_k_l2_bytes();
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES && kern_on[k]; s++)
             for (int i = 0; i < nn; i++)
-                items[ni++] = (item){.kind = IT_LINEAR, .kern = k, .shape = s, .n = ns[i],
-                                     .ops = 2.0 * ns[i] * SHAPES[s].in * SHAPES[s].out};
+                for (int l = 0; l < (k == K_INT8 ? 1 : nl2) && ni < MAX_ITEMS; l++) {
+                    long l2 = l2s[l] < 0 ? l2_auto : l2s[l];
+                    int kc = k == K_INT8 || l2 == 0 ? 0 : mt_k_block_k(SHAPES[s].in, k == K_F16, l2);
+                    items[ni++] = (item){.kind = IT_LINEAR, .kern = k, .shape = s, .n = ns[i], .kc = kc,
+                                         .ops = 2.0 * ns[i] * SHAPES[s].in * SHAPES[s].out};
+                }
 
     /* calibration (also the warm-up): calls per timing for >= ~20 ms */
     for (int i = 0; i < ni; i++) {
@@ -392,19 +409,21 @@ int main(int argc, char **argv)
     printf("# peak int8-reg (%s instruction throughput, %d threads): %.1f GOP/s\n",
            hasvnni ? "vpdpbusd zmm" : "vpmaddubsw ymm", threads, ipeak);
     printf("# peak mem-read (%ld MB summed, %d threads): %.1f GB/s\n", MEM_BYTES >> 20, threads, mem);
-    printf("| kernel | product | n | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s |\n"
-           "|---|---|---:|---:|---:|---|---:|---:|\n");
+    printf("# L2 %ld KB as the engine reads it (mt_k_l2_bytes); kc: the F32/F16 k block (0: all of in)\n",
+           l2_auto >> 10);
+    printf("| kernel | product | n | kc | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s |\n"
+           "|---|---|---:|---:|---:|---:|---|---:|---:|\n");
     for (int i = NPEAKS; i < ni; i++) {
         item *it = &items[i];
         double g = median(it->g, it->ng);
         /* the weight bytes each call reads: g / ops per call = calls per second */
         double wgb = g / it->ops * F.bytes[it->kern][it->shape];
         if (it->kern == K_INT8)
-            printf("| INT8 | %s | %d | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f |\n", SHAPES[it->shape].name, it->n, g,
+            printf("| INT8 | %s | %d | | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f |\n", SHAPES[it->shape].name, it->n, g,
                    100 * g / ipeak, ipeak, wgb);
         else
-            printf("| %s | %s | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f |\n", KNAME[it->kern],
-                   SHAPES[it->shape].name, it->n, g, 100 * g / sgT, sgT, 100 * g / fpeak, wgb);
+            printf("| %s | %s | %d | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f |\n", KNAME[it->kern],
+                   SHAPES[it->shape].name, it->n, it->kc, g, 100 * g / sgT, sgT, 100 * g / fpeak, wgb);
     }
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES; s++)

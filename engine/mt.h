@@ -45,6 +45,8 @@ typedef struct {
     int n_threads;      /* compute threads for the process (engine/kernels/parallel.h); 0 = leave as is */
     mt_weights weights; /* default MT_WEIGHTS_F32: the checkpoint's values, exactly */
     mt_int8_kernel int8_kernel;   /* default MT_INT8_AUTO */
+    long cache_l2;      /* F32/F16 products: the L2 bytes their k blocks are sized for;
+                           0 (default) = the machine's, read at load (any size gives the same bits) */
 } mt_model_params;
 
 mt_model_params mt_model_default_params(void);

@@ -26,6 +26,8 @@
 #include "harness.h"
 #include "mt.h"
 #include "kernels/parallel.h"
+#include "kernels/kernels.h"
+#include "model/mt_internal.h"     /* the packed weights' k blocks */
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -878,12 +880,36 @@ static void test_threads_and_f16(void **state)
     scores_of(c, c->s, n, b, per_case);
     assert_memory_equal(a, b, sizeof(float) * (size_t)(n * per_case));
     mt_par_set_threads(1);
+    mt_err err = {0};
+
+    /* k blocks sized for an 8 KB L2 (mt_model_params.cache_l2): every product
+     * of these shapes runs in blocks of 16-32 inputs; the same bits, on 1 and
+     * 2 threads, as the blocks the machine's L2 gives (none at these shapes) */
+    mt_model_params mk = mt_model_default_params();
+    mk.cache_l2 = 8 << 10;
+    mt_model *mb;
+    mt_session *sb;
+    assert_int_equal(mt_model_load(c->model_dir, &mk, &mb, &err), MT_OK);
+    assert_int_equal(c->m->lm_pk.kc, mt_k_block_k(c->m->d, 0, mt_k_l2_bytes()));
+    assert_int_equal(mb->lm_pk.kc, mt_k_block_k(mb->d, 0, 8 << 10));
+    assert_true(mb->lm_pk.kc > 0 && mb->lm_pk.kc < mb->d);
+    mt_session_params spb = mt_session_default_params(mb);
+    spb.max_tgt_len = 256 < mt_model_get_info(mb)->max_positions ? 256 : mt_model_get_info(mb)->max_positions;
+    assert_int_equal(mt_session_new(mb, &spb, &sb, &err), MT_OK);
+    for (int threads = 1; threads <= 2; threads++) {
+        mt_par_set_threads(threads);
+        memset(b, 0, sizeof(float) * (size_t)(n * per_case));
+        scores_of(c, sb, n, b, per_case);
+        assert_memory_equal(a, b, sizeof(float) * (size_t)(n * per_case));
+    }
+    mt_par_set_threads(1);
+    mt_session_free(sb);
+    mt_model_free(mb);
 
     mt_model_params mp = mt_model_default_params();
     mp.weights = MT_WEIGHTS_F16;
     mt_model *m16;
     mt_session *s16;
-    mt_err err = {0};
     assert_int_equal(mt_model_load(c->model_dir, &mp, &m16, &err), MT_OK);
     const mt_model_info *i16 = mt_model_get_info(m16), *i32 = mt_model_get_info(c->m);
     assert_string_equal(i16->weights, "F16");

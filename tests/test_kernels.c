@@ -209,6 +209,70 @@ static void test_linear_split_equals_serial(void **state)
     mt_par_set_threads(1);
 }
 
+/* K blocks (mt_packed.kc, sized from the L2 at load): any block gives the
+ * bits of the whole k at once (each output's FMA chain in k order, its partial
+ * sum exact in y between blocks), F32 and F16, every activation, ragged last
+ * panels (which take their whole k), 1 and 2 threads, blocks that do not
+ * divide `in`. */
+static void test_linear_kblock(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {{1, 256, 768}, {8, 512, 96}, {9, 1024, 203}, {33, 256, 50},
+                                    {130, 96, 77}, {3, 4096, 48}, {17, 300, 1000}};
+    static const int kcs[] = {16, 48, 112, 256, 1008};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int n = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
+        size_t ny = (size_t)n * out;
+        float *x = rand_vec((size_t)n * in, 1), *W = rand_vec((size_t)out * in, 0.5f), *b = rand_vec((size_t)out, 1);
+        float *y0 = malloc(sizeof(float) * ny), *y1 = malloc(sizeof(float) * ny);
+        for (int f16 = 0; f16 <= 1; f16++) {
+            mt_packed pk;
+            void *a = packed_new(W, in, out, f16, &pk);
+            for (int threads = 1; threads <= 2; threads++) {
+                mt_par_set_threads(threads);
+                for (mt_act act = MT_ACT_SWISH; act <= MT_ACT_NONE; act++) {
+                    pk.kc = 0;
+                    mt_k_linear_packed(x, n, &pk, act == MT_ACT_RELU ? NULL : b, y0, act);
+                    for (size_t k = 0; k < sizeof kcs / sizeof *kcs; k++) {
+                        pk.kc = kcs[k];
+                        memset(y1, 0xff, sizeof(float) * ny);       /* NaN: nothing may be read before written */
+                        mt_k_linear_packed(x, n, &pk, act == MT_ACT_RELU ? NULL : b, y1, act);
+                        assert_memory_equal(y0, y1, sizeof(float) * ny);
+                    }
+                }
+            }
+            free(a);
+        }
+        free(x), free(W), free(b), free(y0), free(y1);
+    }
+    mt_par_set_threads(1);
+}
+
+/* The k block for a cache size: a multiple of 16 under `in` whose panel block
+ * and row block fit half the L2, in equal blocks; 0 when `in` fits whole. */
+static void test_block_k(void **state)
+{
+    (void)state;
+#if defined(__AVX512F__) || defined(__AVX2__)
+    assert_int_equal(mt_k_block_k(1024, 0, 1L << 20), 0);        /* 3 x 1024 x 64 B + 8 rows: fits 512 KB */
+    assert_int_equal(mt_k_block_k(512, 1, 256L << 10), 0);
+    for (long l2 = 64L << 10; l2 <= 8L << 20; l2 *= 2)
+        for (int in = 1; in <= 16384; in = in * 3 + 1)
+            for (int f16 = 0; f16 <= 1; f16++) {
+                int kc = mt_k_block_k(in, f16, l2);
+                assert_true(kc >= 0 && kc < in);
+                if (kc) {
+                    assert_int_equal(kc % 16, 0);
+                    int blocks = (in + kc - 1) / kc;
+                    assert_true((long)kc * (blocks - 1) < in);          /* no empty block */
+                    assert_true((long)kc * 16 * (f16 ? 2 : 4) <= l2 / 2);    /* one panel of the block fits */
+                }
+            }
+#endif
+    long l2 = mt_k_l2_bytes();
+    assert_true(l2 >= (64L << 10) && l2 <= (256L << 20));
+}
+
 /* ---- INT8 weights (engine/kernels/linear_q8.c) ---- */
 static void *q8_new(const float *W, int in, int out, mt_q8_isa isa, mt_packed *pk)
 {
@@ -220,6 +284,7 @@ static void *q8_new(const float *W, int in, int out, mt_q8_isa isa, mt_packed *p
 static const int q8_shapes[][3] = {
     {1, 256, 8000}, {1, 256, 768}, {1, 1024, 256}, {1, 255, 203}, {2, 7, 17}, {3, 1, 16}, {5, 66, 31},
     {8, 256, 1000}, {9, 130, 50}, {13, 64, 4099}, {32, 256, 1024}, {20, 1023, 48},
+    {130, 256, 96}, {67, 1024, 40},          /* rows quantized over the pool in 2 and 4 chunks */
 };
 
 /* Every kernel this CPU has (portable, AVX2, AVX-512 VNNI) gives exactly the
@@ -695,6 +760,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_shapes),  cmocka_unit_test(test_linear_row_independent),
+        cmocka_unit_test(test_linear_kblock),  cmocka_unit_test(test_block_k),
         cmocka_unit_test(test_gemm_strided),   cmocka_unit_test(test_linear_split_equals_serial),
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),

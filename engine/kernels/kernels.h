@@ -37,12 +37,21 @@ typedef enum { MT_Q8_SCALAR = 0, MT_Q8_AVX2 = 1, MT_Q8_VNNI512 = 2 } mt_q8_isa;
 typedef struct {
     const void *data;
     int in, out, f16;
+    int kc;                     /* F32/F16: inputs per k block (mt_k_block_k), 0: all of in at once */
     int i8;                     /* INT8 (mt_k_pack_q8): data is [panels][in4/4][16][4] int8 */
     mt_q8_isa isa;              /* i8: the kernel that runs it */
     const float *scale;         /* i8: [out] per output row, max |W[o]| / 127 */
     const int32_t *wsum;        /* i8: [out] sum_k of the quantized row */
 } mt_packed;
 size_t mt_k_packed_bytes(int in, int out, int f16);
+/* The L2 cache's bytes, read at run time (sysconf, then sysfs; 256 KB when
+ * neither says), and the k block a packed F32/F16 weight of `in` inputs gets
+ * for it: the inputs a panel block and a row block of the product hold so
+ * that both stay within half the L2 (0: all of in fits).  Any k block gives
+ * the same bits: each output's FMA chain runs over k in order, its partial
+ * sum kept exactly in y between blocks. */
+long mt_k_l2_bytes(void);
+int  mt_k_block_k(int in, int f16, long l2_bytes);
 /* Pack W [out][in] (F32) into dst (mt_k_packed_bytes); f16: rounded to nearest even. */
 void mt_k_pack(const float *W, int in, int out, int f16, void *dst);
 /* A lexical shortlist's head (model/shortlist.c): a packed matrix of only

@@ -8,7 +8,9 @@
 #include "simd.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHUNK_MIN_WORK (32 * 1024)   /* multiply-adds: a chunk is worth a few microseconds */
 
@@ -40,6 +42,33 @@ size_t mt_k_packed_bytes(int in, int out, int f16)
     return (size_t)((out + MT_PANEL - 1) / MT_PANEL) * (size_t)in * MT_PANEL * (f16 ? 2 : 4);
 }
 
+long mt_k_l2_bytes(void)
+{
+    long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (v <= 0) {
+        FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index2/size", "r");
+        char unit = 'K';
+        if (f && fscanf(f, "%ld%c", &v, &unit) >= 1)
+            v *= unit == 'M' ? 1L << 20 : unit == 'K' ? 1L << 10 : 1;
+        if (f)
+            fclose(f);
+    }
+    return v >= (64L << 10) && v <= (256L << 20) ? v : 256L << 10;
+}
+
+int mt_k_block_k(int in, int f16, long l2_bytes)
+{
+    /* per input k: PK_NP panel rows of weights and PK_NR floats of the row block */
+    long per_k = (long)PK_NP * MT_PANEL * (f16 ? 2 : 4) + (long)PK_NR * sizeof(float);
+    long fit = l2_bytes / 2 / per_k;
+    if (!VW || fit >= in)
+        return 0;
+    long blocks = (in + fit - 1) / (fit > 16 ? fit : 16);
+    long kc = (in + blocks - 1) / blocks;               /* equal blocks, each a whole cache line of x */
+    kc = (kc + 15) / 16 * 16;
+    return kc < in ? (int)kc : 0;
+}
+
 void mt_k_pack(const float *W, int in, int out, int f16, void *dst)
 {
     int np = (out + MT_PANEL - 1) / MT_PANEL;
@@ -57,8 +86,11 @@ void mt_k_pack(const float *W, int in, int out, int f16, void *dst)
 }
 
 #if VW
-/* rows [0, NR) of x times panels [p0, p0 + NP): acc[r][j * PV + v] */
-static inline __attribute__((always_inline)) void pk_block(const float *x, int in, const void *Wp, int p0,
+/* rows [0, NR) of x times panels [p0, p0 + NP) over k in [k0, k1): acc[r][j * PV + v],
+ * starting from zero (k0 == 0) or from the partial sums of k < k0 the previous
+ * k block stored in y (rows ldy floats apart): the same FMA chain either way. */
+static inline __attribute__((always_inline)) void pk_block(const float *x, int in, const void *Wp, int p0, int k0,
+                                                           int k1, const float *part, int ldy,
                                                            vf acc[PK_NR][PK_NP * PV], const int NR, const int NP,
                                                            const int F16)
 {
@@ -66,9 +98,9 @@ static inline __attribute__((always_inline)) void pk_block(const float *x, int i
     for (int r = 0; r < NR; r++)
 #pragma GCC unroll 6
         for (int j = 0; j < NP * PV; j++)
-            acc[r][j] = vzero();
+            acc[r][j] = part ? vload(part + (long)r * ldy + j * VW) : vzero();
     long pstride = (long)in * MT_PANEL;
-    for (int k = 0; k < in; k++) {
+    for (int k = k0; k < k1; k++) {
         vf w[PK_NP * PV];
 #pragma GCC unroll 3
         for (int j = 0; j < NP; j++)
@@ -88,21 +120,27 @@ static inline __attribute__((always_inline)) void pk_block(const float *x, int i
 }
 #endif
 
-/* rows [r0, r0 + nr) x panels [p0, p0 + np) into y (only outputs < out) */
+/* rows [r0, r0 + nr) x panels [p0, p0 + np) over k in [k0, k1) into y (only
+ * outputs < out).  A k block before the last (k1 < in; whole panels only: the
+ * caller's rule) leaves its partial sums in y for the next; the last adds b
+ * and the activation. */
 static inline __attribute__((always_inline)) void pk_tile(const float *x, const mt_packed *W, const float *b,
-                                                          float *y, int r0, int nr, int p0, int np, mt_act act,
-                                                          const int F16)
+                                                          float *y, int r0, int nr, int p0, int np, int k0, int k1,
+                                                          mt_act act, const int F16)
 {
     int in = W->in, out = W->out;
     const float *xr = x + (long)r0 * in;
     float lane[PK_NR][PK_NP * MT_PANEL];
 #if VW
     vf acc[PK_NR][PK_NP * PV];
+    float *yt = y + (long)r0 * out + p0 * MT_PANEL;
+    const float *part = k0 > 0 ? yt : NULL;
     /* every (rows, panels) shape up to the block, each compiled with constant trip counts */
 #define CASE(NR, NP)                                                                   \
     case (NR) * 8 + (NP):                                                              \
         if ((NR) <= PK_NR && (NP) <= PK_NP)                                            \
-            pk_block(xr, in, W->data, p0, acc, (NR) <= PK_NR ? (NR) : 1, (NP) <= PK_NP ? (NP) : 1, F16); \
+            pk_block(xr, in, W->data, p0, k0, k1, part, out, acc, (NR) <= PK_NR ? (NR) : 1, \
+                     (NP) <= PK_NP ? (NP) : 1, F16);                                   \
         break
 #define CASES(NR) CASE(NR, 1); CASE(NR, 2); CASE(NR, 3); CASE(NR, 4)
     switch (nr * 8 + np) {
@@ -110,6 +148,12 @@ static inline __attribute__((always_inline)) void pk_tile(const float *x, const 
     }
 #undef CASES
 #undef CASE
+    if (k1 < in) {                                      /* a partial sum: exact in y until the next block */
+        for (int r = 0; r < nr; r++)
+            for (int j = 0; j < np * PV; j++)
+                vstore(yt + (long)r * out + j * VW, acc[r][j]);
+        return;
+    }
     int o0v = p0 * MT_PANEL;
     if (act != MT_ACT_GELU && o0v + np * MT_PANEL <= out) {
         /* whole panels: + b and the activation in vectors, straight to y */
@@ -154,22 +198,32 @@ static inline __attribute__((always_inline)) void pk_tile(const float *x, const 
     }
 }
 
-/* panels [p_lo, p_hi) of all n rows: one panel block, every row block over it.
+/* panels [p_lo, p_hi) of all n rows: one panel block, then each k block of it
+ * (W->kc inputs: the block's panels stay in the L2 while every row block passes
+ * over them, mt_k_block_k), every row block over it.  A ragged last panel takes
+ * its whole k at once (its partial sums would have no place in y).
  * A portable build (no vector ISA at compile time) still gets vectors: GCC
  * compiles this loop nest again for AVX-512 and AVX2 and picks one at load
- * (MULTIVERSION, simd.h); the portable path's 16-wide sums vectorize. */
+ * (MULTIVERSION, simd.h); the portable path's 16-wide sums vectorize (it
+ * takes every k at once). */
 MULTIVERSION
 static void pk_range(const float *x, int n, const mt_packed *W, const float *b, float *y, int p_lo, int p_hi,
                      mt_act act)
 {
+    int in = W->in;
+    int kc = VW && W->kc > 0 && W->kc < in ? W->kc : in;
     for (int p = p_lo; p < p_hi; p += PK_NP) {
         int np = p_hi - p < PK_NP ? p_hi - p : PK_NP;
-        for (int r = 0; r < n; r += PK_NR) {
-            int nr = n - r < PK_NR ? n - r : PK_NR;
-            if (W->f16)
-                pk_tile(x, W, b, y, r, nr, p, np, act, 1);
-            else
-                pk_tile(x, W, b, y, r, nr, p, np, act, 0);
+        int step = (p + np) * MT_PANEL <= W->out ? kc : in;
+        for (int k0 = 0; k0 < in; k0 += step) {
+            int k1 = in - k0 < step ? in : k0 + step;
+            for (int r = 0; r < n; r += PK_NR) {
+                int nr = n - r < PK_NR ? n - r : PK_NR;
+                if (W->f16)
+                    pk_tile(x, W, b, y, r, nr, p, np, k0, k1, act, 1);
+                else
+                    pk_tile(x, W, b, y, r, nr, p, np, k0, k1, act, 0);
+            }
         }
     }
 }
@@ -251,5 +305,5 @@ void mt_k_pack_select(const mt_packed *src, const int32_t *ids, int n, void *dst
                     d[to + (long)k * MT_PANEL] = id < 0 ? 0.0f : s[from + (long)k * MT_PANEL];
             }
         }
-    *out = (mt_packed){.data = dst, .in = in, .out = n, .f16 = src->f16};
+    *out = (mt_packed){.data = dst, .in = in, .out = n, .f16 = src->f16, .kc = src->kc};
 }

@@ -150,7 +150,8 @@ void mt_lm_head_step(mt_session *s, int n)
         if (s->sl_fresh) {
             if (m->lm_head && !m->lm_pk.i8 && !s->p.shortlist_from_packed) {
                 mt_k_pack_rows(m->lm_head, m->d, s->sl_ids, C, m->lm_pk.f16, s->sl_pk_data);
-                s->sl_pk = (mt_packed){.data = s->sl_pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16};
+                s->sl_pk = (mt_packed){.data = s->sl_pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16,
+                                      .kc = m->lm_pk.kc};
             } else {
                 mt_k_pack_select(&m->lm_pk, s->sl_ids, C, s->sl_pk_data, &s->sl_pk);
             }

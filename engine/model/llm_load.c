@@ -38,6 +38,7 @@ typedef struct {
     char        wpath[4200];       /* the weights file or the index, for messages */
     mt_weights  held;
     mt_q8_isa   isa;
+    long        l2;
     uint8_t    *pk_at;             /* next free byte of m->packed */
     size_t      mapped_bytes, owned_bytes;
     uint8_t   **used;              /* [n_shards][n_tensors]: tensors the network took */
@@ -423,7 +424,7 @@ static size_t pk_bytes(const lload *L, int in, int out)
 /* W [out][in] F32 packed into the arena as the products use it. */
 static void pack(lload *L, const float *w, int in, int out, mt_packed *pk)
 {
-    mt_held_pack(L->held, L->isa, w, in, out, L->pk_at, pk);
+    mt_held_pack(L->held, L->isa, L->l2, w, in, out, L->pk_at, pk);
     L->pk_at += pk_bytes(L, in, out);
 }
 
@@ -581,7 +582,7 @@ static mt_status load_tokenizer(lload *L, mt_err *err)
     return mt_tokenizer_from_hf(hf, &L->m->tok, err);
 }
 
-mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weights held, mt_q8_isa isa, int card,
+mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weights held, mt_q8_isa isa, long l2, int card,
                       mt_err *err)
 {
     mt_llm *n = calloc(1, sizeof *n);
@@ -589,7 +590,7 @@ mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weight
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     m->arch = MT_ARCH_LLM;
     m->llm = n;
-    lload L = {.m = m, .n = n, .dir = dir, .held = held, .isa = isa};
+    lload L = {.m = m, .n = n, .dir = dir, .held = held, .isa = isa, .l2 = l2};
     snprintf(L.cfg_file, sizeof L.cfg_file, "%s/config.json", dir);
     mt_status st = parse_config(&L, (json_t *)cfg, err);
     if (st == MT_OK)

@@ -118,7 +118,8 @@ size_t mt_held_bytes(mt_weights held, int in, int out)
     return (n + 63) / 64 * 64;
 }
 
-void mt_held_pack(mt_weights held, mt_q8_isa isa, const float *w, int in, int out, void *dst, mt_packed *pk)
+void mt_held_pack(mt_weights held, mt_q8_isa isa, long l2, const float *w, int in, int out, void *dst,
+                  mt_packed *pk)
 {
     if (held == MT_WEIGHTS_I8) {
         mt_k_pack_q8(w, in, out, isa, dst, pk);
@@ -126,7 +127,7 @@ void mt_held_pack(mt_weights held, mt_q8_isa isa, const float *w, int in, int ou
     }
     int f16 = held == MT_WEIGHTS_F16;
     mt_k_pack(w, in, out, f16, dst);
-    *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16};
+    *pk = (mt_packed){.data = dst, .in = in, .out = out, .f16 = f16, .kc = mt_k_block_k(in, f16, l2)};
 }
 
 int mt_path_exists(const char *dir, const char *name, char *path, size_t cap)

@@ -41,6 +41,7 @@ typedef struct {
     size_t      pk_need;           /* sizing pass (m->packed still NULL): bytes the packs take */
     mt_weights  held;              /* how the products' weights are held: F32, F16 or INT8 */
     mt_q8_isa   isa;               /* INT8: the kernel that runs them */
+    long        l2;                /* F32/F16: the L2 bytes their k blocks are sized for */
     int         card;              /* mt_model_load_card: the config and tokenizer only */
     size_t      card_file_bytes;   /* a card: the size of the weights file it names */
     const char *card_format;
@@ -624,7 +625,7 @@ static mt_status pack(loader *L, const float *w, int in, int out, mt_packed *pk,
     }
     if (L->pk_at + need > (uint8_t *)m->packed + m->packed_bytes)
         return mt_err_set(err, MT_ERR_INTERNAL, "packed weights: arena too small for a [%d][%d] matrix", out, in);
-    mt_held_pack(L->held, L->isa, w, in, out, L->pk_at, pk);
+    mt_held_pack(L->held, L->isa, L->l2, w, in, out, L->pk_at, pk);
     L->pk_at += need;
     return MT_OK;
 }
@@ -777,13 +778,14 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
     if (!m)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     mt_model_params p = params ? *params : mt_model_default_params();
-    loader L = {.m = m, .dir = dir, .held = p.weights, .isa = mt_k_q8_best_isa()};
+    loader L = {.m = m, .dir = dir, .held = p.weights, .isa = mt_k_q8_best_isa(),
+                .l2 = p.cache_l2 > 0 ? p.cache_l2 : mt_k_l2_bytes()};
     if (p.int8_kernel != MT_INT8_AUTO && (int)p.int8_kernel < (int)L.isa)
         L.isa = (mt_q8_isa)p.int8_kernel;      /* a slower kernel on request (tests, benchmarks) */
     snprintf(m->held, sizeof m->held, "F32");
     mt_status st = read_json(dir, "config.json", 0, &L.cfg, err);
     if (st == MT_OK && mt_llm_detect(L.cfg)) {     /* a decoder-only LM: llm_load.c reads it whole */
-        st = mt_llm_load(m, dir, L.cfg, p.weights, L.isa, 0, err);
+        st = mt_llm_load(m, dir, L.cfg, p.weights, L.isa, L.l2, 0, err);
         json_decref(L.cfg);
         if (st != MT_OK) {
             mt_model_free(m);
@@ -822,7 +824,7 @@ mt_status mt_model_load_card(const char *dir, mt_model **out, mt_err *err)
     loader L = {.m = m, .dir = dir, .card = 1};
     mt_status st = read_json(dir, "config.json", 0, &L.cfg, err);
     if (st == MT_OK)
-        st = mt_llm_detect(L.cfg) ? mt_llm_load(m, dir, L.cfg, MT_WEIGHTS_F32, MT_Q8_SCALAR, 1, err) : load_all(&L, err);
+        st = mt_llm_detect(L.cfg) ? mt_llm_load(m, dir, L.cfg, MT_WEIGHTS_F32, MT_Q8_SCALAR, 0, 1, err) : load_all(&L, err);
     json_decref(L.cfg);
     L.cfg = NULL;
     if (st == MT_OK && m->arch == MT_ARCH_LLM) {

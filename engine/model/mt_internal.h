@@ -382,7 +382,8 @@ void      mt_tensor_to_f32(const mt_tensor *t, float *dst, size_t n);
 mt_status mt_check_tensor(const char *file, const char *name, const mt_tensor *t, int64_t d0, int64_t d1,
                           int row_ok, mt_err *err);
 size_t    mt_held_bytes(mt_weights held, int in, int out);            /* one packed matrix, 64-byte rounded */
-void      mt_held_pack(mt_weights held, mt_q8_isa isa, const float *w, int in, int out, void *dst, mt_packed *pk);
+void      mt_held_pack(mt_weights held, mt_q8_isa isa, long l2, const float *w, int in, int out, void *dst,
+                       mt_packed *pk);
 int       mt_path_exists(const char *dir, const char *name, char *path, size_t cap);   /* path = dir/name */
 /* A JSON object file; missing: MT_ERR_IO when required, else *out NULL and MT_OK. */
 mt_status mt_read_json_object(const char *path, int required, struct json_t **out, mt_err *err);
@@ -393,7 +394,7 @@ mt_status mt_read_json_object(const char *path, int required, struct json_t **ou
 int       mt_llm_detect(const struct json_t *cfg);
 /* Loads dir into m (arch, info, llm; weights held as `held`) with its config
  * cfg (borrowed); card: config and tokenizer only. */
-mt_status mt_llm_load(mt_model *m, const char *dir, const struct json_t *cfg, mt_weights held, mt_q8_isa isa, int card,
+mt_status mt_llm_load(mt_model *m, const char *dir, const struct json_t *cfg, mt_weights held, mt_q8_isa isa, long l2, int card,
                       mt_err *err);
 void      mt_llm_free(mt_model *m);
 
