@@ -2,7 +2,7 @@
 """The server at 32 clients against the engine's batch 32 (issue 32), same model, same sentences.
 
     python3 bench/server_vs_engine.py [--weights f32,int8] [--reps 3] [--n 256] [--requests 1024]
-                                      [--bins LABEL=PATH,...]
+                                      [--bins LABEL=PATH,...] [--client loadgen|wrk|loadgen,wrk]
 
 For each weights mode one server is started (`--cache-mb 0`: every request decodes; `--shortlist`
 off, the default, on both sides; greedy; the model's own max_length on both sides), then, --reps
@@ -14,7 +14,13 @@ times, interleaved so both see the same machine:
           generated ids / s, </s> included
   server  build/bench/loadgen, 32 clients in a closed loop, one sentence per request, the same n
           lines in turn: mtserve_generated_tokens_total (the same count: hyps' ids, </s> included)
-          over loadgen's wall time, from /metrics before and after
+          over loadgen's wall time, from /metrics before and after.  With --client wrk the same
+          requests come from wrk (one thread, 32 connections, each a closed loop; bench/server_rate.lua
+          sends the same bodies in turn) for --wrk-seconds: a client that spends less of the two
+          cores than loadgen's 32 libcurl threads.  wrk runs for a time, not a count: the ids of the
+          requests still in flight when it stops (at most 32 of them) are not counted, which
+          understates the server by their share (about 0.5% of a 5 s run).  Several clients: each
+          measures every server in each rep, in turn.
 
 The engine runs twice per rep, before and after the servers': the rep's engine figure is their
 mean, and their ratio (after / before), printed at the end, is the noise floor of the machine: on a
@@ -125,10 +131,44 @@ def loadgen(srv, a, requests):
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     m1, s1 = metrics(srv.port), proc_cpu(srv.p.pid)
     lg = json.loads(out.splitlines()[-1])
+    return measured(m0, m1, s0, s1, r0, r1, wall, lg["seconds"], lg["req_per_s"], lg["errors"])
+
+
+def wrk_bodies(a):
+    """The request bodies loadgen sends (the first n lines, one JSON object per line), for wrk."""
+    lines = open(INPUT, encoding="utf-8").read().splitlines()[:a.n]
+    path = os.path.join(B, "server_vs_engine-bodies.txt")        # a build output, rewritten each run
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"text": l, "beam_size": 1}, ensure_ascii=False) + "\n" for l in lines)
+    return path
+
+
+def wrk(srv, a, requests):
+    m0, s0 = metrics(srv.port), proc_cpu(srv.p.pid)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    secs = a.wrk_seconds if requests == a.requests else 1            # (the warm-up: 1 s)
+    out = subprocess.run(["wrk", "-t1", f"-c{a.clients}", f"-d{secs}s", "--timeout", "30s",
+                          "-s", os.path.join(ROOT, "bench/server_rate.lua"), f"http://127.0.0.1:{srv.port}/translate",
+                          "--", a.wrk_bodies],
+                         cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
+    wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m1, s1 = metrics(srv.port), proc_cpu(srv.p.pid)
+    m = re.search(r"(\d+) requests in ([0-9.]+)(ms|s|m)", out)
+    if not m:
+        raise RuntimeError("wrk: no summary in\n" + out)
+    done, secs = int(m.group(1)), float(m.group(2)) * {"ms": 1e-3, "s": 1, "m": 60}[m.group(3)]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return measured(m0, m1, s0, s1, r0, r1, wall, secs, done / secs, int(bad.group(1)) if bad else 0)
+
+
+def measured(m0, m1, s0, s1, r0, r1, wall, secs, req_per_s, errors):
+    """One server run's figures from /metrics, the server's and the client's CPU before and after."""
     client = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     steps = m1["steps"] - m0["steps"]
-    return {"tok_per_s": (m1["gen"] - m0["gen"]) / lg["seconds"], "tokens": m1["gen"] - m0["gen"],
-            "req_per_s": lg["req_per_s"], "errors": lg["errors"], "seconds": lg["seconds"],
+    return {"tok_per_s": (m1["gen"] - m0["gen"]) / secs, "tokens": m1["gen"] - m0["gen"],
+            "req_per_s": req_per_s, "errors": errors, "seconds": secs,
             "client_cpu_share": client / (NCPU * wall), "server_cpu_share": (s1 - s0) / (NCPU * wall),
             "server_cpu_ms_per_100_tok": 1e5 * (s1 - s0) / max(1, m1["gen"] - m0["gen"]),
             "client_cpu_ms_per_100_tok": 1e5 * client / max(1, m1["gen"] - m0["gen"]),
@@ -151,39 +191,51 @@ def main():
     ap.add_argument("--server-args", default="", help="extra mtserve serve options")
     ap.add_argument("--bins", default=f"server={B}/mtserve",
                     help="LABEL=PATH,...: mtserve binaries to measure in turn in each rep (e.g. before=...,after=...)")
+    ap.add_argument("--wrk-seconds", type=int, default=5, help="--client wrk: each server run's duration")
+    ap.add_argument("--client", default="loadgen",
+                    help="loadgen, wrk, or both as loadgen,wrk: the load generators measured in turn")
     a = ap.parse_args()
-    bins = [b.split("=", 1) for b in a.bins.split(",")]
+    clients = {"loadgen": loadgen, "wrk": wrk}
+    runs = []                                   # (label, binary, client): each measured in every rep
+    for label, path in (b.split("=", 1) for b in a.bins.split(",")):
+        for c in a.client.split(","):
+            if c not in clients:
+                ap.error(f"--client: {c} is neither loadgen nor wrk")
+            runs.append((label if a.client == "loadgen" else f"{label} ({c})", path, c))
+    a.wrk_bodies = wrk_bodies(a)
     a.engine_input = engine_input(a)
     rows = []
     med = lambda L, k: statistics.median(x[k] for x in L)
     for w in a.weights.split(","):
         srvs = {}
         try:
-            for label, path in bins:
-                srvs[label] = Server(path, w, a.server_args.split())
-                loadgen(srvs[label], a, 128)                        # warm-up
-            E, S, self_ratio = [], {label: [] for label, _ in bins}, []
+            for label, path, c in runs:
+                if path not in srvs:
+                    srvs[path] = Server(path, w, a.server_args.split())
+                clients[c](srvs[path], a, 128)                      # warm-up (each client once)
+            E, S, self_ratio = [], {label: [] for label, _, _ in runs}, []
             for i in range(a.reps):
                 before = engine(a, w)
-                for label, _ in bins:
-                    S[label].append(loadgen(srvs[label], a, a.requests))
+                for label, path, c in runs:
+                    S[label].append(clients[c](srvs[path], a, a.requests))
                 after = engine(a, w)
                 # the rep's engine figure: the mean of the runs either side of the servers'
                 E.append({k: (before[k] + after[k]) / 2 for k in before})
                 self_ratio.append(after["tok_per_s"] / before["tok_per_s"])
                 print(json.dumps({"weights": w, "rep": i, "engine": E[-1], "engine_before": before,
-                                  "engine_after": after, **{label: S[label][-1] for label, _ in bins}}), flush=True)
+                                  "engine_after": after, **{label: S[label][-1] for label, _, _ in runs}}),
+                      flush=True)
         finally:
             for srv in srvs.values():
                 srv.stop()
-        for label, _ in bins:
+        for label, path, _ in runs:
             ratios = [s["tok_per_s"] / e["tok_per_s"] for e, s in zip(E, S[label])]
             cpu = [e["cpu_ms_per_100_tok"] / s["server_cpu_ms_per_100_tok"] for e, s in zip(E, S[label])]
             rows.append((w.upper(), label, med(E, "tok_per_s"), med(S[label], "tok_per_s"), statistics.median(ratios),
                          min(ratios), max(ratios), med(S[label], "client_cpu_share"),
                          med(S[label], "server_cpu_share"), med(S[label], "occupancy"), statistics.median(cpu),
                          med(E, "cpu_ms_per_100_tok"), med(S[label], "server_cpu_ms_per_100_tok"),
-                         med(S[label], "client_cpu_ms_per_100_tok"), srvs[label].banner,
+                         med(S[label], "client_cpu_ms_per_100_tok"), srvs[path].banner,
                          med(S[label], "sched_between"), statistics.median(self_ratio), min(self_ratio),
                          max(self_ratio)))
     print(f"\n{a.reps} interleaved reps, medians; first {a.n} lines of the test split, {a.clients} clients, "
