@@ -3,7 +3,7 @@
  *   bench_engine --model DIR --input FILE [--n 64] [--max-length L] [--threads 2]
  *                [--weights f32|f16|int8] [--kv-cache f32|f16] [--configs 1:1,32:1,1:4,32:4] [--ids-out FILE]
  *                [--src-out FILE] [--limits] [--limits-n 16] [--limits-reps 3]
- *                [--shortlist FILE] [--shortlist-build PREFIX]
+ *                [--shortlist FILE] [--shortlist-build PREFIX] [--term N]
  *
  * Reads the first n lines of FILE, tokenizes them with the model's tokenizer
  * (--src-out writes those ids, one JSON list a line, so the PyTorch reference
@@ -26,6 +26,11 @@
  * outputs stand for one), writes it as PREFIX.bin (Marian's binary) and
  * PREFIX.vmap (the same lists as a CTranslate2 vmap: `piece<TAB>pieces`, the
  * frequent ids on the empty source's line) and exits.
+ *
+ * --term N gives every sentence one glossary term (mt_constraint) of N target
+ * ids, 10, 11, ... (arbitrary pieces: the cost of constraints, not their
+ * quality), for source position [1, 2): the model ends no sentence before
+ * the term is in, so runs with and without it generate different ids.
  *
  * --limits adds the machine's limits and where the engine stands:
  *   decode step at batch 1 (from greedy runs of two lengths over the first
@@ -142,10 +147,12 @@ static double cpu_seconds(void)
 
 /* Decode sources [0, n) in chunks of `batch`; returns seconds, *ntok = ids generated. */
 static double run(mt_session *s, const sources *S, int n, int batch, int beam, int max_length,
-                  const mt_shortlist *sl, mt_hyp *hyps, long *ntok)
+                  const mt_shortlist *sl, const mt_constraint *term, mt_hyp *hyps, long *ntok)
 {
     mt_decode_params p = mt_decode_default_params();
     p.shortlist = sl;
+    p.constraints = term;
+    p.n_constraints = term != NULL;
     p.beam_size = beam;
     p.max_length = max_length;
     p.n_best = 1;
@@ -282,7 +289,7 @@ static double greedy_time(mt_session *s, const sources *S, int n, int max_length
 {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double dt = run(s, S, n, 1, 1, max_length, NULL, hyps, ntok);
+        double dt = run(s, S, n, 1, 1, max_length, NULL, NULL, hyps, ntok);
         mt_hyps_free(hyps, n);
         best = dt < best ? dt : best;
     }
@@ -424,7 +431,7 @@ static void shortlist_build(const mt_model *m, mt_session *s, const sources *S, 
 {
     mt_hyp *h = calloc((size_t)S->n, sizeof *h);
     long ntok;
-    run(s, S, S->n, 32, 1, max_length, NULL, h, &ntok);
+    run(s, S, S->n, 32, 1, max_length, NULL, NULL, h, &ntok);
     int32_t **tgt = malloc(sizeof *tgt * (size_t)S->n);
     int *tlen = malloc(sizeof *tlen * (size_t)S->n);
     for (int i = 0; i < S->n; i++)
@@ -475,6 +482,7 @@ int main(int argc, char **argv)
     const char *model = "models/en-fr", *input = "tests/fixtures/tokenizer/inputs/test.en.txt";
     const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL, *sl_file = NULL, *sl_build = NULL;
     int n = 64, max_length = 0, threads = 2, do_limits = 0, wi = 0, lim_n = 16, lim_reps = 3, kv_f16 = 0;
+    int term_n = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--limits")) {
@@ -510,6 +518,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--src-out")) src_out = v;
         else if (!strcmp(a, "--shortlist")) sl_file = v;
         else if (!strcmp(a, "--shortlist-build")) sl_build = v;
+        else if (!strcmp(a, "--term")) term_n = atoi(v);
         else {
             fprintf(stderr, "bench_engine: unknown option %s\n", a);
             return 2;
@@ -577,6 +586,13 @@ int main(int argc, char **argv)
         return 0;
     }
     mt_hyp *hyps = calloc((size_t)n, sizeof *hyps);
+    int32_t term_ids[8];
+    if (term_n < 0 || term_n > 8)
+        die("--term takes 0..8 ids", NULL);
+    for (int i = 0; i < term_n; i++)
+        term_ids[i] = 10 + i;
+    const mt_constraint term_c = {.src_start = 1, .src_end = 2, .ids = term_ids, .n_ids = term_n};
+    const mt_constraint *term = term_n ? &term_c : NULL;
     long src_tokens = 0;
     for (int i = 0; i < n; i++)
         src_tokens += S.len[i];
@@ -594,15 +610,15 @@ int main(int argc, char **argv)
         c = next_config(c, &batch, &beam, &sent);
         int k = sent && sent < n ? sent : n;
         long ntok;
-        run(s, &S, batch < k ? batch : k, batch, beam, max_length, sl, hyps, &ntok);      /* warm-up */
+        run(s, &S, batch < k ? batch : k, batch, beam, max_length, sl, term, hyps, &ntok);      /* warm-up */
         mt_hyps_free(hyps, batch < k ? batch : k);
         double c0 = cpu_seconds();
-        double dt = run(s, &S, k, batch, beam, max_length, sl, hyps, &ntok);
+        double dt = run(s, &S, k, batch, beam, max_length, sl, term, hyps, &ntok);
         double cpu = cpu_seconds() - c0;    /* every thread's: the run's cost on a shared machine */
         printf("{\"engine\": \"c\", \"batch\": %d, \"beam\": %d, \"sentences\": %d, \"seconds\": %.3f, "
                "\"sent_per_s\": %.2f, \"tok_per_s\": %.1f, \"target_tokens\": %ld, \"cpu_s\": %.3f, "
-               "\"shortlist\": %s}\n",
-               batch, beam, k, dt, k / dt, ntok / dt, ntok, cpu, sl ? "true" : "false");
+               "\"shortlist\": %s, \"term_ids\": %d}\n",
+               batch, beam, k, dt, k / dt, ntok / dt, ntok, cpu, sl ? "true" : "false", term_n);
         fflush(stdout);
         if (fo) {
             fprintf(fo, "{\"batch\": %d, \"beam\": %d, \"sentences\": %d, \"ids\": [", batch, beam, k);

@@ -3,6 +3,12 @@
 
     python3 bench/server_vs_engine.py [--weights f32,int8] [--reps 3] [--n 256] [--requests 1024]
                                       [--bins LABEL=PATH,...] [--client loadgen|wrk|loadgen,wrk]
+                                      [--model DIR] [--max-length L]
+
+--model (default models/en-fr) takes any model directory, e.g. a shape of `make bench-models`
+(build/bench-models/en-mg/safetensors-f32: OPUS-MT's base shape, random weights); --max-length L
+caps every output at L ids on both sides (a random model's outputs run to the cap), 0: the
+model's own max_length.
 
 For each weights mode one server is started (`--cache-mb 0`: every request decodes; `--shortlist`
 off, the default, on both sides; greedy; the model's own max_length on both sides), then, --reps
@@ -76,9 +82,9 @@ def proc_cpu(pid):
 
 
 class Server:
-    def __init__(self, binary, w, extra):
+    def __init__(self, binary, w, extra, model):
         self.port = free_port()
-        cmd = [binary, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
+        cmd = [binary, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(self.port),
                "--no-access-log", "--web", "", "--queue", "1024", "--cache-mb", "0", "--weights", w] + extra
         print("+", " ".join(cmd), file=sys.stderr, flush=True)
         self.log = open(f"/tmp/server_vs_engine-{self.port}.log", "w+")
@@ -110,8 +116,8 @@ def engine_input(a):
 
 
 def engine(a, w):
-    out = subprocess.run([f"{B}/bench/bench_engine", "--model", MODEL, "--input", a.engine_input,
-                          "--n", str(a.requests),
+    out = subprocess.run([f"{B}/bench/bench_engine", "--model", a.model, "--input", a.engine_input,
+                          "--n", str(a.requests), "--max-length", str(a.max_length),
                           "--threads", str(a.threads), "--weights", w, "--configs", "32:1"],
                          cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
     r = next(json.loads(l) for l in out.splitlines() if l.startswith("{") and '"engine": "c"' in l)
@@ -125,7 +131,8 @@ def loadgen(srv, a, requests):
     t0 = time.monotonic()
     out = subprocess.run([f"{B}/bench/loadgen", "--url", f"http://127.0.0.1:{srv.port}/translate",
                           "--input", INPUT, "--n", str(a.n), "--clients", str(a.clients),
-                          "--requests", str(requests), "--seconds", str(a.seconds), "--beam", "1"],
+                          "--requests", str(requests), "--seconds", str(a.seconds), "--beam", "1",
+                          "--max-length", str(a.max_length)],
                          cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
     wall = time.monotonic() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -139,7 +146,8 @@ def wrk_bodies(a):
     lines = open(INPUT, encoding="utf-8").read().splitlines()[:a.n]
     path = os.path.join(B, "server_vs_engine-bodies.txt")        # a build output, rewritten each run
     with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"text": l, "beam_size": 1}, ensure_ascii=False) + "\n" for l in lines)
+        f.writelines(json.dumps({"text": l, "beam_size": 1, **({"max_length": a.max_length} if a.max_length else {})},
+                                ensure_ascii=False) + "\n" for l in lines)
     return path
 
 
@@ -182,6 +190,8 @@ def measured(m0, m1, s0, s1, r0, r1, wall, secs, req_per_s, errors):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", default="f32,int8")
+    ap.add_argument("--model", default=MODEL, help="the model directory both sides load")
+    ap.add_argument("--max-length", type=int, default=0, help="cap every output at this many ids (0: the model's)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--n", type=int, default=256, help="first n lines of the test split")
     ap.add_argument("--requests", type=int, default=1024)
@@ -211,7 +221,7 @@ def main():
         try:
             for label, path, c in runs:
                 if path not in srvs:
-                    srvs[path] = Server(path, w, a.server_args.split())
+                    srvs[path] = Server(path, w, a.server_args.split(), a.model)
                 clients[c](srvs[path], a, 128)                      # warm-up (each client once)
             E, S, self_ratio = [], {label: [] for label, _, _ in runs}, []
             for i in range(a.reps):
@@ -238,7 +248,7 @@ def main():
                          med(S[label], "client_cpu_ms_per_100_tok"), srvs[path].banner,
                          med(S[label], "sched_between"), statistics.median(self_ratio), min(self_ratio),
                          max(self_ratio)))
-    print(f"\n{a.reps} interleaved reps, medians; first {a.n} lines of the test split, {a.clients} clients, "
+    print(f"\n{a.reps} interleaved reps, medians; model {a.model}, max_length {a.max_length or 'the model\'s'}; first {a.n} lines of the test split, {a.clients} clients, "
           f"{a.requests} requests per server run")
     print("| weights | server | engine batch 32 tok/s | server 32 clients tok/s | ratio (min-max) | "
           "client CPU share | server CPU share | mean batch occupancy | CPU ms / 100 tok: engine, server, client | "

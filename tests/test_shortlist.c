@@ -9,7 +9,8 @@
  *   - ids outside a sequence's candidates never appear (greedy, beam, sampling),
  *     and a sequence without one decodes beside it as alone;
  *   - a sequence's search over its list of candidates (shortlist_search_max)
- *     picks the ids the [V] rows do, greedy, beam 4 and sampling, with
+ *     picks the ids the [V] rows do, greedy, beam 4 and sampling, and with
+ *     constraints (which then read no id outside the list either), with
  *     log-probs within float rounding of theirs, and bit for bit the same
  *     through the gathered and the masked head;
  *   - a decode step with shortlists allocates nothing;
@@ -442,11 +443,41 @@ static void test_tiny_set_beam(void **state)
     mt_shortlist_free(sl);
 }
 
+/* decode_all with, when cons, one constraint per case: two ids of the next
+ * case's reference (words the model would not write here) for source
+ * positions [1, 3), so terms are forced, displace the model's own words and
+ * ban pieces that would glue onto them. */
+static void decode_all_cons(ctx *c, mt_session *s, const mt_decode_params *q, mt_hyp *out, int cons)
+{
+    if (!cons) {
+        decode_all(c, s, q, out);
+        return;
+    }
+    mt_err err = {0};
+    const mt_model_info *info = mt_model_get_info(c->m);
+    for (int i = 0; i < c->n; i++) {
+        int j = (i + 1) % c->n, n = 0;
+        int32_t ids[2];
+        for (int t = 0; t < c->ref_len[j] && n < 2; t++)
+            if (c->ref[j][t] != info->eos_id && c->ref[j][t] != info->pad_id)
+                ids[n++] = c->ref[j][t];
+        mt_constraint k = {.src_start = 1, .src_end = 3, .ids = ids, .n_ids = n};
+        mt_decode_params qi = *q;
+        qi.max_length = RUNNING_ON_VALGRIND ? VALGRIND_MAX_LENGTH : c->max_length[i];
+        qi.constraints = &k;
+        qi.n_constraints = n > 0;
+        const int32_t *src = c->src[i];
+        if (mt_generate(s, &src, &c->src_len[i], 1, &qi, out + (long)i * (q->n_best ? q->n_best : 1), &err) != MT_OK)
+            fail_msg("generate case %d with a constraint: %s", i, err.msg);
+    }
+}
+
 /* (e) the search over each sequence's list against the search over [V] rows
  * (shortlist_search_max -1): the same ids, greedy, beam 4 and sampling (top-k
- * and top-p), token log-probs and scores within float rounding (the
- * normalizer sums the same terms in another order); the list's search bit
- * for bit the same through the gathered and the masked head. */
+ * and top-p), and greedy and beam 4 with a constraint, token log-probs and
+ * scores within float rounding (the normalizer sums the same terms in another
+ * order); the list's search bit for bit the same through the gathered and the
+ * masked head. */
 static void test_list_search(void **state)
 {
     ctx *c = get_ctx(state);
@@ -457,10 +488,10 @@ static void test_list_search(void **state)
     long exact = 0, tokens = 0;
     double worst = 0.0;
     for (int k = 0; k < 2; k++)
-        for (int mode = 0; mode < 4; mode++) {
+        for (int mode = 0; mode < 6; mode++) {
             mt_decode_params q = mt_decode_default_params();
-            q.beam_size = q.n_best = mode == 1 ? 4 : 1;
-            q.sample = mode >= 2;
+            q.beam_size = q.n_best = mode == 1 || mode == 5 ? 4 : 1;
+            q.sample = mode == 2 || mode == 3;
             q.seed = 11;
             q.top_k = mode == 2 ? 5 : 0;
             q.top_p = mode == 3 ? 0.9f : 1.0f;
@@ -471,11 +502,17 @@ static void test_list_search(void **state)
                    *masked = calloc((size_t)nh, sizeof *masked);
             mt_session *sa = new_session_search(c->m, 8, 0, 0, 0), *sb = new_session_search(c->m, 8, 0, 0, -1),
                        *sc = new_session_search(c->m, 8, -1, 0, 0);
-            decode_all(c, sa, &q, list);
+            /* the list's [V] rows are written at the candidates alone: a huge
+             * value everywhere else wins any read outside the list */
+            long cells = 8L * mt_model_get_info(c->m)->vocab_size;
+            for (long i = 0; i < cells; i++)
+                sa->logits[i] = 1e30f;
+            decode_all_cons(c, sa, &q, list, mode >= 4);
             assert_true(sa->seqs[0].sl_n > 0);                 /* searched over its list */
-            decode_all(c, sb, &q, rows);
+            assert_true(sa->sl_only[0]);                       /* constraints too: no [V] row filled */
+            decode_all_cons(c, sb, &q, rows, mode >= 4);
             assert_int_equal(sb->seqs[0].sl_n, 0);
-            decode_all(c, sc, &q, masked);
+            decode_all_cons(c, sc, &q, masked, mode >= 4);
             assert_same_hyps(list, masked, nh, 1);
             for (int i = 0; i < nh; i++) {
                 assert_int_equal(list[i].n_ids, rows[i].n_ids);

@@ -131,25 +131,31 @@ int32_t mt_cons_forced(const mt_session *s, const mt_seq *q, const mt_cstate *c,
     return cons_id(s, q, &k[i], c->active == i ? c->pos : 0);
 }
 
-int32_t mt_cons_free(const mt_session *s, const mt_seq *q, const mt_cstate *c, float *lg, int *which)
+int32_t mt_cons_free(const mt_session *s, const mt_seq *q, const mt_cstate *c, float *lg, const int32_t *ids,
+                     int n, int *which)
 {
     *which = -1;
     if (q->n_cons == 0)
         return -1;
-    int V = s->m->V;
     int32_t eos = s->m->info.eos_id, pad = s->m->info.pad_id;
+    if (!ids)
+        n = s->m->V;
     if (c->glued)
-        for (int v = 0; v < V; v++)
+        for (int i = 0; i < n; i++) {
+            int32_t v = ids ? ids[i] : i;
             if (s->word_cont[v])
                 lg[v] = -INFINITY;
+        }
     for (int i = 0; i < c->n_ban; i++)
         lg[c->ban[i]] = -INFINITY;
     if (c->met == (1u << q->n_cons) - 1u)
         return -1;
     int best = eos;                                     /* would </s> win? (pad never does) */
-    for (int v = 0; v < V; v++)
+    for (int i = 0; i < n; i++) {                       /* ascending ids: the [V] scan's first maximum */
+        int32_t v = ids ? ids[i] : i;
         if (v != pad && lg[v] > lg[best])
             best = v;
+    }
     lg[eos] = -INFINITY;
     if (best != eos || c->active >= 0)
         return -1;

@@ -66,6 +66,12 @@ static int view_place(cand_view c, int32_t id)
     return lo < c.n && c.ids[lo] == id ? lo : -1;
 }
 
+/* The id of a row's first maximum over the view (pad skipped); out: [n] scratch. */
+static int32_t view_argmax(cand_view c, const float *lg, float *out)
+{
+    return view_id(c, mt_k_argmax_skip(view_gather(c, lg, out), c.n, c.skip));
+}
+
 /* eos, or one of the sequence's end ids (a prompt's end of turn, stop string). */
 static inline int ends(const mt_seq *q, int32_t id, int32_t eos)
 {
@@ -87,19 +93,20 @@ static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
     if (t + 1 != q->max_length - 1) {
         int32_t forced = t < q->n_prefix ? -1 : mt_cons_forced(s, q, &s->cst[r], t, s->step_al[a], &which);
         int pick = 0;                                    /* 1: the argmax or a draw decides */
+        cand_view c = view_of(s, q);
+        float *gathered = c.ids ? s->sl_lg + (long)a * s->sl_cap : NULL;
         if (t < q->n_prefix) {
             tok = s->prefix[(long)(q - s->seqs) * T + t];
         } else if (forced >= 0) {
             tok = forced;
             if (s->cst[r].active != which)          /* a start: the model's own word for it is not said later */
-                mt_cons_displaced(s, &s->cst[r], mt_k_argmax_skip(lg, V, pad));
+                mt_cons_displaced(s, &s->cst[r], view_argmax(c, lg, gathered));
         } else {
             mt_rules_apply(m, q, hist, t, lg, s->pen_v + (long)a * T);
-            tok = mt_cons_free(s, q, &s->cst[r], lg, &which);
+            tok = mt_cons_free(s, q, &s->cst[r], lg, c.ids, c.n, &which);
             pick = tok < 0;
         }
-        cand_view c = view_of(s, q);                     /* lg is final: the candidates' logits */
-        const float *v = view_gather(c, lg, c.ids ? s->sl_lg + (long)a * s->sl_cap : NULL);
+        const float *v = view_gather(c, lg, gathered);   /* lg is final: the candidates' logits */
         if (pick && q->sample) {
             tok = mt_sample_token(m, q, v, c.n, c.skip, c.ids, s->lp + (long)a * V, s->cand + (long)a * V);
         } else if (pick) {
@@ -242,14 +249,14 @@ static int beam_seq_step(mt_session *s, mt_seq *q, int a)
         } else if (forced || cons_id >= 0) {                   /* the prefix or constraint id alone, at its log p */
             int32_t id = forced ? s->prefix[(long)(q - s->seqs) * T + t] : cons_id;
             if (!forced && s->cst[base + b].active != which[b])
-                mt_cons_displaced(s, &s->cst[base + b], mt_k_argmax_skip(lg, V, pad));
+                mt_cons_displaced(s, &s->cst[base + b], view_argmax(c, lg, row));
             lse[b] = mt_k_logsumexp_skip(view_gather(c, lg, row), W, c.skip);
             for (int v = 0; v < W; v++)
                 row[v] = -INFINITY;
             row[view_place(c, id)] = (float)((double)lg[id] - lse[b]);
         } else {
             mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
-            cons_id = mt_cons_free(s, q, &s->cst[base + b], lg, &which[b]);
+            cons_id = mt_cons_free(s, q, &s->cst[base + b], lg, c.ids, c.n, &which[b]);
             const float *v = view_gather(c, lg, row);          /* lg is final: the candidates' logits */
             lse[b] = mt_k_logsumexp_skip(v, W, c.skip);
             if (cons_id >= 0) {                                /* </s> would win: the term goes in instead */

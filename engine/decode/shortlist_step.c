@@ -77,9 +77,9 @@ void mt_sl_prepare(mt_session *s, int n, const int *row_src)
         const mt_seq *q = &s->seqs[row_src[r]];
         int on = q->shortlist;
         s->sl_row[r] = on ? s->sl_bits + (long)row_src[r] * W : NULL;
-        /* its search reads the list's ids alone, and its rules the ids of its
-         * history (taken from the list) and eos; constraints read any id */
-        s->sl_only[r] = on && q->sl_n > 0 && q->n_cons == 0;
+        /* its search and constraints read the list's ids alone, and its rules
+         * the ids of its history (taken from the list) and eos */
+        s->sl_only[r] = on && q->sl_n > 0;
         all &= on;
         any |= on;
     }

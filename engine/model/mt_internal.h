@@ -236,8 +236,8 @@ struct mt_session {
     uint64_t *sl_union;        /* [sl_words] the step's union */
     const uint64_t **sl_row;   /* [max_batch] per gathered row of a step: its sequence's bits, NULL: every id */
     uint8_t  *sl_only;         /* [max_batch] per gathered row: 1: its [V] row holds its candidates' logits
-                                * alone, the rest left as it was (a listed sequence without constraints:
-                                * nothing reads another id; generate.c) */
+                                * alone, the rest left as it was (a listed sequence: its search, rules
+                                * and constraints read no other id; generate.c) */
     int32_t  *sl_ids;          /* [sl_max] the step's candidates, ascending */
     float    *sl_bias;         /* [sl_max] their final_logits_bias */
     void     *sl_pk_data;      /* their head rows packed (mt_k_pack_rows / mt_k_pack_select) */
@@ -342,8 +342,11 @@ int32_t   mt_cons_forced(const mt_session *s, const mt_seq *q, const mt_cstate *
 /* After the rules, for a free choice: the id of the first unmet constraint
  * when </s> would win (the model ends where a term is still missing: it goes
  * in there), else -1 with </s> banned while a constraint is unmet and the
- * pieces that would glue onto a forced term banned right after it. */
-int32_t   mt_cons_free(const mt_session *s, const mt_seq *q, const mt_cstate *c, float *lg, int *which);
+ * pieces that would glue onto a forced term banned right after it.  It reads
+ * and writes lg at the row's candidates alone: ids [n] ascending (a
+ * shortlist's list, the ban list's ids among them), or every id (ids NULL). */
+int32_t   mt_cons_free(const mt_session *s, const mt_seq *q, const mt_cstate *c, float *lg, const int32_t *ids,
+                       int n, int *which);
 mt_cstate mt_cons_advance(const mt_session *s, const mt_seq *q, mt_cstate c, int32_t id, int which);
 /* A forced start displaced natural (the model's argmax there): a word of its
  * own for the same source words, banned from the row from then on. */
