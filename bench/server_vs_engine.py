@@ -3,10 +3,11 @@
 
     python3 bench/server_vs_engine.py [--weights f32,int8] [--reps 3] [--n 256] [--requests 1024]
                                       [--bins LABEL=PATH,...] [--client loadgen|wrk|loadgen,wrk]
-                                      [--model DIR] [--max-length L]
+                                      [--model DIR] [--input FILE] [--max-length L]
 
 --model (default models/en-fr) takes any model directory, e.g. a shape of `make bench-models`
-(build/bench-models/en-mg/safetensors-f32: OPUS-MT's base shape, random weights); --max-length L
+(build/bench-models/en-mg/safetensors-f32: OPUS-MT's base shape, random weights) and --input its
+sentences (default tests/fixtures/tokenizer/inputs/test.en.txt); --max-length L
 caps every output at L ids on both sides (a random model's outputs run to the cap), 0: the
 model's own max_length.
 
@@ -23,10 +24,12 @@ times, interleaved so both see the same machine:
           over loadgen's wall time, from /metrics before and after.  With --client wrk the same
           requests come from wrk (one thread, 32 connections, each a closed loop; bench/server_rate.lua
           sends the same bodies in turn) for --wrk-seconds: a client that spends less of the two
-          cores than loadgen's 32 libcurl threads.  wrk runs for a time, not a count: the ids of the
-          requests still in flight when it stops (at most 32 of them) are not counted, which
-          understates the server by their share (about 0.5% of a 5 s run).  Several clients: each
-          measures every server in each rep, in turn.
+          cores than loadgen's 32 libcurl threads.  wrk runs for a time, not a count, so its
+          server figure counts the rows of the decode steps run in that time
+          (mtserve_batch_rows_sum: each row of a greedy step generates one id; in loadgen's runs the
+          two counts are equal), not the finished requests' ids: those would leave out the work on
+          the requests still in flight when wrk stops (up to 32 x max_length ids: 10-20% of a 5 s
+          run at the base shape).  Several clients: each measures every server in each rep, in turn.
 
 The engine runs twice per rep, before and after the servers': the rep's engine figure is their
 mean, and their ratio (after / before), printed at the end, is the noise floor of the machine: on a
@@ -108,7 +111,7 @@ class Server:
 
 def engine_input(a):
     """The sentences the server run gets: the first n lines, taken in turn, `requests` of them."""
-    lines = open(INPUT, encoding="utf-8").read().splitlines()[:a.n]
+    lines = open(a.input, encoding="utf-8").read().splitlines()[:a.n]
     path = os.path.join(B, "server_vs_engine-input.txt")         # a build output, rewritten each run
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(lines[i % len(lines)] + "\n" for i in range(a.requests))
@@ -130,7 +133,7 @@ def loadgen(srv, a, requests):
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     out = subprocess.run([f"{B}/bench/loadgen", "--url", f"http://127.0.0.1:{srv.port}/translate",
-                          "--input", INPUT, "--n", str(a.n), "--clients", str(a.clients),
+                          "--input", a.input, "--n", str(a.n), "--clients", str(a.clients),
                           "--requests", str(requests), "--seconds", str(a.seconds), "--beam", "1",
                           "--max-length", str(a.max_length)],
                          cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
@@ -138,12 +141,12 @@ def loadgen(srv, a, requests):
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     m1, s1 = metrics(srv.port), proc_cpu(srv.p.pid)
     lg = json.loads(out.splitlines()[-1])
-    return measured(m0, m1, s0, s1, r0, r1, wall, lg["seconds"], lg["req_per_s"], lg["errors"])
+    return measured(m0, m1, s0, s1, r0, r1, wall, lg["seconds"], lg["req_per_s"], lg["errors"], "gen")
 
 
 def wrk_bodies(a):
     """The request bodies loadgen sends (the first n lines, one JSON object per line), for wrk."""
-    lines = open(INPUT, encoding="utf-8").read().splitlines()[:a.n]
+    lines = open(a.input, encoding="utf-8").read().splitlines()[:a.n]
     path = os.path.join(B, "server_vs_engine-bodies.txt")        # a build output, rewritten each run
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"text": l, "beam_size": 1, **({"max_length": a.max_length} if a.max_length else {})},
@@ -168,18 +171,20 @@ def wrk(srv, a, requests):
         raise RuntimeError("wrk: no summary in\n" + out)
     done, secs = int(m.group(1)), float(m.group(2)) * {"ms": 1e-3, "s": 1, "m": 60}[m.group(3)]
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return measured(m0, m1, s0, s1, r0, r1, wall, secs, done / secs, int(bad.group(1)) if bad else 0)
+    return measured(m0, m1, s0, s1, r0, r1, wall, secs, done / secs, int(bad.group(1)) if bad else 0, "rows")
 
 
-def measured(m0, m1, s0, s1, r0, r1, wall, secs, req_per_s, errors):
-    """One server run's figures from /metrics, the server's and the client's CPU before and after."""
+def measured(m0, m1, s0, s1, r0, r1, wall, secs, req_per_s, errors, count):
+    """One server run's figures from /metrics, the server's and the client's CPU before and after;
+    count: "gen" (the finished requests' ids) or "rows" (the ids the decode steps generated)."""
     client = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     steps = m1["steps"] - m0["steps"]
-    return {"tok_per_s": (m1["gen"] - m0["gen"]) / secs, "tokens": m1["gen"] - m0["gen"],
+    tokens = m1[count] - m0[count]
+    return {"tok_per_s": tokens / secs, "tokens": tokens, "finished_ids": m1["gen"] - m0["gen"],
             "req_per_s": req_per_s, "errors": errors, "seconds": secs,
             "client_cpu_share": client / (NCPU * wall), "server_cpu_share": (s1 - s0) / (NCPU * wall),
-            "server_cpu_ms_per_100_tok": 1e5 * (s1 - s0) / max(1, m1["gen"] - m0["gen"]),
-            "client_cpu_ms_per_100_tok": 1e5 * client / max(1, m1["gen"] - m0["gen"]),
+            "server_cpu_ms_per_100_tok": 1e5 * (s1 - s0) / max(1, tokens),
+            "client_cpu_ms_per_100_tok": 1e5 * client / max(1, tokens),
             "occupancy": (m1["rows"] - m0["rows"]) / steps if steps else 0, "steps": steps,
             # the scheduler thread's time between steps, as a share of its time stepping or between steps
             # (its idle time is counted when a wait ends: the wait before this run would land in it)
@@ -191,6 +196,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", default="f32,int8")
     ap.add_argument("--model", default=MODEL, help="the model directory both sides load")
+    ap.add_argument("--input", default=INPUT, help="the sentences, one a line (the first --n are used)")
     ap.add_argument("--max-length", type=int, default=0, help="cap every output at this many ids (0: the model's)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--n", type=int, default=256, help="first n lines of the test split")
@@ -248,7 +254,8 @@ def main():
                          med(S[label], "client_cpu_ms_per_100_tok"), srvs[path].banner,
                          med(S[label], "sched_between"), statistics.median(self_ratio), min(self_ratio),
                          max(self_ratio)))
-    print(f"\n{a.reps} interleaved reps, medians; model {a.model}, max_length {a.max_length or 'the model\'s'}; first {a.n} lines of the test split, {a.clients} clients, "
+    cap = a.max_length or "the model's"
+    print(f"\n{a.reps} interleaved reps, medians; model {a.model}, max_length {cap}; first {a.n} lines of the test split, {a.clients} clients, "
           f"{a.requests} requests per server run")
     print("| weights | server | engine batch 32 tok/s | server 32 clients tok/s | ratio (min-max) | "
           "client CPU share | server CPU share | mean batch occupancy | CPU ms / 100 tok: engine, server, client | "
