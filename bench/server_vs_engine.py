@@ -12,7 +12,7 @@ caps every output at L ids on both sides (a random model's outputs run to the ca
 model's own max_length.
 
 For each weights mode one server is started (`--cache-mb 0`: every request decodes; `--shortlist`
-off, the default, on both sides; greedy; the model's own max_length on both sides), then, --reps
+off, the default, on both sides; greedy; the model's own max_length, or --max-length, on both sides), then, --reps
 times, interleaved so both see the same machine:
 
   engine  build/bench/bench_engine --configs 32:1 over the sentences one server run gets (the first

@@ -114,17 +114,37 @@ static mt_session *new_session(const mt_model *m, int max_batch, int sl_max, int
     return new_session_search(m, max_batch, sl_max, from_packed, 0);
 }
 
-/* Every case decoded with params q (shortlist as given) into out[case][n_best]. */
-static void decode_all(ctx *c, mt_session *s, const mt_decode_params *q, mt_hyp *out)
+/* Every case decoded with params q (shortlist as given) into out[case][n_best];
+ * when cons, with one constraint per case: two ids of the next case's
+ * reference (words the model would not write here) for source positions
+ * [1, 3), so terms are forced, displace the model's own words and ban pieces
+ * that would glue onto them. */
+static void decode_all_cons(ctx *c, mt_session *s, const mt_decode_params *q, mt_hyp *out, int cons)
 {
     mt_err err = {0};
+    const mt_model_info *info = mt_model_get_info(c->m);
     for (int i = 0; i < c->n; i++) {
+        int j = (i + 1) % c->n, n = 0;
+        int32_t ids[2];
+        for (int t = 0; cons && t < c->ref_len[j] && n < 2; t++)
+            if (c->ref[j][t] != info->eos_id && c->ref[j][t] != info->pad_id)
+                ids[n++] = c->ref[j][t];
+        mt_constraint k = {.src_start = 1, .src_end = 3, .ids = ids, .n_ids = n};
         mt_decode_params qi = *q;
         qi.max_length = RUNNING_ON_VALGRIND ? VALGRIND_MAX_LENGTH : c->max_length[i];
+        if (n > 0) {
+            qi.constraints = &k;
+            qi.n_constraints = 1;
+        }
         const int32_t *src = c->src[i];
         if (mt_generate(s, &src, &c->src_len[i], 1, &qi, out + (long)i * (q->n_best ? q->n_best : 1), &err) != MT_OK)
-            fail_msg("generate case %d: %s", i, err.msg);
+            fail_msg("generate case %d%s: %s", i, n ? " with a constraint" : "", err.msg);
     }
+}
+
+static void decode_all(ctx *c, mt_session *s, const mt_decode_params *q, mt_hyp *out)
+{
+    decode_all_cons(c, s, q, out, 0);
 }
 
 static void assert_same_hyps(const mt_hyp *a, const mt_hyp *b, int n, int scores)
@@ -441,35 +461,6 @@ static void test_tiny_set_beam(void **state)
     mt_hyps_free(h, 4);
     mt_session_free(s);
     mt_shortlist_free(sl);
-}
-
-/* decode_all with, when cons, one constraint per case: two ids of the next
- * case's reference (words the model would not write here) for source
- * positions [1, 3), so terms are forced, displace the model's own words and
- * ban pieces that would glue onto them. */
-static void decode_all_cons(ctx *c, mt_session *s, const mt_decode_params *q, mt_hyp *out, int cons)
-{
-    if (!cons) {
-        decode_all(c, s, q, out);
-        return;
-    }
-    mt_err err = {0};
-    const mt_model_info *info = mt_model_get_info(c->m);
-    for (int i = 0; i < c->n; i++) {
-        int j = (i + 1) % c->n, n = 0;
-        int32_t ids[2];
-        for (int t = 0; t < c->ref_len[j] && n < 2; t++)
-            if (c->ref[j][t] != info->eos_id && c->ref[j][t] != info->pad_id)
-                ids[n++] = c->ref[j][t];
-        mt_constraint k = {.src_start = 1, .src_end = 3, .ids = ids, .n_ids = n};
-        mt_decode_params qi = *q;
-        qi.max_length = RUNNING_ON_VALGRIND ? VALGRIND_MAX_LENGTH : c->max_length[i];
-        qi.constraints = &k;
-        qi.n_constraints = n > 0;
-        const int32_t *src = c->src[i];
-        if (mt_generate(s, &src, &c->src_len[i], 1, &qi, out + (long)i * (q->n_best ? q->n_best : 1), &err) != MT_OK)
-            fail_msg("generate case %d with a constraint: %s", i, err.msg);
-    }
 }
 
 /* (e) the search over each sequence's list against the search over [V] rows
