@@ -23,7 +23,16 @@
  * calls of at least ~20 ms) and the peaks before each kernel x shape group;
  * the table gives medians: GFLOP/s (2 n in out / s; INT8: GOP/s), % of the
  * kernel's peak (F32, F16: sgemm at `threads`; INT8: int8-reg) and, for the
- * float kernels, % of fma-reg (the instruction bound). */
+ * float kernels, % of fma-reg (the instruction bound).
+ *
+ * The roofline: a call reads its weights once for n rows, so it can go no
+ * faster than mem-read x (ops per weight byte: 2n / 4, 2, 1 bytes for F32,
+ * F16, INT8) while they stream from memory.  "attainable" is the lower of
+ * that and the instruction bound (fma-reg, int8-reg); "% of attainable" is
+ * the product against it.  Over 100% means the weights came from a cache:
+ * a product whose weights fit the L3 (attention, FFN: 4-16 MB at F32) finds
+ * them there on the next call in this loop, which a whole decode step (every
+ * layer's weights in turn) would not. */
 #include <cblas.h>
 #include <immintrin.h>
 #include <stdint.h>
@@ -411,19 +420,25 @@ int main(int argc, char **argv)
     printf("# peak mem-read (%ld MB summed, %d threads): %.1f GB/s\n", MEM_BYTES >> 20, threads, mem);
     printf("# L2 %ld KB as the engine reads it (mt_k_l2_bytes); kc: the F32/F16 k block (0: all of in)\n",
            l2_auto >> 10);
-    printf("| kernel | product | n | kc | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s |\n"
-           "|---|---|---:|---:|---:|---:|---|---:|---:|\n");
+    printf("| kernel | product | n | kc | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s "
+           "| attainable (bound) | %% of attainable |\n"
+           "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
     for (int i = NPEAKS; i < ni; i++) {
         item *it = &items[i];
         double g = median(it->g, it->ng);
         /* the weight bytes each call reads: g / ops per call = calls per second */
         double wgb = g / it->ops * F.bytes[it->kern][it->shape];
+        double streamed = mem * it->ops / F.bytes[it->kern][it->shape];   /* the weights' reads alone */
+        double instr = it->kern == K_INT8 ? ipeak : fpeak;
+        double att = streamed < instr ? streamed : instr;
+        const char *bound = streamed < instr ? "memory" : "instructions";
         if (it->kern == K_INT8)
-            printf("| INT8 | %s | %d | | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f |\n", SHAPES[it->shape].name, it->n, g,
-                   100 * g / ipeak, ipeak, wgb);
+            printf("| INT8 | %s | %d | | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f | %.1f (%s) | %.0f%% |\n",
+                   SHAPES[it->shape].name, it->n, g, 100 * g / ipeak, ipeak, wgb, att, bound, 100 * g / att);
         else
-            printf("| %s | %s | %d | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f |\n", KNAME[it->kern],
-                   SHAPES[it->shape].name, it->n, it->kc, g, 100 * g / sgT, sgT, 100 * g / fpeak, wgb);
+            printf("| %s | %s | %d | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f | %.1f (%s) | %.0f%% |\n",
+                   KNAME[it->kern], SHAPES[it->shape].name, it->n, it->kc, g, 100 * g / sgT, sgT, 100 * g / fpeak,
+                   wgb, att, bound, 100 * g / att);
     }
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES; s++)
