@@ -180,7 +180,7 @@ def measured(m0, m1, s0, s1, r0, r1, wall, secs, req_per_s, errors, count):
     client = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     steps = m1["steps"] - m0["steps"]
     tokens = m1[count] - m0[count]
-    return {"tok_per_s": tokens / secs, "tokens": tokens, "finished_ids": m1["gen"] - m0["gen"],
+    return {"tok_per_s": tokens / secs, "tokens": tokens,
             "req_per_s": req_per_s, "errors": errors, "seconds": secs,
             "client_cpu_share": client / (NCPU * wall), "server_cpu_share": (s1 - s0) / (NCPU * wall),
             "server_cpu_ms_per_100_tok": 1e5 * (s1 - s0) / max(1, tokens),
