@@ -16,6 +16,15 @@ Violations (the process exits 1 when there is any):
             file that is not one of the engine's public headers
   unplaced  a source file in no unit of layers.tsv
   unresolved  an #include "..." found nowhere (beside the file or on the search path)
+  docs      a README that does not name what it holds: a unit's folder README.md must
+            name each of the unit's source files (x.c, x.h: the bare file name); the
+            README.md of the folder above must name each unit (a folder as "name/", a
+            file unit as its file name); docs/ARCHITECTURE.md (when the tree has one)
+            must name each unit by its path.  The repository's own README is not read.
+            And no README.md under engine/ and server/, nor the overview, may name a
+            source file (x.c, x.h, x.cc, or a path such as markup/html.h) that is not
+            in the tree: a path resolves beside the README, from the repository or
+            from a search folder; a bare name anywhere in the repository.
 
 Only the standard library; the C is read with a small tokenizer (comments,
 strings and preprocessor lines other than #define are skipped), not compiled.
@@ -453,11 +462,119 @@ class Graph:
         return "\n".join(out)
 
 
-def run(root, layers_path, mode=None, out=sys.stdout, err=sys.stderr):
-    """Check the tree at root; returns the exit status (0 clean, 1 violations)."""
+# ---- the READMEs -----------------------------------------------------------------------
+
+def mentions(text, name, prefix=""):
+    """Whether text names name as a word of its own: "html.c" is not named by
+    "doc_html.c" nor "spm.c" by "spm.cc"; a folder name ends with "/" and may be
+    followed by anything.  prefix (a folder path) may stand before the name."""
+    pre = "(?:%s/)?" % re.escape(prefix) if prefix else ""
+    tail = "" if name.endswith("/") else r"(?![\w])"
+    return re.search(r"(?<![\w./-])%s%s%s" % (pre, re.escape(name), tail), text) is not None
+
+
+def read_text(root, rel):
+    path = os.path.join(root, rel)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def check_docs(root, layers, files, overview=None):
+    """The "docs" violations: each unit named in the README.md above it, each source
+    file of a folder unit in the folder's README.md, each unit in the overview
+    (root-relative, e.g. docs/ARCHITECTURE.md) when given.  Every message says what
+    to add, and where."""
+    out = []
+    by_unit = {}
+    for f in files:
+        u = layers.unit_of(f)
+        if u is not None and u != f:
+            by_unit.setdefault(u, []).append(os.path.basename(f))
+    for unit, (rank, job) in layers.units.items():
+        is_dir = os.path.isdir(os.path.join(root, unit))
+        if not is_dir and not os.path.isfile(os.path.join(root, unit)):
+            continue                        # a unit not in this tree (yet): nothing to document
+        parent, base = os.path.dirname(unit), os.path.basename(unit)
+        name = base + "/" if is_dir else base
+        line = '"- %s (%d): %s"' % (name, rank, job) if job else '"- %s (%d)"' % (name, rank)
+        if parent:                          # the repository's README is not ours to check
+            readme = parent + "/README.md"
+            text = read_text(root, readme)
+            if text is None:
+                out.append("docs: %s is missing: create it, with a line for %s, e.g. %s" % (readme, unit, line))
+            elif not mentions(text, name, parent):
+                out.append("docs: %s does not mention %s: add a line for %s, e.g. %s" % (readme, name, unit, line))
+        if is_dir and by_unit.get(unit):
+            readme = unit + "/README.md"
+            text = read_text(root, readme)
+            if text is None:
+                out.append("docs: %s is missing: create it, with a line for each file: %s"
+                           % (readme, ", ".join(sorted(by_unit[unit]))))
+            else:
+                for b in sorted(by_unit[unit]):
+                    if not mentions(text, b):
+                        out.append('docs: %s does not mention %s: add a line for %s/%s, e.g. "- %s: what it holds"'
+                                   % (readme, b, unit, b, b))
+    docs = []
+    for d in layers.search:
+        for dp, dn, fn in os.walk(os.path.join(root, d)):
+            dn.sort()
+            if "README.md" in fn:
+                docs.append(os.path.relpath(os.path.join(dp, "README.md"), root).replace(os.sep, "/"))
+    if overview:
+        text = read_text(root, overview)
+        if text is None:
+            out.append("docs: %s is missing" % overview)
+        else:
+            docs.append(overview)
+            for unit in layers.units:
+                there = os.path.exists(os.path.join(root, unit))
+                if there and not re.search(r"(?<![\w./-])%s(?![\w.-])" % re.escape(unit), text):
+                    out.append("docs: %s does not mention %s: add it to the diagram of the layers (rank %d), "
+                               "and to a request's path where one passes through it"
+                               % (overview, unit, layers.rank(unit)))
+    out += stale_names(root, layers, docs)
+    return out
+
+
+SOURCE_NAME_RE = re.compile(r"(?<![\w./*-])((?:[\w.-]+/)*[\w-]+\.(?:c|cc|h))(?!\w)")
+
+
+def stale_names(root, layers, docs):
+    """ "docs" violations for the source files these documents name and the tree lacks."""
+    names = set()
+    for dp, dn, fn in os.walk(root):
+        dn[:] = [d for d in dn if not d.startswith((".", "build")) and d != "node_modules"]
+        names.update(fn)
+    out = []
+    for doc in docs:
+        text = read_text(root, doc)
+        here = os.path.dirname(doc)
+        seen = set()
+        for m in SOURCE_NAME_RE.finditer(text):
+            name = m.group(1)
+            if name in seen:
+                continue
+            seen.add(name)
+            if "/" in name:
+                ok = any(os.path.isfile(os.path.join(root, base, name)) for base in [here, ""] + layers.search)
+            else:
+                ok = name in names
+            if not ok:
+                line = text.count("\n", 0, m.start()) + 1
+                out.append("docs: %s:%d names %s, which is no file of the tree: rename it to the file "
+                           "that holds this now, or drop it" % (doc, line, name))
+    return out
+
+
+def run(root, layers_path, mode=None, out=sys.stdout, err=sys.stderr, overview=None):
+    """Check the tree at root; returns the exit status (0 clean, 1 violations).
+    overview: a root-relative document that must name every unit (docs/ARCHITECTURE.md)."""
     layers = Layers(layers_path)
     g = Graph(root, layers)
-    violations = g.check()
+    violations = g.check() + check_docs(root, layers, g.files, overview)
     if mode == "list":
         print(g.listing(), file=out)
     elif mode == "dot":
@@ -479,9 +596,14 @@ def main(argv=None):
                    help="print each unit's files and what they include")
     g.add_argument("--dot", action="store_const", const="dot", dest="mode",
                    help="print the graph in Graphviz dot (violations and the summary go to stderr)")
+    ap.add_argument("--overview", help="a document that must name every unit "
+                    "(default: ROOT/docs/ARCHITECTURE.md when it exists)")
     a = ap.parse_args(argv)
     layers = a.layers or os.path.join(a.root, "tools", "layers.tsv")
-    return run(a.root, layers, a.mode)
+    overview = a.overview
+    if overview is None and os.path.isfile(os.path.join(a.root, "docs", "ARCHITECTURE.md")):
+        overview = "docs/ARCHITECTURE.md"
+    return run(a.root, layers, a.mode, overview=overview)
 
 
 if __name__ == "__main__":

@@ -51,8 +51,25 @@ CLEAN = {
 }
 
 
+def readmes(files):
+    """A README.md for every folder of files that names each file and folder in it
+    (what the docs rule asks), so a tree's only faults are the ones a test adds."""
+    entries = {}
+    for path in files:
+        parts = path.split("/")
+        for k in range(1, len(parts)):
+            folder = "/".join(parts[:k])
+            name = parts[k] + ("/" if k < len(parts) - 1 else "")
+            if name != "README.md":
+                entries.setdefault(folder, set()).add(name)
+    return {folder + "/README.md": "# %s\n\n%s\n" % (folder, "\n".join("- %s: what it holds" % n for n in sorted(names)))
+            for folder, names in entries.items()}
+
+
 def write_tree(root, files):
     for path, text in files.items():
+        if text is None:                # a file a test takes away
+            continue
         full = os.path.join(root, path)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "w") as f:
@@ -60,16 +77,20 @@ def write_tree(root, files):
 
 
 class DepsTest(unittest.TestCase):
-    def check(self, extra=None, layers=LAYERS, mode=None):
-        """Runs deps.run on CLEAN + extra; returns (status, stdout lines, stderr text)."""
+    def check(self, extra=None, layers=LAYERS, mode=None, overview=None):
+        """Runs deps.run on CLEAN + extra, with every folder's README.md naming what the
+        folder holds unless extra gives it (None: no such file); returns (status, stdout
+        lines, stderr text)."""
         with tempfile.TemporaryDirectory() as root:
             files = dict(CLEAN)
+            files.update({k: v for k, v in (extra or {}).items() if v is not None})
+            files = dict(readmes(files), **files)
             files.update(extra or {})
             write_tree(root, files)
             with open(os.path.join(root, "layers.tsv"), "w") as f:
                 f.write(layers)
             out, err = io.StringIO(), io.StringIO()
-            rc = deps.run(root, os.path.join(root, "layers.tsv"), mode, out, err)
+            rc = deps.run(root, os.path.join(root, "layers.tsv"), mode, out, err, overview)
             return rc, out.getvalue().splitlines(), err.getvalue()
 
     def violations(self, lines, kind):
@@ -206,6 +227,79 @@ class DepsTest(unittest.TestCase):
         self.assertEqual(len(unres), 1, lines)
         self.assertIn('lib/stray/z.c:1 includes "nowhere.h"', unres[0])
 
+    def test_docs_complete_tree_passes(self):
+        # the folders' READMEs name every file and unit: nothing to say, with an
+        # overview naming every unit too
+        files = readmes(CLEAN)
+        self.assertIn("- high/: what it holds", files["lib/README.md"])
+        self.assertIn("- api.h: what it holds", files["lib/README.md"])
+        overview = {"docs/ARCHITECTURE.md": "app\nlib/high, lib/side; lib/api.h\nlib/low\n"}
+        rc, lines, _ = self.check(overview, overview="docs/ARCHITECTURE.md")
+        self.assertEqual(rc, 0, lines)
+        self.assertEqual(lines, ["deps: 9 files, 10 includes, 0 violations"])
+
+    def test_docs_file_missing_from_its_folder_readme(self):
+        # b.c and b.h left out; a.c named only inside another word is not named
+        rc, lines, _ = self.check({"lib/low/README.md": "# lib/low\n- a.h: one\n- xa.c, a.cc: two\n"})
+        self.assertEqual(rc, 1)
+        docs = self.violations(lines, "docs")
+        self.assertEqual(docs, [
+            'docs: lib/low/README.md does not mention a.c: add a line for lib/low/a.c, e.g. "- a.c: what it holds"',
+            'docs: lib/low/README.md does not mention b.c: add a line for lib/low/b.c, e.g. "- b.c: what it holds"',
+            'docs: lib/low/README.md does not mention b.h: add a line for lib/low/b.h, e.g. "- b.h: what it holds"',
+            "docs: lib/low/README.md:3 names xa.c, which is no file of the tree: rename it to the file that "
+            "holds this now, or drop it",
+            "docs: lib/low/README.md:3 names a.cc, which is no file of the tree: rename it to the file that "
+            "holds this now, or drop it",
+        ], lines)
+        self.assertTrue(lines[-1].endswith(" 5 violations"), lines)
+        # a new file in a documented folder needs its line too
+        rc, lines, _ = self.check({"lib/low/c.c": "int low_c(void) { return 3; }\n",
+                                   "lib/low/README.md": readmes(CLEAN)["lib/low/README.md"]})
+        self.assertEqual(rc, 1)
+        self.assertEqual(self.violations(lines, "docs"), [
+            'docs: lib/low/README.md does not mention c.c: add a line for lib/low/c.c, e.g. "- c.c: what it holds"'])
+
+    def test_docs_unit_missing_from_the_readme_above(self):
+        # lib/README.md without high/ nor api.h: each named with the line to add
+        text = "# lib\n- low/: leaves\n- see low/a.h and lib/low/b.h\n"
+        rc, lines, _ = self.check({"lib/README.md": text})
+        self.assertEqual(rc, 1)
+        self.assertEqual(self.violations(lines, "docs"), [
+            'docs: lib/README.md does not mention high/: add a line for lib/high, '
+            'e.g. "- high/ (1): above the leaves"',
+            'docs: lib/README.md does not mention api.h: add a line for lib/api.h, '
+            'e.g. "- api.h (1): the library\'s public header"',
+        ], lines)
+        # the folder's path named in full counts; a unit not in the tree (lib/side) needs no line
+        rc, lines, _ = self.check({"lib/README.md": text + "- lib/high/ and api.h\n"})
+        self.assertEqual(rc, 0, lines)
+
+    def test_docs_missing_readmes(self):
+        rc, lines, _ = self.check({"lib/high/README.md": None, "lib/README.md": None})
+        self.assertEqual(rc, 1)
+        docs = self.violations(lines, "docs")
+        self.assertIn("docs: lib/high/README.md is missing: create it, with a line for each file: "
+                      "secret.h, y.c, y.h", docs)
+        self.assertIn('docs: lib/README.md is missing: create it, with a line for lib/low, '
+                      'e.g. "- low/ (0): leaves"', docs)
+        self.assertEqual(len(docs), 4, docs)          # low/, high/, api.h above; high's files
+        # a unit at the root (app) is named in no README: the repository's is not read
+        self.assertFalse([d for d in docs if "app" in d], docs)
+
+    def test_docs_overview_names_every_unit(self):
+        text = "app -> lib/api.h -> lib/high -> low/a.c\nlib/lowest, high/y.c, tests/t.c\n"
+        rc, lines, _ = self.check({"docs/ARCHITECTURE.md": text}, overview="docs/ARCHITECTURE.md")
+        self.assertEqual(rc, 1)
+        self.assertEqual(self.violations(lines, "docs"), [
+            "docs: docs/ARCHITECTURE.md does not mention lib/low: add it to the diagram of the layers (rank 0), "
+            "and to a request's path where one passes through it",
+            "docs: docs/ARCHITECTURE.md:2 names tests/t.c, which is no file of the tree: rename it to the "
+            "file that holds this now, or drop it",
+        ], lines)
+        rc, lines, _ = self.check(overview="docs/ARCHITECTURE.md")
+        self.assertEqual(self.violations(lines, "docs"), ["docs: docs/ARCHITECTURE.md is missing"])
+
     def test_dot_and_list(self):
         rc, lines, err = self.check({"lib/low/c.c": '#include "high/y.h"\n'}, mode="dot")
         self.assertEqual(rc, 1)
@@ -220,7 +314,8 @@ class DepsTest(unittest.TestCase):
 
     def test_command_line_exit_status(self):
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, dict(CLEAN, **{"lib/low/c.c": '#include "high/y.h"\n'}))
+            files = dict(CLEAN, **{"lib/low/c.c": '#include "high/y.h"\n'})
+            write_tree(root, dict(readmes(files), **files))
             with open(os.path.join(root, "layers.tsv"), "w") as f:
                 f.write(LAYERS)
             cmd = [sys.executable, os.path.join(HERE, "deps.py"), "--root", root,
@@ -230,7 +325,19 @@ class DepsTest(unittest.TestCase):
             self.assertIn("lib/low/c.c:1 includes lib/high/y.h", p.stdout)
             os.remove(os.path.join(root, "lib/low/c.c"))
             p = subprocess.run(cmd, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)      # its README still names c.c
+            self.assertIn("lib/low/README.md:7 names c.c, which is no file of the tree", p.stdout)
+            write_tree(root, {"lib/low/README.md": readmes(CLEAN)["lib/low/README.md"]})
+            p = subprocess.run(cmd, capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            # docs/ARCHITECTURE.md, when the tree has one, is the overview by default
+            write_tree(root, {"docs/ARCHITECTURE.md": "app, lib/api.h, lib/high\n"})
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("docs: docs/ARCHITECTURE.md does not mention lib/low:", p.stdout)
+            p = subprocess.run(cmd + ["--overview", "lib/README.md"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("docs: lib/README.md does not mention app:", p.stdout)
 
 
 if __name__ == "__main__":
