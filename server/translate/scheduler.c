@@ -535,20 +535,21 @@ srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *sparams
     sc->p = *p;
     sc->rows = sparams->max_batch;
     sc->bg_rows = sc->rows / SRV_SCHED_BACKGROUND_SHARE > 1 ? sc->rows / SRV_SCHED_BACKGROUND_SHARE : 1;
-    if (mt_session_new(model, sparams, &sc->s, err) != MT_OK ||
-        !(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
-        if (sc->s)
-            mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
-        srv_sched_free(sc);
-        return NULL;
+    if (mt_session_new(model, sparams, &sc->s, err) != MT_OK)
+        goto fail;
+    if (!(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
+        mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
+        goto fail;
     }
     if (pthread_create(&sc->tid, NULL, sched_main, sc) != 0) {
         mt_err_set(err, MT_ERR_NOMEM, "scheduler: cannot start its thread");
-        srv_sched_free(sc);
-        return NULL;
+        goto fail;
     }
     sc->started = 1;
     return sc;
+fail:
+    srv_sched_free(sc);
+    return NULL;
 }
 
 void srv_sched_free(srv_sched *sc)
