@@ -54,6 +54,7 @@
 #include "errors.h"
 #include "front.h"
 #include "common/metrics.h"
+#include "util/check.h"
 #include "util/clock.h"
 
 struct srv_http {
@@ -474,11 +475,9 @@ static int body_append(const srv_http *h, conn_state *st, const char *data, size
         return 0;
     }
     if (st->len + n > st->cap) {
-        size_t cap = st->cap ? st->cap * 2 : 4096;
-        while (cap < st->len + n)
-            cap *= 2;
-        if (cap > st->max_body)
-            cap = st->max_body;
+        size_t cap = mt_grow_cap(st->cap, st->len + n, 1, 4096);
+        if (cap > st->max_body || !cap)
+            cap = st->max_body;         /* the body never outgrows it (checked above) */
         char *p = realloc(st->body, cap);
         if (!p)
             return -1;
