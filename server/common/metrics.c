@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/strbuf.h"
 
 static const int status_codes[] = { 200, 204, 400, 401, 404, 405, 413, 429, 500, 503 };
@@ -334,6 +335,9 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_cache_entries", "Sentences the translation cache holds.", g->cache_entries);
     render_gauge(&sb, "mtserve_cache_max_bytes", "The translation cache's bound (--cache-mb; 0: off).",
                  g->cache_max_bytes);
+    render_counter(&sb, "mtserve_assertion_failures_total",
+                   "Broken invariants met (MT_ASSERT): each failed its request with HTTP 500.",
+                   (double)mt_assert_failures());
     render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
     if (sb.failed) {
         free(sb.b.p);
