@@ -336,7 +336,7 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_cache_max_bytes", "The translation cache's bound (--cache-mb; 0: off).",
                  g->cache_max_bytes);
     render_counter(&sb, "mtserve_assertion_failures_total",
-                   "Broken invariants met (MT_ASSERT): each failed its request with HTTP 500.",
+                   "Broken invariants (MT_ASSERT) met by this process; a request that met one got HTTP 500.",
                    (double)mt_assert_failures());
     render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
     if (sb.failed) {
