@@ -522,7 +522,9 @@ static void test_metrics(void **state)
     assert_true(header(&r, "Content-Type", type, sizeof type));
     assert_non_null(strstr(type, "text/plain"));
     assert_non_null(strstr(r.body, "# TYPE mtserve_request_duration_seconds histogram"));
+    assert_non_null(strstr(r.body, "# TYPE mtserve_assertion_failures_total counter"));
     reply_free(&r);
+    assert_true(metric(&main_srv, "mtserve_assertion_failures_total") == 0);   /* no invariant broke */
 }
 
 /* ---- errors ----------------------------------------------------------------------------- */

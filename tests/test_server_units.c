@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "util/check.h"
 #include "util/utf8.h"
 #include "http/body.h"
 #include "http/errors.h"
@@ -565,6 +566,12 @@ static void test_metrics_text(void **state)
     assert_non_null(strstr(text, "mtserve_source_tokens_total{model=\"m\"} 10\n"));
     assert_non_null(strstr(text, "mtserve_queue_depth 2\n"));
     assert_non_null(strstr(text, "mtserve_active_sessions 1\n"));
+    /* MT_ASSERT's count (none broken here), a counter like the others */
+    assert_non_null(strstr(text, "# HELP mtserve_assertion_failures_total "));
+    assert_non_null(strstr(text, "# TYPE mtserve_assertion_failures_total counter\n"));
+    char line[96];
+    snprintf(line, sizeof line, "\nmtserve_assertion_failures_total %lu\n", mt_assert_failures());
+    assert_non_null(strstr(text, line));
     free(text);
 }
 

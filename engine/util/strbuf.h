@@ -1,5 +1,5 @@
 /* strbuf: a growable byte string, the tokenizer files' output buffer
- * (spm.c, spm_norm.c, tokenizer.c).  Internal to engine/.
+ * (spm.c, spm_norm.c, tokenizer.c) and the server's /metrics text (server/common/metrics.c).
  *
  * p[0..n) is the content, cap the allocation; a zeroed mt_sbuf is empty.
  * The owner frees p.  mt_sb_add keeps p NUL-terminated. */

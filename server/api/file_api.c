@@ -136,116 +136,123 @@ static int file_glossary(srv_request *req, srv_response *resp, const srv_path *p
     return rc;
 }
 
-void srv_handle_translate_file(srv_request *req, srv_response *resp)
+/* A POST /translate_file's form, checked: the file's bytes (in the request's
+ * body), its name and format, the languages, and whether to reply at once. */
+typedef struct {
+    const char    *data;
+    size_t         len;
+    char           filename[256];
+    srv_doc_kind   kind;
+    const char    *target, *source;     /* source: "auto" or a code (guess.code once detected) */
+    int            async;
+    srv_lang_guess guess;
+} file_form;
+
+/* The form's file part and fields: 0, or -1 with resp failed. */
+static int read_form(srv_request *req, srv_response *resp, file_form *f)
 {
-    srv_server *srv = req->srv;
-    const char *data;
-    size_t len;
-    char filename[256], err_msg[160];
+    const srv_server *srv = req->srv;
+    char err_msg[160];
     int found = req->content_type && strncasecmp(req->content_type, "multipart/form-data", 19) == 0
-                    ? srv_multipart_file(req->body, req->body_len, req->content_type, "file", &data, &len, filename,
-                                         sizeof filename, err_msg, sizeof err_msg)
+                    ? srv_multipart_file(req->body, req->body_len, req->content_type, "file", &f->data, &f->len,
+                                         f->filename, sizeof f->filename, err_msg, sizeof err_msg)
                     : -2;
-    if (found == -2) {
-        srv_fail(resp, SRV_E_BAD_REQUEST, "POST /translate_file takes multipart/form-data with a 'file' part");
-        return;
-    }
-    if (found < 0) {
-        srv_fail(resp, SRV_E_INVALID_JSON, "%s", err_msg);
-        return;
-    }
-    if (!found) {
-        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing file parameter");
-        return;
-    }
-    const char *target = NULL, *source = "auto";
-    int async = 0;
-    if (srv_field_string(req, resp, "target", &target) < 0 || srv_field_string(req, resp, "source", &source) < 0 ||
-        srv_field_bool(req, resp, "async", &async) < 0)
-        return;
-    if (!target) {
-        srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing target parameter");
-        return;
-    }
-    if (!source[0])
-        source = "auto";
-    if (len > srv->opts.max_file_bytes) {
-        srv_fail(resp, SRV_E_BODY_TOO_LARGE, "the file is %zu bytes; the limit is %zu (--max-file-bytes)", len,
-                 srv->opts.max_file_bytes);
-        return;
-    }
-    srv_doc_kind kind = srv_doc_sniff(data, len, filename);
-    if (kind == SRV_DOC_UNKNOWN) {
-        srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
-                 filename[0] ? filename : "the file", srv_doc_supported());
-        return;
-    }
-    /* the job keeps its own copy: the request's body goes with the request */
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-        return;
-    }
-    memcpy(copy, data, len);
-    copy[len] = 0;
+    if (found == -2)
+        return srv_fail(resp, SRV_E_BAD_REQUEST, "POST /translate_file takes multipart/form-data with a 'file' part");
+    if (found < 0)
+        return srv_fail(resp, SRV_E_INVALID_JSON, "%s", err_msg);
+    if (!found)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing file parameter");
+    f->target = NULL;
+    f->source = "auto";
+    f->async = 0;
+    if (srv_field_string(req, resp, "target", &f->target) < 0 || srv_field_string(req, resp, "source", &f->source) < 0 ||
+        srv_field_bool(req, resp, "async", &f->async) < 0)
+        return -1;
+    if (!f->target)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing target parameter");
+    if (!f->source[0])
+        f->source = "auto";
+    if (f->len > srv->opts.max_file_bytes)
+        return srv_fail(resp, SRV_E_BODY_TOO_LARGE, "the file is %zu bytes; the limit is %zu (--max-file-bytes)",
+                        f->len, srv->opts.max_file_bytes);
+    f->kind = srv_doc_sniff(f->data, f->len, f->filename);
+    if (f->kind == SRV_DOC_UNKNOWN)
+        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
+                        f->filename[0] ? f->filename : "the file", srv_doc_supported());
+    return 0;
+}
+
+/* The file parsed from a copy of its bytes (the job keeps the copy: the
+ * request's body goes with the request): 0 with *copy and *doc, or -1 with
+ * resp failed and nothing held. */
+static int parse_copy(const srv_server *srv, srv_response *resp, const file_form *f, char **copy, srv_doc **doc)
+{
+    *copy = malloc(f->len + 1);
+    if (!*copy)
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    memcpy(*copy, f->data, f->len);
+    (*copy)[f->len] = 0;
     srv_doc_limits lim = srv_doc_default_limits();
     lim.max_bytes = srv->opts.max_file_bytes;
     lim.max_units = srv->opts.max_file_units;
     lim.max_depth = srv->opts.max_html_depth;
-    srv_doc *doc = NULL;
     mt_err err = { 0 };
-    if (srv_doc_parse(kind, copy, len, &lim, &doc, &err) != MT_OK) {
-        free(copy);
-        fail_doc(resp, &err);
-        return;
+    if (srv_doc_parse(f->kind, *copy, f->len, &lim, doc, &err) != MT_OK) {
+        free(*copy);
+        *copy = NULL;
+        return fail_doc(resp, &err);
     }
-    /* the language: named, or detected on the file's first units */
-    srv_lang_guess guess;
-    if (!strcmp(source, "auto")) {
+    return 0;
+}
+
+/* The language (named, or detected on the file's first units), the one
+ * model that translates it and the job's parameters and glossary, in *r:
+ * 0, or -1 with resp failed (r->glossary is then NULL). */
+static int route_file(srv_request *req, srv_response *resp, file_form *f, const srv_doc *doc, srv_file_route *r)
+{
+    srv_server *srv = req->srv;
+    if (!strcmp(f->source, "auto")) {
         const char *texts[64];
         int n = detect_texts(doc, texts, 64);
-        if (n && srv_detect_source(srv, texts, n, target, &guess, resp)) {
-            srv_doc_free(doc);
-            free(copy);
-            return;
-        }
-        source = n ? guess.code : "auto";
+        if (n && srv_detect_source(srv, texts, n, f->target, &f->guess, resp))
+            return -1;
+        f->source = n ? f->guess.code : "auto";
     }
     srv_path path;
-    if (srv_path_for_pair(srv, source, target, &path, resp)) {
-        srv_doc_free(doc);
-        free(copy);
-        return;
-    }
-    if (path.n_legs != 1) {
-        srv_doc_free(doc);
-        free(copy);
-        srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "files translate with one model, not through a pivot (%s)",
-                 path.pivot);
-        return;
-    }
+    if (srv_path_for_pair(srv, f->source, f->target, &path, resp))
+        return -1;
+    if (path.n_legs != 1)
+        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "files translate with one model, not through a pivot (%s)",
+                        path.pivot);
     srv_model *m = path.model[0];
-    srv_file_route r = { .tm = srv_leg_model(srv, &path, 0, 0), .decoder = m->decoder };
-    r.tm.cache = NULL;
-    r.p.dp = mt_decode_default_params();
-    r.p.split = 1;
-    if (srv_translate_resolve(&path, &r.p, resp) || file_glossary(req, resp, &path, &r)) {
-        srv_doc_free(doc);
-        free(copy);
-        return;
-    }
-    waiting *w = calloc(1, sizeof *w);
-    if (!w) {
-        srv_doc_free(doc);
-        free(copy);
-        srv_glossary_free(r.glossary);
+    *r = (srv_file_route){ .tm = srv_leg_model(srv, &path, 0, 0), .decoder = m->decoder };
+    r->tm.cache = NULL;
+    r->p.dp = mt_decode_default_params();
+    r->p.split = 1;
+    if (srv_translate_resolve(&path, &r->p, resp) || file_glossary(req, resp, &path, r))
+        return -1;
+    return 0;
+}
+
+void srv_handle_translate_file(srv_request *req, srv_response *resp)
+{
+    srv_server *srv = req->srv;
+    file_form f;
+    char *copy = NULL;
+    srv_doc *doc = NULL;
+    srv_file_route r = { 0 };
+    waiting *w = NULL;
+    if (read_form(req, resp, &f) || parse_copy(srv, resp, &f, &copy, &doc) || route_file(req, resp, &f, doc, &r))
+        goto done;
+    if (!(w = calloc(1, sizeof *w))) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-        return;
+        goto done;
     }
     char name[256];
-    result_name(filename[0] ? filename : "file", target, kind, name, sizeof name);
+    result_name(f.filename[0] ? f.filename : "file", f.target, f.kind, name, sizeof name);
     w->files = srv->files;
-    if (!async) {                       /* LibreTranslate's: the reply waits for the file */
+    if (!f.async) {                     /* LibreTranslate's: the reply waits for the file */
         r.on_end = job_ended;
         r.end_ctx = req;
         r.gone = req_gone;
@@ -254,25 +261,35 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
         req->pending = w;
         req->pending_free = waiting_free;
     }
-    if (srv_files_start(srv->files, doc, copy, name, &r, w->id, &err) != MT_OK) {
+    mt_err err = { 0 };
+    mt_status st = srv_files_start(srv->files, doc, copy, name, &r, w->id, &err);
+    doc = NULL;                         /* the job's now, also on failure */
+    copy = NULL;
+    r.glossary = NULL;
+    if (st != MT_OK) {
         req->finish = NULL;
         req->pending = NULL;
         req->pending_free = NULL;
-        free(w);
         if (err.status == MT_ERR_BUSY)
             resp->retry_after = 5;
         srv_fail(resp, srv_code_from_mt(err.status), "%s", err.msg);
-        return;
+        goto done;
     }
     file_url(req, w->id, name, w->url, sizeof w->url);
-    if (async) {
-        char status[128];
-        snprintf(status, sizeof status, "%s%s", FILE_PATH, w->id);
-        srv_reply_json(resp, 202, json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", w->id, "status_url", status,
-                                            "translatedFileUrl", w->url, "format", srv_doc_kind_name(kind),
-                                            "detectedLanguage", source));
-        free(w);
+    if (!f.async) {
+        w = NULL;                       /* req->pending: finish_sync frees it */
+        goto done;
     }
+    char status[128];
+    snprintf(status, sizeof status, "%s%s", FILE_PATH, w->id);
+    srv_reply_json(resp, 202, json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", w->id, "status_url", status,
+                                        "translatedFileUrl", w->url, "format", srv_doc_kind_name(f.kind),
+                                        "detectedLanguage", f.source));
+done:
+    free(w);
+    srv_glossary_free(r.glossary);
+    srv_doc_free(doc);
+    free(copy);
 }
 
 /* The id in /PREFIX/ID[/...]: 32 hex digits, else NULL. */

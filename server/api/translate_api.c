@@ -15,7 +15,7 @@
  * The model: "model" when given, else the one for "source" -> "target"
  * (pairs.h: maybe through a pivot, which the reply names), else the
  * default.  "target" also picks a multilingual model's target token.
- * (The router sends a LibreTranslate-shaped body to libretranslate.c.)
+ * (The router sends a LibreTranslate-shaped body to libretranslate_api.c.)
  * The texts are decoded while the connection waits (translate_job.h): the
  * handler starts the work, finish() builds the reply.
  */

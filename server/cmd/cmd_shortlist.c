@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "mt.h"
+#include "util/check.h"
 
 #define MAX_LINE_IDS 1024
 
@@ -78,7 +79,7 @@ static int parse(int argc, char **argv, options *o)
     return 0;
 }
 
-typedef struct { int32_t **ids; int *len; long n, cap; } corpus_side;
+typedef struct { int32_t **ids; int *len; long n; size_t cap; } corpus_side;
 
 /* Every line of path encoded (target: the target side); a line too long for
  * MAX_LINE_IDS ids keeps its first ones. */
@@ -107,15 +108,13 @@ static int read_side(const mt_tokenizer *tok, const char *path, int target, long
             rc = -1;
             break;
         }
-        if (c->n == c->cap) {
-            c->cap = c->cap ? 2 * c->cap : 4096;
-            c->ids = realloc(c->ids, sizeof *c->ids * (size_t)c->cap);
-            c->len = realloc(c->len, sizeof *c->len * (size_t)c->cap);
-            if (!c->ids || !c->len) {
-                rc = -1;
-                break;
-            }
+        size_t cap_ids = c->cap, cap_len = c->cap;     /* one capacity: both grow, or it stays */
+        if (mt_grow(&c->ids, &cap_ids, (size_t)c->n + 1, sizeof *c->ids, 4096) ||
+            mt_grow(&c->len, &cap_len, (size_t)c->n + 1, sizeof *c->len, 4096)) {
+            rc = -1;
+            break;
         }
+        c->cap = cap_ids;
         c->ids[c->n] = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
         if (!c->ids[c->n]) {
             rc = -1;

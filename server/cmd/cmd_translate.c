@@ -374,45 +374,13 @@ static srv_glossary *load_glossary(const char *path)
     return g;
 }
 
-/* A document (--file, or --format html on stdin): its units translated in
- * batches of FILE_BATCH on this thread, the document with its structure to
- * out.  A batch that fails leaves its units as they were (stderr says why). */
-static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0, const options *o)
+/* Document d's units translated in batches of FILE_BATCH on this thread, each
+ * put back into d; 1 if a batch failed (it leaves its units as they were,
+ * stderr says why), else 0. */
+static int translate_units(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp, srv_doc *d, int bar)
 {
-    FILE *in = o->file ? fopen(o->file, "rb") : stdin;
-    if (!in) {
-        fprintf(stderr, "mtserve translate: cannot open %s: %s\n", o->file, strerror(errno));
-        return 1;
-    }
-    size_t len;
-    char *data = read_all(in, &len);
-    if (in != stdin)
-        fclose(in);
-    if (!data) {
-        fprintf(stderr, "mtserve translate: cannot read %s\n", o->file ? o->file : "stdin");
-        return 1;
-    }
-    srv_doc_kind kind = o->html ? SRV_DOC_HTML : srv_doc_sniff(data, len, o->file);
-    if (kind == SRV_DOC_UNKNOWN) {
-        fprintf(stderr, "mtserve translate: %s is in no format this command translates (%s)\n", o->file,
-                srv_doc_supported());
-        free(data);
-        return 1;
-    }
-    srv_tr_params tp = *tp0;
-    tp.split = 1;                       /* a unit is a paragraph */
-    tp.dp.alignments = 1;               /* tags and runs follow the words */
-    srv_doc *d;
+    int failed = 0, total = srv_doc_units(d);
     mt_err err = {0};
-    srv_doc_limits lim = srv_doc_default_limits();
-    lim.max_bytes = (size_t)1 << 30;    /* the operator's own file: only its format's bounds */
-    lim.max_units = 10000000;
-    if (srv_doc_parse(kind, data, len, &lim, &d, &err) != MT_OK) {
-        fprintf(stderr, "mtserve translate: %s: %s\n", o->file ? o->file : "stdin", err.msg);
-        free(data);
-        return 1;
-    }
-    int failed = 0, total = srv_doc_units(d), bar = o->out && isatty(2);
     for (int i = 0; i < total; i += FILE_BATCH) {
         int n = total - i < FILE_BATCH ? total - i : FILE_BATCH;
         const char *texts[FILE_BATCH];
@@ -420,7 +388,7 @@ static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *
             texts[k] = srv_doc_unit(d, i + k);
         srv_tr *t = NULL;
         srv_tr_result r[FILE_BATCH] = {{0}};
-        mt_status st = srv_tr_new(tm, texts, n, &tp, &t, &err);
+        mt_status st = srv_tr_new(tm, texts, n, tp, &t, &err);
         if (st == MT_OK) {
             srv_decode_job *job = srv_tr_job(t);
             job->done = decoded;
@@ -439,18 +407,71 @@ static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *
         if (bar)
             progress(i + n, total);
     }
+    return failed;
+}
+
+/* Document d rendered to --out (or stdout): 0, or 1 with stderr saying why. */
+static int write_doc(const srv_doc *d, const options *o)
+{
     char *out;
-    if (srv_doc_render(d, &out, &len, &err) == MT_OK) {
-        FILE *f = o->out ? fopen(o->out, "wb") : stdout;
-        if (!f || fwrite(out, 1, len, f) != len || (f != stdout && fclose(f) != 0)) {
-            fprintf(stderr, "mtserve translate: cannot write %s\n", o->out ? o->out : "stdout");
-            failed = 1;
-        }
-        free(out);
-    } else {
+    size_t len;
+    mt_err err = {0};
+    if (srv_doc_render(d, &out, &len, &err) != MT_OK) {
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
+        return 1;
+    }
+    int failed = 0;
+    FILE *f = o->out ? fopen(o->out, "wb") : stdout;
+    if (!f || fwrite(out, 1, len, f) != len || (f != stdout && fclose(f) != 0)) {
+        fprintf(stderr, "mtserve translate: cannot write %s\n", o->out ? o->out : "stdout");
         failed = 1;
     }
+    free(out);
+    return failed;
+}
+
+/* A document (--file, or --format html on stdin): its units translated in
+ * batches of FILE_BATCH on this thread, the document with its structure to
+ * out.  A batch that fails leaves its units as they were (stderr says why). */
+static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0, const options *o)
+{
+    const char *name = o->file ? o->file : "stdin";
+    char *data = NULL;
+    srv_doc *d = NULL;
+    int failed = 1;
+    FILE *in = o->file ? fopen(o->file, "rb") : stdin;
+    if (!in) {
+        fprintf(stderr, "mtserve translate: cannot open %s: %s\n", o->file, strerror(errno));
+        goto done;
+    }
+    size_t len;
+    data = read_all(in, &len);
+    if (in != stdin)
+        fclose(in);
+    if (!data) {
+        fprintf(stderr, "mtserve translate: cannot read %s\n", name);
+        goto done;
+    }
+    srv_doc_kind kind = o->html ? SRV_DOC_HTML : srv_doc_sniff(data, len, o->file);
+    if (kind == SRV_DOC_UNKNOWN) {
+        fprintf(stderr, "mtserve translate: %s is in no format this command translates (%s)\n", o->file,
+                srv_doc_supported());
+        goto done;
+    }
+    srv_tr_params tp = *tp0;
+    tp.split = 1;                       /* a unit is a paragraph */
+    tp.dp.alignments = 1;               /* tags and runs follow the words */
+    mt_err err = {0};
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_bytes = (size_t)1 << 30;    /* the operator's own file: only its format's bounds */
+    lim.max_units = 10000000;
+    if (srv_doc_parse(kind, data, len, &lim, &d, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: %s: %s\n", name, err.msg);
+        goto done;
+    }
+    failed = translate_units(s, tm, &tp, d, o->out && isatty(2));
+    failed |= write_doc(d, o);
+done:
     srv_doc_free(d);
     free(data);
     return failed;
@@ -476,21 +497,19 @@ static int run(mt_model *m, const options *o)
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                         .max_src_len = sp.max_src_len };
     srv_glossary *g = NULL;
+    int failed = 0;
     if (o->glossary && !(tp.glossary = g = load_glossary(o->glossary))) {
-        mt_session_free(s);
-        return 2;
+        failed = 2;
+        goto done;
     }
     if (o->html || o->file) {
-        int rc = run_file(s, &tm, &tp, o);
-        mt_session_free(s);
-        srv_glossary_free(g);
-        return rc;
+        failed = run_file(s, &tm, &tp, o);
+        goto done;
     }
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     long lineno = 0;
-    int failed = 0;
     while ((n = getline(&line, &cap, stdin)) >= 0) {
         lineno++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -499,6 +518,7 @@ static int run(mt_model *m, const options *o)
         fflush(stdout);
     }
     free(line);
+done:
     mt_session_free(s);
     srv_glossary_free(g);
     return failed;
@@ -532,21 +552,21 @@ int mt_cmd_translate(int argc, char **argv)
         fprintf(stderr, "mtserve translate: %s: %s\n", mt_status_name(err.status), err.msg);
         return 1;
     }
+    mt_shortlist *sl = NULL;
+    r = 1;
     if (strcmp(mt_model_get_info(m)->architecture, "marian") != 0) {    /* its pairs and prompt are the server's */
         fprintf(stderr, "mtserve translate: %s is a decoder-only model (%s): `mtserve serve --model ID=%s` translates "
                         "with it, through its translation.json pairs and prompt\n", o.model,
                 mt_model_get_info(m)->architecture, o.model);
-        mt_model_free(m);
-        return 1;
+        goto done;
     }
-    mt_shortlist *sl = NULL;
     if (o.shortlist && mt_shortlist_load(m, o.shortlist, NULL, &sl, &err) != MT_OK) {
         fprintf(stderr, "mtserve translate: --shortlist: %s\n", err.msg);
-        mt_model_free(m);
-        return 1;
+        goto done;
     }
     o.dp.shortlist = sl;
     r = run(m, &o);
+done:
     mt_shortlist_free(sl);
     mt_model_free(m);
     return r;

@@ -184,35 +184,42 @@ static void access_free(srv_server *srv, srv_proxies *proxies)
     srv_proxies_free(proxies);
 }
 
-static int run(srv_server *srv)
+/* Frees what build, listen_on and start_models made, in the reverse order
+ * (each free takes NULL: after a failed start, only what was made). */
+static void teardown(srv_server *srv, srv_proxies *proxies)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before any thread starts */
-    signal(SIGPIPE, SIG_IGN);
-    json_object_seed(0);
-    register_metrics(srv);
-    fit_connections(srv);
-
-    char gerr[1400];
-    if (srv_glossaries_load(srv, gerr, sizeof gerr)) {
-        fprintf(stderr, "mtserve: %s\n", gerr);
-        srv_glossaries_free(srv);
-        return 1;
+    srv_files_free(srv->files);             /* its batches in flight come back first */
+    srv->files = NULL;
+    srv_residency_free(srv->residency);     /* on demand: unloads them (no request is left) */
+    srv->residency = NULL;
+    srv_workers_free(srv->workers_pool);
+    srv->workers_pool = NULL;
+    for (int i = 0; i < srv->n_models; i++) {
+        srv_sched_free(srv->models[i].sched);
+        srv->models[i].sched = NULL;
     }
-    srv_proxies *proxies = NULL;
-    if (access_start(srv, &proxies, gerr, sizeof gerr)) {
-        fprintf(stderr, "mtserve: %s\n", gerr);
-        access_free(srv, proxies);
-        srv_glossaries_free(srv);
-        return 1;
+    srv_models_free(srv);
+    srv_glossaries_free(srv);
+    srv_cache_free(srv->cache);
+    srv->cache = NULL;
+    access_free(srv, proxies);
+}
+
+/* What the requests use, before listening: glossaries, API keys and limits,
+ * the cache, the workers, the file jobs.  0, or -1 with a message printed
+ * (teardown frees what was made). */
+static int build(srv_server *srv, srv_proxies **proxies)
+{
+    char err[1400];
+    if (srv_glossaries_load(srv, err, sizeof err) || access_start(srv, proxies, err, sizeof err)) {
+        fprintf(stderr, "mtserve: %s\n", err);
+        return -1;
     }
     srv->cache = srv_cache_new((size_t)srv->opts.cache_mb << 20);
-    srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue);
-    if (!srv->workers_pool)
-        return 1;
+    if (!(srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue))) {
+        fprintf(stderr, "mtserve: cannot start %d worker threads (queue %d)\n", srv->workers, srv->opts.queue);
+        return -1;
+    }
     srv_files_params fp = srv_files_default_params();
     fp.max_jobs = srv->opts.max_file_jobs;
     fp.max_store = srv->opts.file_store;
@@ -221,9 +228,14 @@ static int run(srv_server *srv)
     mt_err ferr = { 0 };
     if (!(srv->files = srv_files_new(&fp, &ferr))) {
         fprintf(stderr, "mtserve: %s\n", ferr.msg);
-        srv_workers_free(srv->workers_pool);
-        return 1;
+        return -1;
     }
+    return 0;
+}
+
+/* The HTTP server, listening: NULL with a message printed. */
+static srv_http *listen_on(srv_server *srv, srv_proxies *proxies)
+{
     srv_http_config cfg = {
         .host = srv->opts.host, .port = srv->opts.port, .threads = srv->http_threads,
         .max_connections = srv->opts.max_connections, .timeout_s = srv->opts.timeout_s,
@@ -241,40 +253,65 @@ static int run(srv_server *srv)
     srv_http *http = srv_http_start(&cfg, err, sizeof err);
     if (!http) {
         fprintf(stderr, "mtserve: %s\n", err);
-        srv_files_free(srv->files);
-        srv_workers_free(srv->workers_pool);
-        return 1;
+        return NULL;
     }
     fprintf(stderr, "mtserve: listening on http://%s:%d (%d cores: %s, %d workers x %d compute threads, "
                     "%d HTTP threads, queue %d)\n", srv->opts.host, srv_http_port(http), srv->cores,
             srv->opts.batching ? "batching on" : "batching off", srv->workers, srv->blas_threads,
             srv->http_threads, srv->opts.queue);
+    return http;
+}
 
+/* The models: on demand, their cards read (they load on first use,
+ * residency.h); else loaded by a thread (*tid) while /health says "loading".
+ * 0, or -1 with a message printed. */
+static int start_models(srv_server *srv, loader *ld, int loading, pthread_t *tid)
+{
+    if (loading) {
+        int e = pthread_create(tid, NULL, load_models, ld);
+        if (e != 0) {
+            fprintf(stderr, "mtserve: cannot start the model loader thread: %s\n", strerror(e));
+            return -1;
+        }
+        return 0;
+    }
+    mt_err rerr = { 0 };
+    if (!srv_residency_new(srv, &rerr)) {
+        fprintf(stderr, "mtserve: %s\n", rerr.msg);
+        return -1;
+    }
+    atomic_store(&srv->ready, 1);
+    atomic_store(&ld->done, 1);
+    fprintf(stderr, "mtserve: ready: %d models available, loaded on demand (at most %d at once, "
+                    "memory budget %.1f MB; 0 = no limit)\n", srv->n_models, srv->opts.max_models,
+            (double)srv->opts.memory_budget / 1e6);
+    return 0;
+}
+
+static int run(srv_server *srv)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before any thread starts */
+    signal(SIGPIPE, SIG_IGN);
+    json_object_seed(0);
+    register_metrics(srv);
+    fit_connections(srv);
+
+    srv_proxies *proxies = NULL;
+    srv_http *http = NULL;
     loader ld = { .srv = srv };
     pthread_t tid;
-    int loading = !on_demand(&srv->opts);
-    if (!loading) {
-        /* on demand: the cards are read, models load on first use (residency.h) */
-        mt_err rerr = { 0 };
-        if (!srv_residency_new(srv, &rerr)) {
-            fprintf(stderr, "mtserve: %s\n", rerr.msg);
-            srv_http_stop(http, 0);
-            srv_files_free(srv->files);
-            srv_workers_free(srv->workers_pool);
-            return 1;
-        }
-        atomic_store(&srv->ready, 1);
-        atomic_store(&ld.done, 1);
-        fprintf(stderr, "mtserve: ready: %d models available, loaded on demand (at most %d at once, "
-                        "memory budget %.1f MB; 0 = no limit)\n", srv->n_models, srv->opts.max_models,
-                (double)srv->opts.memory_budget / 1e6);
-    } else if (pthread_create(&tid, NULL, load_models, &ld) != 0) {
+    int loading = !on_demand(&srv->opts), rc = 1;
+    if (build(srv, &proxies) || !(http = listen_on(srv, proxies)))
+        goto done;
+    if (start_models(srv, &ld, loading, &tid)) {
         srv_http_stop(http, 0);
-        srv_files_free(srv->files);
-        srv_workers_free(srv->workers_pool);
-        return 1;
+        goto done;
     }
-    int rc = wait_for_signal(&set, &ld);
+    rc = wait_for_signal(&set, &ld);
     if (srv_http_stop(http, rc ? 0 : srv->opts.drain_s) != 0) {
         if (loading && atomic_load(&ld.done) != 0)
             pthread_join(tid, NULL);    /* the loader is over: nothing of ours left unjoined */
@@ -288,17 +325,8 @@ static int run(srv_server *srv)
     }
     if (loading)
         pthread_join(tid, NULL);
-    srv_files_free(srv->files);             /* its batches in flight come back first */
-    srv_residency_free(srv->residency);     /* on demand: unloads them (no request is left) */
-    srv_workers_free(srv->workers_pool);
-    for (int i = 0; i < srv->n_models; i++) {
-        srv_sched_free(srv->models[i].sched);
-        srv->models[i].sched = NULL;
-    }
-    srv_models_free(srv);
-    srv_glossaries_free(srv);
-    srv_cache_free(srv->cache);
-    access_free(srv, proxies);
+done:
+    teardown(srv, proxies);
     if (rc == 0)
         fprintf(stderr, "mtserve: stopped\n");
     return rc;
@@ -307,8 +335,10 @@ static int run(srv_server *srv)
 int mt_cmd_serve(int argc, char **argv)
 {
     srv_server *srv = calloc(1, sizeof *srv);
-    if (!srv)
+    if (!srv) {
+        fprintf(stderr, "mtserve: out of memory\n");
         return 1;
+    }
     char err[512];
     int rc = srv_options_parse(&srv->opts, argc, argv, env_get, err, sizeof err);
     if (rc != 0) {
@@ -316,8 +346,8 @@ int mt_cmd_serve(int argc, char **argv)
             srv_options_usage(stdout);
         else
             fprintf(stderr, "mtserve serve: %s (see --help)\n", err);
-        free(srv);
-        return rc > 0 ? 0 : 2;
+        rc = rc > 0 ? 0 : 2;
+        goto done;
     }
     srv->t_start = srv_now();
     plan_threads(srv);
@@ -326,10 +356,11 @@ int mt_cmd_serve(int argc, char **argv)
     } else if (srv_models_discover(srv, err, sizeof err) != 0) {
         fprintf(stderr, "mtserve: %s\n", err);
         srv_models_free(srv);
-        free(srv);
-        return 1;
+        rc = 1;
+        goto done;
     }
-    rc = run(srv);
+    rc = run(srv);                      /* frees what it and srv_models_* made */
+done:
     free(srv);
     return rc;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
+
 static int valid_key(const char *k, size_t n)
 {
     if (n == 0 || n >= SRV_KEY_MAX)
@@ -18,11 +20,9 @@ static int valid_key(const char *k, size_t n)
 
 static int append(srv_api_keys *keys, const char *k, size_t n, long req, long chars)
 {
-    srv_api_key *v = realloc(keys->v, sizeof *v * (size_t)(keys->n + 1));
-    if (!v)
+    if (MT_GROW(keys->v, keys->cap, (size_t)keys->n + 1))
         return -1;
-    keys->v = v;
-    srv_api_key *e = &v[keys->n++];
+    srv_api_key *e = &keys->v[keys->n++];
     memcpy(e->key, k, n);
     e->key[n] = 0;
     e->req_limit = req;
@@ -158,6 +158,7 @@ void srv_api_keys_free(srv_api_keys *keys)
     free(keys->v);
     keys->v = NULL;
     keys->n = 0;
+    keys->cap = 0;
 }
 
 /* Compares without an early exit, so the time does not leak a key's prefix. */

@@ -23,6 +23,7 @@ typedef struct {
 typedef struct {
     srv_api_key *v;
     int          n;
+    size_t       cap;       /* v's allocation, in keys */
 } srv_api_keys;
 
 /* Parses text (a keys file's contents, NUL-terminated) and appends its keys.

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
+#include "util/strbuf.h"
+
 static const int status_codes[] = { 200, 204, 400, 401, 404, 405, 413, 429, 500, 503 };
 #define N_STATUS ((int)(sizeof status_codes / sizeof status_codes[0]) + 1)   /* + "other" */
 
@@ -136,40 +139,35 @@ void srv_metrics_connection_closed(srv_close_reason why)
 
 /* ---- rendering ---------------------------------------------------------------- */
 
+/* The exposition text, in the engine's byte string; failed: a write did not fit (no memory). */
 typedef struct {
-    char  *buf;
-    size_t len, cap;
-    int    failed;
-} strbuf;
+    mt_sbuf b;
+    int     failed;
+} text;
 
-static void sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *sb, const char *fmt, ...)
+static void sb_printf(text *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(text *sb, const char *fmt, ...)
 {
     for (int tries = 0; tries < 2 && !sb->failed; tries++) {
+        size_t room = sb->b.cap - sb->b.n;
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(sb->buf + sb->len, sb->cap - sb->len, fmt, ap);
+        int n = vsnprintf(room ? sb->b.p + sb->b.n : NULL, room, fmt, ap);
         va_end(ap);
         if (n < 0) {
             sb->failed = 1;
             return;
         }
-        if ((size_t)n < sb->cap - sb->len) {
-            sb->len += (size_t)n;
+        if ((size_t)n < room) {
+            sb->b.n += (size_t)n;
             return;
         }
-        size_t cap = sb->cap * 2 + (size_t)n + 1;
-        char *p = realloc(sb->buf, cap);
-        if (!p) {
+        if (mt_sb_reserve(&sb->b, (size_t)n + 1))   /* then the second try fits */
             sb->failed = 1;
-            return;
-        }
-        sb->buf = p;
-        sb->cap = cap;
     }
 }
 
-static void render_requests(strbuf *sb)
+static void render_requests(text *sb)
 {
     sb_printf(sb, "# HELP mtserve_requests_total HTTP requests by route and status.\n"
                   "# TYPE mtserve_requests_total counter\n");
@@ -187,7 +185,7 @@ static void render_requests(strbuf *sb)
         }
 }
 
-static void render_latency(strbuf *sb)
+static void render_latency(text *sb)
 {
     sb_printf(sb, "# HELP mtserve_request_duration_seconds Request latency by route.\n"
                   "# TYPE mtserve_request_duration_seconds histogram\n");
@@ -208,39 +206,35 @@ static void render_latency(strbuf *sb)
     }
 }
 
-static void render_tokens(strbuf *sb)
+/* A counter by model: its HELP and TYPE lines, then one line per model. */
+static void render_by_model(text *sb, const char *name, const char *help, _Atomic u64 *v)
 {
-    sb_printf(sb, "# HELP mtserve_source_tokens_total Source tokens read, by model.\n"
-                  "# TYPE mtserve_source_tokens_total counter\n");
+    sb_printf(sb, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
     for (int m = 0; m < M.n_models; m++)
-        sb_printf(sb, "mtserve_source_tokens_total{model=\"%s\"} %llu\n", M.models[m],
-                  atomic_load(&M.src_tokens[m]));
-    sb_printf(sb, "# HELP mtserve_generated_tokens_total Target tokens generated, by model.\n"
-                  "# TYPE mtserve_generated_tokens_total counter\n");
-    for (int m = 0; m < M.n_models; m++)
-        sb_printf(sb, "mtserve_generated_tokens_total{model=\"%s\"} %llu\n", M.models[m],
-                  atomic_load(&M.gen_tokens[m]));
+        sb_printf(sb, "%s{model=\"%s\"} %llu\n", name, M.models[m], atomic_load(&v[m]));
+}
+
+static void render_tokens(text *sb)
+{
+    render_by_model(sb, "mtserve_source_tokens_total", "Source tokens read, by model.", M.src_tokens);
+    render_by_model(sb, "mtserve_generated_tokens_total", "Target tokens generated, by model.", M.gen_tokens);
 }
 
 /* Models on demand: loads, unloads and the bytes each holds now. */
-static void render_residency(strbuf *sb, const srv_metrics_gauges *g)
+static void render_residency(text *sb, const srv_metrics_gauges *g)
 {
-    sb_printf(sb, "# HELP mtserve_model_loads_total Times a model's weights were loaded (at start, or on demand).\n"
-                  "# TYPE mtserve_model_loads_total counter\n");
-    for (int m = 0; m < M.n_models; m++)
-        sb_printf(sb, "mtserve_model_loads_total{model=\"%s\"} %llu\n", M.models[m], atomic_load(&M.model_loads[m]));
-    sb_printf(sb, "# HELP mtserve_model_unloads_total Times a model's weights were unloaded to keep within "
-                  "--max-models and --memory-budget.\n# TYPE mtserve_model_unloads_total counter\n");
-    for (int m = 0; m < M.n_models; m++)
-        sb_printf(sb, "mtserve_model_unloads_total{model=\"%s\"} %llu\n", M.models[m],
-                  atomic_load(&M.model_unloads[m]));
+    render_by_model(sb, "mtserve_model_loads_total",
+                    "Times a model's weights were loaded (at start, or on demand).", M.model_loads);
+    render_by_model(sb, "mtserve_model_unloads_total",
+                    "Times a model's weights were unloaded to keep within --max-models and --memory-budget.",
+                    M.model_unloads);
     sb_printf(sb, "# HELP mtserve_model_resident_bytes Bytes a model holds now: its weights and one session "
                   "(0: not loaded).\n# TYPE mtserve_model_resident_bytes gauge\n");
     for (int m = 0; m < M.n_models; m++)
         sb_printf(sb, "mtserve_model_resident_bytes{model=\"%s\"} %.0f\n", M.models[m], g->model_bytes[m]);
 }
 
-static void render_batch(strbuf *sb)
+static void render_batch(text *sb)
 {
     sb_printf(sb, "# HELP mtserve_batch_rows Decoder rows per continuous-batching step.\n"
                   "# TYPE mtserve_batch_rows histogram\n");
@@ -266,7 +260,7 @@ static void render_batch(strbuf *sb)
               atomic_load(&M.cancelled));
 }
 
-static void render_closed(strbuf *sb)
+static void render_closed(text *sb)
 {
     static const char *const reason[SRV_CLOSE_REASONS] = {
         [SRV_CLOSE_REQUEST_TIMEOUT] = "request_timeout", [SRV_CLOSE_IDLE] = "idle",
@@ -287,7 +281,7 @@ void srv_metrics_rate_limited(int kind)
         atomic_fetch_add(&M.limited[kind], 1);
 }
 
-static void render_limited(strbuf *sb)
+static void render_limited(text *sb)
 {
     sb_printf(sb, "# HELP mtserve_rate_limited_total Requests refused with 429: over a client's requests or "
                   "characters per minute (--req-limit, --char-limit, a key's own).\n"
@@ -297,20 +291,20 @@ static void render_limited(strbuf *sb)
               atomic_load(&M.limited[0]), atomic_load(&M.limited[1]));
 }
 
-static void render_gauge(strbuf *sb, const char *name, const char *help, double v)
+static void render_gauge(text *sb, const char *name, const char *help, double v)
 {
     sb_printf(sb, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v);
 }
 
-static void render_counter(strbuf *sb, const char *name, const char *help, double v)
+static void render_counter(text *sb, const char *name, const char *help, double v)
 {
     sb_printf(sb, "# HELP %s %s\n# TYPE %s counter\n%s %.0f\n", name, help, name, name, v);
 }
 
 char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
 {
-    strbuf sb = { malloc(8192), 0, 8192, 0 };
-    if (!sb.buf)
+    text sb = { 0 };
+    if (mt_sb_reserve(&sb.b, 8192))
         return NULL;
     render_requests(&sb);
     render_latency(&sb);
@@ -341,11 +335,14 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_cache_entries", "Sentences the translation cache holds.", g->cache_entries);
     render_gauge(&sb, "mtserve_cache_max_bytes", "The translation cache's bound (--cache-mb; 0: off).",
                  g->cache_max_bytes);
+    render_counter(&sb, "mtserve_assertion_failures_total",
+                   "Broken invariants (MT_ASSERT) met by this process; a request that met one got HTTP 500.",
+                   (double)mt_assert_failures());
     render_gauge(&sb, "mtserve_uptime_seconds", "Seconds since start.", g->uptime_s);
     if (sb.failed) {
-        free(sb.buf);
+        free(sb.b.p);
         return NULL;
     }
-    *len = sb.len;
-    return sb.buf;
+    *len = sb.b.n;
+    return sb.b.p;
 }

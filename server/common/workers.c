@@ -60,16 +60,15 @@ srv_workers *srv_workers_new(int threads, int queue)
     w->tids = calloc((size_t)w->threads, sizeof *w->tids);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (!w->ring || !w->tids) {
-        srv_workers_free(w);
-        return NULL;
-    }
+    if (!w->ring || !w->tids)
+        goto fail;
     for (; w->started < w->threads; w->started++)
-        if (pthread_create(&w->tids[w->started], NULL, worker_main, w) != 0) {
-            srv_workers_free(w);
-            return NULL;
-        }
+        if (pthread_create(&w->tids[w->started], NULL, worker_main, w) != 0)
+            goto fail;
     return w;
+fail:
+    srv_workers_free(w);                /* stops and joins the threads started */
+    return NULL;
 }
 
 void srv_workers_free(srv_workers *w)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
+
 typedef struct {
     int           family;       /* AF_INET or AF_INET6 */
     unsigned char addr[16];
@@ -14,8 +16,9 @@ typedef struct {
 } cidr;
 
 struct srv_proxies {
-    cidr *v;
-    int   n;
+    cidr  *v;
+    int    n;
+    size_t cap;
 };
 
 /* Numeric text -> family and bytes; an IPv4 address mapped into IPv6
@@ -80,14 +83,12 @@ srv_proxies *srv_proxies_parse(const char *list, char *err, size_t err_len)
             ok = end == s + n && end > slash + 1 && bits >= 0 && bits <= max;
             c.bits = (int)bits;
         }
-        cidr *v = ok ? realloc(p->v, sizeof *v * (size_t)(p->n + 1)) : NULL;
-        if (!v) {
+        if (!ok || MT_GROW(p->v, p->cap, (size_t)p->n + 1)) {
             snprintf(err, err_len, ok ? "out of memory" : "bad --trusted-proxy entry '%.*s' (an address or CIDR block)",
                      (int)(n < 64 ? n : 64), s);
             srv_proxies_free(p);
             return NULL;
         }
-        p->v = v;
         p->v[p->n++] = c;
         s += n;
     }

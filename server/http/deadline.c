@@ -1,5 +1,6 @@
 /* deadline: per-connection request deadlines (deadline.h). */
 #include "deadline.h"
+#include "util/check.h"
 #include "util/clock.h"
 
 #include <errno.h>
@@ -55,7 +56,7 @@ struct srv_deadline {
     srv_deadline_conn  head;    /* sentinel of a circular list */
     struct pollfd     *pfd;     /* the sweeper's scratch */
     srv_deadline_conn **pconn;
-    int                pcap;
+    size_t             pcap;
     char              *reply;   /* params.timeout_reply's copy, or NULL */
     size_t             reply_len;
     lingering          lg[MAX_LINGER];
@@ -114,18 +115,11 @@ static void release_departed(srv_deadline *d)
     for (srv_deadline_conn *c = d->head.next; c != &d->head; c = c->next) {
         if (c->closed || c->ph == HANDLING)
             continue;
-        if (n == d->pcap) {
-            int cap = d->pcap ? 2 * d->pcap : 256;
-            struct pollfd *p = realloc(d->pfd, sizeof *p * (size_t)cap);
-            if (p)
-                d->pfd = p;
-            srv_deadline_conn **q = realloc(d->pconn, sizeof *q * (size_t)cap);
-            if (q)
-                d->pconn = q;
-            if (!p || !q)
-                break;
-            d->pcap = cap;
-        }
+        size_t cap_fd = d->pcap, cap_conn = d->pcap;   /* one capacity: both grow, or it stays */
+        if (mt_grow(&d->pfd, &cap_fd, (size_t)n + 1, sizeof *d->pfd, 256) ||
+            mt_grow(&d->pconn, &cap_conn, (size_t)n + 1, sizeof *d->pconn, 256))
+            break;
+        d->pcap = cap_fd;
         d->pfd[n] = (struct pollfd){ .fd = c->fd, .events = POLLRDHUP };
         d->pconn[n++] = c;
     }

@@ -54,6 +54,7 @@
 #include "errors.h"
 #include "front.h"
 #include "common/metrics.h"
+#include "util/check.h"
 #include "util/clock.h"
 
 struct srv_http {
@@ -474,11 +475,9 @@ static int body_append(const srv_http *h, conn_state *st, const char *data, size
         return 0;
     }
     if (st->len + n > st->cap) {
-        size_t cap = st->cap ? st->cap * 2 : 4096;
-        while (cap < st->len + n)
-            cap *= 2;
-        if (cap > st->max_body)
-            cap = st->max_body;
+        size_t cap = mt_grow_cap(st->cap, st->len + n, 1, 4096);
+        if (cap > st->max_body || !cap)
+            cap = st->max_body;         /* the body never outgrows it (checked above) */
         char *p = realloc(st->body, cap);
         if (!p)
             return -1;
@@ -854,23 +853,19 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
         return NULL;
     }
     h->cfg = *cfg;
+    pthread_mutex_init(&h->handed_mu, NULL);
+    int lfd = -1;                       /* the front's once it starts */
     if (!(h->deadline = deadline_start(cfg))) {
         snprintf(err, err_len, "cannot start the request deadline thread");
-        free(h);
-        return NULL;
+        goto fail;
     }
     srv_addr_limit_params lp = { .limit = cfg->max_connections_per_ip };
     h->park_reply = park_reply(cfg->max_connections_per_ip);
     if (!h->park_reply || !(h->addr_limit = srv_addr_limit_new(&lp))) {
         snprintf(err, err_len, "cannot start the connection limits (out of memory)");
-        free(h->park_reply);
-        srv_deadline_free(h->deadline);
-        free(h);
-        return NULL;
+        goto fail;
     }
-    pthread_mutex_init(&h->handed_mu, NULL);
-    int lfd = listen_on(&addr, err, err_len);
-    if (lfd < 0)
+    if ((lfd = listen_on(&addr, err, err_len)) < 0)
         goto fail;
     h->port = bound_port(lfd);
     /* epoll: thousands of idle connections cost no poll() scan.  The
@@ -892,7 +887,6 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
                                  MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, err_len, "cannot start libmicrohttpd on %s:%d", cfg->host, cfg->port);
-        close(lfd);
         goto fail;
     }
     srv_front_params fp = { .listen_fd = lfd, .head_timeout_s = cfg->request_timeout_s, .park_s = PARK_S,
@@ -900,12 +894,13 @@ srv_http *srv_http_start(const srv_http_config *cfg, char *err, size_t err_len)
                             .max_pending = cfg->max_connections,
                             .admit = front_admit, .reply = front_reply, .closed = front_closed, .ctx = h };
     if (!(h->front = srv_front_start(&fp, err, err_len))) {
-        close(lfd);
         MHD_stop_daemon(h->daemon);
         goto fail;
     }
     return h;
 fail:
+    if (lfd >= 0)
+        close(lfd);
     srv_addr_limit_free(h->addr_limit);
     pthread_mutex_destroy(&h->handed_mu);
     free(h->park_reply);

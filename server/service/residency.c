@@ -330,6 +330,56 @@ static void too_big(srv_residency *r, slot *s, size_t bytes, int estimated, wait
     pthread_cond_broadcast(&r->changed);
 }
 
+/* Under the lock, s's weights just loaded (in ms): counts them, hands its
+ * waiting jobs on (the lock released meanwhile), then makes room if its
+ * exact bytes exceed the estimate. */
+static void loaded(srv_residency *r, slot *s, double ms, waiter **failed)
+{
+    const srv_server *srv = r->srv;
+    s->known_bytes = s->m->bytes;
+    if (s->m->bytes > r->max_known)
+        r->max_known = s->m->bytes;
+    if (srv->opts.memory_budget && s->m->bytes > srv->opts.memory_budget) {
+        unload(r, s, "larger than the whole --memory-budget");
+        too_big(r, s, s->known_bytes, 0, failed);
+        return;
+    }
+    s->state = RS_LOADED;
+    s->last_use = ++r->tick;
+    int n_jobs = 0;
+    waiter *jobs = s->head;
+    for (waiter *w = jobs; w; w = w->next)
+        n_jobs++;
+    s->head = s->tail = NULL;
+    r->queued -= n_jobs;
+    s->holders += n_jobs;                   /* held before anyone can pick it to unload */
+    int n;
+    size_t held;
+    totals(r, &n, &held);
+    fprintf(stderr, "mtserve: model %s loaded on demand in %.0f ms: %.1f MB (weights %.1f, session %.1f); "
+                    "%d loaded, %.1f MB; %d request%s waited\n", s->m->id, ms, mb(s->m->bytes),
+            mb(mt_model_get_info(s->m->weights)->weight_bytes), mb(srv_sessions_bytes(s->m->sessions)), n, mb(held),
+            n_jobs, n_jobs == 1 ? "" : "s");
+    pthread_cond_broadcast(&r->changed);
+    pthread_mutex_unlock(&r->lock);
+    while (jobs) {
+        waiter *next = jobs->next;
+        jobs->next = NULL;
+        hand_on(jobs, 1);
+        jobs = next;
+    }
+    pthread_mutex_lock(&r->lock);
+    /* its exact bytes may exceed the estimate: make room now if it can be made */
+    while (over(r)) {
+        slot *v = victim(r, s);
+        if (!v) {
+            fprintf(stderr, "mtserve: over the limits until a loaded model is let go\n");
+            break;
+        }
+        unload(r, v, "least recently used, over the limits");
+    }
+}
+
 /* Under the lock: loads s (making room first), hands its waiting jobs on.
  * 1: something changed; 0: no room (every loaded model is held): wait. */
 static int load(srv_residency *r, slot *s, waiter **failed)
@@ -372,48 +422,7 @@ static int load(srv_residency *r, slot *s, waiter **failed)
         pthread_cond_broadcast(&r->changed);
         return 1;
     }
-    s->known_bytes = s->m->bytes;
-    if (s->m->bytes > r->max_known)
-        r->max_known = s->m->bytes;
-    if (srv->opts.memory_budget && s->m->bytes > srv->opts.memory_budget) {
-        unload(r, s, "larger than the whole --memory-budget");
-        too_big(r, s, s->known_bytes, 0, failed);
-        return 1;
-    }
-    s->state = RS_LOADED;
-    s->last_use = ++r->tick;
-    int n_jobs = 0;
-    waiter *jobs = s->head;
-    for (waiter *w = jobs; w; w = w->next)
-        n_jobs++;
-    s->head = s->tail = NULL;
-    r->queued -= n_jobs;
-    s->holders += n_jobs;                   /* held before anyone can pick it to unload */
-    int n;
-    size_t held;
-    totals(r, &n, &held);
-    fprintf(stderr, "mtserve: model %s loaded on demand in %.0f ms: %.1f MB (weights %.1f, session %.1f); "
-                    "%d loaded, %.1f MB; %d request%s waited\n", s->m->id, ms, mb(s->m->bytes),
-            mb(mt_model_get_info(s->m->weights)->weight_bytes), mb(srv_sessions_bytes(s->m->sessions)), n, mb(held),
-            n_jobs, n_jobs == 1 ? "" : "s");
-    pthread_cond_broadcast(&r->changed);
-    pthread_mutex_unlock(&r->lock);
-    while (jobs) {
-        waiter *next = jobs->next;
-        jobs->next = NULL;
-        hand_on(jobs, 1);
-        jobs = next;
-    }
-    pthread_mutex_lock(&r->lock);
-    /* its exact bytes may exceed the estimate: make room now if it can be made */
-    while (over(r)) {
-        slot *v = victim(r, s);
-        if (!v) {
-            fprintf(stderr, "mtserve: over the limits until a loaded model is let go\n");
-            break;
-        }
-        unload(r, v, "least recently used, over the limits");
-    }
+    loaded(r, s, ms, failed);
     return 1;
 }
 

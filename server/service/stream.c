@@ -2,11 +2,13 @@
 #include "stream.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/metrics.h"
+#include "util/check.h"
 
 enum { WAIT_START, STARTING, RUNNING, SUSPENDED };
 
@@ -180,16 +182,8 @@ static void on_done(void *ctx)
 
 static int out_add(srv_stream *st, const char *a, size_t n)
 {
-    if (st->out_len + n > st->out_cap) {
-        size_t cap = st->out_cap ? st->out_cap * 2 : 4096;
-        while (cap < st->out_len + n)
-            cap *= 2;
-        char *p = realloc(st->out, cap);
-        if (!p)
-            return -1;
-        st->out = p;
-        st->out_cap = cap;
-    }
+    if (n > SIZE_MAX - st->out_len || mt_grow(&st->out, &st->out_cap, st->out_len + n, 1, 4096))
+        return -1;
     memcpy(st->out + st->out_len, a, n);
     st->out_len += n;
     return 0;

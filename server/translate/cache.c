@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/hash.h"
+
 #define MAX_SHARDS      16
 #define MIN_SHARD_BYTES ((size_t)256 << 10)  /* fewer shards below this: an entry of a small cache still fits */
 #define ENTRY_SHARE     8                    /* an entry may use 1/ENTRY_SHARE of its shard */
@@ -56,18 +58,6 @@ static inline uint64_t rotl64(uint64_t x, int r)
     return x << r | x >> (64 - r);
 }
 
-/* Every output bit depends on every input bit: xor-shifts fold the high bits
- * (which the multiplies fill best) back into the low ones the buckets use. */
-static uint64_t avalanche(uint64_t x)
-{
-    x ^= x >> 32;
-    x *= 0xd6e8feb86659fd93ULL;
-    x ^= x >> 29;
-    x *= 0x9e3779b97f4a7c15ULL;
-    x ^= x >> 32;
-    return x;
-}
-
 /* One 8-byte word into the state.  Both steps are bijections (odd multiplies,
  * xor-shifts, a rotation), in the word and in the state, so no word can wipe
  * out what came before (the weakness of a plain multiply-fold). */
@@ -95,7 +85,7 @@ static uint64_t hash_bytes(uint64_t seed, const void *p, size_t n)
         memcpy(&w, b + i, n - i);
         h = absorb(h, w);
     }
-    return avalanche(h ^ (uint64_t)n * 0xff51afd7ed558ccdULL);
+    return mt_hash_mix64(h ^ (uint64_t)n * 0xff51afd7ed558ccdULL);   /* every bit into the low ones the buckets use */
 }
 
 /* ---- accounting ---- */
@@ -246,7 +236,7 @@ static uint64_t make_seed(const srv_cache *c)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return avalanche((uint64_t)(uintptr_t)c ^ (uint64_t)t.tv_sec << 32 ^ (uint64_t)t.tv_nsec);
+    return mt_hash_mix64((uint64_t)(uintptr_t)c ^ (uint64_t)t.tv_sec << 32 ^ (uint64_t)t.tv_nsec);
 }
 
 srv_cache *srv_cache_new(size_t max_bytes)

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
+#include "util/hash.h"
 #include "util/utf8.h"
 
 #define CP_INVALID 0xFFFFFFFFu
@@ -279,24 +281,20 @@ typedef struct {
 struct srv_glossary {
     srv_glossary_limits lim;
     entry     *e;
-    int        n, cap;
+    int        n;
+    size_t     cap;
     trie_node *node;        /* nodes 0 and 1 are the roots (ROOT_FOLD, ROOT_EXACT) */
-    int        n_nodes, node_cap;
+    int        n_nodes;
+    size_t     node_cap;
     trie_edge *edge;
     size_t     edge_mask;   /* table size - 1 (a power of two) */
     size_t     n_edges;
 };
 
-/* A 64-bit mix (the finalizer of MurmurHash3): every key bit reaches the low
- * bits the table mask keeps. */
+/* Every key bit reaches the low bits the table mask keeps. */
 static size_t edge_hash(uint64_t key)
 {
-    key ^= key >> 33;
-    key *= 0xFF51AFD7ED558CCDu;
-    key ^= key >> 33;
-    key *= 0xC4CEB9FE1A85EC53u;
-    key ^= key >> 33;
-    return (size_t)key;
+    return (size_t)mt_hash_mix64(key);
 }
 
 static uint64_t edge_key(uint32_t node, uint32_t c)
@@ -352,16 +350,8 @@ static int32_t edge_add(srv_glossary *g, uint32_t node, uint32_t c)
         return child;
     if (edge_reserve(g) < 0)
         return -1;
-    if (g->n_nodes == g->node_cap) {
-        if (g->node_cap > INT_MAX / 2)
-            return -1;
-        int cap = g->node_cap * 2;
-        trie_node *p = realloc(g->node, sizeof *p * (size_t)cap);
-        if (!p)
-            return -1;
-        g->node = p;
-        g->node_cap = cap;
-    }
+    if (g->n_nodes == INT_MAX || MT_GROW(g->node, g->node_cap, (size_t)g->n_nodes + 1))
+        return -1;
     child = g->n_nodes++;
     g->node[child] = (trie_node){ -1 };
     edge_put(g->edge, g->edge_mask, edge_key(node, c), child);
@@ -577,15 +567,9 @@ mt_status srv_glossary_add(srv_glossary *g, const char *src, size_t src_len, con
                         g->lim.max_entries, quote(q, sizeof q, ne.src, ns));
         goto fail;
     }
-    if (g->n == g->cap) {
-        int cap = g->cap > INT_MAX / 2 ? INT_MAX : g->cap ? 2 * g->cap : 16;
-        entry *p = realloc(g->e, sizeof *p * (size_t)cap);
-        if (!p) {
-            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        g->e = p;
-        g->cap = cap;
+    if (MT_GROW(g->e, g->cap, (size_t)g->n + 1)) {
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     node = key_node(g, root, ne.key, ne.key_len, true);
     if (node < 0) {                     /* out of memory; the nodes made so far lead nowhere, harmlessly */

@@ -1,10 +1,12 @@
 /* pipeline: split -> tokenize once -> decode -> detokenize -> join (pipeline.h). */
 #include "pipeline.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "splitter.h"
+#include "util/check.h"
 #include "word_align.h"
 
 typedef struct {
@@ -27,7 +29,8 @@ typedef struct {
 
 typedef struct {
     sentence *v;
-    int       n, cap;
+    int       n;
+    size_t    cap;
 } sentence_list;
 
 struct srv_tr {
@@ -60,14 +63,8 @@ static void sentences_free(sentence_list *l)
 
 static int push_sentence(sentence_list *l, int text, const char *t, size_t start, size_t len)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        sentence *v = realloc(l->v, sizeof *v * (size_t)cap);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (MT_GROW(l->v, l->cap, (size_t)l->n + 1))
+        return -1;
     sentence *s = &l->v[l->n];
     memset(s, 0, sizeof *s);
     s->text = text;
@@ -369,16 +366,9 @@ static void put(bytes *b, const void *x, size_t n)
 {
     if (b->oom || n == 0)
         return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p, b->cap = cap;
+    if (n > SIZE_MAX - b->n || mt_grow(&b->p, &b->cap, b->n + n, 1, 256)) {
+        b->oom = 1;
+        return;
     }
     memcpy(b->p + b->n, x, n);
     b->n += n;

@@ -10,6 +10,7 @@
 
 #include "common/metrics.h"
 #include "sessions.h"
+#include "util/check.h"
 #include "util/clock.h"
 
 #define GONE_POLL_S 0.02        /* how often the clients of decoding jobs are checked */
@@ -294,6 +295,15 @@ static int bg_must_wait(const srv_sched *sc, int fg_active, int fg_waiting)
     return (fg_active > 0 || fg_waiting > 0) && sc->n_bg_rows >= sc->bg_rows;
 }
 
+/* The row the engine gave a starting sentence is free in active[]: a bug if
+ * not (the engine reuses an id still decoding, or one out of its rows). */
+static mt_status check_new_seq(const srv_sched *sc, int seq, mt_err *err)
+{
+    MT_ASSERT(seq >= 0 && seq < sc->rows, err);
+    MT_ASSERT(!sc->active[seq], err);
+    return MT_OK;
+}
+
 /* Under mu (released around mt_seq_start): starts waiting sentence it, taken
  * off its queue already; 0, or -1 when it could not start (it is over). */
 static int start_one(srv_sched *sc, srv_seq_req *it, srv_decode_job **done_list)
@@ -308,6 +318,8 @@ static int start_one(srv_sched *sc, srv_seq_req *it, srv_decode_job **done_list)
     mt_decode_params q = srv_decode_item_params(it->job, (int)(it - it->job->items));
     mt_status st = mt_seq_start(sc->s, it->src, it->n_src, &q, &it->seq, &it->err);
     pthread_mutex_lock(&sc->mu);
+    if (st == MT_OK)
+        st = check_new_seq(sc, it->seq, &it->err);     /* broken: this sentence fails (HTTP 500) */
     if (st != MT_OK) {
         sc->n_bg_rows -= bg_rows_of(it);
         it->status = st;
@@ -402,22 +414,31 @@ static void admit(srv_sched *sc, srv_decode_job **done_list)
     admit_interactive(sc, done_list);
 }
 
+/* A finished sentence's hypotheses fit its item's hyps[] (the job's n_best). */
+static mt_status check_hyps(const srv_seq_req *it, int n, mt_err *err)
+{
+    int cap = it->job->dp.n_best > 0 ? it->job->dp.n_best : 1;
+    MT_ASSERT(n >= 0 && n <= cap, err);
+    return MT_OK;
+}
+
 /* The decode loop's hand-over after a step (scheduler thread, no lock: the
  * active items are its own): sequence seq finished (its progress hook has
  * seen its best hypothesis); its item leaves the active ones for retire. */
 static void sched_finished(void *data, int seq, mt_status st, mt_hyp *hyps, int n, const mt_err *err)
 {
     srv_sched *sc = data;
+    /* a sequence we did not start: no request to fail, nothing to hand over */
+    MT_ASSERT_OR(seq >= 0 && seq < sc->rows && sc->active[seq], mt_hyps_free(hyps, n); return);
     srv_seq_req *it = sc->active[seq];
-    if (!it) {                          /* not ours: cannot happen */
-        mt_hyps_free(hyps, n);
-        return;
-    }
-    it->status = st;
-    if (st == MT_OK)
-        memcpy(it->hyps, hyps, sizeof *hyps * (size_t)n);
-    else
+    mt_status checked = st == MT_OK ? check_hyps(it, n, &it->err) : st;
+    it->status = checked;
+    if (st != MT_OK)
         it->err = *err;
+    else if (checked != MT_OK)
+        mt_hyps_free(hyps, n);          /* broken: this sentence fails (HTTP 500) */
+    else
+        memcpy(it->hyps, hyps, sizeof *hyps * (size_t)n);
     sc->active[seq] = NULL;
     sc->n_active--;
     sc->n_bg_rows -= bg_rows_of(it);
@@ -535,20 +556,21 @@ srv_sched *srv_sched_new(const mt_model *model, const mt_session_params *sparams
     sc->p = *p;
     sc->rows = sparams->max_batch;
     sc->bg_rows = sc->rows / SRV_SCHED_BACKGROUND_SHARE > 1 ? sc->rows / SRV_SCHED_BACKGROUND_SHARE : 1;
-    if (mt_session_new(model, sparams, &sc->s, err) != MT_OK ||
-        !(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
-        if (sc->s)
-            mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
-        srv_sched_free(sc);
-        return NULL;
+    if (mt_session_new(model, sparams, &sc->s, err) != MT_OK)
+        goto fail;
+    if (!(sc->active = calloc((size_t)sc->rows, sizeof *sc->active))) {
+        mt_err_set(err, MT_ERR_NOMEM, "scheduler: out of memory");
+        goto fail;
     }
     if (pthread_create(&sc->tid, NULL, sched_main, sc) != 0) {
         mt_err_set(err, MT_ERR_NOMEM, "scheduler: cannot start its thread");
-        srv_sched_free(sc);
-        return NULL;
+        goto fail;
     }
     sc->started = 1;
     return sc;
+fail:
+    srv_sched_free(sc);
+    return NULL;
 }
 
 void srv_sched_free(srv_sched *sc)

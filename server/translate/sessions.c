@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "util/check.h"
+
 struct srv_sessions {
     pthread_mutex_t   mu;
     const mt_model   *model;
@@ -70,6 +72,8 @@ void srv_sessions_put(srv_sessions *p, mt_session *s)
 {
     mt_session_trim(s, SRV_SESSION_TRIM_MIN_BYTES, NULL);  /* still ours: outside the lock */
     pthread_mutex_lock(&p->mu);
+    /* put back more than were made: a bug of the caller; the extra one is freed, not written past the list */
+    MT_ASSERT_OR(p->n_free < p->n_created, pthread_mutex_unlock(&p->mu); mt_session_free(s); return);
     p->free_list[p->n_free++] = s;
     pthread_mutex_unlock(&p->mu);
 }
