@@ -2,7 +2,7 @@
 # Included by the top Makefile.
 #   make bench            engine vs PyTorch, server load, memory, machine limits -> BENCHMARKS.md
 #   make bench-kernels    the batched products against the measured peak
-#   make bench-llm        decoder-only LMs, C engine vs PyTorch (needs make llm-models-full)
+#   make bench-llm        decoder-only LMs at their published shapes, C engine vs PyTorch
 #   make bench-ct2        mtserve vs CTranslate2 4.8.1
 #   make bench-server-rate, file-bench, cache-bench, html-bench   the server's own figures
 .PHONY: bench bench-models bench-kernels bench-llm bench-ct2 bench-server-rate file-bench cache-bench html-bench
@@ -66,12 +66,22 @@ $(B)/bench/bench_llm: bench/bench_llm.c bench/bench_util.h $(B)/libmt.a
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)
 
 # The C engine (held F32/F16/INT8) against the PyTorch reference (bench/llm_torch.py, F32/BF16,
-# python3-torch) on the full-depth fixtures of LLM_DIR, batch 1 and 8, one table (bench/llm_bench.py):
-#   make bench-llm LLM_DIR=/work/wt-llm/build/llm [BENCH_LLM_ARGS="--models qwen3 --torch ''"]
+# python3-torch) on full-depth checkpoints of the published shapes, batch 1 and 8, one table
+# (bench/llm_bench.py):  make bench-llm [BENCH_LLM_ARGS="--models qwen3 --torch ''"]
+# The checkpoints: `gen_llm.py OUT full published` (TinyLlama-1.1B, Qwen3-0.6B, Qwen2.5-0.5B
+# in BF16 with their float64 first-step logits; 4.4 GB, minutes) in LLM_FULL_DIR, never
+# committed; the tests use narrower ones (tests/tests.mk, llm-models).
 BENCH_LLM_ARGS ?=
-.PHONY: bench-llm
-bench-llm: $(B)/bench/bench_llm
-	/usr/bin/python3 bench/llm_bench.py --llm-dir $(LLM_DIR) --bench $(B)/bench/bench_llm $(BENCH_LLM_ARGS)
+LLM_FULL_DIR   ?= $(CURDIR)/build/llm-full
+.PHONY: bench-llm llm-models-full
+llm-models-full: $(LLM_FULL_DIR)/.done
+$(LLM_FULL_DIR)/.done: tests/llm/gen_llm.py
+	rm -rf $(LLM_FULL_DIR) && mkdir -p $(LLM_FULL_DIR)
+	/usr/bin/python3 tests/llm/gen_llm.py $(LLM_FULL_DIR) full published
+	touch $@
+
+bench-llm: $(B)/bench/bench_llm llm-models-full
+	/usr/bin/python3 bench/llm_bench.py --llm-dir $(LLM_FULL_DIR) --bench $(B)/bench/bench_llm $(BENCH_LLM_ARGS)
 
 # mtserve vs CTranslate2 4.8.1 (oneDNN) at the shapes of bench-models (issue 32; bench/ct2/compare.py):
 #   make bench-ct2 [CT2_DIR=/work/ct2] [BENCH_CT2_ARGS="--reps 1 --shapes en-mg --shortlist"]

@@ -2,14 +2,14 @@
  * independent float64 reference.
  *
  * Fixtures: `make llm-models` runs tests/llm/gen_llm.py into <build>/llm/
- * (random weights of the published TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and
- * Qwen2.5-0.5B configs; the reference is numpy float64 written from the HF
+ * (random weights of the TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and
+ * Qwen2.5-0.5B configs narrowed: widths / 2 or 4 and a 16,384 vocabulary, the
+ * rest as published, gen_llm.py narrow(); the reference is numpy float64 written from the HF
  * modeling equations, not from the engine).  Where they live: $MT_LLM_DIR,
  * else <dir of $MTSERVE_BIN>/llm, else build/llm.  A missing directory FAILS
  * (nothing is skipped).
  *
- *  - greedy: each reduced model (2 layers, every other dimension as
- *    published) in each file form (F32, F16, BF16 safetensors and two shards
+ *  - greedy: each reduced model (2 layers of the narrowed shape) in each file form (F32, F16, BF16 safetensors and two shards
  *    + index), 32 prompts of 1..40 ids decoded together (8 rows, sequences
  *    joining as others finish) for 20 tokens: ids IDENTICAL to the
  *    reference's.  The forms hold the same values (gen_llm.py

@@ -22,7 +22,7 @@ UNIT_TESTS := test_access test_cache test_check test_constraints test_decode tes
               test_shortlist test_splitter test_tokenizer test_zip test_hf_tokenizer test_prompt
 
 .PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served \
-        opus-models llm-models-full
+        opus-models
 
 $(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -157,13 +157,15 @@ html-check: $(B)/mtserve
 doc-check: $(B)/mtserve
 	B=$(B) tests/html/with_server.sh /usr/bin/python3 tests/documents/check_files.py {url}
 
-# Decoder-only LMs (issue 31, tests/test_llm.c): random-weight checkpoints of the published
+# Decoder-only LMs (issue 31, tests/test_llm.c): random-weight checkpoints of the
 # TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and Qwen2.5-0.5B configs and their expected outputs
 # from an independent float64 reference (numpy), by tests/llm/gen_llm.py; never committed.
-# What each check needs, and no more (tests/llm/README.md): the file forms and the greedy
-# agreement at 2 layers, the depth at full depth; one model keeps every published
-# dimension at full depth.  One directory for every build flavour (asan, tsan).  Without
-# numpy the script fails, and so does `make test`.
+# Narrowed (widths / 2 or 4, vocabulary 16,384; head_dim, grouping, RoPE, biases, norms as
+# published: the header of gen_llm.py says why): the file forms and greedy runs at 2
+# layers, the logits at full depth.  ~1.1 GB, under a minute of CPU (the published widths
+# took 15 GB and 20 minutes; bench/bench.mk makes those for the speed figures).  One
+# directory for every build flavour (asan, tsan).  Without numpy the script fails, and so
+# does `make test`.
 LLM_DIR ?= $(CURDIR)/build/llm
 llm-models: $(LLM_DIR)/.done
 $(LLM_DIR)/.done: tests/llm/gen_llm.py

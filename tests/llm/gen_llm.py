@@ -10,13 +10,13 @@ build machine, and a float64 numpy forward is the reference the tests need.
 A missing numpy makes this script, hence `make llm-models` and `make test`,
 fail.
 
-OUT/<name>-2l/{f32,f16,bf16,sharded}/   the published config at 2 layers
-                                        (full hidden size, heads, head_dim,
-                                        vocabulary), four file forms of the
-                                        SAME values (see round_weights)
+OUT/<name>-2l/{f32,f16,bf16,sharded}/   the test shape (narrow(), below) at 2
+                                        layers: four file forms of the SAME
+                                        values (see round_weights)
 OUT/<name>-2l/expected.txt              greedy continuations (20 tokens) of
                                         N_PROMPTS random prompts (1..40 ids)
-OUT/<name>-full/bf16/                   full depth, BF16 (logits check, speed)
+OUT/<name>-full/bf16/                   the test shape at full depth, BF16
+                                        (logits check)
 OUT/<name>-full/logits.txt, logits.f32  first-step logits of N_LOGIT prompts
 OUT/<name>-2l/attention.txt, .f64       attention probabilities (mt_attention_run)
                                         of 5 prompt + target pairs, from the
@@ -24,6 +24,18 @@ OUT/<name>-2l/attention.txt, .f64       attention probabilities (mt_attention_ru
 OUT/bad/<case>/                         checkpoints the loader must refuse
 OUT/summary.json                        what was made: distinct outputs,
                                         redrawn prompts, margins
+
+The test shape is the published config narrowed (narrow(): hidden size,
+intermediate size, query and K/V heads divided by NARROW[name], head_dim, the
+query/K-V grouping, RoPE theta, biases, Q/K norms and tying as published; the
+vocabulary cut to TEST_VOCAB).  What the tests prove does not need the
+published widths: the forms prove the readers, the greedy runs the equations,
+the full depth the error over every layer (LOGIT_TOL), and every kernel at
+every width is tested against its reference in test_kernels.  At published
+widths the fixtures took 15 GB and 20 minutes; narrowed, under 1 GB.
+`gen_llm.py OUT full published` writes the full-depth checkpoints at the
+published shapes (TinyLlama 2.2 GB, Qwen3 1.2 GB, Qwen2.5 1 GB): the speed
+figures of `make bench-llm` (`make llm-models-full`).
 
 `gen_llm.py OUT attention [SRC]` writes only the attention files into
 OUT/<name>-2l/, reading the 2-layer f32 checkpoints of SRC (default OUT), so
@@ -70,6 +82,9 @@ QWEN2 = {   # Qwen2.5-0.5B: q/k/v biases, 14 heads over 2 KV heads
     "use_sliding_window": False, "vocab_size": 151936,
 }
 MODELS = {"tinyllama": TINYLLAMA, "qwen3": QWEN3, "qwen2": QWEN2}
+NARROW = {"tinyllama": 4, "qwen3": 2, "qwen2": 2}    # 32/4 heads over 4/1 K/V; 16/8 over 8/4; 14/2 over 7/1
+TEST_VOCAB = 16384
+PUBLISHED = False       # `full published`: the published shapes (benchmarks)
 
 N_PROMPTS = 32          # greedy prompts per reduced model
 GEN = 20                # tokens generated per prompt
@@ -100,6 +115,26 @@ def tensor(seed, name, shape, kind):
     else:
         w = STD * rng.standard_normal(shape, dtype=np.float32)
     return round_weights(w)
+
+
+def narrow(name, cfg):
+    """The test shape of a published config (see the header); itself with PUBLISHED."""
+    if PUBLISHED:
+        return cfg
+    k = NARROW[name]
+    d, H, KV = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or d // H
+    assert d % k == 0 and H % k == 0 and KV % k == 0 and cfg["intermediate_size"] % k == 0, name
+    V0 = cfg["vocab_size"]
+    V = min(V0, TEST_VOCAB)
+    out = dict(cfg, hidden_size=d // k, intermediate_size=cfg["intermediate_size"] // k,
+               num_attention_heads=H // k, num_key_value_heads=KV // k, vocab_size=V)
+    if "head_dim" in cfg:
+        out["head_dim"] = hd
+    assert (out.get("head_dim") or out["hidden_size"] // out["num_attention_heads"]) == hd, name
+    for t in ("bos_token_id", "eos_token_id"):      # the same distance from the end of the vocabulary
+        out[t] = cfg[t] if cfg[t] < V else V - (V0 - cfg[t])
+    return out
 
 
 def dims(cfg):
@@ -294,7 +329,7 @@ def draw_prompt(rng, V):
 
 # ---- the models ------------------------------------------------------------------
 def reduced(out, name, cfg0, seed, summary):
-    cfg = dict(cfg0, num_hidden_layers=2)
+    cfg = dict(narrow(name, cfg0), num_hidden_layers=2)
     base = os.path.join(out, f"{name}-2l")
     specs = all_specs(cfg)
     W32 = {n: tensor(seed, n, s, k) for n, s, k in specs}
@@ -340,6 +375,7 @@ def full(out, name, cfg, seed, summary):
     """Full depth in BF16, streamed layer by layer: each tensor is drawn, written
     and used by the reference on the logit prompts, then dropped."""
     base = os.path.join(out, f"{name}-full")
+    cfg = narrow(name, cfg)
     d, H, KV, hd, F, V = dims(cfg)
     rng = np.random.default_rng(seed + 2000)
     prompts = [[int(t) for t in rng.integers(0, V, n)] for n in (1, 7, 23, 40)][:N_LOGIT]
@@ -408,7 +444,7 @@ class Checkpoint:
 def attention(out, src, name, cfg0, seed, summary):
     """The whole sequence (prompt + target) through every layer at once, HF's causal
     attention (Ref.layer), each layer's probabilities [H][N][N] kept."""
-    cfg = dict(cfg0, num_hidden_layers=2)
+    cfg = dict(narrow(name, cfg0), num_hidden_layers=2)
     ck = Checkpoint(os.path.join(src, f"{name}-2l", "f32", "model.safetensors"))
     ref = Ref(cfg, ck)
     rng = np.random.default_rng(seed + 3000)
@@ -488,7 +524,9 @@ def bad(out, summary):
 def main():
     out = sys.argv[1]
     only = sys.argv[2].split(",") if len(sys.argv) > 2 else ["reduced", "attention", "full", "bad"]
-    src = sys.argv[3] if len(sys.argv) > 3 else out
+    global PUBLISHED
+    PUBLISHED = len(sys.argv) > 3 and sys.argv[3] == "published"
+    src = sys.argv[3] if len(sys.argv) > 3 and not PUBLISHED else out
     os.makedirs(out, exist_ok=True)
     summary = {}
     if "bad" in only:
