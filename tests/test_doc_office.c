@@ -464,10 +464,14 @@ static void round_trip(const char *path, srv_doc_kind kind, int mode)
             assert_string_equal(ta, tb);
         }
         free(ta), free(tb);
-        /* the XML declaration kept */
-        assert_true(!strncmp(b.data[i], "<?xml version=\"1.0\" encoding=\"UTF-8\"", 36));
+        /* the XML declaration kept, byte for byte (python-docx and odfpy quote with ') */
+        const char *da = strstr(a.data[i], "?>"), *db = strstr(b.data[i], "?>");
+        assert_true(!strncmp(a.data[i], "<?xml version=", 14) && da && db);
+        assert_int_equal(da - a.data[i], db - b.data[i]);
+        assert_memory_equal(a.data[i], b.data[i], (size_t)(da - a.data[i]));
+        assert_non_null(strstr(b.data[i], "encoding='UTF-8'"));
         if (kind == SRV_DOC_DOCX)
-            assert_non_null(strstr(b.data[i], "standalone=\"yes\"?>"));
+            assert_non_null(strstr(b.data[i], "standalone='yes'?>"));
     }
     if (kind == SRV_DOC_ODT) {      /* mimetype first, stored */
         assert_string_equal(b.name[0], "mimetype");
