@@ -467,13 +467,14 @@ mt_status srv_xml_write(const srv_xml_doc *d, char **out, size_t *len, mt_err *e
     mt_sbuf b = { 0 };
     mt_status st = MT_OK;
     edit *e = NULL;
-    if (d->n_edits && !(e = malloc(sizeof *e * d->n_edits))) {
-        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    if (d->n_edits)
+    if (d->n_edits) {
+        if (!(e = malloc(sizeof *e * d->n_edits))) {
+            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         memcpy(e, d->edits, sizeof *e * d->n_edits);
-    qsort(e, d->n_edits, sizeof *e, edit_cmp);
+        qsort(e, d->n_edits, sizeof *e, edit_cmp);
+    }
     size_t from = 0;
     for (size_t k = 0; k < d->n_edits; k++) {
         MT_ASSERT_OR(e[k].at >= from && e[k].at + e[k].cut <= d->len,                 /* changes never overlap */
