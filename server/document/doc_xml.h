@@ -14,7 +14,7 @@
  *
  * Why not a general tree and serializer: the formats only ever change text,
  * so splicing keeps the part exactly as its writer made it; and expat needs
- * neither ICU nor libxml2's 30 MB of character tables in the image
+ * nothing beyond libc, where Debian's libxml2 brings ICU, 33 MB of the image
  * (docker/README.md).
  *
  * Safety: a DOCTYPE stops the parse (neither format has one: no entity can be
