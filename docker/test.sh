@@ -114,6 +114,15 @@ fi
 size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
 check "image size $size bytes ($(( size / 1000000 )) MB) < 120 MB" [ "$size" -lt 120000000 ]
 docker history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | cut -c1-110 | sed 's/^/      /'
+# what the image holds, library by library (docker/README.md's table): its file system
+# exported from a created (never started) container
+if cid=$(docker create "$IMAGE" 2>/dev/null); then
+    mkdir -p "$TMP/image-root"
+    docker export "$cid" | tar -C "$TMP/image-root" -xf - 2>/dev/null
+    docker rm "$cid" >/dev/null
+    bash docker/lib_sizes.sh "$TMP/image-root" >"$WORK/lib_sizes.md" && sed 's/^/      /' "$WORK/lib_sizes.md"
+    rm -rf "$TMP/image-root"
+fi
 
 
 # ---- helpers ----

@@ -12,6 +12,8 @@
 #     `mtserve health` answers 0 and /translate answers: the image without an engine;
 #   - `mtserve serve` accepts the ENTRYPOINT arguments and knows every MTSERVE_* the
 #     image sets (skipped, not passed, while `serve` is not implemented);
+#   - that root file system with the runtime stage's COPY lines applied and the binary
+#     stripped (the image's files) is under docker/test.sh's 120 MB limit;
 #   - docker/k8s/*.yaml parse as YAML (Debian's python3-yaml) and carry the required
 #     fields: kind/apiVersion/metadata.name, the Deployment's /health probes, resources,
 #     terminationGracePeriodSeconds > drain timeout + preStop sleep, the security
@@ -292,6 +294,11 @@ if [ -n "$BIN" ] && (cd "$TMP/src" && bash docker/rootfs.sh build/mtserve "$root
     grep -i '^COPY ' "$TMP/runtime" | grep -v -- '--from' | while read -r _ src dst; do
         mkdir -p "$rootfs/$dst" && cp -r "$TMP/src/${src%/}/." "$rootfs/$dst"
     done
+    # the image's size without an engine: this file system, the binary stripped as the
+    # build stage strips it, against docker/test.sh's limit (which `make check` never runs)
+    strip "$rootfs/usr/local/bin/mtserve"
+    est=$(du -sb "$rootfs" | cut -f1)
+    check "the image's files $est bytes ($(( est / 1000000 )) MB) < 120 MB, docker/test.sh's limit" [ "$est" -lt 120000000 ]
     for lib in $(ldd "$BIN" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'); do
         check "rootfs holds $(basename "$lib") and its package's copyright" \
             bash -c '[ -f "$1$2" ] && ls "$1"/usr/share/doc/*/copyright >/dev/null' _ "$rootfs" "$lib"

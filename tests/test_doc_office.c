@@ -464,10 +464,14 @@ static void round_trip(const char *path, srv_doc_kind kind, int mode)
             assert_string_equal(ta, tb);
         }
         free(ta), free(tb);
-        /* the XML declaration kept */
-        assert_true(!strncmp(b.data[i], "<?xml version=\"1.0\" encoding=\"UTF-8\"", 36));
+        /* the XML declaration kept, byte for byte (python-docx and odfpy quote with ') */
+        const char *da = strstr(a.data[i], "?>"), *db = strstr(b.data[i], "?>");
+        assert_true(!strncmp(a.data[i], "<?xml version=", 14) && da && db);
+        assert_int_equal(da - a.data[i], db - b.data[i]);
+        assert_memory_equal(a.data[i], b.data[i], (size_t)(da - a.data[i]));
+        assert_non_null(strstr(b.data[i], "encoding='UTF-8'"));
         if (kind == SRV_DOC_DOCX)
-            assert_non_null(strstr(b.data[i], "standalone=\"yes\"?>"));
+            assert_non_null(strstr(b.data[i], "standalone='yes'?>"));
     }
     if (kind == SRV_DOC_ODT) {      /* mimetype first, stored */
         assert_string_equal(b.name[0], "mimetype");
@@ -551,6 +555,49 @@ static void test_docx_runs_follow_words(void **state)
     out = render_ok(d, &m);
     srv_doc *e = parse_ok(SRV_DOC_DOCX, out, m);
     assert_string_equal(srv_doc_unit(e, 0), "NOW DOCUMENTATION THE READ");
+    srv_doc_free(e);
+    free(out);
+    srv_doc_free(d);
+    free(z);
+}
+
+/* A translated part is its own bytes with only the changed text spliced in:
+ * the declaration and its quotes, a comment, CRLF, attribute spacing and
+ * quoting, character references of an untranslated paragraph all kept; a
+ * CDATA section written as escaped text; xml:space="preserve" added to a w:t
+ * (or its 'default' changed) when its new text starts with a space. */
+static void test_splice_keeps_bytes(void **state)
+{
+    const char *head = "<?xml version='1.0' encoding='UTF-8' standalone='yes'?>\r\n<!-- made by hand -->\n"
+                       "<w:document xmlns:w='" W_NS "'  xmlns:x = \"urn:x\"><w:body>\r\n";
+    const char *keep = "<w:p><w:r><w:rPr><w:b  w:val = 'true' /></w:rPr><w:t>caf&#xE9; &amp; &#60;more&gt;</w:t>"
+                       "</w:r></w:p>\r\n";
+    const char *tail = "</w:body></w:document>\r\n";
+    char xml[2048], want[2048];
+    snprintf(xml, sizeof xml, "%s%s%s%s", head, keep,
+             "<w:p><w:r><w:t>one</w:t></w:r><w:r><w:t xml:space='default'> two</w:t></w:r>"
+             "<w:r><w:t><![CDATA[ three]]></w:t></w:r></w:p>", tail);
+    snprintf(want, sizeof want, "%s%s%s%s", head, keep,
+             "<w:p><w:r><w:t>ONE</w:t></w:r><w:r><w:t xml:space='preserve'> TWO</w:t></w:r>"
+             "<w:r><w:t xml:space=\"preserve\"> THREE</w:t></w:r></w:p>", tail);
+    size_t n, m;
+    char *z = mkdocx(xml, &n);
+    srv_doc *d = parse_ok(SRV_DOC_DOCX, z, n);
+    const char *units[] = { "caf\xc3\xa9 & <more>", "one two three" };
+    check_units(d, units, 2);
+    const char tr[] = "ONE TWO THREE";
+    const long links[] = { 0, 3, 0, 3, 4, 7, 4, 7, 8, 13, 8, 13 };
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_set(d, 1, tr, sizeof tr - 1, links, 3, &err), MT_OK);
+    char *out = render_ok(d, &m);
+    listing l = list_zip(out, m);
+    int k = list_find(&l, "word/document.xml");
+    assert_true(k >= 0);
+    assert_string_equal(l.data[k], want);
+    list_free(&l);
+    srv_doc *e = parse_ok(SRV_DOC_DOCX, out, m);
+    const char *units2[] = { "caf\xc3\xa9 & <more>", "ONE TWO THREE" };
+    check_units(e, units2, 2);
     srv_doc_free(e);
     free(out);
     srv_doc_free(d);
@@ -643,6 +690,10 @@ static void test_bad_xml(void **state)
                   { "word/header2.xml", "<w:hdr><", 0, 0 } };
     z = mkzip(e, 3, &n);
     parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/header2.xml");
+    free(z);
+    /* an encoding other than UTF-8 declared: refused by name (both formats write UTF-8) */
+    z = mkdocx("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><w:document xmlns:w=\"" W_NS "\"/>", &n);
+    parse_fails(SRV_DOC_DOCX, z, n, NULL, MT_ERR_INPUT, "word/document.xml declares the encoding ISO-8859-1");
     free(z);
 }
 
@@ -867,6 +918,7 @@ int main(void)
         cmocka_unit_test(test_odt_reversed),
         cmocka_unit_test(test_docx_runs_follow_words),
         cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_splice_keeps_bytes),
         cmocka_unit_test(test_docx_structure),
         cmocka_unit_test(test_not_a_zip),
         cmocka_unit_test(test_corrupt),

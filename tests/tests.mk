@@ -9,7 +9,9 @@
 #   make asan / tsan / valgrind   the same programs under a sanitizer (see below)
 #
 # Every program prints cmocka's counts; a run fails if any program fails.
-TEST_LIBS    := $(shell pkg-config --libs cmocka libcurl 2>/dev/null)
+# libxml2: test_doc_office's independent reader of the XML the server writes
+TEST_LIBS    := $(shell pkg-config --libs cmocka libcurl libxml-2.0 2>/dev/null)
+TEST_CFLAGS  := $(shell pkg-config --cflags libxml-2.0 2>/dev/null)
 TEST_SRC     := $(sort $(wildcard tests/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC) tests/gen_opus.c,$(wildcard tests/*.c))   # gen_opus: a program of its own
 TEST_OBJ     := $(patsubst tests/%.c,$(B)/tests/obj/%.o,$(TEST_SRC) $(TEST_SUPPORT))
@@ -26,7 +28,7 @@ UNIT_TESTS := test_access test_cache test_check test_constraints test_decode tes
 
 $(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # A test program: its object, the shared support objects (harness, fixtures, reference
 # kernels) and both libraries; build/mtserve beside it for the tests that start it.

@@ -24,19 +24,18 @@
  * is emptied, and the spaces before a tab or break are dropped (the element
  * is the space).  Run properties, paragraph properties, drawings, fields,
  * bookmarks, tables: every element stays where it is.  Only the parts with a
- * translated unit are re-serialized (libxml2, their XML declaration and
- * namespaces kept); characters XML 1.0 does not allow are left out.
+ * translated unit are written again, and in them only the text that changed
+ * (doc_xml.h: the new text spliced into the part's own bytes, every other byte
+ * kept: declaration, prefixes, attributes, comments); characters XML 1.0 does
+ * not allow are left out.
  *
- * XML safety: xmlReadMemory-like parsing with XML_PARSE_NONET and without
- * NOENT/DTDLOAD; a DOCTYPE stops the parser at once (neither format has one:
- * no entity can be declared, so none can expand); nesting is bounded by
- * lim->max_depth.  The parts' trees are not kept: parse reads the units and
- * frees them, render parses the same bytes again and walks them the same way,
- * so render changes nothing in the parsed document.
+ * XML safety (doc_xml.h, expat): a DOCTYPE stops the parser at once (neither
+ * format has one: no entity can be declared, so none can expand; nothing is
+ * fetched); nesting is bounded by lim->max_depth.  The parts' trees are not
+ * kept: parse reads the units and frees them, render parses the same bytes
+ * again and walks them the same way, so render changes nothing in the parsed
+ * document.
  */
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +43,7 @@
 
 #include "doc_format.h"
 #include "doc_runs.h"
+#include "doc_xml.h"
 #include "doc_zip.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -85,119 +85,29 @@ typedef struct {
     int            n_units, cap_units;
 } office;
 
-/* ---- XML parsing ---------------------------------------------------------- */
+/* ---- the tree ------------------------------------------------------------ */
 
-static pthread_once_t xml_once = PTHREAD_ONCE_INIT;
-static void xml_init(void) { xmlInitParser(); }
+typedef const srv_xml_node *node_t;
 
-static __thread int saw_doctype;
-
-/* SAX internalSubset: called at "<!DOCTYPE name", before any declaration in it. */
-static void stop_at_doctype(void *ctx, const xmlChar *name, const xmlChar *ext, const xmlChar *sys)
+static int in_ns(node_t n, const char *const *ns)
 {
-    saw_doctype = 1;
-    xmlStopParser((xmlParserCtxtPtr)ctx);
-}
-
-/* libxml2 reports some errors (input encoding) through the thread's generic
- * error function, whatever the parser's options: silenced during our parses. */
-static void silent(void *ctx, const char *msg, ...) {}
-
-/* part bytes -> its tree, or a failure naming the entry. */
-static mt_status xml_parse(const char *name, const char *xml, size_t len, int max_depth, xmlDocPtr *out, mt_err *err)
-{
-    *out = NULL;
-    char pb[96];
-    const char *pn = srv_zip_printable(name, pb, sizeof pb);
-    if (len > INT32_MAX)
-        return mt_err_set(err, MT_ERR_TOO_LONG, "%s is over 2 GB", pn);
-    pthread_once(&xml_once, xml_init);
-    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (!ctxt)
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    ctxt->sax->internalSubset = stop_at_doctype;
-    saw_doctype = 0;
-    xmlGenericErrorFunc old_fn = xmlGenericError;
-    void *old_ctx = xmlGenericErrorContext;
-    xmlSetGenericErrorFunc(NULL, silent);
-    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, xml, (int)len, NULL, NULL,
-                                      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    xmlSetGenericErrorFunc(old_ctx, old_fn);
-    mt_status st = MT_OK;
-    if (saw_doctype) {
-        st = mt_err_set(err, MT_ERR_INPUT, "%s has a DOCTYPE (refused: neither docx nor odt has one)", pn);
-    } else if (!doc || !ctxt->wellFormed) {
-        xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
-        char msg[200] = "not well-formed";
-        if (e && e->message) {
-            snprintf(msg, sizeof msg, "%s", e->message);
-            for (size_t k = strlen(msg); k && (msg[k - 1] == '\n' || msg[k - 1] == ' '); k--)
-                msg[k - 1] = 0;
-            for (char *c = msg; *c; c++)
-                if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-                    *c = '?';
-        }
-        if (e && e->code == XML_ERR_NO_MEMORY)
-            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        else if (e && e->code == XML_ERR_INTERNAL_ERROR && strstr(msg, "depth"))
-            st = mt_err_set(err, MT_ERR_TOO_LONG, "%s: XML nesting deeper than %d (%s)", pn,
-                            max_depth < 256 ? max_depth : 256, max_depth < 256 ? "max_depth" : "libxml2's bound");
-        else
-            st = mt_err_set(err, MT_ERR_INPUT, "%s is not well-formed XML (line %d): %s", pn, e ? e->line : 0, msg);
-    }
-    xmlFreeParserCtxt(ctxt);
-    if (st != MT_OK) {
-        xmlFreeDoc(doc);
-        return st;
-    }
-    /* the deepest element, walked without recursion */
-    int depth = 0;
-    for (xmlNodePtr n = xmlDocGetRootElement(doc); n;) {
-        if (n->type == XML_ELEMENT_NODE && ++depth > max_depth) {
-            xmlFreeDoc(doc);
-            return mt_err_set(err, MT_ERR_TOO_LONG, "%s: XML nesting deeper than %d (max_depth)", pn, max_depth);
-        }
-        if (n->type == XML_ELEMENT_NODE && n->children) {
-            n = n->children;
-            continue;
-        }
-        if (n->type == XML_ELEMENT_NODE)
-            depth--;
-        while (n && !n->next) {
-            n = n->parent;
-            if (n && n->type == XML_ELEMENT_NODE)
-                depth--;
-            if (n && n->type != XML_ELEMENT_NODE)
-                n = NULL;               /* the document node: done */
-        }
-        if (n)
-            n = n->next;
-    }
-    *out = doc;
-    return MT_OK;
-}
-
-static int in_ns(const xmlNode *n, const char *const *ns)
-{
-    if (!n->ns || !n->ns->href)
-        return 0;
     for (; *ns; ns++)
-        if (!strcmp((const char *)n->ns->href, *ns))
+        if (!strcmp(n->ns, *ns))
             return 1;
     return 0;
 }
 
-static int is_el(const xmlNode *n, const char *const *ns, const char *name)
+static int is_el(node_t n, const char *const *ns, const char *name)
 {
-    return n->type == XML_ELEMENT_NODE && in_ns(n, ns) && !strcmp((const char *)n->name, name);
+    return n->type == SRV_XML_ELEMENT && in_ns(n, ns) && !strcmp(n->name, name);
 }
 
-static int is_text(const xmlNode *n) { return n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE; }
+static int is_text(node_t n) { return n->type == SRV_XML_TEXT; }
 
 /* ---- a paragraph's slots -------------------------------------------------- */
 
 typedef struct {
-    xmlNodePtr node;        /* docx: the w:t element; odt: the text node */
+    node_t     node;        /* docx: the w:t element; odt: the text node */
     size_t     off, len;    /* its text in the walk's buffer */
     int        brk;         /* a tab or break follows it */
 } slot;
@@ -206,6 +116,7 @@ typedef struct {
     office       *o;
     const part   *p;
     int           apply;    /* 0: collect the units; 1: write their translations */
+    srv_xml_doc  *doc;      /* apply: where the changes are recorded */
     int           next;     /* apply: the next unit's index */
     mt_sbuf       buf;      /* the slots' texts */
     slot         *s;
@@ -216,7 +127,7 @@ typedef struct {
     int           n_para;   /* paragraphs seen in this part (for messages) */
 } walk;
 
-static int add_slot(walk *w, xmlNodePtr node)
+static int add_slot(walk *w, node_t node)
 {
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 16;
@@ -243,11 +154,11 @@ static int add_slot(walk *w, xmlNodePtr node)
     s->node = node;
     s->off = w->buf.n;
     s->brk = 0;
-    if (node->type == XML_ELEMENT_NODE) {   /* w:t: its text children */
-        for (xmlNodePtr c = node->children; c; c = c->next)
-            if (is_text(c) && c->content && mt_sb_add(&w->buf, c->content, strlen((const char *)c->content)))
+    if (node->type == SRV_XML_ELEMENT) {    /* w:t: its text children */
+        for (node_t c = node->children; c; c = c->next)
+            if (is_text(c) && mt_sb_add(&w->buf, c->text, c->text_len))
                 return -1;
-    } else if (node->content && mt_sb_add(&w->buf, node->content, strlen((const char *)node->content))) {
+    } else if (mt_sb_add(&w->buf, node->text, node->text_len)) {
         return -1;
     }
     s->len = w->buf.n - s->off;
@@ -266,9 +177,9 @@ static int add_break(walk *w)
     return 0;
 }
 
-static int docx_run(walk *w, xmlNodePtr r)
+static int docx_run(walk *w, node_t r)
 {
-    for (xmlNodePtr c = r->children; c; c = c->next) {
+    for (node_t c = r->children; c; c = c->next) {
         if (is_el(c, W_NS, "t")) {
             if (add_slot(w, c))
                 return -1;
@@ -281,17 +192,17 @@ static int docx_run(walk *w, xmlNodePtr r)
 }
 
 /* The runs under e (a w:p or a container inside it), in order. */
-static int docx_collect(walk *w, xmlNodePtr e)
+static int docx_collect(walk *w, node_t e)
 {
-    for (xmlNodePtr c = e->children; c; c = c->next) {
-        if (c->type != XML_ELEMENT_NODE || is_el(c, W_NS, "p") || is_el(c, W_NS, "pPr") || is_el(c, W_NS, "rPr"))
+    for (node_t c = e->children; c; c = c->next) {
+        if (c->type != SRV_XML_ELEMENT || is_el(c, W_NS, "p") || is_el(c, W_NS, "pPr") || is_el(c, W_NS, "rPr"))
             continue;
         if (is_el(c, W_NS, "r")) {
             if (docx_run(w, c))
                 return -1;
         } else if (is_el(c, MC_NS, "AlternateContent")) {
             /* the first choice's text (the fallback repeats it) */
-            xmlNodePtr a = c->children;
+            node_t a = c->children;
             while (a && !is_el(a, MC_NS, "Choice"))
                 a = a->next;
             if (a && docx_collect(w, a))
@@ -304,9 +215,9 @@ static int docx_collect(walk *w, xmlNodePtr e)
 }
 
 /* The text slots under e (a text:p, text:h or a span inside one), in order. */
-static int odt_collect(walk *w, xmlNodePtr e)
+static int odt_collect(walk *w, node_t e)
 {
-    for (xmlNodePtr c = e->children; c; c = c->next) {
+    for (node_t c = e->children; c; c = c->next) {
         if (is_text(c)) {
             if (add_slot(w, c))
                 return -1;
@@ -347,23 +258,23 @@ static int write_slot(walk *w, const slot *sl, const char *s, size_t n)
             return -1;
         k += m;
     }
-    const xmlChar *t = (const xmlChar *)w->out.p;
-    int len = (int)w->out.n;
-    if (sl->node->type != XML_ELEMENT_NODE) {   /* odt: the text node */
-        xmlNodeSetContentLen(sl->node, t, len);
-        return 0;
-    }
+    const char *t = w->out.p;
+    size_t len = w->out.n;
+    if (sl->node->type != SRV_XML_ELEMENT)      /* odt: the text node */
+        return srv_xml_set_text(w->doc, sl->node, t, len);
     int done = 0;                               /* docx: the w:t's first text child, the others emptied */
-    for (xmlNodePtr c = sl->node->children; c; c = c->next) {
+    for (node_t c = sl->node->children; c; c = c->next) {
         if (!is_text(c))
             continue;
-        xmlNodeSetContentLen(c, done ? (const xmlChar *)"" : t, done ? 0 : len);
+        if (srv_xml_set_text(w->doc, c, t, done ? 0 : len))
+            return -1;
         done = 1;
     }
-    if (!done && len)
-        xmlNodeAddContentLen(sl->node, t, len);
-    if (len && (ascii_space(w->out.p[0]) || ascii_space(w->out.p[len - 1])))
-        xmlNodeSetSpacePreserve(sl->node, 1);
+    if (!done && len && srv_xml_add_text(w->doc, sl->node, t, len))
+        return -1;
+    if (len && (ascii_space(t[0]) || ascii_space(t[len - 1])) &&
+        srv_xml_set_attr(w->doc, sl->node, "xml:space", "preserve"))
+        return -1;
     return 0;
 }
 
@@ -405,7 +316,7 @@ static mt_status write_unit(walk *w, const srv_runs *r, const unit *u, mt_err *e
     return MT_OK;
 }
 
-static mt_status paragraph(walk *w, xmlNodePtr p, mt_err *err)
+static mt_status paragraph(walk *w, node_t p, mt_err *err)
 {
     office *o = w->o;
     w->n = 0;
@@ -459,7 +370,7 @@ static mt_status paragraph(walk *w, xmlNodePtr p, mt_err *err)
     return st;
 }
 
-static int unit_element(const walk *w, const xmlNode *e)
+static int unit_element(const walk *w, node_t e)
 {
     if (w->o->kind == SRV_DOC_DOCX)
         return is_el(e, W_NS, "p");
@@ -467,8 +378,8 @@ static int unit_element(const walk *w, const xmlNode *e)
 }
 
 /* Every unit element under e in document order (a unit's nested paragraphs after it).
- * Recursion is bounded by the nesting xml_parse checked. */
-static mt_status visit(walk *w, xmlNodePtr e, int scope, mt_err *err)
+ * Recursion is bounded by the nesting srv_xml_parse checked. */
+static mt_status visit(walk *w, node_t e, int scope, mt_err *err)
 {
     if (scope && unit_element(w, e)) {
         mt_status st = paragraph(w, e, err);
@@ -477,8 +388,8 @@ static mt_status visit(walk *w, xmlNodePtr e, int scope, mt_err *err)
     }
     if (!scope && is_el(e, OFFICE_NS, "master-styles"))
         scope = 1;
-    for (xmlNodePtr c = e->children; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE) {
+    for (node_t c = e->children; c; c = c->next)
+        if (c->type == SRV_XML_ELEMENT) {
             mt_status st = visit(w, c, scope, err);
             if (st != MT_OK)
                 return st;
@@ -497,11 +408,11 @@ static void walk_free(walk *w)
     free(w->end);
 }
 
-/* The part's units collected (apply 0) or its translations written into doc (apply 1). */
-static mt_status walk_part(office *o, const part *p, xmlDocPtr doc, int apply, mt_err *err)
+/* The part's units collected (apply 0) or its translations recorded in doc (apply 1). */
+static mt_status walk_part(office *o, const part *p, srv_xml_doc *doc, int apply, mt_err *err)
 {
-    walk w = { .o = o, .p = p, .apply = apply, .next = p->first };
-    xmlNodePtr root = xmlDocGetRootElement(doc);
+    walk w = { .o = o, .p = p, .apply = apply, .doc = doc, .next = p->first };
+    node_t root = srv_xml_root(doc);
     mt_status st = root ? visit(&w, root, p->kind != PART_ODT_STYLES, err) : MT_OK;
     walk_free(&w);
     return st;
@@ -564,11 +475,11 @@ static mt_status add_part(office *o, srv_zip *z, int entry, part_kind pk, mt_err
     if (p->len > o->lim.max_xml_part)       /* its tree would take many times that */
         return mt_err_set(err, MT_ERR_TOO_LONG, "%s is %zu bytes of XML; the limit of a part is %zu (max_xml_part)",
                           p->name, p->len, o->lim.max_xml_part);
-    xmlDocPtr doc;
-    if ((st = xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
+    srv_xml_doc *doc;
+    if ((st = srv_xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
         return st;
     st = walk_part(o, p, doc, 0, err);
-    xmlFreeDoc(doc);
+    srv_xml_free(doc);
     p->n = o->n_units - p->first;
     return st;
 }
@@ -652,7 +563,7 @@ static mt_status o_render(const void *state, char **out, size_t *len, mt_err *er
     *len = 0;
     int n = 0;
     int *idx = malloc(sizeof *idx * (size_t)(o->n_parts + 1));
-    xmlChar **xml = calloc((size_t)(o->n_parts + 1), sizeof *xml);
+    char **xml = calloc((size_t)(o->n_parts + 1), sizeof *xml);
     size_t *xml_len = malloc(sizeof *xml_len * (size_t)(o->n_parts + 1));
     time_t *mtime = malloc(sizeof *mtime * (size_t)(o->n_parts + 1));
     mt_status st = idx && xml && xml_len && mtime ? MT_OK : mt_err_set(err, MT_ERR_NOMEM, "out of memory");
@@ -663,21 +574,16 @@ static mt_status o_render(const void *state, char **out, size_t *len, mt_err *er
             set = o->units[i].tgt != NULL;
         if (!set)
             continue;               /* copied as it is */
-        xmlDocPtr doc;
-        if ((st = xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
+        srv_xml_doc *doc;
+        if ((st = srv_xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err)) != MT_OK)
             break;
         st = walk_part((office *)o, p, doc, 1, err);
-        if (st == MT_OK) {
-            int sz = 0;
-            xmlDocDumpMemoryEnc(doc, &xml[n], &sz, "UTF-8");
-            if (!xml[n])
-                st = mt_err_set(err, MT_ERR_NOMEM, "%s cannot be written", p->name);
-            xml_len[n] = (size_t)sz;
+        if (st == MT_OK && (st = srv_xml_write(doc, &xml[n], &xml_len[n], err)) == MT_OK) {
             idx[n] = p->entry;
             mtime[n] = p->mtime;
             n++;
         }
-        xmlFreeDoc(doc);
+        srv_xml_free(doc);
     }
     if (st == MT_OK && n == 0) {            /* nothing translated: the file as it came */
         if (!(*out = malloc(o->len + 1)))
@@ -691,7 +597,7 @@ static mt_status o_render(const void *state, char **out, size_t *len, mt_err *er
         st = srv_zip_rewrite(o->data, o->len, idx, (const char *const *)xml, xml_len, mtime, n, out, len, err);
     }
     for (int k = 0; xml && k < n; k++)
-        xmlFree(xml[k]);
+        free(xml[k]);
     free(idx);
     free(xml);
     free(xml_len);

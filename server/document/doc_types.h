@@ -24,7 +24,7 @@ typedef struct {
     size_t max_unit_bytes;      /* one unit's text */
     int    max_entries;         /* an archive's entries */
     size_t max_inflated;        /* an archive's bytes once inflated, all entries */
-    size_t max_xml_part;        /* one XML part of an archive: libxml2's tree costs many times its bytes */
+    size_t max_xml_part;        /* one XML part of an archive: its tree (doc_xml.c) costs several times its bytes */
     int    max_depth;           /* HTML and XML element nesting */
 } srv_doc_limits;
 
