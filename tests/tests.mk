@@ -17,11 +17,12 @@ TEST_SUPPORT := $(filter-out $(TEST_SRC) tests/gen_opus.c,$(wildcard tests/*.c))
 TEST_OBJ     := $(patsubst tests/%.c,$(B)/tests/obj/%.o,$(TEST_SRC) $(TEST_SUPPORT))
 TESTS        := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 
-# The unit tests: no server process, no generated model, nothing from the network.
-UNIT_TESTS := test_access test_cache test_check test_constraints test_decode test_detect test_doc_office \
-              test_doc_po test_doc_subtitles test_document test_engine test_glossary test_html test_kernels \
-              test_loader test_marian test_parallel test_ptfile test_scheduler test_server_units \
-              test_shortlist test_splitter test_tokenizer test_zip test_hf_tokenizer test_prompt
+# The unit tests: no server process, no generated model, nothing from the network.  The
+# longest first, so that two at a time end together.
+UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfile test_tokenizer \
+              test_hf_tokenizer test_prompt test_kernels test_html test_scheduler test_detect test_parallel \
+              test_access test_cache test_check test_doc_office test_doc_po test_doc_subtitles test_doc_xml \
+              test_document test_glossary test_loader test_marian test_server_units test_splitter test_zip
 
 .PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served \
         opus-models
