@@ -257,9 +257,7 @@ static int bpe_chars(enc *e, const char *w, size_t n)
     e->last_unk = 0;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)w + i, n - i, &c);
-        if (!k)
-            k = 1;          /* the text was validated: not reached */
+        size_t k = mt_utf8_next(w + i, n - i, &c);     /* the text was validated: never U+FFFD */
         int32_t id = mt_smap_get(&tok->vocab, w + i, k);
         if (id < 0 && tok->byte_fallback) {
             size_t b = 0;
@@ -327,9 +325,7 @@ static int split_regex(enc *e, const char *s, size_t n)
         return -1;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = (uint8_t)s[i] < 0x80 ? (c = (uint8_t)s[i], 1) : mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!k)
-            k = 1, c = 0xFFFD;
+        size_t k = (uint8_t)s[i] < 0x80 ? (c = (uint8_t)s[i], 1) : mt_utf8_next(s + i, n - i, &c);
         e->cp[nc] = c;
         e->cls[nc] = hfu_class(c);
         e->off[nc++] = i;

@@ -923,9 +923,8 @@ static int words_of(const char *s, size_t n, long *w)
     long cp = 0;
     for (size_t i = 0; i < n; cp++) {
         uint32_t c;
-        size_t m = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        int space = m ? mt_utf8_is_space(c) : 0;
-        i += m ? m : 1;
+        i += mt_utf8_next(s + i, n - i, &c);
+        int space = mt_utf8_is_space(c);
         if (!space && !in)
             w[2 * k] = cp;
         if (space && in)

@@ -30,11 +30,7 @@ mt_status srv_runs_init(srv_runs *r, const char *const *runs, const size_t *lens
         r->start[i] = r->end[i] = -1;
         for (size_t k = 0; k < lens[i];) {
             uint32_t c;
-            size_t m = mt_utf8_decode((const uint8_t *)runs[i] + k, lens[i] - k, &c);
-            if (!m) {                       /* malformed: one byte, as U+FFFD */
-                m = 1;
-                c = 0xfffd;
-            }
+            size_t m = mt_utf8_next(runs[i] + k, lens[i] - k, &c);     /* malformed: one byte, as U+FFFD */
             if (mt_utf8_is_space(c)) {
                 space = o > 0;
             } else {
@@ -74,6 +70,17 @@ void srv_runs_free(srv_runs *r)
     free(r->end);
     free(r->opens);
     memset(r, 0, sizeof *r);
+}
+
+void srv_run_units_free(srv_run_unit *u, int n)
+{
+    for (int i = 0; i < n; i++) {
+        srv_runs_free(&u[i].runs);
+        free(u[i].tgt);
+        free(u[i].s);
+        free(u[i].e);
+    }
+    free(u);
 }
 
 /* The run holding source code point p: the first whose span ends after it. */
@@ -148,9 +155,7 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
     long cp = 0;
     for (size_t k = 0; k < tgt_len;) {
         uint32_t c;
-        size_t m = mt_utf8_decode((const uint8_t *)tgt + k, tgt_len - k, &c);
-        if (!m)
-            m = 1, c = 0xfffd;
+        size_t m = mt_utf8_next(tgt + k, tgt_len - k, &c);
         int sp = mt_utf8_is_space(c);
         if (!sp && !in) {
             wcp[2 * nw] = cp;

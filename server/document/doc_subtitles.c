@@ -69,12 +69,7 @@ typedef struct {
     int    unit, run0;      /* its unit (-1: none) and its first run there */
 } cue;
 
-typedef struct {
-    int      first, n;      /* cues [first, first + n) */
-    srv_runs runs;
-    char    *tgt;           /* the translation (NULL: not set) */
-    size_t  *s, *e;         /* [runs.n] each run's share of tgt, bytes */
-} unit;
+typedef srv_run_unit unit;     /* cues [first, first + n) */
 
 typedef struct {
     srv_doc_kind kind;
@@ -585,13 +580,7 @@ static void subs_free(void *state)
     subs *t = state;
     if (!t)
         return;
-    for (int i = 0; i < t->n_u; i++) {
-        srv_runs_free(&t->u[i].runs);
-        free(t->u[i].tgt);
-        free(t->u[i].s);
-        free(t->u[i].e);
-    }
-    free(t->u);
+    srv_run_units_free(t->u, t->n_u);
     free(t->c);
     free(t->p);
     free(t->l);

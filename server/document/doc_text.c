@@ -27,12 +27,7 @@ typedef struct {
     size_t nl;          /* start of its line ending */
 } line;
 
-typedef struct {
-    int      first, n;  /* lines [first, first + n) */
-    srv_runs runs;
-    char    *tgt;
-    size_t  *s, *e;     /* [n] each line's share of tgt */
-} unit;
+typedef srv_run_unit unit;     /* lines [first, first + n) */
 
 typedef struct {
     const char *data;
@@ -145,13 +140,7 @@ static void text_free(void *state)
     text_doc *t = state;
     if (!t)
         return;
-    for (int i = 0; i < t->n; i++) {
-        srv_runs_free(&t->u[i].runs);
-        free(t->u[i].tgt);
-        free(t->u[i].s);
-        free(t->u[i].e);
-    }
-    free(t->u);
+    srv_run_units_free(t->u, t->n);
     free(t->l);
     free(t);
 }

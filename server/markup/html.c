@@ -12,6 +12,7 @@
 
 #include "util/strbuf.h"
 #include "util/utf8.h"
+#include "tgt_store.h"
 
 /* ---- the parse tree's memory ------------------------------------------------------
  * gumbo allocates from an arena of ours and never frees: its own
@@ -398,9 +399,7 @@ static void add_text(srv_html *h, text_builder *b, const char *s)
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!k)
-            k = 1;
+        size_t k = mt_utf8_next(s + i, n - i, &c);     /* gumbo's text is valid: never U+FFFD */
         if (k == 1 && is_html_space((unsigned char)s[i])) {
             b->space = b->cp > 0;
             b->ws = (unsigned char)s[i];
@@ -563,32 +562,36 @@ static int collect_block(srv_html *h, const GumboNode *n)
     return 0;
 }
 
-/* The deepest nesting, without recursion (the limit is checked before anything recurses). */
+/* The node after n in a preorder walk of root's subtree (NULL: the walk is
+ * over), without recursion (the depth limit is checked by such a walk, before
+ * anything recurses); *depth follows it: +1 into a child, -1 a level up. */
+static const GumboNode *preorder_next(const GumboNode *root, const GumboNode *n, int *depth)
+{
+    const GumboVector *ch = children_of(n);
+    if (ch && ch->length) {
+        ++*depth;
+        return ch->data[0];
+    }
+    for (;;) {
+        if (n == root)
+            return NULL;
+        const GumboNode *p = n->parent;
+        const GumboVector *pc = children_of(p);
+        if (n->index_within_parent + 1 < pc->length)
+            return pc->data[n->index_within_parent + 1];
+        n = p;
+        --*depth;
+    }
+}
+
+/* The deepest nesting. */
 static int tree_depth(const GumboNode *root)
 {
-    const GumboNode *n = root;
     int d = 0, max = 0;
-    for (;;) {
-        const GumboVector *ch = children_of(n);
-        if (ch && ch->length) {
-            n = ch->data[0];
-            if (++d > max)
-                max = d;
-            continue;
-        }
-        for (;;) {
-            if (n == root)
-                return max;
-            const GumboNode *p = n->parent;
-            const GumboVector *pc = children_of(p);
-            if (n->index_within_parent + 1 < pc->length) {
-                n = pc->data[n->index_within_parent + 1];
-                break;
-            }
-            n = p;
-            d--;
-        }
-    }
+    for (const GumboNode *n = root; n; n = preorder_next(root, n, &d))
+        if (d > max)
+            max = d;
+    return max;
 }
 
 /* A page is a document when it starts (after spaces and comments) with a doctype or <html>. */
@@ -635,32 +638,16 @@ static const GumboTag BREAKOUT[] = {
 /* Whether a fragment parse left an HTML element inside svg or math: gumbo
  * 0.10.1 follows the HTML standard of its day, whose fragment parser kept
  * <svg><p> in the svg (a "fragment case"); the standard since, browsers and
- * html5lib end the svg there, as in a document.  Iterative: the depth is not
- * checked yet. */
+ * html5lib end the svg there, as in a document.  Iterative (preorder_next):
+ * the depth is not checked yet. */
 static int foreign_breakout(const GumboNode *root)
 {
-    const GumboNode *n = root;
-    for (;;) {
+    int d = 0;
+    for (const GumboNode *n = root; n; n = preorder_next(root, n, &d))
         if (n->type == GUMBO_NODE_ELEMENT && n->v.element.tag_namespace != GUMBO_NAMESPACE_HTML &&
             IN(n->v.element.tag, BREAKOUT))
             return 1;
-        const GumboVector *ch = children_of(n);
-        if (ch && ch->length) {
-            n = ch->data[0];
-            continue;
-        }
-        for (;;) {
-            if (n == root)
-                return 0;
-            const GumboNode *p = n->parent;
-            const GumboVector *pc = children_of(p);
-            if (n->index_within_parent + 1 < pc->length) {
-                n = pc->data[n->index_within_parent + 1];
-                break;
-            }
-            n = p;
-        }
-    }
+    return 0;
 }
 
 /* The fragment parsed again as the body of a document ("<body>" + it), where
@@ -801,24 +788,7 @@ mt_status srv_html_set(srv_html *h, int i, const char *text, size_t len, const l
     if (i < 0 || i >= h->n || n_links < 0)
         return mt_err_set(err, MT_ERR_INPUT, "no unit %d", i);
     unit *u = &h->u[i];
-    char *t = malloc(len + 1);
-    long *l = malloc(sizeof *l * 4 * (size_t)(n_links + 1));
-    if (!t || !l) {
-        free(t);
-        free(l);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
-    memcpy(t, text, len);
-    t[len] = 0;
-    if (n_links)
-        memcpy(l, links, sizeof *l * 4 * (size_t)n_links);
-    free(u->tgt);
-    free(u->links);
-    u->tgt = t;
-    u->tgt_len = len;
-    u->links = l;
-    u->n_links = n_links;
-    return MT_OK;
+    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
 }
 
 /* ---- writing it out ------------------------------------------------------------------ */
@@ -1378,9 +1348,7 @@ static long decode_all(const char *s, size_t n, uint32_t *out, long *byte_of)
     long k = 0;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t m = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!m)
-            m = 1, c = 0xfffd;
+        size_t m = mt_utf8_next(s + i, n - i, &c);
         if (byte_of)
             byte_of[k] = (long)i;
         out[k++] = c;

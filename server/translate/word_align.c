@@ -24,9 +24,7 @@ static int text_words(const char *t, size_t len, long *span, int cap)
     size_t i = 0;
     while (i < len) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
-        if (!k)
-            k = 1, c = 0xfffd;
+        size_t k = mt_utf8_next(t + i, len - i, &c);
         int sp = mt_utf8_is_space(c);
         if (!sp && !in_word && n < cap)
             span[2 * n] = cp;
@@ -114,9 +112,7 @@ static int word_at(const char *t, size_t len, size_t pos)
     size_t i = 0;
     while (i < len && i <= pos) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
-        if (!k)
-            k = 1, c = 0xfffd;
+        size_t k = mt_utf8_next(t + i, len - i, &c);
         int sp = mt_utf8_is_space(c);
         n += !sp && !in_word;
         in_word = !sp;
