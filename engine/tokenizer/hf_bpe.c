@@ -21,6 +21,7 @@
 
 #include "hf_split.h"
 #include "hf_unicode.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -32,25 +33,6 @@ const char *mt_hf_unicode_version(void)
 /* ---- growable arrays ---------------------------------------------------------- */
 
 /* Room for need elements of size sz in *p (capacity *cap): 0, or -1. */
-static int grow(void *pp, size_t *cap, size_t need, size_t sz)
-{
-    void **p = pp;
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / sz)
-            return -1;
-        c *= 2;
-    }
-    void *q = realloc(*p, c * sz);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 typedef struct {
     int32_t rank, pos, id;
 } pq_ent;
@@ -84,7 +66,7 @@ static mt_status nomem(mt_err *err)
 
 static int emit(enc *e, int32_t id)
 {
-    if (grow(&e->ids, &e->ids_cap, e->n_ids + 1, sizeof *e->ids))
+    if (mt_grow(&e->ids, &e->ids_cap, e->n_ids + 1, sizeof *e->ids, 64))
         return -1;
     e->ids[e->n_ids++] = id;
     return 0;
@@ -113,7 +95,7 @@ static int pq_less(const pq_ent *a, const pq_ent *b)
 
 static int pq_push(enc *e, int32_t rank, int32_t pos, int32_t id)
 {
-    if (grow(&e->heap, &e->heap_cap, e->n_heap + 1, sizeof *e->heap))
+    if (mt_grow(&e->heap, &e->heap_cap, e->n_heap + 1, sizeof *e->heap, 64))
         return -1;
     size_t i = e->n_heap++;
     pq_ent x = { rank, pos, id };
@@ -159,8 +141,9 @@ static int add_sym(enc *e, int32_t id)
         e->last_unk = 0;
     }
     size_t n = e->n_sym + 1;
-    if (grow(&e->sym, &e->sym_cap, n, sizeof *e->sym) || grow(&e->prev, &e->prev_cap, n, sizeof *e->prev) ||
-        grow(&e->next, &e->next_cap, n, sizeof *e->next) || grow(&e->dead, &e->dead_cap, n, 1))
+    if (mt_grow(&e->sym, &e->sym_cap, n, sizeof *e->sym, 64) ||
+        mt_grow(&e->prev, &e->prev_cap, n, sizeof *e->prev, 64) ||
+        mt_grow(&e->next, &e->next_cap, n, sizeof *e->next, 64) || mt_grow(&e->dead, &e->dead_cap, n, 1, 64))
         return -1;
     e->sym[e->n_sym++] = id;
     return 0;
@@ -320,8 +303,8 @@ static int metaspace(enc *e, const char *s, size_t n, int at_start)
 static int split_regex(enc *e, const char *s, size_t n)
 {
     size_t nc = 0;
-    if (grow(&e->cp, &e->cp_cap, n + 1, sizeof *e->cp) || grow(&e->cls, &e->cls_cap, n + 1, 1) ||
-        grow(&e->off, &e->off_cap, n + 1, sizeof *e->off))
+    if (mt_grow(&e->cp, &e->cp_cap, n + 1, sizeof *e->cp, 64) || mt_grow(&e->cls, &e->cls_cap, n + 1, 1, 64) ||
+        mt_grow(&e->off, &e->off_cap, n + 1, sizeof *e->off, 64))
         return -1;
     for (size_t i = 0; i < n;) {
         uint32_t c;
@@ -586,7 +569,8 @@ typedef struct {
 
 static int tl_add(tlist *t, const char *s, size_t n)
 {
-    if (grow(&t->off, &t->cap, t->n + 1, sizeof *t->off) || grow(&t->len, &t->lcap, t->n + 1, sizeof *t->len))
+    if (mt_grow(&t->off, &t->cap, t->n + 1, sizeof *t->off, 64) ||
+        mt_grow(&t->len, &t->lcap, t->n + 1, sizeof *t->len, 64))
         return -1;
     t->off[t->n] = t->b.n;
     t->len[t->n] = n;
@@ -709,7 +693,7 @@ static int dec_step(const hf_dec *d, const tlist *in, tlist *o)
         case HF_DEC_BYTE_FALLBACK: {
             int v = byte_token(s, n);
             if (v >= 0) {
-                if (!(rc = grow(&bytes, &cap, nb + 1, 1)))
+                if (!(rc = mt_grow(&bytes, &cap, nb + 1, 1, 64)))
                     bytes[nb++] = (uint8_t)v;
             } else {
                 rc = flush_bytes(o, bytes, nb) || tl_add(o, s, n);
@@ -751,13 +735,13 @@ static int dec_step(const hf_dec *d, const tlist *in, tlist *o)
                 int byte = m ? byte_of(c) : -1;
                 if (byte < 0)
                     break;
-                if (!(rc = grow(&bytes, &cap, nb + 1, 1)))
+                if (!(rc = mt_grow(&bytes, &cap, nb + 1, 1, 64)))
                     bytes[nb++] = (uint8_t)byte;
                 j += m;
             }
             if (!rc && j < n) {
                 nb = start;
-                if (!(rc = grow(&bytes, &cap, nb + n, 1))) {
+                if (!(rc = mt_grow(&bytes, &cap, nb + n, 1, 64))) {
                     memcpy(bytes + nb, s, n);
                     nb += n;
                 }

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "hf_split.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -307,14 +308,9 @@ static mt_status load_model(ctx *c, json_t *model)
         size_t na = 0, nb = 0;
         if ((st = merge_pair(c, json_array_get(merges, i), i, &a, &na, &b, &nb)))
             break;
-        if (na + nb + 1 > cat_cap) {
-            cat_cap = (na + nb + 1) * 2;
-            char *p = realloc(cat, cat_cap);
-            if (!p) {
-                st = mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
-                break;
-            }
-            cat = p;
+        if (mt_grow(&cat, &cat_cap, na + nb + 1, 1, 64)) {
+            st = mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
+            break;
         }
         memcpy(cat, a, na);
         memcpy(cat + na, b, nb);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "hf_unicode.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -177,14 +178,8 @@ static int add_stop(mt_prompt *p, int32_t id, size_t *cap)
 {
     if (id < 0)
         return 0;
-    if ((size_t)p->n_stop == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        int32_t *s = realloc(p->stop, c * sizeof *s);
-        if (!s)
-            return -1;
-        p->stop = s;
-        *cap = c;
-    }
+    if (mt_grow(&p->stop, cap, (size_t)p->n_stop + 1, sizeof *p->stop, 16))
+        return -1;
     p->stop[p->n_stop++] = id;
     return 0;
 }

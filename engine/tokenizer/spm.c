@@ -18,6 +18,7 @@
 #include "spm.h"
 #include "spm_norm.h"
 #include "spm_proto.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/strmap.h"
 #include "util/utf8.h"
@@ -413,21 +414,19 @@ static int pieces_reserve(mt_pieces *p, size_t n)
         return 0;
     if (n > INT_MAX / 2)
         return -1;
-    int cap = p->cap ? p->cap : 16;
-    while ((size_t)cap < n)
-        cap *= 2;
-    int32_t *id = realloc(p->id, (size_t)cap * sizeof *id);
+    size_t cap = mt_grow_cap((size_t)p->cap, n, sizeof *p->id, 16);     /* id, off, len share it */
+    int32_t *id = realloc(p->id, cap * sizeof *id);
     if (id)
         p->id = id;
-    uint32_t *off = realloc(p->off, (size_t)cap * sizeof *off);
+    uint32_t *off = realloc(p->off, cap * sizeof *off);
     if (off)
         p->off = off;
-    uint32_t *len = realloc(p->len, (size_t)cap * sizeof *len);
+    uint32_t *len = realloc(p->len, cap * sizeof *len);
     if (len)
         p->len = len;
     if (!id || !off || !len)
         return -1;
-    p->cap = cap;
+    p->cap = (int)cap;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "doc_format.h"
 #include "doc_runs.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -82,15 +83,10 @@ static int opens_item(const char *d, const line *l)
 
 static mt_status split_lines(text_doc *t, mt_err *err)
 {
-    int cap = 0;
+    size_t cap = 0;
     for (size_t i = t->start; i < t->len;) {
-        if (t->n_lines == cap) {
-            cap = cap ? 2 * cap : 64;
-            line *l = realloc(t->l, sizeof *l * (size_t)cap);
-            if (!l)
-                return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            t->l = l;
-        }
+        if (mt_grow(&t->l, &cap, (size_t)t->n_lines + 1, sizeof *t->l, 64))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         line *l = &t->l[t->n_lines++];
         size_t e = i;               /* a line ends at LF, CRLF, or a lone CR (old Mac files) */
         while (e < t->len && t->data[e] != '\n' && t->data[e] != '\r')

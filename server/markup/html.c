@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 #include "tgt_store.h"
@@ -278,9 +279,11 @@ struct srv_html {
     int          fragment;
     int          bom;           /* src starts with a UTF-8 byte order mark, which the parser does not see */
     unit        *u;
-    int          n, cap;
+    int          n;
+    size_t       cap;
     rec         *r;
-    int          n_rec, cap_rec;
+    int          n_rec;
+    size_t       cap_rec;
 };
 
 static int is_html_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
@@ -302,14 +305,8 @@ static int is_blank(const char *s)
 
 static unit *new_unit(srv_html *h)
 {
-    if (h->n == h->cap) {
-        int cap = h->cap ? 2 * h->cap : 16;
-        unit *nu = realloc(h->u, sizeof *nu * (size_t)cap);
-        if (!nu)
-            return NULL;
-        h->u = nu;
-        h->cap = cap;
-    }
+    if (mt_grow(&h->u, &h->cap, (size_t)h->n + 1, sizeof *h->u, 16))
+        return NULL;
     unit *u = &h->u[h->n++];
     memset(u, 0, sizeof *u);
     return u;
@@ -317,14 +314,8 @@ static unit *new_unit(srv_html *h)
 
 static int new_rec(srv_html *h, const GumboNode *n, long s)
 {
-    if (h->n_rec == h->cap_rec) {
-        int cap = h->cap_rec ? 2 * h->cap_rec : 32;
-        rec *nr = realloc(h->r, sizeof *nr * (size_t)cap);
-        if (!nr)
-            return -1;
-        h->r = nr;
-        h->cap_rec = cap;
-    }
+    if (mt_grow(&h->r, &h->cap_rec, (size_t)h->n_rec + 1, sizeof *h->r, 32))
+        return -1;
     h->r[h->n_rec] = (rec){ n, s, s, 0, 0, 0, 0 };
     return h->n_rec++;
 }
@@ -380,7 +371,8 @@ typedef struct {
     long    cp;             /* code points in t */
     int     space;          /* a space is owed before the next character */
     int    *pend;           /* records waiting for their first character */
-    int     n_pend, cap_pend;
+    int     n_pend;
+    size_t  cap_pend;
     int     after;          /* the last point record, waiting to learn whether a space follows; -1 */
     int     ws;             /* the last whitespace character since the last character or point; 0 */
     mt_sbuf lead, trail;    /* the whitespace before the first character and point, after the last */
@@ -455,15 +447,9 @@ static void collect_item(srv_html *h, text_builder *b, const GumboNode *c)
             b->oom = 1;
             return;
         }
-        if (b->n_pend == b->cap_pend) {
-            int cap = b->cap_pend ? 2 * b->cap_pend : 8;
-            int *np = realloc(b->pend, sizeof *np * (size_t)cap);
-            if (!np) {
-                b->oom = 1;
-                return;
-            }
-            b->pend = np;
-            b->cap_pend = cap;
+        if (mt_grow(&b->pend, &b->cap_pend, (size_t)b->n_pend + 1, sizeof *b->pend, 8)) {
+            b->oom = 1;
+            return;
         }
         b->pend[b->n_pend++] = r;
         collect_items(h, b, c);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/utf8.h"
 
 
@@ -58,14 +59,8 @@ static int push(srv_links *l, const long v[4])
     for (int i = 0; i < l->n; i++)
         if (!memcmp(l->v + 4 * (long)i, v, sizeof(long) * 4))
             return 0;
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 32;
-        long *nv = realloc(l->v, sizeof(long) * 4 * (size_t)cap);
-        if (!nv)
-            return -1;
-        l->v = nv;
-        l->cap = cap;
-    }
+    if (mt_grow(&l->v, &l->cap, (size_t)l->n + 1, sizeof(long) * 4, 32))     /* [cap][4] */
+        return -1;
     memcpy(l->v + 4 * (long)l->n++, v, sizeof(long) * 4);
     return 0;
 }
