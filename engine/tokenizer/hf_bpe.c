@@ -663,10 +663,97 @@ static int byte_of(uint32_t c)
     return c == 0x143 ? 0xAD : -1;
 }
 
+/* Replace (and Metaspace): token s[0..n) with every d->a made d->b, as a new
+ * token of o; drop: every replacement dropped instead. */
+static int dec_replace(const hf_dec *d, const char *s, size_t n, int drop, tlist *o)
+{
+    int rc = tl_add(o, "", 0);
+    for (size_t j = 0; !rc && j < n;) {
+        if (n - j >= d->na && !memcmp(s + j, d->a, d->na)) {
+            rc = drop ? 0 : tl_cat(o, d->b, d->nb);
+            j += d->na;
+        } else {
+            rc = tl_cat(o, s + j, 1);
+            j++;
+        }
+    }
+    return rc;
+}
+
+/* Strip: token s[0..n) without up to d->start leading and d->stop trailing
+ * d->strip_char, as a new token of o. */
+static int dec_strip(const hf_dec *d, const char *s, size_t n, tlist *o)
+{
+    size_t a = 0, b = n;
+    for (int k = 0; k < d->start && a < b; k++) {
+        uint32_t c;
+        size_t m = mt_utf8_decode((const uint8_t *)s + a, b - a, &c);
+        if (!m || c != d->strip_char)
+            break;
+        a += m;
+    }
+    for (int k = 0; k < d->stop && a < b; k++) {
+        size_t j = b - 1;
+        uint32_t c;
+        while (j > a && ((uint8_t)s[j] & 0xC0) == 0x80)
+            j--;
+        if (!mt_utf8_decode((const uint8_t *)s + j, b - j, &c) || c != d->strip_char)
+            break;
+        b = j;
+    }
+    return tl_add(o, s + a, b - a);
+}
+
+/* The bytes a ByteFallback or ByteLevel decoder gathers across tokens. */
+typedef struct {
+    uint8_t *p;
+    size_t   n, cap;
+} byte_run;
+
+/* ByteLevel: each character of token s[0..n) back to its byte, onto r; a
+ * token with a character outside the alphabet goes on as its own bytes. */
+static int byte_level_token(const char *s, size_t n, byte_run *r)
+{
+    size_t start = r->n, j = 0;
+    int rc = 0;
+    while (!rc && j < n) {
+        uint32_t c;
+        size_t m = mt_utf8_decode((const uint8_t *)s + j, n - j, &c);
+        int byte = m ? byte_of(c) : -1;
+        if (byte < 0)
+            break;
+        if (!(rc = mt_grow(&r->p, &r->cap, r->n + 1, 1, 64)))
+            r->p[r->n++] = (uint8_t)byte;
+        j += m;
+    }
+    if (!rc && j < n) {
+        r->n = start;
+        if (!(rc = mt_grow(&r->p, &r->cap, r->n + n, 1, 64))) {
+            memcpy(r->p + r->n, s, n);
+            r->n += n;
+        }
+    }
+    return rc;
+}
+
+/* ByteFallback: a "<0xNN>" token onto r; any other flushes r and goes on as it is. */
+static int byte_fallback_token(const char *s, size_t n, byte_run *r, tlist *o)
+{
+    int v = byte_token(s, n);
+    if (v >= 0) {
+        if (mt_grow(&r->p, &r->cap, r->n + 1, 1, 64))
+            return -1;
+        r->p[r->n++] = (uint8_t)v;
+        return 0;
+    }
+    int rc = flush_bytes(o, r->p, r->n) || tl_add(o, s, n);
+    r->n = 0;
+    return rc;
+}
+
 static int dec_step(const hf_dec *d, const tlist *in, tlist *o)
 {
-    uint8_t *bytes = NULL;
-    size_t nb = 0, cap = 0;
+    byte_run bytes = { NULL, 0, 0 };
     int rc = 0;
     if (d->kind == HF_DEC_FUSE || d->kind == HF_DEC_BYTE_LEVEL)
         rc = tl_add(o, "", 0);
@@ -675,86 +762,29 @@ static int dec_step(const hf_dec *d, const tlist *in, tlist *o)
         size_t n = in->len[i];
         switch (d->kind) {
         case HF_DEC_REPLACE:
-        case HF_DEC_METASPACE: {
+        case HF_DEC_METASPACE:
             /* Metaspace drops every replacement of the first token (HF's decoder) */
-            int drop = d->kind == HF_DEC_METASPACE && d->prepend && i == 0;
-            rc = tl_add(o, "", 0);
-            for (size_t j = 0; !rc && j < n;) {
-                if (n - j >= d->na && !memcmp(s + j, d->a, d->na)) {
-                    rc = drop ? 0 : tl_cat(o, d->b, d->nb);
-                    j += d->na;
-                } else {
-                    rc = tl_cat(o, s + j, 1);
-                    j++;
-                }
-            }
+            rc = dec_replace(d, s, n, d->kind == HF_DEC_METASPACE && d->prepend && i == 0, o);
             break;
-        }
-        case HF_DEC_BYTE_FALLBACK: {
-            int v = byte_token(s, n);
-            if (v >= 0) {
-                if (!(rc = mt_grow(&bytes, &cap, nb + 1, 1, 64)))
-                    bytes[nb++] = (uint8_t)v;
-            } else {
-                rc = flush_bytes(o, bytes, nb) || tl_add(o, s, n);
-                nb = 0;
-            }
+        case HF_DEC_BYTE_FALLBACK:
+            rc = byte_fallback_token(s, n, &bytes, o);
             break;
-        }
         case HF_DEC_FUSE:
             rc = tl_cat(o, s, n);
             break;
-        case HF_DEC_STRIP: {
-            size_t a = 0, b = n;
-            for (int k = 0; k < d->start && a < b; k++) {
-                uint32_t c;
-                size_t m = mt_utf8_decode((const uint8_t *)s + a, b - a, &c);
-                if (!m || c != d->strip_char)
-                    break;
-                a += m;
-            }
-            for (int k = 0; k < d->stop && a < b; k++) {
-                size_t j = b - 1;
-                uint32_t c;
-                while (j > a && ((uint8_t)s[j] & 0xC0) == 0x80)
-                    j--;
-                if (!mt_utf8_decode((const uint8_t *)s + j, b - j, &c) || c != d->strip_char)
-                    break;
-                b = j;
-            }
-            rc = tl_add(o, s + a, b - a);
+        case HF_DEC_STRIP:
+            rc = dec_strip(d, s, n, o);
             break;
-        }
-        case HF_DEC_BYTE_LEVEL: {
-            /* each character back to its byte; a token with a character
-             * outside the alphabet is kept as its own bytes */
-            size_t start = nb, j = 0;
-            while (!rc && j < n) {
-                uint32_t c;
-                size_t m = mt_utf8_decode((const uint8_t *)s + j, n - j, &c);
-                int byte = m ? byte_of(c) : -1;
-                if (byte < 0)
-                    break;
-                if (!(rc = mt_grow(&bytes, &cap, nb + 1, 1, 64)))
-                    bytes[nb++] = (uint8_t)byte;
-                j += m;
-            }
-            if (!rc && j < n) {
-                nb = start;
-                if (!(rc = mt_grow(&bytes, &cap, nb + n, 1, 64))) {
-                    memcpy(bytes + nb, s, n);
-                    nb += n;
-                }
-            }
+        case HF_DEC_BYTE_LEVEL:
+            rc = byte_level_token(s, n, &bytes);
             break;
-        }
         }
     }
     if (!rc && d->kind == HF_DEC_BYTE_FALLBACK)
-        rc = flush_bytes(o, bytes, nb);
+        rc = flush_bytes(o, bytes.p, bytes.n);
     if (!rc && d->kind == HF_DEC_BYTE_LEVEL)
-        rc = lossy(o, bytes, nb);
-    free(bytes);
+        rc = lossy(o, bytes.p, bytes.n);
+    free(bytes.p);
     return rc;
 }
 

@@ -79,19 +79,26 @@ static int piece_to_byte(const uint8_t *p, size_t n)
     return (int)((h - hex) * 16 + (l - hex));
 }
 
-/* ModelInterface::InitializePieces + unigram::Model setup. */
-static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
+/* How many pieces of each kind spm_init_pieces met. */
+typedef struct {
+    int match;      /* NORMAL, USER_DEFINED, UNUSED: the ones the lattice matches */
+    int user;       /* USER_DEFINED: matched before normalization splits them */
+    int bytes;      /* distinct bytes with a BYTE piece */
+} piece_counts;
+
+/* The pieces as C strings in one arena (the model's bytes are not kept), and
+ * the id map sized for them. */
+static mt_status copy_pieces(mt_spm *sp, mt_err *err)
 {
     const mt_spm_proto *m = &sp->m;
-    const char *name = sp->name;
-    int n = m->n_pieces, n_match = 0, n_user = 0, n_bytes = 0;
+    int n = m->n_pieces;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += m->piece[i].n + 1;
     sp->arena = malloc(total);
     if (!sp->arena || mt_smap_init(&sp->ids, (size_t)n))
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    for (size_t i = 0, off = 0; i < (size_t)n; i++) {   /* pieces become C strings */
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", sp->name);
+    for (size_t i = 0, off = 0; i < (size_t)n; i++) {
         mt_spm_bytes *p = &sp->m.piece[i];
         if (p->n)
             memcpy(sp->arena + off, p->p, p->n);
@@ -99,80 +106,84 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
         p->p = (const uint8_t *)sp->arena + off;
         off += p->n + 1;
     }
-    sp->unk_id = -1;
-    sp->min_score = 3.40282347e+38f;        /* FLT_MAX */
-    sp->max_score = 1.17549435e-38f;        /* FLT_MIN, as spm (not -FLT_MAX) */
-    for (int i = 0; i < 256; i++)
-        sp->byte_id[i] = -1;
-    if (m->byte_fallback) {
-        sp->byte_val = malloc((size_t)n * sizeof *sp->byte_val);
-        if (!sp->byte_val)
-            return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    }
-    for (int i = 0; i < n; i++) {
-        const mt_spm_bytes *p = &m->piece[i];
-        int t = m->type[i];
-        if (p->n == 0)
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d is empty", name, i);
-        if (memchr(p->p, 0, p->n) || p->n > UINT32_MAX / 2)
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d contains a NUL byte", name, i);
-        mt_smap_ent *e = mt_smap_slot(&sp->ids, (const char *)p->p, p->n);
-        if (e->k) {
-            int same_class = is_reserved_type(t) == is_reserved_type(m->type[e->v]);
-            if (same_class)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)",
-                                  name, i, (int)(p->n > 64 ? 64 : p->n), (const char *)p->p, e->v);
-            if (is_reserved_type(t))
-                e->v = i;                   /* PieceToId looks at reserved pieces first */
-        } else {
-            *e = (mt_smap_ent){ (const char *)p->p, (uint32_t)p->n, i };
-        }
-        if (sp->byte_val)
-            sp->byte_val[i] = -1;
-        if (t == MT_SPM_NORMAL || t == MT_SPM_USER_DEFINED || t == MT_SPM_UNUSED)
-            n_match++;
-        if (t == MT_SPM_USER_DEFINED)
-            n_user++;
-        if (t == MT_SPM_NORMAL) {
-            if (m->score[i] < sp->min_score)
-                sp->min_score = m->score[i];
-            if (m->score[i] > sp->max_score)
-                sp->max_score = m->score[i];
-        }
-        if (t == MT_SPM_UNKNOWN) {
-            if (sp->unk_id >= 0)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: more than one UNKNOWN piece (%d and %d)",
-                                  name, sp->unk_id, i);
-            sp->unk_id = i;
-        }
-        if (t == MT_SPM_BYTE) {
-            int b = piece_to_byte(p->p, p->n);
-            if (!m->byte_fallback)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d found although byte_fallback is false",
-                                  name, i);
-            if (b < 0)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d \"%.*s\" is invalid", name, i,
-                                  (int)(p->n > 64 ? 64 : p->n), (const char *)p->p);
-            if (sp->byte_id[b] < 0)
-                n_bytes++;
-            sp->byte_id[b] = i;
-            sp->byte_val[i] = (int16_t)b;
-        }
-    }
-    if (sp->unk_id < 0)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: no UNKNOWN piece", name);
-    if (m->byte_fallback && n_bytes != 256)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte_fallback is set but only %d of 256 byte pieces exist",
-                          name, n_bytes);
-    if (n_match == 0)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: no matchable (normal) pieces", name);
+    return MT_OK;
+}
 
+/* Piece i, a BYTE piece: the id of its byte. */
+static mt_status add_byte_piece(mt_spm *sp, int i, piece_counts *c, mt_err *err)
+{
+    const mt_spm_bytes *p = &sp->m.piece[i];
+    int b = piece_to_byte(p->p, p->n);
+    if (!sp->m.byte_fallback)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d found although byte_fallback is false",
+                          sp->name, i);
+    if (b < 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d \"%.*s\" is invalid", sp->name, i,
+                          (int)(p->n > 64 ? 64 : p->n), (const char *)p->p);
+    if (sp->byte_id[b] < 0)
+        c->bytes++;
+    sp->byte_id[b] = i;
+    sp->byte_val[i] = (int16_t)b;
+    return MT_OK;
+}
+
+/* Piece i checked, entered in the id map, counted, and its score, UNKNOWN
+ * or byte role recorded. */
+static mt_status add_piece(mt_spm *sp, int i, piece_counts *c, mt_err *err)
+{
+    const mt_spm_proto *m = &sp->m;
+    const char *name = sp->name;
+    const mt_spm_bytes *p = &m->piece[i];
+    int t = m->type[i];
+    if (p->n == 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d is empty", name, i);
+    if (memchr(p->p, 0, p->n) || p->n > UINT32_MAX / 2)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d contains a NUL byte", name, i);
+    mt_smap_ent *e = mt_smap_slot(&sp->ids, (const char *)p->p, p->n);
+    if (e->k) {
+        int same_class = is_reserved_type(t) == is_reserved_type(m->type[e->v]);
+        if (same_class)
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)",
+                              name, i, (int)(p->n > 64 ? 64 : p->n), (const char *)p->p, e->v);
+        if (is_reserved_type(t))
+            e->v = i;                   /* PieceToId looks at reserved pieces first */
+    } else {
+        *e = (mt_smap_ent){ (const char *)p->p, (uint32_t)p->n, i };
+    }
+    if (sp->byte_val)
+        sp->byte_val[i] = -1;
+    if (t == MT_SPM_NORMAL || t == MT_SPM_USER_DEFINED || t == MT_SPM_UNUSED)
+        c->match++;
+    if (t == MT_SPM_USER_DEFINED)
+        c->user++;
+    if (t == MT_SPM_NORMAL) {
+        if (m->score[i] < sp->min_score)
+            sp->min_score = m->score[i];
+        if (m->score[i] > sp->max_score)
+            sp->max_score = m->score[i];
+    }
+    if (t == MT_SPM_UNKNOWN) {
+        if (sp->unk_id >= 0)
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: more than one UNKNOWN piece (%d and %d)",
+                              name, sp->unk_id, i);
+        sp->unk_id = i;
+    }
+    return t == MT_SPM_BYTE ? add_byte_piece(sp, i, c, err) : MT_OK;
+}
+
+/* The tries of the matchable pieces (c->match of them) and of the
+ * user-defined ones (c->user). */
+static mt_status build_tries(mt_spm *sp, const piece_counts *c, mt_err *err)
+{
+    const mt_spm_proto *m = &sp->m;
+    const char *name = sp->name;
+    int n = m->n_pieces, n_match = c->match, n_user = c->user;
+    mt_status st = MT_OK;
     mt_ptrie_key *keys = malloc((size_t)n_match * sizeof *keys);
     mt_ptrie_key *ukeys = n_user ? malloc((size_t)n_user * sizeof *ukeys) : NULL;
     if (!keys || (n_user && !ukeys)) {
-        free(keys);
-        free(ukeys);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
     }
     int k = 0, u = 0;
     for (int i = 0; i < n; i++) {
@@ -184,7 +195,7 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
             ukeys[u++] = key;
     }
     /* spm allows one reserved and one normal piece per string, never two of a
-     * class.  The id map above keeps one id per string (the reserved one wins),
+     * class.  The id map keeps one id per string (the reserved one wins),
      * so NORMAL "x", CONTROL "x", NORMAL "x" passed it, and mt_ptrie_build, which
      * needs unique keys, read past the end of the duplicate (fuzz_spm_model,
      * tests/fuzz/crashers/spm_model/duplicate-normal-after-reserved).  The
@@ -194,21 +205,54 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
         if (mt_ptrie_key_cmp(&keys[j - 1], &keys[j]) == 0) {
             int a = keys[j - 1].id < keys[j].id ? keys[j - 1].id : keys[j].id;
             int b = keys[j - 1].id < keys[j].id ? keys[j].id : keys[j - 1].id;
-            free(keys);
-            free(ukeys);
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)", name, b,
-                              (int)(m->piece[b].n > 64 ? 64 : m->piece[b].n), (const char *)m->piece[b].p, a);
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)", name, b,
+                            (int)(m->piece[b].n > 64 ? 64 : m->piece[b].n), (const char *)m->piece[b].p, a);
+            goto done;
         }
     int bad = mt_ptrie_build(&sp->match, keys, (size_t)n_match);
     if (!bad && n_user) {
         bad = mt_ptrie_build(&sp->user, ukeys, (size_t)n_user);
         sp->has_user = !bad;
     }
+    if (bad)
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory building the piece trie", name);
+done:
     free(keys);
     free(ukeys);
-    if (bad)
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory building the piece trie", name);
-    return MT_OK;
+    return st;
+}
+
+/* ModelInterface::InitializePieces + unigram::Model setup. */
+static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
+{
+    const mt_spm_proto *m = &sp->m;
+    const char *name = sp->name;
+    int n = m->n_pieces;
+    mt_status st = copy_pieces(sp, err);
+    if (st != MT_OK)
+        return st;
+    sp->unk_id = -1;
+    sp->min_score = 3.40282347e+38f;        /* FLT_MAX */
+    sp->max_score = 1.17549435e-38f;        /* FLT_MIN, as spm (not -FLT_MAX) */
+    for (int i = 0; i < 256; i++)
+        sp->byte_id[i] = -1;
+    if (m->byte_fallback) {
+        sp->byte_val = malloc((size_t)n * sizeof *sp->byte_val);
+        if (!sp->byte_val)
+            return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+    }
+    piece_counts c = { 0, 0, 0 };
+    for (int i = 0; i < n; i++)
+        if ((st = add_piece(sp, i, &c, err)) != MT_OK)
+            return st;
+    if (sp->unk_id < 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: no UNKNOWN piece", name);
+    if (m->byte_fallback && c.bytes != 256)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte_fallback is set but only %d of 256 byte pieces exist",
+                          name, c.bytes);
+    if (c.match == 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: no matchable (normal) pieces", name);
+    return build_tries(sp, &c, err);
 }
 
 void mt_spm_free(mt_spm *sp)
