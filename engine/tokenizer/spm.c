@@ -294,11 +294,8 @@ static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_s
     sp->buf_len = len;
     sp->fingerprint = fnv1a64(buf, len);
     sp->name = strdup(name);
-    if (!sp->name) {
-        mt_spm_free(sp);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    }
-    mt_status st = mt_spm_proto_parse(buf, len, name, &sp->m, err);
+    mt_status st = sp->name ? mt_spm_proto_parse(buf, len, name, &sp->m, err)
+                            : mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
     if (!st && sp->m.model_type != MT_SPM_UNIGRAM)
         st = mt_err_set(err, MT_ERR_UNSUPPORTED,
                         "%s: SentencePiece model type %s is not supported (only unigram models are)",
@@ -476,6 +473,29 @@ static int pieces_reserve(mt_pieces *p, size_t n)
 
 /* The normalized text is out->text; pieces are its substrings, except byte
  * pieces ("<0xXX>"), whose strings are appended after it. */
+/* The best path best[0..n] back from its end into out's pieces (*count of them). */
+static mt_status best_pieces(const mt_spm *sp, const vnode *best, size_t n, mt_pieces *out, size_t *count,
+                             mt_err *err)
+{
+    size_t c = 0;
+    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
+        if (best[e].start < 0 || (size_t)best[e].start >= e)    /* cannot happen */
+            return mt_err_set(err, MT_ERR_INTERNAL, "%s: broken Viterbi path at byte %zu", sp->name, e);
+        c++;
+    }
+    if (pieces_reserve(out, c))
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu pieces", sp->name, c);
+    size_t i = c;
+    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
+        i--;
+        out->id[i] = best[e].id;
+        out->off[i] = (uint32_t)best[e].start;
+        out->len[i] = (uint32_t)(e - (size_t)best[e].start);
+    }
+    *count = c;
+    return MT_OK;
+}
+
 static mt_status spm_encode_pieces(const mt_spm *sp, const uint8_t *text, size_t len, mt_pieces *out,
                                    mt_err *err)
 {
@@ -497,27 +517,11 @@ static mt_status spm_encode_pieces(const mt_spm *sp, const uint8_t *text, size_t
     if (!best)
         return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
     viterbi(sp, (const uint8_t *)o.p, n, best);
-
     size_t count = 0;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
-        if (best[e].start < 0 || (size_t)best[e].start >= e) {   /* cannot happen */
-            free(best);
-            return mt_err_set(err, MT_ERR_INTERNAL, "%s: broken Viterbi path at byte %zu", sp->name, e);
-        }
-        count++;
-    }
-    if (pieces_reserve(out, count)) {
-        free(best);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu pieces", sp->name, count);
-    }
-    size_t i = count;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
-        i--;
-        out->id[i] = best[e].id;
-        out->off[i] = (uint32_t)best[e].start;
-        out->len[i] = (uint32_t)(e - (size_t)best[e].start);
-    }
+    mt_status st = best_pieces(sp, best, n, out, &count, err);
     free(best);
+    if (st != MT_OK)
+        return st;
 
     /* PopulateSentencePieceText: merge runs of unknown pieces (contiguous in
      * the normalized text); with byte_fallback they are split into bytes
@@ -617,25 +621,25 @@ mt_status mt_spm_log_prob(const mt_spm *sp, const char *text, size_t len, double
      * at the next aligned offset.  Normalization grows a text by a bounded
      * factor (the charsmap's longest replacement), so the buffer is bounded. */
     mt_sbuf o = { 0 };
+    mt_status st = MT_OK;
     if (mt_spm_norm_run(&sp->norm, (const uint8_t *)text, len, &o)) {
-        free(o.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory normalizing %zu bytes", sp->name, len);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory normalizing %zu bytes", sp->name, len);
+        goto done;
     }
     size_t n = o.n;
-    if (n == 0) {
-        free(o.p);
-        return MT_OK;
-    }
+    if (n == 0)
+        goto done;
     size_t at = (n + _Alignof(vnode) - 1) / _Alignof(vnode) * _Alignof(vnode);
     if (mt_sb_reserve(&o, at - n + (n + 1) * sizeof(vnode))) {
-        free(o.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+        goto done;
     }
     vnode *best = (vnode *)(void *)(o.p + at);
     viterbi(sp, (const uint8_t *)o.p, n, best);
     *logp = (double)best[n].score;
+done:
     free(o.p);
-    return MT_OK;
+    return st;
 }
 
 int mt_spm_same(const mt_spm *a, const mt_spm *b)
@@ -741,12 +745,11 @@ int mt_spm_decode_pieces(const mt_spm *sp, const mt_spm_dpiece *pc, int n, mt_sb
         return -1;
     if (sp->has_denorm) {
         mt_sbuf d = { 0 };
-        if (mt_spm_norm_run(&sp->denorm, (const uint8_t *)o->p + start, o->n - start, &d)) {
-            free(d.p);
-            return -1;
+        int bad = mt_spm_norm_run(&sp->denorm, (const uint8_t *)o->p + start, o->n - start, &d);
+        if (!bad) {
+            o->n = start;
+            bad = mt_sb_add(o, d.p ? d.p : "", d.n);
         }
-        o->n = start;
-        int bad = mt_sb_add(o, d.p ? d.p : "", d.n);
         free(d.p);
         return bad;
     }
@@ -761,32 +764,35 @@ mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out,
     mt_spm_dpiece small[256], *pc = n <= 256 ? small : malloc((size_t)n * sizeof *pc);
     if (!pc)
         return mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory for %d ids", n);
+    mt_status st = MT_OK;
+    mt_sbuf o = { 0 };
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= sp->m.n_pieces) {
-            if (pc != small)
-                free(pc);
-            return mt_err_set(err, MT_ERR_INPUT, "%s: invalid piece id %d (model has %d pieces)", sp->name,
-                              ids[i], sp->m.n_pieces);
+            st = mt_err_set(err, MT_ERR_INPUT, "%s: invalid piece id %d (model has %d pieces)", sp->name,
+                            ids[i], sp->m.n_pieces);
+            goto done;
         }
         const mt_spm_bytes *p = &sp->m.piece[ids[i]];
         /* spm decodes IdToPiece(id) through PieceToId again */
         pc[i] = (mt_spm_dpiece){ (const char *)p->p, p->n, mt_spm_piece_to_id(sp, (const char *)p->p, p->n) };
     }
-    mt_sbuf o = { 0 };
     int bad = mt_sb_reserve(&o, 1);
     if (!bad) {
         o.p[0] = '\0';
         if (n)
             bad = mt_spm_decode_pieces(sp, pc, n, &o);
     }
-    if (pc != small)
-        free(pc);
     if (bad) {
-        free(o.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory");
+        st = mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory");
+        goto done;
     }
     *out = o.p;
     if (out_len)
         *out_len = o.n;
-    return MT_OK;
+    o.p = NULL;
+done:
+    if (pc != small)
+        free(pc);
+    free(o.p);
+    return st;
 }

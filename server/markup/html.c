@@ -713,39 +713,39 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
     h->fragment = !is_document(src + 3 * h->bom, len - 3 * (size_t)h->bom);
     if (h->fragment)
         h->opts.fragment_context = GUMBO_TAG_BODY;
+    mt_status st;
     int bailed = setjmp(h->arena.bail);
     if (bailed) {                               /* from arena_alloc, inside gumbo */
-        srv_html_free(h);
-        return bailed == 2 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory")
-                           : mt_err_set(err, MT_ERR_TOO_LONG, "the HTML takes over %d ms to parse (deeply nested or "
-                                        "misnested markup); simplify it or send it in parts", SRV_HTML_PARSE_CPU_MS);
+        st = bailed == 2 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory")
+                         : mt_err_set(err, MT_ERR_TOO_LONG, "the HTML takes over %d ms to parse (deeply nested or "
+                                      "misnested markup); simplify it or send it in parts", SRV_HTML_PARSE_CPU_MS);
+        goto fail;
     }
     h->in = src + 3 * h->bom;
     h->in_len = len - 3 * (size_t)h->bom;
     h->out = gumbo_parse_with_options(&h->opts, h->in, h->in_len);
-    if (h->out && h->fragment && foreign_breakout(h->out->document) && reparse_as_body(h)) {
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
-    if (!h->out) {
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if ((h->out && h->fragment && foreign_breakout(h->out->document) && reparse_as_body(h)) || !h->out) {
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     int depth = tree_depth(h->out->document);
     if (depth > max_depth + 2) {                /* html and body do not count */
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_TOO_LONG, "the HTML nests %d elements deep; the limit is %d", depth - 2,
-                          max_depth);
+        st = mt_err_set(err, MT_ERR_TOO_LONG, "the HTML nests %d elements deep; the limit is %d", depth - 2,
+                        max_depth);
+        goto fail;
     }
     mark(h->out->document, 0);
     size_t seen = 0;
     mark_displaced(h->out->document, &seen);
     if (collect_block(h, h->out->document)) {
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     *out = h;
     return MT_OK;
+fail:
+    srv_html_free(h);
+    return st;
 }
 
 void srv_html_free(srv_html *h)
