@@ -820,13 +820,14 @@ mt_status mt_hf_tokenizer_decode(const mt_hf_tokenizer *tok, const int32_t *ids,
         *out_len = 0;
     tlist a = { 0 }, b = { 0 };
     mt_sbuf r = { 0 };
+    mt_status st = MT_OK;
     int rc = 0;
     for (int i = 0; !rc && i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= tok->n_ids || !tok->tok[id]) {
-            tl_free(&a);
-            return mt_err_set(err, MT_ERR_INPUT, "id %d at position %d is not a token (vocabulary size %d)", id, i,
-                              tok->n_ids);
+            st = mt_err_set(err, MT_ERR_INPUT, "id %d at position %d is not a token (vocabulary size %d)", id, i,
+                            tok->n_ids);
+            goto done;
         }
         if (skip_special_tokens && tok->special[id])
             continue;
@@ -843,16 +844,19 @@ mt_status mt_hf_tokenizer_decode(const mt_hf_tokenizer *tok, const int32_t *ids,
     for (size_t i = 0; !rc && i < a.n; i++)
         rc = (i && !tok->has_decoder && mt_sb_add(&r, " ", 1)) || mt_sb_add(&r, a.b.p + a.off[i], a.len[i]);
     rc = rc || mt_sb_add(&r, "", 0);
-    tl_free(&a);
-    tl_free(&b);
     if (rc) {
-        free(r.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "decode: out of memory");
+        st = mt_err_set(err, MT_ERR_NOMEM, "decode: out of memory");
+        goto done;
     }
     if (tok->clean_up)
         clean_up(&r);
     *out = r.p;
     if (out_len)
         *out_len = r.n;
-    return MT_OK;
+    r.p = NULL;
+done:
+    tl_free(&a);
+    tl_free(&b);
+    free(r.p);
+    return st;
 }

@@ -973,23 +973,22 @@ static int msg_text(const po_doc *t, const msg *m, mt_sbuf *b)
     size_t len = 0;
     mt_err err = { 0 };
     mt_sbuf tx = { 0 };
-    if (srv_html_render(m->h, &html, &len, &err) != MT_OK || unwrap(html, len, &tx)) {
-        free(html);
-        free(tx.p);
-        return -1;
-    }
-    free(html);
+    int ok = -1;
+    if (srv_html_render(m->h, &html, &len, &err) != MT_OK || unwrap(html, len, &tx))
+        goto done;
     size_t a = 0, e = tx.n;
     while (a < e && ws(tx.p[a]))
         a++;
     while (e > a && ws(tx.p[e - 1]))
         e--;
-    int ok = a < e && !memchr(tx.p + a, 0, e - a) && mt_utf8_valid(tx.p + a, e - a) &&
-             placeholders_kept(m->text, tx.p + a, e - a);
+    ok = a < e && !memchr(tx.p + a, 0, e - a) && mt_utf8_valid(tx.p + a, e - a) &&
+         placeholders_kept(m->text, tx.p + a, e - a);
     b->n = 0;
     if (ok && (mt_sb_add(b, m->lead, strlen(m->lead)) || mt_sb_add(b, tx.p + a, e - a) ||
                mt_sb_add(b, m->trail, strlen(m->trail))))
         ok = -1;
+done:
+    free(html);
     free(tx.p);
     return ok;
 }
