@@ -184,6 +184,13 @@ static mt_status pop(unpickler *u, uint32_t *idx)
     return MT_OK;
 }
 
+/* The top two of the stack popped: *first the top, then *second. */
+static mt_status pop2(unpickler *u, uint32_t *first, uint32_t *second)
+{
+    mt_status st = pop(u, first);
+    return st == MT_OK ? pop(u, second) : st;
+}
+
 static mt_status top(unpickler *u, uint32_t *idx)
 {
     if (u->n_stack <= u->floor)
@@ -354,9 +361,7 @@ static mt_status op_global(unpickler *u)
 static mt_status op_stack_global(unpickler *u)
 {
     uint32_t n = 0, m = 0;
-    mt_status st = pop(u, &n);
-    if (st == MT_OK)
-        st = pop(u, &m);
+    mt_status st = pop2(u, &n, &m);
     if (st != MT_OK)
         return st;
     const obj *mo = &u->objs[m], *no = &u->objs[n];
@@ -556,9 +561,7 @@ static mt_status rebuild_tensor(unpickler *u, const obj *args)
 static mt_status op_reduce(unpickler *u)
 {
     uint32_t a = 0, f = 0;
-    mt_status st = pop(u, &a);
-    if (st == MT_OK)
-        st = pop(u, &f);
+    mt_status st = pop2(u, &a, &f);
     if (st != MT_OK)
         return st;
     const obj *fn = &u->objs[f], *args = &u->objs[a];

@@ -301,3 +301,9 @@ mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const lo
     *copy = c;
     return MT_OK;
 }
+
+mt_status srv_run_unit_set(srv_run_unit *u, const char *tgt, size_t len, const long *links, int n_links,
+                           mt_err *err)
+{
+    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
+}

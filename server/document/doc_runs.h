@@ -64,4 +64,9 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
 mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const long *links, int n_links, char **copy,
                         size_t *out_start, size_t *out_end, mt_err *err);
 
+/* srv_runs_take for unit u: its translation in u->tgt, each run's share in
+ * u->s, u->e.  What doc_text's and doc_subtitles' srv_doc_set do. */
+mt_status srv_run_unit_set(srv_run_unit *u, const char *tgt, size_t len, const long *links, int n_links,
+                           mt_err *err);
+
 #endif

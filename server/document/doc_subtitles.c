@@ -652,8 +652,7 @@ static const char *subs_unit(const void *state, int i) { return ((const subs *)s
 static mt_status subs_set(void *state, int i, const char *tgt, size_t len, const long *links, int n_links,
                           mt_err *err)
 {
-    unit *u = &((subs *)state)->u[i];
-    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
+    return srv_run_unit_set(&((subs *)state)->u[i], tgt, len, links, n_links, err);
 }
 
 /* ---- writing a translated cue ---- */

@@ -193,8 +193,7 @@ static const char *text_unit(const void *state, int i) { return ((const text_doc
 static mt_status text_set(void *state, int i, const char *tgt, size_t len, const long *links, int n_links,
                           mt_err *err)
 {
-    unit *u = &((text_doc *)state)->u[i];
-    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
+    return srv_run_unit_set(&((text_doc *)state)->u[i], tgt, len, links, n_links, err);
 }
 
 /* A share of a translation without its spaces at either end. */
