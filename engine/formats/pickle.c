@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
+
 /* Limits: a large state dict (a few thousand tensors) needs ~20 objects per
  * tensor, a stack of ~2000 (SETITEMS batches of 1000 pairs), a memo as large
  * as its object count, and nesting of three marks. */
@@ -78,7 +80,7 @@ typedef struct {
     union {
         int64_t i;                                              /* O_BOOL, O_INT */
         struct { const uint8_t *s; uint32_t len; } str;         /* O_STR: into the input */
-        struct { uint32_t *items, n, cap; } seq;                /* O_TUPLE, O_LIST, O_DICT (key, value pairs) */
+        struct { uint32_t *items, n; size_t cap; } seq;                /* O_TUPLE, O_LIST, O_DICT (key, value pairs) */
         int global;                                             /* O_GLOBAL: index in GLOBALS */
         struct { int global; uint32_t key; uint64_t numel; } storage;   /* key: an O_STR */
         uint32_t tensor;                                        /* O_TENSOR: index in views */
@@ -98,12 +100,16 @@ typedef struct {
     size_t         n, at, op_at;        /* op_at: where the current opcode starts, for messages */
     mt_err        *err;
     obj           *objs;
-    uint32_t       n_objs, cap_objs, n_refs;
+    uint32_t       n_objs, n_refs;
+    size_t         cap_objs;
     view          *views;
-    uint32_t       n_views, cap_views;
-    uint32_t      *stack, n_stack, cap_stack, floor;
+    uint32_t       n_views;
+    size_t         cap_views;
+    uint32_t      *stack, n_stack, floor;
+    size_t         cap_stack;
     uint32_t       marks[MAX_MARKS], n_marks;
-    uint32_t      *memo, cap_memo, n_memo;    /* n_memo: slots filled (MEMOIZE's next index) */
+    uint32_t      *memo, n_memo;              /* n_memo: slots filled (MEMOIZE's next index) */
+    size_t         cap_memo;
 } unpickler;
 
 struct mt_pickle_sd {
@@ -128,22 +134,12 @@ static mt_status nomem(unpickler *u)
     return mt_err_set(u->err, MT_ERR_NOMEM, "%s: out of memory", u->where);
 }
 
-/* Room for one more element in *arr (cap *cap, element size es), at most max elements. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t es, uint32_t max)
+/* Room for need elements in *arr (T **; capacity *cap, element size es), at
+ * most max elements: 1, or 0 over max or out of memory.  Every max is a power
+ * of two, so doubling from 16 never passes it. */
+static int grow(void *arr, size_t *cap, size_t need, size_t es, uint32_t max)
 {
-    if (need <= *cap)
-        return 1;
-    if (need > max)
-        return 0;
-    uint32_t c = *cap ? *cap : 16;
-    while (c < need)
-        c = c > max / 2 ? max : c * 2;
-    void *q = realloc(*arr, (size_t)c * es);
-    if (!q)
-        return 0;
-    *arr = q;
-    *cap = c;
-    return 1;
+    return need <= *cap || (need <= max && !mt_grow(arr, cap, need, es, 16));
 }
 
 /* ---- objects and the stack ---------------------------------------------------------- */
@@ -151,7 +147,7 @@ static mt_status new_obj(unpickler *u, okind kind, uint32_t *idx)
 {
     if (u->n_objs >= MAX_OBJECTS)
         return fail(u, "more than %u objects: not a state dict", MAX_OBJECTS);
-    if (!grow((void **)&u->objs, &u->cap_objs, u->n_objs + 1, sizeof *u->objs, MAX_OBJECTS))
+    if (!grow(&u->objs, &u->cap_objs, u->n_objs + 1, sizeof *u->objs, MAX_OBJECTS))
         return nomem(u);
     obj *o = &u->objs[u->n_objs];
     memset(o, 0, sizeof *o);
@@ -164,7 +160,7 @@ static mt_status push(unpickler *u, uint32_t idx)
 {
     if (u->n_stack >= MAX_STACK)
         return fail(u, "stack deeper than %u", MAX_STACK);
-    if (!grow((void **)&u->stack, &u->cap_stack, u->n_stack + 1, sizeof *u->stack, MAX_STACK))
+    if (!grow(&u->stack, &u->cap_stack, u->n_stack + 1, sizeof *u->stack, MAX_STACK))
         return nomem(u);
     u->stack[u->n_stack++] = idx;
     return MT_OK;
@@ -186,6 +182,13 @@ static mt_status pop(unpickler *u, uint32_t *idx)
         return fail(u, "stack underflow");
     *idx = u->stack[--u->n_stack];
     return MT_OK;
+}
+
+/* The top two of the stack popped: *first the top, then *second. */
+static mt_status pop2(unpickler *u, uint32_t *first, uint32_t *second)
+{
+    mt_status st = pop(u, first);
+    return st == MT_OK ? pop(u, second) : st;
 }
 
 static mt_status top(unpickler *u, uint32_t *idx)
@@ -212,7 +215,7 @@ static mt_status seq_add(unpickler *u, uint32_t container, const uint32_t *items
     obj *o = &u->objs[container];
     if (n > MAX_REFS - u->n_refs)
         return fail(u, "more than %u container items: not a state dict", MAX_REFS);
-    if (!grow((void **)&o->u.seq.items, &o->u.seq.cap, o->u.seq.n + n, sizeof *items, MAX_REFS))
+    if (!grow(&o->u.seq.items, &o->u.seq.cap, o->u.seq.n + n, sizeof *items, MAX_REFS))
         return nomem(u);
     if (n)
         memcpy(o->u.seq.items + o->u.seq.n, items, n * sizeof *items);
@@ -358,9 +361,7 @@ static mt_status op_global(unpickler *u)
 static mt_status op_stack_global(unpickler *u)
 {
     uint32_t n = 0, m = 0;
-    mt_status st = pop(u, &n);
-    if (st == MT_OK)
-        st = pop(u, &m);
+    mt_status st = pop2(u, &n, &m);
     if (st != MT_OK)
         return st;
     const obj *mo = &u->objs[m], *no = &u->objs[n];
@@ -372,15 +373,16 @@ static mt_status op_stack_global(unpickler *u)
 /* ---- opcodes: memo ------------------------------------------------------------------ */
 static mt_status memo_put(unpickler *u, uint64_t i)
 {
-    uint32_t idx = 0, old = u->cap_memo;
+    uint32_t idx = 0;
+    size_t old = u->cap_memo;
     mt_status st = top(u, &idx);
     if (st != MT_OK)
         return st;
     if (i >= MAX_MEMO)
         return fail(u, "memo index %llu over the limit %u", (unsigned long long)i, MAX_MEMO);
-    if (!grow((void **)&u->memo, &u->cap_memo, (uint32_t)i + 1, sizeof *u->memo, MAX_MEMO))
+    if (!grow(&u->memo, &u->cap_memo, (uint32_t)i + 1, sizeof *u->memo, MAX_MEMO))
         return nomem(u);
-    for (uint32_t k = old; k < u->cap_memo; k++)
+    for (size_t k = old; k < u->cap_memo; k++)
         u->memo[k] = NONE_IDX;
     u->n_memo += u->memo[i] == NONE_IDX;
     u->memo[i] = idx;
@@ -546,7 +548,7 @@ static mt_status rebuild_tensor(unpickler *u, const obj *args)
     mt_status st = read_dims(u, item(u, args, 2), item(u, args, 3), &v);
     if (st != MT_OK)
         return st;
-    if (!grow((void **)&u->views, &u->cap_views, u->n_views + 1, sizeof *u->views, MAX_OBJECTS))
+    if (!grow(&u->views, &u->cap_views, u->n_views + 1, sizeof *u->views, MAX_OBJECTS))
         return nomem(u);
     obj *o;
     if ((st = push_new(u, O_TENSOR, &o)) == MT_OK) {
@@ -559,9 +561,7 @@ static mt_status rebuild_tensor(unpickler *u, const obj *args)
 static mt_status op_reduce(unpickler *u)
 {
     uint32_t a = 0, f = 0;
-    mt_status st = pop(u, &a);
-    if (st == MT_OK)
-        st = pop(u, &f);
+    mt_status st = pop2(u, &a, &f);
     if (st != MT_OK)
         return st;
     const obj *fn = &u->objs[f], *args = &u->objs[a];
@@ -746,7 +746,7 @@ mt_status mt_pickle_state_dict(const char *where, const uint8_t *p, size_t n, mt
     *out = NULL;
     unpickler u = {.where = where, .p = p, .n = n, .err = err};
     /* allocated up front: `stack + i` of an empty stack must not be NULL + 0 */
-    mt_status st = grow((void **)&u.stack, &u.cap_stack, 64, sizeof *u.stack, MAX_STACK) ? MT_OK : nomem(&u);
+    mt_status st = grow(&u.stack, &u.cap_stack, 64, sizeof *u.stack, MAX_STACK) ? MT_OK : nomem(&u);
     int stop = 0;
     while (st == MT_OK && !stop)
         st = step(&u, &stop);

@@ -21,6 +21,7 @@
 
 #include "hf_split.h"
 #include "hf_unicode.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -32,25 +33,6 @@ const char *mt_hf_unicode_version(void)
 /* ---- growable arrays ---------------------------------------------------------- */
 
 /* Room for need elements of size sz in *p (capacity *cap): 0, or -1. */
-static int grow(void *pp, size_t *cap, size_t need, size_t sz)
-{
-    void **p = pp;
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / sz)
-            return -1;
-        c *= 2;
-    }
-    void *q = realloc(*p, c * sz);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 typedef struct {
     int32_t rank, pos, id;
 } pq_ent;
@@ -84,7 +66,7 @@ static mt_status nomem(mt_err *err)
 
 static int emit(enc *e, int32_t id)
 {
-    if (grow(&e->ids, &e->ids_cap, e->n_ids + 1, sizeof *e->ids))
+    if (mt_grow(&e->ids, &e->ids_cap, e->n_ids + 1, sizeof *e->ids, 64))
         return -1;
     e->ids[e->n_ids++] = id;
     return 0;
@@ -113,7 +95,7 @@ static int pq_less(const pq_ent *a, const pq_ent *b)
 
 static int pq_push(enc *e, int32_t rank, int32_t pos, int32_t id)
 {
-    if (grow(&e->heap, &e->heap_cap, e->n_heap + 1, sizeof *e->heap))
+    if (mt_grow(&e->heap, &e->heap_cap, e->n_heap + 1, sizeof *e->heap, 64))
         return -1;
     size_t i = e->n_heap++;
     pq_ent x = { rank, pos, id };
@@ -159,8 +141,9 @@ static int add_sym(enc *e, int32_t id)
         e->last_unk = 0;
     }
     size_t n = e->n_sym + 1;
-    if (grow(&e->sym, &e->sym_cap, n, sizeof *e->sym) || grow(&e->prev, &e->prev_cap, n, sizeof *e->prev) ||
-        grow(&e->next, &e->next_cap, n, sizeof *e->next) || grow(&e->dead, &e->dead_cap, n, 1))
+    if (mt_grow(&e->sym, &e->sym_cap, n, sizeof *e->sym, 64) ||
+        mt_grow(&e->prev, &e->prev_cap, n, sizeof *e->prev, 64) ||
+        mt_grow(&e->next, &e->next_cap, n, sizeof *e->next, 64) || mt_grow(&e->dead, &e->dead_cap, n, 1, 64))
         return -1;
     e->sym[e->n_sym++] = id;
     return 0;
@@ -257,9 +240,7 @@ static int bpe_chars(enc *e, const char *w, size_t n)
     e->last_unk = 0;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)w + i, n - i, &c);
-        if (!k)
-            k = 1;          /* the text was validated: not reached */
+        size_t k = mt_utf8_next(w + i, n - i, &c);     /* the text was validated: never U+FFFD */
         int32_t id = mt_smap_get(&tok->vocab, w + i, k);
         if (id < 0 && tok->byte_fallback) {
             size_t b = 0;
@@ -322,14 +303,12 @@ static int metaspace(enc *e, const char *s, size_t n, int at_start)
 static int split_regex(enc *e, const char *s, size_t n)
 {
     size_t nc = 0;
-    if (grow(&e->cp, &e->cp_cap, n + 1, sizeof *e->cp) || grow(&e->cls, &e->cls_cap, n + 1, 1) ||
-        grow(&e->off, &e->off_cap, n + 1, sizeof *e->off))
+    if (mt_grow(&e->cp, &e->cp_cap, n + 1, sizeof *e->cp, 64) || mt_grow(&e->cls, &e->cls_cap, n + 1, 1, 64) ||
+        mt_grow(&e->off, &e->off_cap, n + 1, sizeof *e->off, 64))
         return -1;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = (uint8_t)s[i] < 0x80 ? (c = (uint8_t)s[i], 1) : mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!k)
-            k = 1, c = 0xFFFD;
+        size_t k = (uint8_t)s[i] < 0x80 ? (c = (uint8_t)s[i], 1) : mt_utf8_next(s + i, n - i, &c);
         e->cp[nc] = c;
         e->cls[nc] = hfu_class(c);
         e->off[nc++] = i;
@@ -590,7 +569,8 @@ typedef struct {
 
 static int tl_add(tlist *t, const char *s, size_t n)
 {
-    if (grow(&t->off, &t->cap, t->n + 1, sizeof *t->off) || grow(&t->len, &t->lcap, t->n + 1, sizeof *t->len))
+    if (mt_grow(&t->off, &t->cap, t->n + 1, sizeof *t->off, 64) ||
+        mt_grow(&t->len, &t->lcap, t->n + 1, sizeof *t->len, 64))
         return -1;
     t->off[t->n] = t->b.n;
     t->len[t->n] = n;
@@ -683,10 +663,97 @@ static int byte_of(uint32_t c)
     return c == 0x143 ? 0xAD : -1;
 }
 
+/* Replace (and Metaspace): token s[0..n) with every d->a made d->b, as a new
+ * token of o; drop: every replacement dropped instead. */
+static int dec_replace(const hf_dec *d, const char *s, size_t n, int drop, tlist *o)
+{
+    int rc = tl_add(o, "", 0);
+    for (size_t j = 0; !rc && j < n;) {
+        if (n - j >= d->na && !memcmp(s + j, d->a, d->na)) {
+            rc = drop ? 0 : tl_cat(o, d->b, d->nb);
+            j += d->na;
+        } else {
+            rc = tl_cat(o, s + j, 1);
+            j++;
+        }
+    }
+    return rc;
+}
+
+/* Strip: token s[0..n) without up to d->start leading and d->stop trailing
+ * d->strip_char, as a new token of o. */
+static int dec_strip(const hf_dec *d, const char *s, size_t n, tlist *o)
+{
+    size_t a = 0, b = n;
+    for (int k = 0; k < d->start && a < b; k++) {
+        uint32_t c;
+        size_t m = mt_utf8_decode((const uint8_t *)s + a, b - a, &c);
+        if (!m || c != d->strip_char)
+            break;
+        a += m;
+    }
+    for (int k = 0; k < d->stop && a < b; k++) {
+        size_t j = b - 1;
+        uint32_t c;
+        while (j > a && ((uint8_t)s[j] & 0xC0) == 0x80)
+            j--;
+        if (!mt_utf8_decode((const uint8_t *)s + j, b - j, &c) || c != d->strip_char)
+            break;
+        b = j;
+    }
+    return tl_add(o, s + a, b - a);
+}
+
+/* The bytes a ByteFallback or ByteLevel decoder gathers across tokens. */
+typedef struct {
+    uint8_t *p;
+    size_t   n, cap;
+} byte_run;
+
+/* ByteLevel: each character of token s[0..n) back to its byte, onto r; a
+ * token with a character outside the alphabet goes on as its own bytes. */
+static int byte_level_token(const char *s, size_t n, byte_run *r)
+{
+    size_t start = r->n, j = 0;
+    int rc = 0;
+    while (!rc && j < n) {
+        uint32_t c;
+        size_t m = mt_utf8_decode((const uint8_t *)s + j, n - j, &c);
+        int byte = m ? byte_of(c) : -1;
+        if (byte < 0)
+            break;
+        if (!(rc = mt_grow(&r->p, &r->cap, r->n + 1, 1, 64)))
+            r->p[r->n++] = (uint8_t)byte;
+        j += m;
+    }
+    if (!rc && j < n) {
+        r->n = start;
+        if (!(rc = mt_grow(&r->p, &r->cap, r->n + n, 1, 64))) {
+            memcpy(r->p + r->n, s, n);
+            r->n += n;
+        }
+    }
+    return rc;
+}
+
+/* ByteFallback: a "<0xNN>" token onto r; any other flushes r and goes on as it is. */
+static int byte_fallback_token(const char *s, size_t n, byte_run *r, tlist *o)
+{
+    int v = byte_token(s, n);
+    if (v >= 0) {
+        if (mt_grow(&r->p, &r->cap, r->n + 1, 1, 64))
+            return -1;
+        r->p[r->n++] = (uint8_t)v;
+        return 0;
+    }
+    int rc = flush_bytes(o, r->p, r->n) || tl_add(o, s, n);
+    r->n = 0;
+    return rc;
+}
+
 static int dec_step(const hf_dec *d, const tlist *in, tlist *o)
 {
-    uint8_t *bytes = NULL;
-    size_t nb = 0, cap = 0;
+    byte_run bytes = { NULL, 0, 0 };
     int rc = 0;
     if (d->kind == HF_DEC_FUSE || d->kind == HF_DEC_BYTE_LEVEL)
         rc = tl_add(o, "", 0);
@@ -695,86 +762,29 @@ static int dec_step(const hf_dec *d, const tlist *in, tlist *o)
         size_t n = in->len[i];
         switch (d->kind) {
         case HF_DEC_REPLACE:
-        case HF_DEC_METASPACE: {
+        case HF_DEC_METASPACE:
             /* Metaspace drops every replacement of the first token (HF's decoder) */
-            int drop = d->kind == HF_DEC_METASPACE && d->prepend && i == 0;
-            rc = tl_add(o, "", 0);
-            for (size_t j = 0; !rc && j < n;) {
-                if (n - j >= d->na && !memcmp(s + j, d->a, d->na)) {
-                    rc = drop ? 0 : tl_cat(o, d->b, d->nb);
-                    j += d->na;
-                } else {
-                    rc = tl_cat(o, s + j, 1);
-                    j++;
-                }
-            }
+            rc = dec_replace(d, s, n, d->kind == HF_DEC_METASPACE && d->prepend && i == 0, o);
             break;
-        }
-        case HF_DEC_BYTE_FALLBACK: {
-            int v = byte_token(s, n);
-            if (v >= 0) {
-                if (!(rc = grow(&bytes, &cap, nb + 1, 1)))
-                    bytes[nb++] = (uint8_t)v;
-            } else {
-                rc = flush_bytes(o, bytes, nb) || tl_add(o, s, n);
-                nb = 0;
-            }
+        case HF_DEC_BYTE_FALLBACK:
+            rc = byte_fallback_token(s, n, &bytes, o);
             break;
-        }
         case HF_DEC_FUSE:
             rc = tl_cat(o, s, n);
             break;
-        case HF_DEC_STRIP: {
-            size_t a = 0, b = n;
-            for (int k = 0; k < d->start && a < b; k++) {
-                uint32_t c;
-                size_t m = mt_utf8_decode((const uint8_t *)s + a, b - a, &c);
-                if (!m || c != d->strip_char)
-                    break;
-                a += m;
-            }
-            for (int k = 0; k < d->stop && a < b; k++) {
-                size_t j = b - 1;
-                uint32_t c;
-                while (j > a && ((uint8_t)s[j] & 0xC0) == 0x80)
-                    j--;
-                if (!mt_utf8_decode((const uint8_t *)s + j, b - j, &c) || c != d->strip_char)
-                    break;
-                b = j;
-            }
-            rc = tl_add(o, s + a, b - a);
+        case HF_DEC_STRIP:
+            rc = dec_strip(d, s, n, o);
             break;
-        }
-        case HF_DEC_BYTE_LEVEL: {
-            /* each character back to its byte; a token with a character
-             * outside the alphabet is kept as its own bytes */
-            size_t start = nb, j = 0;
-            while (!rc && j < n) {
-                uint32_t c;
-                size_t m = mt_utf8_decode((const uint8_t *)s + j, n - j, &c);
-                int byte = m ? byte_of(c) : -1;
-                if (byte < 0)
-                    break;
-                if (!(rc = grow(&bytes, &cap, nb + 1, 1)))
-                    bytes[nb++] = (uint8_t)byte;
-                j += m;
-            }
-            if (!rc && j < n) {
-                nb = start;
-                if (!(rc = grow(&bytes, &cap, nb + n, 1))) {
-                    memcpy(bytes + nb, s, n);
-                    nb += n;
-                }
-            }
+        case HF_DEC_BYTE_LEVEL:
+            rc = byte_level_token(s, n, &bytes);
             break;
-        }
         }
     }
     if (!rc && d->kind == HF_DEC_BYTE_FALLBACK)
-        rc = flush_bytes(o, bytes, nb);
+        rc = flush_bytes(o, bytes.p, bytes.n);
     if (!rc && d->kind == HF_DEC_BYTE_LEVEL)
-        rc = lossy(o, bytes, nb);
-    free(bytes);
+        rc = lossy(o, bytes.p, bytes.n);
+    free(bytes.p);
     return rc;
 }
 
@@ -810,13 +820,14 @@ mt_status mt_hf_tokenizer_decode(const mt_hf_tokenizer *tok, const int32_t *ids,
         *out_len = 0;
     tlist a = { 0 }, b = { 0 };
     mt_sbuf r = { 0 };
+    mt_status st = MT_OK;
     int rc = 0;
     for (int i = 0; !rc && i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= tok->n_ids || !tok->tok[id]) {
-            tl_free(&a);
-            return mt_err_set(err, MT_ERR_INPUT, "id %d at position %d is not a token (vocabulary size %d)", id, i,
-                              tok->n_ids);
+            st = mt_err_set(err, MT_ERR_INPUT, "id %d at position %d is not a token (vocabulary size %d)", id, i,
+                            tok->n_ids);
+            goto done;
         }
         if (skip_special_tokens && tok->special[id])
             continue;
@@ -833,16 +844,19 @@ mt_status mt_hf_tokenizer_decode(const mt_hf_tokenizer *tok, const int32_t *ids,
     for (size_t i = 0; !rc && i < a.n; i++)
         rc = (i && !tok->has_decoder && mt_sb_add(&r, " ", 1)) || mt_sb_add(&r, a.b.p + a.off[i], a.len[i]);
     rc = rc || mt_sb_add(&r, "", 0);
-    tl_free(&a);
-    tl_free(&b);
     if (rc) {
-        free(r.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "decode: out of memory");
+        st = mt_err_set(err, MT_ERR_NOMEM, "decode: out of memory");
+        goto done;
     }
     if (tok->clean_up)
         clean_up(&r);
     *out = r.p;
     if (out_len)
         *out_len = r.n;
-    return MT_OK;
+    r.p = NULL;
+done:
+    tl_free(&a);
+    tl_free(&b);
+    free(r.p);
+    return st;
 }

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "hf_split.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -215,15 +216,15 @@ static mt_status merge_pair(ctx *c, json_t *m, size_t idx, const char **a, size_
     return fmt(c, buf, "neither \"a b\" nor [\"a\", \"b\"]");
 }
 
-static mt_status load_model(ctx *c, json_t *model)
+/* model's keys and options: only what the BPE model here does. */
+static mt_status check_model(ctx *c, json_t *model)
 {
     static const char *const keys[] = { "type", "dropout", "unk_token", "continuing_subword_prefix",
                                         "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges",
                                         "vocab", "merges", NULL };
     mt_hf_tokenizer *tok = c->tok;
-    const char *type, *k;
+    const char *type;
     json_t *v;
-    size_t kn;
     mt_status st;
     if ((st = component(c, model, "model", &type)))
         return st;
@@ -244,12 +245,16 @@ static mt_status load_model(ctx *c, json_t *model)
         (st = get_bool(c, model, "byte_fallback", "model", 0, &tok->byte_fallback)) ||
         (st = get_bool(c, model, "ignore_merges", "model", 0, &tok->ignore_merges)))
         return st;
+    return MT_OK;
+}
 
-    json_t *vocab = json_object_get(model, "vocab"), *merges = json_object_get(model, "merges");
-    if (!json_is_object(vocab) || json_object_size(vocab) == 0)
-        return fmt(c, "model.vocab", "must be a non-empty object");
-    if (!json_is_array(merges))
-        return fmt(c, "model.merges", "must be an array");
+/* model.vocab (a non-empty object) into tok->vocab, and tok->n_ids. */
+static mt_status load_vocab(ctx *c, json_t *vocab)
+{
+    mt_hf_tokenizer *tok = c->tok;
+    const char *k;
+    json_t *v;
+    size_t kn;
     int32_t max_id = -1;
     json_object_keylen_foreach(vocab, k, kn, v) {
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -272,23 +277,14 @@ static mt_status load_model(ctx *c, json_t *model)
         mt_smap_ent *e = mt_smap_slot(&tok->vocab, s, kn);
         *e = (mt_smap_ent){ s, (uint32_t)kn, (int32_t)json_integer_value(v) };
     }
+    return MT_OK;
+}
 
-    tok->unk = -1;
-    v = json_object_get(model, "unk_token");
-    if (v && !json_is_null(v)) {
-        if (!json_is_string(v))
-            return fmt(c, "model.unk_token", "must be a string or null");
-        tok->unk = mt_smap_get(&tok->vocab, json_string_value(v), json_string_length(v));
-        if (tok->unk < 0)
-            return fmt(c, "model.unk_token", "not in the vocabulary");
-    }
-    for (int b = 0; b < 256; b++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", b);
-        tok->fallback_id[b] = tok->byte_fallback ? mt_smap_get(&tok->vocab, name, 6) : -1;
-    }
-
-    /* merges: (id a, id b) -> (rank, id of a + b); a later equal pair wins, as in HF */
+/* model.merges (an array): (id a, id b) -> (rank, id of a + b); a later
+ * equal pair wins, as in HF. */
+static mt_status load_merges(ctx *c, json_t *merges)
+{
+    mt_hf_tokenizer *tok = c->tok;
     size_t nm = json_array_size(merges), cap = 16;
     while (cap < nm * 2 + 2)
         cap *= 2;
@@ -300,21 +296,17 @@ static mt_status load_model(ctx *c, json_t *model)
         tok->merge[i].rank = -1;
     if (nm >= (size_t)MAX_ID)
         return fmt(c, "model.merges", "too many merges");
+    mt_status st = MT_OK;
     char *cat = NULL;
     size_t cat_cap = 0;
     for (size_t i = 0; i < nm; i++) {
         const char *a = "", *b = "";
         size_t na = 0, nb = 0;
         if ((st = merge_pair(c, json_array_get(merges, i), i, &a, &na, &b, &nb)))
-            break;
-        if (na + nb + 1 > cat_cap) {
-            cat_cap = (na + nb + 1) * 2;
-            char *p = realloc(cat, cat_cap);
-            if (!p) {
-                st = mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
-                break;
-            }
-            cat = p;
+            goto done;
+        if (mt_grow(&cat, &cat_cap, na + nb + 1, 1, 64)) {
+            st = mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
+            goto done;
         }
         memcpy(cat, a, na);
         memcpy(cat + na, b, nb);
@@ -329,89 +321,116 @@ static mt_status load_model(ctx *c, json_t *model)
             if (ia >= 0 && ib >= 0)
                 st = mt_err_set(c->err, MT_ERR_FORMAT, "%s: %s: the merged token is not in the vocabulary", c->name,
                                 buf);
-            break;
+            goto done;
         }
         hf_merge *m = merge_slot(tok, (uint64_t)ia << 32 | (uint32_t)ib);
         *m = (hf_merge){ (uint64_t)ia << 32 | (uint32_t)ib, (int32_t)i, ic };
     }
+done:
     free(cat);
     return st;
 }
 
+static mt_status load_model(ctx *c, json_t *model)
+{
+    mt_hf_tokenizer *tok = c->tok;
+    mt_status st;
+    if ((st = check_model(c, model)))
+        return st;
+    json_t *vocab = json_object_get(model, "vocab"), *merges = json_object_get(model, "merges");
+    if (!json_is_object(vocab) || json_object_size(vocab) == 0)
+        return fmt(c, "model.vocab", "must be a non-empty object");
+    if (!json_is_array(merges))
+        return fmt(c, "model.merges", "must be an array");
+    if ((st = load_vocab(c, vocab)))
+        return st;
+    tok->unk = -1;
+    json_t *v = json_object_get(model, "unk_token");
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v))
+            return fmt(c, "model.unk_token", "must be a string or null");
+        tok->unk = mt_smap_get(&tok->vocab, json_string_value(v), json_string_length(v));
+        if (tok->unk < 0)
+            return fmt(c, "model.unk_token", "not in the vocabulary");
+    }
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        tok->fallback_id[b] = tok->byte_fallback ? mt_smap_get(&tok->vocab, name, 6) : -1;
+    }
+    return load_merges(c, merges);
+}
+
 /* ---- added tokens ----------------------------------------------------------------- */
 
-static mt_status load_added(ctx *c, json_t *arr)
+/* added_tokens[i] (t) into tok->added[i] and the added map, checked
+ * against the vocabulary; tok->n_ids grows to hold its id. */
+static mt_status add_token(ctx *c, json_t *t, size_t i)
 {
     static const char *const keys[] = { "id", "content", "single_word", "lstrip", "rstrip", "normalized",
                                         "special", NULL };
     mt_hf_tokenizer *tok = c->tok;
+    json_t *id = json_object_get(t, "id");
+    hf_added *a = &tok->added[i];
+    char what[64];
+    size_t len;
+    int sw, ls, rs, nz, sp;
     mt_status st;
-    if (!arr || json_is_null(arr))
-        arr = NULL;
-    else if (!json_is_array(arr))
-        return fmt(c, "added_tokens", "must be an array");
-    size_t n = arr ? json_array_size(arr) : 0;
-    if (n >= (size_t)MAX_ID)
-        return fmt(c, "added_tokens", "too many");
-    tok->added = calloc(n + 1, sizeof *tok->added);
-    if (!tok->added || mt_smap_init(&tok->added_map, n))
-        return mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
-    for (size_t i = 0; i < n; i++) {
-        json_t *t = json_array_get(arr, i), *id = json_object_get(t, "id");
-        hf_added *a = &tok->added[i];
-        char what[64];
-        size_t len;
-        int sw, ls, rs, nz, sp;
-        snprintf(what, sizeof what, "added_tokens[%zu]", i);
-        if (!json_is_object(t))
-            return fmt(c, what, "not an object");
-        if ((st = only_keys(c, t, what, keys)))
-            return st;
-        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= MAX_ID)
-            return fmt(c, what, "\"id\" is not an id");
-        if ((st = get_str(c, t, "content", what, &a->content, &len)) ||
-            (st = get_bool(c, t, "single_word", what, 0, &sw)) || (st = get_bool(c, t, "lstrip", what, 0, &ls)) ||
-            (st = get_bool(c, t, "rstrip", what, 0, &rs)) || (st = get_bool(c, t, "special", what, 0, &sp)) ||
-            (st = get_bool(c, t, "normalized", what, !sp, &nz)))    /* HF's default: !special */
-            return st;
-        if (len == 0 || len > UINT32_MAX / 2)
-            return fmt(c, what, "empty content");
-        if (!mt_utf8_valid(a->content, len))
-            return fmt(c, what, "content is not valid UTF-8");
-        a->len = (uint32_t)len;
-        a->id = (int32_t)json_integer_value(id);
-        a->single_word = (uint8_t)sw;
-        a->lstrip = (uint8_t)ls;
-        a->rstrip = (uint8_t)rs;
-        a->normalized = (uint8_t)nz;
-        a->special = (uint8_t)sp;
-        mt_smap_ent *e = mt_smap_slot(&tok->added_map, a->content, len);
-        if (e->k)
-            return mt_err_set(c->err, MT_ERR_FORMAT, "%s: %s: \"%.*s\" is an added token twice", c->name, what,
-                              Q(a->content));
-        *e = (mt_smap_ent){ a->content, a->len, (int32_t)i };
-        /* an added token that is also a vocabulary string must keep its id: one
-         * string, one id */
-        int32_t vid = mt_smap_get(&tok->vocab, a->content, len);
-        if (vid >= 0 && vid != a->id)
-            return mt_err_set(c->err, MT_ERR_FORMAT, "%s: %s: \"%.*s\" has id %d, the vocabulary says %d", c->name,
-                              what, Q(a->content), a->id, vid);
-        if (a->id >= tok->n_ids)
-            tok->n_ids = a->id + 1;
-        tok->has_raw |= !nz;
-        tok->has_norm |= nz;
-    }
-    tok->n_added = (int)n;
+    snprintf(what, sizeof what, "added_tokens[%zu]", i);
+    if (!json_is_object(t))
+        return fmt(c, what, "not an object");
+    if ((st = only_keys(c, t, what, keys)))
+        return st;
+    if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= MAX_ID)
+        return fmt(c, what, "\"id\" is not an id");
+    if ((st = get_str(c, t, "content", what, &a->content, &len)) ||
+        (st = get_bool(c, t, "single_word", what, 0, &sw)) || (st = get_bool(c, t, "lstrip", what, 0, &ls)) ||
+        (st = get_bool(c, t, "rstrip", what, 0, &rs)) || (st = get_bool(c, t, "special", what, 0, &sp)) ||
+        (st = get_bool(c, t, "normalized", what, !sp, &nz)))    /* HF's default: !special */
+        return st;
+    if (len == 0 || len > UINT32_MAX / 2)
+        return fmt(c, what, "empty content");
+    if (!mt_utf8_valid(a->content, len))
+        return fmt(c, what, "content is not valid UTF-8");
+    a->len = (uint32_t)len;
+    a->id = (int32_t)json_integer_value(id);
+    a->single_word = (uint8_t)sw;
+    a->lstrip = (uint8_t)ls;
+    a->rstrip = (uint8_t)rs;
+    a->normalized = (uint8_t)nz;
+    a->special = (uint8_t)sp;
+    mt_smap_ent *e = mt_smap_slot(&tok->added_map, a->content, len);
+    if (e->k)
+        return mt_err_set(c->err, MT_ERR_FORMAT, "%s: %s: \"%.*s\" is an added token twice", c->name, what,
+                          Q(a->content));
+    *e = (mt_smap_ent){ a->content, a->len, (int32_t)i };
+    /* an added token that is also a vocabulary string must keep its id: one
+     * string, one id */
+    int32_t vid = mt_smap_get(&tok->vocab, a->content, len);
+    if (vid >= 0 && vid != a->id)
+        return mt_err_set(c->err, MT_ERR_FORMAT, "%s: %s: \"%.*s\" has id %d, the vocabulary says %d", c->name,
+                          what, Q(a->content), a->id, vid);
+    if (a->id >= tok->n_ids)
+        tok->n_ids = a->id + 1;
+    tok->has_raw |= !nz;
+    tok->has_norm |= nz;
+    return MT_OK;
+}
 
-    /* id -> token: the vocabulary, then the added tokens (HF looks them up first) */
+/* id -> token: the vocabulary, then the n added tokens (HF looks them up
+ * first), and the tries of the added tokens matched before and after
+ * normalization. */
+static mt_status index_tokens(ctx *c, size_t n)
+{
+    mt_hf_tokenizer *tok = c->tok;
+    mt_status st = MT_OK;
     tok->tok = calloc((size_t)tok->n_ids, sizeof *tok->tok);
     tok->tok_len = calloc((size_t)tok->n_ids, sizeof *tok->tok_len);
     tok->special = calloc((size_t)tok->n_ids, 1);
     mt_ptrie_key *kr = malloc((n + 1) * sizeof *kr), *kz = malloc((n + 1) * sizeof *kz);
     if (!tok->tok || !tok->tok_len || !tok->special || !kr || !kz) {
-        free(kr);
-        free(kz);
-        return mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
+        st = mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
+        goto done;
     }
     for (size_t i = 0; i <= tok->vocab.mask; i++) {
         const mt_smap_ent *e = &tok->vocab.e[i];
@@ -424,11 +443,10 @@ static mt_status load_added(ctx *c, json_t *arr)
     for (size_t i = 0; i < n; i++) {
         const hf_added *a = &tok->added[i];
         if (tok->tok[a->id] && (tok->tok_len[a->id] != a->len || memcmp(tok->tok[a->id], a->content, a->len))) {
-            free(kr);
-            free(kz);
-            return mt_err_set(c->err, MT_ERR_FORMAT, "%s: added_tokens[%zu]: id %d is already the token \"%.*s\"",
-                              c->name, i, a->id, mt_utf8_clip(tok->tok[a->id], tok->tok_len[a->id], 64),
-                              tok->tok[a->id]);
+            st = mt_err_set(c->err, MT_ERR_FORMAT, "%s: added_tokens[%zu]: id %d is already the token \"%.*s\"",
+                            c->name, i, a->id, mt_utf8_clip(tok->tok[a->id], tok->tok_len[a->id], 64),
+                            tok->tok[a->id]);
+            goto done;
         }
         tok->tok[a->id] = a->content;
         tok->tok_len[a->id] = a->len;
@@ -439,10 +457,33 @@ static mt_status load_added(ctx *c, json_t *arr)
         else
             kr[nr++] = key;
     }
-    int bad = (nr && mt_ptrie_build(&tok->trie_raw, kr, nr)) || (nz && mt_ptrie_build(&tok->trie_norm, kz, nz));
+    if ((nr && mt_ptrie_build(&tok->trie_raw, kr, nr)) || (nz && mt_ptrie_build(&tok->trie_norm, kz, nz)))
+        st = mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
+done:
     free(kr);
     free(kz);
-    return bad ? mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name) : MT_OK;
+    return st;
+}
+
+static mt_status load_added(ctx *c, json_t *arr)
+{
+    mt_hf_tokenizer *tok = c->tok;
+    mt_status st;
+    if (!arr || json_is_null(arr))
+        arr = NULL;
+    else if (!json_is_array(arr))
+        return fmt(c, "added_tokens", "must be an array");
+    size_t n = arr ? json_array_size(arr) : 0;
+    if (n >= (size_t)MAX_ID)
+        return fmt(c, "added_tokens", "too many");
+    tok->added = calloc(n + 1, sizeof *tok->added);
+    if (!tok->added || mt_smap_init(&tok->added_map, n))
+        return mt_err_set(c->err, MT_ERR_NOMEM, "%s: out of memory", c->name);
+    for (size_t i = 0; i < n; i++)
+        if ((st = add_token(c, json_array_get(arr, i), i)))
+            return st;
+    tok->n_added = (int)n;
+    return index_tokens(c, n);
 }
 
 /* ---- normalizer ------------------------------------------------------------------- */

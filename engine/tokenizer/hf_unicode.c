@@ -119,9 +119,7 @@ int hfu_nfc(const char *s, size_t n, mt_sbuf *out)
     int work = 0;
     while (i < n) {
         uint32_t c;
-        size_t k = p[i] < 0x80 ? (c = p[i], 1) : mt_utf8_decode(p + i, n - i, &c);
-        if (!k)
-            k = 1, c = 0xFFFD;       /* the caller validated; never taken */
+        size_t k = p[i] < 0x80 ? (c = p[i], 1) : mt_utf8_next(s + i, n - i, &c);  /* validated: never U+FFFD */
         work |= hfu_class(c) & HFU_NFC;
         i += k;
         chars++;
@@ -136,9 +134,7 @@ int hfu_nfc(const char *s, size_t n, mt_sbuf *out)
     size_t nd = 0;
     for (i = 0; i < n;) {
         uint32_t c;
-        size_t k = mt_utf8_decode(p + i, n - i, &c);
-        if (!k)
-            k = 1, c = 0xFFFD;
+        size_t k = mt_utf8_next(s + i, n - i, &c);
         decompose(c, d, &nd);
         i += k;
     }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "hf_unicode.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -177,14 +178,8 @@ static int add_stop(mt_prompt *p, int32_t id, size_t *cap)
 {
     if (id < 0)
         return 0;
-    if ((size_t)p->n_stop == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        int32_t *s = realloc(p->stop, c * sizeof *s);
-        if (!s)
-            return -1;
-        p->stop = s;
-        *cap = c;
-    }
+    if (mt_grow(&p->stop, cap, (size_t)p->n_stop + 1, sizeof *p->stop, 16))
+        return -1;
     p->stop[p->n_stop++] = id;
     return 0;
 }
@@ -498,21 +493,37 @@ static mt_status check_args(const mt_prompt *p, const char *src, const char *tgt
     return MT_OK;
 }
 
+/* The arguments checked and the prompt rendered into b (empty on failure):
+ * the text's bytes [*ka, *kb) in it, special: render's flag. */
+static mt_status render_checked(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                                mt_sbuf *b, size_t *ka, size_t *kb, int *special, mt_err *err)
+{
+    mt_status st = check_args(p, src, tgt, text, len, err);
+    if (st)
+        return st;
+    if (render(p, src, tgt, text, len, b, ka, kb, special)) {
+        free(b->p);
+        *b = (mt_sbuf){ 0 };
+        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    }
+    return MT_OK;
+}
+
 mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
                            char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err)
 {
     if (!out)
         return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_render: bad arguments");
     *out = NULL;
-    mt_status st = check_args(p, src, tgt, text, len, err);
-    if (st)
-        return st;
     mt_sbuf b = { 0 };
     size_t ka, kb;
     int special;
-    if (render(p, src, tgt, text, len, &b, &ka, &kb, &special) || mt_sb_add(&b, "", 0)) {
+    mt_status st = render_checked(p, src, tgt, text, len, &b, &ka, &kb, &special, err);
+    if (st == MT_OK && mt_sb_add(&b, "", 0))
+        st = mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    if (st != MT_OK) {
         free(b.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+        return st;
     }
     *out = b.p;
     if (out_len)
@@ -530,16 +541,12 @@ mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt,
     if (!n_ids || max_ids < 0 || (!ids && max_ids))
         return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_encode: bad arguments");
     *n_ids = 0;
-    mt_status st = check_args(p, src, tgt, text, len, err);
-    if (st)
-        return st;
     mt_sbuf b = { 0 };
     size_t ka, kb;
     int special;
-    if (render(p, src, tgt, text, len, &b, &ka, &kb, &special)) {
-        free(b.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
-    }
+    mt_status st = render_checked(p, src, tgt, text, len, &b, &ka, &kb, &special, err);
+    if (st)
+        return st;
     st = hf_encode_span(p->tok, b.p ? b.p : "", b.n, ka, kb, special, ids, max_ids, n_ids, err);
     free(b.p);
     return st;

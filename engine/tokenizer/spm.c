@@ -18,6 +18,7 @@
 #include "spm.h"
 #include "spm_norm.h"
 #include "spm_proto.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/strmap.h"
 #include "util/utf8.h"
@@ -78,19 +79,26 @@ static int piece_to_byte(const uint8_t *p, size_t n)
     return (int)((h - hex) * 16 + (l - hex));
 }
 
-/* ModelInterface::InitializePieces + unigram::Model setup. */
-static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
+/* How many pieces of each kind spm_init_pieces met. */
+typedef struct {
+    int match;      /* NORMAL, USER_DEFINED, UNUSED: the ones the lattice matches */
+    int user;       /* USER_DEFINED: matched before normalization splits them */
+    int bytes;      /* distinct bytes with a BYTE piece */
+} piece_counts;
+
+/* The pieces as C strings in one arena (the model's bytes are not kept), and
+ * the id map sized for them. */
+static mt_status copy_pieces(mt_spm *sp, mt_err *err)
 {
     const mt_spm_proto *m = &sp->m;
-    const char *name = sp->name;
-    int n = m->n_pieces, n_match = 0, n_user = 0, n_bytes = 0;
+    int n = m->n_pieces;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += m->piece[i].n + 1;
     sp->arena = malloc(total);
     if (!sp->arena || mt_smap_init(&sp->ids, (size_t)n))
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    for (size_t i = 0, off = 0; i < (size_t)n; i++) {   /* pieces become C strings */
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", sp->name);
+    for (size_t i = 0, off = 0; i < (size_t)n; i++) {
         mt_spm_bytes *p = &sp->m.piece[i];
         if (p->n)
             memcpy(sp->arena + off, p->p, p->n);
@@ -98,80 +106,84 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
         p->p = (const uint8_t *)sp->arena + off;
         off += p->n + 1;
     }
-    sp->unk_id = -1;
-    sp->min_score = 3.40282347e+38f;        /* FLT_MAX */
-    sp->max_score = 1.17549435e-38f;        /* FLT_MIN, as spm (not -FLT_MAX) */
-    for (int i = 0; i < 256; i++)
-        sp->byte_id[i] = -1;
-    if (m->byte_fallback) {
-        sp->byte_val = malloc((size_t)n * sizeof *sp->byte_val);
-        if (!sp->byte_val)
-            return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    }
-    for (int i = 0; i < n; i++) {
-        const mt_spm_bytes *p = &m->piece[i];
-        int t = m->type[i];
-        if (p->n == 0)
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d is empty", name, i);
-        if (memchr(p->p, 0, p->n) || p->n > UINT32_MAX / 2)
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d contains a NUL byte", name, i);
-        mt_smap_ent *e = mt_smap_slot(&sp->ids, (const char *)p->p, p->n);
-        if (e->k) {
-            int same_class = is_reserved_type(t) == is_reserved_type(m->type[e->v]);
-            if (same_class)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)",
-                                  name, i, (int)(p->n > 64 ? 64 : p->n), (const char *)p->p, e->v);
-            if (is_reserved_type(t))
-                e->v = i;                   /* PieceToId looks at reserved pieces first */
-        } else {
-            *e = (mt_smap_ent){ (const char *)p->p, (uint32_t)p->n, i };
-        }
-        if (sp->byte_val)
-            sp->byte_val[i] = -1;
-        if (t == MT_SPM_NORMAL || t == MT_SPM_USER_DEFINED || t == MT_SPM_UNUSED)
-            n_match++;
-        if (t == MT_SPM_USER_DEFINED)
-            n_user++;
-        if (t == MT_SPM_NORMAL) {
-            if (m->score[i] < sp->min_score)
-                sp->min_score = m->score[i];
-            if (m->score[i] > sp->max_score)
-                sp->max_score = m->score[i];
-        }
-        if (t == MT_SPM_UNKNOWN) {
-            if (sp->unk_id >= 0)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: more than one UNKNOWN piece (%d and %d)",
-                                  name, sp->unk_id, i);
-            sp->unk_id = i;
-        }
-        if (t == MT_SPM_BYTE) {
-            int b = piece_to_byte(p->p, p->n);
-            if (!m->byte_fallback)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d found although byte_fallback is false",
-                                  name, i);
-            if (b < 0)
-                return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d \"%.*s\" is invalid", name, i,
-                                  (int)(p->n > 64 ? 64 : p->n), (const char *)p->p);
-            if (sp->byte_id[b] < 0)
-                n_bytes++;
-            sp->byte_id[b] = i;
-            sp->byte_val[i] = (int16_t)b;
-        }
-    }
-    if (sp->unk_id < 0)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: no UNKNOWN piece", name);
-    if (m->byte_fallback && n_bytes != 256)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte_fallback is set but only %d of 256 byte pieces exist",
-                          name, n_bytes);
-    if (n_match == 0)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: no matchable (normal) pieces", name);
+    return MT_OK;
+}
 
+/* Piece i, a BYTE piece: the id of its byte. */
+static mt_status add_byte_piece(mt_spm *sp, int i, piece_counts *c, mt_err *err)
+{
+    const mt_spm_bytes *p = &sp->m.piece[i];
+    int b = piece_to_byte(p->p, p->n);
+    if (!sp->m.byte_fallback)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d found although byte_fallback is false",
+                          sp->name, i);
+    if (b < 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte piece %d \"%.*s\" is invalid", sp->name, i,
+                          (int)(p->n > 64 ? 64 : p->n), (const char *)p->p);
+    if (sp->byte_id[b] < 0)
+        c->bytes++;
+    sp->byte_id[b] = i;
+    sp->byte_val[i] = (int16_t)b;
+    return MT_OK;
+}
+
+/* Piece i checked, entered in the id map, counted, and its score, UNKNOWN
+ * or byte role recorded. */
+static mt_status add_piece(mt_spm *sp, int i, piece_counts *c, mt_err *err)
+{
+    const mt_spm_proto *m = &sp->m;
+    const char *name = sp->name;
+    const mt_spm_bytes *p = &m->piece[i];
+    int t = m->type[i];
+    if (p->n == 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d is empty", name, i);
+    if (memchr(p->p, 0, p->n) || p->n > UINT32_MAX / 2)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d contains a NUL byte", name, i);
+    mt_smap_ent *e = mt_smap_slot(&sp->ids, (const char *)p->p, p->n);
+    if (e->k) {
+        int same_class = is_reserved_type(t) == is_reserved_type(m->type[e->v]);
+        if (same_class)
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)",
+                              name, i, (int)(p->n > 64 ? 64 : p->n), (const char *)p->p, e->v);
+        if (is_reserved_type(t))
+            e->v = i;                   /* PieceToId looks at reserved pieces first */
+    } else {
+        *e = (mt_smap_ent){ (const char *)p->p, (uint32_t)p->n, i };
+    }
+    if (sp->byte_val)
+        sp->byte_val[i] = -1;
+    if (t == MT_SPM_NORMAL || t == MT_SPM_USER_DEFINED || t == MT_SPM_UNUSED)
+        c->match++;
+    if (t == MT_SPM_USER_DEFINED)
+        c->user++;
+    if (t == MT_SPM_NORMAL) {
+        if (m->score[i] < sp->min_score)
+            sp->min_score = m->score[i];
+        if (m->score[i] > sp->max_score)
+            sp->max_score = m->score[i];
+    }
+    if (t == MT_SPM_UNKNOWN) {
+        if (sp->unk_id >= 0)
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: more than one UNKNOWN piece (%d and %d)",
+                              name, sp->unk_id, i);
+        sp->unk_id = i;
+    }
+    return t == MT_SPM_BYTE ? add_byte_piece(sp, i, c, err) : MT_OK;
+}
+
+/* The tries of the matchable pieces (c->match of them) and of the
+ * user-defined ones (c->user). */
+static mt_status build_tries(mt_spm *sp, const piece_counts *c, mt_err *err)
+{
+    const mt_spm_proto *m = &sp->m;
+    const char *name = sp->name;
+    int n = m->n_pieces, n_match = c->match, n_user = c->user;
+    mt_status st = MT_OK;
     mt_ptrie_key *keys = malloc((size_t)n_match * sizeof *keys);
     mt_ptrie_key *ukeys = n_user ? malloc((size_t)n_user * sizeof *ukeys) : NULL;
     if (!keys || (n_user && !ukeys)) {
-        free(keys);
-        free(ukeys);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
     }
     int k = 0, u = 0;
     for (int i = 0; i < n; i++) {
@@ -183,7 +195,7 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
             ukeys[u++] = key;
     }
     /* spm allows one reserved and one normal piece per string, never two of a
-     * class.  The id map above keeps one id per string (the reserved one wins),
+     * class.  The id map keeps one id per string (the reserved one wins),
      * so NORMAL "x", CONTROL "x", NORMAL "x" passed it, and mt_ptrie_build, which
      * needs unique keys, read past the end of the duplicate (fuzz_spm_model,
      * tests/fuzz/crashers/spm_model/duplicate-normal-after-reserved).  The
@@ -193,21 +205,54 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
         if (mt_ptrie_key_cmp(&keys[j - 1], &keys[j]) == 0) {
             int a = keys[j - 1].id < keys[j].id ? keys[j - 1].id : keys[j].id;
             int b = keys[j - 1].id < keys[j].id ? keys[j].id : keys[j - 1].id;
-            free(keys);
-            free(ukeys);
-            return mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)", name, b,
-                              (int)(m->piece[b].n > 64 ? 64 : m->piece[b].n), (const char *)m->piece[b].p, a);
+            st = mt_err_set(err, MT_ERR_FORMAT, "%s: piece %d \"%.*s\" is already defined (piece %d)", name, b,
+                            (int)(m->piece[b].n > 64 ? 64 : m->piece[b].n), (const char *)m->piece[b].p, a);
+            goto done;
         }
     int bad = mt_ptrie_build(&sp->match, keys, (size_t)n_match);
     if (!bad && n_user) {
         bad = mt_ptrie_build(&sp->user, ukeys, (size_t)n_user);
         sp->has_user = !bad;
     }
+    if (bad)
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory building the piece trie", name);
+done:
     free(keys);
     free(ukeys);
-    if (bad)
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory building the piece trie", name);
-    return MT_OK;
+    return st;
+}
+
+/* ModelInterface::InitializePieces + unigram::Model setup. */
+static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
+{
+    const mt_spm_proto *m = &sp->m;
+    const char *name = sp->name;
+    int n = m->n_pieces;
+    mt_status st = copy_pieces(sp, err);
+    if (st != MT_OK)
+        return st;
+    sp->unk_id = -1;
+    sp->min_score = 3.40282347e+38f;        /* FLT_MAX */
+    sp->max_score = 1.17549435e-38f;        /* FLT_MIN, as spm (not -FLT_MAX) */
+    for (int i = 0; i < 256; i++)
+        sp->byte_id[i] = -1;
+    if (m->byte_fallback) {
+        sp->byte_val = malloc((size_t)n * sizeof *sp->byte_val);
+        if (!sp->byte_val)
+            return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+    }
+    piece_counts c = { 0, 0, 0 };
+    for (int i = 0; i < n; i++)
+        if ((st = add_piece(sp, i, &c, err)) != MT_OK)
+            return st;
+    if (sp->unk_id < 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: no UNKNOWN piece", name);
+    if (m->byte_fallback && c.bytes != 256)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: byte_fallback is set but only %d of 256 byte pieces exist",
+                          name, c.bytes);
+    if (c.match == 0)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: no matchable (normal) pieces", name);
+    return build_tries(sp, &c, err);
 }
 
 void mt_spm_free(mt_spm *sp)
@@ -249,11 +294,8 @@ static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_s
     sp->buf_len = len;
     sp->fingerprint = fnv1a64(buf, len);
     sp->name = strdup(name);
-    if (!sp->name) {
-        mt_spm_free(sp);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    }
-    mt_status st = mt_spm_proto_parse(buf, len, name, &sp->m, err);
+    mt_status st = sp->name ? mt_spm_proto_parse(buf, len, name, &sp->m, err)
+                            : mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
     if (!st && sp->m.model_type != MT_SPM_UNIGRAM)
         st = mt_err_set(err, MT_ERR_UNSUPPORTED,
                         "%s: SentencePiece model type %s is not supported (only unigram models are)",
@@ -413,26 +455,47 @@ static int pieces_reserve(mt_pieces *p, size_t n)
         return 0;
     if (n > INT_MAX / 2)
         return -1;
-    int cap = p->cap ? p->cap : 16;
-    while ((size_t)cap < n)
-        cap *= 2;
-    int32_t *id = realloc(p->id, (size_t)cap * sizeof *id);
+    size_t cap = mt_grow_cap((size_t)p->cap, n, sizeof *p->id, 16);     /* id, off, len share it */
+    int32_t *id = realloc(p->id, cap * sizeof *id);
     if (id)
         p->id = id;
-    uint32_t *off = realloc(p->off, (size_t)cap * sizeof *off);
+    uint32_t *off = realloc(p->off, cap * sizeof *off);
     if (off)
         p->off = off;
-    uint32_t *len = realloc(p->len, (size_t)cap * sizeof *len);
+    uint32_t *len = realloc(p->len, cap * sizeof *len);
     if (len)
         p->len = len;
     if (!id || !off || !len)
         return -1;
-    p->cap = cap;
+    p->cap = (int)cap;
     return 0;
 }
 
 /* The normalized text is out->text; pieces are its substrings, except byte
  * pieces ("<0xXX>"), whose strings are appended after it. */
+/* The best path best[0..n] back from its end into out's pieces (*count of them). */
+static mt_status best_pieces(const mt_spm *sp, const vnode *best, size_t n, mt_pieces *out, size_t *count,
+                             mt_err *err)
+{
+    size_t c = 0;
+    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
+        if (best[e].start < 0 || (size_t)best[e].start >= e)    /* cannot happen */
+            return mt_err_set(err, MT_ERR_INTERNAL, "%s: broken Viterbi path at byte %zu", sp->name, e);
+        c++;
+    }
+    if (pieces_reserve(out, c))
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu pieces", sp->name, c);
+    size_t i = c;
+    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
+        i--;
+        out->id[i] = best[e].id;
+        out->off[i] = (uint32_t)best[e].start;
+        out->len[i] = (uint32_t)(e - (size_t)best[e].start);
+    }
+    *count = c;
+    return MT_OK;
+}
+
 static mt_status spm_encode_pieces(const mt_spm *sp, const uint8_t *text, size_t len, mt_pieces *out,
                                    mt_err *err)
 {
@@ -454,27 +517,11 @@ static mt_status spm_encode_pieces(const mt_spm *sp, const uint8_t *text, size_t
     if (!best)
         return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
     viterbi(sp, (const uint8_t *)o.p, n, best);
-
     size_t count = 0;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
-        if (best[e].start < 0 || (size_t)best[e].start >= e) {   /* cannot happen */
-            free(best);
-            return mt_err_set(err, MT_ERR_INTERNAL, "%s: broken Viterbi path at byte %zu", sp->name, e);
-        }
-        count++;
-    }
-    if (pieces_reserve(out, count)) {
-        free(best);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu pieces", sp->name, count);
-    }
-    size_t i = count;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start) {
-        i--;
-        out->id[i] = best[e].id;
-        out->off[i] = (uint32_t)best[e].start;
-        out->len[i] = (uint32_t)(e - (size_t)best[e].start);
-    }
+    mt_status st = best_pieces(sp, best, n, out, &count, err);
     free(best);
+    if (st != MT_OK)
+        return st;
 
     /* PopulateSentencePieceText: merge runs of unknown pieces (contiguous in
      * the normalized text); with byte_fallback they are split into bytes
@@ -574,25 +621,25 @@ mt_status mt_spm_log_prob(const mt_spm *sp, const char *text, size_t len, double
      * at the next aligned offset.  Normalization grows a text by a bounded
      * factor (the charsmap's longest replacement), so the buffer is bounded. */
     mt_sbuf o = { 0 };
+    mt_status st = MT_OK;
     if (mt_spm_norm_run(&sp->norm, (const uint8_t *)text, len, &o)) {
-        free(o.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory normalizing %zu bytes", sp->name, len);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory normalizing %zu bytes", sp->name, len);
+        goto done;
     }
     size_t n = o.n;
-    if (n == 0) {
-        free(o.p);
-        return MT_OK;
-    }
+    if (n == 0)
+        goto done;
     size_t at = (n + _Alignof(vnode) - 1) / _Alignof(vnode) * _Alignof(vnode);
     if (mt_sb_reserve(&o, at - n + (n + 1) * sizeof(vnode))) {
-        free(o.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+        goto done;
     }
     vnode *best = (vnode *)(void *)(o.p + at);
     viterbi(sp, (const uint8_t *)o.p, n, best);
     *logp = (double)best[n].score;
+done:
     free(o.p);
-    return MT_OK;
+    return st;
 }
 
 int mt_spm_same(const mt_spm *a, const mt_spm *b)
@@ -698,12 +745,11 @@ int mt_spm_decode_pieces(const mt_spm *sp, const mt_spm_dpiece *pc, int n, mt_sb
         return -1;
     if (sp->has_denorm) {
         mt_sbuf d = { 0 };
-        if (mt_spm_norm_run(&sp->denorm, (const uint8_t *)o->p + start, o->n - start, &d)) {
-            free(d.p);
-            return -1;
+        int bad = mt_spm_norm_run(&sp->denorm, (const uint8_t *)o->p + start, o->n - start, &d);
+        if (!bad) {
+            o->n = start;
+            bad = mt_sb_add(o, d.p ? d.p : "", d.n);
         }
-        o->n = start;
-        int bad = mt_sb_add(o, d.p ? d.p : "", d.n);
         free(d.p);
         return bad;
     }
@@ -718,32 +764,35 @@ mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out,
     mt_spm_dpiece small[256], *pc = n <= 256 ? small : malloc((size_t)n * sizeof *pc);
     if (!pc)
         return mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory for %d ids", n);
+    mt_status st = MT_OK;
+    mt_sbuf o = { 0 };
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= sp->m.n_pieces) {
-            if (pc != small)
-                free(pc);
-            return mt_err_set(err, MT_ERR_INPUT, "%s: invalid piece id %d (model has %d pieces)", sp->name,
-                              ids[i], sp->m.n_pieces);
+            st = mt_err_set(err, MT_ERR_INPUT, "%s: invalid piece id %d (model has %d pieces)", sp->name,
+                            ids[i], sp->m.n_pieces);
+            goto done;
         }
         const mt_spm_bytes *p = &sp->m.piece[ids[i]];
         /* spm decodes IdToPiece(id) through PieceToId again */
         pc[i] = (mt_spm_dpiece){ (const char *)p->p, p->n, mt_spm_piece_to_id(sp, (const char *)p->p, p->n) };
     }
-    mt_sbuf o = { 0 };
     int bad = mt_sb_reserve(&o, 1);
     if (!bad) {
         o.p[0] = '\0';
         if (n)
             bad = mt_spm_decode_pieces(sp, pc, n, &o);
     }
-    if (pc != small)
-        free(pc);
     if (bad) {
-        free(o.p);
-        return mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory");
+        st = mt_err_set(err, MT_ERR_NOMEM, "mt_spm_decode: out of memory");
+        goto done;
     }
     *out = o.p;
     if (out_len)
         *out_len = o.n;
-    return MT_OK;
+    o.p = NULL;
+done:
+    if (pc != small)
+        free(pc);
+    free(o.p);
+    return st;
 }

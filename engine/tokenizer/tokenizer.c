@@ -246,14 +246,10 @@ mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t 
     }
     mt_pieces pc = { 0 };
     mt_status st = mt_spm_encode(sp, text, len, &pc, err);
-    if (st) {
-        mt_pieces_free(&pc);
-        return st;
-    }
-    if ((size_t)pc.n + 2 > (size_t)INT_MAX) {
-        mt_pieces_free(&pc);
-        return mt_err_set(err, MT_ERR_TOO_LONG, "input too long (%d pieces)", pc.n);
-    }
+    if (st == MT_OK && (size_t)pc.n + 2 > (size_t)INT_MAX)
+        st = mt_err_set(err, MT_ERR_TOO_LONG, "input too long (%d pieces)", pc.n);
+    if (st != MT_OK)
+        goto done;
     const int32_t unk = mt_spm_unk_id(sp);
     for (int i = 0; i < pc.n; i++) {
         int32_t id = pc.id[i];
@@ -266,11 +262,12 @@ mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t 
     }
     EMIT(v->eos);
 #undef EMIT
-    mt_pieces_free(&pc);
     *n_ids = count;
     if (count > max_ids)
-        return mt_err_set(err, MT_ERR_TOO_LONG, "input needs %d token ids, at most %d allowed", count, max_ids);
-    return MT_OK;
+        st = mt_err_set(err, MT_ERR_TOO_LONG, "input needs %d token ids, at most %d allowed", count, max_ids);
+done:
+    mt_pieces_free(&pc);
+    return st;
 }
 
 /* In-place str.replace(from, to) with strlen(to) <= strlen(from). */

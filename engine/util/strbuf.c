@@ -1,5 +1,6 @@
 /* strbuf.c: the growable byte string (strbuf.h). */
 #include "strbuf.h"
+#include "check.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -11,17 +12,7 @@ int mt_sb_reserve(mt_sbuf *b, size_t extra)
 {
     if (extra > SIZE_MAX / 2 - b->n)
         return -1;
-    if (b->n + extra <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->n + extra)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
+    return mt_grow(&b->p, &b->cap, b->n + extra, 1, 64);
 }
 
 int mt_sb_add(mt_sbuf *b, const void *s, size_t n)

@@ -27,6 +27,15 @@ size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
     return 0;
 }
 
+size_t mt_utf8_next(const char *s, size_t len, uint32_t *cp)
+{
+    size_t k = mt_utf8_decode((const uint8_t *)s, len, cp);
+    if (k)
+        return k;
+    *cp = 0xfffd;
+    return 1;
+}
+
 size_t mt_utf8_valid_prefix(const char *s, size_t len)
 {
     const uint8_t *u = (const uint8_t *)s;

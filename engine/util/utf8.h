@@ -14,6 +14,10 @@
 /* One well-formed character at s[0..len) (len >= 1): its length, or 0 if
  * invalid; *cp gets the code point. */
 size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp);
+/* Lossy decoding, which never fails: the character at s[0..len) (len >= 1)
+ * and its length, or U+FFFD and 1 for a byte that does not start a valid
+ * one (each bad byte stands for one character, as a browser shows it). */
+size_t mt_utf8_next(const char *s, size_t len, uint32_t *cp);
 /* Length of the longest valid prefix of s[0..len). */
 size_t mt_utf8_valid_prefix(const char *s, size_t len);
 /* 1 if all of s[0..len) is valid. */

@@ -51,6 +51,7 @@
 
 #include "doc_format.h"
 #include "markup/html.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -93,11 +94,14 @@ typedef struct {
     const char *data;
     size_t      len;
     entry      *e;
-    int         n_e, cap_e;
+    int         n_e;
+    size_t      cap_e;
     msg        *m;
-    int         n_m, cap_m;
+    int         n_m;
+    size_t      cap_m;
     unit       *u;
-    int         n_u, cap_u;
+    int         n_u;
+    size_t      cap_u;
     int         nplurals;
 } po_doc;
 
@@ -556,14 +560,8 @@ static mt_status add_msg(po_doc *t, const mt_sbuf *s, int no, const srv_doc_limi
     if (b - a > lim->max_unit_bytes)
         return mt_err_set(err, MT_ERR_TOO_LONG, "line %d: the msgid is %zu bytes; the limit of a unit is %zu", no,
                           b - a, lim->max_unit_bytes);
-    if (t->n_m == t->cap_m) {
-        int cap = t->cap_m ? 2 * t->cap_m : 64;
-        msg *m = realloc(t->m, sizeof *m * (size_t)cap);
-        if (!m)
-            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        t->m = m;
-        t->cap_m = cap;
-    }
+    if (mt_grow(&t->m, &t->cap_m, (size_t)t->n_m + 1, sizeof *t->m, 64))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     msg *m = &t->m[t->n_m++];
     memset(m, 0, sizeof *m);
     m->text = dup_n(p + a, b - a);
@@ -589,14 +587,8 @@ static mt_status add_units(po_doc *t, int i, int no, const srv_doc_limits *lim, 
         if (t->n_u >= lim->max_units)
             return mt_err_set(err, MT_ERR_TOO_LONG, "line %d: the file has over %d translation units (msgids); "
                               "the limit is %d", no, lim->max_units, lim->max_units);
-        if (t->n_u == t->cap_u) {
-            int cap = t->cap_u ? 2 * t->cap_u : 64;
-            unit *u = realloc(t->u, sizeof *u * (size_t)cap);
-            if (!u)
-                return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            t->u = u;
-            t->cap_u = cap;
-        }
+        if (mt_grow(&t->u, &t->cap_u, (size_t)t->n_u + 1, sizeof *t->u, 64))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         t->u[t->n_u++] = (unit){ i, k, U_UNSET };
     }
     return MT_OK;
@@ -639,14 +631,8 @@ static mt_status close_entry(po_doc *t, reading *r, const srv_doc_limits *lim, m
             return mt_err_set(err, MT_ERR_INPUT, "line %d: the msgid is not valid UTF-8 (the file must be UTF-8)",
                               r->id_line);
         if (has_words(r->id.p) && (!r->has_plural || has_words(r->plural.p))) {
-            if (t->n_e == t->cap_e) {
-                int cap = t->cap_e ? 2 * t->cap_e : 64;
-                entry *e = realloc(t->e, sizeof *e * (size_t)cap);
-                if (!e)
-                    return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-                t->e = e;
-                t->cap_e = cap;
-            }
+            if (mt_grow(&t->e, &t->cap_e, (size_t)t->n_e + 1, sizeof *t->e, 64))
+                return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
             int m0 = t->n_m, keep = 1;
             st = add_msg(t, &r->id, r->id_line, lim, err);
             if (st == MT_OK && r->has_plural)
@@ -923,9 +909,8 @@ static int words_of(const char *s, size_t n, long *w)
     long cp = 0;
     for (size_t i = 0; i < n; cp++) {
         uint32_t c;
-        size_t m = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        int space = m ? mt_utf8_is_space(c) : 0;
-        i += m ? m : 1;
+        i += mt_utf8_next(s + i, n - i, &c);
+        int space = mt_utf8_is_space(c);
         if (!space && !in)
             w[2 * k] = cp;
         if (space && in)
@@ -988,23 +973,22 @@ static int msg_text(const po_doc *t, const msg *m, mt_sbuf *b)
     size_t len = 0;
     mt_err err = { 0 };
     mt_sbuf tx = { 0 };
-    if (srv_html_render(m->h, &html, &len, &err) != MT_OK || unwrap(html, len, &tx)) {
-        free(html);
-        free(tx.p);
-        return -1;
-    }
-    free(html);
+    int ok = -1;
+    if (srv_html_render(m->h, &html, &len, &err) != MT_OK || unwrap(html, len, &tx))
+        goto done;
     size_t a = 0, e = tx.n;
     while (a < e && ws(tx.p[a]))
         a++;
     while (e > a && ws(tx.p[e - 1]))
         e--;
-    int ok = a < e && !memchr(tx.p + a, 0, e - a) && mt_utf8_valid(tx.p + a, e - a) &&
-             placeholders_kept(m->text, tx.p + a, e - a);
+    ok = a < e && !memchr(tx.p + a, 0, e - a) && mt_utf8_valid(tx.p + a, e - a) &&
+         placeholders_kept(m->text, tx.p + a, e - a);
     b->n = 0;
     if (ok && (mt_sb_add(b, m->lead, strlen(m->lead)) || mt_sb_add(b, tx.p + a, e - a) ||
                mt_sb_add(b, m->trail, strlen(m->trail))))
         ok = -1;
+done:
+    free(html);
     free(tx.p);
     return ok;
 }

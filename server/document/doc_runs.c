@@ -30,11 +30,7 @@ mt_status srv_runs_init(srv_runs *r, const char *const *runs, const size_t *lens
         r->start[i] = r->end[i] = -1;
         for (size_t k = 0; k < lens[i];) {
             uint32_t c;
-            size_t m = mt_utf8_decode((const uint8_t *)runs[i] + k, lens[i] - k, &c);
-            if (!m) {                       /* malformed: one byte, as U+FFFD */
-                m = 1;
-                c = 0xfffd;
-            }
+            size_t m = mt_utf8_next(runs[i] + k, lens[i] - k, &c);     /* malformed: one byte, as U+FFFD */
             if (mt_utf8_is_space(c)) {
                 space = o > 0;
             } else {
@@ -76,6 +72,17 @@ void srv_runs_free(srv_runs *r)
     memset(r, 0, sizeof *r);
 }
 
+void srv_run_units_free(srv_run_unit *u, int n)
+{
+    for (int i = 0; i < n; i++) {
+        srv_runs_free(&u[i].runs);
+        free(u[i].tgt);
+        free(u[i].s);
+        free(u[i].e);
+    }
+    free(u);
+}
+
 /* The run holding source code point p: the first whose span ends after it. */
 static int run_of(const srv_runs *r, long p)
 {
@@ -92,10 +99,9 @@ static int monotone(int *a, int n)
 {
     int *tail = malloc(sizeof *tail * (size_t)n), *tail_at = malloc(sizeof *tail_at * (size_t)n),
         *prev = malloc(sizeof *prev * (size_t)n), *keep = calloc((size_t)n, sizeof *keep);
-    if (!tail || !tail_at || !prev || !keep) {
-        free(tail), free(tail_at), free(prev), free(keep);
-        return -1;
-    }
+    int rc = -1;
+    if (!tail || !tail_at || !prev || !keep)
+        goto done;
     int len = 0;
     for (int i = 0; i < n; i++) {
         int lo = 0, hi = len;               /* the first tail > a[i] */
@@ -126,31 +132,24 @@ static int monotone(int *a, int n)
         first++;
     for (int i = 0; i < first && first < n; i++)
         a[i] = a[first];
-    free(tail), free(tail_at), free(prev), free(keep);
-    return 0;
+    rc = 0;
+done:
+    free(tail);
+    free(tail_at);
+    free(prev);
+    free(keep);
+    return rc;
 }
 
-mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, const long *links, int n_links,
-                         size_t *out_start, size_t *out_end, mt_err *err)
+/* The words of tgt[0..tgt_len) (runs of non-spaces): word w's code-point span
+ * wcp[2w], wcp[2w + 1] and byte span wb[2w], wb[2w + 1]; their count. */
+static int target_words(const char *tgt, size_t tgt_len, long *wcp, size_t *wb)
 {
-    for (int i = 0; i < r->n; i++)
-        out_start[i] = out_end[i] = 0;
-    /* the target's words: code-point and byte spans */
-    size_t cap = tgt_len / 2 + 2;
-    long *wcp = malloc(sizeof *wcp * 2 * cap);
-    size_t *wb = malloc(sizeof *wb * 2 * cap);
-    int *a = malloc(sizeof *a * cap), *cnt = calloc((size_t)(r->n ? r->n : 1), sizeof *cnt);
-    if (!wcp || !wb || !a || !cnt) {
-        free(wcp), free(wb), free(a), free(cnt);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
     int nw = 0, in = 0;
     long cp = 0;
     for (size_t k = 0; k < tgt_len;) {
         uint32_t c;
-        size_t m = mt_utf8_decode((const uint8_t *)tgt + k, tgt_len - k, &c);
-        if (!m)
-            m = 1, c = 0xfffd;
+        size_t m = mt_utf8_next(tgt + k, tgt_len - k, &c);
         int sp = mt_utf8_is_space(c);
         if (!sp && !in) {
             wcp[2 * nw] = cp;
@@ -170,7 +169,13 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
         wb[2 * nw + 1] = tgt_len;
         nw++;
     }
-    /* each word's run: its first link's source run, else its predecessor's */
+    return nw;
+}
+
+/* a[w], the run of each of the nw target words: its first link's source run,
+ * else its predecessor's (the first linked word's, or the first run, at the start). */
+static void link_runs(const srv_runs *r, const long *links, int n_links, const long *wcp, int nw, int *a)
+{
     int first_linked = -1;
     for (int w = 0; w < nw; w++) {
         a[w] = -1;
@@ -186,12 +191,13 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
     for (int w = 0; w < nw; w++)
         if (a[w] < 0)
             a[w] = w ? a[w - 1] : first_linked >= 0 ? first_linked : first_run >= 0 ? first_run : 0;
-    if (nw && monotone(a, nw)) {
-        free(wcp), free(wb), free(a), free(cnt);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
-    /* every run that held words gets one, while words last: a boundary moves
-     * one word at a time from the nearest run that has two */
+}
+
+/* Every run that held words gets one of the nw words (a[], in run order),
+ * while words last: a boundary moves one word at a time from the nearest run
+ * that has two.  cnt: [r->n] scratch. */
+static void share_words(const srv_runs *r, int *a, int nw, int *cnt)
+{
     for (int w = 0; w < nw; w++)
         cnt[a[w]]++;
     int need = 0;
@@ -232,9 +238,33 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
         for (int w = 0; w < nw; w++)
             cnt[a[w]]++;
     }
+}
+
+mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, const long *links, int n_links,
+                         size_t *out_start, size_t *out_end, mt_err *err)
+{
+    mt_status st = MT_OK;
+    for (int i = 0; i < r->n; i++)
+        out_start[i] = out_end[i] = 0;
+    /* the target's words: code-point and byte spans */
+    size_t cap = tgt_len / 2 + 2;
+    long *wcp = malloc(sizeof *wcp * 2 * cap);
+    size_t *wb = malloc(sizeof *wb * 2 * cap);
+    int *a = malloc(sizeof *a * cap), *cnt = calloc((size_t)(r->n ? r->n : 1), sizeof *cnt);
+    int nw = 0, prev_run = -1;
+    if (!wcp || !wb || !a || !cnt) {
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    nw = target_words(tgt, tgt_len, wcp, wb);
+    link_runs(r, links, n_links, wcp, nw, a);
+    if (nw && monotone(a, nw)) {
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    share_words(r, a, nw, cnt);
     /* spans: from a run's first word to the next run's first word (the spaces
      * between ride with the run before them), the first from 0, the last to the end */
-    int prev_run = -1;
     for (int w = 0; w < nw; w++) {
         if (a[w] == prev_run)
             continue;
@@ -246,8 +276,12 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
     }
     if (prev_run >= 0)
         out_end[prev_run] = tgt_len;
-    free(wcp), free(wb), free(a), free(cnt);
-    return MT_OK;
+done:
+    free(wcp);
+    free(wb);
+    free(a);
+    free(cnt);
+    return st;
 }
 
 mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const long *links, int n_links, char **copy,
@@ -266,4 +300,10 @@ mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const lo
     free(*copy);
     *copy = c;
     return MT_OK;
+}
+
+mt_status srv_run_unit_set(srv_run_unit *u, const char *tgt, size_t len, const long *links, int n_links,
+                           mt_err *err)
+{
+    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
 }

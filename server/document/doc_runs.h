@@ -31,9 +31,20 @@ typedef struct {
     int   n;
 } srv_runs;
 
+/* A unit of the formats whose units are runs of their lines or cues
+ * (doc_text.c, doc_subtitles.c). */
+typedef struct {
+    int      first, n;      /* lines or cues [first, first + n) */
+    srv_runs runs;
+    char    *tgt;           /* the translation (NULL: not set) */
+    size_t  *s, *e;         /* [n] each run's share of tgt, bytes */
+} srv_run_unit;
+
 /* runs[0..n) (lens[i] bytes each, UTF-8) -> r.  MT_OK or MT_ERR_NOMEM. */
 mt_status srv_runs_init(srv_runs *r, const char *const *runs, const size_t *lens, int n, mt_err *err);
 void      srv_runs_free(srv_runs *r);
+/* Frees units u[0..n) and the array u itself. */
+void      srv_run_units_free(srv_run_unit *u, int n);
 
 /* The translation tgt[0..tgt_len) of r->text with its word links [n_links][4]
  * (source [s, e) in r->text, target [s, e) in tgt, code points) split over the
@@ -52,5 +63,10 @@ mt_status srv_runs_split(const srv_runs *r, const char *tgt, size_t tgt_len, con
  * format made of runs does in its srv_doc_set.  MT_OK or MT_ERR_NOMEM. */
 mt_status srv_runs_take(const srv_runs *r, const char *tgt, size_t len, const long *links, int n_links, char **copy,
                         size_t *out_start, size_t *out_end, mt_err *err);
+
+/* srv_runs_take for unit u: its translation in u->tgt, each run's share in
+ * u->s, u->e.  What doc_text's and doc_subtitles' srv_doc_set do. */
+mt_status srv_run_unit_set(srv_run_unit *u, const char *tgt, size_t len, const long *links, int n_links,
+                           mt_err *err);
 
 #endif

@@ -38,6 +38,7 @@
 
 #include "doc_format.h"
 #include "doc_runs.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -69,12 +70,7 @@ typedef struct {
     int    unit, run0;      /* its unit (-1: none) and its first run there */
 } cue;
 
-typedef struct {
-    int      first, n;      /* cues [first, first + n) */
-    srv_runs runs;
-    char    *tgt;           /* the translation (NULL: not set) */
-    size_t  *s, *e;         /* [runs.n] each run's share of tgt, bytes */
-} unit;
+typedef srv_run_unit unit;     /* cues [first, first + n) */
 
 typedef struct {
     srv_doc_kind kind;
@@ -83,9 +79,11 @@ typedef struct {
     line        *l;
     int          n_lines;
     piece       *p;
-    int          n_p, cap_p;
+    int          n_p;
+    size_t       cap_p;
     cue         *c;
-    int          n_c, cap_c;
+    int          n_c;
+    size_t       cap_c;
     unit        *u;
     int          n_u;
 } subs;
@@ -105,15 +103,10 @@ static int blank(const char *d, const line *l)
 /* Line endings are \n, \r\n and a lone \r (WebVTT allows all three). */
 static mt_status split_lines(subs *t, size_t from, mt_err *err)
 {
-    int cap = 0;
+    size_t cap = 0;
     for (size_t i = from; i < t->len;) {
-        if (t->n_lines == cap) {
-            cap = cap ? 2 * cap : 64;
-            line *l = realloc(t->l, sizeof *l * (size_t)cap);
-            if (!l)
-                return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            t->l = l;
-        }
+        if (mt_grow(&t->l, &cap, (size_t)t->n_lines + 1, sizeof *t->l, 64))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         line *l = &t->l[t->n_lines++];
         size_t e = i;
         while (e < t->len && t->data[e] != '\n' && t->data[e] != '\r')
@@ -261,14 +254,8 @@ static mt_status add_piece(subs *t, size_t a, size_t b, int tag, mt_err *err)
 {
     if (a >= b)
         return MT_OK;
-    if (t->n_p == t->cap_p) {
-        int cap = t->cap_p ? 2 * t->cap_p : 64;
-        piece *p = realloc(t->p, sizeof *p * (size_t)cap);
-        if (!p)
-            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        t->p = p;
-        t->cap_p = cap;
-    }
+    if (mt_grow(&t->p, &t->cap_p, (size_t)t->n_p + 1, sizeof *t->p, 64))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     t->p[t->n_p++] = (piece){ a, b, tag };
     return MT_OK;
 }
@@ -356,14 +343,8 @@ static mt_status cut_payload(subs *t, cue *c, int l0, int l1, mt_err *err)
 
 static mt_status add_cue(subs *t, int timing_line, int l1, int after_block, mt_err *err)
 {
-    if (t->n_c == t->cap_c) {
-        int cap = t->cap_c ? 2 * t->cap_c : 64;
-        cue *c = realloc(t->c, sizeof *c * (size_t)cap);
-        if (!c)
-            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        t->c = c;
-        t->cap_c = cap;
-    }
+    if (mt_grow(&t->c, &t->cap_c, (size_t)t->n_c + 1, sizeof *t->c, 64))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     cue *c = &t->c[t->n_c];
     memset(c, 0, sizeof *c);
     int l0 = timing_line + 1;
@@ -585,13 +566,7 @@ static void subs_free(void *state)
     subs *t = state;
     if (!t)
         return;
-    for (int i = 0; i < t->n_u; i++) {
-        srv_runs_free(&t->u[i].runs);
-        free(t->u[i].tgt);
-        free(t->u[i].s);
-        free(t->u[i].e);
-    }
-    free(t->u);
+    srv_run_units_free(t->u, t->n_u);
     free(t->c);
     free(t->p);
     free(t->l);
@@ -677,8 +652,7 @@ static const char *subs_unit(const void *state, int i) { return ((const subs *)s
 static mt_status subs_set(void *state, int i, const char *tgt, size_t len, const long *links, int n_links,
                           mt_err *err)
 {
-    unit *u = &((subs *)state)->u[i];
-    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
+    return srv_run_unit_set(&((subs *)state)->u[i], tgt, len, links, n_links, err);
 }
 
 /* ---- writing a translated cue ---- */
@@ -688,7 +662,8 @@ typedef struct {
     size_t *brk;        /* [n_brk] offsets in b of the translation's spaces: where a line may break */
     size_t *vis;        /* [n_brk] the text's bytes before each (tags left out: what a viewer sees) */
     size_t  n_vis;      /* the text's bytes so far */
-    int     n_brk, cap_brk;
+    int     n_brk;
+    size_t  cap_brk;
     int     fail;
 } cue_out;
 
@@ -702,9 +677,9 @@ static void out_space(cue_out *o)
 {
     if (o->fail)
         return;
-    if (o->n_brk == o->cap_brk) {
-        int cap = o->cap_brk ? 2 * o->cap_brk : 16;
-        size_t *b = realloc(o->brk, sizeof *b * (size_t)cap), *v = b ? realloc(o->vis, sizeof *v * (size_t)cap) : NULL;
+    if ((size_t)o->n_brk == o->cap_brk) {     /* brk and vis share the capacity */
+        size_t cap = mt_grow_cap(o->cap_brk, (size_t)o->n_brk + 1, sizeof *o->brk, 16);
+        size_t *b = cap ? realloc(o->brk, sizeof *b * cap) : NULL, *v = b ? realloc(o->vis, sizeof *v * cap) : NULL;
         if (b)
             o->brk = b;
         if (v)

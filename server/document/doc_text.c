@@ -15,6 +15,7 @@
 
 #include "doc_format.h"
 #include "doc_runs.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -27,12 +28,7 @@ typedef struct {
     size_t nl;          /* start of its line ending */
 } line;
 
-typedef struct {
-    int      first, n;  /* lines [first, first + n) */
-    srv_runs runs;
-    char    *tgt;
-    size_t  *s, *e;     /* [n] each line's share of tgt */
-} unit;
+typedef srv_run_unit unit;     /* lines [first, first + n) */
 
 typedef struct {
     const char *data;
@@ -87,15 +83,10 @@ static int opens_item(const char *d, const line *l)
 
 static mt_status split_lines(text_doc *t, mt_err *err)
 {
-    int cap = 0;
+    size_t cap = 0;
     for (size_t i = t->start; i < t->len;) {
-        if (t->n_lines == cap) {
-            cap = cap ? 2 * cap : 64;
-            line *l = realloc(t->l, sizeof *l * (size_t)cap);
-            if (!l)
-                return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            t->l = l;
-        }
+        if (mt_grow(&t->l, &cap, (size_t)t->n_lines + 1, sizeof *t->l, 64))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         line *l = &t->l[t->n_lines++];
         size_t e = i;               /* a line ends at LF, CRLF, or a lone CR (old Mac files) */
         while (e < t->len && t->data[e] != '\n' && t->data[e] != '\r')
@@ -145,13 +136,7 @@ static void text_free(void *state)
     text_doc *t = state;
     if (!t)
         return;
-    for (int i = 0; i < t->n; i++) {
-        srv_runs_free(&t->u[i].runs);
-        free(t->u[i].tgt);
-        free(t->u[i].s);
-        free(t->u[i].e);
-    }
-    free(t->u);
+    srv_run_units_free(t->u, t->n);
     free(t->l);
     free(t);
 }
@@ -208,8 +193,7 @@ static const char *text_unit(const void *state, int i) { return ((const text_doc
 static mt_status text_set(void *state, int i, const char *tgt, size_t len, const long *links, int n_links,
                           mt_err *err)
 {
-    unit *u = &((text_doc *)state)->u[i];
-    return srv_runs_take(&u->runs, tgt, len, links, n_links, &u->tgt, u->s, u->e, err);
+    return srv_run_unit_set(&((text_doc *)state)->u[i], tgt, len, links, n_links, err);
 }
 
 /* A share of a translation without its spaces at either end. */

@@ -147,15 +147,15 @@ mt_status srv_zip_read(srv_zip *z, int i, char **out, size_t *len, mt_err *err)
     char *buf = malloc((size_t)want + 2);
     if (!buf)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    zip_file_t *zf = zip_fopen_index(z->za, (zip_uint64_t)i, 0);
-    if (!zf) {
-        free(buf);
-        return mt_err_set(err, MT_ERR_INPUT, "zip entry %s cannot be opened: %s", pn,
-                          zip_error_strerror(zip_get_error(z->za)));
-    }
     /* one byte more than declared: an entry that inflates past its size is refused */
     size_t got = 0;
     mt_status st = MT_OK;
+    zip_file_t *zf = zip_fopen_index(z->za, (zip_uint64_t)i, 0);
+    if (!zf) {
+        st = mt_err_set(err, MT_ERR_INPUT, "zip entry %s cannot be opened: %s", pn,
+                        zip_error_strerror(zip_get_error(z->za)));
+        goto done;
+    }
     while (got < want + 1) {
         zip_int64_t r = zip_fread(zf, buf + got, want + 1 - got);
         if (r < 0) {
@@ -179,14 +179,15 @@ mt_status srv_zip_read(srv_zip *z, int i, char **out, size_t *len, mt_err *err)
     else if (st == MT_OK && got < want)
         st = mt_err_set(err, MT_ERR_INPUT, "zip entry %s is truncated (%zu of %llu bytes)", pn, got,
                         (unsigned long long)want);
-    if (st != MT_OK) {
-        free(buf);
-        return st;
-    }
+    if (st != MT_OK)
+        goto done;
     buf[got] = 0;
     *out = buf;
     *len = got;
-    return MT_OK;
+    buf = NULL;
+done:
+    free(buf);
+    return st;
 }
 
 mt_status srv_zip_rewrite(const char *data, size_t len, const int *idx, const char *const *part,
@@ -195,21 +196,20 @@ mt_status srv_zip_rewrite(const char *data, size_t len, const int *idx, const ch
 {
     *out = NULL;
     *out_len = 0;
+    mt_status st = MT_OK;
+    zip_t *za = NULL;
+    char *buf = NULL;
+    zip_int64_t got = -1;
+    zip_stat_t zs;
     zip_error_t ze;
     zip_error_init(&ze);
     zip_source_t *src = zip_source_buffer_create(data, len, 0, &ze);
-    zip_t *za = src ? zip_open_from_source(src, 0, &ze) : NULL;
-    if (!za) {
-        mt_status st = mt_err_set(err, zip_error_code_zip(&ze) == ZIP_ER_MEMORY ? MT_ERR_NOMEM : MT_ERR_INPUT,
-                                  "the archive cannot be reopened: %s", zip_error_strerror(&ze));
-        zip_error_fini(&ze);
-        if (src)
-            zip_source_free(src);
-        return st;
-    }
+    if (src && (za = zip_open_from_source(src, 0, &ze)))
+        zip_source_keep(src);       /* the written archive is read back from it after zip_close */
+    else
+        st = mt_err_set(err, zip_error_code_zip(&ze) == ZIP_ER_MEMORY ? MT_ERR_NOMEM : MT_ERR_INPUT,
+                        "the archive cannot be reopened: %s", zip_error_strerror(&ze));
     zip_error_fini(&ze);
-    zip_source_keep(src);       /* the written archive is read back from it after zip_close */
-    mt_status st = MT_OK;
     for (int k = 0; k < n && st == MT_OK; k++) {
         zip_source_t *ps = zip_source_buffer(za, part[k], part_len[k], 0);
         if (!ps || zip_file_replace(za, (zip_uint64_t)idx[k], ps, 0) < 0) {
@@ -221,36 +221,37 @@ mt_status srv_zip_rewrite(const char *data, size_t len, const int *idx, const ch
             zip_file_set_mtime(za, (zip_uint64_t)idx[k], mtime[k], 0);
         }
     }
-    if (st != MT_OK) {
-        zip_discard(za);
-        zip_source_free(src);
-        return st;
-    }
+    if (st != MT_OK)
+        goto done;
     if (zip_close(za) < 0) {
         st = mt_err_set(err, MT_ERR_INTERNAL, "zip: cannot write the archive: %s",
                         zip_error_strerror(zip_get_error(za)));
-        zip_discard(za);
-        zip_source_free(src);
-        return st;
+        goto done;
     }
-    zip_stat_t zs;
+    za = NULL;                      /* written and freed by zip_close */
     zip_stat_init(&zs);
     if (zip_source_stat(src, &zs) < 0 || !(zs.valid & ZIP_STAT_SIZE) || zip_source_open(src) < 0) {
-        zip_source_free(src);
-        return mt_err_set(err, MT_ERR_INTERNAL, "zip: the written archive cannot be read back");
+        st = mt_err_set(err, MT_ERR_INTERNAL, "zip: the written archive cannot be read back");
+        goto done;
     }
-    char *buf = malloc((size_t)zs.size + 1);
-    zip_int64_t got = buf ? zip_source_read(src, buf, zs.size) : -1;
+    buf = malloc((size_t)zs.size + 1);
+    got = buf ? zip_source_read(src, buf, zs.size) : -1;
     zip_source_close(src);
-    zip_source_free(src);
     if (!buf || got < 0 || (zip_uint64_t)got != zs.size) {
-        free(buf);
-        return mt_err_set(err, buf ? MT_ERR_INTERNAL : MT_ERR_NOMEM, "zip: the written archive cannot be read back");
+        st = mt_err_set(err, buf ? MT_ERR_INTERNAL : MT_ERR_NOMEM, "zip: the written archive cannot be read back");
+        goto done;
     }
     buf[got] = 0;
     *out = buf;
     *out_len = (size_t)got;
-    return MT_OK;
+    buf = NULL;
+done:
+    if (za)
+        zip_discard(za);
+    if (src)
+        zip_source_free(src);
+    free(buf);
+    return st;
 }
 
 int srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind)

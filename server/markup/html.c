@@ -10,8 +10,10 @@
 #include <strings.h>
 #include <time.h>
 
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
+#include "tgt_store.h"
 
 /* ---- the parse tree's memory ------------------------------------------------------
  * gumbo allocates from an arena of ours and never frees: its own
@@ -277,9 +279,11 @@ struct srv_html {
     int          fragment;
     int          bom;           /* src starts with a UTF-8 byte order mark, which the parser does not see */
     unit        *u;
-    int          n, cap;
+    int          n;
+    size_t       cap;
     rec         *r;
-    int          n_rec, cap_rec;
+    int          n_rec;
+    size_t       cap_rec;
 };
 
 static int is_html_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
@@ -301,14 +305,8 @@ static int is_blank(const char *s)
 
 static unit *new_unit(srv_html *h)
 {
-    if (h->n == h->cap) {
-        int cap = h->cap ? 2 * h->cap : 16;
-        unit *nu = realloc(h->u, sizeof *nu * (size_t)cap);
-        if (!nu)
-            return NULL;
-        h->u = nu;
-        h->cap = cap;
-    }
+    if (mt_grow(&h->u, &h->cap, (size_t)h->n + 1, sizeof *h->u, 16))
+        return NULL;
     unit *u = &h->u[h->n++];
     memset(u, 0, sizeof *u);
     return u;
@@ -316,14 +314,8 @@ static unit *new_unit(srv_html *h)
 
 static int new_rec(srv_html *h, const GumboNode *n, long s)
 {
-    if (h->n_rec == h->cap_rec) {
-        int cap = h->cap_rec ? 2 * h->cap_rec : 32;
-        rec *nr = realloc(h->r, sizeof *nr * (size_t)cap);
-        if (!nr)
-            return -1;
-        h->r = nr;
-        h->cap_rec = cap;
-    }
+    if (mt_grow(&h->r, &h->cap_rec, (size_t)h->n_rec + 1, sizeof *h->r, 32))
+        return -1;
     h->r[h->n_rec] = (rec){ n, s, s, 0, 0, 0, 0 };
     return h->n_rec++;
 }
@@ -379,7 +371,8 @@ typedef struct {
     long    cp;             /* code points in t */
     int     space;          /* a space is owed before the next character */
     int    *pend;           /* records waiting for their first character */
-    int     n_pend, cap_pend;
+    int     n_pend;
+    size_t  cap_pend;
     int     after;          /* the last point record, waiting to learn whether a space follows; -1 */
     int     ws;             /* the last whitespace character since the last character or point; 0 */
     mt_sbuf lead, trail;    /* the whitespace before the first character and point, after the last */
@@ -398,9 +391,7 @@ static void add_text(srv_html *h, text_builder *b, const char *s)
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!k)
-            k = 1;
+        size_t k = mt_utf8_next(s + i, n - i, &c);     /* gumbo's text is valid: never U+FFFD */
         if (k == 1 && is_html_space((unsigned char)s[i])) {
             b->space = b->cp > 0;
             b->ws = (unsigned char)s[i];
@@ -456,15 +447,9 @@ static void collect_item(srv_html *h, text_builder *b, const GumboNode *c)
             b->oom = 1;
             return;
         }
-        if (b->n_pend == b->cap_pend) {
-            int cap = b->cap_pend ? 2 * b->cap_pend : 8;
-            int *np = realloc(b->pend, sizeof *np * (size_t)cap);
-            if (!np) {
-                b->oom = 1;
-                return;
-            }
-            b->pend = np;
-            b->cap_pend = cap;
+        if (mt_grow(&b->pend, &b->cap_pend, (size_t)b->n_pend + 1, sizeof *b->pend, 8)) {
+            b->oom = 1;
+            return;
         }
         b->pend[b->n_pend++] = r;
         collect_items(h, b, c);
@@ -563,32 +548,36 @@ static int collect_block(srv_html *h, const GumboNode *n)
     return 0;
 }
 
-/* The deepest nesting, without recursion (the limit is checked before anything recurses). */
+/* The node after n in a preorder walk of root's subtree (NULL: the walk is
+ * over), without recursion (the depth limit is checked by such a walk, before
+ * anything recurses); *depth follows it: +1 into a child, -1 a level up. */
+static const GumboNode *preorder_next(const GumboNode *root, const GumboNode *n, int *depth)
+{
+    const GumboVector *ch = children_of(n);
+    if (ch && ch->length) {
+        ++*depth;
+        return ch->data[0];
+    }
+    for (;;) {
+        if (n == root)
+            return NULL;
+        const GumboNode *p = n->parent;
+        const GumboVector *pc = children_of(p);
+        if (n->index_within_parent + 1 < pc->length)
+            return pc->data[n->index_within_parent + 1];
+        n = p;
+        --*depth;
+    }
+}
+
+/* The deepest nesting. */
 static int tree_depth(const GumboNode *root)
 {
-    const GumboNode *n = root;
     int d = 0, max = 0;
-    for (;;) {
-        const GumboVector *ch = children_of(n);
-        if (ch && ch->length) {
-            n = ch->data[0];
-            if (++d > max)
-                max = d;
-            continue;
-        }
-        for (;;) {
-            if (n == root)
-                return max;
-            const GumboNode *p = n->parent;
-            const GumboVector *pc = children_of(p);
-            if (n->index_within_parent + 1 < pc->length) {
-                n = pc->data[n->index_within_parent + 1];
-                break;
-            }
-            n = p;
-            d--;
-        }
-    }
+    for (const GumboNode *n = root; n; n = preorder_next(root, n, &d))
+        if (d > max)
+            max = d;
+    return max;
 }
 
 /* A page is a document when it starts (after spaces and comments) with a doctype or <html>. */
@@ -635,32 +624,16 @@ static const GumboTag BREAKOUT[] = {
 /* Whether a fragment parse left an HTML element inside svg or math: gumbo
  * 0.10.1 follows the HTML standard of its day, whose fragment parser kept
  * <svg><p> in the svg (a "fragment case"); the standard since, browsers and
- * html5lib end the svg there, as in a document.  Iterative: the depth is not
- * checked yet. */
+ * html5lib end the svg there, as in a document.  Iterative (preorder_next):
+ * the depth is not checked yet. */
 static int foreign_breakout(const GumboNode *root)
 {
-    const GumboNode *n = root;
-    for (;;) {
+    int d = 0;
+    for (const GumboNode *n = root; n; n = preorder_next(root, n, &d))
         if (n->type == GUMBO_NODE_ELEMENT && n->v.element.tag_namespace != GUMBO_NAMESPACE_HTML &&
             IN(n->v.element.tag, BREAKOUT))
             return 1;
-        const GumboVector *ch = children_of(n);
-        if (ch && ch->length) {
-            n = ch->data[0];
-            continue;
-        }
-        for (;;) {
-            if (n == root)
-                return 0;
-            const GumboNode *p = n->parent;
-            const GumboVector *pc = children_of(p);
-            if (n->index_within_parent + 1 < pc->length) {
-                n = pc->data[n->index_within_parent + 1];
-                break;
-            }
-            n = p;
-        }
-    }
+    return 0;
 }
 
 /* The fragment parsed again as the body of a document ("<body>" + it), where
@@ -740,39 +713,39 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
     h->fragment = !is_document(src + 3 * h->bom, len - 3 * (size_t)h->bom);
     if (h->fragment)
         h->opts.fragment_context = GUMBO_TAG_BODY;
+    mt_status st;
     int bailed = setjmp(h->arena.bail);
     if (bailed) {                               /* from arena_alloc, inside gumbo */
-        srv_html_free(h);
-        return bailed == 2 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory")
-                           : mt_err_set(err, MT_ERR_TOO_LONG, "the HTML takes over %d ms to parse (deeply nested or "
-                                        "misnested markup); simplify it or send it in parts", SRV_HTML_PARSE_CPU_MS);
+        st = bailed == 2 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory")
+                         : mt_err_set(err, MT_ERR_TOO_LONG, "the HTML takes over %d ms to parse (deeply nested or "
+                                      "misnested markup); simplify it or send it in parts", SRV_HTML_PARSE_CPU_MS);
+        goto fail;
     }
     h->in = src + 3 * h->bom;
     h->in_len = len - 3 * (size_t)h->bom;
     h->out = gumbo_parse_with_options(&h->opts, h->in, h->in_len);
-    if (h->out && h->fragment && foreign_breakout(h->out->document) && reparse_as_body(h)) {
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
-    if (!h->out) {
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if ((h->out && h->fragment && foreign_breakout(h->out->document) && reparse_as_body(h)) || !h->out) {
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     int depth = tree_depth(h->out->document);
     if (depth > max_depth + 2) {                /* html and body do not count */
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_TOO_LONG, "the HTML nests %d elements deep; the limit is %d", depth - 2,
-                          max_depth);
+        st = mt_err_set(err, MT_ERR_TOO_LONG, "the HTML nests %d elements deep; the limit is %d", depth - 2,
+                        max_depth);
+        goto fail;
     }
     mark(h->out->document, 0);
     size_t seen = 0;
     mark_displaced(h->out->document, &seen);
     if (collect_block(h, h->out->document)) {
-        srv_html_free(h);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     *out = h;
     return MT_OK;
+fail:
+    srv_html_free(h);
+    return st;
 }
 
 void srv_html_free(srv_html *h)
@@ -801,24 +774,7 @@ mt_status srv_html_set(srv_html *h, int i, const char *text, size_t len, const l
     if (i < 0 || i >= h->n || n_links < 0)
         return mt_err_set(err, MT_ERR_INPUT, "no unit %d", i);
     unit *u = &h->u[i];
-    char *t = malloc(len + 1);
-    long *l = malloc(sizeof *l * 4 * (size_t)(n_links + 1));
-    if (!t || !l) {
-        free(t);
-        free(l);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
-    memcpy(t, text, len);
-    t[len] = 0;
-    if (n_links)
-        memcpy(l, links, sizeof *l * 4 * (size_t)n_links);
-    free(u->tgt);
-    free(u->links);
-    u->tgt = t;
-    u->tgt_len = len;
-    u->links = l;
-    u->n_links = n_links;
-    return MT_OK;
+    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
 }
 
 /* ---- writing it out ------------------------------------------------------------------ */
@@ -1378,9 +1334,7 @@ static long decode_all(const char *s, size_t n, uint32_t *out, long *byte_of)
     long k = 0;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t m = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!m)
-            m = 1, c = 0xfffd;
+        size_t m = mt_utf8_next(s + i, n - i, &c);
         if (byte_of)
             byte_of[k] = (long)i;
         out[k++] = c;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/utf8.h"
 
 
@@ -24,9 +25,7 @@ static int text_words(const char *t, size_t len, long *span, int cap)
     size_t i = 0;
     while (i < len) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
-        if (!k)
-            k = 1, c = 0xfffd;
+        size_t k = mt_utf8_next(t + i, len - i, &c);
         int sp = mt_utf8_is_space(c);
         if (!sp && !in_word && n < cap)
             span[2 * n] = cp;
@@ -60,14 +59,8 @@ static int push(srv_links *l, const long v[4])
     for (int i = 0; i < l->n; i++)
         if (!memcmp(l->v + 4 * (long)i, v, sizeof(long) * 4))
             return 0;
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 32;
-        long *nv = realloc(l->v, sizeof(long) * 4 * (size_t)cap);
-        if (!nv)
-            return -1;
-        l->v = nv;
-        l->cap = cap;
-    }
+    if (mt_grow(&l->v, &l->cap, (size_t)l->n + 1, sizeof(long) * 4, 32))     /* [cap][4] */
+        return -1;
     memcpy(l->v + 4 * (long)l->n++, v, sizeof(long) * 4);
     return 0;
 }
@@ -114,9 +107,7 @@ static int word_at(const char *t, size_t len, size_t pos)
     size_t i = 0;
     while (i < len && i <= pos) {
         uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)t + i, len - i, &c);
-        if (!k)
-            k = 1, c = 0xfffd;
+        size_t k = mt_utf8_next(t + i, len - i, &c);
         int sp = mt_utf8_is_space(c);
         n += !sp && !in_word;
         in_word = !sp;

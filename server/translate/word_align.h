@@ -19,7 +19,8 @@
 
 typedef struct {
     long *v;            /* [n][4]: source start, end, target start, end */
-    int   n, cap;
+    int   n;
+    size_t cap;
 } srv_links;
 
 /* Code points in s[0..n). */
