@@ -45,6 +45,7 @@
 #include "doc_runs.h"
 #include "doc_xml.h"
 #include "doc_zip.h"
+#include "markup/tgt_store.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -535,25 +536,8 @@ static mt_status o_set(void *state, int i, const char *text, size_t len, const l
     office *o = state;
     if (!mt_utf8_valid(text, len))
         return mt_err_set(err, MT_ERR_INPUT, "the translation of unit %d is not valid UTF-8", i);
-    char *t = malloc(len + 1);
-    long *l = malloc(sizeof *l * 4 * (size_t)(n_links ? n_links : 1));
-    if (!t || !l) {
-        free(t);
-        free(l);
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    }
-    memcpy(t, text, len);
-    t[len] = 0;
-    if (n_links)
-        memcpy(l, links, sizeof *l * 4 * (size_t)n_links);
     unit *u = &o->units[i];
-    free(u->tgt);
-    free(u->links);
-    u->tgt = t;
-    u->tgt_len = len;
-    u->links = l;
-    u->n_links = n_links;
-    return MT_OK;
+    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
 }
 
 static mt_status o_render(const void *state, char **out, size_t *len, mt_err *err)
