@@ -711,20 +711,21 @@ static mt_status make_result(unpickler *u, uint32_t root, mt_pickle_sd **out)
     const obj *d = &u->objs[root];
     if (d->kind != O_DICT)
         return fail(u, "the pickle holds no dict: not a state dict");
+    mt_status st = MT_OK;
     mt_pickle_sd *sd = calloc(1, sizeof *sd);
     if (!sd || !(sd->t = calloc(d->u.seq.n / 2 + 1, sizeof *sd->t))) {
-        free(sd);
-        return nomem(u);
+        st = nomem(u);
+        goto done;
     }
-    mt_status st = MT_OK;
     for (uint32_t k = 0; k + 1 < d->u.seq.n && st == MT_OK; k += 2, sd->n++)
         st = make_tensor(u, item(u, d, k), item(u, d, k + 1), &sd->t[sd->n]);
-    if (st != MT_OK) {
-        mt_pickle_free(sd);
-        return st;
+    if (st == MT_OK) {
+        *out = sd;
+        sd = NULL; /* the caller owns it now */
     }
-    *out = sd;
-    return MT_OK;
+done:
+    mt_pickle_free(sd);
+    return st;
 }
 
 static void unpickler_free(unpickler *u)

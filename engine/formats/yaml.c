@@ -220,15 +220,15 @@ static uint32_t escape(yparser *p, const yline *l, int *i)
 static char *quoted(yparser *p, const yline *l, int *i, size_t *n)
 {
     char q = l->s[*i];
-    char *o = malloc((size_t)(l->len - *i) / 2 * 3 + 4);
+    char *o = malloc((size_t)(l->len - *i) / 2 * 3 + 4), *text = NULL;
     if (!o)
         return nomem(p, l->no);
     *n = 0;
     for ((*i)++;;) {
         if (*i >= l->len || (q == '"' && l->s[*i] == '\\' && *i + 1 >= l->len)) {
-            free(o);
-            return fail(p, l->no, MT_ERR_UNSUPPORTED, "a quoted scalar over several lines is not supported "
-                        "(or the closing %c is missing)", q);
+            fail(p, l->no, MT_ERR_UNSUPPORTED, "a quoted scalar over several lines is not supported "
+                 "(or the closing %c is missing)", q);
+            goto done;
         }
         char c = l->s[(*i)++];
         if (c == q && q == '\'' && *i < l->len && l->s[*i] == '\'') {
@@ -238,17 +238,19 @@ static char *quoted(yparser *p, const yline *l, int *i, size_t *n)
             break;
         } else if (c == '\\' && q == '"') {
             uint32_t cp = escape(p, l, i);
-            if (!cp) {
-                free(o);
-                return NULL;
-            }
+            if (!cp)
+                goto done;
             put_utf8(o, n, cp);
         } else {
             o[(*n)++] = c;
         }
     }
     o[*n] = 0;
-    return o;
+    text = o;
+    o = NULL; /* the caller owns it now */
+done:
+    free(o);
+    return text;
 }
 
 /* Can a plain scalar start at s[i]?  0, or -1 with the reason recorded. */

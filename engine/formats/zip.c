@@ -302,8 +302,8 @@ mt_status mt_zip_open(const char *path, const uint8_t *map, size_t size, mt_zip 
         return mt_err_set(err, MT_ERR_FORMAT, "%s: too many members (%llu)", path, (unsigned long long)cd.count);
     mt_zip *z = calloc(1, sizeof *z);
     if (!z || !(z->entries = calloc((size_t)cd.count + 1, sizeof *z->entries))) {
-        free(z);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", path);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
     }
     uint64_t at = cd.cd_offset;
     for (uint64_t i = 0; i < cd.count && st == MT_OK; i++) {
@@ -313,12 +313,13 @@ mt_status mt_zip_open(const char *path, const uint8_t *map, size_t size, mt_zip 
     }
     if (st == MT_OK)
         st = index_names(path, z, err);
-    if (st != MT_OK) {
-        mt_zip_free(z);
-        return st;
+    if (st == MT_OK) {
+        *out = z;
+        z = NULL; /* the caller owns it now */
     }
-    *out = z;
-    return MT_OK;
+done:
+    mt_zip_free(z);
+    return st;
 }
 
 void mt_zip_free(mt_zip *z)

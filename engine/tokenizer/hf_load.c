@@ -1055,11 +1055,10 @@ mt_status mt_hf_tokenizer_load_files(const char *tokenizer_json, const char *con
     if (!tokenizer_json || !out)
         return mt_err_set(err, MT_ERR_INPUT, "mt_hf_tokenizer_load_files: bad arguments");
     *out = NULL;
-    if ((st = read_file(tokenizer_json, &j, &nj, err)) || (config_json && (st = read_file(config_json, &cf, &nc, err)))) {
-        free(j);
-        return st;
-    }
+    if ((st = read_file(tokenizer_json, &j, &nj, err)) || (config_json && (st = read_file(config_json, &cf, &nc, err))))
+        goto done;
     st = mt_hf_tokenizer_load_mem(j ? j : "", nj, config_json ? (cf ? cf : "") : NULL, nc, tokenizer_json, out, err);
+done:
     free(j);
     free(cf);
     return st;

@@ -285,16 +285,18 @@ static uint64_t fnv1a64(const uint8_t *p, size_t n)
 static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_spm **out, mt_err *err)
 {
     *out = NULL;
+    mt_status st;
     mt_spm *sp = calloc(1, sizeof *sp);
     if (!sp) {
-        free(buf);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+        goto fail;
     }
     sp->buf = buf;
+    buf = NULL; /* sp owns it now; mt_spm_free releases it */
     sp->buf_len = len;
-    sp->fingerprint = fnv1a64(buf, len);
+    sp->fingerprint = fnv1a64(sp->buf, len);
     sp->name = strdup(name);
-    mt_status st = sp->name ? mt_spm_proto_parse(buf, len, name, &sp->m, err)
+    st = sp->name ? mt_spm_proto_parse(sp->buf, len, name, &sp->m, err)
                             : mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
     if (!st && sp->m.model_type != MT_SPM_UNIGRAM)
         st = mt_err_set(err, MT_ERR_UNSUPPORTED,
@@ -309,12 +311,14 @@ static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_s
         st = mt_spm_norm_init(&sp->denorm, &sp->m.denormalizer, 0, NULL, name, "denormalizer", err);
         sp->has_denorm = !st;
     }
-    if (st) {
-        mt_spm_free(sp);
-        return st;
-    }
+    if (st)
+        goto fail;
     *out = sp;
     return MT_OK;
+fail:
+    free(buf);
+    mt_spm_free(sp);
+    return st;
 }
 
 mt_status mt_spm_load_mem(const void *data, size_t len, mt_spm **out, mt_err *err)

@@ -312,14 +312,15 @@ mt_status mt_spm_proto_parse(const uint8_t *buf, size_t len, const char *name,
     out->score = calloc((size_t)n, sizeof *out->score);
     out->type = calloc((size_t)n, sizeof *out->type);
     if (!out->piece || !out->score || !out->type) {
-        mt_spm_proto_free(out);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %d pieces", r.name, n);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %d pieces", r.name, n);
+        goto fail;
     }
-    if ((st = parse_model(r, out, &out->n_pieces))) {
-        mt_spm_proto_free(out);
-        return st;
-    }
+    if ((st = parse_model(r, out, &out->n_pieces)))
+        goto fail;
     return MT_OK;
+fail:
+    mt_spm_proto_free(out);
+    return st;
 }
 
 void mt_spm_proto_free(mt_spm_proto *p)

@@ -105,19 +105,20 @@ mt_status srv_doc_parse(srv_doc_kind kind, const char *data, size_t len, const s
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     d->kind = kind;
     d->f = KINDS[kind].f;
+    /* every parser sets d->state only on success, so srv_doc_free below is right either way */
     mt_status st = d->f->parse(kind, data, len, lim, &d->state, err);
-    if (st != MT_OK) {
-        free(d);
-        return st;
-    }
+    if (st != MT_OK)
+        goto fail;
     if (d->f->units(d->state) > lim->max_units) {
-        int n = d->f->units(d->state);
-        srv_doc_free(d);
-        return mt_err_set(err, MT_ERR_TOO_LONG, "the file has %d translation units; the limit is %d", n,
-                          lim->max_units);
+        st = mt_err_set(err, MT_ERR_TOO_LONG, "the file has %d translation units; the limit is %d",
+                        d->f->units(d->state), lim->max_units);
+        goto fail;
     }
     *out = d;
     return MT_OK;
+fail:
+    srv_doc_free(d);
+    return st;
 }
 
 void srv_doc_free(srv_doc *d)
