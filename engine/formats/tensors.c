@@ -106,14 +106,14 @@ static int cmp_name(const void *a, const void *b)
 mt_status mt_wfile_map(const char *path, const char *format, size_t min_size, mt_wfile **out, mt_err *err)
 {
     *out = NULL;
+    mt_status st = MT_OK;
     mt_wfile *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
-        free(f);
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", path);
+        st = mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
     }
     f->format = format;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    mt_status st = MT_OK;
     struct stat sb;
     if (fd < 0)
         st = mt_err_set(err, MT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -132,12 +132,13 @@ mt_status mt_wfile_map(const char *path, const char *format, size_t min_size, mt
     }
     if (fd >= 0)
         close(fd);
-    if (st != MT_OK) {
-        mt_wfile_close(f);
-        return st;
-    }
+    if (st != MT_OK)
+        goto fail;
     *out = f;
     return MT_OK;
+fail:
+    mt_wfile_close(f);
+    return st;
 }
 
 mt_status mt_wfile_sort(mt_wfile *f, mt_err *err)

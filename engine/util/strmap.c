@@ -82,10 +82,10 @@ int mt_ptrie_build(mt_ptrie *t, mt_ptrie_key *keys, size_t nk)
     t->label = malloc(max_nodes * sizeof *t->label);
     t->child = malloc(max_nodes * sizeof *t->child);
     w = malloc(max_nodes * sizeof *w);
+    int rc = -1;
     if (!t->id || !t->first || !t->label || !t->child || !w) {
-        free(w);
         mt_ptrie_free(t);
-        return -1;
+        goto done;
     }
     uint32_t n_nodes = 1, n_edges = 0;
     w[0] = (struct work){ 0, (uint32_t)nk, 0 };
@@ -112,8 +112,10 @@ int mt_ptrie_build(mt_ptrie *t, mt_ptrie_key *keys, size_t nk)
         t->root[c] = -1;
     for (uint32_t e = t->first[0]; e < t->first[1]; e++)
         t->root[t->label[e]] = t->child[e];
+    rc = 0;
+done:
     free(w);
-    return 0;
+    return rc;
 }
 
 /* Length of the longest key that is a prefix of s[0..n), 0 if none. */

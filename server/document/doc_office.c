@@ -336,10 +336,8 @@ static mt_status paragraph(walk *w, node_t p, mt_err *err)
     mt_status st = srv_runs_init(&r, w->ptr, w->lens, w->n, err);
     if (st != MT_OK)
         return st;
-    if (!r.text[0]) {                           /* blank: not a unit */
-        srv_runs_free(&r);
-        return MT_OK;
-    }
+    if (!r.text[0])                             /* blank: not a unit */
+        goto done;
     if (!w->apply) {
         size_t tl = strlen(r.text);
         char pb[96];
@@ -367,6 +365,7 @@ static mt_status paragraph(walk *w, node_t p, mt_err *err)
         if (k < o->n_units && o->units[k].tgt)
             st = write_unit(w, &r, &o->units[k], err);
     }
+done:
     srv_runs_free(&r);
     return st;
 }
@@ -500,10 +499,8 @@ static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const 
     o->lim = *lim;
     srv_zip *z = NULL;
     mt_status st = srv_zip_open(data, len, lim, &z, err);
-    if (st != MT_OK) {
-        o_free(o);
-        return st;
-    }
+    if (st != MT_OK)
+        goto fail;
     const char *main_name = kind == SRV_DOC_DOCX ? "word/document.xml" : "content.xml";
     int main_entry = srv_zip_find(z, main_name);
     if (main_entry < 0) {
@@ -520,12 +517,13 @@ static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const 
         }
     }
     srv_zip_close(z);
-    if (st != MT_OK) {
-        o_free(o);
-        return st;
-    }
+    if (st != MT_OK)
+        goto fail;
     *state = o;
     return MT_OK;
+fail:
+    o_free(o);
+    return st;
 }
 
 static int o_units(const void *state) { return ((const office *)state)->n_units; }

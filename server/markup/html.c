@@ -489,27 +489,27 @@ static int collect_run(srv_html *h, const GumboNode *n, unsigned first, unsigned
     for (int p = 0; p < b.n_pend; p++)         /* inline elements that held no character */
         h->r[b.pend[p]].s = h->r[b.pend[p]].e = b.cp;
     free(b.pend);
-    int ok = !b.oom && !mt_sb_add(&b.lead, "", 0) && !mt_sb_add(&b.trail, "", 0);
+    int ok = !b.oom && !mt_sb_add(&b.lead, "", 0) && !mt_sb_add(&b.trail, "", 0), rc = -1;
     if (!ok || !b.t.n || is_blank(b.t.p)) {   /* nothing to translate: written as it is */
-        free(b.t.p);
-        free(b.lead.p);
-        free(b.trail.p);
         h->n_rec = rec0;
-        return ok ? 0 : -1;
+        rc = ok ? 0 : -1;
+        goto done;
     }
     /* the text unit goes before the attribute units collected inside it */
     unit tu = { .text = b.t.p, .container = n, .first = first, .count = count, .first_rec = rec0,
                 .n_rec = h->n_rec - rec0, .lead = b.lead.p, .trail = b.trail.p };
     unit *u = new_unit(h);
-    if (!u) {
-        free(b.t.p);
-        free(b.lead.p);
-        free(b.trail.p);
-        return -1;
-    }
+    if (!u)
+        goto done;
     memmove(&h->u[unit0 + 1], &h->u[unit0], sizeof *u * (size_t)(h->n - 1 - unit0));
     h->u[unit0] = tu;
-    return 0;
+    b.t.p = b.lead.p = b.trail.p = NULL;        /* the unit owns them now */
+    rc = 0;
+done:
+    free(b.t.p);
+    free(b.lead.p);
+    free(b.trail.p);
+    return rc;
 }
 
 static int is_run_kind(enum kind k) { return k == K_TEXT || k == K_INLINE || k == K_OPAQUE; }
