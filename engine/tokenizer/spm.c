@@ -297,7 +297,7 @@ static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_s
     sp->fingerprint = fnv1a64(sp->buf, len);
     sp->name = strdup(name);
     st = sp->name ? mt_spm_proto_parse(sp->buf, len, name, &sp->m, err)
-                            : mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
+                  : mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
     if (!st && sp->m.model_type != MT_SPM_UNIGRAM)
         st = mt_err_set(err, MT_ERR_UNSUPPORTED,
                         "%s: SentencePiece model type %s is not supported (only unigram models are)",
