@@ -500,7 +500,7 @@ static void test_list_search(void **state)
                 sa->logits[i] = 1e30f;
             decode_all_cons(c, sa, &q, list, mode >= 4);
             assert_true(sa->seqs[0].sl_n > 0);                 /* searched over its list */
-            assert_true(sa->sl_only[0]);                       /* constraints too: no [V] row filled */
+            assert_true(sa->sl.only[0]);                       /* constraints too: no [V] row filled */
             decode_all_cons(c, sb, &q, rows, mode >= 4);
             assert_int_equal(sb->seqs[0].sl_n, 0);
             decode_all_cons(c, sc, &q, masked, mode >= 4);
