@@ -28,6 +28,10 @@
 #include "kernels/parallel.h"
 #include "kernels/kernels.h"
 #include "model/mt_internal.h"     /* the packed weights' k blocks */
+#include "util/check.h"
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -846,6 +850,63 @@ static void test_cancel_frees_rows(void **state)
     assert_int_equal(mt_seq_take(s, 0, NULL, NULL), MT_ERR_INPUT);          /* nothing to take */
 }
 
+/* A broken engine invariant (a running sequence's row owned by another one)
+ * is never recovered silently.  In an MT_ASSERT_ABORT build the step aborts,
+ * naming generate.c and the line; in a release build that sequence alone
+ * fails (its take: MT_ERR_INTERNAL, counted) and the session goes on. */
+static void test_broken_invariant(void **state)
+{
+    CTX_OR_RETURN(c);
+    mt_session *s = c->s;
+    int32_t src[1024];
+    int ns = case_src(c, 0, src), id;
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = dp.n_best = 1;
+    dp.max_length = case_maxlen(c, 0);
+    assert_int_equal(mt_seq_start(s, src, ns, &dp, &id, NULL), MT_OK);
+    mt_step(s);
+    int row = s->seqs[id].base;
+    s->row.owner[row] = id + 1;                              /* the broken invariant */
+    if (MT_ASSERT_ABORTS) {
+        int fd[2];
+        assert_int_equal(pipe(fd), 0);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fd[1], 2);
+            mt_step(s);
+            _exit(0);
+        }
+        close(fd[1]);
+        char out[4096] = {0};
+        size_t got = 0;
+        for (ssize_t k; got < sizeof out - 1 && (k = read(fd[0], out + got, sizeof out - 1 - got)) > 0;)
+            got += (size_t)k;
+        close(fd[0]);
+        int wst = 0;
+        assert_int_equal(waitpid(pid, &wst, 0), pid);
+        assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGABRT);
+        assert_non_null(strstr(out, "engine/decode/generate.c:"));
+        assert_non_null(strstr(out, "assertion failed: s->row.owner[r] == id"));
+        s->row.owner[row] = id;
+        mt_seq_cancel(s, id);
+    } else {
+        unsigned long before = mt_assert_failures();
+        assert_int_equal(mt_step(s), 1);
+        assert_true(mt_seq_finished(s, id));
+        assert_int_equal(mt_assert_failures(), before + 1);
+        mt_hyp h[1];
+        mt_err err = {0};
+        assert_int_equal(mt_seq_take(s, id, h, &err), MT_ERR_INTERNAL);
+    }
+    assert_int_equal(mt_session_seqs(s), 0);
+    assert_int_equal(mt_session_rows_used(s), 0);
+    mt_hyp h[1];
+    assert_int_equal(mt_generate(s, (const int32_t *const[]){src}, &ns, 1, &dp, h, NULL), MT_OK);
+    assert_true(seq_result_ok(c, 0, 1, h));                  /* the session goes on, right */
+    mt_hyps_free(h, 1);
+}
+
 /* Threads and weight storage.  (1) Two compute threads give logits
  * bit-identical to one (every output is summed in one fixed order).  (2) F16
  * weights (mt_model_params.weights): on a checkpoint stored in F16 (tiny) the
@@ -1310,6 +1371,7 @@ int main(void)
         PER_MODEL(test_staggered_joins),
         PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16), PER_MODEL(test_int8),
         PER_MODEL(test_kv_f16), PER_MODEL(test_score_batch),
+        {.name = "test_broken_invariant [tiny]", .test_func = test_broken_invariant, .initial_state = &CTX[0]},
     };
     /* The extra model's tests exist only when it is given, fr-en's only when
      * models/fr-en exists: never a standing skip. */

@@ -722,6 +722,15 @@ static mt_status put_hyp(const mt_seq *q, mt_hyp *h, mt_hyp_buf rows, int n, dou
     return MT_OK;
 }
 
+/* A finished sequence's shape: its rows in the session, n_best of its beam
+ * (at most MT_MAX_BEAM: the decode loop's hypotheses array). */
+static mt_status check_finished(const mt_session *s, const mt_seq *q, mt_err *err)
+{
+    MT_ASSERT(q->beam >= 1 && q->beam <= MT_MAX_BEAM && q->n_best >= 1 && q->n_best <= q->beam, err);
+    MT_ASSERT(q->base >= 0 && q->base + q->beam <= s->p.max_batch, err);
+    return MT_OK;
+}
+
 mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
 {
     if (!mt_seq_finished(s, seq))
@@ -729,9 +738,10 @@ mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
     const mt_seq *q = &s->seqs[seq];
     int T = s->p.max_tgt_len, base = q->base;
     mt_status st = MT_OK;
-    if (q->broken) {                                /* mt_step met a broken invariant in it */
+    if (q->broken || (st = check_finished(s, q, err)) != MT_OK) {    /* failed: mt_step or here */
         seq_release(s, seq);
-        return mt_err_set(err, MT_ERR_INTERNAL, "sequence %d: internal error (an engine invariant failed)", seq);
+        return q->broken ? mt_err_set(err, MT_ERR_INTERNAL, "sequence %d: internal error (an engine invariant "
+                                      "failed)", seq) : st;
     }
     memset(out, 0, sizeof *out * (size_t)q->n_best);
     if (q->beam == 1) {
