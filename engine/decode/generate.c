@@ -489,15 +489,17 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
         s->row.gscore[r] = 0.0;
         s->row.cst[r] = (mt_cstate){.active = -1};
     }
-    s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .beam = q->beam_size, .max_length = q->max_length,
-                           .n_best = q->n_best, .cur = 1, .unsat = 1, .lpen = q->length_penalty,
-                           .n_prefix = q->n_prefix, .min_length = q->min_length, .ngram = q->no_repeat_ngram_size,
-                           .sample = q->sample, .top_k = q->top_k, .token_scores = q->token_scores,
-                           .align = q->alignments, .align_layer = q->align_layer, .align_heads = q->align_heads,
-                           .rep_pen = q->repetition_penalty, .temperature = q->temperature, .top_p = q->top_p,
+    s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .beam = q->beam_size, .n_best = q->n_best,
+                           .max_length = q->lengths.max_length, .min_length = q->lengths.min_length,
+                           .cur = 1, .unsat = 1, .lpen = q->length_penalty, .n_prefix = q->n_prefix,
+                           .rep_pen = q->penalties.repetition, .ngram = q->penalties.no_repeat_ngram_size,
+                           .sample = q->sampling.enabled, .top_k = q->sampling.top_k,
+                           .temperature = q->sampling.temperature, .top_p = q->sampling.top_p,
+                           .token_scores = q->token_scores, .align = q->alignment.enabled,
+                           .align_layer = q->alignment.layer, .align_heads = q->alignment.heads,
                            .n_cons = q->n_constraints, .end_ids = q->end_ids,
                            .progress = q->progress_callback, .progress_data = q->progress_callback_data};
-    mt_rng_seed(s->seqs[id].rng, q->seed);
+    mt_rng_seed(s->seqs[id].rng, q->sampling.seed);
     if (q->n_prefix)
         memcpy(s->prefix + (long)id * s->p.max_tgt_len, q->prefix, sizeof(int32_t) * (size_t)q->n_prefix);
     copy_constraints(s, id, q);
