@@ -154,7 +154,7 @@ static double run(mt_session *s, const sources *S, int n, int batch, int beam, i
     p.constraints = term;
     p.n_constraints = term != NULL;
     p.beam_size = beam;
-    p.max_length = max_length;
+    p.lengths.max_length = max_length;
     p.n_best = 1;
     double t0 = bench_now();
     for (int i = 0; i < n; i += batch) {
@@ -332,7 +332,7 @@ static void limits(const mt_model *m, mt_session *s, const sources *S, int wi, i
     }
     mt_decode_params p = mt_decode_default_params();
     p.beam_size = 1;
-    p.max_length = 2;
+    p.lengths.max_length = 2;
     double te = 1e30;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = bench_now();

@@ -154,7 +154,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < 2; k++) {
                 mt_decode_params q = mt_decode_default_params();
                 q.beam_size = 1;
-                q.max_length = k ? L2 : L1;
+                q.lengths.max_length = k ? L2 : L1;
                 double a = bench_now();
                 if (mt_generate(s, src, len, b, &q, out, &err) != MT_OK) {
                     fprintf(stderr, "%s\n", err.msg);

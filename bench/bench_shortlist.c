@@ -36,8 +36,8 @@ static double run(mt_session *s, const sources *S, int batch, int steps, int bea
 {
     mt_decode_params p = mt_decode_default_params();
     p.beam_size = beam;
-    p.max_length = steps + 1;
-    p.min_length = steps + 1;
+    p.lengths.max_length = steps + 1;
+    p.lengths.min_length = steps + 1;
     p.shortlist = sl;
     mt_err e;
     double t0 = bench_now();

@@ -9,6 +9,35 @@
  *
  * Every function returns an mt_status and, on failure, fills *err (may be NULL)
  * with a message naming the file or field at fault.  Nothing here exits.
+ *
+ * Usage (load, session, decode, free; error checks shortened):
+ *
+ *   mt_err err = {0};
+ *   mt_model *m;
+ *   if (mt_model_load("models/en-fr", NULL, &m, &err) != MT_OK)
+ *       return fprintf(stderr, "%s\n", err.msg), 1;
+ *   mt_session *s;
+ *   mt_session_new(m, NULL, &s, &err);                  // NULL: mt_session_default_params
+ *   int32_t src[256];
+ *   int n;
+ *   mt_tokenizer_encode(mt_model_tokenizer(m), "Hello world.", 12, 0, src, 256, &n, &err);
+ *   mt_decode_params dp = mt_decode_default_params();
+ *   dp.beam_size = 4;
+ *   dp.lengths.max_length = 128;
+ *   mt_hyp hyp;                                          // [n sources][n_best]
+ *   const int32_t *srcs[1] = {src};
+ *   if (mt_generate(s, srcs, &n, 1, &dp, &hyp, &err) == MT_OK) {
+ *       char *text;
+ *       mt_tokenizer_decode(mt_model_tokenizer(m), hyp.ids, hyp.n_ids, &text, &err);
+ *       puts(text);
+ *       free(text);
+ *       mt_hyps_free(&hyp, 1);
+ *   }
+ *   mt_session_free(s);
+ *   mt_model_free(m);
+ *
+ * Many sequences joining and leaving one session between steps: mt_seq_start,
+ * mt_step, mt_seq_take (below), or a feed of the decode loop, mt_decode_run.
  */
 #ifndef MT_H
 #define MT_H
@@ -16,8 +45,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {                     /* the headers below are plain C too */
+#endif
+
 #include "util/status.h"
 #include "tokenizer/tokenizer.h"
+
+/* This header's version (semantic: a major change breaks callers). */
+#define MT_VERSION_MAJOR 0
+#define MT_VERSION_MINOR 9
+#define MT_VERSION_PATCH 0
+#define MT_VERSION "0.9.0"
+
+/* Every function of the API: visible from a shared library built with
+ * -fvisibility=hidden (the engine's internals stay hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MT_API __attribute__((visibility("default")))
+#else
+#define MT_API
+#endif
 
 /* The widest beam search (the search's per-row arrays are sized by it); the
  * server, the CLI and the OpenAPI limits all come from this one constant. */
@@ -49,9 +96,9 @@ typedef struct {
                            0 (default) = the machine's, read at load (any size gives the same bits) */
 } mt_model_params;
 
-mt_model_params mt_model_default_params(void);
-mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model **out, mt_err *err);
-void      mt_model_free(mt_model *model);
+MT_API mt_model_params mt_model_default_params(void);
+MT_API mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model **out, mt_err *err);
+MT_API void      mt_model_free(mt_model *model);
 /* A model's card: what the model is, without its weights.  Reads and checks,
  * as mt_model_load does, the config (config.json, generation_config.json; a
  * Marian release's YAML and the index of its .npz, whose mapping is then
@@ -64,8 +111,8 @@ void      mt_model_free(mt_model *model);
  * resident and loads their weights (mt_model_load) only when they are used.
  * The card and a model loaded from the same directory give the same token ids
  * and resolve the same parameters. */
-mt_status mt_model_load_card(const char *dir, mt_model **out, mt_err *err);
-int       mt_model_is_card(const mt_model *model);     /* 1: a card, 0: weights loaded */
+MT_API mt_status mt_model_load_card(const char *dir, mt_model **out, mt_err *err);
+MT_API int       mt_model_is_card(const mt_model *model);     /* 1: a card, 0: weights loaded */
 
 typedef struct {
     int d_model, enc_layers, dec_layers, enc_heads, dec_heads, enc_ffn, dec_ffn;
@@ -92,11 +139,11 @@ typedef struct {
     int head_dim;               /* a decoder-only LM's attention head size (0: Marian) */
 } mt_model_info;
 
-const mt_model_info *mt_model_get_info(const mt_model *model);
+MT_API const mt_model_info *mt_model_get_info(const mt_model *model);
 /* Bytes of weights one decoder step reads, as held: the decoder layers'
  * per-step products and the output head (0 for a card). */
-size_t    mt_model_step_weight_bytes(const mt_model *model);
-const mt_tokenizer  *mt_model_tokenizer(const mt_model *model);
+MT_API size_t    mt_model_step_weight_bytes(const mt_model *model);
+MT_API const mt_tokenizer  *mt_model_tokenizer(const mt_model *model);
 
 /* ---- lexical shortlist ------------------------------------------------------
  * Which target ids a source's tokens may translate to (Marian / Bergamot's
@@ -124,35 +171,35 @@ typedef struct {
     long skipped;           /* text formats: entries naming a piece the vocabulary lacks */
 } mt_shortlist_info;
 
-mt_shortlist_params mt_shortlist_default_params(void);
+MT_API mt_shortlist_params mt_shortlist_default_params(void);
 /* Fills defaults (0 / -1 as above) and checks the ranges; MT_ERR_INPUT names the field. */
-mt_status mt_shortlist_params_resolve(const mt_shortlist_params *in, mt_shortlist_params *out, mt_err *err);
+MT_API mt_status mt_shortlist_params_resolve(const mt_shortlist_params *in, mt_shortlist_params *out, mt_err *err);
 /* A file in any of the three formats (engine/formats/shortlist_fmt.h), told
  * apart by content: binary when it has the magic, a NUL byte in its first 64
  * or a name ending ".bin"; else a TAB on the first line: a vmap; else the
  * text table.  Pieces are looked up in the model's vocabulary. */
-mt_status mt_shortlist_load(const mt_model *m, const char *path, const mt_shortlist_params *params,
+MT_API mt_status mt_shortlist_load(const mt_model *m, const char *path, const mt_shortlist_params *params,
                             mt_shortlist **out, mt_err *err);
 /* From memory: source id w's targets are ids[off[w] .. off[w+1]) for w < n_src
  * (off[0] = 0), frequent ids freq[0..n_freq) (NULL: none).  Copied. */
-mt_status mt_shortlist_new(const mt_model *m, int n_src, const long *off, const int32_t *ids,
+MT_API mt_status mt_shortlist_new(const mt_model *m, int n_src, const long *off, const int32_t *ids,
                            const int32_t *freq, int n_freq, mt_shortlist **out, mt_err *err);
-void      mt_shortlist_free(mt_shortlist *sl);
-const mt_shortlist_info *mt_shortlist_get_info(const mt_shortlist *sl);
+MT_API void      mt_shortlist_free(mt_shortlist *sl);
+MT_API const mt_shortlist_info *mt_shortlist_get_info(const mt_shortlist *sl);
 /* Source id w's list (*n ids; NULL when none); the frequent ids. */
-const int32_t *mt_shortlist_list(const mt_shortlist *sl, int w, int *n);
-const int32_t *mt_shortlist_frequent(const mt_shortlist *sl, int *n);
+MT_API const int32_t *mt_shortlist_list(const mt_shortlist *sl, int w, int *n);
+MT_API const int32_t *mt_shortlist_frequent(const mt_shortlist *sl, int *n);
 /* Built from a tokenized parallel corpus (n pairs of source and target ids)
  * by co-occurrence: source id s keeps the `best` target ids t of highest
  * Dice coefficient 2 c(s,t) / (c(s) + c(t)) (c: sentence pairs holding them;
  * ties: the lower id), pairs seen fewer than min_count times dropped;
  * frequent: ids 0..frequent-1 (Marian's convention: the vocabulary is in
  * frequency order).  params->best 0 = 50, frequent -1 = 100. */
-mt_status mt_shortlist_build(const mt_model *m, int n, const int32_t *const *src, const int *src_len,
+MT_API mt_status mt_shortlist_build(const mt_model *m, int n, const int32_t *const *src, const int *src_len,
                              const int32_t *const *tgt, const int *tgt_len, const mt_shortlist_params *params,
                              int min_count, mt_shortlist **out, mt_err *err);
 /* Writes Marian's binary format (its frequent list must be ids 0..k-1). */
-mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path, mt_err *err);
+MT_API mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path, mt_err *err);
 
 /* ---- session -------------------------------------------------------------- */
 typedef struct {
@@ -179,11 +226,11 @@ typedef struct {
     int shortlist_search_max;
 } mt_session_params;
 
-mt_session_params mt_session_default_params(const mt_model *model);
-mt_status mt_session_new(const mt_model *model, const mt_session_params *params,
+MT_API mt_session_params mt_session_default_params(const mt_model *model);
+MT_API mt_status mt_session_new(const mt_model *model, const mt_session_params *params,
                          mt_session **out, mt_err *err);
-void      mt_session_free(mt_session *s);
-size_t    mt_session_bytes(const mt_session *s);   /* bytes allocated by the session */
+MT_API void      mt_session_free(mt_session *s);
+MT_API size_t    mt_session_bytes(const mt_session *s);   /* bytes allocated by the session */
 /* The session's pages stay in memory once touched: one batch of many long
  * sentences leaves its K/V caches and logits resident for good.  Trimming
  * gives them back to the system when more than min_bytes beyond a new
@@ -194,15 +241,44 @@ size_t    mt_session_bytes(const mt_session *s);   /* bytes allocated by the ses
  * between steps.  Checking costs a mincore over the session (~0.1 ms for
  * 200 MB); giving back, a madvise (~6 ms for 40 MB resident) and resetting
  * the few tables mt_session_new sets. */
-mt_status mt_session_trim(mt_session *s, size_t min_bytes, mt_err *err);
-size_t    mt_session_resident(const mt_session *s);   /* bytes of the session's buffers in memory now */
+MT_API mt_status mt_session_trim(mt_session *s, size_t min_bytes, mt_err *err);
+MT_API size_t    mt_session_resident(const mt_session *s);   /* bytes of the session's buffers in memory now */
 
 /* ---- decoding ------------------------------------------------------------- */
+/* A decode's settings, grouped as the JSON API groups them ("sampling.top_k");
+ * mt_decode_limits below gives each field's range and default.  Every field
+ * 0 (or NULL) means its default or off, except as noted: start from
+ * mt_decode_default_params(). */
 typedef struct {
     int   beam_size;        /* 1 = greedy; 0 = the model's default; at most MT_MAX_BEAM */
-    int   max_length;       /* HF max_length; 0 = min(model default, session max_tgt_len) */
     float length_penalty;   /* beam scores: sum log p / (generated length incl. </s>)^lp */
     int   n_best;           /* hypotheses returned per source, <= beam size */
+    struct {
+        int max_length;     /* HF max_length; 0 = min(model default, session max_tgt_len) */
+        int min_length;     /* HF min_length: </s> banned while the decoder length (start token
+                               included) is below it; 0 = off; at most max_length */
+    } lengths;
+    /* The rules apply to the logits before the log-softmax, for greedy, sampling and beam
+     * alike (CTranslate2's order); token log-probabilities and scores are of the ruled logits.
+     * Forced tokens (the prefix, the constraints) are exempt from them. */
+    struct {
+        float repetition;   /* > 0 (0 or 1 = off): the logit of an id already in the output is
+                               divided by it when positive, multiplied when negative (HF, CTranslate2) */
+        int   no_repeat_ngram_size;   /* >= 0 (0 = off): no n-gram of the output occurs twice */
+    } penalties;
+    struct {
+        int      enabled;   /* 1: draw each token (beam_size must be 1) instead of the argmax */
+        float    temperature;   /* > 0 (0 = 1): the draw is from softmax(logits / temperature) */
+        int      top_k;     /* >= 0 (0 = every id): only the top_k logits (ties with the k-th kept) */
+        float    top_p;     /* (0, 1] (0 = 1): then the fewest ids, best first, whose mass reaches top_p */
+        uint64_t seed;      /* the sequence's random stream (xoshiro256** seeded by splitmix64) */
+    } sampling;
+    int   token_scores;     /* 1: mt_hyp.token_logp */
+    struct {
+        int enabled;        /* 1: mt_hyp.align, from the cross-attention of layer */
+        int layer;          /* decoder layer, 0-based; -1 = the last (Marian's guided-alignment layer) */
+        int heads;          /* average of its first heads heads; 0 = all (1 = head 0, as Marian) */
+    } alignment;
     /* Asked before every decoder step of mt_generate: nonzero stops it with
      * MT_ERR_ABORTED, every row freed (as whisper.cpp's abort callback).
      * NULL: never.  Called on the decoding thread. */
@@ -215,31 +291,15 @@ typedef struct {
      * during the call; it must not block.  NULL: none.  Each sequence's own. */
     void (*progress_callback)(void *data, const int32_t *ids, int n, int final);
     void *progress_callback_data;
-    /* ---- decoding features, each sequence's own (engine/decode/constraints.c,
-     * engine/decode/sampling.c).  Defaults: all off.  A sequence's result does not
+    /* ---- what the output must hold, each sequence's own (engine/decode/constraints.c,
+     * engine/decode/sampling.c).  Defaults: none.  A sequence's result does not
      * depend on the sequences decoded beside it, nor on the thread count. */
     const int32_t *prefix;      /* target prefix: ids forced first (no </s>, no pad); copied by mt_seq_start */
-    int   n_prefix;             /* 0..max_length-2; forced tokens are exempt from the rules below */
-    int   min_length;           /* HF min_length: </s> banned while the decoder length (start token
-                                   included) is below it; 0 = off; at most max_length */
-    float repetition_penalty;   /* > 0 (0 or 1 = off): the logit of an id already in the output is
-                                   divided by it when positive, multiplied when negative (HF, CTranslate2) */
-    int   no_repeat_ngram_size; /* >= 0 (0 = off): no n-gram of the output occurs twice */
-    /* The rules apply to the logits before the log-softmax, for greedy, sampling and beam
-     * alike (CTranslate2's order); token log-probabilities and scores are of the ruled logits. */
-    int   sample;               /* 1: draw each token (beam_size must be 1) instead of the argmax */
-    float temperature;          /* > 0 (0 = 1): the draw is from softmax(logits / temperature) */
-    int   top_k;                /* >= 0 (0 = every id): only the top_k logits (ties with the k-th kept) */
-    float top_p;                /* (0, 1] (0 = 1): then the fewest ids, best first, whose mass reaches top_p */
-    uint64_t seed;              /* the sequence's random stream (xoshiro256** seeded by splitmix64) */
-    int   token_scores;         /* 1: mt_hyp.token_logp */
-    int   alignments;           /* 1: mt_hyp.align, from the cross-attention of align_layer */
-    int   align_layer;          /* decoder layer, 0-based; -1 = the last (Marian's guided-alignment layer) */
-    int   align_heads;          /* average of its first align_heads heads; 0 = all (1 = head 0, as Marian) */
+    int   n_prefix;             /* 0..max_length-2 */
     /* Lexical constraints (glossary terms, engine/decode/constraints.c): each
      * constraint's target ids appear in every hypothesis, as a contiguous run.
      * A constraint is started, and then forced to its end, at the step whose
-     * alignment (the cross-attention argmax of align_layer, align_heads) falls
+     * alignment (the cross-attention argmax of alignment.layer and .heads) falls
      * in its source span, or when the steps left before max_length only just
      * hold what is unmet; </s> is banned while one is unmet; a run the model
      * produces by itself counts.  Copied by mt_seq_start. */
@@ -265,7 +325,7 @@ typedef struct mt_constraint {
     int n_ids;
 } mt_constraint;
 
-mt_decode_params mt_decode_default_params(void);
+MT_API mt_decode_params mt_decode_default_params(void);
 
 /* The decode fields' limits and defaults, one table (engine/decode/decode_params.c):
  * the resolver below checks against it, and the JSON API, the LibreTranslate
@@ -298,24 +358,24 @@ typedef struct {
     const char   *doc;          /* one line */
 } mt_decode_limit;
 
-extern const mt_decode_limit mt_decode_limits[];   /* ends with a NULL name */
+MT_API extern const mt_decode_limit mt_decode_limits[];   /* ends with a NULL name */
 
-const mt_decode_limit *mt_decode_limit_find(const char *name);
+MT_API const mt_decode_limit *mt_decode_limit_find(const char *name);
 /* x (checked against l's bounds by the caller) as l's float field holds it:
  * a value above an open minimum that rounds down to it (a top_p or
  * temperature of 1e-300) becomes the smallest float above the minimum
  * instead of the minimum itself, which the resolver would take for "unset"
  * and replace by the default: a tiny top_p keeps the best id alone, a tiny
  * temperature draws the argmax. */
-float mt_decode_limit_float(const mt_decode_limit *l, double x);
+MT_API float mt_decode_limit_float(const mt_decode_limit *l, double x);
 /* l's bounds for model m on sessions of shape sp (*min excluded when
  * l->min_open); one that depends on the request from q's max_length
  * (q NULL: its widest).  A bound that needs a NULL argument is
  * -HUGE_VAL / HUGE_VAL (not known here), except MT_BOUND_MAX_BEAM: MT_MAX_BEAM. */
-void mt_decode_limit_bounds(const mt_decode_limit *l, const mt_model *m, const mt_session_params *sp,
+MT_API void mt_decode_limit_bounds(const mt_decode_limit *l, const mt_model *m, const mt_session_params *sp,
                             const mt_decode_params *q, double *min, double *max);
 /* How GET /models names a bound that depends on the model ("config.vocab_size"). */
-const char *mt_decode_bound_name(mt_bound b);
+MT_API const char *mt_decode_bound_name(mt_bound b);
 
 /* in (NULL: the defaults) resolved for model m on sessions of shape sp: every
  * default filled (a field given as 0 where 0 is not a valid value takes its
@@ -324,7 +384,7 @@ const char *mt_decode_bound_name(mt_bound b);
  * fields (n_best <= beam_size, sampling with beam 1, the prefix), the alignment
  * layer and heads made explicit.  Resolving twice changes nothing.
  * MT_ERR_INPUT names the field as the JSON API spells it ("field 'beam_size' ..."). */
-mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *sp, const mt_decode_params *in,
+MT_API mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *sp, const mt_decode_params *in,
                                    mt_decode_params *out, mt_err *err);
 
 typedef struct {
@@ -344,13 +404,13 @@ typedef struct {
  * mt_decode_run (below) over the sources: it steps every sequence of the
  * session, so call it on a session with no sequences of its own in flight
  * (the same holds for mt_score and mt_attention_run, which use source slot 0). */
-mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+MT_API mt_status mt_generate(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                       const mt_decode_params *params, mt_hyp *out, mt_err *err);
-void      mt_hyps_free(mt_hyp *hyps, int n);
+MT_API void      mt_hyps_free(mt_hyp *hyps, int n);
 /* mt_generate with each source's own parameters (params[i]: a prefix, a seed,
  * ...); every params[i] must give the same n_best.  The abort callback is
  * params[0]'s. */
-mt_status mt_generate_each(mt_session *s, const int32_t *const *src, const int *src_len, int n,
+MT_API mt_status mt_generate_each(mt_session *s, const int32_t *const *src, const int *src_len, int n,
                            const mt_decode_params *const *params, mt_hyp *out, mt_err *err);
 
 /* ---- continuous batching: sequences that join and leave between steps ------
@@ -367,41 +427,41 @@ mt_status mt_generate_each(mt_session *s, const int32_t *const *src, const int *
  * beam_size consecutive rows are free (nothing changed: retry after a step).
  * The source is encoded by the next mt_encode_started or mt_step, together
  * with every other source started since the last one: one batch. */
-mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_decode_params *params,
+MT_API mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_decode_params *params,
                        int *seq, mt_err *err);
 /* Encodes the sources started since the last call, as batches of at most
  * the session's rows.  mt_step calls it first; calling it before lets a
  * caller keep the encoding apart (the BLAS it uses for attention may
  * allocate for small matrices). */
-void      mt_encode_started(mt_session *s);
+MT_API void      mt_encode_started(mt_session *s);
 /* Encodes what was started (mt_encode_started), then one decoder step for
  * every running sequence; returns how many finished during it.  The decoder
  * step allocates nothing. */
-int       mt_step(mt_session *s);
+MT_API int       mt_step(mt_session *s);
 /* 1 once the sequence has finished (its hypotheses wait for mt_seq_take). */
-int       mt_seq_finished(const mt_session *s, int seq);
+MT_API int       mt_seq_finished(const mt_session *s, int seq);
 /* A greedy sequence's ids so far (*n of them, the final </s> included once
  * produced), for streaming: valid until the next mt_step, mt_seq_take or
  * mt_seq_cancel.  Ids already generated never change.  NULL (*n = 0) for a
  * beam sequence (no hypothesis is final before it finishes) or an unknown,
  * free or not yet encoded one. */
-const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n);
+MT_API const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n);
 /* The finished sequence's n_best hypotheses (as resolved: n_best 0 -> 1) into
  * out, best first; frees its rows.  Free the arrays with mt_hyps_free. */
-mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err);
+MT_API mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err);
 /* Drops a sequence in any state and frees its rows (unknown ids: no-op). */
-void      mt_seq_cancel(mt_session *s, int seq);
+MT_API void      mt_seq_cancel(mt_session *s, int seq);
 /* The K/V cache bytes the next step's attention reads (every running
  * sequence's rows over their self positions and source), plus, with add_beam
  * > 0, those of a sequence of add_src_len source tokens and add_beam rows
  * half-way through (as many target positions as source tokens): what a
  * scheduler weighs before starting it (mt_model_step_weight_bytes). */
-size_t    mt_session_kv_step_bytes(const mt_session *s, int add_src_len, int add_beam);
+MT_API size_t    mt_session_kv_step_bytes(const mt_session *s, int add_src_len, int add_beam);
 /* Sequences started and not yet taken or cancelled; decoder rows they hold. */
-int       mt_session_seqs(const mt_session *s);
-int       mt_session_rows_used(const mt_session *s);
+MT_API int       mt_session_seqs(const mt_session *s);
+MT_API int       mt_session_rows_used(const mt_session *s);
 /* 1 if mt_seq_start with this beam size (0 = the default mt_decode_params_resolve fills) would find rows now. */
-int       mt_session_can_start(const mt_session *s, int beam_size);
+MT_API int       mt_session_can_start(const mt_session *s, int beam_size);
 
 /* ---- the decode loop: the only loop that runs decoding steps --------------
  * mt_decode_run repeats, on the calling thread: feed->start (the caller
@@ -424,12 +484,12 @@ typedef struct {
     void       *data;
 } mt_decode_feed;
 
-mt_status mt_decode_run(mt_session *s, const mt_decode_feed *feed, mt_err *err);
+MT_API mt_status mt_decode_run(mt_session *s, const mt_decode_feed *feed, mt_err *err);
 
 /* Teacher-forced scoring in one pass with the full causal mask: logp[t] =
  * log p(tgt[t] | src, tgt[<t]) with pad excluded from the normalizer.  tgt does
  * not include the start token.  logits (may be NULL) receives [tgt_len][vocab]. */
-mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
+MT_API mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt, int tgt_len,
                    float *logp, float *logits, mt_err *err);
 
 /* mt_score of n pairs (logp[i] receives tgt_len[i] values), in as few passes
@@ -438,7 +498,7 @@ mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t
  * runs every target position of every pair as one row of the decoder's
  * products (attention per pair: its own causal mask and source).  Each pair's
  * log-probs equal mt_score of it alone, bit for bit.  Uses source slots from 0. */
-mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const int *src_len,
+MT_API mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const int *src_len,
                          const int32_t *const *tgt, const int *tgt_len, float *const *logp, mt_err *err);
 
 /* Attention weights (softmax probabilities, each row sums to 1) of a
@@ -470,8 +530,12 @@ typedef struct {
     float *cross;   /* [dec_layers][heads][tgt_len][src_len]; NULL for a decoder-only model */
 } mt_attention;
 
-mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt_in,
+MT_API mt_status mt_attention_run(mt_session *s, const int32_t *src, int src_len, const int32_t *tgt_in,
                            int tgt_len, mt_attention *out, mt_err *err);
-void      mt_attention_free(mt_attention *a);
+MT_API void      mt_attention_free(mt_attention *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

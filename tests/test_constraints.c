@@ -156,7 +156,7 @@ static void test_every_hypothesis_holds(void **state)
                 mt_decode_params p = mt_decode_default_params();
                 p.beam_size = beams[bi];
                 p.n_best = beams[bi];
-                p.max_length = ci == 3 ? 100 : 0;
+                p.lengths.max_length = ci == 3 ? 100 : 0;
                 p.constraints = cs.c;
                 p.n_constraints = cs.n;
                 mt_hyp h[4];
@@ -168,7 +168,7 @@ static void test_every_hypothesis_holds(void **state)
                     continue;
                 }
                 assert_int_equal(st, MT_OK);
-                check_all(h, p.n_best, &cs, p.max_length ? p.max_length : 128);
+                check_all(h, p.n_best, &cs, p.lengths.max_length ? p.lengths.max_length : 128);
                 mt_hyps_free(h, p.n_best);
                 checked++;
             }
@@ -188,15 +188,15 @@ static void test_deadline(void **state)
         for (int beam = 1; beam <= 4; beam += 3) {
             mt_decode_params p = mt_decode_default_params();
             p.beam_size = beam;
-            p.max_length = need + 3;
+            p.lengths.max_length = need + 3;
             p.constraints = cs.c;
             p.n_constraints = cs.n;
             mt_hyp h[1];
             mt_err err = {0};
             const int32_t *src[1] = {C.src[i]};
             assert_int_equal(mt_generate(C.s, src, &C.n_src[i], 1, &p, h, &err), MT_OK);
-            check_all(h, 1, &cs, p.max_length);
-            assert_true(h[0].n_ids <= p.max_length - 1);
+            check_all(h, 1, &cs, p.lengths.max_length);
+            assert_true(h[0].n_ids <= p.lengths.max_length - 1);
             mt_hyps_free(h, 1);
         }
     }
@@ -287,7 +287,7 @@ static void test_refused(void **state)
     c[0] = (mt_constraint){.src_start = 0, .src_end = 1, .ids = bad, .n_ids = 1};
     expect_refused(&p, "pad or </s>");
     c[0] = (mt_constraint){.src_start = 0, .src_end = 1, .ids = ids, .n_ids = 2};
-    p.max_length = 3;
+    p.lengths.max_length = 3;
     expect_refused(&p, "leaves room");
 }
 

@@ -169,17 +169,17 @@ static void row_params(json_t *r, row_in *in, int align_variant)
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = inum(r, "beam");
     dp.n_best = dp.beam_size;
-    dp.max_length = inum(r, "max_length");
+    dp.lengths.max_length = inum(r, "max_length");
     dp.length_penalty = (float)num(r, "length_penalty");
     dp.n_prefix = ids_of(json_object_get(r, "prefix"), in->pre, 128);
     dp.prefix = in->pre;
-    dp.repetition_penalty = (float)num(r, "repetition_penalty");
-    dp.no_repeat_ngram_size = inum(r, "no_repeat_ngram_size");
-    dp.min_length = inum(r, "min_length");
+    dp.penalties.repetition = (float)num(r, "repetition_penalty");
+    dp.penalties.no_repeat_ngram_size = inum(r, "no_repeat_ngram_size");
+    dp.lengths.min_length = inum(r, "min_length");
     dp.token_scores = 1;
-    dp.alignments = 1;
-    dp.align_layer = align_variant ? 0 : -1;
-    dp.align_heads = align_variant ? 1 : 0;
+    dp.alignment.enabled = 1;
+    dp.alignment.layer = align_variant ? 0 : -1;
+    dp.alignment.heads = align_variant ? 1 : 0;
     in->dp = dp;
 }
 
@@ -273,20 +273,20 @@ static void test_rules_hold(void **state)
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = in.dp.beam_size;
         dp.n_best = in.dp.n_best;
-        dp.max_length = in.dp.max_length;
+        dp.lengths.max_length = in.dp.lengths.max_length;
         assert_int_equal(mt_generate(c->s, &sp, &in.n_src, 1, &dp, plain, NULL), MT_OK);
         changed += h[0].n_ids != plain[0].n_ids || memcmp(h[0].ids, plain[0].ids, sizeof(int32_t) * (size_t)h[0].n_ids);
         /* the prefix comes first */
         assert_true(h[0].n_ids >= in.dp.n_prefix);
         assert_memory_equal(h[0].ids, in.pre, sizeof(int32_t) * (size_t)in.dp.n_prefix);
         /* no n-gram twice (the final </s> aside) */
-        int n = in.dp.no_repeat_ngram_size, len = h[0].n_ids;
+        int n = in.dp.penalties.no_repeat_ngram_size, len = h[0].n_ids;
         for (int a = 0; n > 0 && a + n <= len; a++)
             for (int b = a + 1; b + n <= len; b++)
                 assert_false(!memcmp(h[0].ids + a, h[0].ids + b, sizeof(int32_t) * (size_t)n));
         /* min_length (HF): </s> not before decoder length min_length, unless forced by max_length */
-        if (len < in.dp.max_length - 1)
-            assert_true(len + 1 >= in.dp.min_length);
+        if (len < in.dp.lengths.max_length - 1)
+            assert_true(len + 1 >= in.dp.lengths.min_length);
         mt_hyps_free(h, in.dp.n_best);
         mt_hyps_free(plain, dp.n_best);
     }
@@ -364,12 +364,12 @@ static mt_decode_params sampling_params(uint64_t seed, float t, int k, float p, 
 {
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = 1;
-    dp.max_length = max_length;
-    dp.sample = 1;
-    dp.temperature = t;
-    dp.top_k = k;
-    dp.top_p = p;
-    dp.seed = seed;
+    dp.lengths.max_length = max_length;
+    dp.sampling.enabled = 1;
+    dp.sampling.temperature = t;
+    dp.sampling.top_k = k;
+    dp.sampling.top_p = p;
+    dp.sampling.seed = seed;
     dp.token_scores = 1;
     return dp;
 }
@@ -386,11 +386,11 @@ static void mixed_params(ctx *c, row_in *in)
             float t[] = {1.0f, 0.8f, 1.3f}, p[] = {1.0f, 0.9f, 0.95f};
             int k[] = {0, 0, 30};
             int v = i % 4;
-            dp = sampling_params(100 + (uint64_t)i, t[v], k[v], p[v], in[i].dp.max_length);
-            dp.repetition_penalty = i % 8 == 1 ? 1.2f : 1.0f;
+            dp = sampling_params(100 + (uint64_t)i, t[v], k[v], p[v], in[i].dp.lengths.max_length);
+            dp.penalties.repetition = i % 8 == 1 ? 1.2f : 1.0f;
             dp.n_prefix = i % 8 == 2 ? in[i].dp.n_prefix : 0;
             dp.prefix = in[i].pre;
-            dp.alignments = i % 2;
+            dp.alignment.enabled = i % 2;
         }
         in[i].dp = dp;
     }
@@ -462,7 +462,7 @@ static void test_sampling_reproducible(void **state)
             for (int k = 0; k < nb; k++)
                 hyps_equal(&ref[i * 4 + k], &got[i * 4 + k]);
             mt_hyps_free(got + i * 4, nb);
-            sampled += threads == 1 && in[i].dp.sample;
+            sampled += threads == 1 && in[i].dp.sampling.enabled;
         }
         mt_decode_params one = in[0].dp;       /* and alone, under this thread count */
         const int32_t *sp = in[0].src;
@@ -612,18 +612,21 @@ static void test_bad_params(void **state)
     struct { const char *what; mt_decode_params dp; } cases[12];
     int n = 0;
     for (int k = 0; k < 12; k++)
-        cases[k].dp = mt_decode_default_params(), cases[k].dp.max_length = 16;
-    cases[n].what = "negative temperature"; cases[n].dp.sample = 1; cases[n].dp.beam_size = 1; cases[n++].dp.temperature = -1;
-    cases[n].what = "top_p > 1"; cases[n].dp.sample = 1; cases[n].dp.beam_size = 1; cases[n++].dp.top_p = 1.5f;
-    cases[n].what = "top_k < 0"; cases[n].dp.sample = 1; cases[n].dp.beam_size = 1; cases[n++].dp.top_k = -1;
-    cases[n].what = "sampling with beam 4"; cases[n].dp.sample = 1; cases[n++].dp.beam_size = 4;
-    cases[n].what = "penalty < 0"; cases[n++].dp.repetition_penalty = -1;
-    cases[n].what = "ngram < 0"; cases[n++].dp.no_repeat_ngram_size = -2;
-    cases[n].what = "min_length > max_length"; cases[n++].dp.min_length = 17;
+        cases[k].dp = mt_decode_default_params(), cases[k].dp.lengths.max_length = 16;
+    cases[n].what = "negative temperature"; cases[n].dp.sampling.enabled = 1; cases[n].dp.beam_size = 1;
+    cases[n++].dp.sampling.temperature = -1;
+    cases[n].what = "top_p > 1"; cases[n].dp.sampling.enabled = 1; cases[n].dp.beam_size = 1;
+    cases[n++].dp.sampling.top_p = 1.5f;
+    cases[n].what = "top_k < 0"; cases[n].dp.sampling.enabled = 1; cases[n].dp.beam_size = 1;
+    cases[n++].dp.sampling.top_k = -1;
+    cases[n].what = "sampling with beam 4"; cases[n].dp.sampling.enabled = 1; cases[n++].dp.beam_size = 4;
+    cases[n].what = "penalty < 0"; cases[n++].dp.penalties.repetition = -1;
+    cases[n].what = "ngram < 0"; cases[n++].dp.penalties.no_repeat_ngram_size = -2;
+    cases[n].what = "min_length > max_length"; cases[n++].dp.lengths.min_length = 17;
     cases[n].what = "prefix too long"; cases[n].dp.prefix = in.pre; cases[n++].dp.n_prefix = 15;
     cases[n].what = "prefix holds </s>"; cases[n].dp.prefix = bad_pre; cases[n].dp.n_prefix = 1; n++;
-    cases[n].what = "alignment layer"; cases[n].dp.alignments = 1; cases[n++].dp.align_layer = 99;
-    cases[n].what = "alignment heads"; cases[n].dp.alignments = 1; cases[n++].dp.align_heads = 99;
+    cases[n].what = "alignment layer"; cases[n].dp.alignment.enabled = 1; cases[n++].dp.alignment.layer = 99;
+    cases[n].what = "alignment heads"; cases[n].dp.alignment.enabled = 1; cases[n++].dp.alignment.heads = 99;
     for (int k = 0; k < n; k++) {
         mt_hyp h[4];
         mt_err err = {0};
@@ -648,8 +651,8 @@ static void test_no_alloc_with_features(void **state)
     for (int k = 0; k < 3; k++)
         row_params(c->rows[k], &in[k], 0);
     in[0].dp = sampling_params(5, 1.1f, 40, 0.9f, 40);
-    in[0].dp.repetition_penalty = 1.3f, in[0].dp.no_repeat_ngram_size = 2, in[0].dp.alignments = 1;
-    in[0].dp.token_scores = 1, in[0].dp.align_layer = -1;
+    in[0].dp.penalties.repetition = 1.3f, in[0].dp.penalties.no_repeat_ngram_size = 2, in[0].dp.alignment.enabled = 1;
+    in[0].dp.token_scores = 1, in[0].dp.alignment.layer = -1;
     /* and lexical constraints on a greedy and a beam row (their ids: the
      * first ids of the vocabulary past the special ones) */
     int32_t cons_ids[3] = {5, 6, 7};
@@ -712,7 +715,7 @@ static void test_step_bytes(void **state)
         row_params(c->rows[k], &in[k], 0);
         in[k].dp = mt_decode_default_params();
         in[k].dp.beam_size = 1 + 2 * k;                  /* greedy, beam 3 */
-        in[k].dp.max_length = 6;
+        in[k].dp.lengths.max_length = 6;
         assert_int_equal(mt_seq_start(s, in[k].src, in[k].n_src, &in[k].dp, &ids[k], NULL), MT_OK);
     }
     /* before the first step each row reads its start position and its source */

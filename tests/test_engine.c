@@ -28,6 +28,10 @@
 #include "kernels/parallel.h"
 #include "kernels/kernels.h"
 #include "model/mt_internal.h"     /* the packed weights' k blocks */
+#include "util/check.h"
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -288,7 +292,7 @@ static int greedy_case(const ctx *c, mt_session *s, int i, mt_hyp *h)
     const int32_t *sp = src;
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = 1;
-    dp.max_length = case_maxlen(c, i);
+    dp.lengths.max_length = case_maxlen(c, i);
     mt_err err = {0};
     assert_int_equal(mt_generate(s, &sp, &ns, 1, &dp, h, &err), MT_OK);
     return h->n_ids == nr && memcmp(h->ids, ref, sizeof(int32_t) * (size_t)nr) == 0;
@@ -351,7 +355,7 @@ static void test_beam(void **state)
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = 4;
         dp.n_best = 4;
-        dp.max_length = case_maxlen(c, i);
+        dp.lengths.max_length = case_maxlen(c, i);
         mt_hyp h[4];
         assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, h, NULL), MT_OK);
         int ok = beam_equal(json_object_get(c->cases[i], "beam4"), h, 4, &worst, &b_ok);
@@ -437,7 +441,7 @@ static void test_incremental_equals_full(void **state)
         const int32_t *sp = src;
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = 1;
-        dp.max_length = ml;
+        dp.lengths.max_length = ml;
         mt_hyp h;
         assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, &h, NULL), MT_OK);
         assert_int_equal(mt_score(c->s, src, ns, h.ids, h.n_ids, NULL, logits, NULL), MT_OK);
@@ -478,7 +482,7 @@ static void test_batch_invariance(void **state)
             mt_decode_params dp = mt_decode_default_params();
             dp.beam_size = beam;
             dp.n_best = beam;
-            dp.max_length = ml;
+            dp.lengths.max_length = ml;
             mt_hyp h[16 * 4];
             assert_int_equal(mt_generate(c->s, sp, ns, n, &dp, h, NULL), MT_OK);
             for (int k = 0; k < n; k++) {
@@ -516,7 +520,7 @@ static void test_session_reuse(void **state)
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = 4;
     dp.n_best = 4;
-    dp.max_length = case_maxlen(c, i);
+    dp.lengths.max_length = case_maxlen(c, i);
     mt_hyp a[4], b[4];
     assert_int_equal(mt_generate(c->s, &sp, &ns, 1, &dp, a, NULL), MT_OK);
     for (int k = 0; k < 3; k++) {                  /* dirty the session */
@@ -557,20 +561,20 @@ static int trim_decode(const ctx *c, mt_session *s, mt_hyp *out)
         sp[i] = src[i];
         dp[i] = mt_decode_default_params();
         dp[i].beam_size = 1;
-        dp[i].max_length = case_maxlen(c, k);
+        dp[i].lengths.max_length = case_maxlen(c, k);
         dp[i].token_scores = 1;
-        dp[i].sample = i % 3 != 0;
-        dp[i].top_k = i % 3 == 1 ? 10 : 0;
-        dp[i].top_p = i % 3 == 2 ? 0.9f : 0;
-        dp[i].temperature = i % 3 == 2 ? 0.8f : 0;
-        dp[i].seed = (uint64_t)i + 1;
+        dp[i].sampling.enabled = i % 3 != 0;
+        dp[i].sampling.top_k = i % 3 == 1 ? 10 : 0;
+        dp[i].sampling.top_p = i % 3 == 2 ? 0.9f : 0;
+        dp[i].sampling.temperature = i % 3 == 2 ? 0.8f : 0;
+        dp[i].sampling.seed = (uint64_t)i + 1;
         each[i] = &dp[i];
     }
     assert_int_equal(mt_generate_each(s, sp, ns, n, each, out, NULL), MT_OK);
     mt_decode_params bp = mt_decode_default_params();
     bp.beam_size = 4;
     bp.n_best = 4;
-    bp.max_length = case_maxlen(c, 5 % c->n_cases);
+    bp.lengths.max_length = case_maxlen(c, 5 % c->n_cases);
     assert_int_equal(mt_generate(s, &sp[0], &ns[0], 1, &bp, out + n, NULL), MT_OK);
     const mt_model_info *info = mt_model_get_info(c->m);
     int32_t term[2] = {info->vocab_size / 2, info->vocab_size / 3};
@@ -580,7 +584,7 @@ static int trim_decode(const ctx *c, mt_session *s, mt_hyp *out)
     mt_constraint con = {.src_start = 0, .src_end = 1, .ids = term, .n_ids = 2};
     mt_decode_params gp = mt_decode_default_params();
     gp.beam_size = 1;
-    gp.max_length = 32;
+    gp.lengths.max_length = 32;
     gp.constraints = &con;
     gp.n_constraints = 1;
     assert_int_equal(mt_generate(s, &sp[0], &ns[0], 1, &gp, out + n + 4, NULL), MT_OK);
@@ -679,7 +683,7 @@ static void test_no_alloc_in_decode_loop(void **state)
             mt_decode_params dp = mt_decode_default_params();
             dp.beam_size = beam;
             dp.n_best = beam;
-            dp.max_length = lens[k];
+            dp.lengths.max_length = lens[k];
             mt_hyp h[4];
             n_allocs = 0;
             counting = 1;
@@ -735,7 +739,7 @@ static void test_staggered_joins(void **state)
             mt_decode_params dp = mt_decode_default_params();
             dp.beam_size = beam;
             dp.n_best = beam;
-            dp.max_length = case_maxlen(c, next);
+            dp.lengths.max_length = case_maxlen(c, next);
             mt_err err = {0};
             mt_status st = mt_seq_start(s, src, ns, &dp, &id, &err);
             if (st == MT_ERR_BUSY)
@@ -806,7 +810,7 @@ static void test_cancel_frees_rows(void **state)
     mt_decode_params dp = mt_decode_default_params();
     dp.beam_size = 4;
     dp.n_best = 4;
-    dp.max_length = case_maxlen(c, i);
+    dp.lengths.max_length = case_maxlen(c, i);
     for (int k = 0; k < 4; k++)                              /* 4 x beam 4 = the session's 16 rows */
         assert_int_equal(mt_seq_start(s, src, ns, &dp, &ids[k], NULL), MT_OK);
     mt_step(s);
@@ -844,6 +848,63 @@ static void test_cancel_frees_rows(void **state)
     assert_int_equal(mt_session_rows_used(s), 0);
     assert_int_equal(mt_session_seqs(s), 0);
     assert_int_equal(mt_seq_take(s, 0, NULL, NULL), MT_ERR_INPUT);          /* nothing to take */
+}
+
+/* A broken engine invariant (a running sequence's row owned by another one)
+ * is never recovered silently.  In an MT_ASSERT_ABORT build the step aborts,
+ * naming generate.c and the line; in a release build that sequence alone
+ * fails (its take: MT_ERR_INTERNAL, counted) and the session goes on. */
+static void test_broken_invariant(void **state)
+{
+    CTX_OR_RETURN(c);
+    mt_session *s = c->s;
+    int32_t src[1024];
+    int ns = case_src(c, 0, src), id;
+    mt_decode_params dp = mt_decode_default_params();
+    dp.beam_size = dp.n_best = 1;
+    dp.lengths.max_length = case_maxlen(c, 0);
+    assert_int_equal(mt_seq_start(s, src, ns, &dp, &id, NULL), MT_OK);
+    mt_step(s);
+    int row = s->seqs[id].base;
+    s->row.owner[row] = id + 1;                              /* the broken invariant */
+    if (MT_ASSERT_ABORTS) {
+        int fd[2];
+        assert_int_equal(pipe(fd), 0);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fd[1], 2);
+            mt_step(s);
+            _exit(0);
+        }
+        close(fd[1]);
+        char out[4096] = {0};
+        size_t got = 0;
+        for (ssize_t k; got < sizeof out - 1 && (k = read(fd[0], out + got, sizeof out - 1 - got)) > 0;)
+            got += (size_t)k;
+        close(fd[0]);
+        int wst = 0;
+        assert_int_equal(waitpid(pid, &wst, 0), pid);
+        assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGABRT);
+        assert_non_null(strstr(out, "engine/decode/generate.c:"));
+        assert_non_null(strstr(out, "assertion failed: s->row.owner[r] == id"));
+        s->row.owner[row] = id;
+        mt_seq_cancel(s, id);
+    } else {
+        unsigned long before = mt_assert_failures();
+        assert_int_equal(mt_step(s), 1);
+        assert_true(mt_seq_finished(s, id));
+        assert_int_equal(mt_assert_failures(), before + 1);
+        mt_hyp h[1];
+        mt_err err = {0};
+        assert_int_equal(mt_seq_take(s, id, h, &err), MT_ERR_INTERNAL);
+    }
+    assert_int_equal(mt_session_seqs(s), 0);
+    assert_int_equal(mt_session_rows_used(s), 0);
+    mt_hyp h[1];
+    assert_int_equal(mt_generate(s, (const int32_t *const[]){src}, &ns, 1, &dp, h, NULL), MT_OK);
+    assert_true(seq_result_ok(c, 0, 1, h));                  /* the session goes on, right */
+    mt_hyps_free(h, 1);
 }
 
 /* Threads and weight storage.  (1) Two compute threads give logits
@@ -1021,7 +1082,7 @@ static void test_kv_f16(void **state)
         const int32_t *p = src;
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = 4;
-        dp.max_length = case_maxlen(c, i);
+        dp.lengths.max_length = case_maxlen(c, i);
         mt_hyp h32, h16;
         assert_int_equal(mt_generate(c->s, &p, &ns, 1, &dp, &h32, &err), MT_OK);
         assert_int_equal(mt_generate(s16, &p, &ns, 1, &dp, &h16, &err), MT_OK);
@@ -1103,7 +1164,7 @@ static void test_int8(void **state)
         const int32_t *sp8 = src;
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = 1;
-        dp.max_length = case_maxlen(c, ci);
+        dp.lengths.max_length = case_maxlen(c, ci);
         mt_hyp h;
         assert_int_equal(mt_generate(s8, &sp8, &ns, 1, &dp, &h, &err), MT_OK);
         int eq = h.n_ids == nr && memcmp(h.ids, ref, sizeof(int32_t) * (size_t)nr) == 0;
@@ -1310,6 +1371,7 @@ int main(void)
         PER_MODEL(test_staggered_joins),
         PER_MODEL(test_cancel_frees_rows), PER_MODEL(test_threads_and_f16), PER_MODEL(test_int8),
         PER_MODEL(test_kv_f16), PER_MODEL(test_score_batch),
+        {.name = "test_broken_invariant [tiny]", .test_func = test_broken_invariant, .initial_state = &CTX[0]},
     };
     /* The extra model's tests exist only when it is given, fr-en's only when
      * models/fr-en exists: never a standing skip. */

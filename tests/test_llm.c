@@ -162,7 +162,7 @@ static mt_decode_params greedy(void)
 {
     mt_decode_params q = mt_decode_default_params();
     q.beam_size = 1;
-    q.max_length = GEN + 2;          /* 20 free ids, then the forced eos of a full-length sequence */
+    q.lengths.max_length = GEN + 2;          /* 20 free ids, then the forced eos of a full-length sequence */
     return q;
 }
 
@@ -442,7 +442,7 @@ static void logits_model(const char *name)
     fclose(f);
     mt_session *s = session(m, 1, 0);
     mt_decode_params q = greedy();
-    q.max_length = 3;
+    q.lengths.max_length = 3;
     for (int i = 0; i < e->n; i++) {
         const float *r = ref + (long)i * V;
         int32_t any = 0;
@@ -729,7 +729,7 @@ static void test_refused_params(void **st)
     mt_model *m = load("bad/good", MT_WEIGHTS_F32);
     mt_session_params sp = mt_session_default_params(m);
     mt_decode_params q = mt_decode_default_params(), out;
-    q.alignments = 1;
+    q.alignment.enabled = 1;
     mt_err err = {0};
     assert_int_not_equal(mt_decode_params_resolve(m, &sp, &q, &out, &err), MT_OK);
     assert_non_null(strstr(err.msg, "alignments"));

@@ -569,7 +569,7 @@ static void test_session_params(void **state)
     dp.beam_size = 17;
     assert_int_equal(mt_generate(s, &sp, &n, 1, &dp, h, &err), MT_ERR_INPUT);
     dp = mt_decode_default_params();
-    dp.max_length = 1000;
+    dp.lengths.max_length = 1000;
     assert_int_equal(mt_generate(s, &sp, &n, 1, &dp, h, &err), MT_ERR_INPUT);
     dp = mt_decode_default_params();
     assert_int_equal(mt_generate(s, &bp, &nb, 1, &dp, h, &err), MT_ERR_TOO_LONG);

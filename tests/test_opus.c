@@ -221,7 +221,7 @@ static void test_row(void **state)
         const int32_t *srcp = src;
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = 1;
-        dp.max_length = max_len;
+        dp.lengths.max_length = max_len;
         mt_hyp h;
         if (mt_generate(s, &srcp, &ns, 1, &dp, &h, &err) != MT_OK)
             fail_msg("greedy: %s", err.msg);

@@ -131,7 +131,7 @@ static void decode_all_cons(ctx *c, mt_session *s, const mt_decode_params *q, mt
                 ids[n++] = c->ref[j][t];
         mt_constraint k = {.src_start = 1, .src_end = 3, .ids = ids, .n_ids = n};
         mt_decode_params qi = *q;
-        qi.max_length = RUNNING_ON_VALGRIND ? VALGRIND_MAX_LENGTH : c->max_length[i];
+        qi.lengths.max_length = RUNNING_ON_VALGRIND ? VALGRIND_MAX_LENGTH : c->max_length[i];
         if (n > 0) {
             qi.constraints = &k;
             qi.n_constraints = 1;
@@ -374,11 +374,11 @@ static void test_outside_ids_never(void **state)
         mt_decode_params q = mt_decode_default_params();
         q.beam_size = mode == 1 ? 4 : 1;
         q.n_best = q.beam_size;
-        q.sample = mode == 2;
-        q.seed = 7;
+        q.sampling.enabled = mode == 2;
+        q.sampling.seed = 7;
         q.token_scores = 1;
         q.shortlist = sl;
-        q.max_length = 24;
+        q.lengths.max_length = 24;
         mt_session *s = new_session(c->m, 8, 0, 0);
         mt_hyp h[4];
         mt_err err = {0};
@@ -446,7 +446,7 @@ static void test_tiny_set_beam(void **state)
     q.beam_size = 4;
     q.n_best = 4;
     q.token_scores = 1;
-    q.max_length = 12;
+    q.lengths.max_length = 12;
     q.shortlist = sl;
     mt_session *s = new_session(c->m, 8, 0, 0);
     mt_hyp h[4];
@@ -482,10 +482,10 @@ static void test_list_search(void **state)
         for (int mode = 0; mode < 6; mode++) {
             mt_decode_params q = mt_decode_default_params();
             q.beam_size = q.n_best = mode == 1 || mode == 5 ? 4 : 1;
-            q.sample = mode == 2 || mode == 3;
-            q.seed = 11;
-            q.top_k = mode == 2 ? 5 : 0;
-            q.top_p = mode == 3 ? 0.9f : 1.0f;
+            q.sampling.enabled = mode == 2 || mode == 3;
+            q.sampling.seed = 11;
+            q.sampling.top_k = mode == 2 ? 5 : 0;
+            q.sampling.top_p = mode == 3 ? 0.9f : 1.0f;
             q.token_scores = 1;
             q.shortlist = sls[k];
             int nh = c->n * q.n_best;
@@ -500,7 +500,7 @@ static void test_list_search(void **state)
                 sa->logits[i] = 1e30f;
             decode_all_cons(c, sa, &q, list, mode >= 4);
             assert_true(sa->seqs[0].sl_n > 0);                 /* searched over its list */
-            assert_true(sa->sl_only[0]);                       /* constraints too: no [V] row filled */
+            assert_true(sa->sl.only[0]);                       /* constraints too: no [V] row filled */
             decode_all_cons(c, sb, &q, rows, mode >= 4);
             assert_int_equal(sb->seqs[0].sl_n, 0);
             decode_all_cons(c, sc, &q, masked, mode >= 4);
@@ -549,7 +549,7 @@ static void test_no_alloc_per_step(void **state)
         mt_session *s = new_session(c->m, 8, sl_max[k], 0);
         mt_decode_params q = mt_decode_default_params();
         q.shortlist = sl;
-        q.max_length = 20;
+        q.lengths.max_length = 20;
         mt_err err = {0};
         int ids[3];
         for (int i = 0; i < 3; i++) {

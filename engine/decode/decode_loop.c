@@ -10,6 +10,8 @@
  */
 #include "model/mt_internal.h"
 
+#include <string.h>
+
 /* After a step: every greedy sequence's ids so far, for its progress
  * callback (final 0), the ones that finished in this step included. */
 static void progress(mt_session *s)
@@ -37,9 +39,13 @@ static void hand_over(mt_session *s, const mt_decode_feed *feed)
         void *cb_data = q->progress_data;
         int n = q->n_best;
         mt_err err = {0};
-        mt_status st = mt_seq_take(s, id, hyps, &err);
+        mt_status st = mt_seq_take(s, id, hyps, &err);   /* a broken invariant: MT_ERR_INTERNAL, freed */
         if (st == MT_OK && cb)
             cb(cb_data, hyps[0].ids, hyps[0].n_ids, 1);
+        if (st != MT_OK) {                                /* this request fails, the others go on */
+            memset(hyps, 0, sizeof hyps);
+            n = 0;
+        }
         feed->finished(feed->data, id, st, hyps, n, &err);
     }
 }

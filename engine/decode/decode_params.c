@@ -11,8 +11,9 @@
 
 mt_decode_params mt_decode_default_params(void)
 {
-    return (mt_decode_params){.beam_size = 0, .max_length = 0, .length_penalty = 1.0f, .n_best = 1,
-                              .repetition_penalty = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .align_layer = -1};
+    return (mt_decode_params){.beam_size = 0, .lengths.max_length = 0, .length_penalty = 1.0f, .n_best = 1,
+                              .penalties.repetition = 1.0f, .sampling.temperature = 1.0f, .sampling.top_p = 1.0f,
+                              .alignment.layer = -1};
 }
 
 #define F(field) offsetof(mt_decode_params, field)
@@ -24,30 +25,31 @@ mt_decode_params mt_decode_default_params(void)
 const mt_decode_limit mt_decode_limits[] = {
     {.name = "beam_size", .offset = F(beam_size), .type = MT_LIMIT_INT, .min = 1, .max_of = MT_BOUND_MAX_BEAM,
      .dflt_of = MT_BOUND_MODEL_BEAM, .doc = "hypotheses searched per step; 1 = greedy"},
-    {.name = "max_length", .offset = F(max_length), .type = MT_LIMIT_INT, .min = 2, .max_of = MT_BOUND_MAX_TGT_LEN,
-     .dflt_of = MT_BOUND_MODEL_MAX_LENGTH, .doc = "decoder length limit per sentence, start token included"},
-    {.name = "min_length", .offset = F(min_length), .type = MT_LIMIT_INT, .max_of = MT_BOUND_MAX_LENGTH,
+    {.name = "max_length", .offset = F(lengths.max_length), .type = MT_LIMIT_INT, .min = 2,
+     .max_of = MT_BOUND_MAX_TGT_LEN, .dflt_of = MT_BOUND_MODEL_MAX_LENGTH,
+     .doc = "decoder length limit per sentence, start token included"},
+    {.name = "min_length", .offset = F(lengths.min_length), .type = MT_LIMIT_INT, .max_of = MT_BOUND_MAX_LENGTH,
      .doc = "</s> banned while the decoder length (start token included) is below it"},
-    {.name = "repetition_penalty", .offset = F(repetition_penalty), .type = MT_LIMIT_FLOAT, .max = 100,
+    {.name = "repetition_penalty", .offset = F(penalties.repetition), .type = MT_LIMIT_FLOAT, .max = 100,
      .dflt = 1, .min_open = 1, .doc = "divides the logit of an id already in the output (> 1 discourages repeats)"},
-    {.name = "no_repeat_ngram_size", .offset = F(no_repeat_ngram_size), .type = MT_LIMIT_INT,
+    {.name = "no_repeat_ngram_size", .offset = F(penalties.no_repeat_ngram_size), .type = MT_LIMIT_INT,
      .max_of = MT_BOUND_MAX_TGT_LEN, .doc = "no n-gram of this size occurs twice in the output; 0 = off"},
     {.name = "length_penalty", .offset = F(length_penalty), .type = MT_LIMIT_FLOAT, .min = -10, .max = 10,
      .dflt = 1, .doc = "beam score: sum of log p / (generated length incl. </s>)^length_penalty"},
-    {.name = "sampling.temperature", .offset = F(temperature), .type = MT_LIMIT_FLOAT, .max = 100, .dflt = 1,
+    {.name = "sampling.temperature", .offset = F(sampling.temperature), .type = MT_LIMIT_FLOAT, .max = 100, .dflt = 1,
      .min_open = 1, .doc = "sampling: the draw is from softmax(logits / temperature)"},
-    {.name = "sampling.top_k", .offset = F(top_k), .type = MT_LIMIT_INT, .max_of = MT_BOUND_VOCAB,
+    {.name = "sampling.top_k", .offset = F(sampling.top_k), .type = MT_LIMIT_INT, .max_of = MT_BOUND_VOCAB,
      .doc = "sampling: only the top_k most likely ids; 0 = every id"},
-    {.name = "sampling.top_p", .offset = F(top_p), .type = MT_LIMIT_FLOAT, .max = 1, .dflt = 1, .min_open = 1,
+    {.name = "sampling.top_p", .offset = F(sampling.top_p), .type = MT_LIMIT_FLOAT, .max = 1, .dflt = 1, .min_open = 1,
      .doc = "sampling: then the fewest ids, most likely first, whose mass reaches top_p"},
     /* 53 bits: every JSON client reads a seed back exactly.  The engine takes
      * any 64-bit seed (the resolver does not check this row). */
-    {.name = "sampling.seed", .offset = F(seed), .type = MT_LIMIT_U64, .max = 9007199254740991.0,
+    {.name = "sampling.seed", .offset = F(sampling.seed), .type = MT_LIMIT_U64, .max = 9007199254740991.0,
      .dflt_of = MT_BOUND_DRAWN, .doc = "sampling: sentence j of a request draws with seed + j"},
-    {.name = "alignment_layer", .offset = F(align_layer), .type = MT_LIMIT_INT, .min_of = MT_BOUND_MINUS_DEC_LAYERS,
+    {.name = "alignment_layer", .offset = F(alignment.layer), .type = MT_LIMIT_INT, .min_of = MT_BOUND_MINUS_DEC_LAYERS,
      .max_of = MT_BOUND_LAST_DEC_LAYER, .dflt = -1,
      .doc = "decoder layer whose cross-attention aligns; negative counts from the end"},
-    {.name = "alignment_heads", .offset = F(align_heads), .type = MT_LIMIT_INT, .max_of = MT_BOUND_DEC_HEADS,
+    {.name = "alignment_heads", .offset = F(alignment.heads), .type = MT_LIMIT_INT, .max_of = MT_BOUND_DEC_HEADS,
      .doc = "alignments average that layer's first alignment_heads heads; 0 = all"},
     {.name = NULL},
 };
@@ -95,7 +97,7 @@ static double bound(mt_bound b, double number, double side, const mt_model *m, c
     case MT_BOUND_MAX_BEAM:
         return sp && sp->max_batch < MT_MAX_BEAM ? sp->max_batch : MT_MAX_BEAM;
     case MT_BOUND_MAX_LENGTH:           /* without a request: the widest */
-        return q ? q->max_length : bound(MT_BOUND_MAX_TGT_LEN, 0, side, m, sp, q);
+        return q ? q->lengths.max_length : bound(MT_BOUND_MAX_TGT_LEN, 0, side, m, sp, q);
     case MT_BOUND_MAX_TGT_LEN:
         return sp ? sp->max_tgt_len : side;
     default:
@@ -130,7 +132,7 @@ static double default_of(const mt_decode_limit *l, const mt_model *m, const mt_s
 {
     switch (l->dflt_of) {
     case MT_BOUND_MODEL_BEAM: {         /* sampling draws one row; n_best needs as many beams */
-        double b = q->sample ? 1 : m->info.default_beam > q->n_best ? m->info.default_beam : q->n_best;
+        double b = q->sampling.enabled ? 1 : m->info.default_beam > q->n_best ? m->info.default_beam : q->n_best;
         double max = bound(MT_BOUND_MAX_BEAM, 0, 0, m, sp, q);
         return b < max ? b : max;
     }
@@ -170,9 +172,9 @@ static mt_status check_prefix(const mt_model *m, const mt_decode_params *q, mt_e
 {
     if (q->n_prefix < 0 || (q->n_prefix > 0 && !q->prefix))
         return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix': %d ids without an array", q->n_prefix);
-    if (q->n_prefix > q->max_length - 2)
+    if (q->n_prefix > q->lengths.max_length - 2)
         return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix' has %d tokens; max_length %d leaves room for %d",
-                          q->n_prefix, q->max_length, q->max_length - 2);
+                          q->n_prefix, q->lengths.max_length, q->lengths.max_length - 2);
     for (int i = 0; i < q->n_prefix; i++)
         if (q->prefix[i] < 0 || q->prefix[i] >= m->V || q->prefix[i] == m->info.pad_id ||
             q->prefix[i] == m->info.eos_id)
@@ -200,9 +202,10 @@ static mt_status check_constraints(const mt_model *m, const mt_decode_params *q,
                                   "pad or </s>", i, (int)c->ids[j]);
         total += c->n_ids;
     }
-    if (total > q->max_length - 2)
+    if (total > q->lengths.max_length - 2)
         return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': the terms and the prefix of a sentence have %d target "
-                          "tokens; max_length %d leaves room for %d", total, q->max_length, q->max_length - 2);
+                          "tokens; max_length %d leaves room for %d", total, q->lengths.max_length,
+                          q->lengths.max_length - 2);
     return MT_OK;
 }
 
@@ -222,10 +225,10 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
     }
     if (q.n_best < 1 || q.n_best > q.beam_size)
         return mt_err_set(err, MT_ERR_INPUT, "n_best %d outside [1, beam_size %d]", q.n_best, q.beam_size);
-    if (q.sample && q.beam_size != 1)
+    if (q.sampling.enabled && q.beam_size != 1)
         return mt_err_set(err, MT_ERR_INPUT, "field 'beam_size' must be 1 with 'sampling' (a draw per step), not %d",
                           q.beam_size);
-    if (m->arch == MT_ARCH_LLM && q.alignments)     /* alignments are cross-attention's */
+    if (m->arch == MT_ARCH_LLM && q.alignment.enabled)     /* alignments are cross-attention's */
         return mt_err_set(err, MT_ERR_INPUT, "field 'alignments': a decoder-only model has no source alignment");
     if (m->arch == MT_ARCH_LLM && q.n_constraints)  /* placed by the alignment */
         return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': lexical constraints need a source alignment, which "
@@ -239,11 +242,12 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
         st = check_constraints(m, &q, err);
     if (st != MT_OK)
         return st;
-    if (q.alignments || q.n_constraints) {   /* constraints are placed by the alignment */                 /* explicit: the layer 0-based, the heads counted */
-        if (q.align_layer < 0)
-            q.align_layer += m->info.dec_layers;
-        if (q.align_heads == 0)
-            q.align_heads = m->info.dec_heads;
+    if (q.alignment.enabled || q.n_constraints) {   /* constraints are placed by the alignment: explicit, the layer
+                                                     * 0-based, the heads counted */
+        if (q.alignment.layer < 0)
+            q.alignment.layer += m->info.dec_layers;
+        if (q.alignment.heads == 0)
+            q.alignment.heads = m->info.dec_heads;
     }
     *out = q;
     return MT_OK;

@@ -15,6 +15,7 @@
  */
 #include "model/mt_internal.h"
 #include "kernels/parallel.h"
+#include "util/check.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ typedef struct {
 static cand_view view_of(const mt_session *s, const mt_seq *q)
 {
     if (q->sl_n > 0)
-        return (cand_view){q->sl_n, q->sl_pad, s->sl_list + (long)(q - s->seqs) * s->sl_cap};
+        return (cand_view){q->sl_n, q->sl_pad, s->sl.list + (long)(q - s->seqs) * s->sl.cap};
     return (cand_view){s->m->V, s->m->info.pad_id, NULL};
 }
 
@@ -73,252 +74,348 @@ static int32_t view_argmax(cand_view c, const float *lg, float *out)
 }
 
 /* eos, or one of the sequence's end ids (a prompt's end of turn, stop string). */
-static inline int ends(const mt_seq *q, int32_t id, int32_t eos)
+static inline int ends(const mt_seq *seq, int32_t id, int32_t eos)
 {
-    return id == eos || (q->end_ids && q->end_ids[id]);
+    return id == eos || (seq->end_ids && seq->end_ids[id]);
+}
+
+/* ---- the rules on a row's logits ------------------------------------------------
+ * Greedy, sampling and beam rows go through the same ordered list (as
+ * CTranslate2's logits processors): each rule may change the row's logits in
+ * place and may force an id, which ends the list (the id's log p is then of
+ * the logits as they stand).  None forced: the search picks.  The forced
+ * prefix and the constraints' ids are exempt from the penalties, which run
+ * in Hugging Face's order.  The shortlist's view (view_of) is the set all of
+ * them read: a listed sequence's row holds its candidates' logits alone. */
+typedef struct {
+    mt_session *s;
+    const mt_seq *seq;
+    int row;                 /* logical row: s->row, s->hist */
+    int at;                  /* gathered row of the step: s->step, s->logits, scratch */
+    int t;                   /* generated position of the id chosen now (= ids in the history) */
+    float *lg;               /* [V] the row's logits */
+    cand_view view;
+    float *scratch;          /* [view.n] (NULL with a [V] view: the logits are read in place) */
+    int which;               /* the constraint forcing the id, -1 */
+} row_ctx;
+
+typedef int32_t (*row_rule)(row_ctx *x);     /* an id it forces, or -1 */
+
+static int32_t rule_prefix(row_ctx *x)
+{
+    const mt_session *s = x->s;
+    if (x->t >= x->seq->n_prefix)
+        return -1;
+    return s->prefix[(long)(x->seq - s->seqs) * s->p.max_tgt_len + x->t];
+}
+
+/* A constraint under way, or one this step starts (constraints.c); a start
+ * displaces the model's own word for it, which is not said later. */
+static int32_t rule_term_forced(row_ctx *x)
+{
+    mt_session *s = x->s;
+    mt_cstate *cst = &s->row.cst[x->row];
+    int32_t id = mt_cons_forced(s, x->seq, cst, x->t, s->step.al[x->at], &x->which);
+    if (id >= 0 && cst->active != x->which)
+        mt_cons_displaced(s, cst, view_argmax(x->view, x->lg, x->scratch));
+    return id;
+}
+
+static const int32_t *hist_of(const row_ctx *x)
+{
+    return x->s->hist.ids + (long)x->row * x->s->p.max_tgt_len;
+}
+
+static int32_t rule_repetition(row_ctx *x)
+{
+    float pen = x->seq->rep_pen;
+    if (pen != 1.0f)
+        mt_rule_repetition(hist_of(x), x->t, pen, x->lg, x->s->pen_v + (long)x->at * x->s->p.max_tgt_len);
+    return -1;
+}
+
+static int32_t rule_no_repeat(row_ctx *x)
+{
+    if (x->seq->ngram > 0)
+        mt_rule_no_repeat(hist_of(x), x->t, x->seq->ngram, x->lg);
+    return -1;
+}
+
+/* HF MinLengthLogitsProcessor: cur_len = t + 1 decoder tokens (the start token included) */
+static int32_t rule_min_length(row_ctx *x)
+{
+    if (x->t + 1 < x->seq->min_length)
+        x->lg[x->s->m->info.eos_id] = -INFINITY;
+    return -1;
+}
+
+/* A free choice under constraints: a missing term instead of </s>, bans (constraints.c). */
+static int32_t rule_term_free(row_ctx *x)
+{
+    return mt_cons_free(x->s, x->seq, &x->s->row.cst[x->row], x->lg, x->view.ids, x->view.n, &x->which);
+}
+
+static const row_rule ROW_RULES[] = {
+    rule_prefix, rule_term_forced, rule_repetition, rule_no_repeat, rule_min_length, rule_term_free,
+};
+
+/* The rules in order on row x: the id the first forcing one forces, or -1. */
+static int32_t apply_rules(row_ctx *x)
+{
+    x->which = -1;
+    for (size_t i = 0; i < sizeof ROW_RULES / sizeof *ROW_RULES; i++) {
+        int32_t id = ROW_RULES[i](x);
+        if (id >= 0)
+            return id;
+    }
+    return -1;
+}
+
+static row_ctx row_ctx_of(mt_session *s, const mt_seq *seq, int b, int at, float *scratch)
+{
+    cand_view view = view_of(s, seq);
+    return (row_ctx){.s = s, .seq = seq, .row = seq->base + b, .at = at, .t = seq->cur - 1,
+                     .lg = s->logits + (long)at * s->m->V, .view = view, .scratch = view.ids ? scratch : NULL,
+                     .which = -1};
 }
 
 /* ---- greedy and sampling ------------------------------------------------------- */
-/* One step of a one-row sequence q (row q->base; gathered row a of the step,
- * logits lg, in place): a forced prefix id, else the rules, then the argmax
- * or a draw, over the sequence's candidates (view_of).  1 while it runs. */
-static int greedy_seq_step(mt_session *s, mt_seq *q, int a, float *lg)
+/* A free choice over the view's logits v (final): a draw, or the argmax. */
+static int32_t greedy_pick(mt_session *s, mt_seq *seq, int at, cand_view view, const float *v)
 {
-    const mt_model *m = s->m;
-    int V = m->V, T = s->p.max_tgt_len, r = q->base, t = q->cur - 1;
-    int32_t pad = m->info.pad_id, eos = m->info.eos_id, *hist = s->hist + (long)r * T;
+    const mt_model *model = s->m;
+    long V = model->V;
+    if (seq->sample)
+        return mt_sample_token(model, seq, v, view.n, view.skip, view.ids, s->lp + at * V, s->cand + at * V);
+    int i = mt_k_argmax_skip(v, view.n, view.skip);
+    int32_t first_free = model->info.pad_id == 0 ? 1 : 0;   /* the [V] scan's first id that is not pad */
+    return v[i] > -INFINITY ? view_id(view, i) : first_free;   /* every id banned */
+}
+
+/* One step of a one-row sequence (row seq->base; gathered row `at` of the
+ * step): the rules, then the argmax or a draw, over the sequence's
+ * candidates (view_of).  1 while it runs. */
+static int greedy_seq_step(mt_session *s, mt_seq *seq, int at)
+{
+    int row = seq->base, t = seq->cur - 1;
+    int32_t eos = s->m->info.eos_id;
     int32_t tok = eos;                                   /* forced on the last step (logp 0) */
-    int which = -1;                                      /* a constraint forcing tok */
     double lp = 0.0;
-    if (t + 1 != q->max_length - 1) {
-        int32_t forced = t < q->n_prefix ? -1 : mt_cons_forced(s, q, &s->cst[r], t, s->step_al[a], &which);
-        int pick = 0;                                    /* 1: the argmax or a draw decides */
-        cand_view c = view_of(s, q);
-        float *gathered = c.ids ? s->sl_lg + (long)a * s->sl_cap : NULL;
-        if (t < q->n_prefix) {
-            tok = s->prefix[(long)(q - s->seqs) * T + t];
-        } else if (forced >= 0) {
-            tok = forced;
-            if (s->cst[r].active != which)          /* a start: the model's own word for it is not said later */
-                mt_cons_displaced(s, &s->cst[r], view_argmax(c, lg, gathered));
-        } else {
-            mt_rules_apply(m, q, hist, t, lg, s->pen_v + (long)a * T);
-            tok = mt_cons_free(s, q, &s->cst[r], lg, c.ids, c.n, &which);
-            pick = tok < 0;
-        }
-        const float *v = view_gather(c, lg, gathered);   /* lg is final: the candidates' logits */
-        if (pick && q->sample) {
-            tok = mt_sample_token(m, q, v, c.n, c.skip, c.ids, s->lp + (long)a * V, s->cand + (long)a * V);
-        } else if (pick) {
-            int i = mt_k_argmax_skip(v, c.n, c.skip);
-            tok = v[i] > -INFINITY ? view_id(c, i) : pad == 0;   /* all banned: the [V] scan's first id, not pad */
-        }
-        s->cst[r] = mt_cons_advance(s, q, s->cst[r], tok, which);
-        double lse = mt_k_logsumexp_skip(v, c.n, c.skip);
-        lp = lse > -INFINITY ? (double)lg[tok] - lse : -INFINITY;     /* -inf: every id was banned */
-        s->gscore[r] += lp;
+    if (t + 1 != seq->max_length - 1) {
+        row_ctx x = row_ctx_of(s, seq, 0, at, s->sl.lg + (long)at * s->sl.cap);
+        tok = apply_rules(&x);
+        const float *v = view_gather(x.view, x.lg, x.scratch);   /* the logits are final: the candidates' */
+        if (tok < 0)
+            tok = greedy_pick(s, seq, at, x.view, v);
+        s->row.cst[row] = mt_cons_advance(s, seq, s->row.cst[row], tok, x.which);
+        double lse = mt_k_logsumexp_skip(v, x.view.n, x.view.skip);
+        lp = lse > -INFINITY ? (double)x.lg[tok] - lse : -INFINITY;     /* -inf: every id was banned */
+        s->row.gscore[row] += lp;
     }
-    s->hist_lp[(long)r * T + s->glen[r]] = (float)lp;
-    s->hist_al[(long)r * T + s->glen[r]] = s->step_al[a];
-    hist[s->glen[r]++] = tok;
-    s->row_tok[r] = tok;
-    return t < q->n_prefix ? tok != eos : !ends(q, tok, eos);     /* a forced prefix id is not an end */
+    mt_hyp_put(mt_hyp_row(s->hist, row, s->p.max_tgt_len), s->row.glen[row]++, tok, (float)lp, s->step.al[at]);
+    s->row.tok[row] = tok;
+    return t < seq->n_prefix ? tok != eos : !ends(seq, tok, eos);     /* a forced prefix id is not an end */
 }
 
 /* ---- beam search ----------------------------------------------------------------- */
-/* A hypothesis row: its ids with their log-probs and alignments, [T] each. */
-typedef struct { int32_t *ids; float *lp; int32_t *al; } hyp_rows;
+/* A step's 2 x beam best candidates (parent beam, id, its own log p and
+ * alignment, whether it stops the hypothesis, its score as a live one). */
+typedef struct {
+    int     n;
+    int     parent[2 * MT_MAX_BEAM], stop[2 * MT_MAX_BEAM];
+    int32_t id[2 * MT_MAX_BEAM], al[2 * MT_MAX_BEAM];
+    float   lp[2 * MT_MAX_BEAM], alive[2 * MT_MAX_BEAM];
+} beam_cands;
 
-static hyp_rows rows_at(int32_t *ids, float *lp, int32_t *al, long row, int T)
+/* Merge this step's finished candidates (the first beam of the 2 x beam that
+ * stop) into the sequence's finished list: stable sort by score, keep beam
+ * (model.py). */
+static void update_finished(mt_session *s, const mt_seq *seq, const beam_cands *c)
 {
-    return (hyp_rows){ids + row * T, lp + row * T, al + row * T};
-}
-
-static void copy_hyp(hyp_rows dst, hyp_rows src, int n)
-{
-    memcpy(dst.ids, src.ids, sizeof(int32_t) * (size_t)n);
-    memcpy(dst.lp, src.lp, sizeof(float) * (size_t)n);
-    memcpy(dst.al, src.al, sizeof(int32_t) * (size_t)n);
-}
-
-/* Merge this step's finished candidates (the first Bm of the K that stop) into
- * the sequence's finished list: stable sort by score, keep Bm (model.py).
- * cand_pb, cand_id, cand_lp, cand_al: the candidates' parent beam, id, token
- * log-prob and alignment. */
-static void update_finished(mt_session *s, const mt_seq *q, const int *stop, const int *cand_pb,
-                            const int32_t *cand_id, const float *cand_lp, const int32_t *cand_al)
-{
-    int Bm = q->Bm, T = s->p.max_tgt_len, n = 0, base = q->base;
-    mt_fin_slot *fin = s->fin + base;
+    int beam = seq->beam, T = s->p.max_tgt_len, n = 0, base = seq->base, len = seq->cur;
+    mt_fin_slot *fin = s->row.fin + base;
     double sc[2 * MT_MAX_BEAM];
-    int from[2 * MT_MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(r+1) */
-    for (int j = 0; j < Bm; j++) {
+    int from[2 * MT_MAX_BEAM];                     /* >= 0: old slot j; < 0: candidate -(k+1) */
+    for (int j = 0; j < beam; j++) {
         sc[n] = fin[j].n >= 0 ? fin[j].score : -1e9;
         from[n++] = j;
     }
-    for (int r = 0; r < Bm; r++)
-        if (stop[r] && q->unsat) {
-            sc[n] = (double)s->top_v[2 * base + r] / pow((double)q->cur, (double)q->lpen);
-            from[n++] = -(r + 1);
+    for (int k = 0; k < beam; k++)
+        if (c->stop[k] && seq->unsat) {
+            sc[n] = (double)s->beam.top_v[2 * base + k] / pow((double)len, (double)seq->lpen);
+            from[n++] = -(k + 1);
         }
-    if (n == Bm)
+    if (n == beam)
         return;
     for (int i = 1; i < n; i++)                 /* stable insertion sort, descending */
         for (int j = i; j > 0 && sc[j] > sc[j - 1]; j--) {
             double ts = sc[j]; sc[j] = sc[j - 1]; sc[j - 1] = ts;
             int tf = from[j]; from[j] = from[j - 1]; from[j - 1] = tf;
         }
-    mt_fin_slot *nf = s->fin2 + base;
-    for (int j = 0; j < Bm; j++) {
+    mt_fin_slot *next = s->row.fin_next + base;
+    for (int j = 0; j < beam; j++) {
         int f = from[j];
-        hyp_rows dst = rows_at(s->fin_ids2, s->fin_lp2, s->fin_al2, base + j, T);
+        mt_hyp_buf dst = mt_hyp_row(s->fin_next, base + j, T);
         if (f >= 0) {
-            nf[j] = fin[f];
+            next[j] = fin[f];
             if (fin[f].n > 0)
-                copy_hyp(dst, rows_at(s->fin_ids, s->fin_lp, s->fin_al, base + f, T), fin[f].n);
+                mt_hyp_copy(dst, mt_hyp_row(s->fin, base + f, T), fin[f].n);
         } else {
-            int r = -f - 1;
-            copy_hyp(dst, rows_at(s->hist, s->hist_lp, s->hist_al, base + cand_pb[r], T), q->cur - 1);
-            dst.ids[q->cur - 1] = cand_id[r];
-            dst.lp[q->cur - 1] = cand_lp[r];
-            dst.al[q->cur - 1] = cand_al[r];
-            nf[j] = (mt_fin_slot){.score = sc[j], .n = q->cur};
+            int k = -f - 1;
+            mt_hyp_copy(dst, mt_hyp_row(s->hist, base + c->parent[k], T), len - 1);
+            mt_hyp_put(dst, len - 1, c->id[k], c->lp[k], c->al[k]);
+            next[j] = (mt_fin_slot){.score = sc[j], .n = len};
         }
     }
-    memcpy(fin, nf, sizeof *fin * (size_t)Bm);
-    copy_hyp(rows_at(s->fin_ids, s->fin_lp, s->fin_al, base, T), rows_at(s->fin_ids2, s->fin_lp2, s->fin_al2, base, T),
-             Bm * T);
+    memcpy(fin, next, sizeof *fin * (size_t)beam);
+    mt_hyp_copy(mt_hyp_row(s->fin, base, T), mt_hyp_row(s->fin_next, base, T), beam * T);
 }
 
 /* Give row base+b the cache of its parent: the first child of a parent takes
  * the parent's slot; a second child gets a free slot of the sequence and a
  * copy of positions 0..cur-1 of every layer. */
-static void reorder_slots(mt_session *s, const mt_seq *q, const int *parent)
+static void reorder_slots(mt_session *s, const mt_seq *seq, const int *parent)
 {
-    int Bm = q->Bm, base = q->base;
-    int *old_slot = s->tmp_i + 2 * base, *claimed = s->slot_used + base;  /* the sequence's own scratch */
-    for (int b = 0; b < Bm; b++) {
-        old_slot[b] = s->row_slot[base + b];
+    int beam = seq->beam, base = seq->base;
+    int *old_slot = s->beam.old_slot + 2 * base, *claimed = s->beam.claimed + base;  /* the sequence's own scratch */
+    for (int b = 0; b < beam; b++) {
+        old_slot[b] = s->row.slot[base + b];
         claimed[b] = 0;
     }
     int first[MT_MAX_BEAM];
-    for (int b = 0; b < Bm; b++) {
+    for (int b = 0; b < beam; b++) {
         first[b] = !claimed[parent[b]];
         claimed[parent[b]] = 1;
         if (first[b])
-            s->row_slot[base + b] = old_slot[parent[b]];
+            s->row.slot[base + b] = old_slot[parent[b]];
     }
     int free_i = 0;
-    for (int b = 0; b < Bm; b++) {
+    for (int b = 0; b < beam; b++) {
         if (first[b])
             continue;
         while (claimed[free_i])                   /* an old row nobody continues */
             free_i++;
         int dst = old_slot[free_i++], src = old_slot[parent[b]];
-        mt_self_cache_copy(s, (int)(q - s->seqs), dst, src, q->cur);   /* positions 0..cur-1 (model/decoder.c) */
-        s->row_slot[base + b] = dst;
+        mt_self_cache_copy(s, (int)(seq - s->seqs), dst, src, seq->cur);   /* positions 0..cur-1 (model/decoder.c) */
+        s->row.slot[base + b] = dst;
     }
 }
 
-/* One step of one sequence's beam search, after its rows' logits are in
- * s->logits rows [a, a+Bm): each row's log-probs plus its score at the
- * sequence's candidates (view_of: its rows share one set), then the top 2 x
- * beam over them all.  Returns 1 while the sequence is still running. */
-static int beam_seq_step(mt_session *s, mt_seq *q, int a)
+/* Row b's log-probs plus its beam score at the sequence's candidates, into
+ * out [view.n]; *lse: the log-softmax normalizer, *which: the constraint
+ * forcing its id (-1).  A forced id (the last step's </s>, the rules') alone
+ * has a finite value: the forced ids are in every candidate set. */
+static void beam_score_row(mt_session *s, const mt_seq *seq, int b, int at, int forced_eos, float *out,
+                           double *lse, int *which)
 {
-    const mt_model *m = s->m;
-    int Bm = q->Bm, K = 2 * Bm, V = m->V, T = s->p.max_tgt_len, base = q->base, t = q->cur - 1;
-    int32_t pad = m->info.pad_id, eos = m->info.eos_id;
-    int forced_eos = q->cur == q->max_length - 1, forced = !forced_eos && t < q->n_prefix;
-    cand_view c = view_of(s, q);
-    int W = c.n;
-    float *tot = s->lp + (long)a * V;                          /* [Bm][W] */
-    double lse[MT_MAX_BEAM];                                   /* each row's log-softmax normalizer */
-    int which[MT_MAX_BEAM];                                    /* each row's forcing constraint, -1 */
-    for (int b = 0; b < Bm; b++) {
-        float *row = tot + (long)b * W, run = s->run[base + b], *lg = s->logits + (long)(a + b) * V;
-        int32_t cons_id = forced_eos || forced ? -1 : mt_cons_forced(s, q, &s->cst[base + b], t, s->step_al[a + b],
-                                                                       &which[b]);
-        if (forced_eos || forced)
-            which[b] = -1;
-        /* the forced ids (eos, the prefix's, the constraints') are in every set */
-        if (forced_eos) {
-            for (int v = 0; v < W; v++)
-                row[v] = -INFINITY;
-            row[view_place(c, eos)] = 0.0f;
-        } else if (forced || cons_id >= 0) {                   /* the prefix or constraint id alone, at its log p */
-            int32_t id = forced ? s->prefix[(long)(q - s->seqs) * T + t] : cons_id;
-            if (!forced && s->cst[base + b].active != which[b])
-                mt_cons_displaced(s, &s->cst[base + b], view_argmax(c, lg, row));
-            lse[b] = mt_k_logsumexp_skip(view_gather(c, lg, row), W, c.skip);
-            for (int v = 0; v < W; v++)
-                row[v] = -INFINITY;
-            row[view_place(c, id)] = (float)((double)lg[id] - lse[b]);
-        } else {
-            mt_rules_apply(m, q, s->hist + (long)(base + b) * T, t, lg, s->pen_v + (long)(a + b) * T);
-            cons_id = mt_cons_free(s, q, &s->cst[base + b], lg, c.ids, c.n, &which[b]);
-            const float *v = view_gather(c, lg, row);          /* lg is final: the candidates' logits */
-            lse[b] = mt_k_logsumexp_skip(v, W, c.skip);
-            if (cons_id >= 0) {                                /* </s> would win: the term goes in instead */
-                for (int i = 0; i < W; i++)
-                    row[i] = -INFINITY;
-                row[view_place(c, cons_id)] = cons_id == pad ? -INFINITY : (float)((double)lg[cons_id] - lse[b]);
-            } else {
-                mt_k_log_softmax_shift(v, W, c.skip, lse[b], run, row);   /* log p + the beam's score (v may be row) */
-                continue;
-            }
+    row_ctx x = row_ctx_of(s, seq, b, at, out);
+    int places = x.view.n;
+    int32_t id = forced_eos ? x.s->m->info.eos_id : apply_rules(&x);
+    float score = s->row.score[seq->base + b];
+    *which = forced_eos ? -1 : x.which;
+    if (!forced_eos) {
+        const float *v = view_gather(x.view, x.lg, out);   /* the logits are final: the candidates' */
+        *lse = mt_k_logsumexp_skip(v, places, x.view.skip);
+        if (id < 0) {
+            /* log p + the beam's score (v may be out) */
+            mt_k_log_softmax_shift(v, places, x.view.skip, *lse, score, out);
+            return;
         }
-        for (int v = 0; v < W; v++)
-            row[v] = row[v] + run;
     }
-    float *top_v = s->top_v + 2 * base;                        /* the sequence's own scratch */
-    int *top_i = s->top_i + 2 * base;
-    mt_k_topk(tot, Bm * W, K, top_v, top_i);
-    int stop[2 * MT_MAX_BEAM], all_stop = 1, parent[MT_MAX_BEAM], order[MT_MAX_BEAM];
-    float alive[2 * MT_MAX_BEAM], run_new[MT_MAX_BEAM], cand_lp[2 * MT_MAX_BEAM];
-    int32_t cand_al[2 * MT_MAX_BEAM], cand_id[2 * MT_MAX_BEAM];
-    int cand_pb[2 * MT_MAX_BEAM];
-    for (int k = 0; k < K; k++) {
-        int pb = top_i[k] / W, id = view_id(c, top_i[k] % W);
-        cand_pb[k] = pb;
-        cand_id[k] = id;
-        stop[k] = (forced ? id == eos : ends(q, id, eos)) || q->cur + 1 >= q->max_length;
-        all_stop &= stop[k];
-        alive[k] = top_v[k] + (stop[k] ? NEG_BIG : 0.0f);
+    float own = forced_eos ? 0.0f : id == s->m->info.pad_id ? -INFINITY : (float)((double)x.lg[id] - *lse);
+    for (int i = 0; i < places; i++)
+        out[i] = -INFINITY;
+    out[view_place(x.view, id)] = own;
+    for (int i = 0; i < places; i++)
+        out[i] = out[i] + score;
+}
+
+/* The 2 x beam best of every row's scores tot [beam][places] into c; 1 when
+ * every one of them stops. */
+static int beam_candidates(mt_session *s, const mt_seq *seq, int at, const float *tot, const double *lse,
+                           int forced_eos, beam_cands *c)
+{
+    cand_view view = view_of(s, seq);
+    int beam = seq->beam, places = view.n, base = seq->base, all_stop = 1;
+    int forced = !forced_eos && seq->cur - 1 < seq->n_prefix;
+    int32_t eos = s->m->info.eos_id;
+    float *top_v = s->beam.top_v + 2 * base;                   /* the sequence's own scratch */
+    int *top_i = s->beam.top_i + 2 * base;
+    c->n = 2 * beam;
+    mt_k_topk(tot, beam * places, c->n, top_v, top_i);
+    for (int k = 0; k < c->n; k++) {
+        int pb = top_i[k] / places, id = view_id(view, top_i[k] % places);
+        c->parent[k] = pb;
+        c->id[k] = id;
+        c->stop[k] = (forced ? id == eos : ends(seq, id, eos)) || seq->cur + 1 >= seq->max_length;
+        all_stop &= c->stop[k];
+        c->alive[k] = top_v[k] + (c->stop[k] ? NEG_BIG : 0.0f);
         /* the id's own log p, as the log-softmax wrote it (forced </s>: 0) */
-        cand_lp[k] = forced_eos ? 0.0f : (float)((double)s->logits[(long)(a + pb) * V + id] - lse[pb]);
-        cand_al[k] = s->step_al[a + pb];
+        c->lp[k] = forced_eos ? 0.0f : (float)((double)s->logits[(long)(at + pb) * s->m->V + id] - lse[pb]);
+        c->al[k] = s->step.al[at + pb];
     }
-    update_finished(s, q, stop, cand_pb, cand_id, cand_lp, cand_al);
-    mt_k_topk(alive, K, Bm, run_new, order);
-    for (int b = 0; b < Bm; b++) {                             /* new histories, built in hist2 */
-        parent[b] = cand_pb[order[b]];
-        hyp_rows h = rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T);
-        copy_hyp(h, rows_at(s->hist, s->hist_lp, s->hist_al, base + parent[b], T), q->cur - 1);
-        h.ids[q->cur - 1] = cand_id[order[b]];
-        h.lp[q->cur - 1] = cand_lp[order[b]];
-        h.al[q->cur - 1] = cand_al[order[b]];
-        s->row_tok[base + b] = cand_id[order[b]];
-        s->run[base + b] = run_new[b];
-        s->cst2[base + b] = mt_cons_advance(s, q, s->cst[base + parent[b]], cand_id[order[b]], which[parent[b]]);
+    return all_stop;
+}
+
+/* The new beams: the best beam live candidates, their histories built in
+ * hist_next then copied back, their constraint states, their caches. */
+static void beam_advance(mt_session *s, const mt_seq *seq, const beam_cands *c, const int *which, float *score)
+{
+    int beam = seq->beam, base = seq->base, T = s->p.max_tgt_len, len = seq->cur;
+    int order[MT_MAX_BEAM], parent[MT_MAX_BEAM];
+    mt_k_topk(c->alive, c->n, beam, score, order);
+    for (int b = 0; b < beam; b++) {
+        const int k = order[b];
+        parent[b] = c->parent[k];
+        mt_hyp_buf h = mt_hyp_row(s->hist_next, base + b, T);
+        mt_hyp_copy(h, mt_hyp_row(s->hist, base + parent[b], T), len - 1);
+        mt_hyp_put(h, len - 1, c->id[k], c->lp[k], c->al[k]);
+        s->row.tok[base + b] = c->id[k];
+        s->row.score[base + b] = score[b];
+        s->row.cst_next[base + b] = mt_cons_advance(s, seq, s->row.cst[base + parent[b]], c->id[k], which[parent[b]]);
     }
-    memcpy(s->cst + base, s->cst2 + base, sizeof *s->cst * (size_t)Bm);
-    for (int b = 0; b < Bm; b++)                               /* ... then copied back to hist */
-        copy_hyp(rows_at(s->hist, s->hist_lp, s->hist_al, base + b, T),
-                 rows_at(s->hist2, s->hist_lp2, s->hist_al2, base + b, T), q->cur);
-    reorder_slots(s, q, parent);
-    /* early-stop heuristic (early_stopping=False), after cur += 1 */
-    double best_possible = (double)run_new[0] / pow((double)q->cur, (double)q->lpen), worst = 1e300;
-    for (int j = 0; j < Bm; j++) {
-        const mt_fin_slot *f = &s->fin[base + j];
+    memcpy(s->row.cst + base, s->row.cst_next + base, sizeof *s->row.cst * (size_t)beam);
+    for (int b = 0; b < beam; b++)
+        mt_hyp_copy(mt_hyp_row(s->hist, base + b, T), mt_hyp_row(s->hist_next, base + b, T), len);
+    reorder_slots(s, seq, parent);
+}
+
+/* The early-stop heuristic (early_stopping=False), after cur += 1: the best
+ * live score can still beat the worst finished one. */
+static int beam_can_improve(const mt_session *s, const mt_seq *seq, float best_live)
+{
+    double best_possible = (double)best_live / pow((double)seq->cur, (double)seq->lpen), worst = 1e300;
+    for (int j = 0; j < seq->beam; j++) {
+        const mt_fin_slot *f = &s->row.fin[seq->base + j];
         if (f->n < 0) {
-            worst = -1e9;
+            worst = -1e9;                              /* an empty slot */
             break;
         }
         worst = f->score < worst ? f->score : worst;
     }
-    q->unsat = q->unsat && best_possible > worst;
-    return q->unsat && !all_stop;
+    return best_possible > worst;
+}
+
+/* One step of one sequence's beam search, after its rows' logits are in
+ * s->logits rows [at, at + beam): each row's log-probs plus its score at the
+ * sequence's candidates (view_of: its rows share one set), then the top 2 x
+ * beam over them all.  Returns 1 while the sequence is still running. */
+static int beam_seq_step(mt_session *s, mt_seq *seq, int at)
+{
+    int beam = seq->beam, places = view_of(s, seq).n;
+    int forced_eos = seq->cur == seq->max_length - 1;
+    float *tot = s->lp + (long)at * s->m->V;                   /* [beam][places] */
+    double lse[MT_MAX_BEAM];                                   /* each row's log-softmax normalizer */
+    int which[MT_MAX_BEAM];                                    /* each row's forcing constraint, -1 */
+    for (int b = 0; b < beam; b++)
+        beam_score_row(s, seq, b, at + b, forced_eos, tot + (long)b * places, &lse[b], &which[b]);
+    beam_cands c;
+    int all_stop = beam_candidates(s, seq, at, tot, lse, forced_eos, &c);
+    update_finished(s, seq, &c);
+    float score[MT_MAX_BEAM];
+    beam_advance(s, seq, &c, which, score);
+    seq->unsat = seq->unsat && beam_can_improve(s, seq, score[0]);
+    return seq->unsat && !all_stop;
 }
 
 /* ---- sequences ----------------------------------------------------------------- */
@@ -360,16 +457,65 @@ static mt_status check_spans(const mt_decode_params *q, int src_len, mt_err *err
     return MT_OK;
 }
 
-/* First fit: the lowest base of Bm consecutive free rows, or -1. */
-static int find_rows(const mt_session *s, int Bm)
+/* First fit: the lowest base of `beam` consecutive free rows, or -1. */
+static int find_rows(const mt_session *s, int beam)
 {
     int run = 0;
     for (int r = 0; r < s->p.max_batch; r++) {
-        run = s->row_owner[r] < 0 ? run + 1 : 0;
-        if (run == Bm)
-            return r - Bm + 1;
+        run = s->row.owner[r] < 0 ? run + 1 : 0;
+        if (run == beam)
+            return r - beam + 1;
     }
     return -1;
+}
+
+/* Sequence id starts on rows [base, base + beam): its source (encoded by the
+ * next mt_encode_started or mt_step, with every source started since the
+ * last), its rows' state, its settings from q (resolved), its prefix,
+ * constraints and shortlist.  Every field a sequence reads is set here. */
+static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q, const int32_t *src, int src_len)
+{
+    s->src_off[id] = id * s->p.max_src_len;
+    s->src_len[id] = src_len;
+    memcpy(s->src_ids + (long)id * s->p.max_src_len, src, sizeof(int32_t) * (size_t)src_len);
+    for (int b = 0; b < q->beam_size; b++) {
+        int r = base + b;
+        s->row.owner[r] = id;
+        s->row.slot[r] = r;
+        s->row.tok[r] = mt_start_token(s->m, src, src_len);
+        s->row.score[r] = b == 0 ? 0.0f : NEG_BIG;
+        s->row.fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
+        s->row.glen[r] = 0;
+        s->row.gscore[r] = 0.0;
+        s->row.cst[r] = (mt_cstate){.active = -1};
+    }
+    s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .beam = q->beam_size, .n_best = q->n_best,
+                           .max_length = q->lengths.max_length, .min_length = q->lengths.min_length,
+                           .cur = 1, .unsat = 1, .lpen = q->length_penalty, .n_prefix = q->n_prefix,
+                           .rep_pen = q->penalties.repetition, .ngram = q->penalties.no_repeat_ngram_size,
+                           .sample = q->sampling.enabled, .top_k = q->sampling.top_k,
+                           .temperature = q->sampling.temperature, .top_p = q->sampling.top_p,
+                           .token_scores = q->token_scores, .align = q->alignment.enabled,
+                           .align_layer = q->alignment.layer, .align_heads = q->alignment.heads,
+                           .n_cons = q->n_constraints, .end_ids = q->end_ids,
+                           .progress = q->progress_callback, .progress_data = q->progress_callback_data};
+    mt_rng_seed(s->seqs[id].rng, q->sampling.seed);
+    if (q->n_prefix)
+        memcpy(s->prefix + (long)id * s->p.max_tgt_len, q->prefix, sizeof(int32_t) * (size_t)q->n_prefix);
+    copy_constraints(s, id, q);
+    mt_sl_seq_start(s, id, q, src, src_len);
+    s->n_seqs++;
+}
+
+/* Sequence id (not FREE) gives back its rows and its slot; the rest of its
+ * state stays as it ended (read by tests) until seq_reset starts the slot again. */
+static void seq_release(mt_session *s, int id)
+{
+    mt_seq *seq = &s->seqs[id];
+    for (int b = 0; b < seq->beam; b++)
+        s->row.owner[seq->base + b] = -1;
+    seq->state = MT_SEQ_FREE;
+    s->n_seqs--;
 }
 
 int mt_session_can_start(const mt_session *s, int beam_size)
@@ -397,38 +543,10 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
     if (base < 0)
         return mt_err_set(err, MT_ERR_BUSY, "session: no %d free decoder rows (%d in use of %d)", q.beam_size,
                           mt_session_rows_used(s), s->p.max_batch);
-    while (s->seqs[id].state != MT_SEQ_FREE)        /* fewer sequences than rows: one is free */
+    while (id < s->p.max_batch && s->seqs[id].state != MT_SEQ_FREE)
         id++;
-    s->src_off[id] = id * s->p.max_src_len;
-    s->src_len[id] = src_len;
-    /* encoded by the next mt_encode_started (or mt_step), with every source started since the last */
-    memcpy(s->src_ids + (long)id * s->p.max_src_len, src, sizeof(int32_t) * (size_t)src_len);
-    int Bm = q.beam_size;
-    for (int b = 0; b < Bm; b++) {
-        int r = base + b;
-        s->row_owner[r] = id;
-        s->row_slot[r] = r;
-        s->row_tok[r] = mt_start_token(s->m, src, src_len);
-        s->run[r] = b == 0 ? 0.0f : NEG_BIG;
-        s->fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
-        s->glen[r] = 0;
-        s->gscore[r] = 0.0;
-        s->cst[r] = (mt_cstate){.active = -1};
-    }
-    s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .Bm = Bm, .max_length = q.max_length,
-                           .n_best = q.n_best, .cur = 1, .unsat = 1, .lpen = q.length_penalty,
-                           .n_prefix = q.n_prefix, .min_length = q.min_length, .ngram = q.no_repeat_ngram_size,
-                           .sample = q.sample, .top_k = q.top_k, .token_scores = q.token_scores,
-                           .align = q.alignments, .align_layer = q.align_layer, .align_heads = q.align_heads,
-                           .rep_pen = q.repetition_penalty, .temperature = q.temperature, .top_p = q.top_p,
-                           .n_cons = q.n_constraints, .end_ids = q.end_ids,
-                           .progress = q.progress_callback, .progress_data = q.progress_callback_data};
-    mt_rng_seed(s->seqs[id].rng, q.seed);
-    if (q.n_prefix)
-        memcpy(s->prefix + (long)id * s->p.max_tgt_len, q.prefix, sizeof(int32_t) * (size_t)q.n_prefix);
-    copy_constraints(s, id, &q);
-    mt_sl_seq_start(s, id, &q, src, src_len);
-    s->n_seqs++;
+    MT_ASSERT(id < s->p.max_batch, err);            /* fewer sequences than rows: one is free */
+    seq_reset(s, id, base, &q, src, src_len);
     *seq = id;
     return MT_OK;
 }
@@ -440,12 +558,12 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
 static void post_seq(void *ctx, int c)
 {
     mt_session *s = ctx;
-    mt_seq *q = &s->seqs[s->step_seq[c]];
-    int a = s->step_row[c];
-    int running = q->Bm == 1 ? greedy_seq_step(s, q, a, s->logits + (long)a * s->m->V) : beam_seq_step(s, q, a);
-    q->cur++;
+    mt_seq *seq = &s->seqs[s->step.seq[c]];
+    int at = s->step.seq_row[c];
+    int running = seq->beam == 1 ? greedy_seq_step(s, seq, at) : beam_seq_step(s, seq, at);
+    seq->cur++;
     if (!running)
-        q->state = MT_SEQ_DONE;
+        seq->state = MT_SEQ_DONE;
 }
 
 /* The sources of the sequences started since the last step, encoded as few
@@ -475,33 +593,53 @@ void mt_encode_started(mt_session *s)
     }
 }
 
+/* The rows of running sequence id, checked (the rows its own, their slots
+ * its own), appended to the step's gathered rows from n. */
+static mt_status gather_seq(mt_session *s, int id, int n, mt_err *err)
+{
+    const mt_seq *seq = &s->seqs[id];
+    int base = seq->base;
+    MT_ASSERT(seq->beam >= 1 && base >= 0 && base + seq->beam <= s->p.max_batch, err);
+    MT_ASSERT(n + seq->beam <= s->p.max_batch, err);
+    for (int b = 0; b < seq->beam; b++) {
+        int r = base + b;
+        MT_ASSERT(s->row.owner[r] == id, err);
+        MT_ASSERT(s->row.slot[r] >= base && s->row.slot[r] < base + seq->beam, err);
+        s->step.tok[n + b] = s->row.tok[r];
+        s->step.pos[n + b] = seq->cur - 1;
+        s->step.slot[n + b] = s->row.slot[r];
+        s->step.src[n + b] = id;
+        s->step.al_layer[n + b] = seq->align || seq->n_cons ? seq->align_layer : -1;
+        s->step.al_heads[n + b] = seq->align_heads;
+    }
+    return MT_OK;
+}
+
 int mt_step(mt_session *s)
 {
     int n = 0, n_seq = 0, done = 0;
     mt_encode_started(s);
-    for (int i = 0; i < s->p.max_batch; i++) {           /* gather every running row */
-        const mt_seq *q = &s->seqs[i];
-        if (q->state != MT_SEQ_RUN)
+    for (int id = 0; id < s->p.max_batch; id++) {        /* gather every running row */
+        mt_seq *seq = &s->seqs[id];
+        if (seq->state != MT_SEQ_RUN)
             continue;
-        s->step_seq[n_seq] = i;
-        s->step_row[n_seq++] = n;                        /* its rows' first index in this step */
-        for (int b = 0; b < q->Bm; b++, n++) {
-            int r = q->base + b;
-            s->tok_in[n] = s->row_tok[r];
-            s->step_pos[n] = q->cur - 1;
-            s->step_slot[n] = s->row_slot[r];
-            s->row_src[n] = i;
-            s->step_al_layer[n] = q->align || q->n_cons ? q->align_layer : -1;
-            s->step_al_heads[n] = q->align_heads;
+        if (gather_seq(s, id, n, NULL) != MT_OK) {       /* a broken sequence ends, failed (mt_seq_take) */
+            seq->broken = 1;
+            seq->state = MT_SEQ_DONE;
+            done++;
+            continue;
         }
+        s->step.seq[n_seq] = id;
+        s->step.seq_row[n_seq++] = n;                    /* its rows' first index in this step */
+        n += seq->beam;
     }
     if (n == 0)
-        return 0;
-    mt_sl_prepare(s, n, s->row_src);                     /* the lexical shortlists' candidates */
-    mt_decoder_step(s, n, s->tok_in, s->step_pos, s->step_slot, s->row_src);
+        return done;
+    mt_sl_prepare(s, n, s->step.src);                    /* the lexical shortlists' candidates */
+    mt_decoder_step(s, n, s->step.tok, s->step.pos, s->step.slot, s->step.src);
     mt_par_for(n_seq, post_seq, s);
     for (int c = 0; c < n_seq; c++)
-        done += s->seqs[s->step_seq[c]].state == MT_SEQ_DONE;
+        done += s->seqs[s->step.seq[c]].state == MT_SEQ_DONE;
     return done;
 }
 
@@ -516,17 +654,17 @@ const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n)
     if (seq < 0 || seq >= s->p.max_batch)
         return NULL;
     const mt_seq *q = &s->seqs[seq];
-    if (q->Bm != 1 || (q->state != MT_SEQ_RUN && q->state != MT_SEQ_DONE))
+    if (q->beam != 1 || q->broken || (q->state != MT_SEQ_RUN && q->state != MT_SEQ_DONE))
         return NULL;
-    *n = s->glen[q->base];
-    return s->hist + (long)q->base * s->p.max_tgt_len;
+    *n = s->row.glen[q->base];
+    return s->hist.ids + (long)q->base * s->p.max_tgt_len;
 }
 
 int mt_session_rows_used(const mt_session *s)
 {
     int n = 0;
     for (int r = 0; r < s->p.max_batch; r++)
-        n += s->row_owner[r] >= 0;
+        n += s->row.owner[r] >= 0;
     return n;
 }
 
@@ -546,7 +684,7 @@ size_t mt_session_kv_step_bytes(const mt_session *s, int add_src_len, int add_be
     for (int id = 0; id < s->p.max_batch; id++) {
         const mt_seq *q = &s->seqs[id];
         if (q->state == MT_SEQ_RUN || q->state == MT_SEQ_ENCODE)
-            b += (size_t)q->Bm * row_kv_bytes(s, s->src_len[id], q->cur > 1 ? q->cur : 1);
+            b += (size_t)q->beam * row_kv_bytes(s, s->src_len[id], q->cur > 1 ? q->cur : 1);
     }
     if (add_beam > 0)                   /* mid-way: as many target positions as source tokens */
         b += (size_t)add_beam * row_kv_bytes(s, add_src_len, add_src_len);
@@ -559,17 +697,13 @@ void mt_seq_cancel(mt_session *s, int seq)
 {
     if (seq < 0 || seq >= s->p.max_batch || s->seqs[seq].state == MT_SEQ_FREE)
         return;
-    mt_seq *q = &s->seqs[seq];
-    for (int b = 0; b < q->Bm; b++)
-        s->row_owner[q->base + b] = -1;
-    q->state = MT_SEQ_FREE;
-    s->n_seqs--;
+    seq_release(s, seq);
 }
 
 /* ---- results ------------------------------------------------------------------- */
 /* A hypothesis of n ids (rows.ids NULL: none) into h, with the token log-probs
  * and alignments when the sequence asked for them. */
-static mt_status put_hyp(const mt_seq *q, mt_hyp *h, hyp_rows rows, int n, double score, mt_err *err)
+static mt_status put_hyp(const mt_seq *q, mt_hyp *h, mt_hyp_buf rows, int n, double score, mt_err *err)
 {
     size_t k = (size_t)(n ? n : 1);
     h->ids = malloc(sizeof(int32_t) * k);
@@ -590,6 +724,15 @@ static mt_status put_hyp(const mt_seq *q, mt_hyp *h, hyp_rows rows, int n, doubl
     return MT_OK;
 }
 
+/* A finished sequence's shape: its rows in the session, n_best of its beam
+ * (at most MT_MAX_BEAM: the decode loop's hypotheses array). */
+static mt_status check_finished(const mt_session *s, const mt_seq *q, mt_err *err)
+{
+    MT_ASSERT(q->beam >= 1 && q->beam <= MT_MAX_BEAM && q->n_best >= 1 && q->n_best <= q->beam, err);
+    MT_ASSERT(q->base >= 0 && q->base + q->beam <= s->p.max_batch, err);
+    return MT_OK;
+}
+
 mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
 {
     if (!mt_seq_finished(s, seq))
@@ -597,15 +740,20 @@ mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err)
     const mt_seq *q = &s->seqs[seq];
     int T = s->p.max_tgt_len, base = q->base;
     mt_status st = MT_OK;
+    if (q->broken || (st = check_finished(s, q, err)) != MT_OK) {    /* failed: mt_step or here */
+        seq_release(s, seq);
+        return q->broken ? mt_err_set(err, MT_ERR_INTERNAL, "sequence %d: internal error (an engine invariant "
+                                      "failed)", seq) : st;
+    }
     memset(out, 0, sizeof *out * (size_t)q->n_best);
-    if (q->Bm == 1) {
-        st = put_hyp(q, out, rows_at(s->hist, s->hist_lp, s->hist_al, base, T), s->glen[base], s->gscore[base], err);
+    if (q->beam == 1) {
+        st = put_hyp(q, out, mt_hyp_row(s->hist, base, T), s->row.glen[base], s->row.gscore[base], err);
     } else {
         for (int j = 0; j < q->n_best && st == MT_OK; j++) {
-            const mt_fin_slot *f = &s->fin[base + j];
-            st = f->n >= 0 ? put_hyp(q, out + j, rows_at(s->fin_ids, s->fin_lp, s->fin_al, base + j, T), f->n,
+            const mt_fin_slot *f = &s->row.fin[base + j];
+            st = f->n >= 0 ? put_hyp(q, out + j, mt_hyp_row(s->fin, base + j, T), f->n,
                                      f->score, err)
-                           : put_hyp(q, out + j, (hyp_rows){0}, 0, -INFINITY, err);
+                           : put_hyp(q, out + j, (mt_hyp_buf){0}, 0, -INFINITY, err);
         }
     }
     if (st != MT_OK)
@@ -630,6 +778,14 @@ typedef struct {
     mt_err take_err;
 } gen_feed;
 
+/* After gen_start's starts: a sequence runs (its beam fits the session's
+ * rows, checked by the resolver, and the feed's sequences free theirs). */
+static mt_status check_started(const mt_session *s, mt_err *err)
+{
+    MT_ASSERT(s->n_seqs > 0, err);
+    return MT_OK;
+}
+
 static int gen_start(void *data, mt_session *s, mt_err *err)
 {
     gen_feed *g = data;
@@ -649,14 +805,13 @@ static int gen_start(void *data, mt_session *s, mt_err *err)
             break;                                      /* no rows: after the next step */
         s->gen_src[id] = g->next++;
     }
-    if (s->n_seqs == 0)                                 /* cannot happen: beam <= max_batch */
-        return mt_err_set(err, MT_ERR_INTERNAL, "mt_generate: no sequence could start"), -1;
-    return 1;
+    return check_started(s, err) == MT_OK ? 1 : -1;
 }
 
 static void gen_finished(void *data, int seq, mt_status st, mt_hyp *hyps, int n, const mt_err *err)
 {
     gen_feed *g = data;
+    MT_ASSERT_OR(seq >= 0 && seq < g->s->p.max_batch, mt_hyps_free(hyps, n); return);
     int i = g->s->gen_src[seq];
     if (i < 0) {                                        /* not a source of ours (see mt.h): dropped */
         mt_hyps_free(hyps, n);

@@ -52,7 +52,7 @@ mt_status mt_score(mt_session *s, const int32_t *src, int src_len, const int32_t
     if (m->arch == MT_ARCH_LLM)            /* the prompt, then tgt: model/llm.c */
         return mt_llm_score(s, src, src_len, tgt, tgt_len, logp, logits, err);
     int V = m->V, d = m->d, B = s->p.max_batch;
-    int32_t *tgt_in = s->hist;             /* [T]: start + tgt[:-1] */
+    int32_t *tgt_in = s->hist.ids;             /* [T]: start + tgt[:-1] */
     tgt_in[0] = m->info.decoder_start_id;
     memcpy(tgt_in + 1, tgt, sizeof(int32_t) * (size_t)(tgt_len - 1));
     encode_one(s, src, src_len, NULL);
@@ -127,7 +127,7 @@ mt_status mt_score_batch(mt_session *s, int n, const int32_t *const *src, const 
     int d = m->d, B = s->p.max_batch, slot[MT_ENC_MAX_PACK];
     for (int i = 0; i < n;) {
         int k = pass_size(s, i, n, tgt_len), N = 0;
-        int32_t *tgt_in = s->hist;                           /* [N]: per pair start + tgt[:-1] */
+        int32_t *tgt_in = s->hist.ids;                           /* [N]: per pair start + tgt[:-1] */
         for (int j = 0; j < k; j++) {
             slot[j] = j;
             tgt_in[N] = m->info.decoder_start_id;

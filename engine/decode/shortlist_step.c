@@ -1,13 +1,13 @@
 /* shortlist_step.c: a sequence's lexical shortlist (mt_decode_params.shortlist)
  * as the decode step uses it.  At mt_seq_start the sequence's candidate ids
- * become a bit set over the target vocabulary (its row of s->sl_bits): the
+ * become a bit set over the target vocabulary (its row of s->sl.bits): the
  * lists of its source's ids, the frequent ids, eos, its prefix and its
  * constraints' ids.  Before each step, mt_sl_prepare gives every gathered
  * row its sequence's set (NULL: a sequence without one) and, when every row
- * has one and their union holds at most s->sl_max ids, lists the union:
+ * has one and their union holds at most s->sl.max ids, lists the union:
  * the LM head then computes those logits alone (model/decoder.c
  * mt_lm_head_step).  A set of at most MT_SL_SEARCH_MAX ids is also listed
- * (s->sl_list), and generate.c's search runs over the list.  Everything lives
+ * (s->sl.list), and generate.c's search runs over the list.  Everything lives
  * in the session: no allocation. */
 #include "model/mt_internal.h"
 
@@ -19,12 +19,12 @@
 static void list_set(mt_session *s, int id, int count)
 {
     mt_seq *q = &s->seqs[id];
-    if (count > s->sl_cap)
+    if (count > s->sl.cap)
         return;                                     /* searched over [V] rows */
-    const uint64_t *b = s->sl_bits + (long)id * s->sl_words;
-    int32_t *list = s->sl_list + (long)id * s->sl_cap, pad = s->m->info.pad_id;
+    const uint64_t *b = s->sl.bits + (long)id * s->sl.words;
+    int32_t *list = s->sl.list + (long)id * s->sl.cap, pad = s->m->info.pad_id;
     int k = 0;
-    for (int w = 0; w < s->sl_words; w++)
+    for (int w = 0; w < s->sl.words; w++)
         for (uint64_t x = b[w]; x; x &= x - 1) {
             int32_t t = w * 64 + __builtin_ctzll(x);
             if (t == pad)
@@ -42,8 +42,8 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
     if (!q->shortlist)
         return;
     const mt_shortlist *sl = q->shortlist;
-    uint64_t *b = s->sl_bits + (long)id * s->sl_words;
-    memset(b, 0, sizeof *b * (size_t)s->sl_words);
+    uint64_t *b = s->sl.bits + (long)id * s->sl.words;
+    memset(b, 0, sizeof *b * (size_t)s->sl.words);
     for (int i = 0; i < sl->n_freq; i++)
         mt_bit_set(b, sl->freq[i]);
     mt_bit_set(b, s->m->info.eos_id);
@@ -60,7 +60,7 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
      * with the lowest ids it lacks (as Marian pads its sets to a multiple of
      * 8), so no -inf candidate is ever picked */
     int count = 0, need = 2 * q->beam_size + 1;
-    for (int w = 0; w < s->sl_words; w++)
+    for (int w = 0; w < s->sl.words; w++)
         count += __builtin_popcountll(b[w]);
     for (int32_t t = 0; count < need && t < s->m->V; t++)
         if (!mt_bit_has(b, t) && t != s->m->info.pad_id) {
@@ -72,40 +72,40 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
 
 void mt_sl_prepare(mt_session *s, int n, const int *row_src)
 {
-    int W = s->sl_words, all = 1, any = 0;
+    int W = s->sl.words, all = 1, any = 0;
     for (int r = 0; r < n; r++) {
         const mt_seq *q = &s->seqs[row_src[r]];
         int on = q->shortlist;
-        s->sl_row[r] = on ? s->sl_bits + (long)row_src[r] * W : NULL;
+        s->sl.row[r] = on ? s->sl.bits + (long)row_src[r] * W : NULL;
         /* its search and constraints read the list's ids alone, and its rules
          * the ids of its history (taken from the list) and eos */
-        s->sl_only[r] = on && q->sl_n > 0;
+        s->sl.only[r] = on && q->sl_n > 0;
         all &= on;
         any |= on;
     }
-    s->sl_mask = any;
-    s->sl_n = 0;
-    if (!all || s->sl_max == 0)
+    s->sl.mask = any;
+    s->sl.n = 0;
+    if (!all || s->sl.max == 0)
         return;
-    memset(s->sl_union, 0, sizeof *s->sl_union * (size_t)W);
+    memset(s->sl.union_bits, 0, sizeof *s->sl.union_bits * (size_t)W);
     for (int r = 0; r < n; r++)
-        if (r == 0 || s->sl_row[r] != s->sl_row[r - 1])       /* a beam's rows share one set */
+        if (r == 0 || s->sl.row[r] != s->sl.row[r - 1])       /* a beam's rows share one set */
             for (int w = 0; w < W; w++)
-                s->sl_union[w] |= s->sl_row[r][w];
+                s->sl.union_bits[w] |= s->sl.row[r][w];
     int count = 0;
     for (int w = 0; w < W; w++)
-        count += __builtin_popcountll(s->sl_union[w]);
-    if (count > s->sl_max)
+        count += __builtin_popcountll(s->sl.union_bits[w]);
+    if (count > s->sl.max)
         return;                                              /* too many: the whole head, masked */
     /* The union changes only when a sequence joins or leaves: while it stays,
      * the head rows packed for it serve every step (packed once per batch). */
-    s->sl_fresh = !s->sl_pk_valid || memcmp(s->sl_packed, s->sl_union, sizeof *s->sl_union * (size_t)W) != 0;
-    if (s->sl_fresh) {
+    s->sl.fresh = !s->sl.pk_valid || memcmp(s->sl.packed, s->sl.union_bits, sizeof *s->sl.union_bits * (size_t)W) != 0;
+    if (s->sl.fresh) {
         int k = 0;
         for (int w = 0; w < W; w++)
-            for (uint64_t x = s->sl_union[w]; x; x &= x - 1)
-                s->sl_ids[k++] = w * 64 + __builtin_ctzll(x);
-        memcpy(s->sl_packed, s->sl_union, sizeof *s->sl_union * (size_t)W);
+            for (uint64_t x = s->sl.union_bits[w]; x; x &= x - 1)
+                s->sl.ids[k++] = w * 64 + __builtin_ctzll(x);
+        memcpy(s->sl.packed, s->sl.union_bits, sizeof *s->sl.union_bits * (size_t)W);
     }
-    s->sl_n = count;
+    s->sl.n = count;
 }

@@ -1,8 +1,8 @@
 /* decoder.c: the decoder stack, incremental (one position for n rows, KV
  * cache; rows may be at different positions) and teacher-forced (T positions of one sequence, causal mask).
  *
- * Self-attention cache: s->self_kv [layer][slot][max_tgt_len][2d], position t
- * of slot holds k | v of that position.  Cross K/V: s->cross_kv
+ * Self-attention cache: s->kv.self [layer][slot][max_tgt_len][2d], position t
+ * of slot holds k | v of that position.  Cross K/V: s->kv.cross
  * [layer][max_batch * max_src_len][2d], source i at rows src_off[i].. .
  */
 #include "mt_internal.h"
@@ -15,13 +15,13 @@
 static char *self_cache(const mt_session *s, int layer, int slot)
 {
     long per_slot = (long)s->p.max_tgt_len * 2 * s->m->d;
-    return (char *)s->self_kv + ((long)layer * s->p.max_batch + slot) * per_slot * (long)mt_kv_bytes(s);
+    return (char *)s->kv.self + ((long)layer * s->p.max_batch + slot) * per_slot * (long)mt_kv_bytes(s);
 }
 
 static const char *cross_cache(const mt_session *s, int layer, int src)
 {
     long cross_rows = (long)s->p.max_batch * s->p.max_src_len;
-    return (const char *)s->cross_kv +
+    return (const char *)s->kv.cross +
            ((long)layer * cross_rows + s->src_off[src]) * 2 * s->m->d * (long)mt_kv_bytes(s);
 }
 
@@ -43,13 +43,13 @@ static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
     mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
 }
 
-/* The head average of the first s->step_al_heads[r] heads of gathered row r's
+/* The head average of the first s->step.al_heads[r] heads of gathered row r's
  * cross-attention weights sc [H][nk] at its alignment layer, and its argmax
- * over the source (first wins ties) -> s->step_al[r]: the alignment of the id
+ * over the source (first wins ties) -> s->step.al[r]: the alignment of the id
  * this step produces (Marian's hard alignment; generate.c records it). */
 static void align_capture(mt_session *s, int r, const float *sc, int nk)
 {
-    int k = s->step_al_heads[r], best = 0;
+    int k = s->step.al_heads[r], best = 0;
     float best_w = -1.0f;
     for (int j = 0; j < nk; j++) {
         float w = 0.0f;
@@ -59,7 +59,7 @@ static void align_capture(mt_session *s, int r, const float *sc, int nk)
         if (w > best_w)
             best_w = w, best = j;
     }
-    s->step_al[r] = best;
+    s->step.al[r] = best;
 }
 
 /* The attention of a step's rows, spread over the compute pool: each row reads
@@ -82,7 +82,7 @@ static void attn_rows(void *ctx, int c)
         if (j->cross) {
             const char *kv = cross_cache(s, j->li, j->row_src[r]);
             mt_attend_step(s, s->qkv + (long)r * d, kv, s->src_len[j->row_src[r]], H, out, sc);
-            if (s->step_al_layer[r] == j->li)          /* the row's alignment layer: sc holds its weights */
+            if (s->step.al_layer[r] == j->li)          /* the row's alignment layer: sc holds its weights */
                 align_capture(s, r, sc, s->src_len[j->row_src[r]]);
         } else {
             /* append this position's k, v, then attend over positions 0..pos[r] */
@@ -137,49 +137,49 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
 }
 
 /* The candidates' head rows packed (in the held precision: the same values
- * the whole head multiplies by) when the union is new (s->sl_fresh; else the
+ * the whole head multiplies by) when the union is new (s->sl.fresh; else the
  * rows packed for it at an earlier step), their bias, then [n][C] logits into s->lp
  * (free until the step's rules run), scattered into each row's [V] with -inf
  * outside the row's own set (a row whose search reads its set's ids alone,
- * s->sl_only: only the set's are written).  Else the whole head, masked. */
+ * s->sl.only: only the set's are written).  Else the whole head, masked. */
 void mt_lm_head_step(mt_session *s, int n)
 {
     const mt_model *m = s->m;
-    int V = m->V, C = s->sl_n;
+    int V = m->V, C = s->sl.n;
     if (C > 0) {
-        if (s->sl_fresh) {
+        if (s->sl.fresh) {
             if (m->lm_head && !m->lm_pk.i8 && !s->p.shortlist_from_packed) {
-                mt_k_pack_rows(m->lm_head, m->d, s->sl_ids, C, m->lm_pk.f16, s->sl_pk_data);
-                s->sl_pk = (mt_packed){.data = s->sl_pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16,
+                mt_k_pack_rows(m->lm_head, m->d, s->sl.ids, C, m->lm_pk.f16, s->sl.pk_data);
+                s->sl.pk = (mt_packed){.data = s->sl.pk_data, .in = m->d, .out = C, .f16 = m->lm_pk.f16,
                                       .kc = m->lm_pk.kc};
             } else {
-                mt_k_pack_select(&m->lm_pk, s->sl_ids, C, s->sl_pk_data, &s->sl_pk);
+                mt_k_pack_select(&m->lm_pk, s->sl.ids, C, s->sl.pk_data, &s->sl.pk);
             }
             for (int j = 0; j < C; j++)
-                s->sl_bias[j] = m->final_bias[s->sl_ids[j]];
-            s->sl_pk_valid = 1;
+                s->sl.bias[j] = m->final_bias[s->sl.ids[j]];
+            s->sl.pk_valid = 1;
         }
-        const mt_packed pk = s->sl_pk;
+        const mt_packed pk = s->sl.pk;
         if (pk.i8)
-            mt_k_linear_q8(s->x, n, &pk, s->sl_bias, s->lp, MT_ACT_NONE, s->q8);
+            mt_k_linear_q8(s->x, n, &pk, s->sl.bias, s->lp, MT_ACT_NONE, s->q8);
         else
-            mt_k_linear_packed(s->x, n, &pk, s->sl_bias, s->lp, MT_ACT_NONE);
+            mt_k_linear_packed(s->x, n, &pk, s->sl.bias, s->lp, MT_ACT_NONE);
         for (int r = 0; r < n; r++) {
             float *lg = s->logits + (long)r * V;
             const float *c = s->lp + (long)r * C;
-            for (int v = 0; !s->sl_only[r] && v < V; v++)
+            for (int v = 0; !s->sl.only[r] && v < V; v++)
                 lg[v] = -INFINITY;
             for (int j = 0; j < C; j++)
-                if (mt_bit_has(s->sl_row[r], s->sl_ids[j]))
-                    lg[s->sl_ids[j]] = c[j];
+                if (mt_bit_has(s->sl.row[r], s->sl.ids[j]))
+                    lg[s->sl.ids[j]] = c[j];
         }
         return;
     }
     mt_lm_head(m, s->x, n, s->logits, s->q8);
-    for (int r = 0; s->sl_mask && r < n; r++) {
+    for (int r = 0; s->sl.mask && r < n; r++) {
         float *lg = s->logits + (long)r * V;
-        for (int v = 0; s->sl_row[r] && v < V; v++)
-            if (!mt_bit_has(s->sl_row[r], v))
+        for (int v = 0; s->sl.row[r] && v < V; v++)
+            if (!mt_bit_has(s->sl.row[r], v))
                 lg[v] = -INFINITY;
     }
 }
@@ -227,8 +227,8 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
         for (int j = 0; j < k; j++) {
             const float *c = (const float *)cross_cache(s, li, src[j]);
             if (s->p.kv_f16) {                      /* the sgemm path reads F32 */
-                mt_k_from_f16((const uint16_t *)c, s->kv32, (long)s->src_len[src[j]] * 2 * d);
-                c = s->kv32;
+                mt_k_from_f16((const uint16_t *)c, s->kv.cross_f32, (long)s->src_len[src[j]] * 2 * d);
+                c = s->kv.cross_f32;
             }
             mt_attend(s, s->qkv + (long)row0[j] * d, d, T[j], c, c + d, 2 * d, s->src_len[src[j]], H, 0,
                       s->ctx + (long)row0[j] * d, d, cc);

@@ -84,10 +84,10 @@ static void encode_packed(mt_session *s, int k, const int32_t *const *src, const
      * each source's rows to its place in the cache. */
     int direct = k == 1 && !s->p.kv_f16;            /* straight into the cache, no copy */
     for (int l = 0; l < m->info.dec_layers; l++) {
-        float *kv = direct ? (float *)s->cross_kv + ((long)l * cross_rows + off[0]) * 2 * d : s->qkv;
+        float *kv = direct ? (float *)s->kv.cross + ((long)l * cross_rows + off[0]) * 2 * d : s->qkv;
         mt_lin_apply(s->q8, &m->dec[l].cross_kv, s->x, N, kv, MT_ACT_NONE);
         for (int j = 0; !direct && j < k; j++)
-            mt_kv_put(s, s->cross_kv, ((long)l * cross_rows + off[j]) * 2 * d, kv + (long)row0[j] * 2 * d,
+            mt_kv_put(s, s->kv.cross, ((long)l * cross_rows + off[j]) * 2 * d, kv + (long)row0[j] * 2 * d,
                       (long)len[j] * 2 * d);
     }
 }

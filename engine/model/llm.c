@@ -9,7 +9,7 @@
  *   x += ctx Wo^T;  h = RMSNorm(x) * ln_post;  x += down(silu(gate(h)) * up(h))
  * then logits = (RMSNorm(x) * norm) lm_head^T (tied: the embedding table).
  *
- * The K/V cache: s->self_kv [layer][slot][max_src_len + max_tgt_len][2 kvd],
+ * The K/V cache: s->kv.self [layer][slot][max_src_len + max_tgt_len][2 kvd],
  * position p of a slot holding k | v of that position, k already rotated;
  * F32, or F16 with kv_f16 (mt_kv_put).  A sequence's prompt of P ids is
  * prefilled (mt_llm_prefill: positions 0..P-2, every row of every prompt
@@ -34,7 +34,7 @@ static char *kv_row(const mt_session *s, int li, int slot, long pos)
 {
     const mt_llm *n = s->m->llm;
     long row = 2L * n->kvd;
-    return (char *)s->self_kv + (((long)li * s->p.max_batch + slot) * slot_len(s) + pos) * row * (long)mt_kv_bytes(s);
+    return (char *)s->kv.self + (((long)li * s->p.max_batch + slot) * slot_len(s) + pos) * row * (long)mt_kv_bytes(s);
 }
 
 void mt_llm_rope_init(mt_session *s)
@@ -184,15 +184,15 @@ void mt_llm_prefill(mt_session *s, int k, const int *ids)
     for (int j = 0; j < k; j++) {
         const mt_seq *q = &s->seqs[ids[j]];
         len[j] = s->src_len[ids[j]] - 1;
-        slot[j] = s->row_slot[q->base];
+        slot[j] = s->row.slot[q->base];
         memcpy(all + N, s->src_ids + (long)ids[j] * s->p.max_src_len, sizeof(int32_t) * (size_t)len[j]);
         N += len[j];
     }
     forward_rows(s, k, all, len, slot, NULL);
     for (int j = 0; j < k; j++) {        /* a beam's other rows start from the same prompt */
         const mt_seq *q = &s->seqs[ids[j]];
-        for (int b = 1; b < q->Bm; b++)
-            mt_llm_cache_copy(s, ids[j], s->row_slot[q->base + b], slot[j], 0);
+        for (int b = 1; b < q->beam; b++)
+            mt_llm_cache_copy(s, ids[j], s->row.slot[q->base + b], slot[j], 0);
     }
 }
 

@@ -165,13 +165,10 @@ static mt_status refuse_unsupported(lload *L, json_t *cfg, mt_err *err)
     return MT_OK;
 }
 
-static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
+/* model_type (and architectures, when given) name a family this loader runs. */
+static mt_status parse_family(lload *L, json_t *cfg, mt_err *err)
 {
-    mt_model *m = L->m;
-    mt_llm *n = L->n;
-    mt_model_info *info = &m->info;
     const char *f = L->cfg_file;
-    mt_status st;
     json_t *mt = json_object_get(cfg, "model_type"), *ar = json_object_get(cfg, "architectures");
     int fam = -1;
     for (int i = 0; i < 3 && json_is_string(mt); i++)
@@ -184,8 +181,64 @@ static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
         strcmp(json_string_value(json_array_get(ar, 0)), ARCH[fam]) != 0)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: architectures '%s' is not supported for model_type '%s' "
                           "(expected %s)", f, json_string_value(json_array_get(ar, 0)), FAMILY[fam], ARCH[fam]);
-    n->family = (mt_llm_family)fam;
-    if ((st = refuse_unsupported(L, cfg, err)) != MT_OK)
+    L->n->family = (mt_llm_family)fam;
+    return MT_OK;
+}
+
+/* eos: an id, or a list of one (several stop ids are not implemented). */
+static mt_status parse_eos(lload *L, json_t *cfg, int *eos, mt_err *err)
+{
+    const char *f = L->cfg_file;
+    json_t *je = json_object_get(cfg, "eos_token_id");
+    *eos = -1;
+    if (json_is_array(je) && json_array_size(je) == 1)
+        je = json_array_get(je, 0);
+    if (json_is_array(je))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: eos_token_id lists %zu ids: only one stop id is supported",
+                          f, json_array_size(je));
+    if (json_is_integer(je))
+        *eos = (int)json_integer_value(je);
+    if (*eos < 0 || *eos >= L->n->V)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: eos_token_id missing or outside the vocabulary (%d ids)", f,
+                          L->n->V);
+    return MT_OK;
+}
+
+/* The public info and the model's shape from the parsed network: a
+ * decoder-only model has no encoder; a "source" is the prompt. */
+static void set_info(mt_model *m, const mt_llm *n, int eos)
+{
+    mt_model_info *info = &m->info;
+    info->d_model = n->d;
+    info->enc_layers = 0;
+    info->dec_layers = n->L;
+    info->enc_heads = info->dec_heads = n->H;
+    info->enc_ffn = 0;
+    info->dec_ffn = n->F;
+    info->vocab_size = info->src_vocab_size = n->V;
+    info->pad_id = -1;                 /* none: no id is excluded from the argmax (HF greedy) */
+    info->eos_id = eos;
+    info->decoder_start_id = -1;       /* the first input is the prompt's last id; bos is the caller's */
+    info->default_beam = 1;
+    info->default_max_length = 257;    /* 256 new tokens (then the forced eos, as for Marian) */
+    if (info->default_max_length > info->max_positions)
+        info->default_max_length = info->max_positions;
+    m->d = n->d;
+    m->V = m->V_src = n->V;
+    m->enc_heads = m->dec_heads = n->H;
+    m->enc_ffn = 0;
+    m->dec_ffn = n->F;
+    m->act = MT_ACT_SWISH;
+    snprintf(m->act_name, sizeof m->act_name, "silu");
+}
+
+static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
+{
+    mt_llm *n = L->n;
+    mt_model_info *info = &L->m->info;
+    const char *f = L->cfg_file;
+    mt_status st;
+    if ((st = parse_family(L, cfg, err)) != MT_OK || (st = refuse_unsupported(L, cfg, err)) != MT_OK)
         return st;
     int tied, eos = -1;
     double eps, theta;
@@ -215,44 +268,14 @@ static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
                           f, n->H, n->KV);
     if (n->hd % 2)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: head_dim %d is odd (RoPE rotates pairs)", f, n->hd);
-    /* eos: an id, or a list of one (several stop ids are not implemented) */
-    json_t *je = json_object_get(cfg, "eos_token_id");
-    if (json_is_array(je) && json_array_size(je) == 1)
-        je = json_array_get(je, 0);
-    if (json_is_array(je))
-        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: eos_token_id lists %zu ids: only one stop id is supported",
-                          f, json_array_size(je));
-    if (json_is_integer(je))
-        eos = (int)json_integer_value(je);
-    if (eos < 0 || eos >= n->V)
-        return mt_err_set(err, MT_ERR_FORMAT, "%s: eos_token_id missing or outside the vocabulary (%d ids)", f, n->V);
+    if ((st = parse_eos(L, cfg, &eos, err)) != MT_OK)
+        return st;
     n->qd = n->H * n->hd;
     n->kvd = n->KV * n->hd;
     n->eps = (float)eps;
     n->theta = theta;
     n->tied = tied;
-    /* The public info: a decoder-only model has no encoder; a "source" is the prompt. */
-    info->d_model = n->d;
-    info->enc_layers = 0;
-    info->dec_layers = n->L;
-    info->enc_heads = info->dec_heads = n->H;
-    info->enc_ffn = 0;
-    info->dec_ffn = n->F;
-    info->vocab_size = info->src_vocab_size = n->V;
-    info->pad_id = -1;                 /* none: no id is excluded from the argmax (HF greedy) */
-    info->eos_id = eos;
-    info->decoder_start_id = -1;       /* the first input is the prompt's last id; bos is the caller's */
-    info->default_beam = 1;
-    info->default_max_length = 257;    /* 256 new tokens (then the forced eos, as for Marian) */
-    if (info->default_max_length > info->max_positions)
-        info->default_max_length = info->max_positions;
-    m->d = n->d;
-    m->V = m->V_src = n->V;
-    m->enc_heads = m->dec_heads = n->H;
-    m->enc_ffn = 0;
-    m->dec_ffn = n->F;
-    m->act = MT_ACT_SWISH;
-    snprintf(m->act_name, sizeof m->act_name, "silu");
+    set_info(L->m, n, eos);
     return MT_OK;
 }
 

@@ -4,6 +4,7 @@
  * the read-only mapping given back once read, packing a Linear as the
  * products want it, reading a JSON file.  Declared in mt_internal.h. */
 #include "mt_internal.h"
+#include "util/check.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -15,15 +16,9 @@
 
 void *mt_model_own(mt_model *m, size_t bytes, mt_err *err)
 {
-    if (m->n_owned == m->cap_owned) {
-        int cap = m->cap_owned ? 2 * m->cap_owned : 64;
-        void **p = realloc(m->owned, sizeof *p * (size_t)cap);
-        if (!p) {
-            mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        m->owned = p;
-        m->cap_owned = cap;
+    if (mt_grow(&m->owned, &m->cap_owned, (size_t)m->n_owned + 1, sizeof *m->owned, 64) != 0) {
+        mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        return NULL;
     }
     void *p = calloc(1, bytes ? bytes : 1);
     if (!p) {

@@ -129,13 +129,12 @@ static mt_status check_architecture(const char *file, json_t *cfg, mt_err *err)
     return MT_OK;
 }
 
-static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
+/* config.json's switches and special ids, as read (checked by check_config). */
+typedef struct { int scale, dvocab, sh, tie, pad, eos, start, norm_emb; } marian_cfg;
+
+static mt_status read_config(const char *file, json_t *cfg, mt_model_info *info, marian_cfg *c, mt_err *err)
 {
-    mt_model *m = L->m;
-    mt_model_info *info = &m->info;
-    const char *file = L->cfg_file;
     mt_status st;
-    int scale, dvocab, sh, tie, pad, eos, start, norm_emb;
 #define INT(key, def, dst) if ((st = cfg_int(file, cfg, key, def, dst, err)) != MT_OK) return st
     INT("d_model", REQUIRED, &info->d_model);
     INT("encoder_layers", REQUIRED, &info->enc_layers);
@@ -146,17 +145,23 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     INT("decoder_ffn_dim", REQUIRED, &info->dec_ffn);
     INT("vocab_size", REQUIRED, &info->vocab_size);
     INT("max_position_embeddings", REQUIRED, &info->max_positions);
-    INT("pad_token_id", REQUIRED, &pad);
-    INT("eos_token_id", REQUIRED, &eos);
-    INT("decoder_start_token_id", pad, &start);
-    INT("scale_embedding", 0, &scale);                       /* MarianConfig default: False */
-    INT("decoder_vocab_size", info->vocab_size, &dvocab);
-    INT("share_encoder_decoder_embeddings", 1, &sh);
-    INT("tie_word_embeddings", 1, &tie);
-    INT("normalize_embedding", 0, &norm_emb);
+    INT("pad_token_id", REQUIRED, &c->pad);
+    INT("eos_token_id", REQUIRED, &c->eos);
+    INT("decoder_start_token_id", c->pad, &c->start);
+    INT("scale_embedding", 0, &c->scale);                    /* MarianConfig default: False */
+    INT("decoder_vocab_size", info->vocab_size, &c->dvocab);
+    INT("share_encoder_decoder_embeddings", 1, &c->sh);
+    INT("tie_word_embeddings", 1, &c->tie);
+    INT("normalize_embedding", 0, &c->norm_emb);
     INT("num_beams", 1, &info->default_beam);
     INT("max_length", 20, &info->default_max_length);           /* GenerationConfig default */
 #undef INT
+    return MT_OK;
+}
+
+static mt_status check_config(const char *file, const mt_model_info *info, const marian_cfg *c, mt_err *err)
+{
+    mt_status st;
 #define RANGE(key, v, lo, hi) if ((st = cfg_range(file, key, v, lo, hi, err)) != MT_OK) return st
     RANGE("d_model", info->d_model, 2, 1 << 16);
     RANGE("encoder_layers", info->enc_layers, 1, 1024);
@@ -166,22 +171,27 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     RANGE("encoder_ffn_dim", info->enc_ffn, 1, 1 << 20);
     RANGE("decoder_ffn_dim", info->dec_ffn, 1, 1 << 20);
     RANGE("vocab_size", info->vocab_size, 2, 1 << 24);
-    RANGE("decoder_vocab_size", dvocab, 2, 1 << 24);
+    RANGE("decoder_vocab_size", c->dvocab, 2, 1 << 24);
     RANGE("max_position_embeddings", info->max_positions, 2, 1 << 20);
     /* the special ids are target-side ids (they index the logits) */
-    RANGE("pad_token_id", pad, 0, dvocab - 1);
-    RANGE("eos_token_id", eos, 0, dvocab - 1);
-    RANGE("decoder_start_token_id", start, 0, dvocab - 1);
+    RANGE("pad_token_id", c->pad, 0, c->dvocab - 1);
+    RANGE("eos_token_id", c->eos, 0, c->dvocab - 1);
+    RANGE("decoder_start_token_id", c->start, 0, c->dvocab - 1);
 #undef RANGE
     if (info->d_model % info->enc_heads || info->d_model % info->dec_heads)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: d_model %d is not divisible by the attention heads (encoder %d, "
                           "decoder %d)", file, info->d_model, info->enc_heads, info->dec_heads);
-    if (dvocab != info->vocab_size && sh)
+    if (c->dvocab != info->vocab_size && c->sh)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: decoder_vocab_size %d differs from vocab_size %d but "
-                          "share_encoder_decoder_embeddings is true (one table cannot have two sizes)", file, dvocab,
-                          info->vocab_size);
-    if ((st = parse_activation(m, file, cfg, err)) != MT_OK || (st = check_architecture(file, cfg, err)) != MT_OK)
-        return st;
+                          "share_encoder_decoder_embeddings is true (one table cannot have two sizes)", file,
+                          c->dvocab, info->vocab_size);
+    return MT_OK;
+}
+
+/* generation_config.json (may be NULL) overrides the beam and max_length. */
+static mt_status parse_generation(const loader *L, json_t *gen, mt_model_info *info, mt_err *err)
+{
+    mt_status st;
     if (gen) {
         char gfile[4096];
         snprintf(gfile, sizeof gfile, "%s/generation_config.json", L->dir);
@@ -193,22 +203,36 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
         info->default_beam = 1;
     if (info->default_max_length < 2)
         info->default_max_length = 2;
-    info->pad_id = pad;
-    info->eos_id = eos;
-    info->decoder_start_id = start;
+    return MT_OK;
+}
+
+static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
+{
+    mt_model *m = L->m;
+    mt_model_info *info = &m->info;
+    const char *file = L->cfg_file;
+    mt_status st;
+    marian_cfg c;
+    if ((st = read_config(file, cfg, info, &c, err)) != MT_OK || (st = check_config(file, info, &c, err)) != MT_OK ||
+        (st = parse_activation(m, file, cfg, err)) != MT_OK || (st = check_architecture(file, cfg, err)) != MT_OK ||
+        (st = parse_generation(L, gen, info, err)) != MT_OK)
+        return st;
+    info->pad_id = c.pad;
+    info->eos_id = c.eos;
+    info->decoder_start_id = c.start;
     m->d = info->d_model;
     info->src_vocab_size = info->vocab_size;
-    info->vocab_size = dvocab;
-    m->V = dvocab;
+    info->vocab_size = c.dvocab;
+    m->V = c.dvocab;
     m->V_src = info->src_vocab_size;
-    m->emb_ln = norm_emb;
+    m->emb_ln = c.norm_emb;
     m->enc_heads = info->enc_heads;
     m->dec_heads = info->dec_heads;
     m->enc_ffn = info->enc_ffn;
     m->dec_ffn = info->dec_ffn;
-    m->embed_scale = scale ? (float)sqrt((double)m->d) : 1.0f;
-    m->shared_emb = sh;
-    m->tied_head = tie;
+    m->embed_scale = c.scale ? (float)sqrt((double)m->d) : 1.0f;
+    m->shared_emb = c.sh;
+    m->tied_head = c.tie;
     return MT_OK;
 }
 

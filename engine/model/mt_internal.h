@@ -111,7 +111,8 @@ struct mt_model {
     mt_enc_layer *enc;           /* [enc_layers] */
     mt_dec_layer *dec;           /* [dec_layers] */
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
-    int     n_owned, cap_owned;
+    int     n_owned;
+    size_t  cap_owned;
     char act_name[16], src_lang[64], tgt_lang[64], dtype[8], held[8], weights_file[256];
     int     card;                /* 1: mt_model_load_card: config and tokenizer, no weights */
 };
@@ -128,6 +129,32 @@ typedef struct {
     double score;
     int    n;            /* ids in this slot; -1 = empty */
 } mt_fin_slot;
+
+/* A hypothesis buffer: [rows][max_tgt_len] ids, each with its log-prob and
+ * its alignment (a source position), as the three parallel arrays every
+ * history and finished list keeps.  mt_hyp_row views one row (T =
+ * max_tgt_len): the same three pointers, offset to its first id. */
+typedef struct {
+    int32_t *ids;
+    float   *lp;
+    int32_t *al;
+} mt_hyp_buf;
+
+static inline mt_hyp_buf mt_hyp_row(mt_hyp_buf b, long row, int T)
+{
+    return (mt_hyp_buf){b.ids + row * T, b.lp + row * T, b.al + row * T};
+}
+
+/* The first n entries of src's row view into dst's. */
+void mt_hyp_copy(mt_hyp_buf dst, mt_hyp_buf src, int n);
+
+/* Entry i of a row view: id, log-prob and alignment set together. */
+static inline void mt_hyp_put(mt_hyp_buf row, int i, int32_t id, float lp, int32_t al)
+{
+    row.ids[i] = id;
+    row.lp[i] = lp;
+    row.al[i] = al;
+}
 
 /* A lexical constraint as a sequence holds it: source span, its ids at
  * s->cons_ids[id * max_tgt_len + off]. */
@@ -147,16 +174,17 @@ typedef struct {
 } mt_cstate;
 
 /* A sequence decoding in a session (generate.c): one source, beam_size rows.
- * Its rows are the contiguous logical rows [base, base + Bm); its physical
+ * Its rows are the contiguous logical rows [base, base + beam); its physical
  * self-attention slots are the same set of indices (reorder_slots only
  * permutes them within the sequence); its cross K/V is source slot `id`. */
 enum { MT_SEQ_FREE = 0, MT_SEQ_ENCODE, MT_SEQ_RUN, MT_SEQ_DONE };   /* ENCODE: started, source not yet encoded */
 typedef struct {
     int   state;
-    int   base, Bm;          /* rows; Bm = beam size (1 = greedy) */
+    int   base, beam;        /* rows; beam = beam size (1 = greedy) */
     int   max_length, n_best;
     int   cur;               /* decoder length so far, start token included: the next step is at position cur-1 */
     int   unsat;             /* beam: the early-stop heuristic still allows improvement */
+    int   broken;            /* 1: mt_step met a broken invariant in it: DONE, its take fails */
     float lpen;
     /* decoding features (mt_decode_params; resolved by mt_decode_params_resolve, decode_params.c) */
     int   n_prefix;          /* forced ids, in s->prefix row `id` */
@@ -164,13 +192,81 @@ typedef struct {
     float rep_pen, temperature, top_p;
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
     const uint8_t *end_ids;  /* NULL, or [V]: nonzero ids end the sequence as eos does */
-    int   shortlist;         /* 1: its candidate ids are s->sl_bits row `id` (shortlist_step.c) */
-    int   sl_n, sl_pad;      /* > 0: those ids listed, ascending, in s->sl_list row `id` (the search
+    int   shortlist;         /* 1: its candidate ids are s->sl.bits row `id` (shortlist_step.c) */
+    int   sl_n, sl_pad;      /* > 0: those ids listed, ascending, in s->sl.list row `id` (the search
                               * runs over them alone); sl_pad: pad's place in the list, -1 */
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
     void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
     void *progress_data;
 } mt_seq;
+
+/* The K/V caches (both F32, or F16 with p.kv_f16: mt_kv_put, mt_kv_bytes). */
+typedef struct {
+    void  *cross;              /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
+    void  *self;               /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot.
+                                * MT_ARCH_LLM: [layers][max_batch][max_src_len + max_tgt_len][2 kvd]
+                                * (the prompt's positions, then the generated ones) */
+    float *cross_f32;          /* kv_f16: one source's cross K/V widened for whole-sequence attention,
+                                  [max_src_len][2d] */
+} mt_kv_state;
+
+/* The decoding state of the logical rows [max_batch] (a sequence owns
+ * beam of them, from its base). */
+typedef struct {
+    int   *owner;              /* the sequence holding the row, -1 = free */
+    int   *slot;               /* its physical self-attention slot */
+    int   *tok;                /* the id it feeds at the next step */
+    float *score;              /* beam: the running score (sum of log p) */
+    double *gscore;            /* greedy: the sum of log p */
+    int   *glen;               /* greedy: ids generated */
+    mt_cstate *cst, *cst_next; /* constraint progress (cst_next: built by a beam reorder) */
+    mt_fin_slot *fin, *fin_next;   /* beam: the finished slots (fin_next: built by a merge) */
+} mt_row_state;
+
+/* One decoder step's gathered rows [max_batch] (mt_step fills, the decoder
+ * and the search read): a step gathers every row of every running sequence. */
+typedef struct {
+    int32_t *tok;              /* per gathered row: the id it feeds */
+    int     *pos;              /* its position */
+    int     *slot;             /* its physical self-attention slot */
+    int     *src;              /* its sequence, = its cross K/V source slot */
+    int     *al_layer;         /* the layer to align on, -1 */
+    int     *al_heads;         /* heads averaged (>= 1) */
+    int32_t *al;               /* the argmax source position found by decoder.c's align_capture */
+    int     *seq, *seq_row;    /* per running sequence of the step: its id, its first gathered row */
+} mt_step_rows;
+
+/* A beam search's scratch, each sequence's at its rows' offset. */
+typedef struct {
+    float *top_v;              /* [2 * max_batch] the step's best candidates' scores */
+    int   *top_i;              /* [2 * max_batch] their places */
+    int   *old_slot;           /* [2 * max_batch] reorder_slots: the slots before the reorder */
+    int   *claimed;            /* [max_batch] reorder_slots: old rows some new row continues */
+} mt_beam_scratch;
+
+/* Lexical shortlists (decode/shortlist_step.c fills, model/decoder.c reads). */
+typedef struct {
+    int       words;           /* uint64 words of a [V] bit set */
+    int       max;             /* p.shortlist_max resolved: candidates a step may gather (0: never) */
+    uint64_t *bits;            /* [max_batch][words] per sequence id: its candidate ids */
+    uint64_t *union_bits;      /* [words] the step's union */
+    const uint64_t **row;      /* [max_batch] per gathered row of a step: its sequence's bits, NULL: every id */
+    uint8_t  *only;            /* [max_batch] per gathered row: 1: its [V] row holds its candidates' logits
+                                * alone, the rest left as it was (a listed sequence: its search, rules
+                                * and constraints read no other id; generate.c) */
+    int32_t  *ids;             /* [max] the step's candidates, ascending */
+    float    *bias;            /* [max] their final_logits_bias */
+    void     *pk_data;         /* their head rows packed (mt_k_pack_rows / mt_k_pack_select) */
+    mt_packed pk;              /* pk_data as a packed matrix (valid with pk_valid) */
+    uint64_t *packed;          /* [words] the union whose rows pk_data holds */
+    int       pk_valid;        /* 1 once pk_data holds the rows of the union `packed` */
+    int       fresh;           /* this step: the union differs from `packed`: pack it again */
+    int       n;               /* this step: candidates gathered (0: the whole head) */
+    int       mask;            /* this step: some row has a shortlist */
+    int       cap;             /* a sequence's candidates listed for the search up to this many */
+    int32_t  *list;            /* [max_batch][cap] per sequence id: its candidate ids, ascending */
+    float    *lg;              /* [max_batch][cap] per gathered row: its candidates' logits */
+} mt_sl_state;
 
 struct mt_session {
     const mt_model *m;
@@ -187,69 +283,30 @@ struct mt_session {
     float *logits;             /* [max_batch][V] */
     void  *q8;                 /* INT8 weights: the quantized inputs of a product, [rows_max][in] */
     float *lp;                 /* [max_batch][V] log-probs (beam) */
-    /* caches */
-    void  *cross_kv;           /* [dec_layers][max_batch * max_src_len][2d]: k | v per source position */
-    void  *self_kv;            /* [dec_layers][max_batch][max_tgt_len][2d]: per physical slot */
-                               /* (both F32, or F16 with p.kv_f16: mt_kv_put, mt_kv_bytes) */
-    float *kv32;               /* kv_f16: one source's cross K/V widened for whole-sequence attention,
-                                  [max_src_len][2d] */
-    int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into cross_kv, length */
+    mt_kv_state kv;
+    int   *src_off, *src_len;  /* [max_batch] per source: offset (positions) into kv.cross, length */
     int32_t *src_ids;          /* [max_batch][max_src_len] a started sequence's source, until mt_step encodes it */
-    /* per-row decoding state [max_batch] */
-    int   *row_src, *row_slot, *row_tok, *slot_used, *tmp_i;
-    int32_t *tok_in;
-    int32_t *hist, *hist2;     /* [max_batch][max_tgt_len] generated ids per row */
-    int32_t *fin_ids, *fin_ids2; /* [max_batch][max_tgt_len] finished hypotheses, beam slots */
-    mt_fin_slot *fin, *fin2;   /* [max_batch] */
-    float *run;                /* [max_batch] running beam scores */
-    float *top_v;              /* [2 * max_batch] */
-    int   *top_i;
-    double *gscore;            /* [max_batch] greedy sums of log p */
-    int   *glen;               /* [max_batch] */
+    mt_row_state row;          /* per logical row [max_batch] */
+    /* [max_batch][max_tgt_len] per row: generated ids with their log p and
+     * alignment (hist), a beam's finished hypotheses (fin); the *_next twins
+     * are built by a beam reorder, then copied back */
+    mt_hyp_buf hist, hist_next, fin, fin_next;
+    mt_beam_scratch beam;
     /* sequences (generate.c) [max_batch]: seq i uses cross-K/V source slot i */
     mt_seq *seqs;
-    int   *row_owner;          /* [max_batch] logical row -> sequence, -1 = free */
-    int   *step_pos, *step_slot; /* [max_batch] per gathered row of a step: position, physical slot */
-    int   *step_seq, *step_row;  /* [max_batch] per running sequence of a step: its id, its first row */
+    mt_step_rows step;
     int   *gen_src;            /* [max_batch] mt_generate: sequence -> its source index, -1 */
     int    n_seqs;             /* sequences not FREE */
-    /* decoding features: per-token log p and alignment beside hist / fin_ids, [max_batch][max_tgt_len] */
-    float   *hist_lp, *hist_lp2, *fin_lp, *fin_lp2;
-    int32_t *hist_al, *hist_al2, *fin_al, *fin_al2;
+    /* decoding features */
     int32_t *prefix;           /* [max_batch][max_tgt_len] per sequence id: its target prefix */
     int     *cand;             /* [max_batch][V] per gathered row: sampling's candidate heap */
     float   *pen_v;            /* [max_batch][max_tgt_len] per gathered row: repetition penalty scratch */
-    int     *step_al_layer;    /* [max_batch] per gathered row of a step: the layer to align on, -1 */
-    int     *step_al_heads;    /* [max_batch] heads averaged (>= 1) */
-    int32_t *step_al;          /* [max_batch] the argmax source position found by decoder.c's align_capture */
     mt_cons *cons;             /* [max_batch][MT_MAX_CONSTRAINTS] per sequence id */
     int32_t *cons_ids;         /* [max_batch][max_tgt_len] per sequence id: its constraints' ids */
-    mt_cstate *cst, *cst2;     /* [max_batch] per row: constraint progress (cst2: beam reorder) */
-    /* MT_ARCH_LLM: self_kv is [layers][max_batch][max_src_len + max_tgt_len][2 kvd] (the prompt's
-     * positions, then the generated ones); RoPE angles per position [max_src_len + max_tgt_len][hd/2] */
+    /* MT_ARCH_LLM: RoPE angles per position [max_src_len + max_tgt_len][hd/2] */
     float *rope_cos, *rope_sin;
     int32_t *llm_tok;          /* [rows_max] the ids of a prefill's rows */
-    /* lexical shortlists (decode/shortlist_step.c fills, model/decoder.c reads) */
-    int       sl_words;        /* uint64 words of a [V] bit set */
-    int       sl_max;          /* p.shortlist_max resolved: candidates a step may gather (0: never) */
-    uint64_t *sl_bits;         /* [max_batch][sl_words] per sequence id: its candidate ids */
-    uint64_t *sl_union;        /* [sl_words] the step's union */
-    const uint64_t **sl_row;   /* [max_batch] per gathered row of a step: its sequence's bits, NULL: every id */
-    uint8_t  *sl_only;         /* [max_batch] per gathered row: 1: its [V] row holds its candidates' logits
-                                * alone, the rest left as it was (a listed sequence: its search, rules
-                                * and constraints read no other id; generate.c) */
-    int32_t  *sl_ids;          /* [sl_max] the step's candidates, ascending */
-    float    *sl_bias;         /* [sl_max] their final_logits_bias */
-    void     *sl_pk_data;      /* their head rows packed (mt_k_pack_rows / mt_k_pack_select) */
-    mt_packed sl_pk;           /* sl_pk_data as a packed matrix (valid with sl_pk_valid) */
-    uint64_t *sl_packed;       /* [sl_words] the union whose rows sl_pk_data holds */
-    int       sl_pk_valid;     /* 1 once sl_pk_data holds the rows of the union sl_packed */
-    int       sl_fresh;        /* this step: the union differs from sl_packed: pack it again */
-    int       sl_n;            /* this step: candidates gathered (0: the whole head) */
-    int       sl_mask;         /* this step: some row has a shortlist */
-    int       sl_cap;          /* a sequence's candidates listed for the search up to this many */
-    int32_t  *sl_list;         /* [max_batch][sl_cap] per sequence id: its candidate ids, ascending */
-    float    *sl_lg;           /* [max_batch][sl_cap] per gathered row: its candidates' logits */
+    mt_sl_state sl;            /* lexical shortlists */
     uint8_t *word_cont;        /* [V] 1: the target piece goes on with the word before it (session.c) */
     uint8_t *word_long;        /* [V] 1: the target piece starts a word of 4 or more characters */
 };
@@ -282,10 +339,10 @@ void mt_attend(mt_session *s, const float *q, int ldq, int nq, const float *k, c
  * rows of the session's K/V cache, [nk][2d] = k | v, in its precision. */
 void mt_attend_step(const mt_session *s, const float *q, const void *kv, int nk, int heads, float *out, float *sc);
 
-/* The shortlist's [V] bit sets (sl_bits, sl_union, sl_packed). */
+/* The shortlist's [V] bit sets (sl.bits, sl.union_bits, sl.packed). */
 static inline void mt_bit_set(uint64_t *b, int32_t id) { b[id >> 6] |= 1ull << (id & 63); }
 static inline int mt_bit_has(const uint64_t *b, int32_t id) { return (int)(b[id >> 6] >> (id & 63)) & 1; }
-/* mt_session_params.shortlist_search_max's default (s->sl_cap): a sequence
+/* mt_session_params.shortlist_search_max's default (s->sl.cap): a sequence
  * whose set holds at most this many ids keeps them as a list, and its search
  * runs over them alone.  The shipped shortlists give 539-554 ids per sentence
  * on average, 2,247 at most. */
@@ -324,15 +381,16 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
                             mt_capture *cap);
 /* logits[n][V] = h[n][d] E^T + bias. */
 void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q8);
-/* A decode step's head (decoder.c): the whole head, or with s->sl_n > 0 only
- * the candidates s->sl_ids; then each row with a shortlist (s->sl_row) -inf
+/* A decode step's head (decoder.c): the whole head, or with s->sl.n > 0 only
+ * the candidates s->sl.ids; then each row with a shortlist (s->sl.row) -inf
  * outside its own candidates. */
 void mt_lm_head_step(mt_session *s, int n);
 
-/* constraints.c: the rules on one row's logits lg [V], in place, given the
- * row's output so far hist [n] (pad is never a candidate; banned ids -> -inf).
- * pen_v: [n] scratch. */
-void mt_rules_apply(const mt_model *m, const mt_seq *q, const int32_t *hist, int n, float *lg, float *pen_v);
+/* constraints.c: rules on one row's logits lg [V], in place, given the row's
+ * output so far hist [n] (generate.c's ROW_RULES applies them): the
+ * repetition penalty pen (pen_v: [n] scratch), no repeated n-gram of size. */
+void mt_rule_repetition(const int32_t *hist, int n, float pen, float *lg, float *pen_v);
+void mt_rule_no_repeat(const int32_t *hist, int n, int size, float *lg);
 /* Lexical constraints (constraints.c) of sequence q, row r at step t (the
  * id at generated position t), whose step aligned to source position al:
  * the id forced now and *which its constraint, or -1 for a free choice
@@ -422,7 +480,7 @@ void mt_llm_cache_copy(mt_session *s, int seq, int dst, int src, int cur);
 
 /* shortlist_step.c: sequence id's candidate ids at mt_seq_start (q resolved);
  * before a step of n gathered rows (row_src: their sequences), which rows
- * have a shortlist and the candidates the head gathers (s->sl_n, sl_ids). */
+ * have a shortlist and the candidates the head gathers (s->sl.n, sl.ids). */
 void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len);
 void mt_sl_prepare(mt_session *s, int n, const int *row_src);
 

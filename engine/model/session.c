@@ -60,9 +60,9 @@ static void layout_llm(mt_session *s, carver *c)
     s->ffn = carve(c, R * 2 * (size_t)n->F, sizeof(float));
     s->scores = carve(c, sc, sizeof(float));
     s->q8 = m->lm_pk.i8 ? carve(c, mt_k_q8_scratch_bytes((int)R, (int)(widest > d ? widest : d)), 1) : NULL;
-    s->self_kv = carve(c, NL * B * (S + T) * 2 * (size_t)n->kvd, mt_kv_bytes(s));
-    s->cross_kv = NULL;
-    s->kv32 = NULL;
+    s->kv.self = carve(c, NL * B * (S + T) * 2 * (size_t)n->kvd, mt_kv_bytes(s));
+    s->kv.cross = NULL;
+    s->kv.cross_f32 = NULL;
     s->rope_cos = carve(c, (S + T) * (size_t)(n->hd / 2), sizeof(float));
     s->rope_sin = carve(c, (S + T) * (size_t)(n->hd / 2), sizeof(float));
     s->llm_tok = carve(c, R, sizeof(int32_t));
@@ -86,9 +86,78 @@ static void layout_marian(mt_session *s, carver *c)
     s->scores = carve(c, H * L * (L > B ? L : B), sizeof(float));
     /* INT8 weights (every product is INT8 then): the widest product input is d or F */
     s->q8 = m->lm_pk.i8 ? carve(c, mt_k_q8_scratch_bytes((int)R, (int)(F > d ? F : d)), 1) : NULL;
-    s->cross_kv = carve(c, NL * B * S * 2 * d, mt_kv_bytes(s));
-    s->self_kv = carve(c, NL * B * T * 2 * d, mt_kv_bytes(s));
-    s->kv32 = p->kv_f16 ? carve(c, S * 2 * d, sizeof(float)) : NULL;
+    s->kv.cross = carve(c, NL * B * S * 2 * d, mt_kv_bytes(s));
+    s->kv.self = carve(c, NL * B * T * 2 * d, mt_kv_bytes(s));
+    s->kv.cross_f32 = p->kv_f16 ? carve(c, S * 2 * d, sizeof(float)) : NULL;
+}
+
+/* A hypothesis buffer of n entries: ids, log-probs, alignments. */
+static mt_hyp_buf carve_hyp(carver *c, size_t n)
+{
+    mt_hyp_buf h;
+    h.ids = carve(c, n, sizeof(int32_t));
+    h.lp = carve(c, n, sizeof(float));
+    h.al = carve(c, n, sizeof(int32_t));
+    return h;
+}
+
+/* The per-row and per-step decoding state (generate.c, constraints.c, sampling.c). */
+static void layout_rows(mt_session *s, carver *c)
+{
+    size_t B = (size_t)s->p.max_batch, T = (size_t)s->p.max_tgt_len;
+    s->row.owner = carve(c, B, sizeof(int));
+    s->row.slot = carve(c, B, sizeof(int));
+    s->row.tok = carve(c, B, sizeof(int));
+    s->row.score = carve(c, B, sizeof(float));
+    s->row.gscore = carve(c, B, sizeof(double));
+    s->row.glen = carve(c, B, sizeof(int));
+    s->row.cst = carve(c, B, sizeof(mt_cstate));
+    s->row.cst_next = carve(c, B, sizeof(mt_cstate));
+    s->row.fin = carve(c, B, sizeof(mt_fin_slot));
+    s->row.fin_next = carve(c, B, sizeof(mt_fin_slot));
+    s->hist = carve_hyp(c, B * T);
+    s->hist_next = carve_hyp(c, B * T);
+    s->fin = carve_hyp(c, B * T);
+    s->fin_next = carve_hyp(c, B * T);
+    s->beam.top_v = carve(c, 2 * B, sizeof(float));
+    s->beam.top_i = carve(c, 2 * B, sizeof(int));
+    s->beam.old_slot = carve(c, 2 * B, sizeof(int));
+    s->beam.claimed = carve(c, B, sizeof(int));
+    s->step.tok = carve(c, B, sizeof(int32_t));
+    s->step.pos = carve(c, B, sizeof(int));
+    s->step.slot = carve(c, B, sizeof(int));
+    s->step.src = carve(c, B, sizeof(int));
+    s->step.al_layer = carve(c, B, sizeof(int));
+    s->step.al_heads = carve(c, B, sizeof(int));
+    s->step.al = carve(c, B, sizeof(int32_t));
+    s->step.seq = carve(c, B, sizeof(int));
+    s->step.seq_row = carve(c, B, sizeof(int));
+}
+
+/* Lexical shortlists (decode/shortlist_step.c, decoder.c mt_lm_head_step). */
+static void layout_shortlist(mt_session *s, carver *c)
+{
+    const mt_model *m = s->m;
+    size_t B = (size_t)s->p.max_batch, V = (size_t)m->V;
+    size_t W = (V + 63) / 64, SL = (size_t)s->sl.max;
+    s->sl.words = (int)W;
+    s->sl.bits = carve(c, B * W, sizeof(uint64_t));
+    s->sl.union_bits = carve(c, W, sizeof(uint64_t));
+    s->sl.packed = carve(c, W, sizeof(uint64_t));
+    s->sl.pk_valid = 0;
+    s->sl.row = carve(c, B, sizeof(uint64_t *));
+    s->sl.only = carve(c, B, 1);
+    s->sl.ids = SL ? carve(c, SL, sizeof(int32_t)) : NULL;
+    s->sl.bias = SL ? carve(c, SL, sizeof(float)) : NULL;
+    const mt_packed *pk = &m->lm_pk;
+    size_t pk_bytes = pk->i8 ? mt_k_q8_bytes(m->d, (int)SL) : mt_k_packed_bytes(m->d, (int)SL, pk->f16);
+    s->sl.pk_data = SL ? carve(c, pk_bytes, 1) : NULL;
+    /* a sequence's list and a row's logits for the search over candidates alone */
+    int search = s->p.shortlist_search_max;
+    int cap = search ? search : (int)(V < MT_SL_SEARCH_MAX ? V : MT_SL_SEARCH_MAX);
+    s->sl.cap = m->arch == MT_ARCH_LLM || cap < 0 ? 0 : cap;
+    s->sl.list = s->sl.cap ? carve(c, B * (size_t)s->sl.cap, sizeof(int32_t)) : NULL;
+    s->sl.lg = s->sl.cap ? carve(c, B * (size_t)s->sl.cap, sizeof(float)) : NULL;
 }
 
 /* Every buffer: the network's (per architecture), then the decoding state. */
@@ -106,70 +175,18 @@ static void layout(mt_session *s, carver *c)
     s->src_off = carve(c, B, sizeof(int));
     s->src_len = carve(c, B, sizeof(int));
     s->src_ids = carve(c, B * S, sizeof(int32_t));
-    s->row_src = carve(c, B, sizeof(int));
-    s->row_slot = carve(c, B, sizeof(int));
-    s->row_tok = carve(c, B, sizeof(int));
-    s->slot_used = carve(c, B, sizeof(int));
-    s->tmp_i = carve(c, 2 * B, sizeof(int));
-    s->tok_in = carve(c, B, sizeof(int32_t));
-    s->hist = carve(c, B * T, sizeof(int32_t));
-    s->hist2 = carve(c, B * T, sizeof(int32_t));
-    s->fin_ids = carve(c, B * T, sizeof(int32_t));
-    s->fin_ids2 = carve(c, B * T, sizeof(int32_t));
-    s->fin = carve(c, B, sizeof(mt_fin_slot));
-    s->fin2 = carve(c, B, sizeof(mt_fin_slot));
-    s->run = carve(c, B, sizeof(float));
-    s->top_v = carve(c, 2 * B, sizeof(float));
-    s->top_i = carve(c, 2 * B, sizeof(int));
-    s->gscore = carve(c, B, sizeof(double));
-    s->glen = carve(c, B, sizeof(int));
     s->seqs = carve(c, B, sizeof(mt_seq));
-    s->row_owner = carve(c, B, sizeof(int));
-    s->step_pos = carve(c, B, sizeof(int));
-    s->step_slot = carve(c, B, sizeof(int));
-    s->step_seq = carve(c, B, sizeof(int));
-    s->step_row = carve(c, B, sizeof(int));
     s->gen_src = carve(c, B, sizeof(int));
+    layout_rows(s, c);
     /* decoding features (generate.c, constraints.c, sampling.c) */
-    s->hist_lp = carve(c, B * T, sizeof(float));
-    s->hist_lp2 = carve(c, B * T, sizeof(float));
-    s->fin_lp = carve(c, B * T, sizeof(float));
-    s->fin_lp2 = carve(c, B * T, sizeof(float));
-    s->hist_al = carve(c, B * T, sizeof(int32_t));
-    s->hist_al2 = carve(c, B * T, sizeof(int32_t));
-    s->fin_al = carve(c, B * T, sizeof(int32_t));
-    s->fin_al2 = carve(c, B * T, sizeof(int32_t));
     s->prefix = carve(c, B * T, sizeof(int32_t));
     s->cand = carve(c, B * V, sizeof(int));
     s->pen_v = carve(c, B * T, sizeof(float));
-    s->step_al_layer = carve(c, B, sizeof(int));
-    s->step_al_heads = carve(c, B, sizeof(int));
-    s->step_al = carve(c, B, sizeof(int32_t));
     s->cons = carve(c, B * MT_MAX_CONSTRAINTS, sizeof(mt_cons));
     s->cons_ids = carve(c, B * T, sizeof(int32_t));
-    s->cst = carve(c, B, sizeof(mt_cstate));
-    s->cst2 = carve(c, B, sizeof(mt_cstate));
     s->word_cont = carve(c, V, 1);
     s->word_long = carve(c, V, 1);
-    /* lexical shortlists (decode/shortlist_step.c, decoder.c mt_lm_head_step) */
-    size_t W = (V + 63) / 64, SL = (size_t)s->sl_max;
-    s->sl_words = (int)W;
-    s->sl_bits = carve(c, B * W, sizeof(uint64_t));
-    s->sl_union = carve(c, W, sizeof(uint64_t));
-    s->sl_packed = carve(c, W, sizeof(uint64_t));
-    s->sl_pk_valid = 0;
-    s->sl_row = carve(c, B, sizeof(uint64_t *));
-    s->sl_only = carve(c, B, 1);
-    s->sl_ids = SL ? carve(c, SL, sizeof(int32_t)) : NULL;
-    s->sl_bias = SL ? carve(c, SL, sizeof(float)) : NULL;
-    const mt_packed *pk = &s->m->lm_pk;
-    size_t pk_bytes = pk->i8 ? mt_k_q8_bytes(s->m->d, (int)SL) : mt_k_packed_bytes(s->m->d, (int)SL, pk->f16);
-    s->sl_pk_data = SL ? carve(c, pk_bytes, 1) : NULL;
-    /* a sequence's list and a row's logits for the search over candidates alone */
-    int cap = p->shortlist_search_max ? p->shortlist_search_max : (int)(V < MT_SL_SEARCH_MAX ? V : MT_SL_SEARCH_MAX);
-    s->sl_cap = m->arch == MT_ARCH_LLM || cap < 0 ? 0 : cap;
-    s->sl_list = s->sl_cap ? carve(c, B * (size_t)s->sl_cap, sizeof(int32_t)) : NULL;
-    s->sl_lg = s->sl_cap ? carve(c, B * (size_t)s->sl_cap, sizeof(float)) : NULL;
+    layout_shortlist(s, c);
 }
 
 /* 1 for each target piece that goes on with the word before it: no U+2581
@@ -196,7 +213,7 @@ static void mark_word_cont(mt_session *s)
 static void init_state(mt_session *s)
 {
     for (int r = 0; r < s->p.max_batch; r++)
-        s->row_owner[r] = -1;
+        s->row.owner[r] = -1;
     mark_word_cont(s);
     if (s->m->arch == MT_ARCH_LLM)
         mt_llm_rope_init(s);
@@ -254,7 +271,7 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
         return mt_err_set(err, MT_ERR_NOMEM, "session: out of memory");
     s->m = m;
     s->p = p;
-    s->sl_max = m->arch == MT_ARCH_LLM || p.shortlist_max < 0 ? 0 : p.shortlist_max ? p.shortlist_max
+    s->sl.max = m->arch == MT_ARCH_LLM || p.shortlist_max < 0 ? 0 : p.shortlist_max ? p.shortlist_max
                 : m->V < 4096 ? m->V : 4096;
     s->rows_max = imax(imax(p.max_src_len, p.max_tgt_len), p.max_batch);
     if (m->arch == MT_ARCH_LLM)        /* a teacher-forced pass runs the prompt and the target as one sequence */
@@ -307,3 +324,10 @@ mt_status mt_session_trim(mt_session *s, size_t min_bytes, mt_err *err)
 size_t mt_session_resident(const mt_session *s) { return mt_pages_resident(s->arena, s->bytes); }
 
 size_t mt_session_bytes(const mt_session *s) { return s ? s->bytes + sizeof *s : 0; }
+
+void mt_hyp_copy(mt_hyp_buf dst, mt_hyp_buf src, int n)
+{
+    memcpy(dst.ids, src.ids, sizeof(int32_t) * (size_t)n);
+    memcpy(dst.lp, src.lp, sizeof(float) * (size_t)n);
+    memcpy(dst.al, src.al, sizeof(int32_t) * (size_t)n);
+}

@@ -4,6 +4,7 @@
  * the bytes; here the pieces become the model's ids and the lists are cut),
  * or made from arrays; written in Marian's binary format.  Immutable. */
 #include "mt_internal.h"
+#include "util/check.h"
 #include "formats/shortlist_fmt.h"
 
 #include <stdio.h>
@@ -60,22 +61,19 @@ const int32_t *mt_shortlist_frequent(const mt_shortlist *sl, int *n)
 typedef struct { int32_t src, tgt; double score; long seq; } sl_entry;
 typedef struct {
     sl_entry *e;
-    long n, cap;
+    long n;
+    size_t cap;
     int32_t *freq;
-    int n_freq, cap_freq;
+    int n_freq;
+    size_t cap_freq;
     long skipped;
     const mt_model *m;
 } sl_build;
 
 static mt_status add_entry(sl_build *b, int32_t src, int32_t tgt, double score, mt_err *err)
 {
-    if (b->n == b->cap) {
-        long cap = b->cap ? 2 * b->cap : 4096;
-        sl_entry *e = realloc(b->e, sizeof *e * (size_t)cap);
-        if (!e)
-            return mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory at %ld entries", b->n);
-        b->e = e, b->cap = cap;
-    }
+    if (mt_grow(&b->e, &b->cap, (size_t)b->n + 1, sizeof *b->e, 4096) != 0)
+        return mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory at %ld entries", b->n);
     b->e[b->n] = (sl_entry){src, tgt, score, b->n};
     b->n++;
     return MT_OK;
@@ -83,13 +81,8 @@ static mt_status add_entry(sl_build *b, int32_t src, int32_t tgt, double score, 
 
 static mt_status add_freq(sl_build *b, int32_t id, mt_err *err)
 {
-    if (b->n_freq == b->cap_freq) {
-        int cap = b->cap_freq ? 2 * b->cap_freq : 256;
-        int32_t *f = realloc(b->freq, sizeof *f * (size_t)cap);
-        if (!f)
-            return mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory");
-        b->freq = f, b->cap_freq = cap;
-    }
+    if (mt_grow(&b->freq, &b->cap_freq, (size_t)b->n_freq + 1, sizeof *b->freq, 256) != 0)
+        return mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory");
     b->freq[b->n_freq++] = id;
     return MT_OK;
 }

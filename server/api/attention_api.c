@@ -102,7 +102,7 @@ static int translate_greedy(attn_req *a, mt_session *s, srv_response *resp)
     dp.beam_size = 1;
     if (a->m->llm && !a->raw)
         dp.end_ids = a->m->end_ids;     /* the prompt's end of turn / stop string */
-    dp.max_length = a->m->max_length;   /* translation.json's, else (0) the model's */
+    dp.lengths.max_length = a->m->max_length;   /* translation.json's, else (0) the model's */
     mt_hyp hyp = { 0 };
     mt_err err = { 0 };
     if (mt_generate(s, src, &a->n_src, 1, &dp, &hyp, &err) != MT_OK)

@@ -478,7 +478,7 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
     srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1, .glossary = t->glossary, .cache = t->cache };
     tp.dp.n_best = t->html ? 1 : t->alternatives + 1;
-    tp.dp.alignments = t->html;         /* the inline tags go where the words went */
+    tp.dp.alignment.enabled = t->html;         /* the inline tags go where the words went */
     if (t->html && t->path.n_legs == 2) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: format html is not available through a pivot (%s): "
                  "the tags follow the word alignments of one model", t->path.pivot);

@@ -115,8 +115,8 @@ static int parse_sampling(srv_request *req, srv_response *resp, translate_req *t
     int r = srv_field_object(req, resp, "sampling", keys, &obj);
     if (r <= 0)
         return r;
-    t->tp.dp.sample = t->sampling = 1;
-    t->tp.dp.seed = draw_seed();
+    t->tp.dp.sampling.enabled = t->sampling = 1;
+    t->tp.dp.sampling.seed = draw_seed();
     return 1;
 }
 
@@ -215,9 +215,9 @@ static int parse_features(srv_request *req, srv_response *resp, translate_req *t
 {
     mt_decode_params *f = &t->tp.dp;
     if (srv_field_bool(req, resp, "return_token_scores", &f->token_scores) < 0 ||
-        srv_field_bool(req, resp, "return_alignments", &f->alignments) < 0)
+        srv_field_bool(req, resp, "return_alignments", &f->alignment.enabled) < 0)
         return -1;
-    if (f->alignments && t->path.n_legs == 2)
+    if (f->alignment.enabled && t->path.n_legs == 2)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'return_alignments' is not available through a pivot "
                         "(%s): the source would be the pivot's text; ask a direct model", t->path.pivot);
     return 0;
@@ -277,7 +277,7 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "format html puts the tags back along word alignments, which "
                         "decoder-only models (model '%s') do not give", m->id);
     t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = !t->raw, .raw = t->raw };
-    t->tp.dp.alignments = t->html;      /* the tags follow the words */
+    t->tp.dp.alignment.enabled = t->html;      /* the tags follow the words */
     if (srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
         srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
@@ -318,17 +318,17 @@ static json_t *source_tokens_json(const srv_model *m, const srv_tr_result *r)
 static json_t *translation_json(const translate_req *t, const srv_tr_result *r)
 {
     json_t *o = json_pack("{s:s}", "text", r->alts[0]);
-    if (o && (t->return_tokens || t->tp.dp.token_scores || t->tp.dp.alignments)) {
+    if (o && (t->return_tokens || t->tp.dp.token_scores || t->tp.dp.alignment.enabled)) {
         json_t *ids;
         json_object_set_new(o, "tokens", tokens_json(srv_trjob_model(t->job), r, &ids));
         json_object_set_new(o, "token_ids", ids);
     }
     if (o && t->return_scores)
         json_object_set_new(o, "score", real_json(r->score));
-    if (o && t->tp.dp.alignments)
+    if (o && t->tp.dp.alignment.enabled)
         json_object_set_new(o, "source_tokens", source_tokens_json(srv_trjob_model(t->job), r));
     if (o)
-        srv_result_features_json(o, r, t->tp.dp.token_scores, t->tp.dp.alignments);
+        srv_result_features_json(o, r, t->tp.dp.token_scores, t->tp.dp.alignment.enabled);
     return o;
 }
 
@@ -383,7 +383,7 @@ static void build_reply(translate_req *t, srv_request *req, srv_response *resp)
         json_t *reply = json_pack("{s:s,s:o,s:f}", "model", m->id, "translations", list,
                                   "timing_ms", (srv_now() - req->t_start) * 1e3);
         if (t->sampling)
-            json_object_set_new(reply, "seed", json_integer((json_int_t)t->tp.dp.seed));
+            json_object_set_new(reply, "seed", json_integer((json_int_t)t->tp.dp.sampling.seed));
         if (t->has_detected)
             json_object_set_new(reply, "detected_language", json_pack("{s:s,s:f}", "language", t->detected.code,
                                                                       "confidence", round(t->detected.confidence)));

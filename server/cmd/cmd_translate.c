@@ -144,11 +144,11 @@ static int parse_decode_flag(const char *a, const char *v, int *i, options *o)
 static int parse_feature(const char *a, const char *v, int *i, options *o)
 {
     if (!strcmp(a, "--sample"))
-        return o->dp.sample = 1;
+        return o->dp.sampling.enabled = 1;
     if (!strcmp(a, "--token-scores"))
         return o->dp.token_scores = 1;
     if (!strcmp(a, "--alignments"))
-        return o->dp.alignments = 1;
+        return o->dp.alignment.enabled = 1;
     if (!strcmp(a, "--tab-prefix"))
         return o->tab_prefix = 1;
     if (strcmp(a, "--target-prefix") || !v)
@@ -236,7 +236,7 @@ static void print_json(const mt_tokenizer *tok, const int32_t *src, int n_src, c
                           ids_json(h ? h->ids : NULL, h ? h->n_ids : 0), "pieces", pieces, "text",
                           h && h->text ? h->text : "", "score", h ? (double)h->score : 0.0);
     if (o && r)
-        srv_result_features_json(o, r, opt->dp.token_scores, opt->dp.alignments);
+        srv_result_features_json(o, r, opt->dp.token_scores, opt->dp.alignment.enabled);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     puts(s ? s : "{}");
     free(s);
@@ -285,7 +285,7 @@ static int translate_line(mt_session *s, const srv_tr_model *tm, const options *
         *tab = 0;
         prefix.text = tab + 1;
     }
-    tp.dp.seed += (uint64_t)(lineno - 1);           /* line i draws with seed + i */
+    tp.dp.sampling.seed += (uint64_t)(lineno - 1);           /* line i draws with seed + i */
     tp.prefix = prefix.text && *prefix.text ? &prefix : NULL;
     if (only_space(line)) {
         if (o->json)
@@ -460,7 +460,7 @@ static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *
     }
     srv_tr_params tp = *tp0;
     tp.split = 1;                       /* a unit is a paragraph */
-    tp.dp.alignments = 1;               /* tags and runs follow the words */
+    tp.dp.alignment.enabled = 1;        /* tags and runs follow the words */
     mt_err err = {0};
     srv_doc_limits lim = srv_doc_default_limits();
     lim.max_bytes = (size_t)1 << 30;    /* the operator's own file: only its format's bounds */
@@ -483,8 +483,8 @@ static int run(mt_model *m, const options *o)
     mt_session *s;
     mt_session_params sp = mt_session_default_params(m);
     sp.kv_f16 = o->kv_f16;
-    if (o->dp.max_length > sp.max_tgt_len)
-        sp.max_tgt_len = o->dp.max_length;
+    if (o->dp.lengths.max_length > sp.max_tgt_len)
+        sp.max_tgt_len = o->dp.lengths.max_length;
     srv_tr_params tp = { .split = 0 };
     if (mt_decode_params_resolve(m, &sp, &o->dp, &tp.dp, &err) != MT_OK) {   /* every line's */
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
@@ -530,12 +530,12 @@ int mt_cmd_translate(int argc, char **argv)
     int r = parse_args(argc, argv, &o);
     if (r)
         return r == 1 ? 0 : 2;
-    if (o.dp.sample && !o.seeded) {         /* reproducible: say which seed was drawn */
+    if (o.dp.sampling.enabled && !o.seeded) {         /* reproducible: say which seed was drawn */
         uint64_t x = 0;
         if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x)
             x = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
-        o.dp.seed = x & ((1ull << 53) - 1);
-        fprintf(stderr, "mtserve translate: --seed %llu\n", (unsigned long long)o.dp.seed);
+        o.dp.sampling.seed = x & ((1ull << 53) - 1);
+        fprintf(stderr, "mtserve translate: --seed %llu\n", (unsigned long long)o.dp.sampling.seed);
     }
     struct stat sb;
     if (stat(o.model, &sb) != 0) {

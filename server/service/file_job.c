@@ -146,7 +146,7 @@ static int submit_batch(srv_files *f, job *j)
         n++;
     }
     srv_tr_params p = j->r.p;
-    p.dp.alignments = 1;        /* the documents put tags and runs back by the word links */
+    p.dp.alignment.enabled = 1;        /* the documents put tags and runs back by the word links */
     p.prefix = NULL;
     p.glossary = j->r.glossary;
     mt_err err = { 0 };

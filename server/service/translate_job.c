@@ -33,8 +33,8 @@ int srv_translate_resolve(const srv_path *path, srv_tr_params *p, srv_response *
 {
     const srv_model *m = path->model[path->n_legs - 1];
     mt_err err = { 0 };
-    if (p->dp.max_length == 0 && m->max_length > 0)      /* a decoder-only model's own default */
-        p->dp.max_length = m->max_length;
+    if (p->dp.lengths.max_length == 0 && m->max_length > 0)      /* a decoder-only model's own default */
+        p->dp.lengths.max_length = m->max_length;
     if (mt_decode_params_resolve(m->model, &m->sparams, &p->dp, &p->dp, &err) != MT_OK)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "%s", err.msg);
     return 0;
@@ -177,7 +177,7 @@ int srv_translate_start(srv_request *req, srv_response *resp, const srv_path *pa
         const srv_model *m0 = path->model[0];   /* last leg's features; its beam if m0 takes it */
         mt_decode_params dp = mt_decode_default_params();
         dp.beam_size = p->dp.beam_size < srv_max_beam(m0) ? p->dp.beam_size : srv_max_beam(m0);
-        dp.max_length = m0->max_length;     /* 0: its own default */
+        dp.lengths.max_length = m0->max_length;     /* 0: its own default */
         first.prefix = NULL;
         st = mt_decode_params_resolve(m0->model, &m0->sparams, &dp, &first.dp, &err);
     }

@@ -224,7 +224,7 @@ static int build_result(srv_tr *t, int text, srv_tr_result *r)
             return -1;
     if (join_ids(t->m.eos_id, &t->l, first, count, r))
         return -1;
-    return t->p.dp.alignments ? join_align(t, text, first, count, r) : 0;
+    return t->p.dp.alignment.enabled ? join_align(t, text, first, count, r) : 0;
 }
 
 void srv_tr_results_free(srv_tr_result *r, int n)
@@ -285,7 +285,7 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
  * least </s>. */
 static mt_status tokenize_prefixes(srv_tr *t, mt_err *err)
 {
-    int max_length = t->p.dp.max_length;
+    int max_length = t->p.dp.lengths.max_length;
     for (int i = 0; i < t->n_texts; i++) {
         const srv_prefix *pf = &t->p.prefix[i];
         if (pf->n_ids <= 0 && !pf->text)
@@ -335,16 +335,16 @@ static mt_status constrain(srv_tr *t, sentence *s, mt_err *err)
     s->n_cons = 0;
     if (n <= 0 || s->cached)
         return MT_OK;
-    int cap = t->p.dp.max_length, pre = t->m.has_lang, used = s->prefix ? (int)s->prefix[0] : 0;
+    int cap = t->p.dp.lengths.max_length, pre = t->m.has_lang, used = s->prefix ? (int)s->prefix[0] : 0;
     if (!(s->cons_ids = malloc(sizeof(int32_t) * (size_t)(cap + 1))))
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         const char *tgt = srv_glossary_target(t->p.glossary, s->terms[i].entry);
         int k = 0, a, b;
         mt_status st = mt_tokenizer_encode(t->m.tok, tgt, strlen(tgt), 1, s->cons_ids + used, cap + 1 - used, &k, err);
-        if (st == MT_ERR_TOO_LONG || (st == MT_OK && k - 1 > t->p.dp.max_length - 2 - used))
+        if (st == MT_ERR_TOO_LONG || (st == MT_OK && k - 1 > t->p.dp.lengths.max_length - 2 - used))
             return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': the target terms of a sentence of text %d do not "
-                              "fit in max_length %d", s->text, t->p.dp.max_length);
+                              "fit in max_length %d", s->text, t->p.dp.lengths.max_length);
         if (st != MT_OK)
             return st;
         if (srv_token_span(t->m.tok, text, s->len, s->ids + pre, s->n_ids - pre - 1, s->terms[i].start,
@@ -392,11 +392,12 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     } else {
         put(&b, "", 1);                     /* a raw continuation, or Marian */
     }
-    int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->max_length, d->n_best, d->min_length,
-                       d->no_repeat_ngram_size, d->sample, d->top_k, d->token_scores, d->alignments,
-                       d->align_layer, d->align_heads };
-    float floats[] = { d->length_penalty, d->repetition_penalty, d->temperature, d->top_p };
-    uint64_t seed = d->sample ? d->seed + (uint64_t)i : 0;
+    int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->lengths.max_length, d->n_best,
+                       d->lengths.min_length, d->penalties.no_repeat_ngram_size, d->sampling.enabled,
+                       d->sampling.top_k, d->token_scores, d->alignment.enabled, d->alignment.layer,
+                       d->alignment.heads };
+    float floats[] = { d->length_penalty, d->penalties.repetition, d->sampling.temperature, d->sampling.top_p };
+    uint64_t seed = d->sampling.enabled ? d->sampling.seed + (uint64_t)i : 0;
     put(&b, ints, sizeof ints);
     put(&b, floats, sizeof floats);
     put(&b, &seed, sizeof seed);
@@ -579,7 +580,7 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
         if (s->cached)
             continue;
         s->dp = *dp;
-        s->dp.seed = dp->seed + (uint64_t)i;
+        s->dp.sampling.seed = dp->sampling.seed + (uint64_t)i;
         s->dp.prefix = s->prefix;
         s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
         if (s->prefix)
