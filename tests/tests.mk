@@ -31,6 +31,9 @@ $(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# Kept between runs (make would delete them as intermediates and compile them again).
+.PRECIOUS: $(B)/tests/obj/%.o build-tsan/tests/obj/%.o build-asan/tests/obj/%.o build-vg/tests/obj/%.o
+
 # A test program: its object, the shared support objects (harness, fixtures, reference
 # kernels) and both libraries; build/mtserve beside it for the tests that start it.
 $(B)/tests/test_%: $(B)/tests/obj/test_%.o $(TEST_SUPPORT:tests/%.c=$(B)/tests/obj/%.o) $(B)/libmtserver.a \
@@ -59,7 +62,8 @@ unit: SHELL := /bin/bash
 # another: they time their servers.  Then `make test` prints the counts of both.
 INTEGRATION_TESTS := $(filter-out $(UNIT_TESTS),$(TEST_SRC:tests/%.c=%))
 integration: $(INTEGRATION_TESTS:%=$(B)/tests/%) llm-models llm-served opus-models
-	@{ fail=0; for t in $(INTEGRATION_TESTS); do echo "== $$t"; $(TEST_ENV) $(B)/tests/$$t || fail=1; done; exit $$fail; } \
+	@{ fail=0; for t in $(INTEGRATION_TESTS); do echo "== $$t"; s=$$(date +%s); $(TEST_ENV) $(B)/tests/$$t || fail=1; \
+	     echo "== $$t took $$(( $$(date +%s) - s )) s"; done; exit $$fail; } \
 	    2>&1 | tee $(B)/integration.log; status=$${PIPESTATUS[0]}; $(call COUNT_TESTS,integration) $(B)/integration.log; \
 	exit $$status
 integration: SHELL := /bin/bash
@@ -226,10 +230,10 @@ CHECK_TSAN_TESTS ?= test_parallel test_load test_routing test_stream test_files 
                     test_access test_limits test_llm_server test_shortlist_server
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
-	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
+	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; s=$$(date +%s); \
 	    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" MTSERVE_BIN=build-tsan/mtserve MTSERVE_TSAN=1 \
 	    MT_OPUS_DIR=$(CURDIR)/build/opus-mt MT_LLM_SERVED=$(LLM_SERVED) \
-	    build-tsan/tests/$$t || exit 1; done
+	    build-tsan/tests/$$t || exit 1; echo "== tsan $$t took $$(( $$(date +%s) - s )) s"; done
 
 # What `make check` (CI) runs of the fuzzers: each target briefly.
 CHECK_FUZZ_SECONDS ?= 8
