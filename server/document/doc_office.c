@@ -46,6 +46,7 @@
 #include "doc_xml.h"
 #include "doc_zip.h"
 #include "markup/tgt_store.h"
+#include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -83,7 +84,8 @@ typedef struct {
     part          *parts;
     int            n_parts;
     unit          *units;
-    int            n_units, cap_units;
+    int            n_units;
+    size_t         cap_units;
 } office;
 
 /* ---- the tree ------------------------------------------------------------ */
@@ -121,7 +123,8 @@ typedef struct {
     int           next;     /* apply: the next unit's index */
     mt_sbuf       buf;      /* the slots' texts */
     slot         *s;
-    int           n, cap;
+    int           n;
+    size_t        cap;
     const char  **ptr;      /* [cap] for srv_runs_init */
     size_t       *lens, *start, *end;
     mt_sbuf       out;      /* one share, cleaned */
@@ -130,27 +133,13 @@ typedef struct {
 
 static int add_slot(walk *w, node_t node)
 {
-    if (w->n == w->cap) {
-        int cap = w->cap ? 2 * w->cap : 16;
-        slot *s = realloc(w->s, sizeof *s * (size_t)cap);
-        if (!s)
-            return -1;
-        w->s = s;
-        const char **ptr = realloc(w->ptr, sizeof *ptr * (size_t)cap);
-        if (ptr)
-            w->ptr = ptr;
-        size_t *l = ptr ? realloc(w->lens, sizeof *l * (size_t)cap) : NULL;
-        if (l)
-            w->lens = l;
-        size_t *a = l ? realloc(w->start, sizeof *a * (size_t)cap) : NULL;
-        if (a)
-            w->start = a;
-        size_t *b = a ? realloc(w->end, sizeof *b * (size_t)cap) : NULL;
-        if (!b)
-            return -1;
-        w->end = b;
-        w->cap = cap;
-    }
+    /* five arrays of one capacity: each grows from the same cap to the same
+     * size; a failure leaves w->cap at what all of them still hold */
+    size_t need = (size_t)w->n + 1, cs = w->cap, cp = w->cap, cl = w->cap, ca = w->cap, cb = w->cap;
+    if (MT_GROW(w->s, cs, need) || MT_GROW(w->ptr, cp, need) || MT_GROW(w->lens, cl, need) ||
+        MT_GROW(w->start, ca, need) || MT_GROW(w->end, cb, need))
+        return -1;
+    w->cap = cs;
     slot *s = &w->s[w->n++];
     s->node = node;
     s->off = w->buf.n;
@@ -348,14 +337,8 @@ static mt_status paragraph(walk *w, node_t p, mt_err *err)
         else if (o->n_units >= o->lim.max_units)
             st = mt_err_set(err, MT_ERR_TOO_LONG, "the file has more than %d translation units (max_units)",
                             o->lim.max_units);
-        else if (o->n_units == o->cap_units) {
-            int cap = o->cap_units ? 2 * o->cap_units : 64;
-            unit *u = realloc(o->units, sizeof *u * (size_t)cap);
-            if (!u)
-                st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-            else
-                o->units = u, o->cap_units = cap;
-        }
+        else if (MT_GROW(o->units, o->cap_units, (size_t)o->n_units + 1))
+            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         if (st == MT_OK) {
             o->units[o->n_units++] = (unit){ .text = r.text };
             r.text = NULL;
