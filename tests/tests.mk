@@ -9,6 +9,8 @@
 #   make asan / tsan / valgrind   the same programs under a sanitizer (see below)
 #
 # Every program prints cmocka's counts; a run fails if any program fails.
+# JOBS: how many compilers the sanitizer and fuzz builds run at once (every core).
+JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 # libxml2: test_doc_office's independent reader of the XML the server writes
 TEST_LIBS    := $(shell pkg-config --libs cmocka libcurl libxml-2.0 2>/dev/null)
 TEST_CFLAGS  := $(shell pkg-config --cflags libxml-2.0 2>/dev/null)
@@ -217,7 +219,7 @@ VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/t
            %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
            %/test_models_demand %/test_memory %/test_llm_server
 valgrind:
-	$(MAKE) B=build-vg OPT="-O1 -g -march=x86-64-v3 $(ASSERT_ABORT)" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
+	$(MAKE) -j$(JOBS) B=build-vg OPT="-O1 -g -march=x86-64-v3 $(ASSERT_ABORT)" $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS)))
 	@for t in $(patsubst $(B)/%,build-vg/%,$(filter-out $(VG_SKIP),$(TESTS))); do echo "== valgrind $$t"; \
 	    valgrind -q --error-exitcode=9 --leak-check=full $$t || exit 1; done
 
@@ -229,7 +231,7 @@ TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_d
 CHECK_TSAN_TESTS ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand \
                     test_access test_limits test_llm_server test_shortlist_server
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
-	$(MAKE) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
+	$(MAKE) -j$(JOBS) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; s=$$(date +%s); \
 	    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" MTSERVE_BIN=build-tsan/mtserve MTSERVE_TSAN=1 \
 	    MT_OPUS_DIR=$(CURDIR)/build/opus-mt MT_LLM_SERVED=$(LLM_SERVED) \
