@@ -13,8 +13,9 @@
  * writes only the forms listed.
  *
  * <fixture-dir> is tests/fixtures/opus-mt/<model>: config.json and the
- * tokenizer files as published, gen.json (what to change: "layers", and
- * "spm_dir" when the .spm files live elsewhere) and pt/ (torch.save's small
+ * tokenizer files as published, gen.json (what to change: "layers",
+ * "spm_dir" when the .spm files live elsewhere, "marian_weights": false for a
+ * model.npz of the options alone) and pt/ (torch.save's small
  * members and their manifest, written once by models/recipe/opus_fixtures.py).
  * Writes, under <out-dir>:
  *
@@ -805,11 +806,12 @@ static void model_yml(buf *y, const dims *c)
     b_printf(y, "ulr-trainable-transformation: false\nversion: v1.10.0 6f6d4846 2021-02-06 15:35:16 -0800\n");
 }
 
-static void write_npz(const model *m, const dims *c, const char *dir)
+/* options_only: the model.yml member alone, no tensor (gen.json "marian_weights": false). */
+static void write_npz(const model *m, const dims *c, const char *dir, int options_only)
 {
     npz_item *items = xmalloc(sizeof(npz_item) * (size_t)m->n);
     int n = 0;
-    for (int i = 0; i < m->n; i++)
+    for (int i = 0; i < m->n && !options_only; i++)
         n += marian_item(&m->t[i], &items[n]);
     qsort(items, (size_t)n, sizeof items[0], by_mname);         /* Marian saves a std::map: by name */
     nentry *e = xmalloc(sizeof(nentry) * (size_t)(n + 1));
@@ -1028,10 +1030,11 @@ static void copy_tokenizer(const char *fix, const char *spm, const char *dir)
     copy_file(join(from, spm, "target.spm"), dir, "target.spm");
 }
 
-static void write_marian(const model *m, const dims *c, const char *fix, const char *spm, const char *dir)
+static void write_marian(const model *m, const dims *c, const char *fix, const char *spm, const char *dir,
+                         int options_only)
 {
     char from[PATH_CAP], tv[PATH_CAP];
-    write_npz(m, c, dir);
+    write_npz(m, c, dir, options_only);
     join(from, fix, "vocab.json");
     int separate = exists(join(tv, fix, "target_vocab.json"));
     const char *sv = separate ? "src.vocab.yml" : "vocab.yml", *tvn = separate ? "trg.vocab.yml" : "vocab.yml";
@@ -1160,7 +1163,7 @@ int main(int argc, char **argv)
             write_config(cfg, dir, "float32");
             copy_tokenizer(fix, spm, dir);
         } else {
-            write_marian(m, &c, fix, spm, dir);
+            write_marian(m, &c, fix, spm, dir, json_is_false(json_object_get(gen, "marian_weights")));
         }
     }
     for (int k = 0; k < m->n; k++)

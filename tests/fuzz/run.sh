@@ -53,6 +53,12 @@ for t in "$@"; do
         art=$(ls -t "$B/crashes/$t" 2>/dev/null | head -n 1)
         echo "fuzz $t: FAILED, exit $rc ($stats); input: $B/crashes/$t/$art; log: $log"
         grep -m 3 -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|.*invariant failed)' "$log" | sed 's/^/    /'
+        # what the target printed of the difference, and the input itself when small, so
+        # that a CI log alone is enough to reproduce (base64 -d > crash; $bin crash)
+        grep -m 1 -A 6 'differs' "$log" | cut -c 1-300 | sed 's/^/    /'
+        if [ -n "$art" ] && [ "$(wc -c < "$B/crashes/$t/$art")" -le 4096 ]; then
+            echo "    input (base64): $(base64 -w 0 "$B/crashes/$t/$art")"
+        fi
         fail=$((fail + 1))
     fi
 done
