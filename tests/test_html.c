@@ -245,6 +245,7 @@ static const char *const tricky[] = {
     "<svg><p><title><p",                        /* p ends the svg: title is HTML's, "<p" its text */
     "<pre><table>t<img></table>",               /* t and img fostered out of the table's bytes */
     "<svg></p><script><h>",                     /* "</p>" in svg made a p: written as "</p>" again */
+    "<i>x<script>a<!-- b<script>c",             /* closed by the end, double-escaped: no "</script></i>" */
     "<p>bad \xff\xfe utf8 \xc3</p>",
     "<!DOCTYPE html><p>a<table>b</table>c",
     "<html><head><title>x</title><body><p>y</body></html><p>after html",

@@ -785,6 +785,7 @@ typedef struct {
     int     oom;
     int     next_text;          /* the next text unit, in document order */
     int     next_attr;          /* the next attribute unit */
+    int     at_eof;             /* a script the end of the input closed was written: see end_tag */
 } writer;
 
 static void put(writer *w, const char *s, size_t n) { w->oom |= mt_sb_add(&w->out, s, n); }
@@ -958,7 +959,15 @@ static void end_tag(writer *w, const GumboNode *n)
     const char *name = tag_name(n, buf, sizeof buf);
     /* an end tag the parser made an element of (</p>, </br>) was written as it was: it makes it again */
     int converted = converted_end_tag(n) != NULL;
-    if (converted || e->tag == GUMBO_TAG_PLAINTEXT || IN(e->tag, VOID) || implied(n) || (e->tag_namespace != GUMBO_NAMESPACE_HTML && self_closing(n)))
+    /* A script with no end tag of its own ran to the end of the input, so only the end
+     * tags of elements the end closed too can follow it.  Written, "</script>" may not
+     * end it (after "<!--" and "<script", the double-escaped state reads it as script
+     * text), and every later end tag would then be script text too: write none, and
+     * let the end of the output close them all, as it did the input's. */
+    int own_end = e->original_end_tag.length && !(n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG);
+    if (e->tag == GUMBO_TAG_SCRIPT && e->tag_namespace == GUMBO_NAMESPACE_HTML && !own_end)
+        w->at_eof = 1;
+    if (w->at_eof || converted || e->tag == GUMBO_TAG_PLAINTEXT || IN(e->tag, VOID) || implied(n) || (e->tag_namespace != GUMBO_NAMESPACE_HTML && self_closing(n)))
         return;
     if (e->original_end_tag.length && !(n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG) &&
         e->original_end_tag.data[0] == '<' && e->original_end_tag.data[1] == '/') {
