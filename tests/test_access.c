@@ -1,6 +1,7 @@
 /* test_access: who a client is and what it may spend, without a server:
  * http/client_addr.c (the address behind trusted proxies),
  * common/ratelimit.c (token buckets per client), common/api_keys.c (the keys
+ * file), common/usage.c (characters per key against char-quota, its state
  * file).  The server-level behaviour (429, Retry-After, metrics, the
  * X-Forwarded-For of a real request) is tests/test_limits.c. */
 #include <setjmp.h>
@@ -11,10 +12,13 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/api_keys.h"
 #include "common/ratelimit.h"
+#include "common/usage.h"
 #include "http/client_addr.h"
 
 static const char *addr_of(const char *trusted, const char *peer, const char *xff, int *from_xff)
@@ -190,7 +194,7 @@ static void test_keys_file(void **state)
                        "  beta req-limit=5 char-limit=1000\r\n"
                        "\n"
                        "gamma\tchar-limit=0\n"
-                       "delta req-limit=0";
+                       "delta req-limit=0 char-quota=500000";
     assert_int_equal(srv_api_keys_parse(&keys, text, err, sizeof err), 0);
     assert_int_equal(keys.n, 4);
     assert_int_equal(srv_api_keys_find(&keys, "alpha"), 0);
@@ -201,6 +205,8 @@ static void test_keys_file(void **state)
     assert_int_equal(keys.v[2].char_limit, 0);
     assert_int_equal(keys.v[2].req_limit, -1);
     assert_int_equal(keys.v[3].req_limit, 0);
+    assert_int_equal(keys.v[3].char_quota, 500000);
+    assert_int_equal(keys.v[0].char_quota, -1);
     assert_int_equal(srv_api_keys_find(&keys, "alph"), -1);
     assert_int_equal(srv_api_keys_find(&keys, "alphaa"), -1);
     assert_int_equal(srv_api_keys_find(&keys, ""), -1);
@@ -215,6 +221,7 @@ static void test_keys_file(void **state)
         { "a\nb\na\n", "listed twice" },
         { "k\xc3\xa9\n", "bad key" },
         { "k req-limit=99999999999\n", "line 1" },
+        { "k char-quota=-5\n", "char-quota=N" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         srv_api_keys k = { 0 };
@@ -229,6 +236,114 @@ static void test_keys_file(void **state)
     assert_non_null(strstr(err, "/nonexistent/keys"));
 }
 
+static srv_api_keys two_keys(void)
+{
+    srv_api_keys keys = { 0 };
+    char err[128];
+    assert_int_equal(srv_api_keys_parse(&keys, "free\nlimited char-quota=100\n", err, sizeof err), 0);
+    return keys;
+}
+
+/* Counts per key, the quota, give-back, and the state file across a "restart". */
+static void test_usage(void **state)
+{
+    (void)state;
+    char path[128], err[256];
+    snprintf(path, sizeof path, "/tmp/test_access_usage.%d", (int)getpid());
+    unlink(path);
+    srv_api_keys keys = two_keys();
+    srv_usage *u = NULL;
+    assert_int_equal(srv_usage_open(&u, &keys, path, err, sizeof err), 0);
+    assert_int_equal(srv_usage_quota(u, 0), -1);
+    assert_int_equal(srv_usage_quota(u, 1), 100);
+    assert_int_equal(srv_usage_quota(u, -1), -1);           /* no key: no quota */
+    assert_int_equal(srv_usage_take(u, 0, 1000000), 0);
+    assert_int_equal(srv_usage_take(u, 1, 60), 0);
+    assert_int_equal(srv_usage_take(u, 1, 41), -1);         /* 101 > 100: refused, nothing counted */
+    assert_int_equal(srv_usage_count(u, 1), 60);
+    assert_int_equal(srv_usage_take(u, 1, 40), 0);          /* exactly the quota */
+    assert_int_equal(srv_usage_take(u, 1, 1), -1);
+    srv_usage_give_back(u, 1, 40);                          /* that request failed */
+    assert_int_equal(srv_usage_count(u, 1), 60);
+    assert_int_equal(srv_usage_take(u, -1, 7), 0);
+    assert_int_equal(srv_usage_count(u, -1), 7);
+    srv_usage_close(u);                                     /* saves */
+    FILE *f = fopen(path, "r");
+    char text[512] = "";
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    print_message("%s", text);
+    assert_non_null(strstr(text, "mtserve-usage 1\n"));
+    assert_null(strstr(text, "free"));                      /* hashes, not the keys */
+    assert_null(strstr(text, "limited"));
+    assert_non_null(strstr(text, "\n- 7\n"));
+    /* restarted, with the keys in another order and one more: each keeps its count */
+    srv_api_keys k2 = { 0 };
+    assert_int_equal(srv_api_keys_parse(&k2, "new\nlimited char-quota=100\nfree\n", err, sizeof err), 0);
+    assert_int_equal(srv_usage_open(&u, &k2, path, err, sizeof err), 0);
+    assert_int_equal(srv_usage_count(u, 0), 0);
+    assert_int_equal(srv_usage_count(u, 1), 60);
+    assert_int_equal(srv_usage_count(u, 2), 1000000);
+    assert_int_equal(srv_usage_count(u, -1), 7);
+    srv_usage_close(u);
+    srv_api_keys_free(&k2);
+    /* not a state file: refused with its name */
+    f = fopen(path, "w");
+    fputs("something else\n", f);
+    fclose(f);
+    assert_int_equal(srv_usage_open(&u, &keys, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a usage file"));
+    f = fopen(path, "w");
+    fputs("mtserve-usage 1\n- -3\n", f);
+    fclose(f);
+    assert_int_equal(srv_usage_open(&u, &keys, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 2"));
+    unlink(path);
+    /* no file: in memory */
+    assert_int_equal(srv_usage_open(&u, &keys, "", err, sizeof err), 0);
+    assert_int_equal(srv_usage_take(u, 0, 5), 0);
+    srv_usage_close(u);
+    srv_api_keys_free(&keys);
+}
+
+typedef struct {
+    srv_usage *u;
+    int        ok;
+} spender;
+
+static void *spend(void *arg)
+{
+    spender *sp = arg;
+    for (int i = 0; i < 5000; i++)
+        sp->ok += srv_usage_take(sp->u, 1, 1) == 0;
+    return NULL;
+}
+
+/* Threads spending one key's quota at once: exactly the quota passes. */
+static void test_usage_threads(void **state)
+{
+    (void)state;
+    char err[128];
+    srv_api_keys keys = two_keys();
+    srv_usage *u = NULL;
+    assert_int_equal(srv_usage_open(&u, &keys, NULL, err, sizeof err), 0);
+    spender sp[4] = { { u, 0 }, { u, 0 }, { u, 0 }, { u, 0 } };
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, spend, &sp[i]);
+    int ok = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ok += sp[i].ok;
+    }
+    assert_int_equal(ok, 100);
+    assert_int_equal(srv_usage_count(u, 1), 100);
+    srv_usage_close(u);
+    srv_api_keys_free(&keys);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +353,8 @@ int main(void)
         cmocka_unit_test(test_bounded_table),
         cmocka_unit_test(test_threads_share_a_bucket),
         cmocka_unit_test(test_keys_file),
+        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_usage_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,7 +193,7 @@ static void test_form(void **state)
     (void)state;
     char err[128];
     const char *body = "q=Hello+world%21&source=en&target=fr&empty=&flag&q2=%E2%82%AC";
-    json_t *j = srv_form_parse(body, strlen(body), err, sizeof err);
+    json_t *j = srv_form_parse(body, strlen(body), 0, err, sizeof err);
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(j, "q")), "Hello world!");
     assert_string_equal(json_string_value(json_object_get(j, "source")), "en");
@@ -201,10 +201,24 @@ static void test_form(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "flag")), "");
     assert_string_equal(json_string_value(json_object_get(j, "q2")), "\xe2\x82\xac");
     json_decref(j);
-    assert_null(srv_form_parse("q=%zz", 5, err, sizeof err));
-    assert_null(srv_form_parse("q=%4", 4, err, sizeof err));
-    assert_null(srv_form_parse("q=%ff", 5, err, sizeof err));    /* not UTF-8 once decoded */
-    assert_null(srv_form_parse("q=%00", 5, err, sizeof err));    /* NUL */
+    assert_null(srv_form_parse("q=%zz", 5, 0, err, sizeof err));
+    assert_null(srv_form_parse("q=%4", 4, 0, err, sizeof err));
+    assert_null(srv_form_parse("q=%ff", 5, 0, err, sizeof err));    /* not UTF-8 once decoded */
+    assert_null(srv_form_parse("q=%00", 5, 0, err, sizeof err));    /* NUL */
+    /* repeated names: the last one, or every one in order (DeepL's text=...&text=...) */
+    const char *rep = "text=a&target_lang=DE&text=b+c&text=&x=1&x=2";
+    j = srv_form_parse(rep, strlen(rep), 0, err, sizeof err);
+    assert_string_equal(json_string_value(json_object_get(j, "text")), "");
+    assert_string_equal(json_string_value(json_object_get(j, "x")), "2");
+    json_decref(j);
+    j = srv_form_parse(rep, strlen(rep), 1, err, sizeof err);
+    json_t *texts = json_object_get(j, "text");
+    assert_int_equal(json_array_size(texts), 3);
+    assert_string_equal(json_string_value(json_array_get(texts, 1)), "b c");
+    assert_string_equal(json_string_value(json_array_get(texts, 2)), "");
+    assert_string_equal(json_string_value(json_object_get(j, "target_lang")), "DE");
+    assert_int_equal(json_array_size(json_object_get(j, "x")), 2);
+    json_decref(j);
 }
 
 static void test_fields(void **state)
@@ -342,10 +356,11 @@ static void test_openapi_document(void **state)
             }
             if (strcmp(method, "post") == 0)
                 assert_non_null(json_object_get(r, "413"));
-            /* security [] marks a public route; every other one can answer 401 */
+            /* security [] marks a public route; every other one can answer 401 (DeepL's: 403) */
             json_t *sec = json_object_get(op, "security");
+            int deepl = json_object_get(json_array_get(sec, 0), "deepl") != NULL;
             if (!(json_is_array(sec) && json_array_size(sec) == 0))
-                assert_non_null(json_object_get(r, "401"));
+                assert_non_null(json_object_get(r, deepl ? "403" : "401"));
         }
     }
     /* the beam limit is the engine's one constant */
@@ -475,20 +490,28 @@ static void test_errors(void **state)
     json_decref(u.json);
 }
 
-/* ---- the error shape: LibreTranslate's or ours ------------------------------------------ */
+/* ---- the error shape: LibreTranslate's, DeepL's or ours ------------------------------------ */
 
-/* srv_route_lt_errors on a request of method, path, Content-Type and body,
+/* srv_route_error_shape on a request of method, path, Content-Type and body,
  * parsed first as the router does (parse: 1) or not (what http.c has of it). */
-static int lt_errors(const char *method, const char *path, const char *content_type, const char *body, int parse)
+static int error_shape(const char *method, const char *path, const char *content_type, const char *body, int parse)
 {
     srv_request req = { .method = method, .path = path, .content_type = content_type,
                         .body = body, .body_len = strlen(body) };
     srv_response resp = { 0 };
     if (parse)
         srv_body_parse(&req, &resp);
-    int lt = srv_route_lt_errors(NULL, &req);
+    int shape = srv_route_error_shape(NULL, &req);
     json_decref(req.json);
-    return lt;
+    return shape;
+}
+
+/* 1 when LibreTranslate's */
+static int lt_errors(const char *method, const char *path, const char *content_type, const char *body, int parse)
+{
+    int shape = error_shape(method, path, content_type, body, parse);
+    assert_true(shape == SRV_SHAPE_LT || shape == SRV_SHAPE_OURS);
+    return shape == SRV_SHAPE_LT;
 }
 
 static void test_error_shape(void **state)
@@ -525,6 +548,11 @@ static void test_error_shape(void **state)
         assert_true(lt_errors("POST", "/translate", form, "q=x&source=en", parse));
         assert_true(lt_errors("POST", "/translate", form, "q=%zz", parse));
         assert_true(lt_errors("POST", "/translate", "multipart/form-data; boundary=b", "--b\r\n", parse));
+        /* DeepL's paths are DeepL's, whatever the body says */
+        assert_int_equal(error_shape("POST", "/v2/translate", form, "text=x&target_lang=DE", parse), SRV_SHAPE_DEEPL);
+        assert_int_equal(error_shape("POST", "/v2/translate", json, "{\"q\": \"x\"}", parse), SRV_SHAPE_DEEPL);
+        assert_int_equal(error_shape("GET", "/v2/usage", NULL, "", parse), SRV_SHAPE_DEEPL);
+        assert_int_equal(error_shape("GET", "/v2/languages", NULL, "", parse), SRV_SHAPE_DEEPL);
     }
     srv_request req = { .body = "q=1", .body_len = 3, .content_type = "Multipart/Form-Data; boundary=x" };
     assert_true(srv_body_is_form(&req));

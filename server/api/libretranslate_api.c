@@ -113,29 +113,6 @@ static int required(const srv_request *req, srv_response *resp, const char *name
     return rc < 0 ? -1 : 0;
 }
 
-/* A language code as the models spell it, whatever its case: LibreTranslate
- * lowercases what it is sent (iso2model), "EN" is "en", "auto" "AUTO". */
-static const char *served_code(const srv_server *srv, const char *code)
-{
-    if (!strcasecmp(code, "auto"))
-        return "auto";
-    for (int i = 0; i < srv->n_models; i++) {
-        const srv_model *m = &srv->models[i];
-        if (!strcasecmp(code, m->info->source_lang))
-            return m->info->source_lang;
-        if (!strcasecmp(code, m->info->target_lang))
-            return m->info->target_lang;
-        for (int k = 0; k < m->n_targets; k++)
-            if (!strcasecmp(code, m->targets[k]))
-                return m->targets[k];
-        for (int k = 0; k < m->n_pairs; k++)
-            for (int e = 0; e < 2; e++)
-                if (!strcasecmp(code, m->pairs[k][e]))
-                    return m->pairs[k][e];
-    }
-    return code;
-}
-
 /* The length of the line break at s[0..len) (Python's str.splitlines: \n, \r,
  * \r\n, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029); 0 if none. */
 static size_t line_break(const char *s, size_t len)
@@ -337,8 +314,8 @@ static int parse(srv_request *req, srv_response *resp, lt_req *t)
     if (parse_q(req, resp, t, 1) || required(req, resp, "source", &t->source) ||
         required(req, resp, "target", &t->target))
         return -1;
-    t->source = served_code(req->srv, t->source);
-    t->target = served_code(req->srv, t->target);
+    t->source = srv_served_code(req->srv, t->source);
+    t->target = srv_served_code(req->srv, t->target);
     if (srv_field_string(req, resp, "format", &format) < 0)
         return -1;
     if (!format[0])

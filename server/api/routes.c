@@ -18,8 +18,9 @@ enum {
     ROUTE_WORKER  = 16,  /* computes: the router runs it on a worker thread */
     ROUTE_PREFIX  = 32,  /* path is a prefix: "/web/" matches /web/app.js */
     ROUTE_ASYNC   = 64,  /* starts work that resumes the request (handlers.h: pending) */
-    ROUTE_BOTH    = 128, /* LibreTranslate's requests and ours: the body says whose (lt_shape) */
+    ROUTE_BOTH    = 128, /* LibreTranslate's requests and ours: the body says whose (request_shape) */
     ROUTE_LIMITED = 256, /* computes for its client: counted by the rate limits */
+    ROUTE_DEEPL   = 512, /* DeepL's API: its error shape {"message": "..."}, its key header */
 };
 
 typedef struct {
@@ -43,6 +44,11 @@ static const srv_route routes[] = {
     { "GET",  "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
     { "DELETE", "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
     { "GET",  "/download_file/", srv_handle_download_file, NULL, ROUTE_PUBLIC | ROUTE_PREFIX | ROUTE_LT },
+    { "POST", "/v2/translate", srv_handle_deepl_translate, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LIMITED | ROUTE_DEEPL },
+    { "GET",  "/v2/languages", srv_handle_deepl_languages, NULL, ROUTE_DEEPL },
+    { "POST", "/v2/languages", srv_handle_deepl_languages, NULL, ROUTE_BODY | ROUTE_DEEPL },
+    { "GET",  "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_DEEPL },
+    { "POST", "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
     { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
     { "GET",  "/metrics",      srv_handle_metrics,    NULL, ROUTE_LOADING },
@@ -120,16 +126,21 @@ static const char *body_key(const srv_request *req)
     return json_is_string(field) ? json_string_value(field) : NULL;
 }
 
-/* The Authorization header's bearer token, or NULL. */
+/* The Authorization header's key: a bearer token, or DeepL's
+ * "DeepL-Auth-Key KEY"; NULL when neither. */
 static const char *bearer(const srv_request *req)
 {
+    static const char *const schemes[] = { "Bearer ", "DeepL-Auth-Key " };
     const char *h = req->authorization;
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return NULL;
-    h += 7;
-    while (*h == ' ')
-        h++;
-    return h;
+    for (int i = 0; h && i < 2; i++) {
+        size_t n = strlen(schemes[i]);
+        if (strncasecmp(h, schemes[i], n) != 0)
+            continue;
+        for (h += n; *h == ' ';)
+            h++;
+        return h;
+    }
+    return NULL;
 }
 
 /* 1 if the request may use the route; *key: the index among the server's
@@ -153,6 +164,9 @@ static int authorized(const srv_request *req, const srv_route *route, int *key)
 static int unauthorized(const srv_request *req, srv_response *resp)
 {
     const char *given = body_key(req);
+    if (resp->shape == SRV_SHAPE_DEEPL)     /* DeepL: 403 (errors.c), its client's AuthorizationError */
+        return srv_fail(resp, SRV_E_UNAUTHORIZED, "Authorization failure, check auth_key "
+                        "(Authorization: DeepL-Auth-Key KEY)");
     if (!req->lt)
         return srv_fail(resp, SRV_E_UNAUTHORIZED, "missing or wrong API key (Authorization: Bearer KEY)");
     if ((given && given[0]) || req->authorization)
@@ -234,6 +248,24 @@ static int over_limit(srv_request *req, srv_response *resp, int key)
     return 0;
 }
 
+/* The request's characters counted against its key's usage (usage.h): 0, or
+ * failed with 456 in DeepL's shape (429 in the others) past the key's
+ * char-quota.  Given back by render() when the request fails. */
+static int take_usage(srv_request *req, srv_response *resp, int key)
+{
+    srv_server *srv = req->srv;
+    long chars = request_chars(req);
+    if (!srv->usage || chars == 0)
+        return 0;
+    if (srv_usage_take(srv->usage, key, chars))
+        return srv_fail(resp, SRV_E_QUOTA_EXCEEDED, "Quota exceeded: this key may have %ld characters translated "
+                        "in all, %ld are used and this request has %ld", srv_usage_quota(srv->usage, key),
+                        srv_usage_count(srv->usage, key), chars);
+    req->billed = chars;
+    req->billed_key = key;
+    return 0;
+}
+
 /* ---- whose request: LibreTranslate's or ours ------------------------------------- */
 
 /* The flags of every route on path (0: an unknown path). */
@@ -274,6 +306,9 @@ static int body_owner(const srv_request *req)
     if (json_is_object(req->json)) {
         q = json_object_get(req->json, "q") != NULL;
         text = json_object_get(req->json, "text") != NULL;
+    } else if (req->body_len == 0 && json_is_object(req->query)) {     /* the query string's fields */
+        q = json_object_get(req->query, "q") != NULL;
+        text = json_object_get(req->query, "text") != NULL;
     } else {
         q = mentions_key(req->body, req->body_len, "q");
         text = mentions_key(req->body, req->body_len, "text");
@@ -284,17 +319,19 @@ static int body_owner(const srv_request *req)
 }
 
 /* The request's shape, decided once, before any check can fail: it picks the
- * handler (route.lt_handler) and the error shape.  LibreTranslate's paths are
- * LibreTranslate's; on a path both APIs serve the body decides, and when it
- * cannot (no body, a body without "q" or "text") the path's default does:
- * /detect is LibreTranslate's, /translate ours. */
-static int lt_shape(const srv_request *req)
+ * handler (route.lt_handler) and the error shape.  DeepL's paths are DeepL's
+ * and LibreTranslate's LibreTranslate's; on a path both LibreTranslate and we
+ * serve the body decides, and when it cannot (no body, a body without "q" or
+ * "text") the path's default does: /detect is LibreTranslate's, /translate ours. */
+static srv_shape request_shape(const srv_request *req)
 {
     int flags = path_flags(req->path);
+    if (flags & ROUTE_DEEPL)
+        return SRV_SHAPE_DEEPL;
     if (!(flags & ROUTE_BOTH))
-        return (flags & ROUTE_LT) != 0;
+        return (flags & ROUTE_LT) ? SRV_SHAPE_LT : SRV_SHAPE_OURS;
     int owner = body_owner(req);
-    return owner >= 0 ? owner : (flags & ROUTE_LT) != 0;
+    return owner > 0 || (owner < 0 && (flags & ROUTE_LT)) ? SRV_SHAPE_LT : SRV_SHAPE_OURS;
 }
 
 size_t srv_route_max_body(void *ctx, const char *path)
@@ -306,25 +343,55 @@ size_t srv_route_max_body(void *ctx, const char *path)
     return srv->opts.max_body;
 }
 
-int srv_route_lt_errors(void *ctx, const srv_request *req)
+int srv_route_error_shape(void *ctx, const srv_request *req)
 {
     (void)ctx;
-    return lt_shape(req);
+    return request_shape(req);
 }
 
 /* ---- dispatch ------------------------------------------------------------------- */
+
+/* The query string's arguments fill the fields the body does not have (as
+ * LibreTranslate's Flask reads request.values, and DeepL's GET requests send
+ * theirs); a request with no body takes them as a form's (strings). */
+static int merge_query(srv_request *req, srv_response *resp)
+{
+    if (req->query_invalid)
+        return srv_fail(resp, SRV_E_INVALID_UTF8, "the query string is not valid UTF-8");
+    if (!req->query)
+        return 0;
+    if (!req->json) {
+        req->json = json_incref(req->query);
+        req->form = 1;
+        return 0;
+    }
+    if (!json_is_object(req->json))
+        return 0;
+    const char *name;
+    json_t *v;
+    json_object_foreach(req->query, name, v)
+        if (!json_object_get(req->json, name) && json_object_set(req->json, name, v))
+            return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    return 0;
+}
 
 /* The checks in front of a handler; 0 when it may run.  body: how parsing
  * the body went (routes with a body). */
 static int admit(const srv_route *route, srv_request *req, srv_response *resp, const srv_response *body)
 {
     int body_ok = body->error == SRV_OK;
-    if (!body_ok && req->lt && req->body_len == 0) {
-        /* LibreTranslate reads no body as no fields: the handler names the one missing */
+    if (!body_ok && req->body_len == 0 && (req->lt || resp->shape == SRV_SHAPE_DEEPL || req->query)) {
+        /* LibreTranslate and DeepL read no body as no fields (the handler names the one
+         * missing); a query string's fields stand for a body */
         json_decref(req->json);
-        body_ok = (req->json = json_object()) != NULL;
+        req->json = NULL;
+        body_ok = 1;
     }
     int key;
+    if (merge_query(req, resp))
+        return -1;
+    if (body_ok && !req->json && (route->flags & ROUTE_BODY) && !(req->json = json_object()))
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
     if (!authorized(req, route, &key))
         return unauthorized(req, resp);
     identify(req, key);
@@ -336,15 +403,22 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp, c
         return -1;
     if (!body_ok)
         return srv_fail(resp, body->error, "%s", body->message);
+    if ((route->flags & ROUTE_LIMITED) && take_usage(req, resp, key))
+        return -1;
     return 0;
 }
 
-/* Renders a recorded error; a handler that set nothing is our bug. */
-static void render(const srv_request *req, srv_response *resp)
+/* Renders a recorded error; a handler that set nothing is our bug.  A failed
+ * request's characters are no longer counted as used. */
+static void render(srv_request *req, srv_response *resp)
 {
     if (resp->error == SRV_OK && resp->status == 0)
         srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
-    srv_error_render(resp, resp->lt_errors);
+    if (resp->error != SRV_OK && req->billed && req->srv && req->srv->usage) {
+        srv_usage_give_back(req->srv->usage, req->billed_key, req->billed);
+        req->billed = 0;
+    }
+    srv_error_render(resp, (srv_shape)resp->shape);
 }
 
 static void no_route(srv_request *req, srv_response *resp)
@@ -366,10 +440,11 @@ int srv_route_prepare(void *ctx, srv_request *req, srv_response *resp)
     resp->route = srv_route_label(ctx, req->path);
     const srv_route *route = find_route(req->method, req->path);
     srv_response body = { 0 };      /* srv_fail only writes into it */
+    req->form_lists = route && (route->flags & ROUTE_DEEPL);     /* text=a&text=b */
     if (route && (route->flags & ROUTE_BODY))
         srv_body_parse(req, &body);     /* first: the body tells the shape, api_key may be in it */
-    req->lt = lt_shape(req);
-    resp->lt_errors = req->lt;
+    resp->shape = request_shape(req);
+    req->lt = resp->shape == SRV_SHAPE_LT;
     if (!route) {
         no_route(req, resp);
     } else if (admit(route, req, resp, &body) == 0) {

@@ -26,9 +26,9 @@ void srv_route_finish(void *ctx, srv_request *req, srv_response *resp);
 /* The metrics label of a path: the route's path, or "other". */
 const char *srv_route_label(void *ctx, const char *path);
 
-/* 1 when the errors of req take LibreTranslate's shape (srv_http_router.lt_errors):
+/* The shape (srv_shape) the errors of req take (srv_http_router.error_shape):
  * req may have only its method, path, Content-Type and the body's first bytes. */
-int srv_route_lt_errors(void *ctx, const srv_request *req);
+int srv_route_error_shape(void *ctx, const srv_request *req);
 
 /* The body limit of a path: --max-file-bytes (and room for the form around
  * the file) on /translate_file, --max-body elsewhere. */

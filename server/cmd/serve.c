@@ -171,6 +171,8 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
         snprintf(err, err_len, "out of memory");
         return -1;
     }
+    if (srv_usage_open(&srv->usage, &srv->keys, srv->opts.usage_file, err, err_len))
+        return -1;
     if (!(*proxies = srv_proxies_parse(srv->opts.trusted_proxy, err, err_len)))
         return -1;
     return 0;
@@ -178,6 +180,8 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
 
 static void access_free(srv_server *srv, srv_proxies *proxies)
 {
+    srv_usage_close(srv->usage);        /* saves the counts: before the keys they name */
+    srv->usage = NULL;
     srv_api_keys_free(&srv->keys);
     srv_ratelimit_free(srv->limits);
     srv->limits = NULL;
@@ -246,7 +250,7 @@ static srv_http *listen_on(srv_server *srv, srv_proxies *proxies)
         .cors_origins = srv->opts.cors_origins, .in_flight = &srv->in_flight,
         .trusted_proxies = proxies,
         .router = { .prepare = srv_route_prepare, .start = srv_route_start, .finish = srv_route_finish,
-                    .label = srv_route_label, .lt_errors = srv_route_lt_errors,
+                    .label = srv_route_label, .error_shape = srv_route_error_shape,
                     .max_body = srv_route_max_body, .ctx = srv },
     };
     char err[512];

@@ -18,7 +18,7 @@ static int valid_key(const char *k, size_t n)
     return 1;
 }
 
-static int append(srv_api_keys *keys, const char *k, size_t n, long req, long chars)
+static int append(srv_api_keys *keys, const char *k, size_t n, long req, long chars, long quota)
 {
     if (MT_GROW(keys->v, keys->cap, (size_t)keys->n + 1))
         return -1;
@@ -27,6 +27,7 @@ static int append(srv_api_keys *keys, const char *k, size_t n, long req, long ch
     e->key[n] = 0;
     e->req_limit = req;
     e->char_limit = chars;
+    e->char_quota = quota;
     return 0;
 }
 
@@ -36,7 +37,7 @@ int srv_api_keys_add(srv_api_keys *keys, const char *key, char *err, size_t err_
         snprintf(err, err_len, "bad API key (printable ASCII without spaces, at most %d bytes)", SRV_KEY_MAX - 1);
         return -1;
     }
-    if (append(keys, key, strlen(key), -1, -1)) {
+    if (append(keys, key, strlen(key), -1, -1, -1)) {
         snprintf(err, err_len, "out of memory");
         return -1;
     }
@@ -68,7 +69,7 @@ static int parse_line(srv_api_keys *keys, const char *p, const char *end, int li
 {
     const char *k = NULL;
     size_t kn = 0;
-    long req = -1, chars = -1;
+    long req = -1, chars = -1, quota = -1;
     while (p < end) {
         while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
             p++;
@@ -84,8 +85,9 @@ static int parse_line(srv_api_keys *keys, const char *p, const char *end, int li
             continue;
         }
         int a = setting(w, n, "req-limit", &req), b = a ? 0 : setting(w, n, "char-limit", &chars);
-        if (a < 0 || b < 0 || (!a && !b)) {
-            snprintf(err, err_len, "line %d: '%.*s' is not req-limit=N or char-limit=N (N >= 0)", line,
+        int c = a || b ? 0 : setting(w, n, "char-quota", &quota);
+        if (a < 0 || b < 0 || c < 0 || (!a && !b && !c)) {
+            snprintf(err, err_len, "line %d: '%.*s' is not req-limit=N, char-limit=N or char-quota=N (N >= 0)", line,
                      (int)(n < 40 ? n : 40), w);
             return -1;
         }
@@ -104,7 +106,7 @@ static int parse_line(srv_api_keys *keys, const char *p, const char *end, int li
         snprintf(err, err_len, "line %d: the key is listed twice", line);
         return -1;
     }
-    if (append(keys, k, kn, req, chars)) {
+    if (append(keys, k, kn, req, chars, quota)) {
         snprintf(err, err_len, "out of memory");
         return -1;
     }

@@ -2,9 +2,11 @@
  *
  * From --api-key (one key, the default limits) and --api-keys FILE, one key
  * per line:
- *     KEY [req-limit=N] [char-limit=N]
+ *     KEY [req-limit=N] [char-limit=N] [char-quota=N]
  * '#' starts a comment line; a limit not given is the server's
- * (--req-limit, --char-limit), 0 lifts it for that key.  Keys are printable
+ * (--req-limit, --char-limit), 0 lifts it for that key.  char-quota: the
+ * characters the key may have translated in all (usage.h; DeepL's
+ * character_limit, 456 past it); none by default.  Keys are printable
  * ASCII without spaces, at most SRV_KEY_MAX - 1 bytes; a bad line fails the
  * start with its line number.
  */
@@ -18,6 +20,7 @@
 typedef struct {
     char key[SRV_KEY_MAX];
     long req_limit, char_limit;     /* per minute; -1: the server's */
+    long char_quota;                /* in all (usage.h); -1: none */
 } srv_api_key;
 
 typedef struct {

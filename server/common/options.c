@@ -48,8 +48,12 @@ static const opt_def opt_table[] = {
     { "--api-key", "MTSERVE_API_KEY", OPT_STR, F(api_key), S(api_key), 0, 0,
       "require 'Authorization: Bearer KEY' (or api_key) on every route but /health" },
     { "--api-keys", "MTSERVE_API_KEYS", OPT_STR, F(api_keys), S(api_keys), 0, 0,
-      "a keys file: one key per line, optionally 'req-limit=N char-limit=N' after it (that key's own limits); "
-      "requires a key like --api-key (both may be given)" },
+      "a keys file: one key per line, optionally 'req-limit=N char-limit=N char-quota=N' after it (that key's "
+      "own limits; char-quota: characters in all, DeepL's character_limit); requires a key like --api-key "
+      "(both may be given)" },
+    { "--usage-file", "MTSERVE_USAGE_FILE", OPT_STR, F(usage_file), S(usage_file), 0, 0,
+      "where the characters each key has had translated are kept across restarts (GET /v2/usage, "
+      "char-quota); rewritten atomically at most once a second; none = counted in memory" },
     { "--trusted-proxy", "MTSERVE_TRUSTED_PROXY", OPT_STR, F(trusted_proxy), S(trusted_proxy), 0, 0,
       "addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (comma-separated)" },
     { "--req-limit", "MTSERVE_REQ_LIMIT", OPT_INT, F(req_limit), 0, 0, 100000000,

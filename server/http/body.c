@@ -61,7 +61,24 @@ static long url_decode(const char *s, size_t len, char *out)
     return (long)o;
 }
 
-static int form_pair(json_t *obj, const char *p, size_t len, char *err, size_t err_len)
+/* obj[key] = v (stolen), or appended to obj[key]'s values when lists and the key repeats. */
+static int form_set(json_t *obj, const char *key, json_t *v, int lists)
+{
+    json_t *had = lists ? json_object_get(obj, key) : NULL;
+    if (!v || !had)
+        return json_object_set_new(obj, key, v);
+    if (json_is_string(had)) {
+        json_t *list = json_pack("[O]", had);
+        if (!list || json_object_set_new(obj, key, list)) {
+            json_decref(v);
+            return -1;
+        }
+        had = list;
+    }
+    return json_array_append_new(had, v);
+}
+
+static int form_pair(json_t *obj, const char *p, size_t len, int lists, char *err, size_t err_len)
 {
     const char *eq = memchr(p, '=', len);
     size_t klen = eq ? (size_t)(eq - p) : len;
@@ -84,7 +101,7 @@ static int form_pair(json_t *obj, const char *p, size_t len, char *err, size_t e
         snprintf(err, err_len, "the form body is not valid UTF-8 text");
         goto done;
     }
-    if (kn > 0 && json_object_set_new(obj, key, json_stringn(val, (size_t)vn)) != 0) {
+    if (kn > 0 && form_set(obj, key, json_stringn(val, (size_t)vn), lists) != 0) {
         snprintf(err, err_len, "out of memory");
         goto done;
     }
@@ -95,7 +112,7 @@ done:
     return rc;
 }
 
-json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len)
+json_t *srv_form_parse(const char *body, size_t len, int lists, char *err, size_t err_len)
 {
     json_t *obj = json_object();
     if (!obj) {
@@ -106,7 +123,7 @@ json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len)
     while (i < len) {
         const char *amp = memchr(body + i, '&', len - i);
         size_t plen = amp ? (size_t)(amp - (body + i)) : len - i;
-        if (plen && form_pair(obj, body + i, plen, err, err_len)) {
+        if (plen && form_pair(obj, body + i, plen, lists, err, err_len)) {
             json_decref(obj);
             return NULL;
         }
@@ -318,7 +335,7 @@ int srv_body_parse(srv_request *req, srv_response *resp)
     char err[160];
     req->form = 1;
     req->json = multipart ? srv_multipart_parse(req->body, req->body_len, req->content_type, err, sizeof err)
-                          : srv_form_parse(req->body, req->body_len, err, sizeof err);
+                          : srv_form_parse(req->body, req->body_len, req->form_lists, err, sizeof err);
     if (!req->json)
         return srv_fail(resp, SRV_E_INVALID_JSON, "%s", err);
     return 0;

@@ -16,9 +16,11 @@
 #include "request.h"
 
 
-/* Parses "a=1&b=x+y%21" into {"a":"1","b":"x y!"}.  NULL on a malformed
- * escape or invalid UTF-8 after decoding (message in err). */
-json_t *srv_form_parse(const char *body, size_t len, char *err, size_t err_len);
+/* Parses "a=1&b=x+y%21" into {"a":"1","b":"x y!"}.  A repeated name's values
+ * become an array when lists ("text=a&text=b": {"text":["a","b"]}, DeepL's
+ * way of sending several texts), else the last one is kept.  NULL on a
+ * malformed escape or invalid UTF-8 after decoding (message in err). */
+json_t *srv_form_parse(const char *body, size_t len, int lists, char *err, size_t err_len);
 
 /* Parses a multipart/form-data body (what a browser's FormData sends) into
  * {"name": "value", ...}; file parts are skipped.  NULL with a message on a

@@ -9,42 +9,45 @@
 #include "reply.h"
 #include "util/utf8.h"
 
-/* Each failure's HTTP status in our API and in LibreTranslate's shape (lt: 0
- * when the same), and its name.  LibreTranslate answers a wrong API key 403,
- * and a text over its limit, or a language it lacks, 400 (its app.py). */
+/* Each failure's HTTP status in our API, in LibreTranslate's shape and in
+ * DeepL's (lt, deepl: 0 when the same as ours), and its name.  LibreTranslate
+ * answers a wrong API key 403, and a text over its limit, or a language it
+ * lacks, 400 (its app.py); DeepL a wrong key 403, a spent quota 456, a
+ * language it lacks 400 (its API reference, "Errors"). */
 static const struct {
-    int         http, lt;
+    int         http, lt, deepl;
     const char *name;
 } code_table[SRV_E_COUNT] = {
-    [SRV_OK]                     = { 200,   0, "ok" },
-    [SRV_E_INVALID_JSON]         = { 400,   0, "invalid_json" },
-    [SRV_E_INVALID_FIELD]        = { 400,   0, "invalid_field" },
-    [SRV_E_EMPTY_TEXT]           = { 400,   0, "empty_text" },
-    [SRV_E_INVALID_UTF8]         = { 400,   0, "invalid_utf8" },
-    [SRV_E_BAD_REQUEST]          = { 400,   0, "bad_request" },
-    [SRV_E_UNSUPPORTED_LANGUAGE] = { 400,   0, "unsupported_language" },
-    [SRV_E_UNAUTHORIZED]         = { 401, 403, "unauthorized" },
-    [SRV_E_NOT_FOUND]            = { 404,   0, "not_found" },
-    [SRV_E_UNKNOWN_MODEL]        = { 404, 400, "unknown_model" },
-    [SRV_E_METHOD_NOT_ALLOWED]   = { 405,   0, "method_not_allowed" },
-    [SRV_E_REQUEST_TIMEOUT]      = { 408,   0, "request_timeout" },
-    [SRV_E_BODY_TOO_LARGE]       = { 413,   0, "body_too_large" },
-    [SRV_E_UNSUPPORTED_MEDIA]    = { 415,   0, "unsupported_media_type" },
-    [SRV_E_INPUT_TOO_LONG]       = { 413, 400, "input_too_long" },
-    [SRV_E_RATE_LIMITED]         = { 429,   0, "rate_limited" },
-    [SRV_E_INTERNAL]             = { 500,   0, "internal_error" },
-    [SRV_E_QUEUE_FULL]           = { 503,   0, "queue_full" },
-    [SRV_E_LOADING]              = { 503,   0, "loading" },
-    [SRV_E_CLIENT_GONE]          = { 499,   0, "client_closed_request" },
+    [SRV_OK]                     = { 200,   0,   0, "ok" },
+    [SRV_E_INVALID_JSON]         = { 400,   0,   0, "invalid_json" },
+    [SRV_E_INVALID_FIELD]        = { 400,   0,   0, "invalid_field" },
+    [SRV_E_EMPTY_TEXT]           = { 400,   0,   0, "empty_text" },
+    [SRV_E_INVALID_UTF8]         = { 400,   0,   0, "invalid_utf8" },
+    [SRV_E_BAD_REQUEST]          = { 400,   0,   0, "bad_request" },
+    [SRV_E_UNSUPPORTED_LANGUAGE] = { 400,   0,   0, "unsupported_language" },
+    [SRV_E_UNAUTHORIZED]         = { 401, 403, 403, "unauthorized" },
+    [SRV_E_NOT_FOUND]            = { 404,   0,   0, "not_found" },
+    [SRV_E_UNKNOWN_MODEL]        = { 404, 400, 400, "unknown_model" },
+    [SRV_E_METHOD_NOT_ALLOWED]   = { 405,   0,   0, "method_not_allowed" },
+    [SRV_E_REQUEST_TIMEOUT]      = { 408,   0,   0, "request_timeout" },
+    [SRV_E_BODY_TOO_LARGE]       = { 413,   0,   0, "body_too_large" },
+    [SRV_E_UNSUPPORTED_MEDIA]    = { 415,   0, 400, "unsupported_media_type" },
+    [SRV_E_INPUT_TOO_LONG]       = { 413, 400,   0, "input_too_long" },
+    [SRV_E_RATE_LIMITED]         = { 429,   0,   0, "rate_limited" },
+    [SRV_E_QUOTA_EXCEEDED]       = { 429,   0, 456, "quota_exceeded" },
+    [SRV_E_INTERNAL]             = { 500,   0,   0, "internal_error" },
+    [SRV_E_QUEUE_FULL]           = { 503,   0,   0, "queue_full" },
+    [SRV_E_LOADING]              = { 503,   0,   0, "loading" },
+    [SRV_E_CLIENT_GONE]          = { 499,   0,   0, "client_closed_request" },
 };
 
-int srv_code_http(srv_code code, int lt_shape)
+int srv_code_http(srv_code code, srv_shape shape)
 {
     if (code <= SRV_OK || code >= SRV_E_COUNT)
         return 500;
-    return lt_shape && code_table[code].lt ? code_table[code].lt : code_table[code].http;
+    int other = shape == SRV_SHAPE_LT ? code_table[code].lt : shape == SRV_SHAPE_DEEPL ? code_table[code].deepl : 0;
+    return other ? other : code_table[code].http;
 }
-
 const char *srv_code_name(srv_code code)
 {
     return code >= SRV_OK && code < SRV_E_COUNT ? code_table[code].name : "internal_error";
@@ -83,7 +86,7 @@ int srv_fail_mt(srv_response *resp, const mt_err *err)
     return srv_fail(resp, srv_code_from_mt(st), "%s", msg);
 }
 
-void srv_error_render(srv_response *resp, int lt_shape)
+void srv_error_render(srv_response *resp, srv_shape shape)
 {
     if (resp->error == SRV_OK)
         return;
@@ -91,9 +94,11 @@ void srv_error_render(srv_response *resp, int lt_shape)
     free(resp->text);
     resp->text = NULL;
     resp->text_len = 0;
-    resp->status = srv_code_http(resp->error, lt_shape);
-    if (lt_shape)
+    resp->status = srv_code_http(resp->error, shape);
+    if (shape == SRV_SHAPE_LT)
         resp->json = json_pack("{s:s}", "error", resp->message);
+    else if (shape == SRV_SHAPE_DEEPL)
+        resp->json = json_pack("{s:s}", "message", resp->message);
     else
         resp->json = json_pack("{s:{s:s,s:s}}", "error", "code", srv_code_name(resp->error),
                                "message", resp->message);

@@ -2,12 +2,14 @@
  *
  * A handler (or anything it calls) records a failure with srv_fail(resp, code,
  * ...) and returns; the router renders it once, at the end, with
- * srv_error_render() in one of two shapes:
+ * srv_error_render() in one of three shapes (srv_shape):
  *     {"error": {"code": "invalid_field", "message": "..."}}    our API
  *     {"error": "..."}                                           LibreTranslate
+ *     {"message": "..."}                                         DeepL
  * The codes (srv_code) are listed in reply.h, since a reply carries one; their
- * HTTP statuses (ours, and LibreTranslate's where it answers the same failure
- * with another) and names live in one table (errors.c), so they cannot drift.
+ * HTTP statuses (ours, and LibreTranslate's and DeepL's where they answer the
+ * same failure with another) and names live in one table (errors.c), so they
+ * cannot drift.
  * Which shape a request gets is the router's decision (api/routes.c), made
  * once per request, also for the errors http.c answers before routing.
  * errors sits above reply: reply.c knows nothing of this file.
@@ -18,10 +20,18 @@
 #include "reply.h"
 #include "util/status.h"
 
-/* The HTTP status of a failure: our API's, or LibreTranslate's for the same
- * failure when lt_shape (403 for a wrong key, 400 for an unknown model or a
- * text over a limit); 500 for a code out of range. */
-int         srv_code_http(srv_code code, int lt_shape);
+/* Whose error envelope (and statuses) a request gets. */
+typedef enum {
+    SRV_SHAPE_OURS  = 0,
+    SRV_SHAPE_LT    = 1,    /* LibreTranslate's */
+    SRV_SHAPE_DEEPL = 2,    /* DeepL's API v2/v3 */
+} srv_shape;
+
+/* The HTTP status of a failure in a shape: our API's, or LibreTranslate's or
+ * DeepL's for the same failure where they differ (LibreTranslate: 403 for a
+ * wrong key, 400 for an unknown model or a text over a limit; DeepL: 403 for
+ * a wrong key, 456 for a spent quota); 500 for a code out of range. */
+int         srv_code_http(srv_code code, srv_shape shape);
 const char *srv_code_name(srv_code code);
 srv_code    srv_code_from_mt(mt_status status);
 
@@ -32,8 +42,8 @@ int srv_fail(srv_response *resp, srv_code code, const char *fmt, ...)
 /* The same for an engine error: the status picks the code, err the message. */
 int srv_fail_mt(srv_response *resp, const mt_err *err);
 
-/* Replaces resp's body by the error envelope (LibreTranslate's shape and
- * status when lt_shape) and sets its status and Retry-After.  No-op when resp holds no error. */
-void srv_error_render(srv_response *resp, int lt_shape);
+/* Replaces resp's body by the error envelope of shape, sets its status and
+ * Retry-After.  No-op when resp holds no error. */
+void srv_error_render(srv_response *resp, srv_shape shape);
 
 #endif

@@ -56,6 +56,7 @@
 #include "common/metrics.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/utf8.h"
 
 struct srv_http {
     struct MHD_Daemon *daemon;
@@ -329,7 +330,7 @@ static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, conn_st
     srv_response resp = { 0 };
     resp.route = rt->label(rt->ctx, st->path);
     srv_fail(&resp, code, "%s", msg);
-    srv_error_render(&resp, rt->lt_errors(rt->ctx, &req));
+    srv_error_render(&resp, (srv_shape)rt->error_shape(rt->ctx, &req));
     return send_response(h, c, st, &resp);
 }
 
@@ -351,13 +352,13 @@ static int expects_continue(struct MHD_Connection *c)
 }
 
 /* A whole error response as raw bytes (status line to body), rendered by
- * errors.c in the shape lt (1: LibreTranslate's), for the sweeper or the
- * front to write; retry_s > 0 adds Retry-After. */
-static char *raw_reply(srv_code code, const char *reason, const char *msg, int lt, int retry_s)
+ * errors.c in shape (srv_shape), for the sweeper or the front to write;
+ * retry_s > 0 adds Retry-After. */
+static char *raw_reply(srv_code code, const char *reason, const char *msg, int shape, int retry_s)
 {
     srv_response resp = { 0 };
     srv_fail(&resp, code, "%s", msg);
-    srv_error_render(&resp, lt);
+    srv_error_render(&resp, (srv_shape)shape);
     srv_reply_serialize(&resp);
     char retry[48] = "";
     if (retry_s > 0)
@@ -371,9 +372,9 @@ static char *raw_reply(srv_code code, const char *reason, const char *msg, int l
     return raw;
 }
 
-static char *raw_error(srv_code code, const char *reason, const char *msg, int lt)
+static char *raw_error(srv_code code, const char *reason, const char *msg, int shape)
 {
-    return raw_reply(code, reason, msg, lt, 0);
+    return raw_reply(code, reason, msg, shape, 0);
 }
 
 /* How long a declared-too-large body may take to start arriving before the
@@ -443,6 +444,7 @@ static void conn_free(conn_state *st)
     if (st->req.pending && st->req.pending_free)   /* the request died before its finish */
         st->req.pending_free(st->req.pending);
     json_decref(st->req.json);
+    json_decref(st->req.query);
     json_decref(st->resp.json);
     free(st->resp.text);
     free(st->body);
@@ -524,6 +526,37 @@ static void conn_suspend(srv_request *req)
     MHD_suspend_connection(st->conn);
 }
 
+/* One query argument into req->query: a string, or an array once the name repeats. */
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                     const char *value, size_t value_size)
+{
+    srv_request *req = cls;
+    (void)kind;
+    json_t *v = json_stringn(value ? value : "", value ? value_size : 0);
+    if (!v || !mt_utf8_valid(key, key_size)) {
+        json_decref(v);
+        req->query_invalid = 1;
+        return MHD_NO;
+    }
+    if (!req->query && !(req->query = json_object()))
+        goto oom;
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(key_size < sizeof name ? key_size : sizeof name - 1), key);
+    json_t *had = json_object_get(req->query, name);
+    if (!had)
+        return json_object_set_new(req->query, name, v) == 0 ? MHD_YES : MHD_NO;
+    if (json_is_string(had)) {
+        json_t *list = json_pack("[O]", had);
+        if (!list || json_object_set_new(req->query, name, list))
+            goto oom;
+        had = list;
+    }
+    return json_array_append_new(had, v) == 0 ? MHD_YES : MHD_NO;
+oom:
+    json_decref(v);
+    return MHD_NO;
+}
+
 /* The client's address: the peer's, or behind a trusted proxy the one it forwards. */
 static void client_of(const srv_http *h, struct MHD_Connection *c, char out[SRV_ADDR_MAX])
 {
@@ -562,6 +595,7 @@ static enum MHD_Result dispatch(srv_http *h, struct MHD_Connection *c, conn_stat
     st->fd = ci ? (int)ci->connect_fd : -1;
     client_of(h, c, st->client);
     st->req.client_addr = st->client;
+    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, add_query_arg, &st->req);
     if (!rt->prepare(rt->ctx, &st->req, &st->resp))
         return send_response(h, c, st, &st->resp);
     MHD_suspend_connection(c);      /* before start: its resume may come at once */
@@ -597,7 +631,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                                                              MHD_HTTP_HEADER_CONTENT_TYPE) };
             char msg[96];
             snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", st->max_body);
-            char *raw = raw_error(SRV_E_BODY_TOO_LARGE, "Content Too Large", msg, rt->lt_errors(rt->ctx, &head));
+            char *raw = raw_error(SRV_E_BODY_TOO_LARGE, "Content Too Large", msg, rt->error_shape(rt->ctx, &head));
             srv_deadline_answer_unless_body(h->deadline, guard_of(c), BODY_GRACE_S, raw);
             free(raw);
         }
@@ -774,10 +808,10 @@ static char *front_reply(void *ctx, int status, const char *msg, const char *pat
         return strdup(h->park_reply);
     const srv_http_router *rt = &h->cfg.router;
     srv_request head = { .method = "", .path = path, .content_type = content_type[0] ? content_type : NULL };
-    int lt = path[0] ? rt->lt_errors(rt->ctx, &head) : 0;
-    return status == 413   ? raw_error(SRV_E_BODY_TOO_LARGE, "Content Too Large", msg, lt)
-           : status == 408 ? raw_error(SRV_E_REQUEST_TIMEOUT, "Request Timeout", msg, lt)
-                           : raw_error(SRV_E_BAD_REQUEST, "Bad Request", msg, lt);
+    int shape = path[0] ? rt->error_shape(rt->ctx, &head) : SRV_SHAPE_OURS;
+    return status == 413   ? raw_error(SRV_E_BODY_TOO_LARGE, "Content Too Large", msg, shape)
+           : status == 408 ? raw_error(SRV_E_REQUEST_TIMEOUT, "Request Timeout", msg, shape)
+                           : raw_error(SRV_E_BAD_REQUEST, "Bad Request", msg, shape);
 }
 
 static void front_closed(void *ctx, int why)

@@ -21,7 +21,7 @@
 
 typedef struct srv_http srv_http;
 
-/* The bytes of a body kept for srv_http_router.lt_errors once the rest is dropped. */
+/* The bytes of a body kept for srv_http_router.error_shape once the rest is dropped. */
 #define SRV_HTTP_BODY_HEAD 512
 
 typedef struct {
@@ -34,10 +34,10 @@ typedef struct {
     void (*finish)(void *ctx, srv_request *req, srv_response *resp);
     /* The metrics label of a path, for the replies http.c makes itself. */
     const char *(*label)(void *ctx, const char *path);
-    /* The shape of the errors http.c answers itself (framing, 408, 413): 1 for
-     * LibreTranslate's.  req has the method, path, Content-Type and at most
+    /* The shape (srv_shape, errors.h) of the errors http.c answers itself
+     * (framing, 408, 413).  req has the method, path, Content-Type and at most
      * the body's first SRV_HTTP_BODY_HEAD bytes (none before it arrives). */
-    int (*lt_errors)(void *ctx, const srv_request *req);
+    int (*error_shape)(void *ctx, const srv_request *req);
     /* The body limit of a path (NULL: srv_http_config.max_body for every path). */
     size_t (*max_body)(void *ctx, const char *path);
     void  *ctx;

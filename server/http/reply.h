@@ -31,6 +31,7 @@ typedef enum {
     SRV_E_UNSUPPORTED_MEDIA,    /* 415 a file in no format we read             */
     SRV_E_INPUT_TOO_LONG,       /* 413 source tokens over a limit              */
     SRV_E_RATE_LIMITED,         /* 429 over --req-limit / --char-limit (Retry-After) */
+    SRV_E_QUOTA_EXCEEDED,       /* 429 (DeepL: 456) the key's char-quota is spent */
     SRV_E_INTERNAL,             /* 500 our own failure                         */
     SRV_E_QUEUE_FULL,           /* 503 no worker free and the queue is full    */
     SRV_E_LOADING,              /* 503 models still loading                    */
@@ -60,7 +61,7 @@ struct srv_response {
     const char *content_type;   /* of text; JSON bodies are application/json */
     srv_code    error;          /* SRV_OK, or the failure srv_fail recorded */
     char        message[480];
-    int         lt_errors;      /* render errors the LibreTranslate way */
+    int         shape;          /* the envelope errors are rendered in (srv_shape, errors.h) */
     char        allow[96];      /* Allow header (405 and OPTIONS) */
     int         retry_after;    /* seconds; 0 = no header */
     char        attachment[256];/* non-empty: Content-Disposition: attachment with this file name

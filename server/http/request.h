@@ -34,9 +34,16 @@ struct srv_request {
     size_t      body_len;
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */
     int         form;           /* the body was application/x-www-form-urlencoded */
+    int         form_lists;     /* a form's repeated names give arrays (srv_form_parse; the router's) */
+    json_t     *query;          /* the URL's query arguments: name -> string, or an array of
+                                   strings for a repeated name; NULL when there are none */
+    int         query_invalid;  /* a query argument is not UTF-8 (the router answers 400) */
     int         lt;             /* LibreTranslate's request: its path, or its body where both APIs
                                    are served; picks the handler and the error shape (the router
-                                   decides, once: routes.c lt_shape) */
+                                   decides, once: routes.c request_shape) */
+    long        billed;         /* characters counted against the client's usage (the router's:
+                                   given back when the request fails) */
+    int         billed_key;     /* whose: the key's index, -1 none */
     double      t_start;        /* srv_now() when the request arrived */
     double      t_queued;       /* srv_now() when it was queued for a worker */
     const void *route;          /* the router's */

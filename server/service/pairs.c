@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -316,4 +317,27 @@ int srv_path_for_pair(srv_server *srv, const char *source, const char *target, s
         return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s is not supported", source);
     return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s (%s) is not available as a target language from %s (%s)",
                     srv_lang_name(target), target, srv_lang_name(source), source);
+}
+
+/* A language code as the models spell it, whatever its case: LibreTranslate
+ * lowercases what it is sent (iso2model), "EN" is "en", "auto" "AUTO". */
+const char *srv_served_code(const srv_server *srv, const char *code)
+{
+    if (!strcasecmp(code, "auto"))
+        return "auto";
+    for (int i = 0; i < srv->n_models; i++) {
+        const srv_model *m = &srv->models[i];
+        if (!strcasecmp(code, m->info->source_lang))
+            return m->info->source_lang;
+        if (!strcasecmp(code, m->info->target_lang))
+            return m->info->target_lang;
+        for (int k = 0; k < m->n_targets; k++)
+            if (!strcasecmp(code, m->targets[k]))
+                return m->targets[k];
+        for (int k = 0; k < m->n_pairs; k++)
+            for (int e = 0; e < 2; e++)
+                if (!strcasecmp(code, m->pairs[k][e]))
+                    return m->pairs[k][e];
+    }
+    return code;
 }

@@ -51,6 +51,10 @@ const char *srv_model_source_at(const srv_model *m, int k);
  * file: MT_ERR_FORMAT naming the field. */
 mt_status srv_model_read_pairs(srv_model *m, const char *dir, char *prompt, size_t prompt_cap, mt_err *err);
 
+/* A language code as the loaded models spell it, whatever its case ("EN" is
+ * "en", "AUTO" "auto"); code itself when no model names it. */
+const char *srv_served_code(const srv_server *srv, const char *code);
+
 /* The path for source -> target ("auto" = any source); 0, or -1 with resp
  * failed (400 unsupported_language naming what is available). */
 int srv_path_for_pair(srv_server *srv, const char *source, const char *target, srv_path *out,

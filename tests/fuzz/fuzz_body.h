@@ -15,12 +15,12 @@
 
 /* Render a recorded failure as the router does; the message must stay valid
  * UTF-8 (srv_fail truncates) or jansson refuses it and the reply has no body. */
-static inline void fuzz_body_render(srv_response *resp, int lt_shape)
+static inline void fuzz_body_render(srv_response *resp, srv_shape shape)
 {
     if (resp->error == SRV_OK)
         return;
     FUZZ_CHECK(fuzz_utf8_valid(resp->message, strlen(resp->message)));
-    srv_error_render(resp, lt_shape);
+    srv_error_render(resp, shape);
     FUZZ_CHECK(resp->json != NULL);
     FUZZ_CHECK(resp->status >= 400 && resp->status < 600);
     json_decref(resp->json);
@@ -52,23 +52,23 @@ static inline void fuzz_body_fields(srv_request *req)
         } else {
             FUZZ_CHECK(rc == -1 && resp.error != SRV_OK);
         }
-        fuzz_body_render(&resp, (int)i);
+        fuzz_body_render(&resp, (srv_shape)(i % 3));
     }
     for (size_t i = 0; i < sizeof int_fields / sizeof *int_fields; i++) {
         int v = 12345, rc = srv_field_int(req, &resp, int_fields[i], -3, 1000, &v);
         FUZZ_CHECK(rc == 1 ? v >= -3 && v <= 1000 : rc == 0 ? v == 12345 : resp.error != SRV_OK);
-        fuzz_body_render(&resp, 0);
+        fuzz_body_render(&resp, SRV_SHAPE_OURS);
     }
     for (size_t i = 0; i < sizeof bool_fields / sizeof *bool_fields; i++) {
         int v = 7, rc = srv_field_bool(req, &resp, bool_fields[i], &v);
         FUZZ_CHECK(rc == 1 ? v == 0 || v == 1 : rc == 0 ? v == 7 : resp.error != SRV_OK);
-        fuzz_body_render(&resp, 1);
+        fuzz_body_render(&resp, SRV_SHAPE_LT);
     }
     for (size_t i = 0; i < sizeof str_fields / sizeof *str_fields; i++) {
         const char *s = NULL;
         int rc = srv_field_string(req, &resp, str_fields[i], &s);
         FUZZ_CHECK(rc == 1 ? s != NULL : rc == 0 ? s == NULL : resp.error != SRV_OK);
-        fuzz_body_render(&resp, 0);
+        fuzz_body_render(&resp, SRV_SHAPE_OURS);
     }
     for (size_t i = 0; i < sizeof list_fields / sizeof *list_fields; i++) {
         int *list = NULL, n = -1;
@@ -81,7 +81,7 @@ static inline void fuzz_body_fields(srv_request *req)
         } else {
             FUZZ_CHECK(rc == 0 || resp.error != SRV_OK);
         }
-        fuzz_body_render(&resp, 0);
+        fuzz_body_render(&resp, SRV_SHAPE_OURS);
     }
 }
 
@@ -98,16 +98,16 @@ static inline void fuzz_body_feature_fields(srv_request *req)
         int rc = srv_field_number(req, &resp, num_fields[i], 0.0, 1.0, (int)(i & 1), &v);
         FUZZ_CHECK(rc == 1 ? isfinite(v) && v <= 1.0 && ((i & 1) ? v > 0.0 : v >= 0.0)
                            : rc == 0 ? v == 12345.0 : resp.error != SRV_OK);
-        fuzz_body_render(&resp, 0);
+        fuzz_body_render(&resp, SRV_SHAPE_OURS);
     }
     long long seed = -7;
     int rc = srv_field_int64(req, &resp, "sampling.seed", 0, (1ll << 53) - 1, &seed);
     FUZZ_CHECK(rc == 1 ? seed >= 0 && seed < (1ll << 53) : rc == 0 ? seed == -7 : resp.error != SRV_OK);
-    fuzz_body_render(&resp, 0);
+    fuzz_body_render(&resp, SRV_SHAPE_OURS);
     json_t *obj = NULL;
     rc = srv_field_object(req, &resp, "sampling", keys, &obj);
     FUZZ_CHECK(rc == 1 ? json_is_object(obj) : rc == 0 ? obj == NULL : resp.error != SRV_OK);
-    fuzz_body_render(&resp, 0);
+    fuzz_body_render(&resp, SRV_SHAPE_OURS);
 }
 
 /* srv_body_parse of body under content_type (may be NULL), then the fields. */
@@ -136,7 +136,7 @@ static inline void fuzz_body_request(const char *content_type, const char *body,
         fuzz_body_feature_fields(&req);
     } else {
         FUZZ_CHECK(resp.error != SRV_OK);
-        fuzz_body_render(&resp, 0);
+        fuzz_body_render(&resp, SRV_SHAPE_OURS);
     }
     json_decref(req.json);
 }

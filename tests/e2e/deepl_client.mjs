@@ -1,0 +1,142 @@
+/* DeepL's official Node client, deepl-node (npm, unmodified), pointed at our
+ * server with its serverUrl option: code we did not write, calling mtserve as
+ * it calls DeepL's API.
+ *
+ * Every translation is checked against the same request to POST /translate
+ * (the client's results must be the engine's, not a look-alike): one text and
+ * several, source given and detected, split_sentences off / on / nonewlines,
+ * tagHandling html; then getSourceLanguages / getTargetLanguages, getUsage
+ * (the count is the code points sent; past the key's char-quota the client
+ * throws its QuotaExceededError), a wrong key (AuthorizationError), a refused
+ * parameter (DeepLError naming it) and a 429 the client retries after
+ * Retry-After until it succeeds.
+ * Prints each check, then "e2e-deepl-client: N passed, M failed"; exits 1 if any failed.
+ *
+ *   B=build node tests/e2e/deepl_client.mjs      (MTSERVE_BIN overrides)
+ */
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { api, check, equal, phase, run, startServer } from './lib.mjs';
+
+const EN = 'This package provides the documentation.';
+const EN2 = 'It is free software, released under the GNU General Public License.';
+const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
+const WRAPPED = 'This package provides the documentation\nof the library.';
+const HTML = '<p>This package provides the <b>documentation</b> of the <a href="https://example.org/">library</a>.</p>';
+const KEY = 'e2e-key:fx', QUOTA_KEY = 'e2e-quota', SLOW_KEY = 'e2e-slow';
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'mtserve-deepl-'));
+  const keys = join(dir, 'keys');
+  writeFileSync(keys, `${KEY}\n${QUOTA_KEY} char-quota=100\n${SLOW_KEY} req-limit=20\n`);
+  const server = startServer(['--api-keys', keys, '--usage-file', join(dir, 'usage')]);
+  const BASE = await server.base;
+  for (let i = 0; i < 100 && (await fetch(BASE + '/health')).status !== 200; i++)
+    await new Promise((r) => setTimeout(r, 200));
+  console.log(`server ${BASE}`);
+  const deepl = await import('deepl-node');
+  const client = (key, opts = {}) => new deepl.Translator(key, { serverUrl: BASE, ...opts });
+  const tr = client(KEY);
+  /* our POST /translate of one text, with the same key */
+  const ours = async (text, source, target, more = {}) => {
+    const res = await fetch(BASE + '/translate', {
+      method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ text, source, target, ...more }),
+    });
+    return (await res.json()).translations[0].text;
+  };
+
+  await phase('translateText: one text, source given', async () => {
+    const r = await tr.translateText(EN, 'en', 'fr');
+    equal('the text is POST /translate\'s', r.text, await ours(EN, 'en', 'fr'));
+    equal('detectedSourceLang', r.detectedSourceLang, 'en');
+    equal('billedCharacters: the code points sent', r.billedCharacters, [...EN].length);
+  });
+
+  await phase('translateText: several texts, source detected', async () => {
+    const r = await tr.translateText([EN, EN2], null, 'fr');
+    equal('two results', r.length, 2);
+    equal('each is POST /translate\'s', r.map((x) => x.text), [await ours(EN, 'en', 'fr'), await ours(EN2, 'en', 'fr')]);
+    equal('detected English', r.map((x) => x.detectedSourceLang), ['en', 'en']);
+    const b = await tr.translateText(FR, null, 'en-GB');
+    equal('French into en-GB is fr-en\'s', b.text, await ours(FR, 'fr', 'en'));
+    equal('detected French', b.detectedSourceLang, 'fr');
+    const same = await tr.translateText(FR, null, 'fr');
+    equal('detected as the target: sent back unchanged', [same.text, same.detectedSourceLang], [FR, 'fr']);
+  });
+
+  await phase('translateText: splitSentences', async () => {
+    const joined = await ours(WRAPPED.replace('\n', ' '), 'en', 'fr');
+    const byLine = await ours(WRAPPED, 'en', 'fr');
+    const whole = await ours(WRAPPED, 'en', 'fr', { split: false });
+    equal('nonewlines: the wrapped line read as one',
+          (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'nonewlines' })).text, joined);
+    equal('on: split at the line break too', (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'on' })).text,
+          byLine);
+    equal('off: one piece', (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'off' })).text, whole);
+  });
+
+  await phase('translateText: tagHandling html, preserveFormatting', async () => {
+    const r = await tr.translateText(HTML, 'en', 'fr', { tagHandling: 'html', preserveFormatting: true });
+    equal('the page is POST /translate\'s with format html', r.text, await ours(HTML, 'en', 'fr', { format: 'html' }));
+    check('the markup is kept', /^<p>[^<]*<b>[^<]+<\/b>[^<]*<a href="https:\/\/example\.org\/">[^<]+<\/a>[^<]*<\/p>$/.test(r.text),
+          r.text);
+  });
+
+  await phase('languages', async () => {
+    const src = await tr.getSourceLanguages(), tgt = await tr.getTargetLanguages();
+    equal('sources', src.map((l) => l.code).sort(), ['en', 'fr']);
+    equal('targets, English by variant', tgt.map((l) => l.code).sort(), ['en-GB', 'en-US', 'fr']);
+    check('names', src.every((l) => typeof l.name === 'string' && l.name.length > 0), JSON.stringify(src));
+    equal('no formality', tgt.map((l) => l.supportsFormality), [false, false, false]);
+  });
+
+  await phase('usage and quota', async () => {
+    const q = client(QUOTA_KEY);
+    const before = (await q.getUsage()).character;
+    equal('a fresh key: 0 of 100', [before.count, before.limit], [0, 100]);
+    await q.translateText([EN, 'Été'], 'en', 'fr');
+    const after = (await q.getUsage()).character;
+    equal('the count is the code points sent', after.count, [...EN].length + 3);
+    check('not over the limit yet', !after.limitReached());
+    let err = null;
+    try { await q.translateText(EN2 + ' ' + EN2, 'en', 'fr'); } catch (e) { err = e; }
+    check('past the quota: QuotaExceededError', err instanceof deepl.QuotaExceededError, String(err));
+    equal('nothing counted for it', (await q.getUsage()).character.count, after.count);
+  });
+
+  await phase('errors the client knows', async () => {
+    let err = null;
+    try { await client('wrong-key').translateText(EN, 'en', 'fr'); } catch (e) { err = e; }
+    check('a wrong key: AuthorizationError', err instanceof deepl.AuthorizationError, String(err));
+    err = null;
+    try { await tr.translateText(EN, 'en', 'fr', { formality: 'more' }); } catch (e) { err = e; }
+    check('formality "more": DeepLError naming formality', err instanceof deepl.DeepLError && /formality/.test(err.message),
+          String(err));
+  });
+
+  await phase('429: the client backs off and retries', async () => {
+    /* req-limit=20: a burst of 20, then one more every 3 s.  The burst is spent by
+     * requests refused at once (no target_lang), so the client's own call meets
+     * a 429; deepl-node retries after 1 s, 2.6 s, 5.2 s ... (its backoff; it
+     * does not read Retry-After) until a request is let through. */
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(BASE + '/v2/translate', {
+        method: 'POST', headers: { Authorization: `DeepL-Auth-Key ${SLOW_KEY}` }, body: new URLSearchParams({ text: 'x' }),
+      });
+      await res.text();
+    }
+    const t0 = Date.now();
+    const r = await client(SLOW_KEY).translateText(EN, 'en', 'fr');
+    const waited = (Date.now() - t0) / 1000;
+    equal('answered, as POST /translate', r.text, await ours(EN, 'en', 'fr'));
+    check('after a 429 and the client\'s backoff (one request per 3 s)', waited > 0.9, `${waited} s`);
+  });
+
+  await api(BASE, 'GET', '/health');
+}
+
+run('e2e-deepl-client', 240, main);

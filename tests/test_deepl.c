@@ -1,0 +1,375 @@
+/* test_deepl: DeepL's API v2 (server/api/deepl_api.c) on the real server over
+ * loopback, with the shipped models (en-fr, fr-en) and a keys file:
+ *   - POST /v2/translate, form (repeated text=) and JSON: every text equals
+ *     the same translation through POST /translate; detected_source_language,
+ *     billed_characters; source detected, and detected as the target: sent back;
+ *   - split_sentences 0 / 1 / nonewlines and tag_handling html each equal the
+ *     POST /translate request they stand for;
+ *   - /v2/languages (source, target with DeepL's variants) and /v2/usage: the
+ *     count is the code points sent, per key, given back for failed requests,
+ *     456 past char-quota, kept across a restart in --usage-file;
+ *   - errors in DeepL's shape {"message"} and statuses: 403 wrong or missing
+ *     key, 400 for what is missing, unknown or refused, 429 with Retry-After.
+ * deepl-node, DeepL's own client, drives the same server in tests/e2e/deepl_client.mjs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static server srv;
+static char keys_path[256], usage_path[256];
+
+#define KEY_A  "Authorization: DeepL-Auth-Key alpha-key:fx"     /* no quota */
+#define KEY_Q  "Authorization: DeepL-Auth-Key quota-key"        /* char-quota=60 */
+#define KEY_R  "Authorization: DeepL-Auth-Key slow-key"         /* req-limit=1 */
+#define FORM   "application/x-www-form-urlencoded"
+
+static int start(void)
+{
+    const char *const args[] = { "--model", "en-fr=models/en-fr", "--model", "fr-en=models/fr-en",
+                                 "--api-keys", keys_path, "--usage-file", usage_path, "--threads", "2", NULL };
+    return server_start(&srv, args);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(keys_path, sizeof keys_path, "/tmp/test_deepl_keys.%d", (int)getpid());
+    snprintf(usage_path, sizeof usage_path, "/tmp/test_deepl_usage.%d", (int)getpid());
+    FILE *f = fopen(keys_path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# test_deepl\nalpha-key:fx\nquota-key char-quota=60\nslow-key req-limit=1\n");
+    fclose(f);
+    unlink(usage_path);
+    return start();
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    int rc = server_stop(&srv);
+    unlink(keys_path);
+    unlink(usage_path);
+    return rc == -2 ? -1 : 0;
+}
+
+/* A DeepL request: body (form unless it starts with '{'), with key (a header line or NULL). */
+static reply dl(const char *method, const char *path, const char *key, const char *body)
+{
+    req_opts o = { .method = method, .body = body,
+                   .content_type = body && body[0] == '{' ? "application/json" : FORM, .extra = { key } };
+    return http_req(&srv, path, &o);
+}
+
+/* The translations of a DeepL reply, asserted 200. */
+static json_t *dl_translations(const char *key, const char *body)
+{
+    reply r = dl("POST", "/v2/translate", key, body);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    json_t *list = json_incref(json_object_get(j, "translations"));
+    json_decref(j);
+    assert_true(json_is_array(list));
+    return list;
+}
+
+/* Our POST /translate of one text (a JSON body's other fields in extra). */
+static char *ours(const char *text, const char *source, const char *target, const char *extra)
+{
+    json_t *body = json_pack("{s:s,s:s,s:s}", "text", text, "source", source, "target", target);
+    if (extra) {
+        json_t *more = json_loads(extra, 0, NULL);
+        json_object_update(body, more);
+        json_decref(more);
+    }
+    char *b = json_dumps(body, 0);
+    req_opts o = { .body = b, .extra = { "Authorization: Bearer alpha-key:fx" } };
+    reply r = http_req(&srv, "/translate", &o);
+    json_t *j = expect_json(&r, 200);
+    char *out = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
+                                                         "text")));
+    json_decref(j);
+    reply_free(&r);
+    free(b);
+    json_decref(body);
+    return out;
+}
+
+static const char *tr_text(json_t *list, size_t i)
+{
+    return json_string_value(json_object_get(json_array_get(list, i), "text"));
+}
+
+static const char *tr_lang(json_t *list, size_t i)
+{
+    return json_string_value(json_object_get(json_array_get(list, i), "detected_source_language"));
+}
+
+/* The DeepL error of a reply: its status asserted, its message returned (static). */
+static const char *dl_error(reply *r, long status)
+{
+    static char msg[512];
+    json_t *j = expect_json(r, status);
+    assert_true(json_is_string(json_object_get(j, "message")));
+    assert_int_equal(json_object_size(j), 1);           /* {"message"} and nothing else */
+    snprintf(msg, sizeof msg, "%s", json_string_value(json_object_get(j, "message")));
+    json_decref(j);
+    reply_free(r);
+    return msg;
+}
+
+static void test_translate_form(void **state)
+{
+    (void)state;
+    static const char *const texts[] = { "The cat sleeps on the sofa.", "How are you today? I am fine.", "  " };
+    json_t *list = dl_translations(KEY_A, "text=The+cat+sleeps+on+the+sofa.&target_lang=FR&source_lang=EN"
+                                          "&text=How+are+you+today%3F+I+am+fine.&text=++&show_billed_characters=1");
+    assert_int_equal(json_array_size(list), 3);
+    for (size_t i = 0; i < 3; i++) {
+        char *want = i < 2 ? ours(texts[i], "en", "fr", NULL) : strdup(texts[i]);   /* blank: as sent */
+        print_message("    %s -> %s\n", texts[i], tr_text(list, i));
+        assert_string_equal(tr_text(list, i), want);
+        assert_string_equal(tr_lang(list, i), "EN");
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(list, i), "billed_characters")),
+                         strlen(texts[i]));
+        free(want);
+    }
+    json_decref(list);
+}
+
+static void test_translate_json_detected(void **state)
+{
+    (void)state;
+    /* no source: detected; EN-GB is English */
+    json_t *list = dl_translations(KEY_A, "{\"text\": [\"Le chat dort sur le canapé.\", \"Il fait beau.\"], "
+                                          "\"target_lang\": \"EN-GB\"}");
+    char *a = ours("Le chat dort sur le canapé.", "fr", "en", NULL), *b = ours("Il fait beau.", "fr", "en", NULL);
+    assert_string_equal(tr_text(list, 0), a);
+    assert_string_equal(tr_text(list, 1), b);
+    assert_string_equal(tr_lang(list, 0), "FR");
+    assert_null(json_object_get(json_array_get(list, 0), "billed_characters"));     /* not asked for */
+    free(a);
+    free(b);
+    json_decref(list);
+    /* detected as the target language: sent back unchanged */
+    list = dl_translations(KEY_A, "text=Le+fichier+contient+une+liste+des+paquets+install%C3%A9s.&target_lang=fr");
+    assert_string_equal(tr_text(list, 0), "Le fichier contient une liste des paquets installés.");
+    assert_string_equal(tr_lang(list, 0), "FR");
+    json_decref(list);
+}
+
+static void test_split_sentences(void **state)
+{
+    (void)state;
+    const char *wrapped = "The weather is very nice\ntoday in the city.\n\nWe will go out.";
+    char *joined = ours("The weather is very nice today in the city.\n\nWe will go out.", "en", "fr", NULL);
+    char *lines = ours(wrapped, "en", "fr", NULL);
+    char *whole = ours(wrapped, "en", "fr", "{\"split\": false}");
+    json_t *body = json_pack("{s:[s],s:s,s:s,s:s}", "text", wrapped, "source_lang", "EN", "target_lang", "FR",
+                             "split_sentences", "nonewlines");
+    const char *modes[] = { "nonewlines", "1", "0" }, *want[] = { joined, lines, whole };
+    for (int m = 0; m < 3; m++) {
+        json_object_set_new(body, "split_sentences", json_string(modes[m]));
+        char *b = json_dumps(body, 0);
+        json_t *list = dl_translations(KEY_A, b);
+        print_message("    split_sentences %s: %s\n", modes[m], tr_text(list, 0));
+        assert_string_equal(tr_text(list, 0), want[m]);
+        json_decref(list);
+        free(b);
+    }
+    assert_string_not_equal(joined, lines);     /* the wrapped line made a difference */
+    json_decref(body);
+    free(joined);
+    free(lines);
+    free(whole);
+}
+
+static void test_tag_handling(void **state)
+{
+    (void)state;
+    const char *page = "<p>The <b>red</b> car is <a href=\"x.html\">here</a>.</p>";
+    char *want = ours(page, "en", "fr", "{\"format\": \"html\"}");
+    json_t *body = json_pack("{s:[s],s:s,s:s,s:s}", "text", page, "source_lang", "EN", "target_lang", "FR",
+                             "tag_handling", "html");
+    char *b = json_dumps(body, 0);
+    json_t *list = dl_translations(KEY_A, b);
+    print_message("    %s\n", tr_text(list, 0));
+    assert_string_equal(tr_text(list, 0), want);
+    assert_non_null(strstr(tr_text(list, 0), "<a href=\"x.html\">"));
+    json_decref(list);
+    free(b);
+    json_decref(body);
+    free(want);
+}
+
+/* The query string's fields stand for a body's (LibreTranslate's Flask reads request.values). */
+static void test_query_fields(void **state)
+{
+    (void)state;
+    req_opts o = { .method = "POST", .extra = { "Authorization: Bearer alpha-key:fx" } };
+    reply r = http_req(&srv, "/translate?q=The+cat+sleeps.&source=en&target=fr", &o);
+    json_t *j = expect_json(&r, 200);
+    char *want = ours("The cat sleeps.", "en", "fr", NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")), want);
+    json_decref(j);
+    reply_free(&r);
+    free(want);
+    /* a body's field wins over the query's */
+    o = (req_opts){ .body = "{\"q\": \"Il fait beau.\"}", .extra = { "Authorization: Bearer alpha-key:fx" } };
+    r = http_req(&srv, "/translate?q=ignored&source=fr&target=en", &o);
+    j = expect_json(&r, 200);
+    want = ours("Il fait beau.", "fr", "en", NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "translatedText")), want);
+    json_decref(j);
+    reply_free(&r);
+    free(want);
+}
+
+static void test_languages(void **state)
+{
+    (void)state;
+    reply r = dl("GET", "/v2/languages", KEY_A, NULL);
+    json_t *src = expect_json(&r, 200);
+    reply_free(&r);
+    r = dl("GET", "/v2/languages?type=target", KEY_A, NULL);
+    json_t *tgt = expect_json(&r, 200);
+    reply_free(&r);
+    r = dl("POST", "/v2/languages", KEY_A, "type=target");
+    json_t *tgt2 = expect_json(&r, 200);
+    reply_free(&r);
+    assert_true(json_equal(tgt, tgt2));
+    char *s = json_dumps(src, JSON_SORT_KEYS), *t = json_dumps(tgt, JSON_SORT_KEYS);
+    print_message("    source: %s\n    target: %s\n", s, t);
+    assert_string_equal(s, "[{\"language\": \"EN\", \"name\": \"English\"}, {\"language\": \"FR\", \"name\": \"French\"}]");
+    assert_non_null(strstr(t, "{\"language\": \"EN-GB\", \"name\": \"English (GB)\", \"supports_formality\": false}"));
+    assert_non_null(strstr(t, "\"EN-US\""));
+    assert_non_null(strstr(t, "\"FR\""));
+    assert_null(strstr(t, "\"EN\""));                  /* DeepL names English targets by variant only */
+    free(s);
+    free(t);
+    json_decref(src);
+    json_decref(tgt);
+    json_decref(tgt2);
+    r = dl("GET", "/v2/languages?type=both", KEY_A, NULL);
+    assert_non_null(strstr(dl_error(&r, 400), "type"));
+    /* the OpenAPI document has them */
+    r = dl("GET", "/openapi.json", "Authorization: Bearer alpha-key:fx", NULL);
+    json_t *doc = expect_json(&r, 200);
+    reply_free(&r);
+    const char *paths[] = { "/v2/translate", "/v2/languages", "/v2/usage" };
+    for (int i = 0; i < 3; i++)
+        assert_non_null(json_object_get(json_object_get(doc, "paths"), paths[i]));
+    json_decref(doc);
+}
+
+static long usage_count(const char *key)
+{
+    reply r = dl("GET", "/v2/usage", key, NULL);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    long n = (long)json_integer_value(json_object_get(j, "character_count"));
+    json_decref(j);
+    return n;
+}
+
+static void test_usage_and_quota(void **state)
+{
+    (void)state;
+    long before = usage_count(KEY_Q);
+    /* 19 + 3 code points ("é" is one) */
+    json_t *list = dl_translations(KEY_Q, "text=The+house+is+small.&text=%C3%A9t%C3%A9&target_lang=FR&source_lang=EN");
+    json_decref(list);
+    assert_int_equal(usage_count(KEY_Q), before + 22);
+    /* a failed request is not counted */
+    reply r = dl("POST", "/v2/translate", KEY_Q, "text=Hello&target_lang=XX");
+    dl_error(&r, 400);
+    assert_int_equal(usage_count(KEY_Q), before + 22);
+    /* past the quota (60): 456, nothing counted */
+    r = dl("POST", "/v2/translate", KEY_Q, "text=This+sentence+has+more+characters+than+are+left.&target_lang=FR");
+    assert_non_null(strstr(dl_error(&r, 456), "Quota exceeded"));
+    assert_int_equal(usage_count(KEY_Q), before + 22);
+    reply u = dl("GET", "/v2/usage", KEY_Q, NULL);
+    json_t *j = expect_json(&u, 200);
+    assert_int_equal(json_integer_value(json_object_get(j, "character_limit")), 60);
+    json_decref(j);
+    reply_free(&u);
+    /* another key counts apart; kept across a restart */
+    long a = usage_count(KEY_A);
+    assert_true(a > 0);
+    assert_int_equal(server_stop(&srv), 0);
+    FILE *f = fopen(usage_path, "r");
+    assert_non_null(f);
+    char line[128];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "mtserve-usage 1\n");
+    while (fgets(line, sizeof line, f))
+        assert_null(strstr(line, "key"));               /* hashes, never the keys */
+    fclose(f);
+    assert_int_equal(start(), 0);
+    assert_int_equal(usage_count(KEY_Q), before + 22);
+    assert_int_equal(usage_count(KEY_A), a);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    reply r = dl("POST", "/v2/translate", "Authorization: DeepL-Auth-Key wrong", "text=x&target_lang=FR");
+    assert_non_null(strstr(dl_error(&r, 403), "Authorization failure"));
+    r = dl("GET", "/v2/usage", NULL, NULL);
+    dl_error(&r, 403);
+    static const struct {
+        const char *body, *says;
+    } bad[] = {
+        { "text=x", "target_lang" },
+        { "target_lang=FR", "text" },
+        { "text=x&target_lang=FR&bogus=1", "bogus" },
+        { "text=x&target_lang=FR&split_sentences=2", "split_sentences" },
+        { "text=x&target_lang=FR&tag_handling=json", "tag_handling" },
+        { "text=x&target_lang=FR&formality=more", "formality" },
+        { "text=x&target_lang=FR&glossary_id=abc", "glossary_id" },
+        { "text=x&target_lang=FR&ignore_tags=x", "ignore_tags" },
+        { "text=x&target_lang=FR&preserve_formatting=maybe", "preserve_formatting" },
+        { "text=x&target_lang=DE", "DE" },
+        { "{\"text\": [1], \"target_lang\": \"FR\"}", "text" },
+        { "{\"text\": \"x\", \"target_lang\": ", "JSON" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = dl("POST", "/v2/translate", KEY_A, bad[i].body);
+        const char *msg = dl_error(&r, 400);
+        print_message("    %s -> %s\n", bad[i].body, msg);
+        assert_non_null(strstr(msg, bad[i].says));
+    }
+    /* the key's req-limit: 429 in DeepL's shape, with Retry-After */
+    json_decref(dl_translations(KEY_R, "text=One.&target_lang=FR&source_lang=EN"));
+    r = dl("POST", "/v2/translate", KEY_R, "text=Two.&target_lang=FR&source_lang=EN");
+    char retry[16];
+    assert_true(header(&r, "Retry-After", retry, sizeof retry));
+    assert_true(atoi(retry) > 0);
+    dl_error(&r, 429);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_translate_form),
+        cmocka_unit_test(test_translate_json_detected),
+        cmocka_unit_test(test_split_sentences),
+        cmocka_unit_test(test_tag_handling),
+        cmocka_unit_test(test_query_fields),
+        cmocka_unit_test(test_languages),
+        cmocka_unit_test(test_usage_and_quota),
+        cmocka_unit_test(test_errors),
+    };
+    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    kill_all_children();
+    return rc;
+}
