@@ -9,7 +9,10 @@
  *     count is the code points sent, per key, given back for failed requests,
  *     456 past char-quota, kept across a restart in --usage-file;
  *   - errors in DeepL's shape {"message"} and statuses: 403 wrong or missing
- *     key, 400 for what is missing, unknown or refused, 429 with Retry-After.
+ *     key, 400 for what is missing, unknown or refused, 429 with Retry-After;
+ *   - glossaries, v2 and v3: made (TSV, CSV), listed, read, edited, deleted,
+ *     seen by their key only; glossary_id translates as POST /translate with
+ *     the same terms as "glossary" does.
  * deepl-node, DeepL's own client, drives the same server in tests/e2e/deepl_client.mjs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -335,7 +338,7 @@ static void test_errors(void **state)
         { "text=x&target_lang=FR&split_sentences=2", "split_sentences" },
         { "text=x&target_lang=FR&tag_handling=json", "tag_handling" },
         { "text=x&target_lang=FR&formality=more", "formality" },
-        { "text=x&target_lang=FR&glossary_id=abc", "glossary_id" },
+        { "text=x&target_lang=FR&glossary_ids=abc", "glossary_ids" },
         { "text=x&target_lang=FR&ignore_tags=x", "ignore_tags" },
         { "text=x&target_lang=FR&preserve_formatting=maybe", "preserve_formatting" },
         { "text=x&target_lang=DE", "DE" },
@@ -357,6 +360,200 @@ static void test_errors(void **state)
     dl_error(&r, 429);
 }
 
+/* A DeepL request with a JSON body (NULL: none) and any method. */
+static reply dl_json(const char *method, const char *path, const char *key, json_t *body)
+{
+    char *b = body ? json_dumps(body, 0) : NULL;
+    req_opts o = { .method = method, .body = b, .content_type = "application/json", .extra = { key } };
+    reply r = http_req(&srv, path, &o);
+    free(b);
+    json_decref(body);
+    return r;
+}
+
+static void test_glossaries_v2(void **state)
+{
+    (void)state;
+    const char *text = "The cat sleeps on the sofa.";
+    reply r = dl("POST", "/v2/glossaries", KEY_A, "name=Pets&source_lang=EN&target_lang=fr&entries_format=tsv"
+                                                  "&entries=cat%09chaton%0Asofa%09divan");
+    json_t *g = expect_json(&r, 201);
+    reply_free(&r);
+    const char *id = json_string_value(json_object_get(g, "glossary_id"));
+    assert_int_equal(strlen(id), 36);
+    assert_string_equal(json_string_value(json_object_get(g, "source_lang")), "en");
+    assert_string_equal(json_string_value(json_object_get(g, "target_lang")), "fr");
+    assert_int_equal(json_integer_value(json_object_get(g, "entry_count")), 2);
+    assert_true(json_is_true(json_object_get(g, "ready")));
+    char path[128], with[512];
+    /* read back: one, all, entries */
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = dl("GET", path, KEY_A, NULL);
+    json_t *again = expect_json(&r, 200);
+    reply_free(&r);
+    assert_true(json_equal(g, again));
+    json_decref(again);
+    r = dl("GET", "/v2/glossaries", KEY_A, NULL);
+    json_t *all = expect_json(&r, 200);
+    reply_free(&r);
+    assert_true(json_equal(json_array_get(json_object_get(all, "glossaries"), 0), g));
+    json_decref(all);
+    snprintf(path, sizeof path, "/v2/glossaries/%s/entries", id);
+    r = dl("GET", path, KEY_A, NULL);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "cat\tchaton\nsofa\tdivan");
+    reply_free(&r);
+    /* another key does not see it */
+    r = dl("GET", path, KEY_Q, NULL);
+    dl_error(&r, 404);
+    /* translating with it is POST /translate with the same terms */
+    snprintf(with, sizeof with, "text=The+cat+sleeps+on+the+sofa.&source_lang=EN&target_lang=FR&glossary_id=%s", id);
+    json_t *list = dl_translations(KEY_A, with);
+    char *want = ours(text, "en", "fr", "{\"glossary\": {\"cat\": \"chaton\", \"sofa\": \"divan\"}}");
+    char *plain = ours(text, "en", "fr", NULL);
+    print_message("    with the glossary: %s\n    without: %s\n", tr_text(list, 0), plain);
+    assert_string_equal(tr_text(list, 0), want);
+    assert_non_null(strstr(tr_text(list, 0), "chaton"));
+    assert_string_not_equal(want, plain);
+    json_decref(list);
+    free(want);
+    free(plain);
+    /* a glossary needs the source language, and the pair must be the glossary's */
+    snprintf(with, sizeof with, "text=x&target_lang=FR&glossary_id=%s", id);
+    r = dl("POST", "/v2/translate", KEY_A, with);
+    assert_non_null(strstr(dl_error(&r, 400), "source_lang"));
+    snprintf(with, sizeof with, "text=x&source_lang=FR&target_lang=EN-US&glossary_id=%s", id);
+    r = dl("POST", "/v2/translate", KEY_A, with);
+    assert_non_null(strstr(dl_error(&r, 400), "fr -> en"));
+    /* deleted: 204, then gone */
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = dl("DELETE", path, KEY_A, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+    r = dl("GET", path, KEY_A, NULL);
+    dl_error(&r, 404);
+    snprintf(with, sizeof with, "text=x&source_lang=EN&target_lang=FR&glossary_id=%s", id);
+    r = dl("POST", "/v2/translate", KEY_A, with);
+    dl_error(&r, 404);
+    json_decref(g);
+    /* the pairs */
+    r = dl("GET", "/v2/glossary-language-pairs", KEY_A, NULL);
+    json_t *pairs = expect_json(&r, 200);
+    reply_free(&r);
+    char *ps = json_dumps(pairs, JSON_SORT_KEYS);
+    assert_string_equal(ps, "{\"supported_languages\": [{\"source_lang\": \"en\", \"target_lang\": \"fr\"}, "
+                            "{\"source_lang\": \"fr\", \"target_lang\": \"en\"}]}");
+    free(ps);
+    json_decref(pairs);
+    /* refusals */
+    static const struct {
+        const char *body, *says;
+    } bad[] = {
+        { "source_lang=en&target_lang=fr&entries=a%09b", "name" },
+        { "name=x&source_lang=en&target_lang=fr", "entries" },
+        { "name=x&source_lang=en&target_lang=fr&entries=", "no entry" },
+        { "name=x&source_lang=en&target_lang=fr&entries=a%09b%0Aa%09c", "line 2: duplicate" },
+        { "name=x&source_lang=en&target_lang=fr&entries=ab", "line 1: no tab" },
+        { "name=x&source_lang=en&target_lang=fr&entries=a%09b&entries_format=xlsx", "entries_format" },
+        { "name=x&source_lang=en&target_lang=de&entries=a%09b", "en -> de" },
+        { "name=x&source_lang=en&target_lang=en&entries=a%09b", "en -> en" },
+        { "name=x&target_lang=fr&entries=a%09b", "source_lang" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = dl("POST", "/v2/glossaries", KEY_A, bad[i].body);
+        const char *msg = dl_error(&r, 400);
+        print_message("    %s -> %s\n", bad[i].body, msg);
+        assert_non_null(strstr(msg, bad[i].says));
+    }
+    r = dl("GET", "/v2/glossaries/not-an-id", KEY_A, NULL);
+    dl_error(&r, 404);
+}
+
+static void test_glossaries_v3(void **state)
+{
+    (void)state;
+    reply r = dl_json("POST", "/v3/glossaries", KEY_A, json_pack("{s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s}]}",
+        "name", "Both ways", "dictionaries",
+        "source_lang", "en", "target_lang", "fr", "entries", "cat,chaton\n\"sofa, large\",divan", "entries_format", "csv",
+        "source_lang", "FR", "target_lang", "en", "entries", "chat\tkitty"));
+    json_t *g = expect_json(&r, 201);
+    reply_free(&r);
+    char id[40], path[160];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(g, "glossary_id")));
+    json_t *d = json_object_get(g, "dictionaries");
+    assert_int_equal(json_array_size(d), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(d, 0), "entry_count")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(d, 1), "source_lang")), "fr");
+    json_decref(g);
+    /* a pair's entries */
+    snprintf(path, sizeof path, "/v3/glossaries/%s/entries?source_lang=en&target_lang=fr", id);
+    r = dl("GET", path, KEY_A, NULL);
+    json_t *e = expect_json(&r, 200);
+    reply_free(&r);
+    json_t *e0 = json_array_get(json_object_get(e, "dictionaries"), 0);
+    assert_string_equal(json_string_value(json_object_get(e0, "entries")), "cat\tchaton\nsofa, large\tdivan");
+    assert_string_equal(json_string_value(json_object_get(e0, "entries_format")), "tsv");
+    json_decref(e);
+    /* v2 will not read a glossary of two pairs */
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = dl("GET", path, KEY_A, NULL);
+    assert_non_null(strstr(dl_error(&r, 400), "/v3/glossaries"));
+    /* its fr -> en dictionary in a translation */
+    char with[256];
+    snprintf(with, sizeof with, "text=Le+chat+dort.&source_lang=FR&target_lang=EN-GB&glossary_id=%s", id);
+    json_t *list = dl_translations(KEY_A, with);
+    char *want = ours("Le chat dort.", "fr", "en", "{\"glossary\": {\"chat\": \"kitty\"}}");
+    assert_string_equal(tr_text(list, 0), want);
+    assert_non_null(strstr(tr_text(list, 0), "kitty"));
+    free(want);
+    json_decref(list);
+    /* PATCH: a new name and entries merged; PUT: a pair replaced; DELETE a pair */
+    snprintf(path, sizeof path, "/v3/glossaries/%s", id);
+    r = dl_json("PATCH", path, KEY_A, json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "name", "Renamed", "dictionaries",
+                                                "source_lang", "en", "target_lang", "fr", "entries", "dog\tchien"));
+    g = expect_json(&r, 200);
+    reply_free(&r);
+    assert_string_equal(json_string_value(json_object_get(g, "name")), "Renamed");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(g, "dictionaries"), 0),
+                                                        "entry_count")), 3);
+    json_decref(g);
+    snprintf(path, sizeof path, "/v3/glossaries/%s/dictionaries", id);
+    r = dl("PUT", path, KEY_A, "dictionaries%5B0%5D.source_lang=en&dictionaries%5B0%5D.target_lang=fr"
+                               "&dictionaries%5B0%5D.entries=bird%09oiseau&dictionaries%5B0%5D.entries_format=tsv");
+    g = expect_json(&r, 200);
+    reply_free(&r);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(g, "dictionaries"), 0),
+                                                        "entry_count")), 1);
+    json_decref(g);
+    snprintf(path, sizeof path, "/v3/glossaries/%s/dictionaries?source_lang=fr&target_lang=en", id);
+    r = dl("DELETE", path, KEY_A, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+    snprintf(path, sizeof path, "/v3/glossaries/%s", id);
+    r = dl("GET", path, KEY_A, NULL);
+    g = expect_json(&r, 200);
+    reply_free(&r);
+    assert_int_equal(json_array_size(json_object_get(g, "dictionaries")), 1);
+    json_decref(g);
+    /* the last pair cannot go; the glossary can */
+    snprintf(path, sizeof path, "/v3/glossaries/%s/dictionaries?source_lang=en&target_lang=fr", id);
+    r = dl("DELETE", path, KEY_A, NULL);
+    dl_error(&r, 400);
+    r = dl("GET", "/v3/glossaries", KEY_A, NULL);
+    json_t *all = expect_json(&r, 200);
+    reply_free(&r);
+    assert_int_equal(json_array_size(json_object_get(all, "glossaries")), 1);
+    json_decref(all);
+    snprintf(path, sizeof path, "/v3/glossaries/%s", id);
+    r = dl("DELETE", path, KEY_A, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+    r = dl("GET", path, KEY_A, NULL);
+    dl_error(&r, 404);
+    r = dl_json("POST", "/v3/glossaries", KEY_A, json_pack("{s:s}", "name", "empty"));
+    assert_non_null(strstr(dl_error(&r, 400), "dictionaries"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +565,8 @@ int main(void)
         cmocka_unit_test(test_languages),
         cmocka_unit_test(test_usage_and_quota),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_glossaries_v2),
+        cmocka_unit_test(test_glossaries_v3),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     kill_all_children();

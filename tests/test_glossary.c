@@ -2,7 +2,9 @@
  * in its message), TSV files (comments, blank lines, CRLF, BOM, line numbers),
  * merging, the canonical string, and matching (whole words, the case rule,
  * whitespace inside terms, leftmost-longest, UTF-8 terms, hostile text), plus
- * a size check: 1,000 entries over 100 KB of text. */
+ * a size check: 1,000 entries over 100 KB of text; DeepL's CSV entries and
+ * unique sources; server/service/glossary_store.h (ids, owners, references
+ * kept across delete and replace). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "service/glossary_store.h"
 #include "translate/glossary.h"
 
 #define NBSP "\xC2\xA0"
@@ -84,8 +87,8 @@ static void test_new_limits(void **state)
 {
     (void)state;
     assert_null(srv_glossary_new(NULL));
-    assert_null(srv_glossary_new(&(srv_glossary_limits){ 0, 10 }));
-    assert_null(srv_glossary_new(&(srv_glossary_limits){ 10, -1 }));
+    assert_null(srv_glossary_new(&(srv_glossary_limits){ .max_entries = 0, .max_term_bytes = 10 }));
+    assert_null(srv_glossary_new(&(srv_glossary_limits){ .max_entries = 10, .max_term_bytes = -1 }));
     srv_glossary_free(NULL);
     assert_int_equal(srv_glossary_size(NULL), 0);
     srv_glossary *g = make(NULL);
@@ -102,7 +105,7 @@ static void test_new_limits(void **state)
 static void test_add_refusals(void **state)
 {
     (void)state;
-    srv_glossary *g = make(&(srv_glossary_limits){ 2, 16 });
+    srv_glossary *g = make(&(srv_glossary_limits){ .max_entries = 2, .max_term_bytes = 16 });
     add_bad(g, "", 0, "pomme", 5, "empty source term", "\"pomme\"");
     add_bad(g, NULL, 0, "pomme", 5, "empty source term", NULL);
     add_bad(g, " \t" NBSP "\xE3\x80\x80", 7, "pomme", 5, "empty source term", NULL);
@@ -194,7 +197,7 @@ static void test_tsv(void **state)
 
 static void tsv_bad(const char *data, size_t len, const char *want)
 {
-    srv_glossary *g = make(&(srv_glossary_limits){ 3, 16 });
+    srv_glossary *g = make(&(srv_glossary_limits){ .max_entries = 3, .max_term_bytes = 16 });
     mt_err err = { 0 };
     assert_int_equal(srv_glossary_add_tsv(g, data, len, &err), MT_ERR_INPUT);
     if (!strstr(err.msg, want))
@@ -255,10 +258,10 @@ static void test_merge(void **state)
     srv_glossary_free(m);
     /* new limits are checked */
     m = (srv_glossary *)1;
-    assert_int_equal(srv_glossary_merge(base, over, &(srv_glossary_limits){ 3, 64 }, &m, &err), MT_ERR_INPUT);
+    assert_int_equal(srv_glossary_merge(base, over, &(srv_glossary_limits){ .max_entries = 3, .max_term_bytes = 64 }, &m, &err), MT_ERR_INPUT);
     assert_null(m);
     assert_non_null(strstr(err.msg, "too many glossary entries: the limit is 3"));
-    assert_int_equal(srv_glossary_merge(base, over, &(srv_glossary_limits){ 9, 4 }, &m, &err), MT_ERR_INPUT);
+    assert_int_equal(srv_glossary_merge(base, over, &(srv_glossary_limits){ .max_entries = 9, .max_term_bytes = 4 }, &m, &err), MT_ERR_INPUT);
     assert_non_null(strstr(err.msg, "\"apple\" is 5 bytes, over the limit of 4"));
     srv_glossary_free(base);
     srv_glossary_free(over);
@@ -520,7 +523,7 @@ static void test_classes(void **state)
 static void test_size(void **state)
 {
     (void)state;
-    srv_glossary *g = make(&(srv_glossary_limits){ 1000, 64 });
+    srv_glossary *g = make(&(srv_glossary_limits){ .max_entries = 1000, .max_term_bytes = 64 });
     char src[64], tgt[64];
     for (int i = 0; i < 1000; i++) {
         int w = i % 3;
@@ -552,6 +555,118 @@ static void test_size(void **state)
     srv_glossary_free(g);
 }
 
+/* ---- DeepL's CSV entries, unique sources ---- */
+
+static void test_csv(void **state)
+{
+    (void)state;
+    srv_glossary_limits ul = { .max_entries = 100, .max_term_bytes = 64, .unique = 1 };
+    srv_glossary *g = make(&ul);
+    mt_err err = { 0 };
+    const char *csv = BOM "cat,chat\r\n"
+                      "\"sofa, big\",\"grand \"\"divan\"\"\"\n"
+                      "\n"
+                      "house,maison,EN,fr\n"
+                      "\"\",x\n";
+    mt_status st = srv_glossary_add_csv(g, csv, strlen(csv), "en", "fr", &err);
+    assert_int_equal(st, MT_ERR_INPUT);                 /* the last line: an empty source */
+    assert_non_null(strstr(err.msg, "line 5"));
+    assert_int_equal(srv_glossary_size(g), 3);
+    assert_string_equal(srv_glossary_source(g, 1), "sofa, big");
+    assert_string_equal(srv_glossary_target(g, 1), "grand \"divan\"");
+    assert_string_equal(srv_glossary_target(g, 2), "maison");
+    srv_glossary_free(g);
+    static const struct {
+        const char *csv, *says;
+    } bad[] = {
+        { "a,b\nc\n", "line 2: not source,target" },
+        { "a,b,c\n", "line 1: not source,target" },
+        { "a,b,c,d,e\n", "more than 4" },
+        { "\"a,b\n", "not closed" },
+        { "\"a\"x,b\n", "after a closing quote" },
+        { "a,b,de,fr\n", "not the glossary's" },
+        { "a,b\nA,c\nA,d\n", "line 3: duplicate source term \"A\"" },
+        /* case rule: Apple, apple, APPLE are three keys; "ap   ple" is "ap ple" */
+        { "Apple,x\napple,y\nAPPLE,z\nap ple,w\nap   ple,v\n", "line 5: duplicate" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        g = make(&ul);
+        st = srv_glossary_add_csv(g, bad[i].csv, strlen(bad[i].csv), "en", "fr", &err);
+        if (st != MT_ERR_INPUT || !strstr(err.msg, bad[i].says))
+            fail_msg("'%s': %s (want %s)", bad[i].csv, err.msg, bad[i].says);
+        srv_glossary_free(g);
+    }
+    /* without unique, a repeated source replaces (the server's files, a request's terms) */
+    g = make(NULL);
+    assert_int_equal(srv_glossary_add_csv(g, "a,b\na,c\n", 8, NULL, NULL, &err), MT_OK);
+    assert_int_equal(srv_glossary_size(g), 1);
+    assert_string_equal(srv_glossary_target(g, 0), "c");
+    srv_glossary_free(g);
+}
+
+/* ---- the store of API-made glossaries ---- */
+
+static srv_gstored *stored(const char *name, int owner, const char *src, const char *tgt)
+{
+    srv_gstored *g = srv_gstored_new(name, owner);
+    srv_glossary *t = make(NULL);
+    add_ok(t, src, tgt);
+    assert_non_null(g);
+    assert_int_equal(srv_gstored_add_dict(g, "en", "fr", t), 0);
+    return g;
+}
+
+static void test_store(void **state)
+{
+    (void)state;
+    char err[160];
+    srv_gstore *s = srv_gstore_new(2);
+    assert_non_null(s);
+    srv_gstored *a = stored("a", 0, "cat", "chat"), *b = stored("b", 1, "dog", "chien");
+    assert_int_equal(srv_gstore_add(s, a, err, sizeof err), 0);
+    assert_int_equal(srv_gstore_add(s, b, err, sizeof err), 0);
+    assert_int_equal(strlen(a->id), 36);
+    assert_int_equal(a->id[14], '4');                   /* version 4 */
+    assert_string_not_equal(a->id, b->id);
+    assert_int_equal(srv_gstore_add(s, stored("c", 0, "x", "y"), err, sizeof err), -1);     /* full */
+    assert_non_null(strstr(err, "limit of 2"));
+    /* each key sees its own */
+    assert_null(srv_gstore_get(s, a->id, 1));
+    assert_null(srv_gstore_get(s, a->id, -1));
+    srv_gstored **list;
+    assert_int_equal(srv_gstore_list(s, 0, &list), 1);
+    assert_ptr_equal(list[0], a);
+    srv_gstore_release(s, list[0]);
+    free(list);
+    /* a reader keeps a deleted glossary whole */
+    char id[37];
+    snprintf(id, sizeof id, "%s", a->id);
+    srv_gstored *held = srv_gstore_get(s, id, 0);
+    assert_ptr_equal(held, a);
+    assert_int_equal(srv_gstore_remove(s, id, 0), 0);
+    assert_null(srv_gstore_get(s, id, 0));
+    assert_int_equal(srv_gstore_remove(s, id, 0), -1);
+    assert_string_equal(srv_glossary_target(srv_gstored_dict(held, "en", "fr")->terms, 0), "chat");
+    srv_gstore_release(s, held);                        /* the last reference: freed (valgrind/ASan see it) */
+    /* and a replaced one */
+    held = srv_gstore_get(s, b->id, 1);
+    srv_gstored *c = srv_gstored_copy(held);
+    assert_non_null(c);
+    assert_int_equal(srv_gstored_add_dict(c, "fr", "en", make(NULL)), 0);
+    assert_int_equal(srv_gstore_replace(s, c), 0);
+    srv_gstored *now = srv_gstore_get(s, b->id, 1);
+    assert_int_equal(now->n_dicts, 2);
+    assert_int_equal(held->n_dicts, 1);
+    assert_null(srv_gstored_dict(held, "fr", "en"));
+    assert_int_equal(srv_gstored_remove_dict(now, "de", "en"), -1);
+    srv_gstore_release(s, held);
+    srv_gstore_release(s, now);
+    srv_gstored *gone = stored("gone", 5, "a", "b");
+    snprintf(gone->id, sizeof gone->id, "%s", "no-such-id");
+    assert_int_equal(srv_gstore_replace(s, gone), -1);  /* freed */
+    srv_gstore_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -571,6 +686,8 @@ int main(void)
         cmocka_unit_test(test_hostile_text),
         cmocka_unit_test(test_classes),
         cmocka_unit_test(test_size),
+        cmocka_unit_test(test_csv),
+        cmocka_unit_test(test_store),
     };
     return cmocka_run_group_tests_name("glossary", tests, NULL, NULL);
 }

@@ -38,7 +38,10 @@
  *                    refused (400), as DeepL refuses them for such a language.
  *   context, model_type, outline_detection, tag_handling_version  accepted; the
  *                    models take no context and have one type.
- *   glossary_id, glossary_ids, custom_instructions, style_id  refused (400).
+ *   glossary_id      a glossary of /v2 or /v3/glossaries (deepl_glossary_api.c) made with
+ *                    the same key: its dictionary for source_lang -> target_lang is the
+ *                    request's terms (source_lang required, as DeepL requires it).
+ *   glossary_ids, custom_instructions, style_id  refused (400).
  *   source_lang absent: the texts' language is detected (detect_source.h); when
  *                    it is the target language the texts come back unchanged.
  */
@@ -51,6 +54,7 @@
 #include "handlers.h"
 #include "http/body.h"
 #include "service/detect_source.h"
+#include "service/glossary_store.h"
 #include "service/languages.h"
 #include "service/markup_job.h"
 #include "service/pairs.h"
@@ -106,6 +110,9 @@ typedef struct {
     srv_markup   mk;
     srv_path     path;
     srv_trjob   *job;
+    srv_gstored *glossary;       /* glossary_id's (a reference), or NULL ... */
+    srv_gstore  *gstore;         /* ... in this store */
+    const srv_glossary *terms;   /* its dictionary for the pair */
 } dl_req;
 
 /* The parameters DeepL documents (and its clients send); any other is refused
@@ -118,7 +125,7 @@ static const char *const KNOWN[] = {
 };
 /* ... and those of them refused: not implemented here, so never half-done. */
 static const char *const REFUSED[] = {
-    "glossary_id", "glossary_ids", "ignore_tags", "non_splitting_tags", "splitting_tags", "custom_instructions",
+    "glossary_ids", "ignore_tags", "non_splitting_tags", "splitting_tags", "custom_instructions",
     "style_id", "translation_memory_id",
 };
 
@@ -305,6 +312,24 @@ static int pick_path(srv_request *req, srv_response *resp, dl_req *t)
     return srv_path_for_pair(srv, t->detected, t->target, &t->path, resp);
 }
 
+/* glossary_id: the stored glossary's dictionary for the pair. */
+static int pick_glossary(srv_request *req, srv_response *resp, dl_req *t)
+{
+    const char *id = NULL;
+    if (srv_field_string(req, resp, "glossary_id", &id) <= 0 || !*id)
+        return resp->error == SRV_OK ? 0 : -1;
+    if (!t->source)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Use of a glossary requires the source_lang parameter");
+    t->gstore = req->srv->gstore;
+    if (!(t->glossary = srv_gstore_get(t->gstore, id, req->key)))
+        return srv_fail(resp, SRV_E_NOT_FOUND, "Glossary not found");
+    const srv_gdict *d = srv_gstored_dict(t->glossary, t->source, t->target);
+    if (!d)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "The glossary has no dictionary %s -> %s", t->source, t->target);
+    t->terms = d->terms;
+    return 0;
+}
+
 static int parse(srv_request *req, srv_response *resp, dl_req *t)
 {
     const char *target = NULL, *source = NULL;
@@ -315,7 +340,7 @@ static int parse(srv_request *req, srv_response *resp, dl_req *t)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter 'target_lang' not specified.");
     t->target = model_code(req->srv, target);
     t->source = source && *source ? model_code(req->srv, source) : NULL;
-    if (pick_texts(resp, t))
+    if (pick_texts(resp, t) || pick_glossary(req, resp, t))
         return -1;
     if (t->markup && srv_markup_parse(&t->mk, t->to_decode, t->n_decode, req->srv->opts.max_html_depth, resp))
         return -1;
@@ -354,6 +379,8 @@ static json_t *reply_json(const dl_req *t, const srv_tr_result *res, char *const
 static void dl_free(void *p)
 {
     dl_req *t = p;
+    if (t->glossary)
+        srv_gstore_release(t->gstore, t->glossary);
     srv_trjob_free(t->job);
     for (int i = 0; t->joined && i < t->n; i++)
         free(t->joined[i]);
@@ -405,7 +432,8 @@ void srv_handle_deepl_translate(srv_request *req, srv_response *resp)
         dl_reply(resp, t);
         goto done;
     }
-    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = t->split != SPLIT_NONE, .cache = 1 };
+    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = t->split != SPLIT_NONE, .cache = 1,
+                         .glossary = t->terms };
     tp.dp.alignment.enabled = t->markup;        /* the tags go where the words went */
     if (t->markup && t->path.n_legs == 2) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "tag_handling is not available through a pivot (%s): the tags follow "
@@ -490,9 +518,7 @@ void srv_handle_deepl_languages(srv_request *req, srv_response *resp)
 void srv_handle_deepl_usage(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
-    int key = -1;
-    if (!strncmp(req->client, "key:", 4))
-        key = atoi(req->client + 4);
+    int key = req->key;
     long used = srv->usage ? srv_usage_count(srv->usage, key) : 0;
     long quota = srv->usage ? srv_usage_quota(srv->usage, key) : -1;
     srv_reply_json(resp, 200, json_pack("{s:I,s:I}", "character_count", (json_int_t)used, "character_limit",

@@ -14,6 +14,7 @@
  *     GET  /, /web/NAME        web_api.c  (the demo page, with --web DIR)
  *     POST /translate_file, GET|DELETE /translate_file/ID, GET /download_file/ID/NAME   file_api.c
  *     POST /v2/translate, GET|POST /v2/languages, GET|POST /v2/usage   deepl_api.c  (DeepL's API)
+ *     /v2/glossaries..., /v3/glossaries..., GET /v2/glossary-language-pairs   deepl_glossary_api.c
  */
 #ifndef SRV_HANDLERS_H
 #define SRV_HANDLERS_H
@@ -42,6 +43,9 @@ void srv_handle_download_file(srv_request *req, srv_response *resp); /* file_api
 void srv_handle_deepl_translate(srv_request *req, srv_response *resp);  /* deepl_api.c */
 void srv_handle_deepl_languages(srv_request *req, srv_response *resp);  /* deepl_api.c */
 void srv_handle_deepl_usage(srv_request *req, srv_response *resp);      /* deepl_api.c */
+void srv_handle_deepl_glossaries(srv_request *req, srv_response *resp);     /* deepl_glossary_api.c: v2 */
+void srv_handle_deepl_glossaries_v3(srv_request *req, srv_response *resp);  /* deepl_glossary_api.c */
+void srv_handle_deepl_glossary_pairs(srv_request *req, srv_response *resp); /* deepl_glossary_api.c */
 
 /* The OpenAPI 3 document served by GET /openapi.json (openapi.c, openapi.json). */
 extern const char srv_openapi_json[];

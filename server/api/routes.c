@@ -48,6 +48,17 @@ static const srv_route routes[] = {
     { "GET",  "/v2/languages", srv_handle_deepl_languages, NULL, ROUTE_DEEPL },
     { "POST", "/v2/languages", srv_handle_deepl_languages, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_DEEPL },
+    { "POST", "/v2/glossaries", srv_handle_deepl_glossaries, NULL, ROUTE_BODY | ROUTE_DEEPL },
+    { "GET",  "/v2/glossaries", srv_handle_deepl_glossaries, NULL, ROUTE_DEEPL },
+    { "GET",  "/v2/glossaries/", srv_handle_deepl_glossaries, NULL, ROUTE_DEEPL | ROUTE_PREFIX },
+    { "DELETE", "/v2/glossaries/", srv_handle_deepl_glossaries, NULL, ROUTE_DEEPL | ROUTE_PREFIX },
+    { "GET",  "/v2/glossary-language-pairs", srv_handle_deepl_glossary_pairs, NULL, ROUTE_DEEPL },
+    { "POST", "/v3/glossaries", srv_handle_deepl_glossaries_v3, NULL, ROUTE_BODY | ROUTE_DEEPL },
+    { "GET",  "/v3/glossaries", srv_handle_deepl_glossaries_v3, NULL, ROUTE_DEEPL },
+    { "GET",  "/v3/glossaries/", srv_handle_deepl_glossaries_v3, NULL, ROUTE_DEEPL | ROUTE_PREFIX },
+    { "DELETE", "/v3/glossaries/", srv_handle_deepl_glossaries_v3, NULL, ROUTE_DEEPL | ROUTE_PREFIX },
+    { "PATCH", "/v3/glossaries/", srv_handle_deepl_glossaries_v3, NULL, ROUTE_BODY | ROUTE_DEEPL | ROUTE_PREFIX },
+    { "PUT",  "/v3/glossaries/", srv_handle_deepl_glossaries_v3, NULL, ROUTE_BODY | ROUTE_DEEPL | ROUTE_PREFIX },
     { "POST", "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
     { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
@@ -180,6 +191,7 @@ static int unauthorized(const srv_request *req, srv_response *resp)
  * "ip:ADDR" (its address, from behind a trusted proxy as http.c read it). */
 static void identify(srv_request *req, int key)
 {
+    req->key = key;
     if (key >= 0)
         snprintf(req->client, sizeof req->client, "key:%d", key);
     else

@@ -173,6 +173,10 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
     }
     if (srv_usage_open(&srv->usage, &srv->keys, srv->opts.usage_file, err, err_len))
         return -1;
+    if (!(srv->gstore = srv_gstore_new(srv->opts.max_stored_glossaries))) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
     if (!(*proxies = srv_proxies_parse(srv->opts.trusted_proxy, err, err_len)))
         return -1;
     return 0;
@@ -182,6 +186,8 @@ static void access_free(srv_server *srv, srv_proxies *proxies)
 {
     srv_usage_close(srv->usage);        /* saves the counts: before the keys they name */
     srv->usage = NULL;
+    srv_gstore_free(srv->gstore);       /* no request is left to hold one */
+    srv->gstore = NULL;
     srv_api_keys_free(&srv->keys);
     srv_ratelimit_free(srv->limits);
     srv->limits = NULL;

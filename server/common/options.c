@@ -119,6 +119,9 @@ static const opt_def opt_table[] = {
       "entries of a request's \"glossary\" (and of a --glossary file); beyond it 400" },
     { "--max-term-bytes", "MTSERVE_MAX_TERM_BYTES", OPT_INT, F(max_term_bytes), 0, 1, 4096,
       "bytes of a glossary term; beyond it 400" },
+    { "--max-stored-glossaries", "MTSERVE_MAX_STORED_GLOSSARIES", OPT_INT, F(max_stored_glossaries), 0, 1, 100000,
+      "glossaries clients may create through the API (DeepL's /v2 and /v3/glossaries), all keys together; "
+      "beyond it 400 until one is deleted (each holds at most --max-glossary-entries entries a language pair)" },
     { "--cache-mb", "MTSERVE_CACHE_MB", OPT_INT, F(cache_mb), 0, 0, 1 << 20,
       "megabytes of the translation cache (sentences already translated with the same settings); 0 = off" },
     { "--model-dir", "MTSERVE_MODEL_DIR", OPT_STR, F(model_dir), S(model_dir), 0, 0,
@@ -167,6 +170,7 @@ static void defaults(srv_options *o)
     o->batching = 1;
     o->max_glossary_entries = 1000;
     o->max_term_bytes = 256;
+    o->max_stored_glossaries = 1000;
     o->cache_mb = 64;
     o->load_timeout_s = 30;
 }

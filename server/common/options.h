@@ -75,6 +75,7 @@ typedef struct {
     int    n_glossaries;
     int    max_glossary_entries;   /* a request's "glossary" (and each file): entries */
     int    max_term_bytes;  /* a glossary term's bytes */
+    int    max_stored_glossaries;  /* glossaries made through the API, in all */
     int    cache_mb;        /* the translation cache's megabytes; 0 = off */
     /* models on demand (service/residency.h): any of the three turns it on */
     char   model_dir[1024]; /* every model subdirectory is a model, its id the name; "" = none */

@@ -30,6 +30,8 @@ struct srv_request {
     /* whose request, for fairness and rate limits: "key:N" (the N-th API key)
      * or "ip:ADDR"; set by the router (api/routes.c) */
     char        client[64];
+    int         key;            /* the index of the API key presented among the server's, -1: none
+                                   (set by the router) */
     const char *body;           /* not NUL-terminated */
     size_t      body_len;
     json_t     *json;           /* the parsed body (JSON, or form fields as strings); NULL if none */

@@ -14,6 +14,7 @@
 #include "mt.h"
 #include "common/api_keys.h"
 #include "common/usage.h"
+#include "glossary_store.h"
 #include "common/options.h"
 #include "common/ratelimit.h"
 #include "translate/scheduler.h"
@@ -82,6 +83,7 @@ struct srv_server {
     srv_api_keys keys;              /* --api-key then --api-keys FILE's; n 0: no key required */
     srv_ratelimit *limits;          /* --req-limit / --char-limit and the keys' own; NULL: none at all */
     srv_usage   *usage;             /* characters per key against char-quota (usage.h) */
+    srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
     srv_residency *residency;       /* models on demand (residency.h); NULL: all loaded at start */

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/check.h"
 #include "util/hash.h"
@@ -556,6 +557,11 @@ mt_status srv_glossary_add(srv_glossary *g, const char *src, size_t src_len, con
 
     int32_t node = key_node(g, root, ne.key, ne.key_len, false);
     int x = node >= 0 ? g->node[node].entry : -1;
+    if (x >= 0 && g->lim.unique) {
+        char q[QUOTE_BYTES + 8];
+        st = mt_err_set(err, MT_ERR_INPUT, "duplicate source term \"%s\"", quote(q, sizeof q, ne.src, ns));
+        goto fail;
+    }
     if (x >= 0) {                       /* the same key: replace, keeping the index */
         entry_free(&g->e[x]);
         g->e[x] = ne;
@@ -623,6 +629,96 @@ mt_status srv_glossary_add_tsv(srv_glossary *g, const char *data, size_t len, mt
     return MT_OK;
 }
 
+/* ---- CSV (DeepL's glossary entries) ------------------------------------------------------ */
+
+enum { CSV_FIELDS = 4 };
+
+typedef struct {
+    char  *f[CSV_FIELDS];       /* the fields, unquoted, NUL-terminated (into buf) */
+    size_t len[CSV_FIELDS];
+    int    n;
+} csv_row;
+
+/* Splits line s[0..n) into row, unquoting into buf (room for n + CSV_FIELDS
+ * bytes).  0, or -1 with why: an unclosed quote, text after a closing quote,
+ * more than CSV_FIELDS fields. */
+static int csv_split(const char *s, size_t n, char *buf, csv_row *row, const char **why)
+{
+    size_t i = 0, o = 0;
+    row->n = 0;
+    for (;;) {
+        if (row->n == CSV_FIELDS)
+            return *why = "more than 4 comma-separated columns", -1;
+        row->f[row->n] = buf + o;
+        if (i < n && s[i] == '"') {
+            for (i++;; i++) {
+                if (i >= n)
+                    return *why = "a quoted field is not closed", -1;
+                if (s[i] == '"' && i + 1 < n && s[i + 1] == '"')
+                    buf[o++] = s[i++];
+                else if (s[i] == '"')
+                    break;
+                else
+                    buf[o++] = s[i];
+            }
+            if (++i < n && s[i] != ',')
+                return *why = "text after a closing quote", -1;
+        } else {
+            while (i < n && s[i] != ',')
+                buf[o++] = s[i++];
+        }
+        row->len[row->n] = (size_t)(buf + o - row->f[row->n]);
+        buf[o++] = 0;
+        row->n++;
+        if (i >= n)
+            return 0;
+        i++;                            /* the comma */
+    }
+}
+
+static bool same_code(const char *field, size_t n, const char *code)
+{
+    return code && strlen(code) == n && !strncasecmp(field, code, n);
+}
+
+mt_status srv_glossary_add_csv(srv_glossary *g, const char *data, size_t len, const char *source_lang,
+                               const char *target_lang, mt_err *err)
+{
+    if (!g || (!data && len))
+        return mt_err_set(err, MT_ERR_INPUT, "glossary: invalid arguments");
+    size_t at = len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    mt_status st = MT_OK;
+    char *buf = NULL;
+    for (long line = 1; at < len && st == MT_OK; line++) {
+        const char *s = data + at, *nl = memchr(s, '\n', len - at), *why = NULL;
+        size_t n = nl ? (size_t)(nl - s) : len - at;
+        at += n + (nl != NULL);
+        if (n && s[n - 1] == '\r')
+            n--;
+        if (blank(s, n))
+            continue;
+        char *nb = realloc(buf, n + CSV_FIELDS);
+        if (!nb) {
+            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        buf = nb;
+        csv_row r;
+        if (csv_split(s, n, buf, &r, &why) == 0 && r.n != 2 && r.n != 4)
+            why = "not source,target or source,target,source_lang,target_lang";
+        else if (!why && r.n == 4 && !(same_code(r.f[2], r.len[2], source_lang) &&
+                                       same_code(r.f[3], r.len[3], target_lang)))
+            why = "its languages are not the glossary's";
+        mt_err e1;
+        if (why)
+            st = mt_err_set(err, MT_ERR_INPUT, "line %ld: %s", line, why);
+        else if ((st = srv_glossary_add(g, r.f[0], r.len[0], r.f[1], r.len[1], &e1)) != MT_OK)
+            st = mt_err_set(err, st, "line %ld: %s", line, e1.msg);
+    }
+    free(buf);
+    return st;
+}
+
 /* Adds every entry of from to g. */
 static mt_status add_all(srv_glossary *g, const srv_glossary *from, mt_err *err)
 {
@@ -641,7 +737,7 @@ mt_status srv_glossary_merge(const srv_glossary *base, const srv_glossary *over,
     if (!out)
         return mt_err_set(err, MT_ERR_INPUT, "glossary: invalid arguments");
     *out = NULL;
-    srv_glossary_limits l = { 1, 1 };
+    srv_glossary_limits l = { .max_entries = 1, .max_term_bytes = 1 };
     if (lim) {
         l = *lim;
     } else {

@@ -66,6 +66,8 @@ typedef struct srv_glossary srv_glossary;
 typedef struct {
     int max_entries;       /* distinct keys, > 0 */
     int max_term_bytes;    /* of a trimmed source or target term, > 0 */
+    int unique;            /* 1: a source whose key is there already is an error (DeepL's
+                              glossaries), not a replacement */
 } srv_glossary_limits;
 
 /* bytes [start, end) of the text match the source of entry `entry` */
@@ -82,7 +84,8 @@ void srv_glossary_free(srv_glossary *g);
 
 /* Adds src[0..src_len) -> tgt[0..tgt_len) (neither NUL-terminated, NULL only
  * with a length of 0).  A source with the same key as an earlier entry
- * replaces it (its source spelling and target; its index stays).  MT_OK;
+ * replaces it (its source spelling and target; its index stays), or with
+ * limits.unique is refused (MT_ERR_INPUT "duplicate source term").  MT_OK;
  * MT_ERR_INPUT with a message naming the problem and the term (empty source or
  * target, over max_term_bytes, invalid UTF-8, a control character, a new key
  * past max_entries; g is then unchanged); MT_ERR_NOMEM. */
@@ -96,6 +99,15 @@ mt_status srv_glossary_add(srv_glossary *g, const char *src, size_t src_len, con
  * is an error, and so is any entry srv_glossary_add refuses; the message
  * starts with "line N: ".  On an error the lines before it stay added. */
 mt_status srv_glossary_add_tsv(srv_glossary *g, const char *data, size_t len, mt_err *err);
+
+/* Adds every line of CSV entries data[0..len) as DeepL's glossaries take them:
+ * "source,target" or "source,target,source_lang,target_lang", a field quoted
+ * with '"' when it holds a comma or a quote (a quote inside doubled: ""),
+ * lines ending in LF or CRLF, blank lines skipped, a UTF-8 BOM at the start
+ * skipped.  Language columns, when a line has them, must equal (any case)
+ * source_lang and target_lang.  Errors as srv_glossary_add_tsv's ("line N: "). */
+mt_status srv_glossary_add_csv(srv_glossary *g, const char *data, size_t len, const char *source_lang,
+                               const char *target_lang, mt_err *err);
 
 /* *out = a new glossary holding base's entries, then over's (an entry of over
  * replaces base's entry with the same key); base and over may be NULL and are

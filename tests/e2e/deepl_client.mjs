@@ -5,7 +5,9 @@
  * Every translation is checked against the same request to POST /translate
  * (the client's results must be the engine's, not a look-alike): one text and
  * several, source given and detected, split_sentences off / on / nonewlines,
- * tagHandling html; then getSourceLanguages / getTargetLanguages, getUsage
+ * tagHandling html, a glossary; then glossaries v2 (createGlossary, with CSV,
+ * getGlossary, listGlossaries, getGlossaryEntries, deleteGlossary) and v3
+ * (DeepLClient's multilingual glossaries); getSourceLanguages / getTargetLanguages, getUsage
  * (the count is the code points sent; past the key's char-quota the client
  * throws its QuotaExceededError), a wrong key (AuthorizationError), a refused
  * parameter (DeepLError naming it) and a 429 the client retries after
@@ -84,6 +86,50 @@ async function main() {
     equal('the page is POST /translate\'s with format html', r.text, await ours(HTML, 'en', 'fr', { format: 'html' }));
     check('the markup is kept', /^<p>[^<]*<b>[^<]+<\/b>[^<]*<a href="https:\/\/example\.org\/">[^<]+<\/a>[^<]*<\/p>$/.test(r.text),
           r.text);
+  });
+
+  await phase('glossaries v2', async () => {
+    const entries = new deepl.GlossaryEntries({ entries: { package: 'paquetage', documentation: 'docs' } });
+    const g = await tr.createGlossary('Debian terms', 'en', 'fr', entries);
+    equal('created: its languages and count', [g.sourceLang, g.targetLang, g.entryCount, g.ready], ['en', 'fr', 2, true]);
+    check('an id', /^[0-9a-f-]{36}$/.test(g.glossaryId), g.glossaryId);
+    equal('getGlossary', (await tr.getGlossary(g.glossaryId)).name, 'Debian terms');
+    equal('listGlossaries', (await tr.listGlossaries()).map((x) => x.glossaryId), [g.glossaryId]);
+    equal('getGlossaryEntries', (await tr.getGlossaryEntries(g)).entries(), { package: 'paquetage', documentation: 'docs' });
+    const r = await tr.translateText(EN, 'en', 'fr', { glossary: g });
+    equal('translateText with it is POST /translate with those terms', r.text,
+          await ours(EN, 'en', 'fr', { glossary: { package: 'paquetage', documentation: 'docs' } }));
+    check('the terms are in it', r.text.includes('paquetage'), r.text);
+    const c = await tr.createGlossaryWithCsv('from CSV', 'en', 'fr', Buffer.from('"free software","logiciel libre"\nlibrary,bibliothèque\n'));
+    equal('createGlossaryWithCsv', c.entryCount, 2);
+    await tr.deleteGlossary(g);
+    await tr.deleteGlossary(c);
+    let err = null;
+    try { await tr.getGlossary(g.glossaryId); } catch (e) { err = e; }
+    check('deleted: GlossaryNotFoundError', err instanceof deepl.GlossaryNotFoundError, String(err));
+    err = null;
+    /* deepl-node checks TSV entries itself; CSV goes to the server as it is */
+    try { await tr.createGlossaryWithCsv('dup', 'en', 'fr', Buffer.from('a,b\na,c\n')); } catch (e) { err = e; }
+    check('a duplicate source (CSV): a DeepLError from the server naming its line',
+          err instanceof deepl.DeepLError && /line 2: duplicate/.test(err.message), String(err));
+  });
+
+  await phase('glossaries v3 (multilingual)', async () => {
+    const dc = new deepl.DeepLClient(KEY, { serverUrl: BASE });
+    const g = await dc.createMultilingualGlossary('Both ways', [
+      { sourceLangCode: 'en', targetLangCode: 'fr', entries: new deepl.GlossaryEntries({ entries: { package: 'paquetage' } }) },
+      { sourceLangCode: 'fr', targetLangCode: 'en', entries: new deepl.GlossaryEntries({ entries: { paquet: 'parcel' } }) },
+    ]);
+    equal('two dictionaries', g.dictionaries.map((d) => [d.sourceLangCode, d.targetLangCode, d.entryCount]),
+          [['en', 'fr', 1], ['fr', 'en', 1]]);
+    equal('getMultilingualGlossary', (await dc.getMultilingualGlossary(g.glossaryId)).name, 'Both ways');
+    check('listMultilingualGlossaries has it', (await dc.listMultilingualGlossaries()).some((x) => x.glossaryId === g.glossaryId));
+    const d = await dc.getMultilingualGlossaryDictionaryEntries(g, 'fr', 'en');
+    equal('its fr -> en entries', d.entries.entries(), { paquet: 'parcel' });
+    const r = await dc.translateText(FR, 'fr', 'en-US', { glossary: g });
+    equal('translateText with its fr -> en dictionary', r.text, await ours(FR, 'fr', 'en', { glossary: { paquet: 'parcel' } }));
+    await dc.deleteMultilingualGlossary(g);
+    check('deleted', !(await dc.listMultilingualGlossaries()).some((x) => x.glossaryId === g.glossaryId));
   });
 
   await phase('languages', async () => {

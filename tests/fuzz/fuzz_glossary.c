@@ -1,5 +1,6 @@
-/* fuzz_glossary: srv_glossary_add_tsv, srv_glossary_merge and
- * srv_glossary_match (server/translate/glossary.c) on arbitrary bytes.
+/* fuzz_glossary: srv_glossary_add_tsv, srv_glossary_add_csv (DeepL's
+ * entries, with unique sources), srv_glossary_merge and srv_glossary_match
+ * (server/translate/glossary.c) on arbitrary bytes.
  *
  * The input is up to three parts cut at NULs: a TSV file (the server's), a
  * text, and a second TSV file (a request's).  Both files are parsed with small
@@ -14,6 +15,9 @@
  *     text order, disjoint, in range, on character boundaries, at word
  *     boundaries, and each span equals its entry's source under the case rule
  *     (whitespace runs for its spaces);
+ *   - the third part also read as CSV into a glossary refusing duplicates: a
+ *     refusal names its line; its entries, written as TSV and read back, give
+ *     the same canonical string;
  *   - the whole list equals a naive reference: at every position where a word
  *     may start, every entry tried, the longest taken (an exact entry over a
  *     case-insensitive one with the same span), the scan going on after it.
@@ -241,6 +245,36 @@ static void check_matches(const srv_glossary *g, const uint8_t *t, size_t len)
     free(start_of);
 }
 
+/* data as DeepL's CSV entries (unique sources), then its TSV round trip. */
+static void check_csv(const char *data, size_t len)
+{
+    srv_glossary_limits ul = { .max_entries = 24, .max_term_bytes = 40, .unique = 1 };
+    srv_glossary *csv = srv_glossary_new(&ul), *back = srv_glossary_new(&ul);
+    FUZZ_CHECK(csv && back);
+    mt_err err;
+    mt_status st = srv_glossary_add_csv(csv, data, len, "en", "fr", &err);
+    FUZZ_CHECK(st == MT_OK || (st == MT_ERR_INPUT && !strncmp(err.msg, "line ", 5) &&
+                               fuzz_utf8_valid(err.msg, strlen(err.msg))));
+    check_entries(csv, &ul);
+    char tsv[24 * 90];
+    size_t o = 0;
+    for (int i = 0; i < srv_glossary_size(csv); i++)
+        o += (size_t)snprintf(tsv + o, sizeof tsv - o, "%s\t%s\n", srv_glossary_source(csv, i),
+                              srv_glossary_target(csv, i));
+    int tsv_ok = 1;         /* a source starting with '#' reads as a comment in TSV: not comparable */
+    for (int i = 0; i < srv_glossary_size(csv); i++)
+        tsv_ok &= srv_glossary_source(csv, i)[0] != '#';
+    if (tsv_ok) {
+        FUZZ_CHECK(srv_glossary_add_tsv(back, tsv, o, &err) == MT_OK);
+        char *a = srv_glossary_canonical(csv, NULL), *b = srv_glossary_canonical(back, NULL);
+        FUZZ_CHECK(a && b && !strcmp(a, b));
+        free(a);
+        free(b);
+    }
+    srv_glossary_free(csv);
+    srv_glossary_free(back);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *part[3];
@@ -263,6 +297,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     check_entries(file, &lim);
     check_entries(req, &lim);
+    if (np > 2)
+        check_csv((const char *)part[2], part_len[2]);
 
     FUZZ_CHECK(srv_glossary_merge(file, req, NULL, &all, &err) == MT_OK);
     FUZZ_CHECK(srv_glossary_size(all) <= srv_glossary_size(file) + srv_glossary_size(req));
