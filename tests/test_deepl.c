@@ -10,6 +10,8 @@
  *     456 past char-quota, kept across a restart in --usage-file;
  *   - errors in DeepL's shape {"message"} and statuses: 403 wrong or missing
  *     key, 400 for what is missing, unknown or refused, 429 with Retry-After;
+ *   - documents: upload, status, result (then deleted), its characters billed
+ *     and refused past the quota, a wrong key or id 404, refusals by name;
  *   - glossaries, v2 and v3: made (TSV, CSV), listed, read, edited, deleted,
  *     seen by their key only; glossary_id translates as POST /translate with
  *     the same terms as "glossary" does.
@@ -554,6 +556,109 @@ static void test_glossaries_v3(void **state)
     assert_non_null(strstr(dl_error(&r, 400), "dictionaries"));
 }
 
+/* A multipart upload: the file part, then name=value fields (NULL-terminated pairs). */
+static reply upload(const char *key, const char *filename, const char *content, const char *const *fields)
+{
+    static char body[8192];
+    const char *b = "----mtserve-test-boundary";
+    int n = snprintf(body, sizeof body, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+                     "Content-Type: application/octet-stream\r\n\r\n%s\r\n", b, filename, content);
+    for (int i = 0; fields && fields[i]; i += 2)
+        n += snprintf(body + n, sizeof body - (size_t)n, "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n",
+                      b, fields[i], fields[i + 1]);
+    n += snprintf(body + n, sizeof body - (size_t)n, "--%s--\r\n", b);
+    char ct[96];
+    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s", b);
+    req_opts o = { .method = "POST", .body = body, .body_len = (size_t)n, .content_type = ct, .extra = { key } };
+    return http_req(&srv, "/v2/document", &o);
+}
+
+/* POST /v2/document/ID[suffix] with document_key=key. */
+static reply doc_call(const char *id, const char *suffix, const char *doc_key)
+{
+    char path[128], body[128];
+    snprintf(path, sizeof path, "/v2/document/%s%s", id, suffix);
+    snprintf(body, sizeof body, "document_key=%s", doc_key);
+    return dl("POST", path, KEY_A, body);
+}
+
+static void test_documents(void **state)
+{
+    (void)state;
+    const char *text = "The cat sleeps on the sofa.\n\nIt is a nice day.\n";
+    const char *const fields[] = { "target_lang", "FR", "source_lang", "EN", NULL };
+    long before = usage_count(KEY_A);
+    reply r = upload(KEY_A, "notes.txt", text, fields);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char id[40], doc_key[40];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "document_id")));
+    snprintf(doc_key, sizeof doc_key, "%s", json_string_value(json_object_get(j, "document_key")));
+    json_decref(j);
+    assert_int_equal(strlen(id), 32);
+    assert_int_equal(strlen(doc_key), 32);
+    assert_int_equal(usage_count(KEY_A), before + 44);      /* its units' code points: 27 + 17 */
+    /* status until done (bounded), then the result once */
+    const char *status = "";
+    for (int i = 0; i < 600 && strcmp(status, "done"); i++) {
+        r = doc_call(id, "", doc_key);
+        j = expect_json(&r, 200);
+        reply_free(&r);
+        status = strcmp(json_string_value(json_object_get(j, "status")), "done") ? "" : "done";
+        if (*status)
+            assert_int_equal(json_integer_value(json_object_get(j, "billed_characters")), 44);
+        json_decref(j);
+        if (!*status)
+            sleep_ms(50);
+    }
+    assert_string_equal(status, "done");
+    r = doc_call(id, "/result", doc_key);
+    assert_int_equal(r.status, 200);
+    char *want1 = ours("The cat sleeps on the sofa.", "en", "fr", NULL), *want2 = ours("It is a nice day.", "en", "fr", NULL);
+    char expect[512];
+    snprintf(expect, sizeof expect, "%s\n\n%s\n", want1, want2);
+    print_message("    document: %s", r.body);
+    assert_string_equal(r.body, expect);                 /* each paragraph as POST /translate has it */
+    free(want1);
+    free(want2);
+    reply_free(&r);
+    r = doc_call(id, "/result", doc_key);                /* downloaded: gone */
+    dl_error(&r, 404);
+    /* a wrong key or id, and no key: 404, 404, 400 */
+    r = upload(KEY_A, "b.txt", "Hello.", fields);
+    j = expect_json(&r, 200);
+    reply_free(&r);
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "document_id")));
+    json_decref(j);
+    r = doc_call(id, "", "0123456789abcdef0123456789abcdef");
+    dl_error(&r, 404);
+    r = doc_call("ffffffffffffffffffffffffffffffff", "", doc_key);
+    dl_error(&r, 404);
+    char path[96];
+    snprintf(path, sizeof path, "/v2/document/%s", id);
+    r = dl("POST", path, KEY_A, "");
+    assert_non_null(strstr(dl_error(&r, 400), "document_key"));
+    /* refusals */
+    const char *const bad_lang[] = { "target_lang", "DE", NULL }, *const no_target[] = { "source_lang", "EN", NULL };
+    const char *const bad_field[] = { "target_lang", "FR", "speed", "fast", NULL };
+    const char *const bad_out[] = { "target_lang", "FR", "output_format", "pdf", NULL };
+    r = upload(KEY_A, "a.txt", "Hello.", bad_lang);
+    dl_error(&r, 400);
+    r = upload(KEY_A, "a.txt", "Hello.", no_target);
+    assert_non_null(strstr(dl_error(&r, 400), "target_lang"));
+    r = upload(KEY_A, "a.txt", "Hello.", bad_field);
+    assert_non_null(strstr(dl_error(&r, 400), "speed"));
+    r = upload(KEY_A, "a.txt", "Hello.", bad_out);
+    assert_non_null(strstr(dl_error(&r, 400), "output_format"));
+    r = upload(KEY_A, "a.pdf", "%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj", fields);
+    assert_non_null(strstr(dl_error(&r, 400), "no format"));
+    /* past the quota: 456, nothing counted */
+    long q = usage_count(KEY_Q);
+    r = upload(KEY_Q, "long.txt", "This document has many more characters than the quota key has left for it.", fields);
+    dl_error(&r, 456);
+    assert_int_equal(usage_count(KEY_Q), q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_languages),
         cmocka_unit_test(test_usage_and_quota),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_documents),
         cmocka_unit_test(test_glossaries_v2),
         cmocka_unit_test(test_glossaries_v3),
     };

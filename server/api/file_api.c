@@ -28,6 +28,7 @@
 #include "handlers.h"
 #include "http/body.h"
 #include "service/detect_source.h"
+#include "service/file_prep.h"
 #include "service/glossaries.h"
 #include "service/pairs.h"
 #include "service/server.h"
@@ -62,47 +63,12 @@ static int req_gone(void *ctx)
     return req->client_gone && req->client_gone(req->conn);
 }
 
-/* The translated file's name: "report.docx" -> "report.fr.docx". */
-static void result_name(const char *name, const char *lang, srv_doc_kind kind, char *out, size_t len)
-{
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    const char *dot = strrchr(base, '.');
-    int stem = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
-    if (!stem)
-        base = "file", stem = 4;
-    snprintf(out, len, "%.*s.%s%s", stem > 200 ? 200 : stem, base, lang, srv_doc_kind_ext(kind));
-    for (char *p = out; *p; p++)        /* a URL path segment, a header value: nothing to escape */
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-              *p == '-' || *p == '_'))
-            *p = '_';
-}
-
 static void file_url(const srv_request *req, const char *id, const char *name, char *out, size_t len)
 {
     if (req->host && req->host[0] && !strpbrk(req->host, "\"<> \r\n"))
         snprintf(out, len, "http://%s%s%s/%s", req->host, DOWNLOAD_PATH, id, name);
     else
         snprintf(out, len, "%s%s/%s", DOWNLOAD_PATH, id, name);
-}
-
-static int fail_doc(srv_response *resp, const mt_err *err)
-{
-    if (err->status == MT_ERR_TOO_LONG)
-        return srv_fail(resp, SRV_E_BODY_TOO_LARGE, "%s", err->msg);
-    return srv_fail(resp, srv_code_from_mt(err->status), "%s", err->msg);
-}
-
-/* The text detection reads: the first units, up to a few KB. */
-static int detect_texts(const srv_doc *d, const char **texts, int max)
-{
-    int n = 0;
-    size_t bytes = 0;
-    for (int i = 0; i < srv_doc_units(d) && n < max && bytes < 4096; i++) {
-        texts[n++] = srv_doc_unit(d, i);
-        bytes += strlen(texts[n - 1]);
-    }
-    return n;
 }
 
 static void finish_sync(srv_request *req, srv_response *resp)
@@ -117,23 +83,9 @@ static void finish_sync(srv_request *req, srv_response *resp)
     } else if (info.state == SRV_FILE_CANCELLED) {
         srv_fail(resp, SRV_E_CLIENT_GONE, "the file job was cancelled");
     } else {
-        fail_doc(resp, &info.err);
+        srv_file_fail(resp, &info.err);
     }
     free(w);
-}
-
-/* The form's "glossary" (a JSON object as a string) merged with the pair's
- * --glossary file, into r->glossary (the job's from then on).  0, or -1 with
- * resp failed. */
-static int file_glossary(srv_request *req, srv_response *resp, const srv_path *path, srv_file_route *r)
-{
-    srv_glossary *request, *legs[2];
-    if (srv_request_glossary(req, resp, &request))
-        return -1;
-    int rc = srv_leg_glossaries(req->srv, path, request, legs, resp);
-    srv_glossary_free(request);
-    r->glossary = rc ? NULL : legs[0];
-    return rc;
 }
 
 /* A POST /translate_file's form, checked: the file's bytes (in the request's
@@ -183,58 +135,6 @@ static int read_form(srv_request *req, srv_response *resp, file_form *f)
     return 0;
 }
 
-/* The file parsed from a copy of its bytes (the job keeps the copy: the
- * request's body goes with the request): 0 with *copy and *doc, or -1 with
- * resp failed and nothing held. */
-static int parse_copy(const srv_server *srv, srv_response *resp, const file_form *f, char **copy, srv_doc **doc)
-{
-    *copy = malloc(f->len + 1);
-    if (!*copy)
-        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    memcpy(*copy, f->data, f->len);
-    (*copy)[f->len] = 0;
-    srv_doc_limits lim = srv_doc_default_limits();
-    lim.max_bytes = srv->opts.max_file_bytes;
-    lim.max_units = srv->opts.max_file_units;
-    lim.max_depth = srv->opts.max_html_depth;
-    mt_err err = { 0 };
-    if (srv_doc_parse(f->kind, *copy, f->len, &lim, doc, &err) != MT_OK) {
-        free(*copy);
-        *copy = NULL;
-        return fail_doc(resp, &err);
-    }
-    return 0;
-}
-
-/* The language (named, or detected on the file's first units), the one
- * model that translates it and the job's parameters and glossary, in *r:
- * 0, or -1 with resp failed (r->glossary is then NULL). */
-static int route_file(srv_request *req, srv_response *resp, file_form *f, const srv_doc *doc, srv_file_route *r)
-{
-    srv_server *srv = req->srv;
-    if (!strcmp(f->source, "auto")) {
-        const char *texts[64];
-        int n = detect_texts(doc, texts, 64);
-        if (n && srv_detect_source(srv, texts, n, f->target, &f->guess, resp))
-            return -1;
-        f->source = n ? f->guess.code : "auto";
-    }
-    srv_path path;
-    if (srv_path_for_pair(srv, f->source, f->target, &path, resp))
-        return -1;
-    if (path.n_legs != 1)
-        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "files translate with one model, not through a pivot (%s)",
-                        path.pivot);
-    srv_model *m = path.model[0];
-    *r = (srv_file_route){ .tm = srv_leg_model(srv, &path, 0, 0), .decoder = m->decoder };
-    r->tm.cache = NULL;
-    r->p.dp = mt_decode_default_params();
-    r->p.split = 1;
-    if (srv_translate_resolve(&path, &r->p, resp) || file_glossary(req, resp, &path, r))
-        return -1;
-    return 0;
-}
-
 void srv_handle_translate_file(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
@@ -243,14 +143,19 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
     srv_doc *doc = NULL;
     srv_file_route r = { 0 };
     waiting *w = NULL;
-    if (read_form(req, resp, &f) || parse_copy(srv, resp, &f, &copy, &doc) || route_file(req, resp, &f, doc, &r))
+    srv_glossary *terms = NULL;         /* the form's "glossary", a JSON object as a string */
+    int rc = read_form(req, resp, &f) || srv_file_parse(srv, resp, f.data, f.len, f.kind, &copy, &doc) ||
+             srv_request_glossary(req, resp, &terms) ||
+             srv_file_route_doc(srv, resp, doc, f.target, &f.source, &f.guess, terms, &r);
+    srv_glossary_free(terms);
+    if (rc)
         goto done;
     if (!(w = calloc(1, sizeof *w))) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         goto done;
     }
     char name[256];
-    result_name(f.filename[0] ? f.filename : "file", f.target, f.kind, name, sizeof name);
+    srv_file_result_name(f.filename[0] ? f.filename : "file", f.target, f.kind, name, sizeof name);
     w->files = srv->files;
     if (!f.async) {                     /* LibreTranslate's: the reply waits for the file */
         r.on_end = job_ended;

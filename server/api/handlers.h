@@ -15,6 +15,7 @@
  *     POST /translate_file, GET|DELETE /translate_file/ID, GET /download_file/ID/NAME   file_api.c
  *     POST /v2/translate, GET|POST /v2/languages, GET|POST /v2/usage   deepl_api.c  (DeepL's API)
  *     /v2/glossaries..., /v3/glossaries..., GET /v2/glossary-language-pairs   deepl_glossary_api.c
+ *     POST /v2/document, POST /v2/document/ID[/result]   deepl_document_api.c
  */
 #ifndef SRV_HANDLERS_H
 #define SRV_HANDLERS_H
@@ -46,6 +47,8 @@ void srv_handle_deepl_usage(srv_request *req, srv_response *resp);      /* deepl
 void srv_handle_deepl_glossaries(srv_request *req, srv_response *resp);     /* deepl_glossary_api.c: v2 */
 void srv_handle_deepl_glossaries_v3(srv_request *req, srv_response *resp);  /* deepl_glossary_api.c */
 void srv_handle_deepl_glossary_pairs(srv_request *req, srv_response *resp); /* deepl_glossary_api.c */
+void srv_handle_deepl_document(srv_request *req, srv_response *resp);        /* deepl_document_api.c */
+void srv_handle_deepl_document_status(srv_request *req, srv_response *resp); /* deepl_document_api.c: and result */
 
 /* The OpenAPI 3 document served by GET /openapi.json (openapi.c, openapi.json). */
 extern const char srv_openapi_json[];

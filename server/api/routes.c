@@ -48,6 +48,8 @@ static const srv_route routes[] = {
     { "GET",  "/v2/languages", srv_handle_deepl_languages, NULL, ROUTE_DEEPL },
     { "POST", "/v2/languages", srv_handle_deepl_languages, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_DEEPL },
+    { "POST", "/v2/document",  srv_handle_deepl_document, NULL, ROUTE_BODY | ROUTE_LIMITED | ROUTE_DEEPL },
+    { "POST", "/v2/document/", srv_handle_deepl_document_status, NULL, ROUTE_BODY | ROUTE_DEEPL | ROUTE_PREFIX },
     { "POST", "/v2/glossaries", srv_handle_deepl_glossaries, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/v2/glossaries", srv_handle_deepl_glossaries, NULL, ROUTE_DEEPL },
     { "GET",  "/v2/glossaries/", srv_handle_deepl_glossaries, NULL, ROUTE_DEEPL | ROUTE_PREFIX },
@@ -350,7 +352,8 @@ size_t srv_route_max_body(void *ctx, const char *path)
 {
     const srv_server *srv = ctx;
     size_t form = 64 << 10;             /* the other fields and the part headers around the file */
-    if (strcmp(path, "/translate_file") == 0 && srv->opts.max_file_bytes + form > srv->opts.max_body)
+    if ((strcmp(path, "/translate_file") == 0 || strcmp(path, "/v2/document") == 0) &&
+        srv->opts.max_file_bytes + form > srv->opts.max_body)
         return srv->opts.max_file_bytes + form;
     return srv->opts.max_body;
 }

@@ -362,7 +362,7 @@ void srv_files_free(srv_files *f)
 }
 
 /* A new id: 128 random bits in hex (a result's URL is its only key). */
-static int new_id(char id[SRV_FILE_ID_LEN])
+int srv_files_random_id(char id[SRV_FILE_ID_LEN])
 {
     unsigned char r[16];
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
@@ -376,7 +376,7 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
                           char id[SRV_FILE_ID_LEN], mt_err *err)
 {
     job *j = calloc(1, sizeof *j);
-    if (!j || !(j->texts = calloc((size_t)f->p.batch_units, sizeof *j->texts)) || new_id(j->id)) {
+    if (!j || !(j->texts = calloc((size_t)f->p.batch_units, sizeof *j->texts)) || srv_files_random_id(j->id)) {
         if (j)
             free(j->texts);
         free(j);
@@ -393,6 +393,8 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
     j->info.total = srv_doc_units(doc);
     j->info.kind = srv_doc_kind_of(doc);
     j->info.t_start = mt_now_s();
+    memcpy(j->info.secret, r->secret, sizeof j->info.secret);
+    j->info.chars = r->chars;
     snprintf(j->info.name, sizeof j->info.name, "%s", name && name[0] ? name : "file");
     pthread_mutex_lock(&f->mu);
     if (f->n_jobs >= f->p.max_jobs) {

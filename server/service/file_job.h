@@ -51,6 +51,8 @@ typedef struct {
     mt_err  err;                /* failed: why (status and message) */
     double  t_start, t_end;     /* srv_now(); t_end 0 while running */
     double  expires;            /* finished: when it is deleted (srv_now() clock) */
+    char    secret[SRV_FILE_ID_LEN];    /* the route's (what a reader must show); "" none */
+    long    chars;              /* the route's: the source's code points */
 } srv_file_info;
 
 /* Where a job's units go, and who hears of it. */
@@ -59,6 +61,9 @@ typedef struct {
     srv_decoder   decoder;      /* its decoder */
     srv_tr_params p;            /* resolved (srv_translate_resolve); dp.alignments is set by the job */
     srv_glossary *glossary;     /* the terms to keep (NULL: none); taken by srv_files_start, freed with the job */
+    char    secret[SRV_FILE_ID_LEN];    /* kept in the job's info for the endpoint that checks it
+                                           (DeepL's document_key); "" none */
+    long    chars;              /* the source's code points (billed), kept in the info */
     /* on the runner thread, once, when the job is over (done, failed or
      * cancelled), without the jobs' lock (so it may take the HTTP layer's),
      * unless detached first; NULL: nobody waits */
@@ -94,6 +99,9 @@ int       srv_files_cancel(srv_files *f, const char *id);
  * the job was detached before it ended: a suspended HTTP request does (it
  * cannot complete before it is resumed).  cancel: the job is cancelled too. */
 void      srv_files_detach(srv_files *f, const char *id, int cancel);
+/* 128 random bits as 32 hex digits (a job's id; a route's secret): 0, or -1
+ * when the system has no randomness to give. */
+int       srv_files_random_id(char id[SRV_FILE_ID_LEN]);
 /* Jobs held now, of which running, and bytes of finished files held (metrics). */
 void      srv_files_usage(srv_files *f, int *held, int *running, size_t *bytes);
 

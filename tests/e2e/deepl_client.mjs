@@ -7,7 +7,8 @@
  * several, source given and detected, split_sentences off / on / nonewlines,
  * tagHandling html, a glossary; then glossaries v2 (createGlossary, with CSV,
  * getGlossary, listGlossaries, getGlossaryEntries, deleteGlossary) and v3
- * (DeepLClient's multilingual glossaries); getSourceLanguages / getTargetLanguages, getUsage
+ * (DeepLClient's multilingual glossaries); translateDocument on a .txt and a
+ * .docx (the file equal byte for byte to POST /translate_file's); getSourceLanguages / getTargetLanguages, getUsage
  * (the count is the code points sent; past the key's char-quota the client
  * throws its QuotaExceededError), a wrong key (AuthorizationError), a refused
  * parameter (DeepLError naming it) and a 429 the client retries after
@@ -17,11 +18,11 @@
  *   B=build node tests/e2e/deepl_client.mjs      (MTSERVE_BIN overrides)
  */
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { api, check, equal, phase, run, startServer } from './lib.mjs';
+import { api, check, equal, phase, ROOT as ROOT_DIR, run, startServer } from './lib.mjs';
 
 const EN = 'This package provides the documentation.';
 const EN2 = 'It is free software, released under the GNU General Public License.';
@@ -130,6 +131,33 @@ async function main() {
     equal('translateText with its fr -> en dictionary', r.text, await ours(FR, 'fr', 'en', { glossary: { paquet: 'parcel' } }));
     await dc.deleteMultilingualGlossary(g);
     check('deleted', !(await dc.listMultilingualGlossaries()).some((x) => x.glossaryId === g.glossaryId));
+  });
+
+  await phase('translateDocument', async () => {
+    /* our POST /translate_file of the same file: LibreTranslate's form, then its download */
+    const viaFiles = async (path, name) => {
+      const form = new FormData();
+      form.append('file', new Blob([readFileSync(path)]), name);
+      form.append('source', 'en');
+      form.append('target', 'fr');
+      const res = await fetch(BASE + '/translate_file', { method: 'POST', body: form, headers: { Authorization: `Bearer ${KEY}` } });
+      const url = (await res.json()).translatedFileUrl;
+      return Buffer.from(await (await fetch(url, { headers: { Authorization: `Bearer ${KEY}` } })).arrayBuffer());
+    };
+    const txt = join(dir, 'notes.txt');
+    writeFileSync(txt, `${EN}\n\n${EN2}\n`);
+    const out = join(dir, 'notes.fr.txt');
+    const st = await tr.translateDocument(txt, out, 'en', 'fr');
+    equal('.txt: done, billed its characters', [st.status, st.billedCharacters], ['done', [...EN].length + [...EN2].length]);
+    equal('.txt: the file is POST /translate_file\'s', readFileSync(out).toString(), (await viaFiles(txt, 'notes.txt')).toString());
+    const docx = join(ROOT_DIR, 'tests/fixtures/documents/office.docx');
+    const outx = join(dir, 'office.fr.docx');
+    const sx = await tr.translateDocument(docx, outx, 'en', 'fr');
+    equal('.docx: done', sx.status, 'done');
+    check('.docx: the file is POST /translate_file\'s, byte for byte', readFileSync(outx).equals(await viaFiles(docx, 'office.docx')));
+    let err = null;
+    try { await tr.translateDocument(txt, join(dir, 'x.txt'), 'en', 'de'); } catch (e) { err = e; }
+    check('a pair no model serves: DocumentTranslationError', err instanceof deepl.DocumentTranslationError, String(err));
   });
 
   await phase('languages', async () => {

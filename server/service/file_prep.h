@@ -1,0 +1,41 @@
+/* file_prep: a document received (POST /translate_file, DeepL's POST
+ * /v2/document) made ready to become a file job (file_job.h): parsed from a
+ * copy of its bytes under the server's limits, its language named or detected
+ * on its first units, the one model that translates the pair, the decode
+ * parameters and the terms to keep.  The endpoints read their own forms and
+ * answer in their own shapes; what a document needs in between is here.
+ */
+#ifndef SRV_FILE_PREP_H
+#define SRV_FILE_PREP_H
+
+#include "detect_source.h"
+#include "file_job.h"
+#include "server.h"
+
+/* The document in data[0..len) (the request's body: it goes with the
+ * request) parsed from a copy, which the job will keep: 0 with *copy and
+ * *doc, or -1 with resp failed (413 past --max-file-bytes or
+ * --max-file-units, 400 for a file that is not what it says) and nothing held. */
+int  srv_file_parse(const srv_server *srv, srv_response *resp, const char *data, size_t len, srv_doc_kind kind,
+                    char **copy, srv_doc **doc);
+
+/* The job's route for doc into target: *source a code, or "auto" (detected on
+ * the first units, then *source = guess->code); one model (no pivot: the
+ * document's inline tags follow one model's alignments); the decode
+ * parameters resolved; the pair's --glossary file merged with terms (NULL:
+ * none) into r->glossary (the job's once started).  0, or -1 with resp failed
+ * and r->glossary NULL. */
+int  srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, const char *target,
+                        const char **source, srv_lang_guess *guess, const srv_glossary *terms, srv_file_route *r);
+
+/* The translated file's name: "report.docx" into fr -> "report.fr.docx",
+ * reduced to letters, digits, '.', '-' and '_' (a URL path segment, a header value). */
+void srv_file_result_name(const char *name, const char *lang, srv_doc_kind kind, char *out, size_t len);
+
+/* A document's failure as the API's: MT_ERR_TOO_LONG 413, else by status. */
+int  srv_file_fail(srv_response *resp, const mt_err *err);
+
+/* The code points of the document's units: what DeepL bills for it. */
+long srv_file_chars(const srv_doc *doc);
+
+#endif
