@@ -116,7 +116,13 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.cache_hits = (double)cs.hits, g.cache_misses = (double)cs.misses, g.cache_evictions = (double)cs.evictions;
     g.cache_bytes = (double)cs.bytes, g.cache_entries = (double)cs.entries, g.cache_max_bytes = (double)cs.max_bytes;
     g.uptime_s = srv_now() - srv->t_start;
+    long *usage = srv->usage ? calloc((size_t)srv_usage_slots(srv->usage), sizeof *usage) : NULL;
+    for (int k = 0; usage && k < srv_usage_slots(srv->usage); k++)
+        usage[k] = srv_usage_count(srv->usage, k == srv_usage_slots(srv->usage) - 1 ? -1 : k);
+    g.usage = usage;
+    g.n_usage = usage ? srv_usage_slots(srv->usage) : 0;
     resp->text = srv_metrics_render(&g, &resp->text_len);
+    free(usage);
     if (!resp->text) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");
         return;

@@ -234,6 +234,19 @@ static void render_residency(text *sb, const srv_metrics_gauges *g)
         sb_printf(sb, "mtserve_model_resident_bytes{model=\"%s\"} %.0f\n", M.models[m], g->model_bytes[m]);
 }
 
+/* The characters each key has had translated (the key's index, not the key). */
+static void render_usage(text *sb, const srv_metrics_gauges *g)
+{
+    if (!g->usage || g->n_usage < 1)
+        return;
+    sb_printf(sb, "# HELP mtserve_usage_characters Characters (code points) translated for each API key, by its "
+                  "index in the keys (none: requests without a key); kept across restarts with --usage-file.\n"
+                  "# TYPE mtserve_usage_characters counter\n");
+    for (int k = 0; k < g->n_usage - 1; k++)
+        sb_printf(sb, "mtserve_usage_characters{key=\"%d\"} %ld\n", k, g->usage[k]);
+    sb_printf(sb, "mtserve_usage_characters{key=\"none\"} %ld\n", g->usage[g->n_usage - 1]);
+}
+
 static void render_batch(text *sb)
 {
     sb_printf(sb, "# HELP mtserve_batch_rows Decoder rows per continuous-batching step.\n"
@@ -335,6 +348,7 @@ char *srv_metrics_render(const srv_metrics_gauges *g, size_t *len)
     render_gauge(&sb, "mtserve_cache_entries", "Sentences the translation cache holds.", g->cache_entries);
     render_gauge(&sb, "mtserve_cache_max_bytes", "The translation cache's bound (--cache-mb; 0: off).",
                  g->cache_max_bytes);
+    render_usage(&sb, g);
     render_counter(&sb, "mtserve_assertion_failures_total",
                    "Broken invariants (MT_ASSERT) met by this process; a request that met one got HTTP 500.",
                    (double)mt_assert_failures());

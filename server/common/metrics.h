@@ -66,6 +66,10 @@ typedef struct {
     /* the translation cache (translate/cache.h); all 0 when it is off */
     double cache_hits, cache_misses, cache_evictions, cache_bytes, cache_entries, cache_max_bytes;
     double uptime_s;
+    /* characters translated per API key (usage.h): usage[k] the k-th key's, usage[n_usage - 1]
+       the requests without one; NULL: none rendered */
+    const long *usage;
+    int    n_usage;
 } srv_metrics_gauges;
 
 /* The exposition text (malloc'd, *len bytes, NUL-terminated); NULL on OOM. */

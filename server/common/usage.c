@@ -201,6 +201,8 @@ void srv_usage_give_back(srv_usage *u, int key, long chars)
     pthread_mutex_unlock(&u->lock);
 }
 
+int srv_usage_slots(const srv_usage *u) { return u->n_slots; }
+
 long srv_usage_count(srv_usage *u, int key)
 {
     int s = slot_of(u, key);

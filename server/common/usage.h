@@ -41,6 +41,9 @@ void srv_usage_give_back(srv_usage *u, int key, long chars);
 long srv_usage_count(srv_usage *u, int key);
 long srv_usage_quota(const srv_usage *u, int key);
 
+/* The slots: the keys', then no key's (slot -1 of the calls above is the last). */
+int  srv_usage_slots(const srv_usage *u);
+
 /* Writes the state file now: 0, or -1 with a message. */
 int  srv_usage_save(srv_usage *u, char *err, size_t err_len);
 
