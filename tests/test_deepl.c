@@ -187,7 +187,15 @@ static void test_split_sentences(void **state)
         char *b = json_dumps(body, 0);
         json_t *list = dl_translations(KEY_A, b);
         print_message("    split_sentences %s: %s\n", modes[m], tr_text(list, 0));
-        assert_string_equal(tr_text(list, 0), want[m]);
+        char got[1024];
+        snprintf(got, sizeof got, "%s", tr_text(list, 0));
+        if (m == 0) {       /* the joined break is put back: one line break more, in the first paragraph */
+            char *para = strstr(got, "\n\n"), *nl = strchr(got, '\n');
+            assert_non_null(para);
+            assert_true(nl && nl < para);
+            *nl = ' ';
+        }
+        assert_string_equal(got, want[m]);
         json_decref(list);
         free(b);
     }

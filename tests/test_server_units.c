@@ -18,6 +18,7 @@
 #include "util/check.h"
 #include "util/utf8.h"
 #include "http/body.h"
+#include "translate/word_align.h"
 #include "http/errors.h"
 #include "common/metrics.h"
 #include "common/options.h"
@@ -666,6 +667,39 @@ static void test_workers_queue(void **state)
     assert_int_equal(g.after, 3);
 }
 
+/* srv_align_points: a source point between words lands on the first target
+ * space after the target words linked to the source word before it. */
+static void test_align_points(void **state)
+{
+    (void)state;
+    /* source "aa bb cc dd" (words at 0-2, 3-5, 6-8, 9-11), target "AA CC BB DD":
+     * aa-AA, bb-BB, cc-CC, dd-DD (bb and cc swapped) */
+    const long words[] = { 0, 2, 0, 2, 3, 5, 6, 8, 6, 8, 3, 5, 9, 11, 9, 11 };
+    const char *tgt = "AA CC BB DD";
+    long out[3];
+    long pos[] = { 2, 5, 8 };        /* after aa, after bb, after cc */
+    srv_align_points(words, 4, tgt, strlen(tgt), pos, 3, out);
+    assert_int_equal(out[0], 2);     /* after AA */
+    assert_int_equal(out[1], 8);     /* after BB (target 6-8) */
+    assert_int_equal(out[2], -1);    /* after CC is before out[1]: no space left past it... */
+    long one[] = { 8 };
+    srv_align_points(words, 4, tgt, strlen(tgt), one, 1, out);
+    assert_int_equal(out[0], 5);     /* ... alone, after CC */
+    /* an unlinked word: the nearest linked one before it */
+    const long some[] = { 0, 2, 0, 2 };
+    srv_align_points(some, 1, tgt, strlen(tgt), pos, 1, out);
+    assert_int_equal(out[0], 2);
+    long far[] = { 11 };             /* after the last word: no space left */
+    srv_align_points(words, 4, tgt, strlen(tgt), far, 1, out);
+    assert_int_equal(out[0], -1);
+    /* code points, not bytes */
+    const char *u = "\xc3\xa9t\xc3\xa9 ici";   /* "été ici": the space is code point 3 */
+    const long w2[] = { 0, 4, 0, 3, 5, 8, 4, 7 };
+    long p2[] = { 4 };
+    srv_align_points(w2, 2, u, strlen(u), p2, 1, out);
+    assert_int_equal(out[0], 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_openapi_document),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_workers_queue),
+        cmocka_unit_test(test_align_points),
     };
     return cmocka_run_group_tests_name("server units", tests, NULL, NULL);
 }

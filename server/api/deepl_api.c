@@ -26,7 +26,10 @@
  *                    whole; "nonewlines" (default with tag_handling): line
  *                    breaks inside a paragraph are read as spaces, so a
  *                    hard-wrapped sentence is translated whole (a blank line
- *                    still ends a paragraph; the joined breaks are not put back).
+ *                    still ends a paragraph), and each joined break is put back
+ *                    where the word alignment places it (translate/word_align.h
+ *                    srv_align_points: after the target words of the source word
+ *                    before it; none when no space is left there).
  *   preserve_formatting  accepted: whitespace and punctuation around the
  *                    sentences are always kept as sent.
  *   tag_handling     "html" and "xml": the markup is kept and the tags placed by
@@ -60,6 +63,7 @@
 #include "service/pairs.h"
 #include "service/server.h"
 #include "service/translate_job.h"
+#include "translate/word_align.h"
 
 /* ---- language codes ------------------------------------------------------------- */
 
@@ -99,7 +103,9 @@ enum { SPLIT_NONE, SPLIT_ALL, SPLIT_NO_NEWLINES };
 typedef struct {
     const char **texts;          /* every text, as sent (borrowed from req->json) */
     int          n;
-    char       **joined;         /* nonewlines: each text with its inner line breaks read as spaces */
+    char       **joined;         /* nonewlines: each text with its inner line breaks read as spaces ... */
+    long       **breaks;         /* ... where they were (code points of joined[i], increasing) */
+    int         *n_breaks;
     const char **sent;           /* what is decoded, entry by entry: texts or joined */
     const char **to_decode;      /* the non-blank ones ... */
     int         *index;          /* ... and their place among texts */
@@ -233,22 +239,31 @@ static int parse_settings(const srv_request *req, srv_response *resp, dl_req *t)
 static size_t line_break(const char *s) { return s[0] == '\r' ? 1 + (s[1] == '\n') : s[0] == '\n'; }
 
 /* s with every single line break that has text on both sides made a space:
- * a hard-wrapped paragraph read as one line; blank lines stay.  NULL: out of memory. */
-static char *join_lines(const char *s)
+ * a hard-wrapped paragraph read as one line; blank lines stay.  *breaks (malloc'd,
+ * *n_breaks): the code point offsets of those spaces.  NULL: out of memory. */
+static char *join_lines(const char *s, long **breaks, int *n_breaks)
 {
     size_t n = strlen(s), o = 0;
+    long cp = 0;
     char *out = malloc(n + 1);
-    if (!out)
+    *breaks = malloc(sizeof **breaks * (n / 2 + 1));      /* a break takes a byte and has text beside it */
+    *n_breaks = 0;
+    if (!out || !*breaks) {
+        free(out);
         return NULL;
+    }
     for (size_t i = 0; i < n;) {
         size_t k = line_break(s + i);
         if (!k) {
+            cp += ((unsigned char)s[i] & 0xc0) != 0x80;
             out[o++] = s[i++];
             continue;
         }
         size_t next = line_break(s + i + k);
         int inner = o > 0 && out[o - 1] != '\n' && s[i + k] && !next;
+        cp += inner ? 1 : (long)k;
         if (inner) {
+            (*breaks)[(*n_breaks)++] = cp - 1;
             out[o++] = ' ';
         } else {
             memcpy(out + o, s + i, k);
@@ -263,10 +278,12 @@ static char *join_lines(const char *s)
 /* What is decoded: each text (joined with nonewlines), the blank ones left out. */
 static int pick_texts(srv_response *resp, dl_req *t)
 {
-    if (t->split == SPLIT_NO_NEWLINES && !(t->joined = calloc((size_t)t->n, sizeof *t->joined)))
+    if (t->split == SPLIT_NO_NEWLINES && (!(t->joined = calloc((size_t)t->n, sizeof *t->joined)) ||
+                                          !(t->breaks = calloc((size_t)t->n, sizeof *t->breaks)) ||
+                                          !(t->n_breaks = calloc((size_t)t->n, sizeof *t->n_breaks))))
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
     for (int i = 0; i < t->n; i++) {
-        if (t->joined && !(t->joined[i] = join_lines(t->texts[i])))
+        if (t->joined && !(t->joined[i] = join_lines(t->texts[i], &t->breaks[i], &t->n_breaks[i])))
             return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         t->sent[i] = t->joined ? t->joined[i] : t->texts[i];
         if (!srv_is_blank(t->sent[i], strlen(t->sent[i]))) {
@@ -355,6 +372,30 @@ static long code_points(const char *s)
     return n;
 }
 
+/* nonewlines: text (entry i's translation) with its source's joined line
+ * breaks put back where the word alignment places them (srv_align_points):
+ * a space of the translation becomes "\n".  malloc'd; NULL: as it is. */
+static char *breaks_back(const dl_req *t, int i, const srv_tr_result *r, const char *text)
+{
+    int n = t->n_breaks ? t->n_breaks[i] : 0;
+    long *at = n && r->n_words ? malloc(sizeof *at * (size_t)n) : NULL;
+    char *out = at ? strdup(text) : NULL;
+    if (!out) {
+        free(at);
+        return NULL;
+    }
+    srv_align_points(r->words, r->n_words, out, strlen(out), t->breaks[i], n, at);
+    long cp = 0;
+    for (char *p = out; *p; p++) {
+        for (int k = 0; k < n; k++)
+            if (at[k] == cp && *p == ' ')
+                *p = '\n';
+        cp += ((unsigned char)*p & 0xc0) != 0x80;
+    }
+    free(at);
+    return out;
+}
+
 /* {"translations": [...]}: entry i's translation, or its text as sent when
  * blank or unchanged. */
 static json_t *reply_json(const dl_req *t, const srv_tr_result *res, char *const *pages)
@@ -364,11 +405,14 @@ static json_t *reply_json(const dl_req *t, const srv_tr_result *res, char *const
     upper(t->detected, lang, sizeof lang);
     for (int i = 0, k = 0; i < t->n; i++) {
         const char *text = t->texts[i];
+        char *back = NULL;
         if (!t->unchanged && k < t->n_decode && t->index[k] == i) {
             text = pages ? pages[k] : res[k].alts[0];
+            back = pages ? NULL : breaks_back(t, i, &res[k], text);
             k++;
         }
-        json_t *e = json_pack("{s:s,s:s}", "detected_source_language", lang, "text", text);
+        json_t *e = json_pack("{s:s,s:s}", "detected_source_language", lang, "text", back ? back : text);
+        free(back);
         if (t->billed)
             json_object_set_new(e, "billed_characters", json_integer(code_points(t->texts[i])));
         json_array_append_new(list, e);
@@ -382,9 +426,13 @@ static void dl_free(void *p)
     if (t->glossary)
         srv_gstore_release(t->gstore, t->glossary);
     srv_trjob_free(t->job);
-    for (int i = 0; t->joined && i < t->n; i++)
+    for (int i = 0; t->joined && i < t->n; i++) {
         free(t->joined[i]);
+        free(t->breaks ? t->breaks[i] : NULL);
+    }
     free(t->joined);
+    free(t->breaks);
+    free(t->n_breaks);
     free(t->texts);
     free(t->sent);
     free(t->to_decode);
@@ -434,7 +482,7 @@ void srv_handle_deepl_translate(srv_request *req, srv_response *resp)
     }
     srv_tr_params tp = { .dp = mt_decode_default_params(), .split = t->split != SPLIT_NONE, .cache = 1,
                          .glossary = t->terms };
-    tp.dp.alignment.enabled = t->markup;        /* the tags go where the words went */
+    tp.dp.alignment.enabled = t->markup || t->n_breaks;     /* the tags, the line breaks go where the words went */
     if (t->markup && t->path.n_legs == 2) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "tag_handling is not available through a pivot (%s): the tags follow "
                  "the word alignments of one model", t->path.pivot);

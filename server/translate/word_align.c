@@ -138,3 +138,41 @@ int srv_token_span(const mt_tokenizer *tok, const char *text, size_t len, const 
         *start = *end = 0;
     return *end > *start ? 0 : -1;
 }
+
+/* The target end of the links of the source word ending nearest before pos; -1 when none has a link. */
+static long target_end_before(const long *w, int n, long pos)
+{
+    long best_src = -1, end = -1;
+    for (int k = 0; k < n; k++) {
+        const long *l = w + 4 * k;
+        if (l[1] > pos || l[1] < best_src)
+            continue;
+        if (l[1] > best_src)
+            end = -1;           /* a nearer source word: its links only */
+        best_src = l[1];
+        end = l[3] > end ? l[3] : end;
+    }
+    return end;
+}
+
+void srv_align_points(const long *words, int n_words, const char *tgt, size_t tgt_len, const long *pos, int n,
+                      long *out)
+{
+    long last = -1;
+    for (int i = 0; i < n; i++) {
+        long end = target_end_before(words, n_words, pos[i]);
+        out[i] = -1;
+        if (end < 0)
+            continue;
+        long cp = 0;
+        for (size_t b = 0; b < tgt_len; cp++) {
+            if (cp >= end && cp > last && tgt[b] == ' ') {
+                out[i] = last = cp;
+                break;
+            }
+            b++;
+            while (b < tgt_len && ((unsigned char)tgt[b] & 0xc0) == 0x80)
+                b++;
+        }
+    }
+}

@@ -35,6 +35,18 @@ int srv_word_links(const mt_tokenizer *tok, const char *src_text, size_t src_len
                    const char *tgt_text, size_t tgt_len, const int32_t *tgt_ids, int nt, const int32_t *align,
                    long src_cp0, long tgt_cp0, srv_links *out);
 
+/* Where points between source words land in the target, by the word links
+ * words [n_words][4] (source start, end, target start, end, in code points:
+ * srv_tr_result.words): for point pos[i] (a source code point offset,
+ * increasing; a line break DeepL's nonewlines read as a space, say), the
+ * source words ending at or before it, nearest first, until one has a link;
+ * the end of the farthest target word linked to it; then the first space of
+ * tgt[0..tgt_len) at or after that end, past out[i - 1].  out[i]: that
+ * space's code point offset in tgt, or -1 when there is none (no link, no
+ * space left). */
+void srv_align_points(const long *words, int n_words, const char *tgt, size_t tgt_len, const long *pos, int n,
+                      long *out);
+
 /* The pieces ids[start, end) of text[0..len) (its pieces, no </s> nor language
  * token) that make up the words holding bytes [a, b): a glossary term's
  * source span.  0, or -1 when no piece is found. */

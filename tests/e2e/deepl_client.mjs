@@ -75,8 +75,9 @@ async function main() {
     const joined = await ours(WRAPPED.replace('\n', ' '), 'en', 'fr');
     const byLine = await ours(WRAPPED, 'en', 'fr');
     const whole = await ours(WRAPPED, 'en', 'fr', { split: false });
-    equal('nonewlines: the wrapped line read as one',
-          (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'nonewlines' })).text, joined);
+    const nl = (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'nonewlines' })).text;
+    equal('nonewlines: the wrapped line read as one', nl.replace('\n', ' '), joined);
+    equal('nonewlines: its line break put back where the alignment places it', nl.split('\n').length, 2);
     equal('on: split at the line break too', (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'on' })).text,
           byLine);
     equal('off: one piece', (await tr.translateText(WRAPPED, 'en', 'fr', { splitSentences: 'off' })).text, whole);
