@@ -30,7 +30,7 @@
 
 #include "http/body.h"
 #include "service/languages.h"
-#include "service/detect_source.h"
+#include "service/detect_target.h"
 #include "service/markup_job.h"
 #include "handlers.h"
 #include "service/server.h"
@@ -99,6 +99,7 @@ typedef struct {
     srv_markup   mk;
     srv_lang_guess detected;     /* source "auto": what was detected */
     int          has_detected;
+    int          unchanged;      /* source (named or detected) is the target: q is sent back as it is */
     srv_path     path;
     srv_trjob   *job;
     srv_glossary *glossary;      /* our extra field "glossary" (glossaries.h), or NULL */
@@ -241,9 +242,26 @@ static const char *undetected_source(srv_server *srv, const char *target)
     return "auto";
 }
 
+/* 1 when /languages lists code (a language some model names). */
+static int listed(const srv_server *srv, const char *code)
+{
+    json_t *all = candidates(srv), *v;
+    const char *c;
+    int found = 0;
+    json_object_foreach(all, c, v)
+        found |= srv_lang_same(c, code);
+    json_decref(all);
+    return found;
+}
+
 /* Our extension "model" names the model (its target token from "target" when
  * multilingual); else the pair picks it, maybe through a pivot (pairs.h), the
- * source detected when it is "auto". */
+ * source detected when it is "auto".  A source that is the target, named or
+ * detected, leaves q as it is (t->unchanged): LibreTranslate's languages
+ * translate into themselves (argos' IdentityTranslation, whose hypotheses are
+ * the text itself), and its translate() takes the detected language as the
+ * source whatever the target: `src_lang = get_language_with_fallback(
+ * detected_src_lang["language"], languages)`, then `src_lang.get_translation(tgt_lang)`. */
 static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
 {
     if (json_object_get(req->json, "model")) {
@@ -256,10 +274,16 @@ static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
     if (!strcmp(source, "auto")) {
         if (srv_path_for_pair(req->srv, "auto", t->target, &t->path, resp))  /* an unknown target first */
             return -1;
-        if (srv_detect_source(req->srv, decoded_texts(t), n_decoded(t), t->target, &t->detected, resp))
+        if (srv_detect_auto(req->srv, decoded_texts(t), n_decoded(t), t->target, &t->detected, &t->unchanged,
+                            resp))
             return -1;
         t->has_detected = 1;
+        if (t->unchanged)
+            return 0;
         source = t->detected.code;
+    } else if (srv_lang_same(source, t->target) && listed(req->srv, source)) {
+        t->unchanged = 1;           /* an unknown one: "xx is not supported", as LibreTranslate's */
+        return 0;
     }
     return srv_path_for_pair(req->srv, source, t->target, &t->path, resp);
 }
@@ -348,7 +372,8 @@ static json_t *alternatives_json(const srv_tr_result *r)
     return list;
 }
 
-/* What "auto" found, confidence in whole percent as LibreTranslate gives it. */
+/* What "auto" found, confidence in whole percent as LibreTranslate gives it
+ * (blank text: the source undetected_source() gave, confidence 0). */
 static json_t *detected_json(const lt_req *t)
 {
     if (!t->has_detected)
@@ -356,28 +381,39 @@ static json_t *detected_json(const lt_req *t)
     return json_pack("{s:f,s:s}", "confidence", round(t->detected.confidence), "language", t->detected.code);
 }
 
-/* Entry i of q: its translation and alternatives, or itself when blank.  A
- * page (format html) has no alternatives: they would be the units'. */
+/* Entry i of q: its translation and alternatives, or itself when blank or
+ * unchanged (the identity translation's alternatives are the text again, which
+ * filter_unique drops).  A page (format html) has no alternatives: they would
+ * be the units'. */
 static void entry_json(const lt_req *t, const srv_tr_result *res, char *const *pages, int i, json_t **text,
                        json_t **alts)
 {
     int k = 0;
-    while (k < t->n && t->index[k] != i)
+    while (!t->unchanged && k < t->n && t->index[k] != i)
         k++;
-    *text = json_string(k >= t->n ? t->all[i] : pages ? pages[k] : res[k].alts[0]);
-    *alts = k < t->n && !pages ? alternatives_json(&res[k]) : json_array();
+    if (t->unchanged || k >= t->n) {
+        *text = json_string(t->all[i]);
+        *alts = json_array();
+        return;
+    }
+    *text = json_string(pages ? pages[k] : res[k].alts[0]);
+    *alts = pages ? json_array() : alternatives_json(&res[k]);
 }
 
+/* {"translatedText", "alternatives"? (asked for), "detectedLanguage"? (source
+ * "auto")}: each a list for a list q (detectedLanguage the same for each). */
 static json_t *reply_json(const lt_req *t, const srv_tr_result *res, char *const *pages)
 {
     json_t *out = json_object(), *text, *alts;
+    int detect = strcmp(t->source, "auto") == 0;
     if (t->is_list) {
         json_t *texts = json_array(), *all_alts = json_array(), *detected = json_array();
         for (int i = 0; i < t->n_all; i++) {
             entry_json(t, res, pages, i, &text, &alts);
             json_array_append_new(texts, text);
             json_array_append_new(all_alts, alts);
-            json_array_append_new(detected, detected_json(t));
+            if (detect)
+                json_array_append_new(detected, detected_json(t));
         }
         json_object_set_new(out, "translatedText", texts);
         json_object_set_new(out, "alternatives", all_alts);
@@ -386,11 +422,12 @@ static json_t *reply_json(const lt_req *t, const srv_tr_result *res, char *const
         entry_json(t, res, pages, 0, &text, &alts);
         json_object_set_new(out, "translatedText", text);
         json_object_set_new(out, "alternatives", alts);
-        json_object_set_new(out, "detectedLanguage", detected_json(t));
+        if (detect)
+            json_object_set_new(out, "detectedLanguage", detected_json(t));
     }
     if (t->alternatives == 0)
         json_object_del(out, "alternatives");
-    if (strcmp(t->source, "auto") != 0)
+    if (!detect)
         json_object_del(out, "detectedLanguage");
     return out;
 }
@@ -414,9 +451,13 @@ static void lt_free(void *p)
     free(t);
 }
 
-/* The reply, from the translations of the non-blank entries. */
+/* The reply, from the translations of the non-blank entries (none when unchanged). */
 static void lt_reply(srv_response *resp, lt_req *t)
 {
+    if (t->unchanged) {
+        srv_reply_json(resp, 200, reply_json(t, NULL, NULL));
+        return;
+    }
     int n = n_decoded(t);
     srv_tr_result *res = calloc((size_t)n + 1, sizeof *res);
     char **pages = t->html ? calloc((size_t)t->n + 1, sizeof *pages) : NULL;
@@ -450,7 +491,11 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
         return;
     }
     if (parse(req, resp, t))
-        goto fail;
+        goto done;
+    if (t->unchanged) {             /* nothing to decode: q as it is */
+        lt_reply(resp, t);
+        goto done;
+    }
     /* the alternatives are hypotheses 2..n_best: the resolver widens the model's beam to n_best */
     int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
     srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1, .glossary = t->glossary, .cache = t->cache };
@@ -459,21 +504,21 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     if (t->html && t->path.n_legs == 2) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: format html is not available through a pivot (%s): "
                  "the tags follow the word alignments of one model", t->path.pivot);
-        goto fail;
+        goto done;
     }
     if (tp.dp.n_best > max_beam) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
                  max_beam - 1);
-        goto fail;
+        goto done;
     }
     if (srv_translate_resolve(&t->path, &tp, resp))
-        goto fail;
+        goto done;
     if (n_decoded(t) == 0)          /* every entry blank, or pages without words: nothing to decode */
         lt_reply(resp, t);
     else if (srv_translate_start(req, resp, &t->path, decoded_texts(t), n_decoded(t), &tp, &t->job, lt_finish, t,
                                  lt_free, NULL) == 0)
         return;                     /* pending: lt_finish frees t */
-fail:
+done:                               /* answered (an error, or nothing to decode) */
     lt_free(t);
 }
 
