@@ -524,11 +524,93 @@ done:                               /* answered (an error, or nothing to decode)
 
 /* ---- detect ----------------------------------------------------------------------- */
 
-/* LibreTranslate's answer for text it cannot place (its detect.py, and
- * detect_languages() for no candidate at all): English, confidence 0. */
-static json_t *undetected_json(void)
+/* One language among the detections of q's texts, as LibreTranslate's
+ * detect_languages() (its language.py) gathers them: "for multiple
+ * occurrences of the same language (can happen on batch detection) calculate
+ * the average confidence", and "text_length = sum(...)" of their texts. */
+typedef struct {
+    char   code[sizeof ((srv_lang_guess *)0)->code];
+    double sum;         /* of its texts' confidences (whole percent, as its Detector rounds them) */
+    int    n;           /* its texts */
+    double length;      /* its texts' characters (code points: Python's len) */
+} lt_cand;
+
+static double code_points(const char *s)
 {
-    return json_pack("[{s:f,s:s}]", "confidence", 0.0, "language", "en");
+    double n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+/* text's candidates into c[0..*n): its detector's best three (top_3_choices),
+ * or, for blank text and text without a letter, what its Detector gives
+ * there: [Language("en", 0)].  0, or -1 with resp failed. */
+static int add_candidates(srv_server *srv, const char *text, lt_cand *c, int *n, srv_response *resp)
+{
+    srv_lang_guess g[3] = { { "en", 0 } };
+    int k = 0;
+    if (!srv_is_blank(text, strlen(text)) && !(k = srv_detect_texts(srv, &text, 1, g, 3, resp)) &&
+        resp->error != SRV_OK)
+        return -1;
+    for (int j = 0; j < (k ? k : 1); j++) {
+        int i = 0;
+        while (i < *n && strcmp(c[i].code, g[j].code) != 0)
+            i++;
+        if (i == *n) {
+            c[(*n)++] = (lt_cand){ .n = 0 };
+            memcpy(c[i].code, g[j].code, sizeof c[i].code);     /* NUL-terminated, same size */
+        }
+        c[i].sum += round(g[j].confidence);
+        c[i].n++;
+        c[i].length += code_points(text);
+    }
+    return 0;
+}
+
+/* c[0..n) best first, as detect_languages() sorts them: "(l.confidence *
+ * l.text_length) / text_length_total", descending, a stable sort (ties keep
+ * their order: first seen first; LibreTranslate's is its installed languages'). */
+static json_t *candidates_json(lt_cand *c, int n)
+{
+    for (int i = 1; i < n; i++) {
+        lt_cand x = c[i];
+        int j = i;
+        for (; j > 0 && c[j - 1].sum / c[j - 1].n * c[j - 1].length < x.sum / x.n * x.length; j--)
+            c[j] = c[j - 1];
+        c[j] = x;
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_pack("{s:f,s:s}", "confidence", c[i].sum / c[i].n, "language", c[i].code));
+    return list;
+}
+
+/* LibreTranslate's {"q": string | [strings]} -> [{"confidence", "language"}],
+ * one list for all of q, as its detect() answers `detect_languages(q)`: each
+ * text detected on its own, a language found in several texts given their
+ * mean confidence, best first by confidence times characters (above).  So
+ * blank text and text without a letter count as "en" with confidence 0 (a
+ * list of them alone: [{"confidence": 0.0, "language": "en"}]).  Missing,
+ * empty or an empty list: 400, as its `if not q`. */
+static void lt_detect(srv_request *req, srv_response *resp)
+{
+    lt_req t = { 0 };
+    lt_cand *c = NULL;
+    int n = 0;
+    if (parse_q(req, resp, &t, 0))
+        goto done;
+    if (!(c = calloc((size_t)t.n_all * 3, sizeof *c))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < t.n_all; i++)
+        if (add_candidates(req->srv, t.all[i], c, &n, resp))
+            goto done;
+    srv_reply_json(resp, 200, candidates_json(c, n));
+done:
+    free(c);
+    q_free(&t);
 }
 
 static json_t *guesses_json(const srv_lang_guess *g, int k)
@@ -538,22 +620,6 @@ static json_t *guesses_json(const srv_lang_guess *g, int k)
         json_array_append_new(list, json_pack("{s:f,s:s}", "confidence", round(g[j].confidence), "language",
                                               g[j].code));
     return list;
-}
-
-/* LibreTranslate's {"q": string | [strings]} -> one list for all of q (its
- * detect_languages() merges a list's detections into one), best first; blank
- * text and text without a letter -> undetected_json().  Missing, empty or an
- * empty list: 400, as LibreTranslate's `if not q`. */
-static void lt_detect(srv_request *req, srv_response *resp)
-{
-    lt_req t = { 0 };
-    srv_lang_guess g[3];
-    if (parse_q(req, resp, &t, 0) == 0) {
-        int k = t.n ? srv_detect_texts(req->srv, t.texts, t.n, g, 3, resp) : 0;
-        if (resp->error == SRV_OK)
-            srv_reply_json(resp, 200, k ? guesses_json(g, k) : undetected_json());
-    }
-    q_free(&t);
 }
 
 /* POST /detect: LibreTranslate's shape (lt_detect) or ours, {"text": string |
