@@ -10,6 +10,8 @@
  * GET /languages   -> [{"code", "name", "targets": [codes]}]
  * POST /detect    {"q": string | [strings]} -> [{"language", "confidence"}], best
  *                  first: one list for all of q
+ * GET /spec        -> its Swagger document (libretranslate_spec.json)
+ * POST /suggest    -> 403 {"error": "Suggestions are disabled on this server."}
  * Errors are {"error": "message"}, with LibreTranslate's wording where it has one
  * (and its statuses: errors.c).  As LibreTranslate: codes in any case ("EN");
  * format "" is text; alternatives a number or a numeric string, below 0 read
@@ -650,4 +652,32 @@ void srv_handle_detect(srv_request *req, srv_response *resp)
     free(texts);
     srv_reply_json(resp, 200, json_pack("{s:O}", "detections", is_list ? all : json_array_get(all, 0)));
     json_decref(all);
+}
+
+/* ---- spec, suggest ----------------------------------------------------------------- */
+
+/* GET /spec: LibreTranslate's Swagger 2.0 document (flasgger's, its info
+ * set by app.py: title "LibreTranslate", version, "Free and Open Source
+ * Machine Translation API.", license AGPL-3.0), with the paths we serve in
+ * its shape.  Clients check an instance by it (Dialect: info.title). */
+void srv_handle_lt_spec(srv_request *req, srv_response *resp)
+{
+    (void)req;
+    if (!(resp->text = strdup(srv_lt_spec_json))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    resp->text_len = strlen(resp->text);
+    resp->content_type = "application/json";
+    resp->status = 200;
+}
+
+/* POST /suggest: LibreTranslate with suggestions off (its default, and
+ * /frontend/settings says "suggestions": false), before it reads a field:
+ * `if not args.suggestions: abort(403, description=_("Suggestions are
+ * disabled on this server."))`. */
+void srv_handle_lt_suggest(srv_request *req, srv_response *resp)
+{
+    (void)req;
+    srv_fail(resp, SRV_E_FORBIDDEN, "Suggestions are disabled on this server.");
 }
