@@ -298,7 +298,8 @@ static void test_source_is_target(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "translatedText")), FR1);
     assert_int_equal(json_object_size(j), 1);
     json_decref(j);
-    j = lt_ok("/translate", "{\"q\": [\"" EN1 "\", \"\"], \"source\": \"en\", \"target\": \"en\", \"api_key\": \"" KEY "\"}");
+    /* a blank entry beside text: improve_translation_formatting(q, q) strips it to "" */
+    j = lt_ok("/translate", "{\"q\": [\"" EN1 "\", \"  \"], \"source\": \"en\", \"target\": \"en\", \"api_key\": \"" KEY "\"}");
     assert_string_equal(json_string_value(json_array_get(json_object_get(j, "translatedText"), 0)), EN1);
     assert_string_equal(json_string_value(json_array_get(json_object_get(j, "translatedText"), 1)), "");
     json_decref(j);

@@ -18,11 +18,13 @@
  * as 0; a form's q has its line breaks made "\n" and its last one dropped
  * ("\n".join(q.splitlines())); text without a letter is detected as
  * {"confidence": 0.0, "language": "en"} by /detect; blank text is sent back as
- * it is, also with source "auto" (reported as undetected_source() says).
+ * it is, also with source "auto" (reported as undetected_source() says), and
+ * a blank entry of a list beside text as "".
  * "auto" detects the language of the texts (all of q together, as
  * LibreTranslate does), among the loaded models' sources (detect_source.h),
- * and routes as if it had been named; format "html" translates the pages'
- * text with their markup kept (markup_job.h).
+ * and routes as if it had been named; detected as the target (or a named
+ * source that is the target), q comes back as it is.  Format "html"
+ * translates the pages' text with their markup kept (markup_job.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -185,8 +187,8 @@ static int form_q_array(const srv_request *req, lt_req *t)
     return 1;
 }
 
-/* q: a string or a list of strings.  Blank entries of a list are sent back
- * as they are, untranslated, rather than failing the whole batch.  lines: a
+/* q: a string or a list of strings.  Blank entries of a list are not
+ * translated (entry_json: "" beside text), rather than failing the whole batch.  lines: a
  * form's q gets LibreTranslate's line breaks (/translate only). */
 static int parse_q(const srv_request *req, srv_response *resp, lt_req *t, int lines)
 {
@@ -383,18 +385,22 @@ static json_t *detected_json(const lt_req *t)
     return json_pack("{s:f,s:s}", "confidence", round(t->detected.confidence), "language", t->detected.code);
 }
 
-/* Entry i of q: its translation and alternatives, or itself when blank or
- * unchanged (the identity translation's alternatives are the text again, which
- * filter_unique drops).  A page (format html) has no alternatives: they would
- * be the units'. */
+/* Entry i of q: its translation and alternatives, or itself when unchanged
+ * (the identity translation's alternatives are the text again, which
+ * filter_unique drops) or blank.  A blank entry beside text is "", as
+ * LibreTranslate's improve_translation_formatting() makes it (`source =
+ * source.strip(); if not len(source): return ""`); when every entry is blank
+ * its detect_translatable() is false: `translated_text = text # Cannot
+ * translate, send the original text back`.  A page (format html) has no
+ * alternatives: they would be the units'. */
 static void entry_json(const lt_req *t, const srv_tr_result *res, char *const *pages, int i, json_t **text,
                        json_t **alts)
 {
     int k = 0;
-    while (!t->unchanged && k < t->n && t->index[k] != i)
+    while (k < t->n && t->index[k] != i)
         k++;
     if (t->unchanged || k >= t->n) {
-        *text = json_string(t->all[i]);
+        *text = json_string(k >= t->n && t->n > 0 && !t->html ? "" : t->all[i]);
         *alts = json_array();
         return;
     }
