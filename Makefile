@@ -80,7 +80,7 @@ $(B)/%.o: %.cc
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # server/api/openapi.c and server/service/languages.c embed these files (.incbin)
-$(B)/server/api/openapi.o: server/api/openapi.json
+$(B)/server/api/openapi.o: server/api/openapi.json server/api/libretranslate_spec.json
 $(B)/server/service/languages.o: server/service/languages.tsv
 
 # rebuilt whole: `ar r` alone keeps the members of files that were removed or renamed

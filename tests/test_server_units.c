@@ -420,6 +420,61 @@ static void test_openapi_document(void **state)
     json_decref(doc);
 }
 
+/* server/api/libretranslate_spec.json, as embedded (GET /spec): Swagger 2.0
+ * whose info is LibreTranslate v1.9.6's (its app.py: swag["info"]["title"] =
+ * "LibreTranslate", ["description"] = "Free and Open Source Machine
+ * Translation API.", ["license"] = {"name": "AGPL-3.0"}, ["version"] =
+ * get_version(), its VERSION file "1.9.6"; swag["basePath"] "/"), whose
+ * paths are exactly the LibreTranslate routes served (each one of the routing
+ * table's), each operation answering 200 with a schema or a $ref that resolves. */
+static void test_lt_spec_document(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    json_t *doc = json_loads(srv_lt_spec_json, 0, &jerr);
+    if (!doc)
+        print_error("libretranslate_spec.json: line %d: %s\n", jerr.line, jerr.text);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "swagger")), "2.0");
+    assert_string_equal(json_string_value(json_object_get(doc, "basePath")), "/");
+    json_t *info = json_object_get(doc, "info");
+    assert_string_equal(json_string_value(json_object_get(info, "title")), "LibreTranslate");
+    assert_string_equal(json_string_value(json_object_get(info, "version")), "1.9.6");
+    assert_string_equal(json_string_value(json_object_get(info, "description")),
+                        "Free and Open Source Machine Translation API.");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(info, "license"), "name")), "AGPL-3.0");
+    /* LibreTranslate's routes with a Swagger docstring (app.py), and its /download_file */
+    static const char *const want[][3] = {
+        { "/translate", "post", "/translate" },          { "/translate_file", "post", "/translate_file" },
+        { "/detect", "post", "/detect" },                { "/languages", "get", "/languages" },
+        { "/frontend/settings", "get", "/frontend/settings" }, { "/suggest", "post", "/suggest" },
+        { "/health", "get", "/health" },                 { "/download_file/{id}/{name}", "get", "/download_file/" },
+    };
+    size_t n_want = sizeof want / sizeof *want;
+    json_t *paths = json_object_get(doc, "paths"), *defs = json_object_get(doc, "definitions");
+    assert_int_equal(json_object_size(paths), n_want);
+    const char *routes[32];
+    int n_routes = srv_route_paths(routes, 32);
+    for (size_t i = 0; i < n_want; i++) {
+        json_t *op = json_object_get(json_object_get(paths, want[i][0]), want[i][1]);
+        if (!op)
+            print_error("%s %s is not in libretranslate_spec.json\n", want[i][1], want[i][0]);
+        assert_non_null(op);
+        int served = 0;
+        for (int r = 0; r < n_routes; r++)
+            served |= strcmp(routes[r], want[i][2]) == 0;
+        assert_true(served);
+        json_t *schema = json_object_get(json_object_get(json_object_get(op, "responses"), "200"), "schema");
+        assert_non_null(schema);
+        const char *ref = json_string_value(json_object_get(schema, "$ref"));
+        if (ref) {
+            assert_true(strncmp(ref, "#/definitions/", 14) == 0);
+            assert_non_null(json_object_get(defs, ref + 14));
+        }
+    }
+    json_decref(doc);
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 
 static void test_errors(void **state)
@@ -441,6 +496,8 @@ static void test_errors(void **state)
     assert_int_equal(srv_code_http(SRV_E_METHOD_NOT_ALLOWED, 1), 405);
     assert_int_equal(srv_code_http(SRV_E_NOT_FOUND, 1), 404);
     assert_int_equal(srv_code_http(SRV_E_LOADING, 1), 503);
+    /* its suggest() with suggestions off: abort(403, ...) */
+    assert_int_equal(srv_code_http(SRV_E_FORBIDDEN, 1), 403);
     for (int c = 1; c < SRV_E_COUNT; c++) {
         int ours = srv_code_http((srv_code)c, 0), lt = srv_code_http((srv_code)c, 1);
         assert_true(ours >= 400 && ours <= 599 && lt >= 400 && lt <= 599);
@@ -714,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_error_shape),
         cmocka_unit_test(test_openapi_document),
+        cmocka_unit_test(test_lt_spec_document),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_workers_queue),
         cmocka_unit_test(test_align_points),

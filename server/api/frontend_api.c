@@ -15,7 +15,7 @@
  *                     before its page translates; a property of the page, not of
  *                     the server, which has no such setting.
  *   apiKeys, keyRequired   --api-key set: every translation needs it.
- *   suggestions       false: there is no /suggest.
+ *   suggestions       false: /suggest answers 403, as LibreTranslate's without --suggestions.
  *   filesTranslation  true: POST /translate_file (file_api.c); supportedFilesFormat
  *                     the extensions of the formats it reads (document/document.h).
  *   language.source   "auto" ("Auto Detect"), LibreTranslate's default.

@@ -6,6 +6,7 @@
  *     POST /translate          translate_api.c  (LibreTranslate bodies: libretranslate_api.c)
  *     GET  /languages          libretranslate_api.c
  *     POST /detect             libretranslate_api.c  (LibreTranslate's {"q"}, and our {"text"})
+ *     GET  /spec, POST /suggest   libretranslate_api.c  (LibreTranslate's; /suggest always 403)
  *     GET  /frontend/settings  frontend_api.c  (LibreTranslate's web front end)
  *     POST /attention          attention_api.c
  *     POST /score              score_api.c
@@ -27,6 +28,8 @@ void srv_handle_translate(srv_request *req, srv_response *resp);     /* translat
 void srv_handle_lt_translate(srv_request *req, srv_response *resp);  /* libretranslate_api.c */
 void srv_handle_languages(srv_request *req, srv_response *resp);     /* libretranslate_api.c */
 void srv_handle_detect(srv_request *req, srv_response *resp);        /* libretranslate_api.c */
+void srv_handle_lt_spec(srv_request *req, srv_response *resp);       /* libretranslate_api.c */
+void srv_handle_lt_suggest(srv_request *req, srv_response *resp);    /* libretranslate_api.c */
 void srv_handle_frontend_settings(srv_request *req, srv_response *resp);  /* frontend_api.c */
 void srv_handle_attention(srv_request *req, srv_response *resp);     /* attention_api.c */
 void srv_handle_score(srv_request *req, srv_response *resp);         /* score_api.c */
@@ -52,5 +55,8 @@ void srv_handle_deepl_document_status(srv_request *req, srv_response *resp); /* 
 
 /* The OpenAPI 3 document served by GET /openapi.json (openapi.c, openapi.json). */
 extern const char srv_openapi_json[];
+/* LibreTranslate's Swagger 2.0 document, served by GET /spec (openapi.c,
+ * libretranslate_spec.json). */
+extern const char srv_lt_spec_json[];
 
 #endif

@@ -10,17 +10,21 @@
  * GET /languages   -> [{"code", "name", "targets": [codes]}]
  * POST /detect    {"q": string | [strings]} -> [{"language", "confidence"}], best
  *                  first: one list for all of q
+ * GET /spec        -> its Swagger document (libretranslate_spec.json)
+ * POST /suggest    -> 403 {"error": "Suggestions are disabled on this server."}
  * Errors are {"error": "message"}, with LibreTranslate's wording where it has one
  * (and its statuses: errors.c).  As LibreTranslate: codes in any case ("EN");
  * format "" is text; alternatives a number or a numeric string, below 0 read
  * as 0; a form's q has its line breaks made "\n" and its last one dropped
  * ("\n".join(q.splitlines())); text without a letter is detected as
  * {"confidence": 0.0, "language": "en"} by /detect; blank text is sent back as
- * it is, also with source "auto" (reported as undetected_source() says).
+ * it is, also with source "auto" (reported as undetected_source() says), and
+ * a blank entry of a list beside text as "".
  * "auto" detects the language of the texts (all of q together, as
  * LibreTranslate does), among the loaded models' sources (detect_source.h),
- * and routes as if it had been named; format "html" translates the pages'
- * text with their markup kept (markup_job.h).
+ * and routes as if it had been named; detected as the target (or a named
+ * source that is the target), q comes back as it is.  Format "html"
+ * translates the pages' text with their markup kept (markup_job.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -30,7 +34,7 @@
 
 #include "http/body.h"
 #include "service/languages.h"
-#include "service/detect_source.h"
+#include "service/detect_target.h"
 #include "service/markup_job.h"
 #include "handlers.h"
 #include "service/server.h"
@@ -99,6 +103,7 @@ typedef struct {
     srv_markup   mk;
     srv_lang_guess detected;     /* source "auto": what was detected */
     int          has_detected;
+    int          unchanged;      /* source (named or detected) is the target: q is sent back as it is */
     srv_path     path;
     srv_trjob   *job;
     srv_glossary *glossary;      /* our extra field "glossary" (glossaries.h), or NULL */
@@ -182,8 +187,8 @@ static int form_q_array(const srv_request *req, lt_req *t)
     return 1;
 }
 
-/* q: a string or a list of strings.  Blank entries of a list are sent back
- * as they are, untranslated, rather than failing the whole batch.  lines: a
+/* q: a string or a list of strings.  Blank entries of a list are not
+ * translated (entry_json: "" beside text), rather than failing the whole batch.  lines: a
  * form's q gets LibreTranslate's line breaks (/translate only). */
 static int parse_q(const srv_request *req, srv_response *resp, lt_req *t, int lines)
 {
@@ -241,9 +246,26 @@ static const char *undetected_source(srv_server *srv, const char *target)
     return "auto";
 }
 
+/* 1 when /languages lists code (a language some model names). */
+static int listed(const srv_server *srv, const char *code)
+{
+    json_t *all = candidates(srv), *v;
+    const char *c;
+    int found = 0;
+    json_object_foreach(all, c, v)
+        found |= srv_lang_same(c, code);
+    json_decref(all);
+    return found;
+}
+
 /* Our extension "model" names the model (its target token from "target" when
  * multilingual); else the pair picks it, maybe through a pivot (pairs.h), the
- * source detected when it is "auto". */
+ * source detected when it is "auto".  A source that is the target, named or
+ * detected, leaves q as it is (t->unchanged): LibreTranslate's languages
+ * translate into themselves (argos' IdentityTranslation, whose hypotheses are
+ * the text itself), and its translate() takes the detected language as the
+ * source whatever the target: `src_lang = get_language_with_fallback(
+ * detected_src_lang["language"], languages)`, then `src_lang.get_translation(tgt_lang)`. */
 static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
 {
     if (json_object_get(req->json, "model")) {
@@ -256,10 +278,16 @@ static int pick_path(srv_request *req, srv_response *resp, lt_req *t)
     if (!strcmp(source, "auto")) {
         if (srv_path_for_pair(req->srv, "auto", t->target, &t->path, resp))  /* an unknown target first */
             return -1;
-        if (srv_detect_source(req->srv, decoded_texts(t), n_decoded(t), t->target, &t->detected, resp))
+        if (srv_detect_auto(req->srv, decoded_texts(t), n_decoded(t), t->target, &t->detected, &t->unchanged,
+                            resp))
             return -1;
         t->has_detected = 1;
+        if (t->unchanged)
+            return 0;
         source = t->detected.code;
+    } else if (srv_lang_same(source, t->target) && listed(req->srv, source)) {
+        t->unchanged = 1;           /* an unknown one: "xx is not supported", as LibreTranslate's */
+        return 0;
     }
     return srv_path_for_pair(req->srv, source, t->target, &t->path, resp);
 }
@@ -348,7 +376,8 @@ static json_t *alternatives_json(const srv_tr_result *r)
     return list;
 }
 
-/* What "auto" found, confidence in whole percent as LibreTranslate gives it. */
+/* What "auto" found, confidence in whole percent as LibreTranslate gives it
+ * (blank text: the source undetected_source() gave, confidence 0). */
 static json_t *detected_json(const lt_req *t)
 {
     if (!t->has_detected)
@@ -356,28 +385,43 @@ static json_t *detected_json(const lt_req *t)
     return json_pack("{s:f,s:s}", "confidence", round(t->detected.confidence), "language", t->detected.code);
 }
 
-/* Entry i of q: its translation and alternatives, or itself when blank.  A
- * page (format html) has no alternatives: they would be the units'. */
+/* Entry i of q: its translation and alternatives, or itself when unchanged
+ * (the identity translation's alternatives are the text again, which
+ * filter_unique drops) or blank.  A blank entry beside text is "", as
+ * LibreTranslate's improve_translation_formatting() makes it (`source =
+ * source.strip(); if not len(source): return ""`); when every entry is blank
+ * its detect_translatable() is false: `translated_text = text # Cannot
+ * translate, send the original text back`.  A page (format html) has no
+ * alternatives: they would be the units'. */
 static void entry_json(const lt_req *t, const srv_tr_result *res, char *const *pages, int i, json_t **text,
                        json_t **alts)
 {
     int k = 0;
     while (k < t->n && t->index[k] != i)
         k++;
-    *text = json_string(k >= t->n ? t->all[i] : pages ? pages[k] : res[k].alts[0]);
-    *alts = k < t->n && !pages ? alternatives_json(&res[k]) : json_array();
+    if (t->unchanged || k >= t->n) {
+        *text = json_string(k >= t->n && t->n > 0 && !t->html ? "" : t->all[i]);
+        *alts = json_array();
+        return;
+    }
+    *text = json_string(pages ? pages[k] : res[k].alts[0]);
+    *alts = pages ? json_array() : alternatives_json(&res[k]);
 }
 
+/* {"translatedText", "alternatives"? (asked for), "detectedLanguage"? (source
+ * "auto")}: each a list for a list q (detectedLanguage the same for each). */
 static json_t *reply_json(const lt_req *t, const srv_tr_result *res, char *const *pages)
 {
     json_t *out = json_object(), *text, *alts;
+    int detect = strcmp(t->source, "auto") == 0;
     if (t->is_list) {
         json_t *texts = json_array(), *all_alts = json_array(), *detected = json_array();
         for (int i = 0; i < t->n_all; i++) {
             entry_json(t, res, pages, i, &text, &alts);
             json_array_append_new(texts, text);
             json_array_append_new(all_alts, alts);
-            json_array_append_new(detected, detected_json(t));
+            if (detect)
+                json_array_append_new(detected, detected_json(t));
         }
         json_object_set_new(out, "translatedText", texts);
         json_object_set_new(out, "alternatives", all_alts);
@@ -386,11 +430,12 @@ static json_t *reply_json(const lt_req *t, const srv_tr_result *res, char *const
         entry_json(t, res, pages, 0, &text, &alts);
         json_object_set_new(out, "translatedText", text);
         json_object_set_new(out, "alternatives", alts);
-        json_object_set_new(out, "detectedLanguage", detected_json(t));
+        if (detect)
+            json_object_set_new(out, "detectedLanguage", detected_json(t));
     }
     if (t->alternatives == 0)
         json_object_del(out, "alternatives");
-    if (strcmp(t->source, "auto") != 0)
+    if (!detect)
         json_object_del(out, "detectedLanguage");
     return out;
 }
@@ -414,9 +459,13 @@ static void lt_free(void *p)
     free(t);
 }
 
-/* The reply, from the translations of the non-blank entries. */
+/* The reply, from the translations of the non-blank entries (none when unchanged). */
 static void lt_reply(srv_response *resp, lt_req *t)
 {
+    if (t->unchanged) {
+        srv_reply_json(resp, 200, reply_json(t, NULL, NULL));
+        return;
+    }
     int n = n_decoded(t);
     srv_tr_result *res = calloc((size_t)n + 1, sizeof *res);
     char **pages = t->html ? calloc((size_t)t->n + 1, sizeof *pages) : NULL;
@@ -450,7 +499,11 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
         return;
     }
     if (parse(req, resp, t))
-        goto fail;
+        goto done;
+    if (t->unchanged) {             /* nothing to decode: q as it is */
+        lt_reply(resp, t);
+        goto done;
+    }
     /* the alternatives are hypotheses 2..n_best: the resolver widens the model's beam to n_best */
     int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
     srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1, .glossary = t->glossary, .cache = t->cache };
@@ -459,31 +512,113 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     if (t->html && t->path.n_legs == 2) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: format html is not available through a pivot (%s): "
                  "the tags follow the word alignments of one model", t->path.pivot);
-        goto fail;
+        goto done;
     }
     if (tp.dp.n_best > max_beam) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: alternatives parameter must be <= %d",
                  max_beam - 1);
-        goto fail;
+        goto done;
     }
     if (srv_translate_resolve(&t->path, &tp, resp))
-        goto fail;
+        goto done;
     if (n_decoded(t) == 0)          /* every entry blank, or pages without words: nothing to decode */
         lt_reply(resp, t);
     else if (srv_translate_start(req, resp, &t->path, decoded_texts(t), n_decoded(t), &tp, &t->job, lt_finish, t,
                                  lt_free, NULL) == 0)
         return;                     /* pending: lt_finish frees t */
-fail:
+done:                               /* answered (an error, or nothing to decode) */
     lt_free(t);
 }
 
 /* ---- detect ----------------------------------------------------------------------- */
 
-/* LibreTranslate's answer for text it cannot place (its detect.py, and
- * detect_languages() for no candidate at all): English, confidence 0. */
-static json_t *undetected_json(void)
+/* One language among the detections of q's texts, as LibreTranslate's
+ * detect_languages() (its language.py) gathers them: "for multiple
+ * occurrences of the same language (can happen on batch detection) calculate
+ * the average confidence", and "text_length = sum(...)" of their texts. */
+typedef struct {
+    char   code[sizeof ((srv_lang_guess *)0)->code];
+    double sum;         /* of its texts' confidences (whole percent, as its Detector rounds them) */
+    int    n;           /* its texts */
+    double length;      /* its texts' characters (code points: Python's len) */
+} lt_cand;
+
+static double code_points(const char *s)
 {
-    return json_pack("[{s:f,s:s}]", "confidence", 0.0, "language", "en");
+    double n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+/* text's candidates into c[0..*n): its detector's best three (top_3_choices),
+ * or, for blank text and text without a letter, what its Detector gives
+ * there: [Language("en", 0)].  0, or -1 with resp failed. */
+static int add_candidates(srv_server *srv, const char *text, lt_cand *c, int *n, srv_response *resp)
+{
+    srv_lang_guess g[3] = { { "en", 0 } };
+    int k = 0;
+    if (!srv_is_blank(text, strlen(text)) && !(k = srv_detect_texts(srv, &text, 1, g, 3, resp)) &&
+        resp->error != SRV_OK)
+        return -1;
+    for (int j = 0; j < (k ? k : 1); j++) {
+        int i = 0;
+        while (i < *n && strcmp(c[i].code, g[j].code) != 0)
+            i++;
+        if (i == *n) {
+            c[(*n)++] = (lt_cand){ .n = 0 };
+            memcpy(c[i].code, g[j].code, sizeof c[i].code);     /* NUL-terminated, same size */
+        }
+        c[i].sum += round(g[j].confidence);
+        c[i].n++;
+        c[i].length += code_points(text);
+    }
+    return 0;
+}
+
+/* c[0..n) best first, as detect_languages() sorts them: "(l.confidence *
+ * l.text_length) / text_length_total", descending, a stable sort (ties keep
+ * their order: first seen first; LibreTranslate's is its installed languages'). */
+static json_t *candidates_json(lt_cand *c, int n)
+{
+    for (int i = 1; i < n; i++) {
+        lt_cand x = c[i];
+        int j = i;
+        for (; j > 0 && c[j - 1].sum / c[j - 1].n * c[j - 1].length < x.sum / x.n * x.length; j--)
+            c[j] = c[j - 1];
+        c[j] = x;
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_pack("{s:f,s:s}", "confidence", c[i].sum / c[i].n, "language", c[i].code));
+    return list;
+}
+
+/* LibreTranslate's {"q": string | [strings]} -> [{"confidence", "language"}],
+ * one list for all of q, as its detect() answers `detect_languages(q)`: each
+ * text detected on its own, a language found in several texts given their
+ * mean confidence, best first by confidence times characters (above).  So
+ * blank text and text without a letter count as "en" with confidence 0 (a
+ * list of them alone: [{"confidence": 0.0, "language": "en"}]).  Missing,
+ * empty or an empty list: 400, as its `if not q`. */
+static void lt_detect(srv_request *req, srv_response *resp)
+{
+    lt_req t = { 0 };
+    lt_cand *c = NULL;
+    int n = 0;
+    if (parse_q(req, resp, &t, 0))
+        goto done;
+    if (!(c = calloc((size_t)t.n_all * 3, sizeof *c))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < t.n_all; i++)
+        if (add_candidates(req->srv, t.all[i], c, &n, resp))
+            goto done;
+    srv_reply_json(resp, 200, candidates_json(c, n));
+done:
+    free(c);
+    q_free(&t);
 }
 
 static json_t *guesses_json(const srv_lang_guess *g, int k)
@@ -493,22 +628,6 @@ static json_t *guesses_json(const srv_lang_guess *g, int k)
         json_array_append_new(list, json_pack("{s:f,s:s}", "confidence", round(g[j].confidence), "language",
                                               g[j].code));
     return list;
-}
-
-/* LibreTranslate's {"q": string | [strings]} -> one list for all of q (its
- * detect_languages() merges a list's detections into one), best first; blank
- * text and text without a letter -> undetected_json().  Missing, empty or an
- * empty list: 400, as LibreTranslate's `if not q`. */
-static void lt_detect(srv_request *req, srv_response *resp)
-{
-    lt_req t = { 0 };
-    srv_lang_guess g[3];
-    if (parse_q(req, resp, &t, 0) == 0) {
-        int k = t.n ? srv_detect_texts(req->srv, t.texts, t.n, g, 3, resp) : 0;
-        if (resp->error == SRV_OK)
-            srv_reply_json(resp, 200, k ? guesses_json(g, k) : undetected_json());
-    }
-    q_free(&t);
 }
 
 /* POST /detect: LibreTranslate's shape (lt_detect) or ours, {"text": string |
@@ -539,4 +658,32 @@ void srv_handle_detect(srv_request *req, srv_response *resp)
     free(texts);
     srv_reply_json(resp, 200, json_pack("{s:O}", "detections", is_list ? all : json_array_get(all, 0)));
     json_decref(all);
+}
+
+/* ---- spec, suggest ----------------------------------------------------------------- */
+
+/* GET /spec: LibreTranslate's Swagger 2.0 document (flasgger's, its info
+ * set by app.py: title "LibreTranslate", version, "Free and Open Source
+ * Machine Translation API.", license AGPL-3.0), with the paths we serve in
+ * its shape.  Clients check an instance by it (Dialect: info.title). */
+void srv_handle_lt_spec(srv_request *req, srv_response *resp)
+{
+    (void)req;
+    if (!(resp->text = strdup(srv_lt_spec_json))) {
+        srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+        return;
+    }
+    resp->text_len = strlen(resp->text);
+    resp->content_type = "application/json";
+    resp->status = 200;
+}
+
+/* POST /suggest: LibreTranslate with suggestions off (its default, and
+ * /frontend/settings says "suggestions": false), before it reads a field:
+ * `if not args.suggestions: abort(403, description=_("Suggestions are
+ * disabled on this server."))`. */
+void srv_handle_lt_suggest(srv_request *req, srv_response *resp)
+{
+    (void)req;
+    srv_fail(resp, SRV_E_FORBIDDEN, "Suggestions are disabled on this server.");
 }

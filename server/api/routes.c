@@ -40,6 +40,8 @@ static const srv_route routes[] = {
     { "POST", "/detect",       srv_handle_detect,     NULL, ROUTE_BODY | ROUTE_BOTH | ROUTE_LT | ROUTE_LIMITED },  /* LibreTranslate's, and ours */
     { "GET",  "/languages",    srv_handle_languages,  NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
     { "GET",  "/frontend/settings", srv_handle_frontend_settings, NULL, ROUTE_LT | ROUTE_PUBLIC },  /* as LibreTranslate's */
+    { "GET",  "/spec",         srv_handle_lt_spec,    NULL, ROUTE_LT | ROUTE_PUBLIC | ROUTE_LOADING },  /* LibreTranslate's */
+    { "POST", "/suggest",      srv_handle_lt_suggest, NULL, ROUTE_LT | ROUTE_PUBLIC | ROUTE_LOADING },  /* its 403 */
     { "POST", "/translate_file", srv_handle_translate_file, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LT | ROUTE_LIMITED },  /* as LibreTranslate's */
     { "GET",  "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
     { "DELETE", "/translate_file/", srv_handle_file_status, NULL, ROUTE_PREFIX },
@@ -227,6 +229,22 @@ static long request_chars(const srv_request *req)
     return field_chars(q ? q : json_object_get(req->json, "text"));
 }
 
+/* over_limit's failure in LibreTranslate's words: its limiter's 429 is
+ * `_("Slowdown:") + " " + str(e.description)`, the description flask-limiter's
+ * limit ("10 per 1 minute"); a text over its char_limit 400 "Invalid request:
+ * request (%(size)s) exceeds text limit (%(limit)s)" (errors.c: 400 in its shape). */
+static int lt_over_limit(srv_response *resp, srv_limit_verdict v, const srv_limit *lim, long chars, int retry)
+{
+    if (v == SRV_LIMIT_NEVER)
+        return srv_fail(resp, SRV_E_INPUT_TOO_LONG, "Invalid request: request (%ld) exceeds text limit (%ld)", chars,
+                        lim->chars_per_min);
+    srv_metrics_rate_limited(v == SRV_LIMIT_CHARS);
+    resp->retry_after = retry;
+    if (v == SRV_LIMIT_CHARS)
+        return srv_fail(resp, SRV_E_RATE_LIMITED, "Slowdown: %ld characters per 1 minute", lim->chars_per_min);
+    return srv_fail(resp, SRV_E_RATE_LIMITED, "Slowdown: %ld per 1 minute", lim->req_per_min);
+}
+
 /* The rate limits of the request's client (the key's own, else the
  * server's): 0 when it may go on, else failed with 429 (413 for more
  * characters than a whole minute allows). */
@@ -242,7 +260,10 @@ static int over_limit(srv_request *req, srv_response *resp, int key)
         lim.chars_per_min = srv->keys.v[key].char_limit;
     long chars = request_chars(req);
     int retry = 0;
-    switch (srv_ratelimit_take(srv->limits, req->client, &lim, chars, srv_now(), &retry)) {
+    srv_limit_verdict v = srv_ratelimit_take(srv->limits, req->client, &lim, chars, srv_now(), &retry);
+    if (v != SRV_LIMIT_OK && resp->shape == SRV_SHAPE_LT)
+        return lt_over_limit(resp, v, &lim, chars, retry);
+    switch (v) {
     case SRV_LIMIT_OK:
         return 0;
     case SRV_LIMIT_NEVER:
@@ -282,13 +303,24 @@ static int take_usage(srv_request *req, srv_response *resp, int key)
 
 /* ---- whose request: LibreTranslate's or ours ------------------------------------- */
 
-/* The flags of every route on path (0: an unknown path). */
+/* LibreTranslate's paths that we do not serve (app.py: its Swagger UI at
+ * /docs, its web page's /js/app.js and /static/ files): whoever asks there is
+ * a LibreTranslate client, answered 404 in its shape.  A '/' at the end: a prefix. */
+static const char *const lt_unserved[] = { "/docs", "/docs/", "/js/app.js", "/static/" };
+
+/* The flags of every route on path (0: an unknown path; ROUTE_LT alone: one
+ * of LibreTranslate's that we do not serve). */
 static int path_flags(const char *path)
 {
     int flags = 0;
     for (int i = 0; i < N_ROUTES; i++)
         if (path_matches(&routes[i], path))
             flags |= routes[i].flags;
+    for (size_t i = 0; !flags && i < sizeof lt_unserved / sizeof *lt_unserved; i++) {
+        size_t n = strlen(lt_unserved[i]);
+        if (lt_unserved[i][n - 1] == '/' ? strncmp(lt_unserved[i], path, n) == 0 : strcmp(lt_unserved[i], path) == 0)
+            flags = ROUTE_LT;
+    }
     return flags;
 }
 
@@ -368,7 +400,11 @@ int srv_route_error_shape(void *ctx, const srv_request *req)
 
 /* The query string's arguments fill the fields the body does not have (as
  * LibreTranslate's Flask reads request.values, and DeepL's GET requests send
- * theirs); a request with no body takes them as a form's (strings). */
+ * theirs); a request with no body takes them as a form's (strings).  A
+ * LibreTranslate form's fields give way to the query's: its translate(),
+ * detect() and suggest() read `request.values.get(...)`, werkzeug's
+ * CombinedMultiDict of the query's arguments, then the form's (translate_file()
+ * reads `request.form` alone: there the form's fields stay first). */
 static int merge_query(srv_request *req, srv_response *resp)
 {
     if (req->query_invalid)
@@ -384,8 +420,9 @@ static int merge_query(srv_request *req, srv_response *resp)
         return 0;
     const char *name;
     json_t *v;
+    int query_first = req->lt && req->form && strcmp(req->path, "/translate_file") != 0;
     json_object_foreach(req->query, name, v)
-        if (!json_object_get(req->json, name) && json_object_set(req->json, name, v))
+        if ((query_first || !json_object_get(req->json, name)) && json_object_set(req->json, name, v))
             return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
     return 0;
 }
@@ -436,13 +473,24 @@ static void render(srv_request *req, srv_response *resp)
     srv_error_render(resp, (srv_shape)resp->shape);
 }
 
+/* 404, 405 or a CORS preflight.  In LibreTranslate's shape the message starts
+ * with the words its server (Flask, werkzeug's NotFound and MethodNotAllowed)
+ * gives, then says what we know. */
 static void no_route(srv_request *req, srv_response *resp)
 {
+    int lt = resp->shape == SRV_SHAPE_LT;
     if (!allowed_methods(req->path, resp->allow, sizeof resp->allow)) {
-        srv_fail(resp, SRV_E_NOT_FOUND, "no route %s %s", req->method, req->path);
+        if (lt)
+            srv_fail(resp, SRV_E_NOT_FOUND, "The requested URL was not found on the server. If you entered the URL "
+                     "manually please check your spelling and try again. (%s %s)", req->method, req->path);
+        else
+            srv_fail(resp, SRV_E_NOT_FOUND, "no route %s %s", req->method, req->path);
     } else if (strcmp(req->method, "OPTIONS") == 0) {
         resp->preflight = 1;
         resp->status = 204;
+    } else if (lt) {
+        srv_fail(resp, SRV_E_METHOD_NOT_ALLOWED, "The method is not allowed for the requested URL. (%s %s; "
+                 "allowed: %s)", req->method, req->path, resp->allow);
     } else {
         srv_fail(resp, SRV_E_METHOD_NOT_ALLOWED, "%s is not allowed on %s (allowed: %s)",
                  req->method, req->path, resp->allow);

@@ -26,6 +26,7 @@ static const struct {
     [SRV_E_BAD_REQUEST]          = { 400,   0,   0, "bad_request" },
     [SRV_E_UNSUPPORTED_LANGUAGE] = { 400,   0,   0, "unsupported_language" },
     [SRV_E_UNAUTHORIZED]         = { 401, 403, 403, "unauthorized" },
+    [SRV_E_FORBIDDEN]            = { 403,   0,   0, "forbidden" },
     [SRV_E_NOT_FOUND]            = { 404,   0,   0, "not_found" },
     [SRV_E_UNKNOWN_MODEL]        = { 404, 400, 400, "unknown_model" },
     [SRV_E_METHOD_NOT_ALLOWED]   = { 405,   0,   0, "method_not_allowed" },

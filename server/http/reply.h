@@ -23,6 +23,7 @@ typedef enum {
     SRV_E_BAD_REQUEST,          /* 400 anything else the client got wrong      */
     SRV_E_UNSUPPORTED_LANGUAGE, /* 400 no model for the language pair          */
     SRV_E_UNAUTHORIZED,         /* 401 missing or wrong API key                */
+    SRV_E_FORBIDDEN,            /* 403 a feature this server does not offer (LibreTranslate's /suggest) */
     SRV_E_NOT_FOUND,            /* 404 unknown route                           */
     SRV_E_UNKNOWN_MODEL,        /* 404 no model with that id                   */
     SRV_E_METHOD_NOT_ALLOWED,   /* 405 (the router sets Allow)                 */

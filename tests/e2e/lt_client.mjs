@@ -16,7 +16,13 @@
  * case: text without a letter detected as en with confidence 0, an empty q
  * refused with its message, an api_key ignored when none is required, codes
  * in capitals, blank text with source auto sent back, and a body over
- * --max-body refused in its shape (the message reaches the client as text).  The replies the first client got are recorded (it uses
+ * --max-body refused in its shape (the message reaches the client as text);
+ * text already in the target language (source auto, or named) sent back as it
+ * is with 200, as its identity translation gives it, a string or a list; a
+ * list's /detect gathered as its detect_languages() does (recomputed here from
+ * each text's); and what Dialect (a desktop client, GTK, not run here) asks,
+ * sent as its libretrans provider sends it: GET /spec's info.title, and
+ * /suggest's 403 in its shape.  The replies the first client got are recorded (it uses
  * the global fetch) so that fields it does not return can be checked too.
  * Prints each check, then "e2e-lt-client: N passed, M failed"; exits 1 if any failed.
  *
@@ -29,6 +35,25 @@ const EN = 'This package provides the documentation.';
 const EN2 = 'It is free software, released under the GNU General Public License.';
 const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
 const HTML = '<p>This package provides the <b>documentation</b> of the <a href="https://example.org/">library</a>.</p>';
+const FR2 = 'Le fichier contient une liste des paquets installés.';
+
+/* LibreTranslate's detect_languages() (language.py) over each text's own
+ * candidates (POST /detect of that text alone): a language found in several
+ * texts gets their mean confidence and their characters together, then a
+ * stable sort on confidence * characters, best first. */
+function gatherLT(perText, texts) {
+  const cands = [];
+  perText.forEach((list, t) => list.forEach(({ language, confidence }) => {
+    let c = cands.find((x) => x.language === language);
+    if (!c) cands.push(c = { language, sum: 0, n: 0, length: 0 });
+    c.sum += confidence;
+    c.n += 1;
+    c.length += [...texts[t]].length;          /* code points, as Python's len */
+  }));
+  return cands.map((c) => ({ ...c, confidence: c.sum / c.n }))
+    .sort((a, b) => b.confidence * b.length - a.confidence * a.length)
+    .map(({ confidence, language }) => ({ confidence, language }));
+}
 
 /* Every request the global fetch made once the server is up, and its reply:
  * [{method, url, sent, status, body}] (the reply's body parsed when JSON). */
@@ -167,6 +192,60 @@ async function main() {
       got = await libreTranslate.translate('word '.repeat(250000), 'en', 'fr');
       check('a body over --max-body: the client reports the message as text (LibreTranslate\'s {"error": "..."})',
             got.status >= 400 && typeof got.error === 'string' && /over the limit/.test(got.error), JSON.stringify(got));
+    });
+
+    /* LibreTranslate's translate() takes the detected language as the source
+     * whatever the target (app.py: src_lang = get_language_with_fallback(
+     * detected_src_lang["language"], languages)); fr -> fr is argos' identity
+     * translation: the text itself, and no alternative left by filter_unique. */
+    await phase('as LibreTranslate: text already in the target language', async () => {
+      const best = (await api(BASE, 'POST', '/detect', { q: FR2 }))[0];
+      equal('POST /detect: the text is French', best.language, 'fr');
+      const got = await translate({ query: FR2, target: 'fr', apiurl: BASE });
+      equal('libretranslate, source auto, target fr: the text as it is', got, FR2);
+      let reply = lastReply('/translate');
+      equal('  200, detectedLanguage POST /detect\'s best', [reply.status, reply.body.detectedLanguage], [200, best]);
+      let ts = await libreTranslate.translate(FR2, 'auto', 'fr', 2);
+      equal('libretranslate-ts, auto -> fr, alternatives 2: 200, the text, alternatives []',
+            [ts.status, ts.translatedText, ts.alternatives, ts.error], [200, FR2, [], undefined]);
+      ts = await libreTranslate.translate(FR2, 'fr', 'fr');
+      equal('libretranslate-ts, fr -> fr: 200, the text', [ts.status, ts.translatedText, ts.error], [200, FR2, undefined]);
+      ts = await libreTranslate.translate([FR, FR2], 'auto', 'fr');
+      equal('libretranslate-ts, a list, auto -> fr: each text as it is', [ts.status, ts.translatedText], [200, [FR, FR2]]);
+    });
+
+    /* app.py detect(): `return jsonify(model2iso(detect_languages(q)))`: a
+     * list's texts detected each alone, gathered into one list. */
+    await phase('as LibreTranslate: /detect of a list', async () => {
+      const texts = [FR, EN, FR2, '12345'];
+      const perText = [];
+      for (const t of texts) perText.push(await api(BASE, 'POST', '/detect', { q: t }));
+      const want = gatherLT(perText, texts);
+      const got = await api(BASE, 'POST', '/detect', { q: texts });
+      equal('POST /detect of the list: languages in detect_languages()\' order', got.map((g) => g.language),
+            want.map((g) => g.language));
+      check('  with its confidences (mean over the texts)', got.length === want.length &&
+            got.every((g, i) => Math.abs(g.confidence - want[i].confidence) < 1e-6),
+            `got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+      const ts = await libreTranslate.detect(texts);
+      equal('libretranslate-ts detect(list): the list\'s best', [ts.status, ts.language, ts.confidence],
+            [200, got[0].language, got[0].confidence]);
+    });
+
+    /* Dialect's libretrans provider: validate_instance() reads /spec and
+     * checks `response["info"]["title"] == "LibreTranslate"`; init_trans() reads
+     * /frontend/settings ("suggestions"); suggest() posts a form to /suggest. */
+    await phase('what Dialect asks (sent as its provider sends it)', async () => {
+      const spec = await (await realFetch(BASE + '/spec')).json();
+      equal('GET /spec: info.title', spec.info && spec.info.title, 'LibreTranslate');
+      equal('  info as LibreTranslate v1.9.6 gives it', [spec.info.version, spec.info.description, spec.info.license],
+            ['1.9.6', 'Free and Open Source Machine Translation API.', { name: 'AGPL-3.0' }]);
+      const settings = await api(BASE, 'GET', '/frontend/settings');
+      equal('/frontend/settings: suggestions false', settings.suggestions, false);
+      const res = await realFetch(BASE + '/suggest', { method: 'POST', body: new URLSearchParams(
+        { q: EN, source: 'en', target: 'fr', s: 'Ce paquet fournit la documentation.' }) });
+      equal('POST /suggest: 403 {"error": "Suggestions are disabled on this server."}', [res.status, await res.json()],
+            [403, { error: 'Suggestions are disabled on this server.' }]);
     });
   } finally {
     const code = await stopServer(server);
