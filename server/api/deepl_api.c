@@ -56,7 +56,7 @@
 
 #include "handlers.h"
 #include "http/body.h"
-#include "service/detect_source.h"
+#include "service/detect_target.h"
 #include "service/glossary_store.h"
 #include "service/languages.h"
 #include "service/markup_job.h"
@@ -313,18 +313,13 @@ static int pick_path(srv_request *req, srv_response *resp, dl_req *t)
         t->unchanged = 1;
         return 0;
     }
-    if (srv_path_for_pair(srv, "auto", t->target, &t->path, resp))     /* an unknown target first */
+    if (srv_path_for_pair(srv, "auto", t->target, &t->path, resp) ||     /* an unknown target first */
+        srv_detect_auto(srv, decoded(t), n_decoded(t), t->target, &g, &t->unchanged, resp))
         return -1;
-    int k = srv_detect_texts(srv, decoded(t), n_decoded(t), &g, 1, resp);
-    if (resp->error != SRV_OK)
-        return -1;
-    if (k > 0 && srv_lang_same(g.code, t->target)) {
+    if (t->unchanged) {
         t->detected = t->target;
-        t->unchanged = 1;
         return 0;
     }
-    if (srv_detect_source(srv, decoded(t), n_decoded(t), t->target, &g, resp))
-        return -1;
     t->detected = srv_served_code(srv, g.code);
     return srv_path_for_pair(srv, t->detected, t->target, &t->path, resp);
 }
