@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <cmocka.h>
 
 #include "service/glossary_store.h"
@@ -667,6 +668,63 @@ static void test_store(void **state)
     srv_gstore_free(s);
 }
 
+/* Readers holding glossaries while others replace and delete them: every
+ * reader sees a whole glossary, the last reference frees (TSan: make tsan). */
+typedef struct {
+    srv_gstore *s;
+    char        id[37];
+    int         seen;
+} store_reader;
+
+static void *read_store(void *arg)
+{
+    store_reader *r = arg;
+    for (int i = 0; i < 2000; i++) {
+        srv_gstored *g = srv_gstore_get(r->s, r->id, 7);
+        if (g) {
+            r->seen += srv_gstored_dict(g, "en", "fr") != NULL && g->n_dicts >= 1;
+            srv_gstore_release(r->s, g);
+        }
+        srv_gstored **all;
+        int n = srv_gstore_list(r->s, 7, &all);
+        for (int k = 0; k < n; k++)
+            srv_gstore_release(r->s, all[k]);
+        free(all);
+    }
+    return NULL;
+}
+
+static void test_store_threads(void **state)
+{
+    (void)state;
+    char err[160];
+    srv_gstore *s = srv_gstore_new(8);
+    srv_gstored *g = stored("shared", 7, "cat", "chat");
+    assert_int_equal(srv_gstore_add(s, g, err, sizeof err), 0);
+    store_reader r[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = (store_reader){ .s = s, .seen = 0 };
+        snprintf(r[i].id, sizeof r[i].id, "%s", g->id);
+        pthread_create(&th[i], NULL, read_store, &r[i]);
+    }
+    for (int i = 0; i < 500; i++) {             /* edits under the readers */
+        srv_gstored *cur = srv_gstore_get(s, r[0].id, 7), *c = cur ? srv_gstored_copy(cur) : NULL;
+        srv_gstore_release(s, cur);
+        if (c)
+            assert_int_equal(srv_gstore_replace(s, c), 0);
+    }
+    assert_int_equal(srv_gstore_remove(s, r[0].id, 7), 0);
+    int seen = 0;
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        seen += r[i].seen;
+    }
+    print_message("    3 readers, 500 replacements and a delete: %d whole reads\n", seen);
+    assert_true(seen > 0);
+    srv_gstore_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -688,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_size),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_store),
+        cmocka_unit_test(test_store_threads),
     };
     return cmocka_run_group_tests_name("glossary", tests, NULL, NULL);
 }

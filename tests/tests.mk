@@ -232,10 +232,12 @@ valgrind:
 # ThreadSanitizer: the tests that run threads, and the real server under load
 # (tests/test_load.c in its TSan mode).  TSAN_TESTS can narrow it; `make check` runs
 # CHECK_TSAN_TESTS: the pool stress test, the bounded concurrent load, the routing tests
-# (pivots), the streaming clients and the other servers with threads of their own.
+# (pivots), the streaming clients and the other servers with threads of their own; the
+# glossary store's readers and editors (test_glossary), the DeepL API's usage and stores
+# under the server's threads (test_deepl).
 TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
 CHECK_TSAN_TESTS ?= test_parallel test_load test_routing test_stream test_files test_cache test_terms test_models_demand \
-                    test_access test_limits test_llm_server test_shortlist_server
+                    test_access test_limits test_llm_server test_shortlist_server test_glossary test_deepl
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) -j$(JOBS) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; s=$$(date +%s); \
