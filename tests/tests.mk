@@ -189,7 +189,7 @@ $(LLM_DIR)/.done: tests/llm/gen_llm.py
 # (tests/llm/gen_served.py, a few seconds; never committed).
 LLM_SERVED ?= $(CURDIR)/build/llm-served
 llm-served: $(LLM_SERVED)/expected.json
-$(LLM_SERVED)/expected.json: tests/llm/gen_served.py tests/llm/gen_llm.py $(HF_FIX)/llama2/tokenizer.json \
+$(LLM_SERVED)/expected.json: tests/llm/gen_served.py tests/llm/gen_llm.py $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) \
                              $(HF_TOK_DIR)/ref_ids.mjs $(HF_TOK_DIR)/ref_decode.mjs
 	rm -rf $(LLM_SERVED) && mkdir -p $(LLM_SERVED)
 	/usr/bin/python3 tests/llm/gen_served.py $(LLM_SERVED) $(HF_FIX)
