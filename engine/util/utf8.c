@@ -87,3 +87,11 @@ int mt_utf8_is_space(uint32_t c)
            (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
            c == 0x205f || c == 0x3000 || c == 0xfeff;
 }
+
+long mt_utf8_count(const char *s, size_t len)
+{
+    long n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return n;
+}

@@ -22,6 +22,9 @@ size_t mt_utf8_next(const char *s, size_t len, uint32_t *cp);
 size_t mt_utf8_valid_prefix(const char *s, size_t len);
 /* 1 if all of s[0..len) is valid. */
 int    mt_utf8_valid(const char *s, size_t len);
+/* The code points of s[0..len): its bytes that are not continuation bytes
+ * (what DeepL and LibreTranslate count as characters). */
+long   mt_utf8_count(const char *s, size_t len);
 /* How many bytes of s[0..len) to quote in a message: at most max, never
  * half a character (continuation bytes are stepped back over). */
 int    mt_utf8_clip(const char *s, size_t len, size_t max);

@@ -64,6 +64,7 @@
 #include "service/server.h"
 #include "service/translate_job.h"
 #include "translate/word_align.h"
+#include "util/utf8.h"
 
 /* ---- language codes ------------------------------------------------------------- */
 
@@ -359,14 +360,6 @@ static int parse(srv_request *req, srv_response *resp, dl_req *t)
     return pick_path(req, resp, t);
 }
 
-static long code_points(const char *s)
-{
-    long n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
-}
-
 /* nonewlines: text (entry i's translation) with its source's joined line
  * breaks put back where the word alignment places them (srv_align_points):
  * a space of the translation becomes "\n".  malloc'd; NULL: as it is. */
@@ -409,7 +402,7 @@ static json_t *reply_json(const dl_req *t, const srv_tr_result *res, char *const
         json_t *e = json_pack("{s:s,s:s}", "detected_source_language", lang, "text", back ? back : text);
         free(back);
         if (t->billed)
-            json_object_set_new(e, "billed_characters", json_integer(code_points(t->texts[i])));
+            json_object_set_new(e, "billed_characters", json_integer(mt_utf8_count(t->texts[i], strlen(t->texts[i]))));
         json_array_append_new(list, e);
     }
     return json_pack("{s:o}", "translations", list);

@@ -9,6 +9,7 @@
 #include "http/body.h"
 #include "service/server.h"
 #include "common/workers.h"
+#include "util/utf8.h"
 
 enum {
     ROUTE_BODY    = 1,   /* POST with a JSON (or form) body */
@@ -207,10 +208,7 @@ static long field_chars(const json_t *v)
 {
     long n = 0;
     if (json_is_string(v)) {
-        const unsigned char *p = (const unsigned char *)json_string_value(v);
-        size_t len = json_string_length(v);
-        for (size_t i = 0; i < len; i++)
-            n += (p[i] & 0xc0) != 0x80;
+        n = mt_utf8_count(json_string_value(v), json_string_length(v));
     } else if (json_is_array(v)) {
         size_t i;
         const json_t *e;

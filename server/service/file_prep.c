@@ -8,6 +8,7 @@
 #include "glossaries.h"
 #include "pairs.h"
 #include "translate_job.h"
+#include "util/utf8.h"
 
 void srv_file_result_name(const char *name, const char *lang, srv_doc_kind kind, char *out, size_t len)
 {
@@ -98,7 +99,6 @@ long srv_file_chars(const srv_doc *doc)
 {
     long n = 0;
     for (int i = 0; i < srv_doc_units(doc); i++)
-        for (const unsigned char *p = (const unsigned char *)srv_doc_unit(doc, i); *p; p++)
-            n += (*p & 0xc0) != 0x80;
+        n += mt_utf8_count(srv_doc_unit(doc, i), strlen(srv_doc_unit(doc, i)));
     return n;
 }

@@ -8,13 +8,7 @@
 #include "util/utf8.h"
 
 
-long srv_cp_count(const char *s, size_t n)
-{
-    long k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += ((unsigned char)s[i] & 0xc0) != 0x80;
-    return k;
-}
+long srv_cp_count(const char *s, size_t n) { return mt_utf8_count(s, n); }
 
 /* The words of t[0..len) as code-point spans [2 * w], [2 * w + 1]; returns
  * their count (at most cap; the rest are not recorded but counted). */
