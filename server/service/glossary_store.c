@@ -104,12 +104,18 @@ const srv_gdict *srv_gstored_dict(const srv_gstored *g, const char *source, cons
 
 srv_gstored *srv_gstored_copy(const srv_gstored *g)
 {
-    srv_gstored *c = malloc(sizeof *c);
+    srv_gstored *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    *c = *g;
-    c->refs = 0;
+    /* field by field: refs is the store's, written under its lock by the readers (TSan found the copy) */
+    memcpy(c->id, g->id, sizeof c->id);
+    memcpy(c->name, g->name, sizeof c->name);
+    c->owner = g->owner;
+    c->created = g->created;
+    c->n_dicts = g->n_dicts;
     for (int i = 0; i < g->n_dicts; i++) {
+        memcpy(c->dicts[i].source, g->dicts[i].source, sizeof c->dicts[i].source);
+        memcpy(c->dicts[i].target, g->dicts[i].target, sizeof c->dicts[i].target);
         mt_err err;
         if (srv_glossary_merge(g->dicts[i].terms, NULL, NULL, &c->dicts[i].terms, &err) != MT_OK) {
             c->n_dicts = i;
