@@ -398,6 +398,9 @@ static void test_unprotect(void **state)
         { "Copy %1$s into %2$s now", "dans copier maintenant", { 1, 0, 2 }, "dans copier %1$s %2$s maintenant" },
         { "From %1$s to %2$s", "Vers depuis", { 1, 0 }, "Vers depuis %1$s %2$s" },   /* the last at the end */
         { "Open %s now", "Ouvrez maintenant", { -1, -1 }, "%s Ouvrez maintenant" },    /* no link: the start */
+        /* the brackets dropped by the model: the placeholder is not glued to a word for it */
+        { "See <%s> for more", "Voir pour plus", { 0, -1, 1, 2 }, "Voir %s pour plus" },
+        { "from <%s>", "depuis", { 0 }, "depuis %s" },
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         char *out = put_back(rows[i].sentence, rows[i].tgt, rows[i].link, NULL);

@@ -56,6 +56,7 @@ mt_status srv_protect(const char *s, size_t n, srv_protected *p, mt_err *err)
     size_t o = 0;
     long cp = 0, src_cp = 0, space_at = -1;     /* space_at: a space owed, at that character of s */
     int after = -1, m = 0, words = 0;           /* after: the last point, until what follows it is known */
+    int glued = 0;                              /* a letter, a digit or a point right before */
     uint32_t ws = 0;                            /* the last whitespace since the last character or point */
     for (size_t i = 0; i < n;) {
         char kind;
@@ -63,9 +64,10 @@ mt_status srv_protect(const char *s, size_t n, srv_protected *p, mt_err *err)
         if (k) {
             if (after >= 0)
                 p->pts[after].ws.glued_after = 1;  /* two points glued ("%d%%"): nothing between them */
-            p->pts[m] = (srv_ph_point){ .at = i, .len = k, .cp = cp, .ws = { .before = ws } };
+            p->pts[m] = (srv_ph_point){ .at = i, .len = k, .cp = cp, .ws = { .before = ws }, .glued_before = glued };
             after = m++;
             ws = 0;
+            glued = 1;
             src_cp += chars(s + i, k);
             i += k;
             continue;
@@ -79,6 +81,7 @@ mt_status srv_protect(const char *s, size_t n, srv_protected *p, mt_err *err)
                 p->pts[after].ws.after = c;
             after = -1;
             ws = c;
+            glued = 0;
         } else {
             if (after >= 0 && !srv_is_word_cp(c))
                 space_at = -1;      /* "from %s." -> "from.": no space before the punctuation */
@@ -86,6 +89,7 @@ mt_status srv_protect(const char *s, size_t n, srv_protected *p, mt_err *err)
                 p->pts[after].ws.glued_after = srv_is_word_cp(c);
             after = -1;
             ws = 0;
+            glued = srv_is_word_cp(c);
             if (space_at >= 0) {
                 p->text[o++] = ' ';
                 p->orig[cp++] = space_at;
@@ -166,12 +170,19 @@ static int copy_target(filler *f, long a, long b)
 static int fill(const srv_protected *p, const char *s, const srv_aligned *a, filler *f, size_t *at)
 {
     long cur = 0;
+    int point = 0;                      /* the output ends with a point written at cur */
     for (int k = 0; k < p->n; k++) {
         const srv_ph_point *pt = &p->pts[k];
         long t = srv_point_target(a, pt->cp), to;
         uint32_t before, after;
         t = t < cur ? cur : t > a->n_tgt ? a->n_tgt : t;    /* never before the point before it */
         srv_point_spaces(a, pt->ws, t, a->n_tgt, &to, &before, &after);
+        /* glued to no word in the sentence ("<%s>"): to none in the output */
+        if (!before && !pt->ws.before && !pt->glued_before && to > 0 && (to > cur || !point) &&
+            srv_is_word_cp(a->tgt[to - 1]))
+            before = ' ';
+        if (!after && !pt->ws.after && !pt->ws.glued_after && to < a->n_tgt && srv_is_word_cp(a->tgt[to]))
+            after = ' ';
         if (copy_target(f, cur, to) || add_cp(&f->o, before, &f->cps))
             return -1;
         if (at)
@@ -180,6 +191,7 @@ static int fill(const srv_protected *p, const char *s, const srv_aligned *a, fil
             return -1;
         f->cps += chars(s + pt->at, pt->len);
         cur = to;
+        point = 1;
     }
     if (copy_target(f, cur, a->n_tgt))
         return -1;

@@ -26,7 +26,9 @@
  * Placing: a point never goes before the one before it (printf's %s then %d
  * keep their order, whatever the alignment); one the alignment cannot place
  * goes after the target word linked to the source word before it (the start
- * or the end for a point there).  The output holds every placeholder byte for
+ * or the end for a point there).  A point the sentence glued to no word on a
+ * side (punctuation there: "<%s>", "(%s)") is not glued to a target word on
+ * that side either: a space goes between (the model may drop the brackets).  The output holds every placeholder byte for
  * byte, once, in order; the rest of it is the translation as decoded, with at
  * most a space added on each side of a point (the sentence's, where the
  * translation has none).
@@ -43,6 +45,7 @@ typedef struct {
     size_t       at, len;       /* its bytes in the sentence */
     long         cp;            /* where it was in the text, code points */
     srv_point_ws ws;            /* the whitespace around it in the sentence */
+    int          glued_before;  /* a letter, a digit or another point right before it */
 } srv_ph_point;
 
 typedef struct {
