@@ -327,8 +327,9 @@ static void *case_client(void *arg)
         int max_len = (int)json_integer_value(json_object_get(c, "max_length"));
         for (int b = 0; b < 2; b++)
             for (int split = 0; split < 2; split++) {
-                json_t *req = json_pack("{s:s,s:s,s:i,s:i,s:b}", "text", text, "model", cr->model, "beam_size",
-                                        b ? 4 : 1, "max_length", max_len, "split", split);
+                /* the model's own output, as the reference has it: placeholders off */
+                json_t *req = json_pack("{s:s,s:s,s:i,s:i,s:b,s:b}", "text", text, "model", cr->model, "beam_size",
+                                        b ? 4 : 1, "max_length", max_len, "split", split, "placeholders", 0);
                 json_t *plain = NULL;
                 int blank = 1;
                 for (const char *p = text; *p; p++)

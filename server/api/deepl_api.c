@@ -47,6 +47,8 @@
  *   glossary_ids, custom_instructions, style_id  refused (400).
  *   source_lang absent: the texts' language is detected (detect_source.h); when
  *                    it is the target language the texts come back unchanged.
+ *   placeholders     ours (DeepL has none): printf's %s, {name}, URLs... kept
+ *                    byte for byte ("1", the default), or sent to the model ("0").
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -113,7 +115,7 @@ typedef struct {
     int          n_decode;
     const char  *source, *target;   /* as the models spell them; source NULL: detect */
     const char  *detected;       /* the source language reported */
-    int          split, markup, billed, unchanged;
+    int          split, markup, billed, unchanged, placeholders;
     srv_markup   mk;
     srv_path     path;
     srv_trjob   *job;
@@ -129,6 +131,7 @@ static const char *const KNOWN[] = {
     "tag_handling_version", "formality", "context", "glossary_id", "glossary_ids", "show_billed_characters",
     "model_type", "outline_detection", "ignore_tags", "non_splitting_tags", "splitting_tags",
     "custom_instructions", "style_id", "translation_memory_id", "enable_beta_languages",
+    "placeholders",         /* ours, not DeepL's: "0" keeps placeholders in the model's input (pipeline.h) */
 };
 /* ... and those of them refused: not implemented here, so never half-done. */
 static const char *const REFUSED[] = {
@@ -222,10 +225,12 @@ static int parse_settings(const srv_request *req, srv_response *resp, dl_req *t)
     static const char *const models[] = { "quality_optimized", "prefer_quality_optimized", "latency_optimized",
                                           NULL };
     int tag = -1, split = -1, form = 0, model = 0, ignored = 0;
+    t->placeholders = 1;
     if (choice(req, resp, "tag_handling", tags, &tag) || choice(req, resp, "split_sentences", splits, &split) ||
         choice(req, resp, "formality", formality, &form) || choice(req, resp, "model_type", models, &model) ||
         flag(req, resp, "preserve_formatting", &ignored) || flag(req, resp, "outline_detection", &ignored) ||
-        flag(req, resp, "show_billed_characters", &t->billed))
+        flag(req, resp, "show_billed_characters", &t->billed) ||
+        flag(req, resp, "placeholders", &t->placeholders))
         return -1;
     if (form >= 3)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "'formality' is not supported for the given 'target_lang' "
@@ -469,7 +474,7 @@ void srv_handle_deepl_translate(srv_request *req, srv_response *resp)
         goto done;
     }
     srv_tr_params tp = { .dp = mt_decode_default_params(), .split = t->split != SPLIT_NONE, .cache = 1,
-                         .glossary = t->terms };
+                         .glossary = t->terms, .placeholders = t->placeholders };
     tp.dp.alignment.enabled = t->markup || t->n_breaks;     /* the tags, the line breaks go where the words went */
     if (t->markup && t->path.n_legs == 2) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "tag_handling is not available through a pivot (%s): the tags follow "

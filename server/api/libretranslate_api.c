@@ -108,6 +108,7 @@ typedef struct {
     srv_trjob   *job;
     srv_glossary *glossary;      /* our extra field "glossary" (glossaries.h), or NULL */
     int          cache;          /* our extra field "cache": false (or "false" in a form) turns it off */
+    int          placeholders;   /* ours too, "placeholders": false (pipeline.h), default on */
 } lt_req;
 
 static int required(const srv_request *req, srv_response *resp, const char *name, const char **out)
@@ -355,6 +356,9 @@ static int parse(srv_request *req, srv_response *resp, lt_req *t)
         return -1;
     if (parse_alternatives(req, resp, t) || srv_request_glossary(req, resp, &t->glossary))
         return -1;
+    t->placeholders = 1;
+    if (srv_field_bool(req, resp, "placeholders", &t->placeholders) < 0)
+        return -1;
     json_t *c = json_object_get(req->json, "cache");
     t->cache = !(json_is_false(c) || (json_is_string(c) && (!strcmp(json_string_value(c), "false") ||
                                                              !strcmp(json_string_value(c), "0"))));
@@ -506,7 +510,8 @@ void srv_handle_lt_translate(srv_request *req, srv_response *resp)
     }
     /* the alternatives are hypotheses 2..n_best: the resolver widens the model's beam to n_best */
     int max_beam = srv_max_beam(t->path.model[t->path.n_legs - 1]);
-    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1, .glossary = t->glossary, .cache = t->cache };
+    srv_tr_params tp = { .dp = mt_decode_default_params(), .split = 1, .glossary = t->glossary, .cache = t->cache,
+                         .placeholders = t->placeholders };
     tp.dp.n_best = t->html ? 1 : t->alternatives + 1;
     tp.dp.alignment.enabled = t->html;         /* the inline tags go where the words went */
     if (t->html && t->path.n_legs == 2) {

@@ -6,7 +6,9 @@
  *    "no_repeat_ngram_size"?, "length_penalty"?, "return_token_scores"?,
  *    "return_alignments"?, "alignment_layer"?, "alignment_heads"?,
  *    "glossary"? {"source term": "target term"}, "cache"? (default true),
- *    "raw"? (a decoder-only model continues each text as given, no prompt)}
+ *    "raw"? (a decoder-only model continues each text as given, no prompt),
+ *    "placeholders"? (default true: printf's %s, {name}, URLs... kept byte for
+ *    byte, out of the model's sight: translate/protect.h)}
  *   -> {"model", "pivot"?, "seed"?, "translations": [{"text", "tokens"?, "token_ids"?,
  *       "score"?, "token_scores"?, "source_tokens"?, "alignments"?, "word_alignments"?}],
  *      "timing_ms"}
@@ -276,12 +278,13 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
     if (t->html && m->llm)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "format html puts the tags back along word alignments, which "
                         "decoder-only models (model '%s') do not give", m->id);
-    t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = !t->raw, .raw = t->raw };
+    t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = !t->raw, .raw = t->raw, .placeholders = 1 };
     t->tp.dp.alignment.enabled = t->html;      /* the tags follow the words */
     if (srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
         srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
-        srv_field_bool(req, resp, "stream", &t->stream) < 0)
+        srv_field_bool(req, resp, "stream", &t->stream) < 0 ||
+        srv_field_bool(req, resp, "placeholders", &t->tp.placeholders) < 0)
         return -1;
     if (parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 ||
         parse_prefix(req, resp, t, m) < 0 || parse_features(req, resp, t) < 0 || parse_terms(req, resp, t) < 0)

@@ -19,8 +19,10 @@
  *
  * Placeholders stay exactly: the model never sees them.  A msgid (and its
  * plural) is made an HTML fragment for markup/html.h: its text escaped, each
- * placeholder (printf %s, %5.2f, %1$s, %%; python %(name)s; Qt %1; brace {0}
- * {name} {{; entities &amp;) an opaque <code class="notranslate po-ph">, each
+ * placeholder (text/placeholders.h with SRV_PH_MARKUP: printf %s, %5.2f,
+ * %1$s, %%; python %(name)s; Qt %1; brace {0} {name} {{count}}; ICU
+ * arguments; ${x}; :name; URLs and e-mail addresses; tags; entities &amp;)
+ * an opaque <code class="notranslate po-ph">, each
  * line break a <br class="po-nl"> (so each line is a unit of its own), each
  * whitespace run other than one space an opaque <code class="notranslate
  * po-ws"> between spaces, and its tags (<b> </a> <br/>) left as HTML when they
@@ -51,6 +53,7 @@
 
 #include "doc_format.h"
 #include "markup/html.h"
+#include "text/placeholders.h"
 #include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -182,157 +185,6 @@ static mt_status read_string(const char *d, size_t i, size_t e, int no, mt_sbuf 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_alpha(char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 
-/* printf's (with %1$ and python's %(name)), or else Qt's %1: its length at
- * s[i], 0 if none ("%5.2f" and "%05d" are printf's, "%1 of" and "%1." Qt's). */
-static size_t printf_at(const char *s, size_t i, size_t n)
-{
-    size_t k = i + 1, qt = 0;
-    if (k < n && s[k] == '%')
-        return 2;
-    if (k < n && s[k] == '(') {                             /* %(name) */
-        const char *c = memchr(s + k, ')', n - k < 64 ? n - k : 64);
-        if (!c)
-            return 0;
-        k = (size_t)(c - s) + 1;
-    } else {
-        size_t j = k;
-        while (j < n && is_digit(s[j]))
-            j++;
-        if (j > k && j < n && s[j] == '$')
-            k = j + 1;                                      /* %1$ */
-        else if (j > k && (j >= n || !is_alpha(s[j]) || s[k] == '0'))
-            qt = j - i;                                     /* Qt's %1, unless printf's goes on */
-    }
-    while (k < n && strchr("-+#0'I", s[k]) && s[k])         /* flags (not ' ': "50% of") */
-        k++;
-    while (k < n && (is_digit(s[k]) || s[k] == '*' || s[k] == '$'))
-        k++;
-    if (k < n && s[k] == '.') {
-        k++;
-        while (k < n && (is_digit(s[k]) || s[k] == '*' || s[k] == '$'))
-            k++;
-    }
-    while (k < n && strchr("hlLqjzZt", s[k]) && s[k])
-        k++;
-    return k < n && strchr("diouxXeEfFgGaAcsSpnmr@", s[k]) && s[k] ? k + 1 - i : qt;
-}
-
-/* A placeholder at s[i]: its length, 0 if none.  *kind: 'p' printf's
- * unnumbered conversions (their order matters), 't' a tag (its order
- * matters), 'o' the others. */
-static size_t placeholder_at(const char *s, size_t i, size_t n, char *kind)
-{
-    *kind = 'o';
-    if (s[i] == '%') {
-        size_t k = printf_at(s, i, n);
-        if (k >= 2 && s[i + 1] != '%' && s[i + 1] != '(' && !memchr(s + i, '$', k) && !is_digit(s[i + k - 1]))
-            *kind = 'p';
-        return k;
-    }
-    if (s[i] == '{' || s[i] == '}') {
-        if (i + 1 < n && s[i + 1] == s[i])
-            return 2;                                       /* {{ }} */
-        if (s[i] == '}')
-            return 0;
-        for (size_t k = i + 1; k < n && k < i + 64; k++) {
-            if (s[k] == '}')
-                return k + 1 - i;
-            if (s[k] == '{' || is_sp(s[k]) || s[k] == '\n')
-                return 0;
-        }
-        return 0;
-    }
-    if (s[i] == '<' && i + 1 < n && (is_alpha(s[i + 1]) || (s[i + 1] == '/' && i + 2 < n && is_alpha(s[i + 2])))) {
-        for (size_t k = i + 1; k < n && k < i + 256; k++) {
-            if (s[k] == '>') {
-                *kind = 't';
-                return k + 1 - i;
-            }
-            if (s[k] == '<')
-                return 0;
-        }
-        return 0;
-    }
-    if (s[i] == '&' && i + 2 < n) {
-        size_t k = i + 1;
-        if (s[k] == '#')
-            k++;
-        size_t w = k;
-        while (k < n && k < i + 32 && (is_alpha(s[k]) || is_digit(s[k])))
-            k++;
-        return k > w && k < n && s[k] == ';' ? k + 1 - i : 0;
-    }
-    return 0;
-}
-
-typedef struct {
-    const char *s;
-    size_t      n;
-    char        kind;
-} ph;
-
-/* The placeholders of s[0..n) into out[0..cap): how many (more than cap: cap + 1). */
-static int placeholders(const char *s, size_t n, ph *out, int cap)
-{
-    int m = 0;
-    for (size_t i = 0; i < n;) {
-        char kind;
-        size_t k = placeholder_at(s, i, n, &kind);
-        if (!k) {
-            i++;
-            continue;
-        }
-        if (m == cap)
-            return cap + 1;
-        out[m++] = (ph){ s + i, k, kind };
-        i += k;
-    }
-    return m;
-}
-
-static int ph_cmp(const void *a, const void *b)
-{
-    const ph *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->s, y->s, n);
-    return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
-/* The same of one kind, in order. */
-static int same_order(const ph *a, int na, const ph *b, int nb, char kind)
-{
-    int i = 0, j = 0;
-    for (;;) {
-        while (i < na && a[i].kind != kind)
-            i++;
-        while (j < nb && b[j].kind != kind)
-            j++;
-        if (i == na || j == nb)
-            return i == na && j == nb;
-        if (ph_cmp(&a[i++], &b[j++]))
-            return 0;
-    }
-}
-
-/* The translation t keeps src's placeholders: each as many times, printf's
- * unnumbered ones and the tags in their order. */
-static int placeholders_kept(const char *src, const char *t, size_t tn)
-{
-    enum { CAP = 64 };
-    ph a[CAP + 1], b[CAP + 1];
-    int na = placeholders(src, strlen(src), a, CAP), nb = placeholders(t, tn, b, CAP);
-    if (na > CAP || na != nb)           /* over 64: refused rather than half checked */
-        return 0;
-    if (!same_order(a, na, b, nb, 'p') || !same_order(a, na, b, nb, 't'))
-        return 0;
-    qsort(a, (size_t)na, sizeof *a, ph_cmp);
-    qsort(b, (size_t)nb, sizeof *b, ph_cmp);
-    for (int k = 0; k < na; k++)
-        if (ph_cmp(&a[k], &b[k]))
-            return 0;
-    return 1;
-}
-
 /* A letter (or a non-ASCII character that is not a space) outside the
  * placeholders: something to translate. */
 static int has_words(const char *s)
@@ -340,7 +192,7 @@ static int has_words(const char *s)
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         char kind;
-        size_t k = placeholder_at(s, i, n, &kind);
+        size_t k = srv_ph_at(s, i, n, SRV_PH_MARKUP, &kind);
         if (k) {
             i += k;
             continue;
@@ -393,7 +245,7 @@ static int add_wrapped(mt_sbuf *b, const char *open, size_t n_open, const char *
     return mt_sb_add(b, open, n_open) || add_html_text(b, s, n) || mt_sb_add(b, CLOSE, LEN(CLOSE));
 }
 
-/* The tag t[0..n) (placeholder_at's) fit to stay HTML: an inline element html.h
+/* The tag t[0..n) (srv_ph_at's) fit to stay HTML: an inline element html.h
  * places by the alignment (or br), no attribute html.h would translate, quotes
  * paired (no '>' inside a value), none of our wrappers' classes. */
 static int html_tag(const char *t, size_t n)
@@ -427,8 +279,8 @@ static int make_fragment(const char *s, size_t n, int tags_too, mt_sbuf *b, int 
     *tags = 0;
     for (size_t i = 0; i < n && !fail;) {
         char kind;
-        size_t k = placeholder_at(s, i, n, &kind);
-        if (k && kind == 't' && !tags_too && html_tag(s + i, k)) {
+        size_t k = srv_ph_at(s, i, n, SRV_PH_MARKUP, &kind);
+        if (k && kind == SRV_PH_TAG && !tags_too && html_tag(s + i, k)) {
             fail = mt_sb_add(b, s + i, k);
             *tags = 1;
         } else if (k) {
@@ -982,7 +834,7 @@ static int msg_text(const po_doc *t, const msg *m, mt_sbuf *b)
     while (e > a && ws(tx.p[e - 1]))
         e--;
     ok = a < e && !memchr(tx.p + a, 0, e - a) && mt_utf8_valid(tx.p + a, e - a) &&
-         placeholders_kept(m->text, tx.p + a, e - a);
+         srv_ph_kept(m->text, strlen(m->text), tx.p + a, e - a, SRV_PH_MARKUP);
     b->n = 0;
     if (ok && (mt_sb_add(b, m->lead, strlen(m->lead)) || mt_sb_add(b, tx.p + a, e - a) ||
                mt_sb_add(b, m->trail, strlen(m->trail))))

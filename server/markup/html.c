@@ -13,6 +13,7 @@
 #include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
+#include "text/points.h"
 #include "tgt_store.h"
 
 /* ---- the parse tree's memory ------------------------------------------------------
@@ -380,12 +381,6 @@ typedef struct {
     int     oom;
 } text_builder;
 
-/* A letter or digit (any non-ASCII code point counts: no table of scripts here). */
-static int is_word_cp(uint32_t c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
-}
-
 static void add_text(srv_html *h, text_builder *b, const char *s)
 {
     size_t n = strlen(s);
@@ -403,7 +398,7 @@ static void add_text(srv_html *h, text_builder *b, const char *s)
             continue;
         }
         if (b->after >= 0)
-            h->r[b->after].glued_after = is_word_cp(c);
+            h->r[b->after].glued_after = srv_is_word_cp(c);
         b->after = -1;
         b->ws = 0;
         b->trail.n = 0;
@@ -1112,23 +1107,11 @@ typedef struct {
     long       *tw;             /* [n_tw][2] the target's words, code points */
     int         n_tw;
     float      *score;          /* [n_tw] scratch */
+    srv_aligned a;              /* the same, for text/points.h */
 } unit_writer;
 
 static long clamp(long x, long lo, long hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-static int is_punct(uint32_t c)
-{
-    return (c < 0x80 && ispunct((int)c)) || c == 0xa1 || c == 0xab || c == 0xbb || c == 0xbf ||
-           (c >= 0x2010 && c <= 0x205e) || (c >= 0x3001 && c <= 0x303f);
-}
-
-static int all_punct(const uint32_t *c, long a, long b)
-{
-    for (long i = a; i < b; i++)
-        if (!is_punct(c[i]))
-            return 0;
-    return b > a;
-}
 
 
 /* Words are runs of non-space characters, so a tag around "documentation" in
@@ -1137,43 +1120,12 @@ static int all_punct(const uint32_t *c, long a, long b)
  * end is left out of it. */
 static void trim_punct(const unit_writer *uw, const rec *r, long *ts, long *te)
 {
-    if (!all_punct(uw->src, r->s, r->s + 1))
-        while (*ts < *te && is_punct(uw->tgt[*ts]))
+    if (!srv_all_punct(uw->src, r->s, r->s + 1))
+        while (*ts < *te && srv_is_punct(uw->tgt[*ts]))
             (*ts)++;
-    if (!all_punct(uw->src, r->e - 1, r->e))
-        while (*te > *ts && is_punct(uw->tgt[*te - 1]))
+    if (!srv_all_punct(uw->src, r->e - 1, r->e))
+        while (*te > *ts && srv_is_punct(uw->tgt[*te - 1]))
             (*te)--;
-}
-
-static int target_words(const uint32_t *c, long n, long *tw)
-{
-    int k = 0;
-    for (long i = 0; i < n;) {
-        while (i < n && mt_utf8_is_space(c[i]))
-            i++;
-        if (i == n)
-            break;
-        tw[2 * k] = i;
-        while (i < n && !mt_utf8_is_space(c[i]))
-            i++;
-        tw[2 * k++ + 1] = i;
-    }
-    return k;
-}
-
-static int word_at(const unit_writer *uw, long start)
-{
-    int lo = 0, hi = uw->n_tw - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (uw->tw[2 * mid] == start)
-            return mid;
-        if (uw->tw[2 * mid] < start)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
 }
 
 /* The target words an element wraps: the run of target words that scores best,
@@ -1189,7 +1141,7 @@ static int best_run(unit_writer *uw, const rec *r, long *ts, long *te)
         uw->score[j] = -0.25f;
     for (int k = 0; k < u->n_links; k++) {
         const long *l = u->links + 4 * k;
-        int j = word_at(uw, l[2]);
+        int j = srv_word_starting(&uw->a, l[2]);
         if (j < 0)
             continue;
         if (l[0] < r->e && l[1] > r->s)
@@ -1221,60 +1173,6 @@ static int best_run(unit_writer *uw, const rec *r, long *ts, long *te)
     return 1;
 }
 
-/* Where a record goes in the target: the best run of target words linked to its
- * source words (best_run); else (no word, no link) after the target of the source word before it. */
-/* The source word around code point i when i is strictly inside one: 1 and [*ws, *we). */
-static int inside_word(const unit_writer *uw, long i, long *ws, long *we)
-{
-    if (i <= 0 || i >= uw->n_src || mt_utf8_is_space(uw->src[i - 1]) || mt_utf8_is_space(uw->src[i]))
-        return 0;
-    *ws = i;
-    *we = i;
-    while (*ws > 0 && !mt_utf8_is_space(uw->src[*ws - 1]))
-        (*ws)--;
-    while (*we < uw->n_src && !mt_utf8_is_space(uw->src[*we]))
-        (*we)++;
-    return 1;
-}
-
-/* Target word j when it is source word [ws, we) copied (a name, a number, a formula). */
-static int copied(const unit_writer *uw, int j, long ws, long we)
-{
-    long a = uw->tw[2 * j], b = uw->tw[2 * j + 1];
-    return j >= 0 && b - a == we - ws && !memcmp(uw->tgt + a, uw->src + ws, sizeof *uw->src * (size_t)(we - ws));
-}
-
-/* A boundary the source puts inside a word (H<sub>2</sub>O): at the same place
- * in the target word at t when that word is the source word copied.  end: t
- * ends a word, else starts one. */
-static long inside_copied(const unit_writer *uw, long i, long t, int end)
-{
-    long ws, we;
-    if (!inside_word(uw, i, &ws, &we))
-        return t;
-    for (int j = 0; j < uw->n_tw; j++)
-        if ((end ? uw->tw[2 * j + 1] : uw->tw[2 * j]) == t && copied(uw, j, ws, we))
-            return uw->tw[2 * j] + (i - ws);
-    return t;
-}
-
-/* A point inside a source word: into the copy of that word the target holds, if one is linked to it. */
-static int point_inside_copied(const unit_writer *uw, const rec *r, long *p)
-{
-    long ws, we;
-    if (!inside_word(uw, r->s, &ws, &we))
-        return 0;
-    for (int k = 0; k < uw->u->n_links; k++) {
-        const long *l = uw->u->links + 4 * k;
-        int j = l[0] == ws ? word_at(uw, l[2]) : -1;
-        if (j >= 0 && copied(uw, j, ws, we)) {
-            *p = uw->tw[2 * j] + (r->s - ws);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The target words inside [a, b), when there are any: *ts, *te their hull.  An
  * element whose source words got no link (the model gave their attention to
  * a neighbour) still wraps the words the translation has in their place, so
@@ -1302,40 +1200,25 @@ static void gap_words(const unit_writer *uw, long a, long b, long *ts, long *te)
     }
 }
 
+/* Where a record goes in the target: the best run of target words linked to
+ * its source words (best_run); a point as text/points.h places it; else (words,
+ * none linked) the target words between its neighbours'. */
 static void place(unit_writer *uw, const rec *r, long *ts, long *te)
 {
-    const unit *u = uw->u;
     if (r->e > r->s && best_run(uw, r, ts, te)) {
-        *ts = inside_copied(uw, r->s, *ts, 0);
-        *te = inside_copied(uw, r->e, *te, 1);
+        *ts = srv_copied_boundary(&uw->a, r->s, *ts, 0);
+        *te = srv_copied_boundary(&uw->a, r->e, *te, 1);
         return;
     }
-    if (r->e == r->s && point_inside_copied(uw, r, ts)) {
-        *te = *ts;
+    if (r->e == r->s) {
+        *ts = *te = srv_point_target(&uw->a, r->s);
         return;
     }
-    if (r->e == r->s && (r->s <= 0 || r->s >= uw->n_src)) {    /* before or after every word: there */
-        *ts = *te = r->s <= 0 ? 0 : uw->n_cp;
-        return;
-    }
-    long prev = -1, pos = -1, next = -1, npos = -1;    /* the source words before and after */
-    for (int k = 0; k < u->n_links; k++) {
-        const long *l = u->links + 4 * k;
-        if (l[1] <= r->s && (l[1] > prev || (l[1] == prev && l[3] > pos))) {
-            prev = l[1];
-            pos = l[3];
-        }
-        if (l[0] >= r->e && (next < 0 || l[0] < next || (l[0] == next && l[2] < npos))) {
-            next = l[0];
-            npos = l[2];
-        }
-    }
+    long pos, npos;
+    srv_neighbours(&uw->a, r->s, r->e, &pos, &npos);
     *ts = *te = pos >= 0 ? pos : npos >= 0 ? npos : 0;
-    if (r->e > r->s)        /* words none of which is linked: the target words between the neighbours' */
-        gap_words(uw, pos >= 0 ? pos : 0, npos >= 0 ? npos : uw->n_cp, ts, te);
+    gap_words(uw, pos >= 0 ? pos : 0, npos >= 0 ? npos : uw->n_cp, ts, te);
 }
-
-
 
 /* The code points of s[0..n) into out (room for n); their count. */
 static long decode_all(const char *s, size_t n, uint32_t *out, long *byte_of)
@@ -1360,30 +1243,21 @@ static void put_target(writer *w, const unit_writer *uw, long a, long b)
         put_escaped(w, uw->u->tgt + uw->cpb[a], (size_t)(uw->cpb[b] - uw->cpb[a]), 0);
 }
 
-static int tgt_space(const unit_writer *uw, long i) { return i >= 0 && i < uw->n_cp && mt_utf8_is_space(uw->tgt[i]); }
-
 /* A point item c at target p (>= *cur), with the spaces the source had around
- * it: the target's own when it has them there, else one. */
+ * it (text/points.h). */
 static void write_point(writer *w, unit_writer *uw, const GumboNode *c, const rec *r, long p, long *cur, long hi)
 {
-    if (r->sp_before && p > 0 && !tgt_space(uw, p - 1)) {
-        if (tgt_space(uw, p) && p < hi) {
-            while (p < hi && tgt_space(uw, p))
-                p++;
-        } else {
-            put_target(w, uw, *cur, p);
-            *cur = p;
-            put(w, (const char *)&r->sp_before, 1);
-        }
-    }
-    put_target(w, uw, *cur, p);
+    long at;
+    uint32_t before, after;         /* HTML whitespace: ASCII */
+    srv_point_spaces(&uw->a, (srv_point_ws){ r->sp_before, r->sp_after, r->glued_after }, p, hi, &at, &before, &after);
+    char b = (char)before, a = (char)after;
+    put_target(w, uw, *cur, at);
+    if (b)
+        put(w, &b, 1);
     write_node(w, c);
-    if (r->sp_after && p < uw->n_cp && !tgt_space(uw, p))
-        put(w, (const char *)&r->sp_after, 1);
-    else if (!r->sp_after && !r->glued_after && p > 0 && tgt_space(uw, p - 1) && p < uw->n_cp &&
-             is_word_cp(uw->tgt[p]))
-        put(w, " ", 1);     /* "Hello %s, you" -> "Bonjour %s vous": between two words, not glued to either */
-    *cur = p;
+    if (a)
+        put(w, &a, 1);
+    *cur = at;
 }
 
 /* The items of n's children [first, first + count) inside target [*cur, hi). */
@@ -1428,8 +1302,9 @@ static void write_unit(writer *w, const unit *u)
         goto done;
     }
     long n_cp = decode_all(u->tgt, u->tgt_len, tc, cpb), n_src = decode_all(u->text, src_len, sc, NULL);
-    unit_writer uw = { u, cpb, sc, tc, n_src, n_cp, h->r ? h->r + u->first_rec : NULL, ts, te, 0, tw, 0, score };
-    uw.n_tw = target_words(tc, n_cp, tw);
+    unit_writer uw = { u, cpb, sc, tc, n_src, n_cp, h->r ? h->r + u->first_rec : NULL, ts, te, 0, tw, 0, score, { 0 } };
+    uw.n_tw = srv_text_words(tc, n_cp, tw);
+    uw.a = (srv_aligned){ sc, n_src, tc, n_cp, tw, uw.n_tw, u->links, u->n_links };
     for (int r = 0; r < u->n_rec; r++) {
         const rec *rr = &h->r[u->first_rec + r];
         place(&uw, rr, &ts[r], &te[r]);

@@ -21,6 +21,7 @@ typedef struct {
     size_t   start, len;
     int      read;              /* ids turned into events */
     int      complete;          /* its last event is out */
+    int      whole;             /* its text is not its ids decoded (placeholders put back): sent once done */
     char    *sent;              /* its text as sent so far (the prefix rule is checked on it) */
     size_t   sent_len;
 } sentence;
@@ -39,6 +40,7 @@ struct srv_stream {
     int              *first;    /* [n_texts + 1] each text's first sentence */
     int              *cursor;   /* [n_texts] consumer: the sentence being sent */
     int              *snap_n, *snap_final;   /* [n_sent] consumer's copy of n, final */
+    int               snap_done;              /* consumer's copy of done */
     /* consumer output */
     char             *out;
     size_t            out_len, out_pos, out_cap;
@@ -107,6 +109,7 @@ static int on_attach(void *ctx, const srv_tr *t, int max_ids, mt_err *err)
     for (int i = 0; i < n; i++) {
         s[i].ids = ids + (long)i * max_ids;
         srv_tr_span(t, i, &s[i].text, &s[i].start, &s[i].len);
+        s[i].whole = srv_tr_whole(t, i);
         if (srv_tr_cached(t, i)) {              /* answered by the cache: whole, at once */
             const mt_hyp *h = srv_tr_best(t, i);
             s[i].n = h->n_ids < max_ids ? h->n_ids : max_ids;
@@ -123,7 +126,7 @@ static int on_attach(void *ctx, const srv_tr *t, int max_ids, mt_err *err)
         cursor[k] = first[k];
     int cached = 0;
     for (int i = 0; i < n; i++)
-        cached |= s[i].final;
+        cached |= s[i].final || s[i].whole;
     pthread_mutex_lock(&st->mu);
     st->progressed |= cached;           /* a cached sentence is there to send */
     st->tr = t;
@@ -258,6 +261,17 @@ static int sentence_events(srv_stream *st, int c)
     const char *before, *after, *delta;
     size_t nb, na, nd;
     gaps(st, c, &before, &nb, &after, &na);
+    if (s->whole) {                                     /* placeholders: the sentence at the end, whole */
+        if (!st->snap_done)
+            return 0;
+        char *text = srv_tr_sentence_text(st->tr, c);
+        if (text)
+            emit(st, s->text, before, nb, text, strlen(text), after, na);
+        else
+            fprintf(stderr, "mtserve: stream: out of memory\n");
+        free(text);
+        return s->complete = 1;
+    }
     if (!st->p.per_token) {                             /* beam: the sentence at once */
         if (!final)
             return 0;
@@ -330,6 +344,7 @@ static long stream_read(void *ctx, char *buf, size_t max)
         pthread_mutex_lock(&st->mu);
         unsigned gen = st->gen;
         int done = st->done;
+        st->snap_done = done;
         for (int i = 0; i < st->n_sent; i++)
             st->snap_n[i] = st->s[i].n, st->snap_final[i] = st->s[i].final;
         pthread_mutex_unlock(&st->mu);

@@ -19,6 +19,9 @@
  * with the original bytes before it (and the last with those after it), so
  * the deltas of text i concatenated are its final text.  A later sentence
  * that decodes while an earlier one runs is sent when the earlier finishes.
+ * A sentence whose placeholders were kept out of the model (pipeline.h,
+ * "placeholders") is sent whole once the job is done: they go back by the
+ * alignment of the whole sentence.
  *
  * Threads.  The decoder thread (scheduler or session decoder) calls the sink's
  * progress hook after every step: it copies the new ids into the sentence's

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protect.h"
 #include "splitter.h"
+#include "text/placeholders.h"
 #include "util/check.h"
 #include "word_align.h"
 
@@ -25,6 +27,11 @@ typedef struct {
     size_t   key_len;
     int      cached;        /* 1: ids and hyps came from the cache */
     size_t   out_at;        /* where its best translation starts in the joined text */
+    srv_protected ph;       /* its placeholders kept out of the model (ph.n == 0: none) */
+    char   **filled;        /* [n_filled] with ph.n: each hypothesis with the placeholders back */
+    int      n_filled;
+    long    *tmap;          /* the best one's code points -> filled[0]'s (protect.h) */
+    size_t  *ph_at;         /* [ph.n] each placeholder's byte offset in filled[0] */
 } sentence;
 
 typedef struct {
@@ -55,8 +62,25 @@ static void sentences_free(sentence_list *l)
         free(l->v[i].prefix);
         free(l->v[i].cons_ids);
         free(l->v[i].key);
+        srv_protected_free(&l->v[i].ph);
+        for (int k = 0; k < l->v[i].n_filled; k++)
+            free(l->v[i].filled[k]);
+        free(l->v[i].filled);
+        free(l->v[i].tmap);
+        free(l->v[i].ph_at);
     }
     free(l->v);
+}
+
+/* What the model sees of sentence s: its text, or that text without its placeholders. */
+static const char *model_text(const srv_tr *t, const sentence *s, size_t *len)
+{
+    if (s->ph.n) {
+        *len = s->ph.len;
+        return s->ph.text;
+    }
+    *len = s->len;
+    return t->texts[s->text] + s->start;
 }
 
 /* ---- split ------------------------------------------------------------------------ */
@@ -90,7 +114,33 @@ static int push_whole(sentence_list *l, int text, const char *t, size_t len)
     return push_sentence(l, text, t, a, b - a);
 }
 
-static int split_text(sentence_list *l, int text, const char *t, int split)
+/* Sentences joined where a placeholder runs across their boundary (an ICU
+ * message with a full stop inside, a URL): it must be in one sentence whole. */
+static int join_across(const char *t, size_t len, mt_span *spans, int n)
+{
+    int m = 0;
+    size_t i = 0;
+    for (int k = 0; k < n; k++) {
+        if (m > 0) {
+            size_t end = spans[m - 1].start + spans[m - 1].len;
+            for (; i < end;) {                  /* the placeholders up to the previous sentence's end */
+                char kind;
+                size_t w = srv_ph_at(t, i, len, 0, &kind);
+                if (w && i + w > end)
+                    break;
+                i += w ? w : 1;
+            }
+            if (i < end) {                      /* one starting at i crosses it */
+                spans[m - 1].len = spans[k].start + spans[k].len - spans[m - 1].start;
+                continue;
+            }
+        }
+        spans[m++] = spans[k];
+    }
+    return m;
+}
+
+static int split_text(sentence_list *l, int text, const char *t, int split, int placeholders)
 {
     size_t len = strlen(t);
     int n = split ? mt_split_sentences(t, len, NULL, 0) : 0;
@@ -100,6 +150,8 @@ static int split_text(sentence_list *l, int text, const char *t, int split)
     if (!spans)
         return -1;
     n = mt_split_sentences(t, len, spans, n);
+    if (placeholders)
+        n = join_across(t, len, spans, n);
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++)
         rc = push_sentence(l, text, t, spans[i].start, spans[i].len);
@@ -111,7 +163,10 @@ static int split_text(sentence_list *l, int text, const char *t, int split)
 
 static const char *hyp_text(const sentence *s, int n_best, int alt)
 {
-    const mt_hyp *h = &s->hyps[alt < n_best ? alt : n_best - 1];
+    int k = alt < n_best ? alt : n_best - 1;
+    if (s->filled)
+        return s->filled[k] ? s->filled[k] : "";
+    const mt_hyp *h = &s->hyps[k];
     return h->text ? h->text : "";
 }
 
@@ -165,6 +220,93 @@ static int join_ids(int32_t eos, const sentence_list *l, int first, int count, s
     return 0;
 }
 
+/* Hypothesis h's target ids without </s> into tgt, and each one's source piece
+ * (an index into the sentence's pieces: ids past the language token, </s>
+ * dropped; -1 none) into al: their count. */
+static int hyp_tokens(const srv_tr *t, const sentence *s, const mt_hyp *h, int32_t *tgt, int32_t *al)
+{
+    int pre = t->m.has_lang, n_src = s->n_ids - pre - 1, k = 0;
+    for (int j = 0; j < h->n_ids; j++) {
+        if (h->ids[j] == t->m.eos_id)
+            continue;
+        int a = h->align ? h->align[j] - pre : -1;
+        tgt[k] = h->ids[j];
+        al[k++] = a >= 0 && a < n_src ? a : -1;
+    }
+    return k;
+}
+
+/* The word links of hypothesis h (its text ht) over the text the model saw
+ * of sentence s, offsets from 0, into *out.  0, or -1 out of memory. */
+static int model_links(const srv_tr *t, const sentence *s, const mt_hyp *h, const char *ht, srv_links *out)
+{
+    int pre = t->m.has_lang;
+    int32_t *tgt = malloc(sizeof *tgt * (size_t)(h->n_ids + 1)), *al = malloc(sizeof *al * (size_t)(h->n_ids + 1));
+    int rc = -1;
+    if (tgt && al) {
+        size_t len;
+        const char *src = model_text(t, s, &len);
+        int k = hyp_tokens(t, s, h, tgt, al);
+        rc = srv_word_links(t->m.tok, src, len, s->ids + pre, s->n_ids - pre - 1, ht, strlen(ht), tgt, k, al, 0, 0,
+                            out);
+    }
+    free(tgt);
+    free(al);
+    return rc;
+}
+
+/* The end of the span that code points [a, b) map to by m, up to the first gap
+ * (a placeholder taken out between them): "read." of the model's "read %s."
+ * is "read" of the sentence. */
+static long run_end(const long *m, long a, long b)
+{
+    long k = a;
+    while (k + 1 < b && m[k + 1] == m[k] + 1)
+        k++;
+    return m[k] + 1;
+}
+
+static int by_target(const void *a, const void *b)
+{
+    const long *x = a, *y = b;
+    return x[2] != y[2] ? (x[2] > y[2]) - (x[2] < y[2]) : (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Sentence s's word links (placeholders taken out) moved from the model's text
+ * to the sentence (s->ph.orig) and from the decoded text to the output
+ * (s->tmap), each span cut where a placeholder was taken out of it, and each
+ * placeholder linked to where it is in the output, in target order, plus
+ * src_cp0 and tgt_cp0, onto out. */
+static int protected_links(const srv_tr *t, const sentence *s, long src_cp0, long tgt_cp0, srv_links *out)
+{
+    const mt_hyp *h = &s->hyps[0];
+    const char *src = t->texts[s->text] + s->start;
+    srv_links local = { 0 };
+    int rc = model_links(t, s, h, h->text ? h->text : "", &local), first = out->n;
+    if (rc == 0 && mt_grow(&out->v, &out->cap, (size_t)(out->n + local.n + s->ph.n), sizeof(long) * 4, 32))
+        rc = -1;
+    for (int k = 0; rc == 0 && k < local.n; k++) {
+        const long *l = local.v + 4 * k;
+        long *v = out->v + 4 * (long)out->n++;
+        v[0] = src_cp0 + s->ph.orig[l[0]];
+        v[1] = src_cp0 + run_end(s->ph.orig, l[0], l[1]);
+        v[2] = tgt_cp0 + s->tmap[l[2]];
+        v[3] = tgt_cp0 + run_end(s->tmap, l[2], l[3]);
+    }
+    for (int k = 0; rc == 0 && k < s->ph.n; k++) {
+        const srv_ph_point *p = &s->ph.pts[k];
+        long *v = out->v + 4 * (long)out->n++, n = srv_cp_count(src + p->at, p->len);
+        v[0] = src_cp0 + srv_cp_count(src, p->at);
+        v[1] = v[0] + n;
+        v[2] = tgt_cp0 + srv_cp_count(s->filled[0], s->ph_at[k]);
+        v[3] = v[2] + n;
+    }
+    if (rc == 0)
+        qsort(out->v + 4 * (long)first, (size_t)(out->n - first), sizeof(long) * 4, by_target);
+    free(local.v);
+    return rc;
+}
+
 /* Token and word links of sentences [first, first+count) of text t (alts[0]
  * already joined): source ids without </s> nor the language token, links
  * (index into src_ids, index into ids). */
@@ -185,24 +327,22 @@ static int join_align(const srv_tr *t, int text, int first, int count, srv_tr_re
     for (int i = first; i < first + count && rc == 0; i++) {
         const sentence *s = &l->v[i];
         const mt_hyp *h = &s->hyps[0];
-        int src0 = r->n_src_ids, n_src = s->n_ids - pre - 1, k = 0;    /* its pieces: ids[pre .. n_ids-1) */
+        if (s->ph.verbatim)                 /* not decoded: no token, no link */
+            continue;
+        int src0 = r->n_src_ids, n_src = s->n_ids - pre - 1;     /* its pieces: ids[pre .. n_ids-1) */
         for (int j = 0; j < n_src; j++)
             r->src_ids[r->n_src_ids++] = s->ids[pre + j];
-        for (int j = 0; j < h->n_ids; j++) {
-            if (h->ids[j] == t->m.eos_id)
-                continue;
-            int a = h->align ? h->align[j] - pre : -1;                 /* a source piece, or none */
-            if (a >= 0 && a < n_src) {
-                r->align[2 * n_al] = src0 + a;
+        int k = hyp_tokens(t, s, h, tgt, al);
+        for (int j = 0; j < k; j++, out_tok++)
+            if (al[j] >= 0) {
+                r->align[2 * n_al] = src0 + al[j];
                 r->align[2 * n_al++ + 1] = out_tok;
             }
-            tgt[k] = h->ids[j];
-            al[k++] = a >= 0 && a < n_src ? a : -1;
-            out_tok++;
-        }
         const char *ht = h->text ? h->text : "";
-        rc = srv_word_links(t->m.tok, src_text + s->start, s->len, s->ids + pre, n_src, ht, strlen(ht), tgt, k, al,
-                            srv_cp_count(src_text, s->start), srv_cp_count(out, s->out_at), &links);
+        long cp0s = srv_cp_count(src_text, s->start), cp0t = srv_cp_count(out, s->out_at);
+        rc = s->ph.n ? protected_links(t, s, cp0s, cp0t, &links)
+                     : srv_word_links(t->m.tok, src_text + s->start, s->len, s->ids + pre, n_src, ht, strlen(ht), tgt,
+                                      k, al, cp0s, cp0t, &links);
     }
     r->n_align = n_al;
     r->words = links.v;
@@ -254,6 +394,8 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
             t->src_tokens += s->n_ids;
             continue;
         }
+        if (s->ph.verbatim)                 /* kept as written: never decoded */
+            continue;
         if (!(s->ids = malloc(sizeof *s->ids * (size_t)max)))
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         /* a multilingual model's target-language token goes first, as the
@@ -261,10 +403,11 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
         int pre = t->m.has_lang;
         if (pre)
             s->ids[0] = t->m.lang_id;
-        const char *text = t->texts[s->text] + s->start;
-        mt_status st = t->m.prompt ? mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, s->len, s->ids,
+        size_t len;
+        const char *text = model_text(t, s, &len);
+        mt_status st = t->m.prompt ? mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, len, s->ids,
                                                       max, &s->n_ids, err)
-                                   : mt_tokenizer_encode(t->m.tok, text, s->len, 0, s->ids + pre, max - pre,
+                                   : mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre,
                                                          &s->n_ids, err);
         s->n_ids += pre;
         if (st == MT_ERR_TOO_LONG)
@@ -320,7 +463,9 @@ static mt_status tokenize_prefixes(srv_tr *t, mt_err *err)
  * target text, its </s> dropped), all of them within max_length - 2. */
 static mt_status match_terms(srv_tr *t, sentence *s, mt_err *err)
 {
-    int n = srv_glossary_match(t->p.glossary, t->texts[s->text] + s->start, s->len, s->terms, MT_MAX_CONSTRAINTS);
+    size_t len;
+    const char *text = model_text(t, s, &len);
+    int n = s->ph.verbatim ? 0 : srv_glossary_match(t->p.glossary, text, len, s->terms, MT_MAX_CONSTRAINTS);
     if (n > MT_MAX_CONSTRAINTS)
         return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': a sentence of text %d holds %d glossary terms; "
                           "the limit is %d per sentence", s->text, n, MT_MAX_CONSTRAINTS);
@@ -330,7 +475,8 @@ static mt_status match_terms(srv_tr *t, sentence *s, mt_err *err)
 
 static mt_status constrain(srv_tr *t, sentence *s, mt_err *err)
 {
-    const char *text = t->texts[s->text] + s->start;
+    size_t len;
+    const char *text = model_text(t, s, &len);
     int n = s->n_cons;
     s->n_cons = 0;
     if (n <= 0 || s->cached)
@@ -347,7 +493,7 @@ static mt_status constrain(srv_tr *t, sentence *s, mt_err *err)
                               "fit in max_length %d", s->text, t->p.dp.lengths.max_length);
         if (st != MT_OK)
             return st;
-        if (srv_token_span(t->m.tok, text, s->len, s->ids + pre, s->n_ids - pre - 1, s->terms[i].start,
+        if (srv_token_span(t->m.tok, text, len, s->ids + pre, s->n_ids - pre - 1, s->terms[i].start,
                            s->terms[i].end, &a, &b) != 0)
             a = s->n_ids - 1 - pre, b = a + 1;          /* no piece found: only the deadline places it */
         s->cons[i] = (mt_constraint){.src_start = a + pre, .src_end = b + pre, .ids = s->cons_ids + used,
@@ -394,7 +540,7 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     }
     int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->lengths.max_length, d->n_best,
                        d->lengths.min_length, d->penalties.no_repeat_ngram_size, d->sampling.enabled,
-                       d->sampling.top_k, d->token_scores, d->alignment.enabled, d->alignment.layer,
+                       d->sampling.top_k, d->token_scores, d->alignment.enabled || s->ph.n, d->alignment.layer,
                        d->alignment.heads };
     float floats[] = { d->length_penalty, d->penalties.repetition, d->sampling.temperature, d->sampling.top_p };
     uint64_t seed = d->sampling.enabled ? d->sampling.seed + (uint64_t)i : 0;
@@ -411,7 +557,9 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
         put_i32(&b, (int32_t)s->terms[k].end);
         put(&b, tgt, strlen(tgt) + 1);
     }
-    put(&b, t->texts[s->text] + s->start, s->len);
+    size_t n;
+    const char *text = model_text(t, s, &n);
+    put(&b, text, n);
     if (b.oom) {
         free(b.p);
         return NULL;
@@ -499,6 +647,8 @@ static mt_status lookup(srv_tr *t, mt_err *err)
         sentence *s = &t->l.v[i];
         void *val;
         size_t len;
+        if (s->ph.verbatim)
+            continue;
         if (!(s->key = cache_key(t, i, &s->key_len)))
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         if (!srv_cache_get(t->m.cache, s->key, s->key_len, &val, &len))
@@ -533,6 +683,18 @@ static void store(srv_tr *t)
 
 /* ---- API ----------------------------------------------------------------------------- */
 
+static int prefixed(const srv_tr *t, int text)
+{
+    return t->p.prefix && (t->p.prefix[text].n_ids > 0 || t->p.prefix[text].text);
+}
+
+/* Text i's placeholders are kept out of the model: asked, a model with
+ * alignments, no prefix (the output must start with it as given). */
+static int protecting(const srv_tr *t, int text)
+{
+    return t->p.placeholders && !t->m.no_align && !prefixed(t, text);
+}
+
 mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, const srv_tr_params *p,
                      srv_tr **out, mt_err *err)
 {
@@ -549,11 +711,13 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
     mt_status st = MT_OK;
     for (int i = 0; i < n && st == MT_OK; i++) {
         t->first[i] = t->l.n;
-        int prefixed = p->prefix && (p->prefix[i].n_ids > 0 || p->prefix[i].text);
-        if (split_text(&t->l, i, texts[i], p->split && !prefixed))
+        if (split_text(&t->l, i, texts[i], p->split && !prefixed(t, i), protecting(t, i)))
             st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     }
     t->first[n] = t->l.n;
+    for (int i = 0; st == MT_OK && i < t->l.n; i++)
+        if (protecting(t, t->l.v[i].text))
+            st = srv_protect(texts[t->l.v[i].text] + t->l.v[i].start, t->l.v[i].len, &t->l.v[i].ph, err);
     long nb = (long)t->l.n * t->p.dp.n_best;
     if (st == MT_OK && (!(t->items = calloc((size_t)t->l.n + 1, sizeof *t->items)) ||
                         !(t->item_sent = calloc((size_t)t->l.n + 1, sizeof *t->item_sent)) ||
@@ -577,9 +741,10 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
     for (int i = 0; i < t->l.n; i++) {          /* each sentence to decode: its prefix, its seed, its terms */
         sentence *s = &t->l.v[i];
         s->hyps = t->hyps + (long)i * t->p.dp.n_best;
-        if (s->cached)
+        if (s->cached || s->ph.verbatim)
             continue;
         s->dp = *dp;
+        s->dp.alignment.enabled |= s->ph.n > 0;     /* the placeholders go back by it */
         s->dp.sampling.seed = dp->sampling.seed + (uint64_t)i;
         s->dp.prefix = s->prefix;
         s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
@@ -613,11 +778,65 @@ static void prompt_output(const struct mt_prompt *p, char *text)
     text[n - a] = '\0';
 }
 
+static char *dup_n(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+/* Hypothesis k of sentence s (which had placeholders) as its text's result
+ * holds it: the placeholders back in its text, or the sentence as written
+ * when verbatim; *map (NULL: not wanted) the hypothesis text's code points ->
+ * the output's.  Its text is decoded here when srv_tr_finish has not yet
+ * (a stream).  NULL: out of memory. */
+static char *fill_hyp(const srv_tr *t, const sentence *s, int k, long **map, size_t *at)
+{
+    const char *src = t->texts[s->text] + s->start;
+    if (s->ph.verbatim)
+        return dup_n(src, s->len);
+    const mt_hyp *h = &s->hyps[k];
+    char *raw = NULL, *out = NULL;
+    mt_err err = { 0 };
+    if (!h->text && mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &raw, &err) != MT_OK)
+        return NULL;
+    const char *ht = h->text ? h->text : raw;
+    srv_links l = { 0 };
+    if (model_links(t, s, h, ht, &l) == 0)
+        srv_unprotect(&s->ph, src, ht, strlen(ht), l.v, l.n, &out, map, at);
+    free(l.v);
+    free(raw);
+    return out;
+}
+
+/* Every hypothesis of the sentences with placeholders filled: 0, or -1 out of memory. */
+static int fill_sentences(srv_tr *t)
+{
+    int nb = t->p.dp.n_best;
+    for (int i = 0; i < t->l.n; i++) {
+        sentence *s = &t->l.v[i];
+        if (!s->ph.n)
+            continue;
+        if (!(s->filled = calloc((size_t)nb, sizeof *s->filled)) ||
+            !(s->ph_at = malloc(sizeof *s->ph_at * (size_t)s->ph.n)))
+            return -1;
+        s->n_filled = nb;
+        for (int k = 0; k < nb; k++)
+            if (!(s->filled[k] = fill_hyp(t, s, k, k == 0 && !s->ph.verbatim ? &s->tmap : NULL,
+                                          k == 0 ? s->ph_at : NULL)))
+                return -1;
+    }
+    return 0;
+}
+
 mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err)
 {
     memset(out, 0, sizeof *out * (size_t)t->n_texts);
     for (int i = 0; i < t->l.n; i++)
-        for (int k = 0; k < t->p.dp.n_best; k++) {
+        for (int k = 0; k < t->p.dp.n_best && !t->l.v[i].ph.verbatim; k++) {
             mt_hyp *h = &t->l.v[i].hyps[k];
             int fresh = !h->text;
             mt_status st = h->text ? MT_OK : mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &h->text, err);
@@ -628,6 +847,8 @@ mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err)
         }
     if (t->m.cache && t->p.cache)
         store(t);
+    if (fill_sentences(t))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < t->n_texts; i++)
         if (build_result(t, i, &out[i])) {
             srv_tr_results_free(out, i + 1);
@@ -666,6 +887,25 @@ long srv_tr_gen_tokens(const srv_tr *t)
 int srv_tr_cached(const srv_tr *t, int i)
 {
     return t->l.v[i].cached;
+}
+
+int srv_tr_whole(const srv_tr *t, int i)
+{
+    return t->l.v[i].ph.n > 0;
+}
+
+char *srv_tr_sentence_text(const srv_tr *t, int i)
+{
+    const sentence *s = &t->l.v[i];
+    if (s->filled)
+        return dup_n(s->filled[0], strlen(s->filled[0]));
+    if (s->ph.n)
+        return fill_hyp(t, s, 0, NULL, NULL);
+    char *text = NULL;
+    mt_err err = { 0 };
+    if (s->hyps[0].text)
+        return dup_n(s->hyps[0].text, strlen(s->hyps[0].text));
+    return mt_tokenizer_decode(t->m.tok, s->hyps[0].ids, s->hyps[0].n_ids, &text, &err) == MT_OK ? text : NULL;
 }
 
 int srv_tr_item_sentence(const srv_tr *t, int item)

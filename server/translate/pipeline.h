@@ -45,6 +45,7 @@ typedef struct {
     const char *src_name, *tgt_name;
     const uint8_t *end_ids;
     const mt_shortlist *shortlist;      /* NULL, or every sentence's (mt_decode_params.shortlist) */
+    int no_align;       /* 1: a decoder-only model, which gives no alignments: placeholders stay in its input */
 } srv_tr_model;
 
 /* A text's target prefix: ids when n_ids > 0, else text (tokenized with the
@@ -80,6 +81,12 @@ typedef struct {
     int raw;
     /* 1: "shortlist": false, the whole vocabulary even where the model has a shortlist */
     int no_shortlist;
+    /* 1: each sentence's placeholders (printf's %s, {name}, URLs...: protect.h)
+     * are kept out of the model and put back into its translation by the
+     * word alignment, byte for byte; a sentence without one is decoded as
+     * it is.  Not for a prefixed text, nor a model without alignments
+     * (srv_tr_model.no_align). */
+    int placeholders;
 } srv_tr_params;
 
 typedef struct {
@@ -95,7 +102,9 @@ typedef struct {
      * token dropped); token links (index into src_ids, index into ids); word links
      * [n_words][4]: source [start, end) in the text, target [start, end) in alts[0],
      * in code points (words: runs of non-space characters; a piece starting with
-     * U+2581 starts one) */
+     * U+2581 starts one).  With placeholders, ids and links are the model's:
+     * the placeholders are no tokens, and the word links go from the words
+     * around them to the words the model wrote. */
     int32_t *src_ids;
     int      n_src_ids;
     int     *align;     /* [n_align][2] */
@@ -138,6 +147,13 @@ int            srv_tr_sentences(const srv_tr *t);
  * srv_tr_new on: streaming sends it at once); the decode job's items are the
  * others, item k being sentence srv_tr_item_sentence(t, k). */
 int            srv_tr_cached(const srv_tr *t, int i);
+/* 1 when sentence i's text is not its ids decoded (its placeholders put back,
+ * or kept as written: protect.h): a stream sends it whole, once the job is
+ * done, as srv_tr_sentence_text gives it. */
+int            srv_tr_whole(const srv_tr *t, int i);
+/* Sentence i's best translation as it goes into its text's result (after
+ * done(); also before srv_tr_finish): malloc'd, NULL out of memory. */
+char          *srv_tr_sentence_text(const srv_tr *t, int i);
 int            srv_tr_item_sentence(const srv_tr *t, int item);
 
 #endif

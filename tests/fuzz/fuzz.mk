@@ -27,11 +27,13 @@ FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcld2 -lstdc++ -
 # Everything of the engine (model.c reaches all of it); of the server, only the
 # request-body parsers, the error table they report through, the client address
 # behind trusted proxies (server/http/client_addr.c), the splitter, the
-# glossary (server/translate/glossary.c), the HTML reader (server/markup), the
-# language detector (server/detect) and the document readers (server/document).
+# glossary (server/translate/glossary.c), placeholders out of a sentence and
+# back (server/translate/protect.c, server/text), the HTML reader
+# (server/markup), the language detector (server/detect) and the document
+# readers (server/document).
 FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
-FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c \
-                   $(wildcard server/markup/*.c server/detect/*.c server/detect/*.cc server/document/*.c)
+FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c server/translate/protect.c \
+                   $(wildcard server/text/*.c server/markup/*.c server/detect/*.c server/detect/*.cc server/document/*.c)
 FUZZ_SERVER_OBJ := $(patsubst %.cc,$(FUZZ_B)/obj/%.o,$(patsubst %.c,$(FUZZ_B)/obj/%.o,$(FUZZ_SERVER_SRC)))
 FUZZ_BINS       := $(FUZZ_ALL:%=$(FUZZ_B)/fuzz_%)
 
