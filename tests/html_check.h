@@ -326,6 +326,37 @@ static inline int html_repaired(const char *s, size_t n)
     return r;
 }
 
+/* s[0..n) case-insensitively holds lit at i. */
+static int html_at(const char *s, size_t n, size_t i, const char *lit)
+{
+    size_t k = strlen(lit);
+    return i + k <= n && !strncasecmp(s + i, lit, k);
+}
+
+/* 1 when the page ends inside a script whose text went into the tokenizer's
+ * escaped states: its last "<script" has no "</script" after it, and a "<!--"
+ * follows it.  Whatever is written after such a script is its text (after
+ * "<!--" and "<script", even "</script>" is), so a tree in which nodes follow
+ * it (foster parenting moved it before a table) serializes, by us or a
+ * browser's innerHTML, into a page that does not parse back the same: HTML's
+ * own known exception to round trips. */
+static inline int html_eof_escaped_script(const char *s, size_t n)
+{
+    size_t last = n;
+    for (size_t i = 0; i < n; i++)
+        if (html_at(s, n, i, "<script") && (i + 7 == n || strchr(" \t\n\f\r/>", s[i + 7])))
+            last = i;
+    if (last == n)
+        return 0;
+    int comment = 0;
+    for (size_t i = last + 7; i < n; i++) {
+        if (html_at(s, n, i, "</script"))
+            return 0;
+        comment |= html_at(s, n, i, "<!--");
+    }
+    return comment;
+}
+
 /* The text content of s[0..n), whitespace runs made one space, trimmed. */
 static char *html_text(const char *s, size_t n)
 {

@@ -246,6 +246,7 @@ static const char *const tricky[] = {
     "<pre><table>t<img></table>",               /* t and img fostered out of the table's bytes */
     "<svg></p><script><h>",                     /* "</p>" in svg made a p: written as "</p>" again */
     "<i>x<script>a<!-- b<script>c",             /* closed by the end, double-escaped: no "</script></i>" */
+    "<i>x<script>a<b",                          /* closed by the end, plain: "</script>" ends it */
     "<p>bad \xff\xfe utf8 \xc3</p>",
     "<!DOCTYPE html><p>a<table>b</table>c",
     "<html><head><title>x</title><body><p>y</body></html><p>after html",

@@ -947,6 +947,32 @@ static void start_tag(writer *w, const GumboNode *n)
     put(w, ">", 1);
 }
 
+/* 1 when a script's text leaves the tokenizer in its "script data double
+ * escaped" state: after "<!--" then "<script", where even "</script>" is text.
+ * (The states of HTML's tokenizer for script data, the dashes' subtleties left out.) */
+static int ends_double_escaped(const GumboNode *script)
+{
+    enum { DATA, ESCAPED, DOUBLE } st = DATA;
+    const GumboVector *ch = &script->v.element.children;
+    for (unsigned c = 0; c < ch->length; c++) {
+        const GumboNode *t = ch->data[c];
+        if (t->type != GUMBO_NODE_TEXT && t->type != GUMBO_NODE_WHITESPACE && t->type != GUMBO_NODE_CDATA)
+            continue;
+        const char *s = t->v.text.text;
+        for (size_t i = 0, n = strlen(s); i < n; i++) {
+            if (st != DATA && i + 3 <= n && !memcmp(s + i, "-->", 3))
+                st = DATA;
+            else if (st == DATA && i + 4 <= n && !memcmp(s + i, "<!--", 4))
+                st = ESCAPED;
+            else if (st == ESCAPED && i + 8 <= n && !strncasecmp(s + i, "<script", 7) && strchr(" \t\n\f/>", s[i + 7]))
+                st = DOUBLE;
+            else if (st == DOUBLE && i + 9 <= n && !strncasecmp(s + i, "</script", 8) && strchr(" \t\n\f/>", s[i + 8]))
+                st = ESCAPED;
+        }
+    }
+    return st == DOUBLE;
+}
+
 static void end_tag(writer *w, const GumboNode *n)
 {
     const GumboElement *e = &n->v.element;
@@ -954,13 +980,14 @@ static void end_tag(writer *w, const GumboNode *n)
     const char *name = tag_name(n, buf, sizeof buf);
     /* an end tag the parser made an element of (</p>, </br>) was written as it was: it makes it again */
     int converted = converted_end_tag(n) != NULL;
-    /* A script with no end tag of its own ran to the end of the input, so only the end
-     * tags of elements the end closed too can follow it.  Written, "</script>" may not
-     * end it (after "<!--" and "<script", the double-escaped state reads it as script
-     * text), and every later end tag would then be script text too: write none, and
-     * let the end of the output close them all, as it did the input's. */
+    /* A script with no end tag of its own ran to the end of the input.  When its text
+     * ends in the double-escaped state (after "<!--" and "<script"), "</script>" would
+     * not end it but be more of its text, and so would every later end tag: write
+     * none, and let the end of the output close them all, as it did the input's.
+     * (Anything else after it, a foster-parented table, cannot be written back at
+     * all: no serializer can; tests/html_check.h html_eof_escaped_script.) */
     int own_end = e->original_end_tag.length && !(n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG);
-    if (e->tag == GUMBO_TAG_SCRIPT && e->tag_namespace == GUMBO_NAMESPACE_HTML && !own_end)
+    if (e->tag == GUMBO_TAG_SCRIPT && e->tag_namespace == GUMBO_NAMESPACE_HTML && !own_end && ends_double_escaped(n))
         w->at_eof = 1;
     if (w->at_eof || converted || e->tag == GUMBO_TAG_PLAINTEXT || IN(e->tag, VOID) || implied(n) || (e->tag_namespace != GUMBO_NAMESPACE_HTML && self_closing(n)))
         return;

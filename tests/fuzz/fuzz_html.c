@@ -6,7 +6,10 @@
  *     reversed, or shuffled with links dropped and doubled) the output parses
  *     to exactly the input's element tree (gumbo re-parses both);
  *   - with the words in place, the output's text content has the input's
- *     characters (spaces aside).
+ *     characters (spaces aside), but for a repaired page that ends inside a
+ *     script in the tokenizer's escaped states with nodes after it in the
+ *     tree (html_eof_escaped_script: no serializer can write such a tree
+ *     back; html.c writes nothing after a script the end closed when it can).
  * The first byte picks the translation; the rest is the page. */
 #include "fuzz_common.h"
 
@@ -57,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (strcmp(a, b) && !repaired)
         fprintf(stderr, "tree differs\n%s---\n%s", a, b);
     FUZZ_CHECK(strcmp(a, b) == 0 || repaired);
-    if (mode == 0) {
+    if (mode == 0 && !(repaired && html_eof_escaped_script(page, n))) {
         char *ta = html_text(page, n), *tb = html_text(out, len);
         squeeze(ta);
         squeeze(tb);
