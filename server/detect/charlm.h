@@ -59,6 +59,12 @@
 #include "util/status.h"
 
 #define SRV_CHARLM_MAX_ORDER 6
+/* The cld2_weight (detect.h) that goes with these models: CLD2's answer is worth
+ * 0.05 nat per character at confidence 100 against them.  Chosen on the dev
+ * split (bench/detect_eval.sh, BENCHMARKS.md "Issue 48"): with the shipped models
+ * 0.05 and 0.1 were best (99.7% of 1169 lines), 0.5 gave 99.0%; the models are
+ * right where CLD2 is not far more often than the other way round. */
+#define SRV_CHARLM_CLD2_WEIGHT 0.05f
 /* At most this many entries in one order: the file stays far below it (a
  * file of 2^22 entries would be 25 MB), and the sizes never overflow. */
 #define SRV_CHARLM_MAX_COUNT (1u << 22)
