@@ -13,10 +13,9 @@
 # while DETECT_CLIENTS (24) clients translate in a closed loop, half into each model
 # (12 clients for 8 rows: every row busy and requests queued; the mean rows per step
 # and the queue depth it prints show it).  DETECT_LOAD_ARGS are passed on.
-# Two demonstrations, not what the server does by itself (root may be needed):
-# DETECT_RENICE=N runs every thread but the HTTP ones (MHD-worker) at nice +N;
-# DETECT_PIN=1 puts the HTTP threads and the client on CPU 1, every other thread
-# (the decoders) on CPU 0: detection then has a core that decoding does not use.
+# DETECT_PIN=1, a demonstration (not what the server does by itself): the HTTP threads
+# (MHD-worker) and the client on CPU 1, every other thread (the decoders) on CPU 0, so
+# that detection has a core that decoding does not use.
 set -e
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -45,12 +44,6 @@ for cfg in "models:CLD2 + .charlm (shipped)" "$TMP:CLD2 alone (no .charlm)"; do
         --max-batch 8 --cache-mb 0 2> "$TMP/server.log" &
     PID=$!
     for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done
-    if [ -n "$DETECT_RENICE" ]; then                # every thread but the HTTP ones (MHD-worker) at nice +N
-        for t in /proc/$PID/task/*; do
-            [ "$(cat "$t/comm")" = MHD-worker ] || renice -n "$DETECT_RENICE" -p "$(basename "$t")" >/dev/null
-        done
-        label="$label, decoding at nice $DETECT_RENICE"
-    fi
     PROBE=("$B/bench/detect_load")
     if [ -n "$DETECT_PIN" ]; then                   # the HTTP threads and this client on CPU 1, the rest on CPU 0
         for t in /proc/$PID/task/*; do
