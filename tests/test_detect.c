@@ -1054,8 +1054,9 @@ static void test_detect_source_fallback(void **state)
     assert_int_equal(source_of("2024", "en", &g, &resp), -1);
 }
 
-/* The server's detection uses the models it has: the shipped ones give CLD2's
- * answer, OPUS-MT ones the second stage's. */
+/* The server's detection uses the models it has: the shipped ones without their
+ * .charlm files give CLD2's answer, OPUS-MT ones the second stage's, the shipped
+ * ones with their .charlm files the character models'. */
 static void test_detect_texts_models(void **state)
 {
     const char *x = "Bibliothèque de conversion Windows metafile";
@@ -1069,6 +1070,24 @@ static void test_detect_texts_models(void **state)
     assert_true(srv_detect_texts(&fake_srv, texts, 1, g, 3, &resp) >= 1);
     assert_string_equal(g[0].code, "fr");
     assert_int_equal(resp.error, SRV_OK);
+    /* the shipped models with their .charlm files (as models.c loads them): the character models */
+    const char *ntp[1] = {"documentation pour NTP (Network Time Protocol)"};
+    fake_server(2, 0);
+    assert_true(srv_detect_texts(&fake_srv, ntp, 1, g, 3, &resp) >= 1);
+    assert_string_equal(g[0].code, "en");                  /* CLD2 alone */
+    fake_srv.models[0].charlm[0] = charlm[0];
+    fake_srv.models[0].n_charlm = 1;
+    fake_srv.models[1].charlm[0] = charlm[1];
+    fake_srv.models[1].n_charlm = 1;
+    assert_true(srv_detect_texts(&fake_srv, ntp, 1, g, 3, &resp) >= 1);
+    assert_string_equal(g[0].code, "fr");
+    srv_lang_guess src;
+    assert_int_equal(source_of(ntp[0], "en", &src, &resp), 0);
+    assert_string_equal(src.code, "fr");
+    fake_srv.models[1].n_charlm = 0;                        /* one candidate with one: not used */
+    assert_true(srv_detect_texts(&fake_srv, ntp, 1, g, 3, &resp) >= 1);
+    assert_string_equal(g[0].code, "en");
+    memset(&fake_srv, 0, sizeof fake_srv);
 }
 
 /* ---- the character language models (charlm.h) ---- */
