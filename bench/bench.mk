@@ -4,7 +4,7 @@
 #   make bench-kernels    the batched products against the measured peak
 #   make bench-llm        decoder-only LMs at their published shapes, C engine vs PyTorch
 #   make bench-ct2        mtserve vs CTranslate2 4.8.1
-#   make bench-server-rate, file-bench, cache-bench, html-bench   the server's own figures
+#   make bench-server-rate, file-bench, cache-bench, html-bench, detect-load   the server's own figures
 .PHONY: bench bench-models bench-kernels bench-llm bench-ct2 bench-server-rate file-bench cache-bench html-bench
 
 # Issue 6 and 13 benchmarks (bench/run.py): prints a table and writes its parts of BENCHMARKS.md.
@@ -99,6 +99,15 @@ bench-ct2: $(B)/bench/bench_engine bench-models
 	B=$(B) /usr/bin/python3 bench/ct2/compare.py --ct2-dir $(CT2_DIR) $(BENCH_CT2_ARGS)
 
 $(B)/bench/loadgen: bench/loadgen.c bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(shell pkg-config --cflags --libs libcurl) -pthread
+
+# /detect idle vs every decoder row busy (BENCHMARKS.md, issue 48): bench/detect_load.sh.
+.PHONY: detect-load
+detect-load:
+	B=$(B) bash bench/detect_load.sh
+
+$(B)/bench/detect_load: bench/detect_load.c bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(shell pkg-config --cflags --libs libcurl) -pthread
 

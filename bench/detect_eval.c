@@ -31,6 +31,11 @@
  *     (tests/fixtures/opus-mt/: opus-mt-en-mg's source.spm for en,
  *     opus-mt-tc-big-fr-en's source.spm for fr; and that model's target.spm,
  *     English, for en), as a server of such models would have;
+ *   - the character n-gram models shipped beside them (models/en-fr/en.charlm,
+ *     models/fr-en/fr.charlm, server/detect/charlm.h: issue 48), which the server
+ *     uses when present; and those of every directory in the environment variable
+ *     CHARLM_DIRS (space-separated, each holding en.charlm and fr.charlm: other
+ *     orders and prunings written by models/recipe/charlm.py, to choose among);
  *   - bench only, not in the server: the shipped models' decoders as language
  *     models (log p of the text as the target of an empty source; models/fr-en's
  *     decoder for en, models/en-fr's for fr), the one signal of the shipped
@@ -47,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "detect/charlm.h"
 #include "detect/cld2.h"
 #include "detect/detect.h"
 #include "mt.h"
@@ -315,7 +321,7 @@ static void measure(const entry *e)
 /* cld2_weight against accuracy: dev (where it is chosen), test, negatives. */
 static void weight_table(const char *const *names, srv_detect_params *const *ps, int n_cfg)
 {
-    static const float w[] = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.8f, 1.0f};
+    static const float w[] = {0.0f, 0.05f, 0.1f, 0.15f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.8f, 1.0f};
     printf("\n| language models | cld2_weight | dev en+fr (%d + %d lines) | test en+fr | neg as en/fr |\n"
            "|---|---|---|---|---|\n", sets[DEV_EN].n, sets[DEV_FR].n);
     for (int k = 0; k < n_cfg; k++) {
@@ -329,8 +335,8 @@ static void weight_table(const char *const *names, srv_detect_params *const *ps,
             p.cld2_weight = w[j];
             tally dev = run_sets(&e, DEV_EN, N_SETS, &c), test = run_sets(&e, EN, N_MAIN, &c);
             int nd = sets[DEV_EN].n + sets[DEV_FR].n, n_neg = sets[DE].n + sets[ES].n + sets[IT].n;
-            printf("| %s | %.1f%s | %.1f%% (en %.1f, fr %.1f) | %.1f%% (en %.1f, fr %.1f) | %.1f%% |\n", names[k],
-                   (double)w[j], w[j] == SRV_DETECT_CLD2_WEIGHT ? " (default)" : "",
+            printf("| %s | %.2f%s | %.1f%% (en %.1f, fr %.1f) | %.1f%% (en %.1f, fr %.1f) | %.1f%% |\n", names[k],
+                   (double)w[j], w[j] == ps[k]->cld2_weight ? " (default)" : "",
                    pct(dev.top[DEV_EN] + dev.top[DEV_FR], nd), pct(dev.top[DEV_EN], sets[DEV_EN].n),
                    pct(dev.top[DEV_FR], sets[DEV_FR].n), pct(test.top[EN] + test.top[FR], 2 * N_POS),
                    pct(test.top[EN], N_POS), pct(test.top[FR], N_POS),
@@ -411,6 +417,48 @@ static void long_text_cost(const char *name, const srv_detect_params *p)
     free(big);
 }
 
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Per call, microseconds: srv_detect with p, and srv_charlm_log_prob of each model
+ * alone, over the 1450 main lines, REPS times each: mean, median, p99, max. */
+static void latency_table(const srv_detect_params *p, srv_charlm *const *lm)
+{
+    enum { REPS = 5 };
+    int n = 0;
+    for (int s = EN; s < N_MAIN; s++)
+        n += sets[s].n;
+    double *t = malloc(sizeof *t * (size_t)n * REPS);
+    printf("\n| per call, one thread (%d lines x %d) | mean us | p50 | p99 | max |\n|---|---|---|---|---|\n", n, REPS);
+    for (int what = 0; what < 3; what++) {
+        int k = 0;
+        for (int r = 0; r < REPS; r++)
+            for (int s = EN; s < N_MAIN; s++)
+                for (int i = 0; i < sets[s].n; i++) {
+                    const char *x = sets[s].line[i];
+                    srv_lang_guess g[3];
+                    double t0 = bench_now();
+                    if (what == 0)
+                        srv_detect(x, strlen(x), p, g, 3);
+                    else
+                        srv_charlm_log_prob(lm[what - 1], x, strlen(x), NULL);
+                    t[k++] = 1e6 * (bench_now() - t0);
+                }
+        double sum = 0;
+        for (int i = 0; i < k; i++)
+            sum += t[i];
+        qsort(t, (size_t)k, sizeof *t, by_double);
+        static const char *const label[] = {"srv_detect, shipped models (CLD2 + both .charlm)", "en.charlm alone",
+                                            "fr.charlm alone"};
+        printf("| %s | %.1f | %.1f | %.1f | %.1f |\n", label[what], sum / k, t[k / 2], t[(size_t)(k * 0.99)],
+               t[k - 1]);
+    }
+    free(t);
+}
+
 /* The language models a server of these model directories would use
  * (srv_detect_lms_init), their tokenizers loaded into tok[]. */
 static int server_lms(const char *const *dirs, const char *const *langs, int n, mt_tokenizer **tok,
@@ -426,6 +474,26 @@ static int server_lms(const char *const *dirs, const char *const *langs, int n, 
     srv_detect_lms_init(l, langs, (const mt_tokenizer *const *)tok, n);
     return 0;
 }
+
+/* The character models of dir (en.charlm, fr.charlm) as the candidates' (l's spms none). */
+static int charlm_lms(const char *dir_en, const char *dir_fr, srv_charlm **lm, srv_detect_lms *l)
+{
+    const char *path[2][2] = {{dir_en, "en"}, {dir_fr, "fr"}};
+    for (int i = 0; i < 2; i++) {
+        char file[1100];
+        mt_err err;
+        snprintf(file, sizeof file, "%s/%s.charlm", path[i][0], path[i][1]);
+        if (srv_charlm_load(file, &lm[i], &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return -1;
+        }
+    }
+    srv_detect_lms_init(l, cand, (const mt_tokenizer *const[]){NULL, NULL}, 2);
+    srv_detect_lms_add_charlms(l, (const srv_charlm *const *)lm, 2);
+    return 0;
+}
+
+#define MAX_CHARLM_DIRS 8
 
 int main(int argc, char **argv)
 {
@@ -455,25 +523,43 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* the language models: shipped, OPUS-MT (two choices of the English one), decoders */
+    /* the language models: shipped (the server's: the .charlm files beside the models),
+     * OPUS-MT (two choices of the English one), CHARLM_DIRS, decoders */
     static const char *const shipped_dirs[] = {"models/en-fr", "models/fr-en"};
     static const char *const opus_dirs[] = {"tests/fixtures/opus-mt/en-mg", "tests/fixtures/opus-mt/tc-big-fr-en"};
     mt_tokenizer *tok_shipped[2], *tok_opus[2];
-    srv_detect_lms lms_shipped, lms_opus, lms_opus2;
+    srv_charlm *lm_shipped[2], *lm_dir[MAX_CHARLM_DIRS][2];
+    srv_detect_lms lms_shipped, lms_shipped_c, lms_opus, lms_opus2, lms_dir[MAX_CHARLM_DIRS];
     if (server_lms(shipped_dirs, cand, 2, tok_shipped, &lms_shipped) ||
-        server_lms(opus_dirs, cand, 2, tok_opus, &lms_opus))
+        server_lms(opus_dirs, cand, 2, tok_opus, &lms_opus) ||
+        charlm_lms(shipped_dirs[0], shipped_dirs[1], lm_shipped, &lms_shipped_c))
         return 1;
+    srv_detect_lms_add_charlms(&lms_shipped, (const srv_charlm *const *)lm_shipped, 2);    /* as the server */
     lms_opus2 = lms_opus;                                   /* en: tc-big-fr-en's target.spm */
     lms_opus2.spm[0] = mt_tokenizer_spm(tok_opus[1], 1);
+    char dirs_buf[2048], *dir_name[MAX_CHARLM_DIRS], *save = NULL;
+    int n_dirs = 0;
+    snprintf(dirs_buf, sizeof dirs_buf, "%s", getenv("CHARLM_DIRS") ? getenv("CHARLM_DIRS") : "");
+    for (char *d = strtok_r(dirs_buf, " ", &save); d && n_dirs < MAX_CHARLM_DIRS; d = strtok_r(NULL, " ", &save)) {
+        if (charlm_lms(d, d, lm_dir[n_dirs], &lms_dir[n_dirs]))
+            return 1;
+        dir_name[n_dirs++] = d;
+    }
     decoder_lm dec = {{NULL, NULL}, {NULL, NULL}};
     if (decoder_lm_load(&dec))
         return 1;
 
-    srv_detect_params none = srv_detect_default_params(), hinted = none, shipped = none, opus = none,
-                      opus_spm_only, opus2 = none, decoder = none, decoder_dev;
+    srv_detect_params none = srv_detect_default_params(), hinted = none, shipped = none, shipped_lm_only,
+                      shipped_spm = none, opus = none, opus_spm_only, opus2 = none, decoder = none, decoder_dev,
+                      dir_p[MAX_CHARLM_DIRS];
     hinted.cand = cand;
     hinted.n_cand = 2;
     srv_detect_lms_params(&lms_shipped, &shipped);
+    shipped_lm_only = shipped;
+    shipped_lm_only.cld2_weight = 0;
+    lms_shipped_c = lms_shipped;                            /* the shipped spms alone, as before issue 48 */
+    memset(lms_shipped_c.charlm, 0, sizeof lms_shipped_c.charlm);
+    srv_detect_lms_params(&lms_shipped_c, &shipped_spm);
     srv_detect_lms_params(&lms_opus, &opus);
     srv_detect_lms_params(&lms_opus2, &opus2);
     opus_spm_only = opus;
@@ -483,9 +569,13 @@ int main(int argc, char **argv)
     decoder.score_ctx = &dec;
     decoder_dev = decoder;
     decoder_dev.cld2_weight = 0.2f;                         /* its best on dev (the table below) */
+    for (int i = 0; i < n_dirs; i++) {
+        dir_p[i] = none;
+        srv_detect_lms_params(&lms_dir[i], &dir_p[i]);
+    }
 
     cld2_cfg plain = {NULL, 0}, best = {NULL, 1}, best_enfr = {"en,fr", 1}, best_fr = {"fr", 1};
-    const entry entries[] = {
+    entry entries[32] = {
         {"CLD2, plain", run_cld2, &plain},
         {"CLD2, best effort", run_cld2, &best},
         {"CLD2, best effort, hints en,fr", run_cld2, &best_enfr},
@@ -493,37 +583,59 @@ int main(int argc, char **argv)
         {"libexttextcat, 164 fingerprints", run_textcat, tc_all},
         {"libexttextcat, en+fr fingerprints only", run_textcat, tc_cand},
         {"srv_detect, no candidates", run_module, &none},
-        {"srv_detect, candidates en,fr, no language models", run_module, &hinted},
-        {"**srv_detect, shipped models/en-fr + models/fr-en** (joint spm: no language model)", run_module, &shipped},
+        {"srv_detect, candidates en,fr, no language models (the shipped models before issue 48: joint spm)",
+         run_module, &hinted},
+        {"srv_detect, the shipped models' spms only (joint: no language model)", run_module, &shipped_spm},
+        {"**srv_detect, shipped models/en-fr + models/fr-en** (en.charlm, fr.charlm)", run_module, &shipped},
+        {"srv_detect, the shipped .charlm files, cld2_weight 0 (the models decide among en/fr)", run_module,
+         &shipped_lm_only},
         {"srv_detect, OPUS-MT spms (en-mg source: en; tc-big-fr-en source: fr)", run_module, &opus},
         {"srv_detect, the same spms, cld2_weight 0 (spm decides among en/fr)", run_module, &opus_spm_only},
         {"srv_detect, OPUS-MT spms (tc-big-fr-en target: en, source: fr)", run_module, &opus2},
         {"srv_detect, shipped models' decoders as LMs (bench only)", run_module, &decoder},
         {"srv_detect, shipped models' decoders as LMs, cld2_weight 0.2 (bench only)", run_module, &decoder_dev},
     };
+    int n_entries = 16;
+    char dir_label[MAX_CHARLM_DIRS][1200];
+    for (int i = 0; i < n_dirs; i++) {
+        snprintf(dir_label[i], sizeof dir_label[i], "srv_detect, charlm %s", dir_name[i]);
+        entries[n_entries++] = (entry){dir_label[i], run_module, &dir_p[i]};
+    }
     int rows_only = argc > 2 && strcmp(argv[2], "--rows") == 0;
     printf("%d en + %d fr positives (3-10 words), %d de + %d es + %d it negatives; %s\n", sets[EN].n, sets[FR].n,
            sets[DE].n, sets[ES].n, sets[IT].n, argc > 1 ? argv[1] : "");
-    printf("language models of the shipped models: %s\n\n", shipped.score ? "yes" : "none (a joint source+target "
-           "SentencePiece model: CLD2 alone)");
+    printf("language models of the shipped models: %s\n\n", shipped.score ? "their .charlm files" : "none");
     printf("| detector | all: top-1 | cand {en,fr} | neg: de/es/it as en/fr | us/call |\n|---|---|---|---|---|\n");
-    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++)
+    for (int i = 0; i < n_entries; i++)
         measure(&entries[i]);
     if (!rows_only) {
-        const char *names[] = {"OPUS-MT spms (en-mg, tc-big-fr-en)", "OPUS-MT spms (tc-big-fr-en both sides)",
-                               "shipped decoders"};
-        srv_detect_params *ps[] = {&opus, &opus2, &decoder};
-        weight_table(names, ps, 3);
-        confidence_table("srv_detect, shipped models (CLD2 alone), all 1450 lines", &shipped);
+        const char *names[3 + MAX_CHARLM_DIRS] = {"shipped .charlm files", "OPUS-MT spms (en-mg, tc-big-fr-en)",
+                                                  "OPUS-MT spms (tc-big-fr-en both sides)"};
+        srv_detect_params *ps[4 + MAX_CHARLM_DIRS] = {&shipped, &opus, &opus2};
+        int n_cfg = 3;
+        for (int i = 0; i < n_dirs; i++) {
+            names[n_cfg] = dir_label[i] + strlen("srv_detect, ");
+            ps[n_cfg++] = &dir_p[i];
+        }
+        names[n_cfg] = "shipped decoders";
+        ps[n_cfg++] = &decoder;
+        weight_table(names, ps, n_cfg);
+        latency_table(&shipped, lm_shipped);
+        confidence_table("srv_detect, shipped models (their .charlm files), all 1450 lines", &shipped);
+        confidence_table("srv_detect, CLD2 alone (candidates en, fr), all 1450 lines", &hinted);
         confidence_table("srv_detect, OPUS-MT spms (en-mg, tc-big-fr-en), all 1450 lines", &opus);
         printf("\n");
-        long_text_cost("shipped models", &shipped);
+        long_text_cost("shipped models (.charlm)", &shipped);
+        long_text_cost("CLD2 alone", &hinted);
         long_text_cost("OPUS-MT spms", &opus);
     }
     decoder_lm_free(&dec);
     for (int i = 0; i < 2; i++) {
         mt_tokenizer_free(tok_shipped[i]);
         mt_tokenizer_free(tok_opus[i]);
+        srv_charlm_free(lm_shipped[i]);
+        for (int j = 0; j < n_dirs; j++)
+            srv_charlm_free(lm_dir[j][i]);
     }
     textcat_Done(tc_all);
     textcat_Done(tc_cand);

@@ -47,28 +47,54 @@ static int spm_score(void *ctx, int i, const char *text, size_t len, double *log
     return mt_spm_log_prob(l->spm[i], text, len, logp, NULL) == MT_OK ? 0 : -1;
 }
 
+static int charlm_score(void *ctx, int i, const char *text, size_t len, double *logp)
+{
+    const srv_detect_lms *l = ctx;
+    if (i < 0 || i >= l->n || !l->charlm[i])
+        return -1;
+    *logp = srv_charlm_log_prob(l->charlm[i], text, len, NULL);
+    return 0;
+}
+
+void srv_detect_lms_add_charlms(srv_detect_lms *l, const srv_charlm *const *lm, int n)
+{
+    for (int i = 0; i < l->n; i++)
+        for (int j = 0; j < n && !l->charlm[i]; j++)
+            if (lm[j] && srv_lang_same(srv_charlm_lang(lm[j]), l->cand[i]))
+                l->charlm[i] = lm[j];
+}
+
 void srv_detect_lms_params(const srv_detect_lms *l, srv_detect_params *p)
 {
-    int any = 0;
-    for (int i = 0; i < l->n; i++)
-        any += l->spm[i] != NULL;
+    int spms = 0, charlms = 0;
+    for (int i = 0; i < l->n; i++) {
+        spms += l->spm[i] != NULL;
+        charlms += l->charlm[i] != NULL;
+    }
     p->cand = l->cand;
     p->n_cand = l->n;
-    p->score = any >= 2 ? spm_score : NULL;
-    p->score_ctx = any >= 2 ? (void *)l : NULL;
+    p->score = charlms >= 2 ? charlm_score : spms >= 2 ? spm_score : NULL;
+    p->score_ctx = p->score ? (void *)l : NULL;
+    if (p->score)
+        p->cld2_weight = charlms >= 2 ? SRV_CHARLM_CLD2_WEIGHT : SRV_DETECT_CLD2_WEIGHT;
 }
 
 static void server_lms(const srv_server *srv, srv_detect_lms *l)
 {
     const char *src[SRV_MAX_MODELS], *x;
     const mt_tokenizer *tok[SRV_MAX_MODELS];
-    int n = 0;
-    for (int i = 0; i < srv->n_models; i++)     /* a decoder-only model: each declared source, no spm */
+    const srv_charlm *lm[SRV_MAX_MODELS];
+    int n = 0, n_lm = 0;
+    for (int i = 0; i < srv->n_models; i++) {  /* a decoder-only model: each declared source, no spm */
         for (int k = 0; n < SRV_MAX_MODELS && (x = srv_model_source_at(&srv->models[i], k)); k++) {
             src[n] = x;
             tok[n++] = srv->models[i].llm ? NULL : srv->models[i].tok;
         }
+        for (int k = 0; k < srv->models[i].n_charlm && n_lm < SRV_MAX_MODELS; k++)
+            lm[n_lm++] = srv->models[i].charlm[k];
+    }
     srv_detect_lms_init(l, src, tok, n);
+    srv_detect_lms_add_charlms(l, lm, n_lm);
 }
 
 /* The distinct source languages of the loaded models: their count. */

@@ -11,6 +11,7 @@
 #include "common/metrics.h"
 #include "http/body.h"
 #include "http/request.h"
+#include "languages.h"
 #include "pairs.h"
 
 srv_model *srv_find_model(srv_server *srv, const char *id)
@@ -129,17 +130,56 @@ static mt_status load_shortlist(srv_server *srv, srv_model *m, mt_err *err)
     return MT_OK;
 }
 
+/* The detection language model of each source language of m that has one beside
+ * it, <dir>/<source>.charlm (server.h).  A file that is there must load. */
+static mt_status load_charlms(srv_model *m, mt_err *err)
+{
+    const char *src;
+    for (int k = 0; (src = srv_model_source_at(m, k)) && m->n_charlm < SRV_MODEL_MAX_CHARLM; k++) {
+        char path[1200];
+        struct stat sb;
+        int dup = 0;
+        for (int j = 0; j < m->n_charlm; j++)
+            dup |= srv_lang_same(srv_charlm_lang(m->charlm[j]), src);
+        snprintf(path, sizeof path, "%.1000s/%.32s.charlm", m->dir, src);
+        if (dup || stat(path, &sb) != 0)
+            continue;
+        srv_charlm *lm;
+        mt_status st = srv_charlm_load(path, &lm, err);
+        if (st != MT_OK)
+            return st;
+        m->charlm[m->n_charlm++] = lm;
+        if (!srv_lang_same(srv_charlm_lang(lm), src))
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: a language model of '%s', not of the model's source '%s'",
+                              path, srv_charlm_lang(lm), src);
+        fprintf(stderr, "mtserve: model %s: detection language model %s (%s, order %d, %.0f KB)\n", m->id, path,
+                srv_charlm_lang(lm), srv_charlm_order(lm), srv_charlm_bytes(lm) / 1e3);
+    }
+    return MT_OK;
+}
+
+void srv_model_free_charlms(srv_model *m)
+{
+    for (int i = 0; i < m->n_charlm; i++)
+        srv_charlm_free(m->charlm[i]);
+    memset(m->charlm, 0, sizeof m->charlm);
+    m->n_charlm = 0;
+}
+
 /* m->model set (a card, or the loaded model): what is read from it once. */
 static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
 {
     m->info = mt_model_get_info(m->model);
     m->tok = mt_model_tokenizer(m->model);
     m->sparams = session_params(srv, m->model);
+    mt_status st;
     if (strcmp(m->info->architecture, "marian") != 0)
-        return describe_llm(m, err);
-    if (srv_model_find_targets(m) != 0)
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
-    return load_shortlist(srv, m, err);
+        st = describe_llm(m, err);
+    else if (srv_model_find_targets(m) != 0)
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
+    else
+        st = load_shortlist(srv, m, err);
+    return st == MT_OK ? load_charlms(m, err) : st;
 }
 
 /* Decoder rows of a scheduler's session: --max-batch, else 64. */
@@ -248,6 +288,7 @@ static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *er
     m->index = srv->n_models;
     if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
         srv_model_free_targets(m);
+        srv_model_free_charlms(m);
         mt_shortlist_free(m->shortlist);
         m->shortlist = NULL;
         mt_model_free(m->model);
@@ -323,6 +364,7 @@ void srv_models_free(srv_server *srv)
         srv_model *m = &srv->models[i];
         srv_model_unload_weights(m);
         srv_model_free_targets(m);
+        srv_model_free_charlms(m);
         mt_shortlist_free(m->shortlist);
         m->shortlist = NULL;
         mt_model_free(m->model);

@@ -24,8 +24,12 @@
 #include "file_job.h"
 #include "translate/cache.h"
 #include "translate/glossary.h"
+#include "detect/charlm.h"
 
 typedef struct srv_residency srv_residency;
+
+/* Detection language models one model may hold (one per source language it has). */
+#define SRV_MODEL_MAX_CHARLM 8
 
 typedef struct {
     char               id[64];
@@ -54,6 +58,11 @@ typedef struct {
     struct mt_prompt  *prompt;
     uint8_t           *end_ids;       /* [vocab_size] (mt_decode_params.end_ids) */
     int                max_length;    /* translation.json's default max_length (0: the model's) */
+    /* Language models of its source languages for detection: <dir>/<source>.charlm,
+     * when the file is there (detect/charlm.h; read with the model, a bad file
+     * refuses the model), used by detect_source.c */
+    srv_charlm        *charlm[SRV_MODEL_MAX_CHARLM];
+    int                n_charlm;
     /* NULL, or its lexical shortlist (serve --shortlist), read against the card
      * at start, shared by every request that does not say "shortlist": false;
      * such requests are cached under cache_ns_sl */
@@ -110,6 +119,8 @@ mt_status srv_model_load(srv_server *srv, int i, mt_err *err);
 mt_status srv_model_load_weights(srv_server *srv, srv_model *m, mt_err *err);
 /* Frees the loaded part (the scheduler stops after the work it holds: nothing may hold m). */
 void      srv_model_unload_weights(srv_model *m);
+/* Frees m's detection language models (charlm[]). */
+void      srv_model_free_charlms(srv_model *m);
 void      srv_models_free(srv_server *srv);
 
 #endif
