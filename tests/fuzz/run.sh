@@ -1,16 +1,34 @@
 #!/bin/sh
 # tests/fuzz/run.sh TARGET...: what `make fuzz` runs after building (see fuzz.mk).
-# For each target, sequentially: replay tests/fuzz/crashers/<target>/* (each must
-# pass now), then fuzz for $FUZZ_SECONDS from the committed seeds plus the corpus
-# evolved by earlier runs.  One line per target, then `fuzz: N passed, N failed`;
-# exits 1 when any target failed.
+# For each target: replay tests/fuzz/crashers/<target>/* (each must pass now),
+# then fuzz for $FUZZ_SECONDS from the committed seeds plus the corpus evolved by
+# earlier runs.  A fuzzer is one thread: $FUZZ_JOBS of them (default: the cores)
+# run at once, each for its own $FUZZ_SECONDS.  One report a target, in the order
+# given, then `fuzz: N passed, N failed`; exits 1 when any target failed.
+#   run.sh --one TARGET   one target (what the parallel runs call): its report in
+#                         $B/logs/TARGET.report, "ok" or "failed" in TARGET.status
 B=${FUZZ_B:-build-fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 OPTS="-rss_limit_mb=2048 -timeout=10"
-pass=0
-fail=0
 mkdir -p "$B/logs"
-for t in "$@"; do
+if [ "$1" != "--one" ]; then
+    jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+    printf '%s\n' "$@" | xargs -P "$jobs" -n 1 sh "$0" --one
+    pass=0
+    fail=0
+    for t in "$@"; do
+        cat "$B/logs/$t.report"
+        if [ "$(cat "$B/logs/$t.status" 2>/dev/null)" = ok ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+    done
+    echo "fuzz: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit
+fi
+t=$2
+report="$B/logs/$t.report"
+: > "$report"
+echo failed > "$B/logs/$t.status"
+{
     bin="$B/fuzz_$t"
     log="$B/logs/$t.log"
     : > "$log"
@@ -27,8 +45,7 @@ for t in "$@"; do
         # shellcheck disable=SC2086
         if ! "$bin" $OPTS $crashers >> "$log" 2>&1; then
             echo "fuzz $t: FAILED replaying tests/fuzz/crashers/$t ($n inputs); see $log"
-            fail=$((fail + 1))
-            continue
+            exit 0
         fi
         replayed=", $n crashers replayed"
     else
@@ -48,7 +65,7 @@ for t in "$@"; do
     stats="${execs:-?} execs, ${rate:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, corpus $corp$replayed"
     if [ "$rc" -eq 0 ]; then
         echo "fuzz $t: ok ($stats)"
-        pass=$((pass + 1))
+        echo ok > "$B/logs/$t.status"
     else
         art=$(ls -t "$B/crashes/$t" 2>/dev/null | head -n 1)
         echo "fuzz $t: FAILED, exit $rc ($stats); input: $B/crashes/$t/$art; log: $log"
@@ -59,8 +76,5 @@ for t in "$@"; do
         if [ -n "$art" ] && [ "$(wc -c < "$B/crashes/$t/$art")" -le 4096 ]; then
             echo "    input (base64): $(base64 -w 0 "$B/crashes/$t/$art")"
         fi
-        fail=$((fail + 1))
     fi
-done
-echo "fuzz: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+} > "$report"
