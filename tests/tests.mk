@@ -237,8 +237,8 @@ valgrind:
 # glossary store's readers and editors (test_glossary), the DeepL API's usage and stores
 # under the server's threads (test_deepl).  Longest first: two run at a time.
 TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
-CHECK_TSAN_TESTS ?= test_routing test_deepl test_files test_terms test_models_demand test_load test_llm_server \
-                    test_shortlist_server test_limits test_stream test_parallel test_cache test_access test_glossary
+CHECK_TSAN_TESTS ?= test_shortlist_server test_routing test_files test_terms test_models_demand test_load \
+                    test_llm_server test_limits test_deepl test_stream test_parallel test_cache test_access test_glossary
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) -j$(JOBS) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@$(MAKE) --no-print-directory -k -j$(JOBS) $(TSAN_TESTS:%=tsan-run-%)
