@@ -101,22 +101,28 @@ static long find(const table *t, uint32_t key)
     return lo < t->dir[b + 1] && t->key[lo] == key ? (long)lo : -1;
 }
 
-/* ln p(w | h): h the N-1 code points before w (oldest first). */
+/* ln p(w | h): h the N-1 code points before w (oldest first).  At most 0: back-off
+ * weights above 1 (a positive bow) are legitimate, but a file whose weights do not
+ * fit its probabilities (damaged, checksum and all) could sum past 0; a probability
+ * is never above 1 (fuzz_charlm found such a file). */
 static double cond_log_prob(const srv_charlm *m, const uint32_t *h, uint32_t w)
 {
     uint32_t g[SRV_CHARLM_MAX_ORDER];
     int N = m->order;
-    double acc = 0;
-    for (int k = N; k >= 1; k--) {
+    double acc = 0, lp = 0;
+    int found = 0;
+    for (int k = N; k >= 1 && !found; k--) {
         memcpy(g, h + (N - k), sizeof *g * (size_t)(k - 1));   /* the last k-1 of h, then w */
         g[k - 1] = w;
         long i = find(&m->t[k], gram_key(m->seed, g, k));
         if (i >= 0 && m->t[k].nlp[i] != CONTEXT_ONLY)
-            return acc - m->t[k].nlp[i] / SCALE;
-        if (k > 1 && (i = find(&m->t[k - 1], gram_key(m->seed, g, k - 1))) >= 0)
+            lp = acc - m->t[k].nlp[i] / SCALE, found = 1;
+        else if (k > 1 && (i = find(&m->t[k - 1], gram_key(m->seed, g, k - 1))) >= 0)
             acc += m->t[k - 1].bow[i] / SCALE;
     }
-    return acc + m->unk;
+    if (!found)
+        lp = acc + m->unk;
+    return lp < 0 ? lp : 0;
 }
 
 /* Predicts w after the context h (N-1 code points, oldest first), then shifts it in. */

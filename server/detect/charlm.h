@@ -19,7 +19,8 @@
  *     log p(w | h) = bow(h_k) + ... + bow(h_{j+1}) + lp(h_j w)
  * where h_k is h's last k characters, bow(x) is 0 for a context not in the
  * model, and below the unigrams lies a floor, log p of an unseen character
- * (the file's `unk`).  Trained by models/recipe/charlm.py (its docstring: the
+ * (the file's `unk`); a sum above 0 (only a file whose weights do not fit its
+ * probabilities gives one) counts as 0.  Trained by models/recipe/charlm.py (its docstring: the
  * discounts, the pruning, the back-off weights recomputed after it), from the
  * training side of the en-fr corpus.
  *

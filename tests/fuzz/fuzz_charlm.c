@@ -54,7 +54,8 @@ static int scan(const uint8_t *f, int order, int k, const uint32_t *g, int *nlp,
     return 0;
 }
 
-/* ln p of t[0..n) (letters a-h and single spaces, none at the ends) by the rule of charlm.h. */
+/* ln p of t[0..n) (letters a-h and single spaces, none at the ends) by the rule of charlm.h,
+ * each character's log p at most 0. */
 static double reference(const uint8_t *f, const char *t, size_t n)
 {
     int order = (int)rd32(f + 12);
@@ -75,7 +76,8 @@ static double reference(const uint8_t *f, const char *t, size_t n)
             if (k > 1 && scan(f, order, k - 1, s + i + 1 - k, &nlp, &bow))
                 acc += bow / 2048.0;
         }
-        lp += k >= 1 ? acc - nlp / 2048.0 : acc - rd32(f + 20) / 2048.0;
+        double c = k >= 1 ? acc - nlp / 2048.0 : acc - rd32(f + 20) / 2048.0;
+        lp += c < 0 ? c : 0;        /* a probability is at most 1, whatever a damaged file's weights say */
     }
     return lp;
 }
