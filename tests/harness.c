@@ -423,9 +423,12 @@ char *reply_text(const reply *r, char *why, size_t why_len)
 }
 
 /* The value of a /metrics sample line "prefix value", or -1. */
-double metric(const server *s, const char *prefix)
+double metric(const server *s, const char *prefix) { return metric_auth(s, prefix, NULL); }
+
+double metric_auth(const server *s, const char *prefix, const char *auth)
 {
-    reply r = get(s, "/metrics");
+    req_opts o = { .extra = { auth } };
+    reply r = http_req(s, "/metrics", &o);
     double v = -1;
     size_t n = strlen(prefix);
     for (char *line = r.body; line && *line;) {

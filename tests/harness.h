@@ -96,6 +96,8 @@ int ids_of(json_t *a, int32_t *out, int cap);
 json_t *load_jsonl(const char *path);
 /* The value of a /metrics sample line "prefix value" ("name{labels}"), or -1. */
 double metric(const server *s, const char *prefix);
+/* The same, GET /metrics with the header line auth ("Authorization: Bearer KEY"; NULL: none). */
+double metric_auth(const server *s, const char *prefix, const char *auth);
 
 /* ---- servers ------------------------------------------------------------------------ */
 

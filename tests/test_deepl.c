@@ -284,23 +284,6 @@ static void test_languages(void **state)
     json_decref(doc);
 }
 
-/* A /metrics sample (the server wants a key for it), or -1. */
-static double keyed_metric(const char *prefix)
-{
-    req_opts o = { .extra = { "Authorization: Bearer alpha-key:fx" } };
-    reply r = http_req(&srv, "/metrics", &o);
-    double v = -1;
-    size_t n = strlen(prefix);
-    for (char *line = r.body; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, prefix, n) == 0 && line[n] == ' ')
-            v = atof(line + n + 1);
-        line = nl ? nl + 1 : NULL;
-    }
-    reply_free(&r);
-    return v;
-}
-
 static long usage_count(const char *key)
 {
     reply r = dl("GET", "/v2/usage", key, NULL);
@@ -335,8 +318,9 @@ static void test_usage_and_quota(void **state)
     /* another key counts apart; /metrics has each key's count (by index) */
     long a = usage_count(KEY_A);
     assert_true(a > 0);
-    assert_int_equal((long)keyed_metric("mtserve_usage_characters{key=\"1\"}"), before + 22);
-    assert_int_equal((long)keyed_metric("mtserve_usage_characters{key=\"0\"}"), a);
+    const char *auth = "Authorization: Bearer alpha-key:fx";
+    assert_int_equal((long)metric_auth(&srv, "mtserve_usage_characters{key=\"1\"}", auth), before + 22);
+    assert_int_equal((long)metric_auth(&srv, "mtserve_usage_characters{key=\"0\"}", auth), a);
     /* kept across a restart */
     assert_int_equal(server_stop(&srv), 0);
     FILE *f = fopen(usage_path, "r");

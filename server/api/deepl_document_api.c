@@ -99,13 +99,8 @@ static int read_upload(srv_request *req, srv_response *resp, dl_doc *d)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter 'target_lang' not specified.");
     d->target = srv_served_code(req->srv, target);
     d->source = source && *source ? srv_served_code(req->srv, source) : "auto";
-    if (d->len > req->srv->opts.max_file_bytes)
-        return srv_fail(resp, SRV_E_BODY_TOO_LARGE, "the file is %zu bytes; the limit is %zu (--max-file-bytes)",
-                        d->len, req->srv->opts.max_file_bytes);
-    d->kind = srv_doc_sniff(d->data, d->len, d->filename);
-    if (d->kind == SRV_DOC_UNKNOWN)
-        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
-                        d->filename[0] ? d->filename : "the file", srv_doc_supported());
+    if (srv_file_kind(req->srv, resp, d->data, d->len, d->filename, &d->kind))
+        return -1;
     if (out && *out && strcasecmp(out, srv_doc_kind_ext(d->kind) + 1))
         return srv_fail(resp, SRV_E_INVALID_FIELD, "output_format %s is not supported: a document is written in "
                         "its own format (%s)", out, srv_doc_kind_ext(d->kind) + 1);

@@ -125,14 +125,7 @@ static int read_form(srv_request *req, srv_response *resp, file_form *f)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing target parameter");
     if (!f->source[0])
         f->source = "auto";
-    if (f->len > srv->opts.max_file_bytes)
-        return srv_fail(resp, SRV_E_BODY_TOO_LARGE, "the file is %zu bytes; the limit is %zu (--max-file-bytes)",
-                        f->len, srv->opts.max_file_bytes);
-    f->kind = srv_doc_sniff(f->data, f->len, f->filename);
-    if (f->kind == SRV_DOC_UNKNOWN)
-        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
-                        f->filename[0] ? f->filename : "the file", srv_doc_supported());
-    return 0;
+    return srv_file_kind(srv, resp, f->data, f->len, f->filename, &f->kind);
 }
 
 void srv_handle_translate_file(srv_request *req, srv_response *resp)

@@ -32,6 +32,19 @@ int srv_file_fail(srv_response *resp, const mt_err *err)
     return srv_fail(resp, srv_code_from_mt(err->status), "%s", err->msg);
 }
 
+int srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, size_t len, const char *name,
+                  srv_doc_kind *kind)
+{
+    if (len > srv->opts.max_file_bytes)
+        return srv_fail(resp, SRV_E_BODY_TOO_LARGE, "the file is %zu bytes; the limit is %zu (--max-file-bytes)", len,
+                        srv->opts.max_file_bytes);
+    *kind = srv_doc_sniff(data, len, name);
+    if (*kind == SRV_DOC_UNKNOWN)
+        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
+                        name[0] ? name : "the file", srv_doc_supported());
+    return 0;
+}
+
 int srv_file_parse(const srv_server *srv, srv_response *resp, const char *data, size_t len, srv_doc_kind kind,
                    char **copy, srv_doc **doc)
 {

@@ -12,6 +12,12 @@
 #include "file_job.h"
 #include "server.h"
 
+/* A received file's size (413 past --max-file-bytes) and format, read from its
+ * bytes and name (415, naming the formats, for one we do not read): 0 with
+ * *kind, or -1 with resp failed. */
+int  srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, size_t len, const char *name,
+                   srv_doc_kind *kind);
+
 /* The document in data[0..len) (the request's body: it goes with the
  * request) parsed from a copy, which the job will keep: 0 with *copy and
  * *doc, or -1 with resp failed (413 past --max-file-bytes or
