@@ -778,16 +778,6 @@ static void prompt_output(const struct mt_prompt *p, char *text)
     text[n - a] = '\0';
 }
 
-static char *dup_n(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
-
 /* Hypothesis k of sentence s (which had placeholders) as its text's result
  * holds it: the placeholders back in its text, or the sentence as written
  * when verbatim; *map (NULL: not wanted) the hypothesis text's code points ->
@@ -797,7 +787,7 @@ static char *fill_hyp(const srv_tr *t, const sentence *s, int k, long **map, siz
 {
     const char *src = t->texts[s->text] + s->start;
     if (s->ph.verbatim)
-        return dup_n(src, s->len);
+        return strndup(src, s->len);
     const mt_hyp *h = &s->hyps[k];
     char *raw = NULL, *out = NULL;
     mt_err err = { 0 };
@@ -898,13 +888,13 @@ char *srv_tr_sentence_text(const srv_tr *t, int i)
 {
     const sentence *s = &t->l.v[i];
     if (s->filled)
-        return dup_n(s->filled[0], strlen(s->filled[0]));
+        return strdup(s->filled[0]);
     if (s->ph.n)
         return fill_hyp(t, s, 0, NULL, NULL);
     char *text = NULL;
     mt_err err = { 0 };
     if (s->hyps[0].text)
-        return dup_n(s->hyps[0].text, strlen(s->hyps[0].text));
+        return strdup(s->hyps[0].text);
     return mt_tokenizer_decode(t->m.tok, s->hyps[0].ids, s->hyps[0].n_ids, &text, &err) == MT_OK ? text : NULL;
 }
 
