@@ -264,16 +264,17 @@ static void test_pivot_glossary(void **state)
  * run of this test is `make tsan TSAN_TESTS=test_routing`). */
 #define PIVOT_THREADS 4
 #define PIVOT_EACH    12
+#define PIVOT_EACH_TSAN 4   /* 16 pivots, 32 legs: ~40 s less of CI's TSan run */
 
 typedef struct {
     const char *want;
-    int         bad;
+    int         each, bad;
 } pivot_arg;
 
 static void *pivot_client(void *p)
 {
     pivot_arg *a = p;
-    for (int i = 0; i < PIVOT_EACH; i++) {
+    for (int i = 0; i < a->each; i++) {
         const char *body = i % 2 ? "{\"q\": \"" TEXT "\", \"source\": \"de\", \"target\": \"fr\"}"
                                  : "{\"text\": \"" TEXT "\", \"source\": \"de\", \"target\": \"fr\"}";
         reply r = post(&srv, "/translate", body);
@@ -294,8 +295,9 @@ static void test_pivot_concurrent(void **state)
     char *mid = by_model("de-en", TEXT, NULL), *want = by_model("en-fr", mid, NULL);
     pthread_t th[PIVOT_THREADS];
     pivot_arg args[PIVOT_THREADS];
+    int each = getenv("MTSERVE_TSAN") ? PIVOT_EACH_TSAN : PIVOT_EACH;
     for (int i = 0; i < PIVOT_THREADS; i++) {
-        args[i] = (pivot_arg){.want = want};
+        args[i] = (pivot_arg){.want = want, .each = each};
         assert_int_equal(pthread_create(&th[i], NULL, pivot_client, &args[i]), 0);
     }
     int bad = 0;
@@ -303,7 +305,7 @@ static void test_pivot_concurrent(void **state)
         pthread_join(th[i], NULL);
         bad += args[i].bad;
     }
-    print_message("    %d pivoted requests from %d clients, %d wrong\n", PIVOT_THREADS * PIVOT_EACH, PIVOT_THREADS, bad);
+    print_message("    %d pivoted requests from %d clients, %d wrong\n", PIVOT_THREADS * each, PIVOT_THREADS, bad);
     assert_int_equal(bad, 0);
     free(mid);
     free(want);
@@ -441,8 +443,17 @@ static void test_forms(void **state)
     snprintf(a[1], sizeof a[1], "mg-npz=%s/en-mg/marian", root);
     snprintf(a[2], sizeof a[2], "mg-st=%s/en-mg/safetensors-f32", root);
     snprintf(a[3], sizeof a[3], "big=%s/tc-big-fr-en/safetensors-f16", root);
-    const char *const args[] = {"--model", a[0], "--model", a[1], "--model", a[2], "--model", a[3],
-                                "--threads", "2", NULL};
+    /* Under TSan (make tsan) the three en-mg forms only: converting tc-big's
+     * 230M F16 weights instrumented took ~60 s of CI and races nothing the
+     * smaller forms' loading does not; the plain run serves all four. */
+    int tsan = getenv("MTSERVE_TSAN") != NULL, n_models = tsan ? 3 : 4;
+    const char *args[] = {"--model", a[0], "--model", a[1], "--model", a[2], "--model", a[3],
+                          "--threads", "2", NULL};
+    if (tsan) {
+        args[6] = "--threads";
+        args[7] = "2";
+        args[8] = NULL;
+    }
     server s2;
     assert_int_equal(server_start(&s2, args), 0);
     reply r = get(&s2, "/models");
@@ -450,7 +461,8 @@ static void test_forms(void **state)
     reply_free(&r);
     static const char *const want[4][2] = {{"mg-pt", "pytorch"}, {"mg-npz", "marian-npz"},
                                            {"mg-st", "safetensors"}, {"big", "safetensors"}};
-    for (int i = 0; i < 4; i++) {
+    assert_int_equal(json_array_size(json_object_get(j, "models")), (size_t)n_models);
+    for (int i = 0; i < n_models; i++) {
         json_t *m = json_array_get(json_object_get(j, "models"), (size_t)i);
         assert_string_equal(json_string_value(json_object_get(m, "id")), want[i][0]);
         assert_string_equal(json_string_value(json_object_get(m, "format")), want[i][1]);
@@ -475,9 +487,11 @@ static void test_forms(void **state)
     assert_string_equal(text[0], text[2]);
     for (int i = 0; i < 3; i++)
         free(text[i]);
-    reply t = post(&s2, "/translate", "{\"model\": \"big\", \"text\": \"Bonjour.\", \"max_length\": 8}");
-    assert_int_equal(t.status, 200);
-    reply_free(&t);
+    if (!tsan) {
+        reply t = post(&s2, "/translate", "{\"model\": \"big\", \"text\": \"Bonjour.\", \"max_length\": 8}");
+        assert_int_equal(t.status, 200);
+        reply_free(&t);
+    }
     assert_int_equal(server_stop(&s2), 0);
 }
 
