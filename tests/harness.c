@@ -392,12 +392,32 @@ int log_clean(const server *s)
     return clean;
 }
 
+/* A server that did not stop: what each of its threads blocks and has
+ * pending, where it sleeps, and (gdb permitting) its stacks, on stderr.  So a
+ * CI log tells whether SIGTERM was never delivered, taken by some thread, or
+ * delivered to a main thread stuck elsewhere. */
+static void dump_stuck(pid_t pid)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "for t in /proc/%d/task/*; do echo \"# thread $(basename $t) $(cat $t/comm) wchan=$(cat $t/wchan)\"; "
+             "grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt):' $t/status; done 1>&2; "
+             "command -v gdb >/dev/null && timeout 30 gdb -q -batch -p %d -ex 'thread apply all bt 12' 1>&2 2>&1",
+             (int)pid, (int)pid);
+    print_error("server pid %d did not stop within 40 s of SIGTERM; its threads:\n", (int)pid);
+    fflush(NULL);
+    if (system(cmd) == -1)
+        print_error("cannot run the dump\n");
+}
+
 int server_stop(server *s)
 {
     kill(s->pid, SIGTERM);
     int status = wait_child(s->pid, 40);
-    if (status == -1)
+    if (status == -1) {
+        dump_stuck(s->pid);
         kill_child(s->pid);
+    }
     untrack(s->pid);
     s->pid = 0;
     return log_clean(s) ? status : -2;
