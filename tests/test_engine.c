@@ -1379,8 +1379,9 @@ int main(void)
      * models/fr-en exists: never a standing skip. */
     /* MT_TEST_FILTER="*[tiny]" (cmocka's wildcards): `make valgrind` on the
      * tiny model alone, the same code as en-fr's at shapes valgrind runs in minutes */
-    if (getenv("MT_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("MT_TEST_FILTER"));
+    const char *filter = getenv("MT_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     struct CMUnitTest run[sizeof tests / sizeof tests[0]];
     size_t n = 0;
     int extra = getenv("MT_EXTRA_MODEL") != NULL, fr_en = exists("models/fr-en");
