@@ -4,7 +4,7 @@
 #
 #   bash bench/detect_load.sh            # or: make detect-load
 #
-# Two servers, one after the other, each `mtserve serve --model en-fr=... --model
+# Three servers, one after the other, each `mtserve serve --model en-fr=... --model
 # fr-en=... --max-batch 8 --cache-mb 0` (8 decoder rows a model; no translation cache,
 # so that repeated lines are decoded again): the shipped models with their detection
 # language models (en.charlm, fr.charlm: CLD2 then the character models), and the
@@ -12,7 +12,9 @@
 # 48).  Against each, bench/detect_load.c: 1000 /detect probes idle, then the same
 # while DETECT_CLIENTS (24) clients translate in a closed loop, half into each model
 # (12 clients for 8 rows: every row busy and requests queued; the mean rows per step
-# and the queue depth it prints show it).  DETECT_LOAD_ARGS are passed on.
+# and the queue depth it prints show it).  The shipped models twice: decoding at the
+# default --decode-nice 5 (below the HTTP threads) and at 0 (the same priority).
+# DETECT_LOAD_ARGS are passed on.
 # DETECT_PIN=1, a demonstration (not what the server does by itself): the HTTP threads
 # (MHD-worker) and the client on CPU 1, every other thread (the decoders) on CPU 0, so
 # that detection has a core that decoding does not use.
@@ -37,11 +39,14 @@ echo "detect_load: $(date +%F), $(nproc) cores, commit $(git rev-parse --short H
 echo
 echo "| server, phase | /detect requests | right | mean ms | p50 | p90 | p99 | max | translations meanwhile | rows/step | queue depth |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
-for cfg in "models:CLD2 + .charlm (shipped)" "$TMP:CLD2 alone (no .charlm)"; do
-    dir=${cfg%%:*} label=${cfg#*:}
+for cfg in "models:5:CLD2 + .charlm (shipped), decoding at nice 5 (default)" \
+           "models:0:CLD2 + .charlm (shipped), decoding at nice 0 (--decode-nice 0)" \
+           "$TMP:5:CLD2 alone (no .charlm), decoding at nice 5"; do
+    dir=${cfg%%:*} rest=${cfg#*:}
+    nice=${rest%%:*} label=${rest#*:}
     port=$(free_port)
     "$B/mtserve" serve --model "en-fr=$dir/en-fr" --model "fr-en=$dir/fr-en" --host 127.0.0.1 --port "$port" \
-        --max-batch 8 --cache-mb 0 2> "$TMP/server.log" &
+        --max-batch 8 --cache-mb 0 --decode-nice "$nice" 2> "$TMP/server.log" &
     PID=$!
     for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done
     PROBE=("$B/bench/detect_load")

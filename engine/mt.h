@@ -90,6 +90,8 @@ typedef enum { MT_INT8_AUTO = -1, MT_INT8_PORTABLE = 0, MT_INT8_AVX2 = 1, MT_INT
 
 typedef struct {
     int n_threads;      /* compute threads for the process (engine/kernels/parallel.h); 0 = leave as is */
+    int compute_nice;   /* the nice value of those threads but the caller's (1-19: below the caller's
+                           other threads); 0 = leave as is */
     mt_weights weights; /* default MT_WEIGHTS_F32: the checkpoint's values, exactly */
     mt_int8_kernel int8_kernel;   /* default MT_INT8_AUTO */
     long cache_l2;      /* F32/F16 products: the L2 bytes their k blocks are sized for;

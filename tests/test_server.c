@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -1416,6 +1417,66 @@ static void test_loading(void **state)
     assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The nice value of each thread of pid (field 19 of /proc/PID/task/TID/stat):
+ * counts[0] threads at 0, counts[1] at want, counts[2] at anything else. */
+static void thread_nices(pid_t pid, int want, int counts[3])
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    counts[0] = counts[1] = counts[2] = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400], buf[1024];
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        char *p = strrchr(buf, ')');           /* the name may hold spaces: fields after it */
+        int field = 2, nice = 0;
+        for (; p && *p && field < 19; p++)
+            if (*p == ' ')
+                field++;
+        if (!p || sscanf(p, "%d", &nice) != 1)
+            continue;                          /* the thread ended meanwhile */
+        counts[nice == 0 ? 0 : nice == want ? 1 : 2]++;
+    }
+    closedir(d);
+}
+
+/* Decoding runs below the HTTP threads' priority (--decode-nice, default 5):
+ * the scheduler and the engine's pool helpers at 5 once a request has been
+ * decoded, the main and HTTP threads at 0; --decode-nice 0 leaves all at 0. */
+static void test_decode_nice(void **state)
+{
+    (void)state;
+    static const char *const defaults[] = { "--model", "models/en-fr", NULL };
+    static const char *const same[] = { "--model", "models/en-fr", "--decode-nice", "0", NULL };
+    const char *const *cases[] = { defaults, same };
+    for (int k = 0; k < 2; k++) {
+        server s;
+        assert_int_equal(server_start(&s, cases[k]), 0);
+        reply r = post(&s, "/translate", "{\"text\": \"Open the file.\"}");
+        assert_int_equal(r.status, 200);
+        reply_free(&r);
+        int c[3];
+        thread_nices(s.pid, 5, c);
+        print_message("  --decode-nice %s: %d threads at 0, %d at 5, %d other\n", k ? "0" : "(default 5)",
+                      c[0], c[1], c[2]);
+        assert_int_equal(c[2], 0);
+        assert_true(c[0] >= 2);                 /* main and the HTTP threads */
+        if (k == 0)
+            assert_true(c[1] >= 1);             /* the scheduler; the pool's helpers */
+        else
+            assert_int_equal(c[1], 0);
+        assert_int_equal(server_stop(&s), 0);
+    }
+}
+
 static void test_bad_startup(void **state)
 {
     (void)state;
@@ -1424,9 +1485,10 @@ static void test_bad_startup(void **state)
     const char *argv2[] = { bin_path(), "serve", "--host", "127.0.0.1", "--port", "0", "--model",
                             "models/does-not-exist", NULL };
     const char *argv3[] = { bin_path(), "serve", "--weights", "f8", NULL };
-    const char *const *cases[] = { argv1, argv2, argv3 };
-    int expect[] = { 2, 1, 2 };
-    for (int i = 0; i < 3; i++) {
+    const char *argv4[] = { bin_path(), "serve", "--decode-nice", "20", NULL };
+    const char *const *cases[] = { argv1, argv2, argv3, argv4 };
+    int expect[] = { 2, 1, 2, 2 };
+    for (int i = 0; i < 4; i++) {
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -1479,6 +1541,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_drains),
         cmocka_unit_test(test_loading),
         cmocka_unit_test(test_bad_startup),
+        cmocka_unit_test(test_decode_nice),
     };
     signal(SIGPIPE, SIG_IGN);
     if (getenv("TEST_FILTER"))          /* e.g. TEST_FILTER='test_sigterm*' */

@@ -698,7 +698,7 @@ static void test_workers_queue(void **state)
 {
     (void)state;
     gate_job g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
-    srv_workers *w = srv_workers_new(2, 1);        /* 2 running + 1 waiting */
+    srv_workers *w = srv_workers_new(2, 1, 0);        /* 2 running + 1 waiting */
     assert_non_null(w);
     for (int i = 0; i < 3; i++)
         assert_int_equal(srv_workers_submit(w, blocking_job, after_job, &g), 0);

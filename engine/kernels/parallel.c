@@ -49,6 +49,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -73,6 +74,7 @@ static struct {
     _Atomic int sleeping;
     _Atomic unsigned long long serial_until; /* TSC: until then the machine is oversubscribed, run jobs alone */
     _Atomic int stop;              /* process exit: helpers return */
+    _Atomic int nice;              /* helpers' nice value (mt_par_set_nice) */
     pthread_t tid[MAX_HELPERS];
     mt_par_fn fn;                  /* the job's, stable until its caller returns */
     void *ctx;
@@ -107,9 +109,23 @@ int mt_par_stalled(unsigned long long waited, int ran, unsigned long long ran_cy
     return waited > STALL_CYCLES + 2 * (ran_cycles / (unsigned)ran);
 }
 
+/* A helper takes up the pool's nice value when it changed.  Failing (lowering
+ * it again needs a privilege) it stays as it was: a priority is no result. */
+static void follow_nice(int *mine)
+{
+    int want = atomic_load_explicit(&P.nice, memory_order_relaxed);
+    if (want != *mine) {
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want);
+        *mine = want;
+    }
+}
+
+void mt_par_set_nice(int nice) { atomic_store(&P.nice, nice); }
+
 static void *helper(void *arg)
 {
     unsigned last = atomic_load(&P.seq);
+    int nice = 0;
     for (;;) {
         unsigned long long t0 = __rdtsc();
         unsigned cur;
@@ -127,6 +143,7 @@ static void *helper(void *arg)
         last = cur;
         if (atomic_load(&P.stop))
             return arg;
+        follow_nice(&nice);
         run_chunks(cur);
     }
 }

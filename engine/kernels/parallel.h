@@ -19,6 +19,12 @@ typedef void (*mt_par_fn)(void *ctx, int chunk);
 void mt_par_set_threads(int n);
 int  mt_par_threads(void);
 
+/* The nice value of the helper threads (Linux: a thread's own), process-wide
+ * like their number; each helper takes it up before its next job.  A server
+ * decodes below the priority at which it answers cheap requests (its
+ * --decode-nice); the thread that calls mt_par_for sets its own. */
+void mt_par_set_nice(int nice);
+
 /* Run fn(ctx, c) for every c in [0, n_chunks), spread over the pool.  When the
  * pool is busy with another caller's job (another session, or a nested call)
  * the chunks run serially in the calling thread. */

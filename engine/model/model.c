@@ -793,11 +793,21 @@ mt_model_params mt_model_default_params(void)
     return (mt_model_params){.n_threads = 0, .weights = MT_WEIGHTS_F32, .int8_kernel = MT_INT8_AUTO};
 }
 
+/* The pool is process-wide; OpenBLAS stays at one thread (parallel.h). */
+static void set_pool(const mt_model_params *p)
+{
+    mt_par_set_threads(p->n_threads > 0 ? p->n_threads : mt_par_threads());
+    if (p->compute_nice > 0)
+        mt_par_set_nice(p->compute_nice);
+}
+
 mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model **out, mt_err *err)
 {
     *out = NULL;
     if (!dir || !*dir)
         return mt_err_set(err, MT_ERR_INPUT, "no model directory given");
+    if (params && (params->compute_nice < 0 || params->compute_nice > 19))
+        return mt_err_set(err, MT_ERR_INPUT, "compute_nice %d is not within 0-19", params->compute_nice);
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
@@ -815,7 +825,7 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
             mt_model_free(m);
             return st;
         }
-        mt_par_set_threads(p.n_threads > 0 ? p.n_threads : mt_par_threads());
+        set_pool(&p);
         *out = m;
         return MT_OK;
     }
@@ -830,8 +840,7 @@ mt_status mt_model_load(const char *dir, const mt_model_params *params, mt_model
         return st;
     }
     fill_info(&L);
-    /* the pool is process-wide; OpenBLAS stays at one thread (parallel.h) */
-    mt_par_set_threads(p.n_threads > 0 ? p.n_threads : mt_par_threads());
+    set_pool(&p);
     *out = m;
     return MT_OK;
 }

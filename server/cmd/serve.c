@@ -226,7 +226,7 @@ static int build(srv_server *srv, srv_proxies **proxies)
         return -1;
     }
     srv->cache = srv_cache_new((size_t)srv->opts.cache_mb << 20);
-    if (!(srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue))) {
+    if (!(srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue, srv->opts.decode_nice))) {
         fprintf(stderr, "mtserve: cannot start %d worker threads (queue %d)\n", srv->workers, srv->opts.queue);
         return -1;
     }

@@ -39,6 +39,10 @@ static const opt_def opt_table[] = {
     { "--kv-cache", "MTSERVE_KV_CACHE", OPT_KV, F(kv_f16), 0, 0, 0,
       "f32|f16: the decoder's key/value caches in single or half precision (half the bytes a decode "
       "step's attention reads; K and V rounded once as they are cached)" },
+    { "--decode-nice", "MTSERVE_DECODE_NICE", OPT_INT, F(decode_nice), 0, 0, 19,
+      "the nice value of the threads that decode (the scheduler or workers, the engine's pool): above the "
+      "HTTP threads' own, so /detect, /health and replies keep their latency while every decode slot is "
+      "busy (BENCHMARKS.md); 0 = the same priority; default 5" },
     { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
       "HTTP (I/O) threads; 0 = auto (cores, at least 2)" },
     { "--queue", "MTSERVE_QUEUE", OPT_INT, F(queue), 0, 0, 100000,
@@ -147,6 +151,8 @@ static void defaults(srv_options *o)
     snprintf(o->web_dir, sizeof o->web_dir, "web");
     o->port = 8080;
     o->kv_budget = 100;
+    o->decode_nice = 5; /* CFS weight 335 against 1024: a busy decoder leaves the HTTP threads
+                           their share of a core without stalling itself */
     o->queue = 1024;    /* waiting costs a suspended connection, not a thread:
                            256 clients queue instead of a 503 storm */
     o->queue_timeout_ms = 30000;

@@ -3,6 +3,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* ---- workers ------------------------------------------------------------------ */
 
@@ -16,6 +19,7 @@ struct srv_workers {
     pthread_cond_t  cv;
     pthread_t      *tids;
     int             threads, started;
+    int             nice;            /* each thread's, set as it starts */
     job            *ring;            /* capacity threads + queue */
     int             cap, head, count;
     int             busy;
@@ -25,6 +29,8 @@ struct srv_workers {
 static void *worker_main(void *arg)
 {
     srv_workers *w = arg;
+    if (w->nice > 0)        /* below the HTTP threads; failing, it runs at their priority */
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice);
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (w->count == 0 && !w->stop)
@@ -49,12 +55,13 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-srv_workers *srv_workers_new(int threads, int queue)
+srv_workers *srv_workers_new(int threads, int queue, int nice)
 {
     srv_workers *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
     w->threads = threads > 0 ? threads : 1;
+    w->nice = nice;
     w->cap = w->threads + (queue > 0 ? queue : 0);
     w->ring = calloc((size_t)w->cap, sizeof *w->ring);
     w->tids = calloc((size_t)w->threads, sizeof *w->tids);

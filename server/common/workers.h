@@ -10,7 +10,8 @@
 typedef struct srv_workers srv_workers;
 typedef void (*srv_job_fn)(void *arg);
 
-srv_workers *srv_workers_new(int threads, int queue);
+/* nice: the threads' nice value (setpriority; 0 = as created). */
+srv_workers *srv_workers_new(int threads, int queue, int nice);
 /* Runs every job already queued, then joins the threads. */
 void srv_workers_free(srv_workers *w);
 /* Queues fn(arg) then after(arg) (may be NULL); -1 when W + Q jobs are

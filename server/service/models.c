@@ -200,6 +200,7 @@ static mt_status start_scheduler(srv_server *srv, srv_model *m, mt_err *err)
      * decoder row), and --queue more may wait */
     sp.max_jobs = srv->opts.queue + (srv->opts.threads > 0 ? srv->opts.threads : p.max_batch);
     sp.queue_timeout_s = srv->opts.queue_timeout_ms / 1e3;
+    sp.nice = srv->opts.decode_nice;
     sp.kv_budget = mt_model_step_weight_bytes(m->weights) / 100 * (size_t)srv->opts.kv_budget;
     m->sched = srv_sched_new(m->weights, &p, &sp, err);
     if (!m->sched)
@@ -218,6 +219,7 @@ mt_status srv_model_load_weights(srv_server *srv, srv_model *m, mt_err *err)
     if (!m->weights) {
         mt_model_params mp = mt_model_default_params();
         mp.n_threads = srv->blas_threads;
+        mp.compute_nice = srv->opts.decode_nice;
         mp.weights = (mt_weights)srv->opts.weights;
         if ((st = mt_model_load(m->dir, &mp, &m->weights, err)) != MT_OK)
             return st;
@@ -259,6 +261,7 @@ mt_status srv_model_load(srv_server *srv, int i, mt_err *err)
     srv_model *m = &srv->models[i];
     mt_model_params mp = mt_model_default_params();
     mp.n_threads = srv->blas_threads;
+    mp.compute_nice = srv->opts.decode_nice;
     mp.weights = (mt_weights)srv->opts.weights;
     double t0 = srv_now();
     mt_status st = mt_model_load(m->dir, &mp, &m->model, err);

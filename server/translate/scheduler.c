@@ -6,7 +6,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/metrics.h"
 #include "sessions.h"
@@ -534,6 +537,8 @@ static int sched_start(void *data, mt_session *s, mt_err *err)
 static void *sched_main(void *arg)
 {
     srv_sched *sc = arg;
+    if (sc->p.nice > 0)    /* below the HTTP threads; failing, it decodes at their priority */
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), sc->p.nice);
     mt_decode_feed feed = { .start = sched_start, .finished = sched_finished, .data = sc };
     mt_decode_run(sc->s, &feed, NULL);  /* returns at stop, once everything held is over */
     return NULL;

@@ -34,6 +34,7 @@ typedef struct {
     size_t kv_budget;           /* bytes: a sentence waits while the K/V caches the next step would
                                    read with it (mt_session_kv_step_bytes) exceed this, unless
                                    nothing decodes; 0 = rows only */
+    int    nice;                /* the thread's nice value (setpriority); 0 = as created */
 } srv_sched_params;
 
 srv_sched_params srv_sched_default_params(void);
