@@ -1,4 +1,4 @@
-/* test_doc_xml: the XML layer of docx and odt (server/document/doc_xml.c)
+/* test_xml_tree: the XML tree on expat under docx, odt and tag_handling "xml" (server/markup/xml_tree.c)
  * directly: namespaces resolved by hand (prefixes rebound, default namespace,
  * an unbound prefix), the byte range of each node, text decoded (references,
  * CDATA, CRLF), and the writer: a text node replaced, text added to <a/> and
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "document/doc_xml.h"
+#include "markup/xml_tree.h"
 #include "util/strbuf.h"
 
 static srv_xml_doc *parse_ok(const char *xml)
