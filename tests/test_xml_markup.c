@@ -17,7 +17,7 @@
 
 #include "fake_translate.h"
 #include "markup/xml.h"
-#include "markup/xml_tree.h"
+#include "xml_check.h"
 
 static const srv_xml_tags OUTLINE = { .outline = 1 };
 
@@ -62,43 +62,13 @@ static void expect_units(const char *s, const srv_xml_tags *tags, const char *co
     srv_xmarkup_free(x);
 }
 
-/* The markup of a fragment, read by xml_tree.c directly (not xml.c): every
- * start tag, end tag, comment, PI and CDATA section as its bytes, in order;
- * text left out. */
-static void skeleton_node(const char *buf, const srv_xml_node *n, mt_sbuf *out)
-{
-    if (n->type == SRV_XML_TEXT && !n->cdata)
-        return;
-    if (n->type != SRV_XML_ELEMENT) {
-        mt_sb_add(out, buf + n->start, n->end - n->start);
-        return;
-    }
-    mt_sb_add(out, buf + n->start, n->tag_end - n->start);
-    for (const srv_xml_node *c = n->children; c; c = c->next)
-        skeleton_node(buf, c, out);
-    mt_sb_add(out, buf + n->content_end, n->end - n->content_end);
-    mt_sb_add(out, "|", 1);
-}
-
 static char *skeleton(const char *s)
 {
-    mt_sbuf w = { 0 }, out = { 0 };
-    const char *decl_end = !strncmp(s, "<?xml ", 6) ? strstr(s, "?>") + 2 : s;    /* it stays first */
-    mt_sb_add(&w, s, (size_t)(decl_end - s));
-    mt_sb_add(&w, "<R>", 3);
-    mt_sb_add(&w, decl_end, strlen(decl_end));
-    mt_sb_add(&w, "</R>", 5);
-    srv_xml_doc *d = NULL;
-    mt_err err = { 0 };
-    mt_status st = srv_xml_parse_flags("out", w.p, w.n - 1, 200, SRV_XML_KEEP_MISC, &d, &err);
-    if (st != MT_OK)
-        fprintf(stderr, "not XML: %s\n%s\n", err.msg, s);
-    assert_int_equal(st, MT_OK);
-    skeleton_node(w.p, srv_xml_root(d), &out);
-    mt_sb_add(&out, "", 0);
-    srv_xml_free(d);
-    free(w.p);
-    return out.p;
+    char *k = xml_skeleton(s, strlen(s));
+    if (!k)
+        fprintf(stderr, "not XML: %s\n", s);
+    assert_non_null(k);
+    return k;
 }
 
 static const char *const CASES[] = {

@@ -1007,9 +1007,9 @@ static void w_whole(void *ctx, const void *node) { write_node(ctx, node); }
 static void write_unit(writer *w, const unit *u)
 {
     srv_iwriter iw = { w_text, w_open, w_close, w_whole, w };
+    const srv_irec *recs = w->h->recs.r ? w->h->recs.r + u->first_rec : NULL;    /* none yet: no pointer */
     puts_(w, u->lead);
-    if (srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, w->h->recs.r + u->first_rec, u->n_rec,
-                         &iw))
+    if (srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, recs, u->n_rec, &iw))
         w->oom = 1;
     puts_(w, u->trail);
 }

@@ -304,9 +304,9 @@ mt_status srv_xmarkup_render(const srv_xmarkup *x, char **out, size_t *len, mt_e
         if (!u->tgt)
             continue;
         put(&w, x->buf + at, u->start - at);
+        const srv_irec *recs = x->recs.r ? x->recs.r + u->first_rec : NULL;     /* none yet: no pointer */
         put(&w, u->lead, strlen(u->lead));
-        if (srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, x->recs.r + u->first_rec, u->n_rec,
-                             &iw))
+        if (srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, recs, u->n_rec, &iw))
             w.oom = 1;
         put(&w, u->trail, strlen(u->trail));
         at = u->end;
