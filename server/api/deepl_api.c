@@ -6,7 +6,9 @@
  * POST /v2/translate  form (text=...&text=..., what deepl-node sends) or JSON
  *                     {"text": [strings], "target_lang", "source_lang"?,
  *                      "split_sentences"?, "preserve_formatting"?, "tag_handling"?,
- *                      "formality"?, "context"?, "show_billed_characters"?, ...}
+ *                      "formality"?, "context"?, "show_billed_characters"?,
+ *                      "ignore_tags"?, "splitting_tags"?, "non_splitting_tags"?,
+ *                      "outline_detection"?, ...}
  *                  -> {"translations": [{"detected_source_language": "EN",
  *                      "text": "...", "billed_characters"?: N}]}
  * GET|POST /v2/languages?type=source|target
@@ -32,15 +34,35 @@
  *                    before it; none when no space is left there).
  *   preserve_formatting  accepted: whitespace and punctuation around the
  *                    sentences are always kept as sent.
- *   tag_handling     "html" and "xml": the markup is kept and the tags placed by
- *                    word alignment (format html of /translate, markup_job.h);
- *                    ignore_tags, non_splitting_tags, splitting_tags are refused
- *                    (400) rather than ignored.
+ *   tag_handling     "html": the page read as HTML5 (format html of /translate,
+ *                    markup/html.h); "xml": the text read as an XML fragment by
+ *                    expat (markup/xml.h: self-closing tags of any name, CDATA,
+ *                    comments, PIs, case-sensitive names), every byte outside the
+ *                    translated text kept as sent.  Both through markup_job.h: the
+ *                    inline tags placed around the target words aligned to the
+ *                    words they wrapped (markup/inline.h, one placement for both).
+ *                    XML that is not well-formed: 400 "Tag handling parsing
+ *                    failed, please check input: " and expat's message and line
+ *                    (DeepL's v2 words); nesting past --max-html-depth: 400.
+ *                    With xml, split_sentences' default nonewlines joins nothing:
+ *                    a unit's whitespace runs are one space already, and the line
+ *                    breaks between units are kept.
+ *   ignore_tags, splitting_tags, non_splitting_tags  (xml only; with html or
+ *                    without tag_handling 400, rather than ignored) element names
+ *                    as written, comma-separated (deepl-node joins its arrays so) or
+ *                    a JSON array: ignore_tags' elements are never translated, kept
+ *                    byte for byte and placed as a point inside their sentence;
+ *                    splitting_tags' always split; non_splitting_tags' never do.
+ *   outline_detection  (xml) "1", the default: the structure is detected, an
+ *                    element holding only elements and whitespace, or standing
+ *                    among elements only, splits, one standing in text does not
+ *                    (markup/xml.h); "0": only splitting_tags split, as DeepL's
+ *                    "customized outline detection" describes.
  *   formality        the models have none: "default", "prefer_more" and
  *                    "prefer_less" translate as usual, "more" and "less" are
  *                    refused (400), as DeepL refuses them for such a language.
- *   context, model_type, outline_detection, tag_handling_version  accepted; the
- *                    models take no context and have one type.
+ *   context, model_type, tag_handling_version  accepted; the models take no
+ *                    context and have one type, and there is one tag handling.
  *   glossary_id      a glossary of /v2 or /v3/glossaries (deepl_glossary_api.c) made with
  *                    the same key: its dictionary for source_lang -> target_lang is the
  *                    request's terms (source_lang required, as DeepL requires it).
