@@ -9,7 +9,8 @@
  *     as JSON arrays and as a form's comma lists: each unit's words are its
  *     plain translation, the ignored element, CDATA, comments and PIs come back
  *     byte for byte, libxml2 reads the output with the input's elements;
- *     malformed XML is 400 with expat's message;
+ *     malformed XML is 400 with expat's message; ignore_tags with html keeps
+ *     its element byte for byte, the other words the plain translation's;
  *   - /v2/languages (source, target with DeepL's variants) and /v2/usage: the
  *     count is the code points sent, per key, given back for failed requests,
  *     456 past char-quota, kept across a restart in --usage-file;
@@ -339,13 +340,34 @@ static void test_tag_handling_xml(void **state)
     json_decref(list);
     free(b);
     json_decref(body);
-    /* malformed: 400 with the parser's words; tag lists with html or without tag handling: refused */
+    /* ignore_tags with html: the element kept byte for byte, the rest translated as without it */
+    const char *page = "<p>The red car is <kbd>ls  -l</kbd> here.</p>";
+    body = json_pack("{s:[s],s:s,s:s,s:s,s:s}", "text", page, "source_lang", "EN", "target_lang", "FR", "tag_handling",
+                     "html", "ignore_tags", "kbd");
+    b = json_dumps(body, 0);
+    list = dl_translations(KEY_A, b);
+    out = tr_text(list, 0);
+    print_message("    %s\n", out);
+    assert_non_null(strstr(out, "<kbd>ls  -l</kbd>"));
+    char *w = words_of(out), *plain = ours("The red car is here.", "en", "fr", NULL);
+    char *wk = words_of(plain);
+    /* the words: the plain sentence's, with the kept element's where the alignment put it */
+    char *at = strstr(w, "ls -l");
+    assert_non_null(at);
+    memmove(at, at + 5, strlen(at + 5) + 1);
+    char *ws = words_of(w);
+    assert_string_equal(ws, wk);
+    free(w), free(plain), free(wk), free(ws);
+    json_decref(list);
+    free(b);
+    json_decref(body);
+    /* malformed: 400 with the parser's words; the other tag lists with html, any without tag handling: refused */
     static const struct {
         const char *body, *says;
     } bad[] = {
         { "text=%3Cp%3Ex%3C/b%3E&target_lang=FR&source_lang=EN&tag_handling=xml", "mismatched tag" },
         { "text=%3Cp%3E%26nbsp;%3C/p%3E&target_lang=FR&source_lang=EN&tag_handling=xml", "undefined entity" },
-        { "text=x&target_lang=FR&tag_handling=html&ignore_tags=x", "ignore_tags" },
+        { "text=x&target_lang=FR&tag_handling=html&splitting_tags=x", "splitting_tags" },
         { "text=x&target_lang=FR&splitting_tags=x", "splitting_tags" },
         { "{\"text\": \"x\", \"target_lang\": \"FR\", \"tag_handling\": \"xml\", \"non_splitting_tags\": [1]}",
           "non_splitting_tags" },

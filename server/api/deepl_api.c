@@ -47,12 +47,14 @@
  *                    With xml, split_sentences' default nonewlines joins nothing:
  *                    a unit's whitespace runs are one space already, and the line
  *                    breaks between units are kept.
- *   ignore_tags, splitting_tags, non_splitting_tags  (xml only; with html or
- *                    without tag_handling 400, rather than ignored) element names
- *                    as written, comma-separated (deepl-node joins its arrays so) or
- *                    a JSON array: ignore_tags' elements are never translated, kept
- *                    byte for byte and placed as a point inside their sentence;
- *                    splitting_tags' always split; non_splitting_tags' never do.
+ *   ignore_tags, splitting_tags, non_splitting_tags  element names as written,
+ *                    comma-separated (deepl-node joins its arrays so) or a JSON
+ *                    array: ignore_tags' elements are never translated, kept byte
+ *                    for byte and placed as a point inside their sentence (xml, and
+ *                    html too: srv_html_parse_ignoring, names in any case there);
+ *                    splitting_tags' always split, non_splitting_tags' never do
+ *                    (xml only: HTML's elements have their own kinds).  A list
+ *                    that does not apply: 400, rather than ignored.
  *   outline_detection  (xml) "1", the default: the structure is detected, an
  *                    element holding only elements and whitespace, or standing
  *                    among elements only, splits, one standing in text does not
@@ -249,7 +251,8 @@ static int choice(const srv_request *req, srv_response *resp, const char *name, 
 
 /* Tag list i: DeepL's comma-separated string (what deepl-node sends), or a
  * JSON array of names (each may hold commas too).  Names trimmed, empty ones
- * dropped.  Only with tag_handling xml: HTML has its own rules (html.h). */
+ * dropped.  Only with tag_handling xml; ignore_tags with html too (HTML has
+ * its own blocks and inline elements: html.h). */
 static int parse_tag_list(const srv_request *req, srv_response *resp, dl_req *t, int i)
 {
     const char *name = TAG_LISTS[i];
@@ -257,8 +260,9 @@ static int parse_tag_list(const srv_request *req, srv_response *resp, dl_req *t,
     size_t k, total = 0;
     if (!v || json_is_null(v))
         return 0;
-    if (t->markup != MARKUP_XML)
-        return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter '%s' is supported with tag_handling 'xml' only", name);
+    if (t->markup != MARKUP_XML && (t->markup != MARKUP_HTML || i != 0))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter '%s' is supported with tag_handling 'xml'%s only", name,
+                        i == 0 ? " or 'html'" : "");
     if (!json_is_string(v) && !json_is_array(v))
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter '%s' must be a string or a list of strings", name);
     json_array_foreach(json_is_array(v) ? v : NULL, k, e) {
@@ -448,9 +452,8 @@ static int parse(srv_request *req, srv_response *resp, dl_req *t)
     srv_xml_tags tags = { t->tag_list[0], t->n_tag[0], t->tag_list[1], t->n_tag[1], t->tag_list[2], t->n_tag[2],
                           t->outline };
     int depth = req->srv->opts.max_html_depth;
-    if (t->markup == MARKUP_HTML && srv_markup_parse(&t->mk, t->to_decode, t->n_decode, depth, resp))
-        return -1;
-    if (t->markup == MARKUP_XML && srv_markup_parse_xml(&t->mk, t->to_decode, t->n_decode, &tags, depth, resp))
+    if (t->markup && srv_markup_parse_tags(&t->mk, t->to_decode, t->n_decode, t->markup == MARKUP_XML, &tags, depth,
+                                           resp))
         return -1;
     return pick_path(req, resp, t);
 }

@@ -151,7 +151,8 @@ static int in_set(GumboTag t, const GumboTag *set, size_t n)
 enum { M_FROZEN = 1 << 20,      /* inside a notranslate or never-translated element: its own attributes too */
        M_PURE = 1 << 21,        /* an inline element holding only text, inline and opaque items */
        M_FROZEN_IN = 1 << 22,   /* its children are frozen (it is never translated inside) */
-       M_DISPLACED = 1 << 23 }; /* out of its bytes' order (mark_displaced): its span is not its own */
+       M_DISPLACED = 1 << 23,   /* out of its bytes' order (mark_displaced): its span is not its own */
+       M_IGNORED = 1 << 24 };   /* named by the caller's ignore list: a point wherever it stands */
 
 enum kind { K_TEXT, K_INLINE, K_OPAQUE, K_BLOCK, K_SKIP, K_NONE };
 
@@ -174,6 +175,8 @@ static enum kind kind_of(const GumboNode *n)
     case GUMBO_NODE_ELEMENT: case GUMBO_NODE_TEMPLATE: {
         GumboTag t = n->v.element.tag;
         int inline_level = IN(t, INLINE) || IN(t, OPAQUE);
+        if (n->parse_flags & M_IGNORED)
+            return K_OPAQUE;
         if (n->parse_flags & M_FROZEN)
             return inline_level ? K_OPAQUE : K_SKIP;
         if (IN(t, OPAQUE) || n->type == GUMBO_NODE_TEMPLATE)
@@ -212,13 +215,33 @@ static int says_notranslate(const GumboNode *n, int inherited)
     return no;
 }
 
+/* The caller's ignore list (srv_html_parse_ignoring). */
+typedef struct {
+    const char *const *names;
+    int                n;
+} ignore_list;
+
+static const char *tag_name(const GumboNode *n, char *buf, size_t cap);
+
+static int ignored(const GumboNode *n, const ignore_list *ig)
+{
+    char buf[256];
+    const char *name = ig->n ? tag_name(n, buf, sizeof buf) : NULL;
+    for (int i = 0; name && i < ig->n; i++)
+        if (!strcasecmp(name, ig->names[i]))
+            return 1;
+    return 0;
+}
+
 /* The marks, top-down then bottom-up (the depth is bounded before this runs). */
-static void mark(GumboNode *n, int frozen)
+static void mark(GumboNode *n, int frozen, const ignore_list *ig)
 {
     const GumboVector *ch = children_of(n);
     if (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE) {
         GumboTag t = n->v.element.tag;
-        if (!frozen && says_notranslate(n, 0))
+        if (!frozen && ignored(n, ig))
+            n->parse_flags |= M_IGNORED;
+        if (!frozen && (says_notranslate(n, 0) || (n->parse_flags & M_IGNORED)))
             frozen = 1;
         if (frozen)
             n->parse_flags |= M_FROZEN;
@@ -231,7 +254,7 @@ static void mark(GumboNode *n, int frozen)
     int pure = 1;
     for (unsigned i = 0; ch && i < ch->length; i++) {
         GumboNode *c = ch->data[i];
-        mark(c, frozen);
+        mark(c, frozen, ig);
         enum kind k = kind_of(c);
         pure &= k == K_TEXT || k == K_OPAQUE || k == K_INLINE;
     }
@@ -562,6 +585,12 @@ static void mark_displaced(GumboNode *n, size_t *seen)
 
 mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err)
 {
+    return srv_html_parse_ignoring(src, len, max_depth, NULL, 0, out, err);
+}
+
+mt_status srv_html_parse_ignoring(const char *src, size_t len, int max_depth, const char *const *ignore, int n_ignore,
+                                  srv_html **out, mt_err *err)
+{
     *out = NULL;
     if (len > UINT32_MAX / 2)
         return mt_err_set(err, MT_ERR_TOO_LONG, "the HTML is over 2 GB");
@@ -606,7 +635,7 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
                         max_depth);
         goto fail;
     }
-    mark(h->out->document, 0);
+    mark(h->out->document, 0, &(ignore_list){ ignore, n_ignore });
     size_t seen = 0;
     mark_displaced(h->out->document, &seen);
     if (collect_block(h, h->out->document)) {

@@ -22,16 +22,17 @@ static mt_status parse_page(srv_markup *m, int i, const char *page, const srv_xm
 {
     if (m->xml)
         return srv_xmarkup_parse(page, strlen(page), tags, max_depth, &m->xml[i], err);
-    return srv_html_parse(page, strlen(page), max_depth, &m->pages[i], err);
+    return srv_html_parse_ignoring(page, strlen(page), max_depth, tags ? tags->ignore : NULL,
+                                   tags ? tags->n_ignore : 0, &m->pages[i], err);
 }
 
-static int parse_all(srv_markup *m, const char *const *pages, int n, const srv_xml_tags *tags, int max_depth,
-                     srv_response *resp)
+static int parse_all(srv_markup *m, const char *const *pages, int n, int xml, const srv_xml_tags *tags,
+                     int max_depth, srv_response *resp)
 {
     /* DeepL's words for XML it cannot read; then expat's */
-    const char *why = tags ? "Tag handling parsing failed, please check input: " : "";
+    const char *why = xml ? "Tag handling parsing failed, please check input: " : "";
     memset(m, 0, sizeof *m);
-    if (tags)
+    if (xml)
         m->xml = calloc((size_t)n + 1, sizeof *m->xml);
     else
         m->pages = calloc((size_t)n + 1, sizeof *m->pages);
@@ -63,13 +64,13 @@ static int parse_all(srv_markup *m, const char *const *pages, int n, const srv_x
 
 int srv_markup_parse(srv_markup *m, const char *const *pages, int n, int max_depth, srv_response *resp)
 {
-    return parse_all(m, pages, n, NULL, max_depth, resp);
+    return parse_all(m, pages, n, 0, NULL, max_depth, resp);
 }
 
-int srv_markup_parse_xml(srv_markup *m, const char *const *pages, int n, const srv_xml_tags *tags, int max_depth,
-                         srv_response *resp)
+int srv_markup_parse_tags(srv_markup *m, const char *const *pages, int n, int xml, const srv_xml_tags *tags,
+                          int max_depth, srv_response *resp)
 {
-    return parse_all(m, pages, n, tags, max_depth, resp);
+    return parse_all(m, pages, n, xml, tags, max_depth, resp);
 }
 
 static mt_status set_unit(srv_markup *m, int i, int k, const srv_tr_result *r, mt_err *err)

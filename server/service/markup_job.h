@@ -27,11 +27,12 @@ typedef struct {
 /* Parses pages[0..n) (they must outlive m).  0, or -1 with resp failed: 400
  * for a page nested deeper than max_depth. */
 int  srv_markup_parse(srv_markup *m, const char *const *pages, int n, int max_depth, srv_response *resp);
-/* The same for XML fragments (markup/xml.h) with DeepL's tag lists: 400
- * "Tag handling parsing failed, ..." with expat's message for one that is not
- * well-formed. */
-int  srv_markup_parse_xml(srv_markup *m, const char *const *pages, int n, const srv_xml_tags *tags, int max_depth,
-                          srv_response *resp);
+/* The same with DeepL's tag lists: xml 0, HTML pages with tags->ignore
+ * (srv_html_parse_ignoring; the other lists are not read); xml 1, XML
+ * fragments (markup/xml.h), 400 "Tag handling parsing failed, ..." with
+ * expat's message for one that is not well-formed. */
+int  srv_markup_parse_tags(srv_markup *m, const char *const *pages, int n, int xml, const srv_xml_tags *tags,
+                           int max_depth, srv_response *resp);
 /* res[0..n_units) (with their word links) back into the pages: out[0..n_pages)
  * malloc'd strings.  0, or -1 with resp failed (out of memory). */
 int  srv_markup_render(srv_markup *m, const srv_tr_result *res, char **out, srv_response *resp);

@@ -5,7 +5,7 @@
  * Every translation is checked against the same request to POST /translate
  * (the client's results must be the engine's, not a look-alike): one text and
  * several, source given and detected, split_sentences off / on / nonewlines,
- * tagHandling html, tagHandling xml with ignoreTags, splittingTags and
+ * tagHandling html (with ignoreTags too), tagHandling xml with ignoreTags, splittingTags and
  * outlineDetection off (the output read back by Python's xml.etree, an XML
  * parser that is not ours: the input's elements, the ignored element's
  * text, each unit's words the plain translation), malformed XML (a DeepLError
@@ -95,6 +95,9 @@ async function main() {
     equal('the page is POST /translate\'s with format html', r.text, await ours(HTML, 'en', 'fr', { format: 'html' }));
     check('the markup is kept', /^<p>[^<]*<b>[^<]+<\/b>[^<]*<a href="https:\/\/example\.org\/">[^<]+<\/a>[^<]*<\/p>$/.test(r.text),
           r.text);
+    const k = await tr.translateText('<p>Run <kbd>ls  -l</kbd> now.</p>', 'en', 'fr', { tagHandling: 'html', ignoreTags: ['kbd'] });
+    check('ignoreTags with html: the element byte for byte', k.text.includes('<kbd>ls  -l</kbd>') && k.text.startsWith('<p>'),
+          k.text);
   });
 
   /* Python's xml.etree (Debian's /usr/bin/python3) reads an XML text: its
