@@ -14,7 +14,6 @@
 #include "util/strbuf.h"
 #include "util/utf8.h"
 #include "inline.h"
-#include "tgt_store.h"
 
 /* ---- the parse tree's memory ------------------------------------------------------
  * gumbo allocates from an arena of ours and never frees: its own
@@ -265,18 +264,11 @@ static void mark(GumboNode *n, int frozen, const ignore_list *ig)
 /* ---- the units ----------------------------------------------------------------------- */
 
 typedef struct {
-    char  *text;                /* what is translated */
+    srv_iunit iu;               /* its text, whitespace, records, translation */
     /* a text unit: the run of children [first, first + count) of container */
     const GumboNode *container;
     unsigned first, count;
-    int    first_rec, n_rec;
-    char  *lead, *trail;        /* its whitespace before and after, written as they were */
     const GumboAttribute *attr; /* an attribute unit: this one */
-    /* srv_html_set */
-    char  *tgt;
-    size_t tgt_len;
-    long  *links;               /* [n_links][4] */
-    int    n_links;
 } unit;
 
 struct srv_html {
@@ -344,11 +336,11 @@ static int attr_units(srv_html *h, const GumboNode *n)
         while (end > v && is_html_space(end[-1]))
             end--;
         unit *u = new_unit(h);
-        if (!u || !(u->text = collapsed(v, (size_t)(end - v))) ||
-            !(u->lead = strndup(a->value, (size_t)(v - a->value))) || !(u->trail = strdup(end)))
+        if (!u || !(u->iu.text = collapsed(v, (size_t)(end - v))) ||
+            !(u->iu.lead = strndup(a->value, (size_t)(v - a->value))) || !(u->iu.trail = strdup(end)))
             return -1;
         u->attr = a;
-        u->first_rec = h->recs.n;
+        u->iu.first_rec = h->recs.n;
     }
     return 0;
 }
@@ -389,17 +381,14 @@ static int collect_run(srv_html *h, const GumboNode *n, unsigned first, unsigned
     int unit0 = h->n;
     for (unsigned i = first; i < first + count && !b.oom; i++)
         collect_item(h, &b, ch->data[i]);
-    unit tu = { .container = n, .first = first, .count = count, .first_rec = b.rec0 };
-    int words = srv_ib_finish(&b, &tu.text, &tu.lead, &tu.trail);
+    unit tu = { .container = n, .first = first, .count = count };
+    int words = srv_ib_finish(&b, &tu.iu);
     if (words <= 0)             /* nothing to translate: written as it is */
         return words;
-    tu.n_rec = h->recs.n - b.rec0;
     /* the text unit goes before the attribute units collected inside it */
     unit *u = new_unit(h);
     if (!u) {
-        free(tu.text);
-        free(tu.lead);
-        free(tu.trail);
+        srv_iunit_free(&tu.iu);
         return -1;
     }
     memmove(&h->u[unit0 + 1], &h->u[unit0], sizeof *u * (size_t)(h->n - 1 - unit0));
@@ -653,13 +642,8 @@ void srv_html_free(srv_html *h)
 {
     if (!h)
         return;
-    for (int i = 0; i < h->n; i++) {
-        free(h->u[i].text);
-        free(h->u[i].lead);
-        free(h->u[i].trail);
-        free(h->u[i].tgt);
-        free(h->u[i].links);
-    }
+    for (int i = 0; i < h->n; i++)
+        srv_iunit_free(&h->u[i].iu);
     free(h->u);
     free(h->recs.r);
     arena_release(h->arena.head);
@@ -668,14 +652,13 @@ void srv_html_free(srv_html *h)
 }
 
 int srv_html_units(const srv_html *h) { return h->n; }
-const char *srv_html_unit(const srv_html *h, int i) { return i >= 0 && i < h->n ? h->u[i].text : NULL; }
+const char *srv_html_unit(const srv_html *h, int i) { return i >= 0 && i < h->n ? h->u[i].iu.text : NULL; }
 
 mt_status srv_html_set(srv_html *h, int i, const char *text, size_t len, const long *links, int n_links, mt_err *err)
 {
     if (i < 0 || i >= h->n || n_links < 0)
         return mt_err_set(err, MT_ERR_INPUT, "no unit %d", i);
-    unit *u = &h->u[i];
-    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
+    return srv_iunit_set(&h->u[i].iu, text, len, links, n_links, err);
 }
 
 /* ---- writing it out ------------------------------------------------------------------ */
@@ -760,10 +743,11 @@ static void put_attr_value(writer *w, const unit *u)
 {
     const GumboStringPiece *o = &u->attr->original_value;
     char q = o->length && o->data[0] == '\'' ? '\'' : '"';
-    const char *t = u->tgt ? u->tgt : u->text;
-    size_t n = u->tgt ? u->tgt_len : strlen(u->text), run = 0;
+    const srv_iunit *iu = &u->iu;
+    const char *t = iu->tgt ? iu->tgt : iu->text;
+    size_t n = iu->tgt ? iu->tgt_len : strlen(iu->text), run = 0;
     put(w, &q, 1);
-    puts_(w, u->lead);
+    puts_(w, iu->lead);
     for (size_t i = 0; i <= n; i++) {       /* & < > escaped; and the quote: &quot; or &#39; */
         if (i < n && t[i] != '\'')
             continue;
@@ -772,7 +756,7 @@ static void put_attr_value(writer *w, const unit *u)
             puts_(w, q == '\'' ? "&#39;" : "'");
         run = i + 1;
     }
-    puts_(w, u->trail);
+    puts_(w, iu->trail);
     put(w, &q, 1);
 }
 
@@ -1036,11 +1020,8 @@ static void w_whole(void *ctx, const void *node) { write_node(ctx, node); }
 static void write_unit(writer *w, const unit *u)
 {
     srv_iwriter iw = { w_text, w_open, w_close, w_whole, w };
-    const srv_irec *recs = w->h->recs.r ? w->h->recs.r + u->first_rec : NULL;    /* none yet: no pointer */
-    puts_(w, u->lead);
-    if (srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, recs, u->n_rec, &iw))
+    if (srv_iunit_write(&u->iu, &w->h->recs, &iw))
         w->oom = 1;
-    puts_(w, u->trail);
 }
 
 static void write_block(writer *w, const GumboNode *n);
@@ -1052,7 +1033,7 @@ static void write_run(writer *w, const GumboNode *n, unsigned first, unsigned co
     while (w->next_text < h->n && h->u[w->next_text].attr)
         w->next_text++;
     const unit *u = w->next_text < h->n ? &h->u[w->next_text] : NULL;
-    if (u && u->container == n && u->first == first && u->tgt) {
+    if (u && u->container == n && u->first == first && u->iu.tgt) {
         w->next_text++;
         write_unit(w, u);
         return;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tgt_store.h"
 #include "text/points.h"
 #include "util/check.h"
 #include "util/utf8.h"
@@ -122,7 +123,7 @@ void srv_ib_close(srv_ibuild *b, int r, int ws)
     rs->r[r].n_desc = rs->n - r - 1;
 }
 
-int srv_ib_finish(srv_ibuild *b, char **text, char **lead, char **trail)
+int srv_ib_finish(srv_ibuild *b, srv_iunit *u)
 {
     srv_irecs *rs = b->recs;
     for (int p = 0; p < b->n_pend; p++)         /* inline elements that held no character */
@@ -134,9 +135,11 @@ int srv_ib_finish(srv_ibuild *b, char **text, char **lead, char **trail)
         rs->n = b->rec0;
         rc = ok ? 0 : -1;
     } else {
-        *text = b->t.p;
-        *lead = b->lead.p;
-        *trail = b->trail.p;
+        u->text = b->t.p;
+        u->lead = b->lead.p;
+        u->trail = b->trail.p;
+        u->first_rec = b->rec0;
+        u->n_rec = rs->n - b->rec0;
         b->t.p = b->lead.p = b->trail.p = NULL;
         rc = 1;
     }
@@ -375,5 +378,29 @@ done:
     free(cpb);
     free(ts);
     free(te);
+    return rc;
+}
+
+void srv_iunit_free(srv_iunit *u)
+{
+    free(u->text);
+    free(u->lead);
+    free(u->trail);
+    free(u->tgt);
+    free(u->links);
+    memset(u, 0, sizeof *u);
+}
+
+mt_status srv_iunit_set(srv_iunit *u, const char *text, size_t len, const long *links, int n_links, mt_err *err)
+{
+    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
+}
+
+int srv_iunit_write(const srv_iunit *u, const srv_irecs *recs, const srv_iwriter *w)
+{
+    const srv_irec *r = recs->r ? recs->r + u->first_rec : NULL;    /* none yet: no pointer */
+    w->text(w->ctx, u->lead, strlen(u->lead));
+    int rc = srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, r, u->n_rec, w);
+    w->text(w->ctx, u->trail, strlen(u->trail));
     return rc;
 }

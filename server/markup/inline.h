@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "util/status.h"
 #include "util/strbuf.h"
 
 typedef struct {
@@ -43,6 +44,18 @@ typedef struct {
     int       n;
     size_t    cap;
 } srv_irecs;
+
+/* A unit: what is translated, its whitespace around, its records; once set,
+ * its translation and word links. */
+typedef struct {
+    char  *text;                /* what is translated */
+    char  *lead, *trail;        /* its whitespace before and after, written as they were */
+    int    first_rec, n_rec;    /* its records in the document's srv_irecs */
+    char  *tgt;                 /* srv_iunit_set: the translation ... */
+    size_t tgt_len;
+    long  *links;               /* ... its links [n_links][4] */
+    int    n_links;
+} srv_iunit;
 
 /* A unit's text as it is built.  Zero it with .recs set and .after = -1
  * (SRV_IBUILD), free what it holds with srv_ib_done. */
@@ -76,10 +89,13 @@ int  srv_ib_point(srv_ibuild *b, const void *node);
 int  srv_ib_open(srv_ibuild *b, const void *node);
 /* Its end; ws: b->ws as it was when it opened. */
 void srv_ib_close(srv_ibuild *b, int r, int ws);
-/* The run is over: 1 when it has words, and then *text, *lead, *trail are
- * the builder's (malloc'd, the caller owns them); 0: nothing to translate
- * (its records are dropped); -1 out of memory.  Frees the rest. */
-int  srv_ib_finish(srv_ibuild *b, char **text, char **lead, char **trail);
+/* The run is over: 1 when it has words, and then u (zeroed before) holds its
+ * text, whitespace and records (free with srv_iunit_free); 0: nothing to
+ * translate (its records are dropped); -1 out of memory.  Frees the rest. */
+int  srv_ib_finish(srv_ibuild *b, srv_iunit *u);
+void srv_iunit_free(srv_iunit *u);
+/* Its translation text[0..len) and links [n_links][4] (html.h's srv_html_set), copied. */
+mt_status srv_iunit_set(srv_iunit *u, const char *text, size_t len, const long *links, int n_links, mt_err *err);
 
 /* How a unit is written: every callback gets ctx. */
 typedef struct {
@@ -96,5 +112,9 @@ typedef struct {
  * or -1 out of memory (nothing sensible written). */
 int  srv_inline_write(const char *src, const char *tgt, size_t tgt_len, const long *links, int n_links,
                       const srv_irec *recs, int n_rec, const srv_iwriter *w);
+/* A translated unit whole: its lead, the translation with its records
+ * (srv_inline_write), its trail (the whitespace through w->text).  0, or -1
+ * out of memory. */
+int  srv_iunit_write(const srv_iunit *u, const srv_irecs *recs, const srv_iwriter *w);
 
 #endif

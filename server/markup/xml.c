@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "inline.h"
-#include "tgt_store.h"
 #include "util/check.h"
 #include "util/strbuf.h"
 #include "xml_tree.h"
@@ -22,15 +21,8 @@ static const char ROOT_OPEN[] = "<mtserve-fragment>", ROOT_CLOSE[] = "</mtserve-
 enum kind { K_NONE, K_TEXT, K_INLINE, K_OPAQUE, K_BLOCK };
 
 typedef struct {
-    char  *text;                /* what is translated */
-    char  *lead, *trail;        /* its whitespace before and after, written as they were */
-    size_t start, end;          /* the run's bytes in x->buf */
-    int    first_rec, n_rec;
-    /* srv_xmarkup_set */
-    char  *tgt;
-    size_t tgt_len;
-    long  *links;               /* [n_links][4] */
-    int    n_links;
+    srv_iunit iu;
+    size_t    start, end;       /* the run's bytes in x->buf */
 } unit;
 
 struct srv_xmarkup {
@@ -126,15 +118,12 @@ static int collect_run(srv_xmarkup *x, const srv_xml_node *first, const srv_xml_
 {
     srv_ibuild b = SRV_IBUILD(&x->recs);
     collect_items(x, &b, first, end);
-    unit nu = { .start = first->start, .end = last->end, .first_rec = b.rec0 };
-    int words = srv_ib_finish(&b, &nu.text, &nu.lead, &nu.trail);
+    unit nu = { .start = first->start, .end = last->end };
+    int words = srv_ib_finish(&b, &nu.iu);
     if (words <= 0)
         return words;
-    nu.n_rec = x->recs.n - b.rec0;
     if (mt_grow(&x->u, &x->cap, (size_t)x->n + 1, sizeof *x->u, 16)) {
-        free(nu.text);
-        free(nu.lead);
-        free(nu.trail);
+        srv_iunit_free(&nu.iu);
         return -1;
     }
     x->u[x->n++] = nu;
@@ -218,13 +207,8 @@ void srv_xmarkup_free(srv_xmarkup *x)
 {
     if (!x)
         return;
-    for (int i = 0; i < x->n; i++) {
-        free(x->u[i].text);
-        free(x->u[i].lead);
-        free(x->u[i].trail);
-        free(x->u[i].tgt);
-        free(x->u[i].links);
-    }
+    for (int i = 0; i < x->n; i++)
+        srv_iunit_free(&x->u[i].iu);
     free(x->u);
     free(x->recs.r);
     srv_xml_free(x->doc);
@@ -233,15 +217,14 @@ void srv_xmarkup_free(srv_xmarkup *x)
 }
 
 int srv_xmarkup_units(const srv_xmarkup *x) { return x->n; }
-const char *srv_xmarkup_unit(const srv_xmarkup *x, int i) { return i >= 0 && i < x->n ? x->u[i].text : NULL; }
+const char *srv_xmarkup_unit(const srv_xmarkup *x, int i) { return i >= 0 && i < x->n ? x->u[i].iu.text : NULL; }
 
 mt_status srv_xmarkup_set(srv_xmarkup *x, int i, const char *text, size_t len, const long *links, int n_links,
                           mt_err *err)
 {
     if (i < 0 || i >= x->n || n_links < 0)
         return mt_err_set(err, MT_ERR_INPUT, "no unit %d", i);
-    unit *u = &x->u[i];
-    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
+    return srv_iunit_set(&x->u[i].iu, text, len, links, n_links, err);
 }
 
 /* ---- writing it out ------------------------------------------------------------------ */
@@ -301,14 +284,11 @@ mt_status srv_xmarkup_render(const srv_xmarkup *x, char **out, size_t *len, mt_e
     size_t at = root->tag_end;                  /* the root's own tags are not written */
     for (int i = 0; i < x->n; i++) {
         const unit *u = &x->u[i];
-        if (!u->tgt)
+        if (!u->iu.tgt)
             continue;
         put(&w, x->buf + at, u->start - at);
-        const srv_irec *recs = x->recs.r ? x->recs.r + u->first_rec : NULL;     /* none yet: no pointer */
-        put(&w, u->lead, strlen(u->lead));
-        if (srv_inline_write(u->text, u->tgt, u->tgt_len, u->links, u->n_links, recs, u->n_rec, &iw))
+        if (srv_iunit_write(&u->iu, &x->recs, &iw))
             w.oom = 1;
-        put(&w, u->trail, strlen(u->trail));
         at = u->end;
     }
     put(&w, x->buf + at, root->content_end - at);
