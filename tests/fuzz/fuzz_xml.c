@@ -9,7 +9,7 @@
  *     is well-formed and has the input's markup byte for byte, in the same
  *     nesting and order (tests/xml_check.h, read by xml_tree.c directly);
  *     with the words in place, its units hold the input's characters
- *     (whitespace aside).
+ *     (whitespace aside, Unicode's: mt_utf8_is_space).
  * The first byte picks the translation (mod 4; 3: none) and the tag lists
  * (bits 2-5: outline detection, ignore "a" and "x:b", splitting "p",
  * non-splitting "d"); the rest is the text. */
@@ -20,14 +20,22 @@
 #include "markup/xml.h"
 #include "util/utf8.h"
 
-/* The units of x, one after another, without whitespace: malloc'd. */
+/* The units of x, one after another, without whitespace (Unicode's, as the
+ * words are cut: U+FEFF too, which a tag may leave outside its word, and which
+ * at the very start of a text is its byte order mark): malloc'd. */
 static char *unit_chars(const srv_xmarkup *x)
 {
     mt_sbuf b = { 0 };
-    for (int i = 0; i < srv_xmarkup_units(x); i++)
-        for (const char *u = srv_xmarkup_unit(x, i); *u; u++)
-            if (!strchr(" \t\r\n", *u))
-                mt_sb_add(&b, u, 1);
+    for (int i = 0; i < srv_xmarkup_units(x); i++) {
+        const char *u = srv_xmarkup_unit(x, i);
+        for (size_t k = 0, n = strlen(u); k < n;) {
+            uint32_t c;
+            size_t m = mt_utf8_next(u + k, n - k, &c);
+            if (!mt_utf8_is_space(c))
+                mt_sb_add(&b, u + k, m);
+            k += m;
+        }
+    }
     mt_sb_add(&b, "", 0);
     return b.p;
 }
