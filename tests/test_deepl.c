@@ -5,6 +5,12 @@
  *     billed_characters; source detected, and detected as the target: sent back;
  *   - split_sentences 0 / 1 / nonewlines and tag_handling html each equal the
  *     POST /translate request they stand for;
+ *   - tag_handling xml with ignore_tags, splitting_tags, outline_detection=0,
+ *     as JSON arrays and as a form's comma lists: each unit's words are its
+ *     plain translation, the ignored element, CDATA, comments and PIs come back
+ *     byte for byte, libxml2 reads the output with the input's elements;
+ *     malformed XML is 400 with expat's message; ignore_tags with html keeps
+ *     its element byte for byte, the other words the plain translation's;
  *   - /v2/languages (source, target with DeepL's variants) and /v2/usage: the
  *     count is the code points sent, per key, given back for failed requests,
  *     456 past char-quota, kept across a restart in --usage-file;
@@ -26,6 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 
 #include "harness.h"
 
@@ -222,6 +231,155 @@ static void test_tag_handling(void **state)
     free(b);
     json_decref(body);
     free(want);
+}
+
+/* s without its tags, whitespace runs made one space, trimmed: malloc'd. */
+static char *words_of(const char *s)
+{
+    char *o = malloc(strlen(s) + 1);
+    size_t k = 0;
+    int in_tag = 0;
+    for (; *s; s++) {
+        if (*s == '<' || *s == '>') {
+            in_tag = *s == '<';
+            continue;
+        }
+        if (in_tag)
+            continue;
+        if (*s == ' ' || *s == '\n' || *s == '\t') {
+            if (k && o[k - 1] != ' ')
+                o[k++] = ' ';
+            continue;
+        }
+        o[k++] = *s;
+    }
+    while (k && o[k - 1] == ' ')
+        k--;
+    o[k] = 0;
+    return o;
+}
+
+/* The names of out's elements in document order, read by libxml2 (wrapped in a root). */
+static char *element_names(const char *out)
+{
+    size_t n = strlen(out);
+    char *w = malloc(n + 8), *names = calloc(1, n + 2);
+    sprintf(w, "<r>%s</r>", out);
+    xmlDocPtr doc = xmlReadMemory(w, (int)strlen(w), NULL, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR);
+    assert_non_null(doc);
+    xmlNodePtr stack[64];
+    int top = 0;
+    stack[top++] = xmlDocGetRootElement(doc)->children;
+    while (top) {
+        xmlNodePtr c = stack[--top];
+        if (!c)
+            continue;
+        stack[top++] = c->next;
+        if (c->type == XML_ELEMENT_NODE) {
+            strcat(names, (const char *)c->name);
+            strcat(names, " ");
+            if (top < 63)
+                stack[top++] = c->children;
+        }
+    }
+    xmlFreeDoc(doc);
+    free(w);
+    return names;
+}
+
+static void test_tag_handling_xml(void **state)
+{
+    (void)state;
+    const char *doc = "<doc><par>The <b>red</b> car is here.</par>\n<note>Keep <b>this</b> as it is.</note>"
+                      "<par a='1'>The cat <x/> sleeps.</par></doc>";
+    json_t *body = json_pack("{s:[s],s:s,s:s,s:s,s:[s],s:s,s:s}", "text", doc, "source_lang", "EN", "target_lang",
+                             "FR", "tag_handling", "xml", "ignore_tags", "note", "splitting_tags", "par",
+                             "outline_detection", "0");
+    char *b = json_dumps(body, 0);
+    json_t *list = dl_translations(KEY_A, b);
+    const char *out = tr_text(list, 0);
+    print_message("    %s\n", out);
+    assert_non_null(strstr(out, "\n<note>Keep <b>this</b> as it is.</note><par a='1'>"));    /* byte for byte */
+    assert_int_equal(strncmp(out, "<doc><par>", 10), 0);
+    char *names = element_names(out);
+    assert_string_equal(names, "doc par b note b par x ");
+    free(names);
+    /* each par's words are the plain translation of its sentence */
+    const char *second = strstr(out, "<par a='1'>");
+    char first_par[512];
+    snprintf(first_par, sizeof first_par, "%.*s", (int)(strstr(out, "</par>") - out), out);
+    char *w1 = words_of(first_par), *w2 = words_of(second);
+    char *p1 = ours("The red car is here.", "en", "fr", NULL), *p2 = ours("The cat sleeps.", "en", "fr", NULL);
+    assert_string_equal(w1, p1);
+    assert_string_equal(w2, p2);
+    free(w1), free(w2), free(p1), free(p2);
+    /* the form deepl-node sends: comma lists, "0"; the same answer */
+    char form[1024];
+    snprintf(form, sizeof form, "text=%s&source_lang=EN&target_lang=FR&tag_handling=xml&ignore_tags=note,%%20skip"
+             "&splitting_tags=par,title&outline_detection=0",
+             "%3Cdoc%3E%3Cpar%3EThe%20%3Cb%3Ered%3C/b%3E%20car%20is%20here.%3C/par%3E%0A%3Cnote%3EKeep%20%3Cb%3Ethis"
+             "%3C/b%3E%20as%20it%20is.%3C/note%3E%3Cpar%20a='1'%3EThe%20cat%20%3Cx/%3E%20sleeps.%3C/par%3E%3C/doc%3E");
+    json_t *list2 = dl_translations(KEY_A, form);
+    assert_string_equal(tr_text(list2, 0), out);
+    json_decref(list2);
+    json_decref(list);
+    free(b);
+    json_decref(body);
+    /* what is not translated comes back as it was */
+    const char *raw = "<p q='1'>Hello <![CDATA[<raw> & x]]> world <?pi x?><!-- c --> <br/></p>";
+    body = json_pack("{s:[s],s:s,s:s,s:s}", "text", raw, "source_lang", "EN", "target_lang", "FR", "tag_handling",
+                     "xml");
+    b = json_dumps(body, 0);
+    list = dl_translations(KEY_A, b);
+    out = tr_text(list, 0);
+    print_message("    %s\n", out);
+    const char *keep[] = { "<p q='1'>", "<![CDATA[<raw> & x]]>", "<?pi x?>", "<!-- c -->", "<br/>", "</p>" };
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        assert_non_null(strstr(out, keep[i]));
+    assert_string_not_equal(out, raw);              /* translated */
+    json_decref(list);
+    free(b);
+    json_decref(body);
+    /* ignore_tags with html: the element kept byte for byte, the rest translated as without it */
+    const char *page = "<p>The red car is <kbd>ls  -l</kbd> here.</p>";
+    body = json_pack("{s:[s],s:s,s:s,s:s,s:s}", "text", page, "source_lang", "EN", "target_lang", "FR", "tag_handling",
+                     "html", "ignore_tags", "kbd");
+    b = json_dumps(body, 0);
+    list = dl_translations(KEY_A, b);
+    out = tr_text(list, 0);
+    print_message("    %s\n", out);
+    assert_non_null(strstr(out, "<kbd>ls  -l</kbd>"));
+    char *w = words_of(out), *plain = ours("The red car is here.", "en", "fr", NULL);
+    char *wk = words_of(plain);
+    /* the words: the plain sentence's, with the kept element's where the alignment put it */
+    char *at = strstr(w, "ls -l");
+    assert_non_null(at);
+    memmove(at, at + 5, strlen(at + 5) + 1);
+    char *ws = words_of(w);
+    assert_string_equal(ws, wk);
+    free(w), free(plain), free(wk), free(ws);
+    json_decref(list);
+    free(b);
+    json_decref(body);
+    /* malformed: 400 with the parser's words; the other tag lists with html, any without tag handling: refused */
+    static const struct {
+        const char *body, *says;
+    } bad[] = {
+        { "text=%3Cp%3Ex%3C/b%3E&target_lang=FR&source_lang=EN&tag_handling=xml", "mismatched tag" },
+        { "text=%3Cp%3E%26nbsp;%3C/p%3E&target_lang=FR&source_lang=EN&tag_handling=xml", "undefined entity" },
+        { "text=x&target_lang=FR&tag_handling=html&splitting_tags=x", "splitting_tags" },
+        { "text=x&target_lang=FR&splitting_tags=x", "splitting_tags" },
+        { "{\"text\": \"x\", \"target_lang\": \"FR\", \"tag_handling\": \"xml\", \"non_splitting_tags\": [1]}",
+          "non_splitting_tags" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        reply r = dl("POST", "/v2/translate", KEY_A, bad[i].body);
+        const char *msg = dl_error(&r, 400);
+        print_message("    %s -> %s\n", bad[i].body, msg);
+        assert_non_null(strstr(msg, bad[i].says));
+        if (i < 2)
+            assert_non_null(strstr(msg, "Tag handling parsing failed"));
+    }
 }
 
 /* The query string's fields stand for a body's (LibreTranslate's Flask reads request.values). */
@@ -678,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_translate_json_detected),
         cmocka_unit_test(test_split_sentences),
         cmocka_unit_test(test_tag_handling),
+        cmocka_unit_test(test_tag_handling_xml),
         cmocka_unit_test(test_query_fields),
         cmocka_unit_test(test_languages),
         cmocka_unit_test(test_usage_and_quota),

@@ -77,6 +77,44 @@ static void test_units_not_translated(void **state)
                  "<p>Say <img src=a.png> it.</p>", want, 2);
 }
 
+/* DeepL's ignore_tags (srv_html_parse_ignoring): elements of those names, any
+ * case, never translated and kept byte for byte, a point inside a sentence,
+ * a block among blocks included. */
+static void test_ignore_list(void **state)
+{
+    (void)state;
+    const char *page = "<p>Run <kbd>ls  -l</kbd> now <keep title=t>A &amp; <b>B</b></keep>.</p>"
+                       "<KEEP><p>Not this</p></KEEP><p>Yes <b>indeed</b></p>";
+    const char *const names[] = { "kbd", "keep" };
+    for (int mode = 0; mode < 3; mode++) {
+        srv_html *h = NULL;
+        mt_err err = { 0 };
+        assert_int_equal(srv_html_parse_ignoring(page, strlen(page), 64, names, 2, &h, &err), MT_OK);
+        assert_int_equal(srv_html_units(h), 2);             /* not even the title attribute */
+        assert_string_equal(srv_html_unit(h, 0), "Run now .");
+        assert_string_equal(srv_html_unit(h, 1), "Yes indeed");
+        mt_sbuf sb = { 0 };
+        for (int i = 0; i < srv_html_units(h); i++)
+            assert_int_equal(html_fake_translate(h, i, mode, 3, &sb), 0);
+        free(sb.p);
+        char *out;
+        size_t len;
+        assert_int_equal(srv_html_render(h, &out, &len, &err), MT_OK);
+        const char *keep[] = { "<kbd>ls  -l</kbd>", "<keep title=t>A &amp; <b>B</b></keep>",
+                               "<KEEP><p>Not this</p></KEEP>" };
+        for (int k = 0; k < 3; k++) {
+            const char *at = strstr(out, keep[k]);
+            assert_non_null(at);
+            assert_null(strstr(at + 1, keep[k]));
+        }
+        free(out);
+        srv_html_free(h);
+    }
+    /* without the list: translated as before (an unknown element is a block) */
+    const char *want[] = { "Run ls -l now", "t", "A & B", ".", "Not this", "Yes indeed" };
+    expect_units(page, want, 6);
+}
+
 static void test_units_attributes(void **state)
 {
     (void)state;
@@ -415,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_units_text),
         cmocka_unit_test(test_units_block_boundaries),
         cmocka_unit_test(test_units_not_translated),
+        cmocka_unit_test(test_ignore_list),
         cmocka_unit_test(test_units_attributes),
         cmocka_unit_test(test_identity_is_byte_exact),
         cmocka_unit_test(test_tags_follow_words),

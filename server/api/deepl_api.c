@@ -6,7 +6,9 @@
  * POST /v2/translate  form (text=...&text=..., what deepl-node sends) or JSON
  *                     {"text": [strings], "target_lang", "source_lang"?,
  *                      "split_sentences"?, "preserve_formatting"?, "tag_handling"?,
- *                      "formality"?, "context"?, "show_billed_characters"?, ...}
+ *                      "formality"?, "context"?, "show_billed_characters"?,
+ *                      "ignore_tags"?, "splitting_tags"?, "non_splitting_tags"?,
+ *                      "outline_detection"?, ...}
  *                  -> {"translations": [{"detected_source_language": "EN",
  *                      "text": "...", "billed_characters"?: N}]}
  * GET|POST /v2/languages?type=source|target
@@ -32,15 +34,37 @@
  *                    before it; none when no space is left there).
  *   preserve_formatting  accepted: whitespace and punctuation around the
  *                    sentences are always kept as sent.
- *   tag_handling     "html" and "xml": the markup is kept and the tags placed by
- *                    word alignment (format html of /translate, markup_job.h);
- *                    ignore_tags, non_splitting_tags, splitting_tags are refused
- *                    (400) rather than ignored.
+ *   tag_handling     "html": the page read as HTML5 (format html of /translate,
+ *                    markup/html.h); "xml": the text read as an XML fragment by
+ *                    expat (markup/xml.h: self-closing tags of any name, CDATA,
+ *                    comments, PIs, case-sensitive names), every byte outside the
+ *                    translated text kept as sent.  Both through markup_job.h: the
+ *                    inline tags placed around the target words aligned to the
+ *                    words they wrapped (markup/inline.h, one placement for both).
+ *                    XML that is not well-formed: 400 "Tag handling parsing
+ *                    failed, please check input: " and expat's message and line
+ *                    (DeepL's v2 words); nesting past --max-html-depth: 400.
+ *                    With xml, split_sentences' default nonewlines joins nothing:
+ *                    a unit's whitespace runs are one space already, and the line
+ *                    breaks between units are kept.
+ *   ignore_tags, splitting_tags, non_splitting_tags  element names as written,
+ *                    comma-separated (deepl-node joins its arrays so) or a JSON
+ *                    array: ignore_tags' elements are never translated, kept byte
+ *                    for byte and placed as a point inside their sentence (xml, and
+ *                    html too: srv_html_parse_ignoring, names in any case there);
+ *                    splitting_tags' always split, non_splitting_tags' never do
+ *                    (xml only: HTML's elements have their own kinds).  A list
+ *                    that does not apply: 400, rather than ignored.
+ *   outline_detection  (xml) "1", the default: the structure is detected, an
+ *                    element holding only elements and whitespace, or standing
+ *                    among elements only, splits, one standing in text does not
+ *                    (markup/xml.h); "0": only splitting_tags split, as DeepL's
+ *                    "customized outline detection" describes.
  *   formality        the models have none: "default", "prefer_more" and
  *                    "prefer_less" translate as usual, "more" and "less" are
  *                    refused (400), as DeepL refuses them for such a language.
- *   context, model_type, outline_detection, tag_handling_version  accepted; the
- *                    models take no context and have one type.
+ *   context, model_type, tag_handling_version  accepted; the models take no
+ *                    context and have one type, and there is one tag handling.
  *   glossary_id      a glossary of /v2 or /v3/glossaries (deepl_glossary_api.c) made with
  *                    the same key: its dictionary for source_lang -> target_lang is the
  *                    request's terms (source_lang required, as DeepL requires it).
@@ -102,6 +126,11 @@ static const char *upper(const char *code, char *out, size_t cap)
 /* ---- POST /v2/translate ----------------------------------------------------------- */
 
 enum { SPLIT_NONE, SPLIT_ALL, SPLIT_NO_NEWLINES };
+enum { MARKUP_NONE, MARKUP_HTML, MARKUP_XML };
+
+/* DeepL's tag lists, in this order in dl_req. */
+static const char *const TAG_LISTS[] = { "ignore_tags", "splitting_tags", "non_splitting_tags" };
+#define N_TAG_LISTS 3
 
 typedef struct {
     const char **texts;          /* every text, as sent (borrowed from req->json) */
@@ -116,6 +145,10 @@ typedef struct {
     const char  *source, *target;   /* as the models spell them; source NULL: detect */
     const char  *detected;       /* the source language reported */
     int          split, markup, billed, unchanged, placeholders;
+    int          outline;        /* outline_detection (default 1) */
+    char        *tag_text[N_TAG_LISTS];     /* the tag lists' names, NUL-separated ... */
+    const char **tag_list[N_TAG_LISTS];     /* ... and each list */
+    int          n_tag[N_TAG_LISTS];
     srv_markup   mk;
     srv_path     path;
     srv_trjob   *job;
@@ -135,8 +168,7 @@ static const char *const KNOWN[] = {
 };
 /* ... and those of them refused: not implemented here, so never half-done. */
 static const char *const REFUSED[] = {
-    "glossary_ids", "ignore_tags", "non_splitting_tags", "splitting_tags", "custom_instructions",
-    "style_id", "translation_memory_id",
+    "glossary_ids", "custom_instructions", "style_id", "translation_memory_id",
 };
 
 static int in_list(const char *name, const char *const *list, int n)
@@ -217,6 +249,57 @@ static int choice(const srv_request *req, srv_response *resp, const char *name, 
     return srv_fail(resp, SRV_E_INVALID_FIELD, "Value for '%s' not supported.", name);
 }
 
+/* Tag list i: DeepL's comma-separated string (what deepl-node sends), or a
+ * JSON array of names (each may hold commas too).  Names trimmed, empty ones
+ * dropped.  Only with tag_handling xml; ignore_tags with html too (HTML has
+ * its own blocks and inline elements: html.h). */
+static int parse_tag_list(const srv_request *req, srv_response *resp, dl_req *t, int i)
+{
+    const char *name = TAG_LISTS[i];
+    json_t *v = json_object_get(req->json, name), *e;
+    size_t k, total = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (t->markup != MARKUP_XML && (t->markup != MARKUP_HTML || i != 0))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter '%s' is supported with tag_handling 'xml'%s only", name,
+                        i == 0 ? " or 'html'" : "");
+    if (!json_is_string(v) && !json_is_array(v))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter '%s' must be a string or a list of strings", name);
+    json_array_foreach(json_is_array(v) ? v : NULL, k, e) {
+        if (!json_is_string(e))
+            return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter '%s' must hold strings (entry %zu does not)", name,
+                            k);
+        total += json_string_length(e) + 1;
+    }
+    if (json_is_string(v))
+        total = json_string_length(v) + 1;
+    char *buf = t->tag_text[i] = malloc(total + 1), *o = buf;
+    const char **list = t->tag_list[i] = calloc(total / 2 + 2, sizeof *list);  /* a name takes a byte and a comma */
+    if (!buf || !list)
+        return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
+    for (k = 0; k < (json_is_array(v) ? json_array_size(v) : 1); k++) {
+        const char *s = json_string_value(json_is_array(v) ? json_array_get(v, k) : v);
+        for (;;) {
+            size_t n = strcspn(s, ",");
+            const char *a = s, *b = s + n;
+            while (a < b && isspace((unsigned char)*a))
+                a++;
+            while (b > a && isspace((unsigned char)b[-1]))
+                b--;
+            if (b > a) {
+                memcpy(o, a, (size_t)(b - a));
+                list[t->n_tag[i]++] = o;
+                o += b - a;
+                *o++ = 0;
+            }
+            if (!s[n])
+                break;
+            s += n + 1;
+        }
+    }
+    return 0;
+}
+
 static int parse_settings(const srv_request *req, srv_response *resp, dl_req *t)
 {
     static const char *const splits[] = { "0", "1", "nonewlines", NULL };
@@ -226,18 +309,22 @@ static int parse_settings(const srv_request *req, srv_response *resp, dl_req *t)
                                           NULL };
     int tag = -1, split = -1, form = 0, model = 0, ignored = 0;
     t->placeholders = 1;
+    t->outline = 1;
     if (choice(req, resp, "tag_handling", tags, &tag) || choice(req, resp, "split_sentences", splits, &split) ||
         choice(req, resp, "formality", formality, &form) || choice(req, resp, "model_type", models, &model) ||
-        flag(req, resp, "preserve_formatting", &ignored) || flag(req, resp, "outline_detection", &ignored) ||
+        flag(req, resp, "preserve_formatting", &ignored) || flag(req, resp, "outline_detection", &t->outline) ||
         flag(req, resp, "show_billed_characters", &t->billed) ||
         flag(req, resp, "placeholders", &t->placeholders))
         return -1;
     if (form >= 3)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "'formality' is not supported for the given 'target_lang' "
                         "(use prefer_more or prefer_less)");
-    t->markup = tag >= 0;
+    t->markup = tag < 0 ? MARKUP_NONE : tag == 0 ? MARKUP_HTML : MARKUP_XML;
     t->split = split >= 0 ? (split == 0 ? SPLIT_NONE : split == 1 ? SPLIT_ALL : SPLIT_NO_NEWLINES)
                           : (t->markup ? SPLIT_NO_NEWLINES : SPLIT_ALL);
+    for (int i = 0; i < N_TAG_LISTS; i++)
+        if (parse_tag_list(req, resp, t, i))
+            return -1;
     return 0;
 }
 
@@ -284,7 +371,9 @@ static char *join_lines(const char *s, long **breaks, int *n_breaks)
 /* What is decoded: each text (joined with nonewlines), the blank ones left out. */
 static int pick_texts(srv_response *resp, dl_req *t)
 {
-    if (t->split == SPLIT_NO_NEWLINES && (!(t->joined = calloc((size_t)t->n, sizeof *t->joined)) ||
+    /* XML's units are made of its text with whitespace runs as one space already, and
+     * every byte outside them is kept: its line breaks are not joined */
+    if (t->split == SPLIT_NO_NEWLINES && t->markup != MARKUP_XML && (!(t->joined = calloc((size_t)t->n, sizeof *t->joined)) ||
                                           !(t->breaks = calloc((size_t)t->n, sizeof *t->breaks)) ||
                                           !(t->n_breaks = calloc((size_t)t->n, sizeof *t->n_breaks))))
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
@@ -360,7 +449,11 @@ static int parse(srv_request *req, srv_response *resp, dl_req *t)
     t->source = source && *source ? model_code(req->srv, source) : NULL;
     if (pick_texts(resp, t) || pick_glossary(req, resp, t))
         return -1;
-    if (t->markup && srv_markup_parse(&t->mk, t->to_decode, t->n_decode, req->srv->opts.max_html_depth, resp))
+    srv_xml_tags tags = { t->tag_list[0], t->n_tag[0], t->tag_list[1], t->n_tag[1], t->tag_list[2], t->n_tag[2],
+                          t->outline };
+    int depth = req->srv->opts.max_html_depth;
+    if (t->markup && srv_markup_parse_tags(&t->mk, t->to_decode, t->n_decode, t->markup == MARKUP_XML, &tags, depth,
+                                           resp))
         return -1;
     return pick_path(req, resp, t);
 }
@@ -431,6 +524,10 @@ static void dl_free(void *p)
     free(t->to_decode);
     free(t->index);
     srv_markup_free(&t->mk);
+    for (int i = 0; i < N_TAG_LISTS; i++) {
+        free(t->tag_text[i]);
+        free(t->tag_list[i]);
+    }
     free(t);
 }
 

@@ -43,8 +43,9 @@
 
 #include "doc_format.h"
 #include "doc_runs.h"
-#include "doc_xml.h"
+#include "markup/xml_tree.h"
 #include "doc_zip.h"
+#include "text/printable.h"
 #include "markup/tgt_store.h"
 #include "util/check.h"
 #include "util/strbuf.h"
@@ -332,7 +333,7 @@ static mt_status paragraph(walk *w, node_t p, mt_err *err)
         char pb[96];
         if (tl > o->lim.max_unit_bytes)
             st = mt_err_set(err, MT_ERR_TOO_LONG, "%s: paragraph %d is %zu bytes; the limit is %zu (max_unit_bytes)",
-                            srv_zip_printable(w->p->name, pb, sizeof pb), w->n_para, tl,
+                            srv_printable(w->p->name, pb, sizeof pb), w->n_para, tl,
                             o->lim.max_unit_bytes);
         else if (o->n_units >= o->lim.max_units)
             st = mt_err_set(err, MT_ERR_TOO_LONG, "the file has more than %d translation units (max_units)",

@@ -1,5 +1,6 @@
 /* doc_zip: docx and odt archives in memory with libzip (doc_zip.h). */
 #include "doc_zip.h"
+#include "text/printable.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,17 +18,6 @@ struct srv_zip {
 };
 
 static const char ODT_MIME[] = "application/vnd.oasis.opendocument.text";
-
-const char *srv_zip_printable(const char *name, char *buf, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; name && name[i] && o + 4 < cap && i < 80; i++)
-        buf[o++] = (name[i] >= 0x20 && name[i] < 0x7f) ? name[i] : '?';
-    if (name && strlen(name) > 80 && o + 4 < cap)
-        buf[o++] = '.', buf[o++] = '.', buf[o++] = '.';
-    buf[o] = 0;
-    return buf;
-}
 
 /* libzip's archive over data[0..len) (not copied), or NULL with ze set. */
 static zip_t *open_mem(const char *data, size_t len, int flags, zip_error_t *ze)
@@ -108,7 +98,7 @@ mt_status srv_zip_open(const char *data, size_t len, const srv_doc_limits *lim, 
         z->mtime[i] = (st.valid & ZIP_STAT_MTIME) ? st.mtime : 0;
         if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE) {
             mt_status s = mt_err_set(err, MT_ERR_INPUT, "zip entry %s is encrypted",
-                                     srv_zip_printable(st.name, pb, sizeof pb));
+                                     srv_printable(st.name, pb, sizeof pb));
             srv_zip_close(z);
             return s;
         }
@@ -116,7 +106,7 @@ mt_status srv_zip_open(const char *data, size_t len, const srv_doc_limits *lim, 
         if (st.size > lim->max_inflated || total > lim->max_inflated) {
             mt_status s = mt_err_set(err, MT_ERR_TOO_LONG,
                                      "the archive inflates to more than %zu bytes (max_inflated) at entry %s",
-                                     lim->max_inflated, srv_zip_printable(st.name, pb, sizeof pb));
+                                     lim->max_inflated, srv_printable(st.name, pb, sizeof pb));
             srv_zip_close(z);
             return s;
         }
@@ -142,7 +132,7 @@ mt_status srv_zip_read(srv_zip *z, int i, char **out, size_t *len, mt_err *err)
     *out = NULL;
     *len = 0;
     char pb[96];
-    const char *pn = srv_zip_printable(z->name[i], pb, sizeof pb);
+    const char *pn = srv_printable(z->name[i], pb, sizeof pb);
     zip_uint64_t want = z->size[i];        /* <= max_inflated: checked at open */
     char *buf = malloc((size_t)want + 2);
     if (!buf)

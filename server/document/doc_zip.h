@@ -48,8 +48,4 @@ mt_status   srv_zip_rewrite(const char *data, size_t len, const int *idx, const 
  * odt (first entry "mimetype" holding application/vnd.oasis.opendocument.text). */
 int         srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind);
 
-/* name made printable for a message: at most 80 bytes of it, non-ASCII and
- * control bytes as '?', in buf[0..cap). */
-const char *srv_zip_printable(const char *name, char *buf, size_t cap);
-
 #endif

@@ -13,8 +13,7 @@
 #include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
-#include "text/points.h"
-#include "tgt_store.h"
+#include "inline.h"
 
 /* ---- the parse tree's memory ------------------------------------------------------
  * gumbo allocates from an arena of ours and never frees: its own
@@ -151,7 +150,8 @@ static int in_set(GumboTag t, const GumboTag *set, size_t n)
 enum { M_FROZEN = 1 << 20,      /* inside a notranslate or never-translated element: its own attributes too */
        M_PURE = 1 << 21,        /* an inline element holding only text, inline and opaque items */
        M_FROZEN_IN = 1 << 22,   /* its children are frozen (it is never translated inside) */
-       M_DISPLACED = 1 << 23 }; /* out of its bytes' order (mark_displaced): its span is not its own */
+       M_DISPLACED = 1 << 23,   /* out of its bytes' order (mark_displaced): its span is not its own */
+       M_IGNORED = 1 << 24 };   /* named by the caller's ignore list: a point wherever it stands */
 
 enum kind { K_TEXT, K_INLINE, K_OPAQUE, K_BLOCK, K_SKIP, K_NONE };
 
@@ -174,6 +174,8 @@ static enum kind kind_of(const GumboNode *n)
     case GUMBO_NODE_ELEMENT: case GUMBO_NODE_TEMPLATE: {
         GumboTag t = n->v.element.tag;
         int inline_level = IN(t, INLINE) || IN(t, OPAQUE);
+        if (n->parse_flags & M_IGNORED)
+            return K_OPAQUE;
         if (n->parse_flags & M_FROZEN)
             return inline_level ? K_OPAQUE : K_SKIP;
         if (IN(t, OPAQUE) || n->type == GUMBO_NODE_TEMPLATE)
@@ -212,13 +214,33 @@ static int says_notranslate(const GumboNode *n, int inherited)
     return no;
 }
 
+/* The caller's ignore list (srv_html_parse_ignoring). */
+typedef struct {
+    const char *const *names;
+    int                n;
+} ignore_list;
+
+static const char *tag_name(const GumboNode *n, char *buf, size_t cap);
+
+static int ignored(const GumboNode *n, const ignore_list *ig)
+{
+    char buf[256];
+    const char *name = ig->n ? tag_name(n, buf, sizeof buf) : NULL;
+    for (int i = 0; name && i < ig->n; i++)
+        if (!strcasecmp(name, ig->names[i]))
+            return 1;
+    return 0;
+}
+
 /* The marks, top-down then bottom-up (the depth is bounded before this runs). */
-static void mark(GumboNode *n, int frozen)
+static void mark(GumboNode *n, int frozen, const ignore_list *ig)
 {
     const GumboVector *ch = children_of(n);
     if (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE) {
         GumboTag t = n->v.element.tag;
-        if (!frozen && says_notranslate(n, 0))
+        if (!frozen && ignored(n, ig))
+            n->parse_flags |= M_IGNORED;
+        if (!frozen && (says_notranslate(n, 0) || (n->parse_flags & M_IGNORED)))
             frozen = 1;
         if (frozen)
             n->parse_flags |= M_FROZEN;
@@ -231,7 +253,7 @@ static void mark(GumboNode *n, int frozen)
     int pure = 1;
     for (unsigned i = 0; ch && i < ch->length; i++) {
         GumboNode *c = ch->data[i];
-        mark(c, frozen);
+        mark(c, frozen, ig);
         enum kind k = kind_of(c);
         pure &= k == K_TEXT || k == K_OPAQUE || k == K_INLINE;
     }
@@ -242,30 +264,11 @@ static void mark(GumboNode *n, int frozen)
 /* ---- the units ----------------------------------------------------------------------- */
 
 typedef struct {
-    const GumboNode *node;      /* an inline element or an opaque item of the unit */
-    long s, e;                  /* its source span in the unit's text, code points (opaque: s == e) */
-    int  n_desc;                /* records of its descendants, which follow it */
-    /* a point (s == e): the whitespace character the source had just before / after
-     * it (0: none), which the unit's text (one space between words, none at the
-     * ends) does not say */
-    unsigned char sp_before, sp_after;
-    unsigned char glued_after;  /* a point: the source went on right after it with a letter, a digit or
-                                   another point (nothing to put between them) */
-} rec;
-
-typedef struct {
-    char  *text;                /* what is translated */
+    srv_iunit iu;               /* its text, whitespace, records, translation */
     /* a text unit: the run of children [first, first + count) of container */
     const GumboNode *container;
     unsigned first, count;
-    int    first_rec, n_rec;
-    char  *lead, *trail;        /* its whitespace before and after, written as they were */
     const GumboAttribute *attr; /* an attribute unit: this one */
-    /* srv_html_set */
-    char  *tgt;
-    size_t tgt_len;
-    long  *links;               /* [n_links][4] */
-    int    n_links;
 } unit;
 
 struct srv_html {
@@ -282,27 +285,11 @@ struct srv_html {
     unit        *u;
     int          n;
     size_t       cap;
-    rec         *r;
-    int          n_rec;
-    size_t       cap_rec;
+    srv_irecs    recs;          /* every unit's inline elements and points */
 };
 
-static int is_html_space(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
-
-static int is_blank(const char *s)
-{
-    size_t n = strlen(s), i = 0;
-    while (i < n) {
-        uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!k)
-            return 0;
-        if (!mt_utf8_is_space(c))
-            return 0;
-        i += k;
-    }
-    return 1;
-}
+#define is_html_space srv_markup_space
+#define is_blank srv_blank
 
 static unit *new_unit(srv_html *h)
 {
@@ -311,14 +298,6 @@ static unit *new_unit(srv_html *h)
     unit *u = &h->u[h->n++];
     memset(u, 0, sizeof *u);
     return u;
-}
-
-static int new_rec(srv_html *h, const GumboNode *n, long s)
-{
-    if (mt_grow(&h->r, &h->cap_rec, (size_t)h->n_rec + 1, sizeof *h->r, 32))
-        return -1;
-    h->r[h->n_rec] = (rec){ n, s, s, 0, 0, 0, 0 };
-    return h->n_rec++;
 }
 
 /* s[0..n) with each run of HTML whitespace made one space, as a text unit's
@@ -357,116 +336,37 @@ static int attr_units(srv_html *h, const GumboNode *n)
         while (end > v && is_html_space(end[-1]))
             end--;
         unit *u = new_unit(h);
-        if (!u || !(u->text = collapsed(v, (size_t)(end - v))) ||
-            !(u->lead = strndup(a->value, (size_t)(v - a->value))) || !(u->trail = strdup(end)))
+        if (!u || !(u->iu.text = collapsed(v, (size_t)(end - v))) ||
+            !(u->iu.lead = strndup(a->value, (size_t)(v - a->value))) || !(u->iu.trail = strdup(end)))
             return -1;
         u->attr = a;
-        u->first_rec = h->n_rec;
+        u->iu.first_rec = h->recs.n;
     }
     return 0;
 }
 
-/* A unit's text as it is built: whitespace runs made one space, the ends trimmed. */
-typedef struct {
-    mt_sbuf t;
-    long    cp;             /* code points in t */
-    int     space;          /* a space is owed before the next character */
-    int    *pend;           /* records waiting for their first character */
-    int     n_pend;
-    size_t  cap_pend;
-    int     after;          /* the last point record, waiting to learn whether a space follows; -1 */
-    int     ws;             /* the last whitespace character since the last character or point; 0 */
-    mt_sbuf lead, trail;    /* the whitespace before the first character and point, after the last */
-    int     points;         /* points so far */
-    int     oom;
-} text_builder;
+static void collect_items(srv_html *h, srv_ibuild *b, const GumboNode *n);
 
-static void add_text(srv_html *h, text_builder *b, const char *s)
-{
-    size_t n = strlen(s);
-    for (size_t i = 0; i < n;) {
-        uint32_t c;
-        size_t k = mt_utf8_next(s + i, n - i, &c);     /* gumbo's text is valid: never U+FFFD */
-        if (k == 1 && is_html_space((unsigned char)s[i])) {
-            b->space = b->cp > 0;
-            b->ws = (unsigned char)s[i];
-            b->oom |= mt_sb_add(b->cp == 0 && !b->points ? &b->lead : &b->trail, s + i, 1);
-            if (b->after >= 0)
-                h->r[b->after].sp_after = (unsigned char)s[i];
-            b->after = -1;
-            i++;
-            continue;
-        }
-        if (b->after >= 0)
-            h->r[b->after].glued_after = srv_is_word_cp(c);
-        b->after = -1;
-        b->ws = 0;
-        b->trail.n = 0;
-        if (b->space) {
-            b->oom |= mt_sb_add(&b->t, " ", 1);
-            b->cp++;
-            b->space = 0;
-        }
-        for (int p = 0; p < b->n_pend; p++)
-            h->r[b->pend[p]].s = b->cp;
-        b->n_pend = 0;
-        b->oom |= mt_sb_add(&b->t, s + i, k);
-        b->cp++;
-        i += k;
-    }
-}
-
-static void collect_items(srv_html *h, text_builder *b, const GumboNode *n);
-
-static void collect_item(srv_html *h, text_builder *b, const GumboNode *c)
+static void collect_item(srv_html *h, srv_ibuild *b, const GumboNode *c)
 {
     enum kind k = kind_of(c);
     if (k == K_TEXT) {
-        add_text(h, b, c->v.text.text);
+        srv_ib_text(b, c->v.text.text, strlen(c->v.text.text));
     } else if (k == K_OPAQUE) {
-        int r = new_rec(h, c, b->cp);
-        if (r < 0 || attr_units(h, c)) {
+        if (srv_ib_point(b, c) < 0 || attr_units(h, c))
             b->oom = 1;
-            return;
-        }
-        h->r[r].sp_before = (unsigned char)b->ws;
-        if (b->after >= 0)
-            h->r[b->after].glued_after = 1;  /* two points glued ("%5.2f%%"): no space between */
-        b->after = r;
-        b->ws = 0;
-        b->points++;
-        b->trail.n = 0;
     } else if (k == K_INLINE) {
-        int r = new_rec(h, c, -1), space = b->ws;
+        int ws = b->ws, r = srv_ib_open(b, c);
         if (r < 0 || attr_units(h, c)) {
             b->oom = 1;
             return;
         }
-        if (mt_grow(&b->pend, &b->cap_pend, (size_t)b->n_pend + 1, sizeof *b->pend, 8)) {
-            b->oom = 1;
-            return;
-        }
-        b->pend[b->n_pend++] = r;
         collect_items(h, b, c);
-        if (h->r[r].s < 0) {                /* no character inside: a point, where it was */
-            h->r[r].s = b->cp;
-            h->r[r].sp_before = (unsigned char)space;
-            if (b->after >= 0)
-                h->r[b->after].glued_after = 1;
-            b->after = r;
-            b->ws = 0;
-            b->points++;
-            b->trail.n = 0;
-            for (int p = 0; p < b->n_pend; p++)
-                if (b->pend[p] == r)
-                    b->pend[p] = b->pend[--b->n_pend];
-        }
-        h->r[r].e = b->cp;
-        h->r[r].n_desc = h->n_rec - r - 1;
+        srv_ib_close(b, r, ws);
     }
 }
 
-static void collect_items(srv_html *h, text_builder *b, const GumboNode *n)
+static void collect_items(srv_html *h, srv_ibuild *b, const GumboNode *n)
 {
     const GumboVector *ch = children_of(n);
     for (unsigned i = 0; ch && i < ch->length && !b->oom; i++)
@@ -477,34 +377,23 @@ static void collect_items(srv_html *h, text_builder *b, const GumboNode *n)
 static int collect_run(srv_html *h, const GumboNode *n, unsigned first, unsigned count)
 {
     const GumboVector *ch = children_of(n);
-    text_builder b = { .after = -1 };
-    int rec0 = h->n_rec, unit0 = h->n;
+    srv_ibuild b = SRV_IBUILD(&h->recs);
+    int unit0 = h->n;
     for (unsigned i = first; i < first + count && !b.oom; i++)
         collect_item(h, &b, ch->data[i]);
-    for (int p = 0; p < b.n_pend; p++)         /* inline elements that held no character */
-        h->r[b.pend[p]].s = h->r[b.pend[p]].e = b.cp;
-    free(b.pend);
-    int ok = !b.oom && !mt_sb_add(&b.lead, "", 0) && !mt_sb_add(&b.trail, "", 0), rc = -1;
-    if (!ok || !b.t.n || is_blank(b.t.p)) {   /* nothing to translate: written as it is */
-        h->n_rec = rec0;
-        rc = ok ? 0 : -1;
-        goto done;
-    }
+    unit tu = { .container = n, .first = first, .count = count };
+    int words = srv_ib_finish(&b, &tu.iu);
+    if (words <= 0)             /* nothing to translate: written as it is */
+        return words;
     /* the text unit goes before the attribute units collected inside it */
-    unit tu = { .text = b.t.p, .container = n, .first = first, .count = count, .first_rec = rec0,
-                .n_rec = h->n_rec - rec0, .lead = b.lead.p, .trail = b.trail.p };
     unit *u = new_unit(h);
-    if (!u)
-        goto done;
+    if (!u) {
+        srv_iunit_free(&tu.iu);
+        return -1;
+    }
     memmove(&h->u[unit0 + 1], &h->u[unit0], sizeof *u * (size_t)(h->n - 1 - unit0));
     h->u[unit0] = tu;
-    b.t.p = b.lead.p = b.trail.p = NULL;        /* the unit owns them now */
-    rc = 0;
-done:
-    free(b.t.p);
-    free(b.lead.p);
-    free(b.trail.p);
-    return rc;
+    return 0;
 }
 
 static int is_run_kind(enum kind k) { return k == K_TEXT || k == K_INLINE || k == K_OPAQUE; }
@@ -685,6 +574,12 @@ static void mark_displaced(GumboNode *n, size_t *seen)
 
 mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err)
 {
+    return srv_html_parse_ignoring(src, len, max_depth, NULL, 0, out, err);
+}
+
+mt_status srv_html_parse_ignoring(const char *src, size_t len, int max_depth, const char *const *ignore, int n_ignore,
+                                  srv_html **out, mt_err *err)
+{
     *out = NULL;
     if (len > UINT32_MAX / 2)
         return mt_err_set(err, MT_ERR_TOO_LONG, "the HTML is over 2 GB");
@@ -729,7 +624,7 @@ mt_status srv_html_parse(const char *src, size_t len, int max_depth, srv_html **
                         max_depth);
         goto fail;
     }
-    mark(h->out->document, 0);
+    mark(h->out->document, 0, &(ignore_list){ ignore, n_ignore });
     size_t seen = 0;
     mark_displaced(h->out->document, &seen);
     if (collect_block(h, h->out->document)) {
@@ -747,29 +642,23 @@ void srv_html_free(srv_html *h)
 {
     if (!h)
         return;
-    for (int i = 0; i < h->n; i++) {
-        free(h->u[i].text);
-        free(h->u[i].lead);
-        free(h->u[i].trail);
-        free(h->u[i].tgt);
-        free(h->u[i].links);
-    }
+    for (int i = 0; i < h->n; i++)
+        srv_iunit_free(&h->u[i].iu);
     free(h->u);
-    free(h->r);
+    free(h->recs.r);
     arena_release(h->arena.head);
     free(h->copy);
     free(h);
 }
 
 int srv_html_units(const srv_html *h) { return h->n; }
-const char *srv_html_unit(const srv_html *h, int i) { return i >= 0 && i < h->n ? h->u[i].text : NULL; }
+const char *srv_html_unit(const srv_html *h, int i) { return i >= 0 && i < h->n ? h->u[i].iu.text : NULL; }
 
 mt_status srv_html_set(srv_html *h, int i, const char *text, size_t len, const long *links, int n_links, mt_err *err)
 {
     if (i < 0 || i >= h->n || n_links < 0)
         return mt_err_set(err, MT_ERR_INPUT, "no unit %d", i);
-    unit *u = &h->u[i];
-    return srv_tgt_store(&u->tgt, &u->tgt_len, &u->links, &u->n_links, text, len, links, n_links, err);
+    return srv_iunit_set(&h->u[i].iu, text, len, links, n_links, err);
 }
 
 /* ---- writing it out ------------------------------------------------------------------ */
@@ -854,10 +743,11 @@ static void put_attr_value(writer *w, const unit *u)
 {
     const GumboStringPiece *o = &u->attr->original_value;
     char q = o->length && o->data[0] == '\'' ? '\'' : '"';
-    const char *t = u->tgt ? u->tgt : u->text;
-    size_t n = u->tgt ? u->tgt_len : strlen(u->text), run = 0;
+    const srv_iunit *iu = &u->iu;
+    const char *t = iu->tgt ? iu->tgt : iu->text;
+    size_t n = iu->tgt ? iu->tgt_len : strlen(iu->text), run = 0;
     put(w, &q, 1);
-    puts_(w, u->lead);
+    puts_(w, iu->lead);
     for (size_t i = 0; i <= n; i++) {       /* & < > escaped; and the quote: &quot; or &#39; */
         if (i < n && t[i] != '\'')
             continue;
@@ -866,7 +756,7 @@ static void put_attr_value(writer *w, const unit *u)
             puts_(w, q == '\'' ? "&#39;" : "'");
         run = i + 1;
     }
-    puts_(w, u->trail);
+    puts_(w, iu->trail);
     put(w, &q, 1);
 }
 
@@ -1122,237 +1012,16 @@ static void write_node(writer *w, const GumboNode *n)
 
 /* ---- a translated unit ---------------------------------------------------------------- */
 
-typedef struct {
-    const unit *u;
-    const long *cpb;            /* [n_cp + 1] byte offset of each code point of u->tgt */
-    const uint32_t *src, *tgt;  /* the code points of u->text [n_src] and u->tgt [n_cp] */
-    long        n_src;
-    long        n_cp;
-    const rec  *recs;           /* [n_rec] the unit's records */
-    long       *ts, *te;        /* [n_rec] each record's target range, code points */
-    int         next;           /* the next record */
-    long       *tw;             /* [n_tw][2] the target's words, code points */
-    int         n_tw;
-    float      *score;          /* [n_tw] scratch */
-    srv_aligned a;              /* the same, for text/points.h */
-} unit_writer;
-
-static long clamp(long x, long lo, long hi) { return x < lo ? lo : x > hi ? hi : x; }
-
-
-
-/* Words are runs of non-space characters, so a tag around "documentation" in
- * "documentation." links the whole word "documentation.": when the element's
- * text does not end (start) with punctuation, the target's punctuation at that
- * end is left out of it. */
-static void trim_punct(const unit_writer *uw, const rec *r, long *ts, long *te)
-{
-    if (!srv_all_punct(uw->src, r->s, r->s + 1))
-        while (*ts < *te && srv_is_punct(uw->tgt[*ts]))
-            (*ts)++;
-    if (!srv_all_punct(uw->src, r->e - 1, r->e))
-        while (*te > *ts && srv_is_punct(uw->tgt[*te - 1]))
-            (*te)--;
-}
-
-/* The target words an element wraps: the run of target words that scores best,
- * a word linked to one of the element's source words +1, a word linked only
- * to other source words -1, a word without link -1/4; the run starts and ends
- * on a word of its own (so at least one).  The hull of every linked word
- * would let one stray link swallow the words between.  0 when no word of the
- * target is linked to the element's. */
-static int best_run(unit_writer *uw, const rec *r, long *ts, long *te)
-{
-    const unit *u = uw->u;
-    for (int j = 0; j < uw->n_tw; j++)
-        uw->score[j] = -0.25f;
-    for (int k = 0; k < u->n_links; k++) {
-        const long *l = u->links + 4 * k;
-        int j = srv_word_starting(&uw->a, l[2]);
-        if (j < 0)
-            continue;
-        if (l[0] < r->e && l[1] > r->s)
-            uw->score[j] = 1.0f;
-        else if (uw->score[j] < 0)
-            uw->score[j] = -1.0f;
-    }
-    /* best sum over runs [a, b] with a and b words of its own: prefix sums, the
-     * least prefix before an own word so far */
-    float prefix = 0, min_prefix = 0, best = 0;
-    int min_at = -1, ba = -1, bb = -1;
-    for (int j = 0; j < uw->n_tw; j++) {
-        int own = uw->score[j] > 0;
-        if (own && (min_at < 0 || prefix <= min_prefix)) {
-            min_prefix = prefix;
-            min_at = j;
-        }
-        prefix += uw->score[j];
-        if (own && (ba < 0 || prefix - min_prefix > best)) {
-            best = prefix - min_prefix;
-            ba = min_at;
-            bb = j;
-        }
-    }
-    if (ba < 0)
-        return 0;
-    *ts = uw->tw[2 * ba];
-    *te = uw->tw[2 * bb + 1];
-    return 1;
-}
-
-/* The target words inside [a, b), when there are any: *ts, *te their hull.  An
- * element whose source words got no link (the model gave their attention to
- * a neighbour) still wraps the words the translation has in their place, so
- * that a link keeps its text and a bold its word. */
-static void gap_words(const unit_writer *uw, long a, long b, long *ts, long *te)
-{
-    int first = -1, last = -1;
-    for (int j = 0; j < uw->n_tw; j++) {
-        if (uw->tw[2 * j] >= a && uw->tw[2 * j + 1] <= b) {
-            if (first < 0)
-                first = j;
-            last = j;
-        }
-    }
-    if (first < 0) {        /* none: the word after a */
-        for (int j = 0; j < uw->n_tw && first < 0; j++)
-            if (uw->tw[2 * j] >= a)
-                first = last = j;
-        if (first < 0 && uw->n_tw)
-            first = last = uw->n_tw - 1;
-    }
-    if (first >= 0) {
-        *ts = uw->tw[2 * first];
-        *te = uw->tw[2 * last + 1];
-    }
-}
-
-/* Where a record goes in the target: the best run of target words linked to
- * its source words (best_run); a point as text/points.h places it; else (words,
- * none linked) the target words between its neighbours'. */
-static void place(unit_writer *uw, const rec *r, long *ts, long *te)
-{
-    if (r->e > r->s && best_run(uw, r, ts, te)) {
-        *ts = srv_copied_boundary(&uw->a, r->s, *ts, 0);
-        *te = srv_copied_boundary(&uw->a, r->e, *te, 1);
-        return;
-    }
-    if (r->e == r->s) {
-        *ts = *te = srv_point_target(&uw->a, r->s);
-        return;
-    }
-    long pos, npos;
-    srv_neighbours(&uw->a, r->s, r->e, &pos, &npos);
-    *ts = *te = pos >= 0 ? pos : npos >= 0 ? npos : 0;
-    gap_words(uw, pos >= 0 ? pos : 0, npos >= 0 ? npos : uw->n_cp, ts, te);
-}
-
-/* The code points of s[0..n) into out (room for n); their count. */
-static long decode_all(const char *s, size_t n, uint32_t *out, long *byte_of)
-{
-    long k = 0;
-    for (size_t i = 0; i < n;) {
-        uint32_t c;
-        size_t m = mt_utf8_next(s + i, n - i, &c);
-        if (byte_of)
-            byte_of[k] = (long)i;
-        out[k++] = c;
-        i += m;
-    }
-    if (byte_of)
-        byte_of[k] = (long)n;
-    return k;
-}
-
-static void put_target(writer *w, const unit_writer *uw, long a, long b)
-{
-    if (b > a)
-        put_escaped(w, uw->u->tgt + uw->cpb[a], (size_t)(uw->cpb[b] - uw->cpb[a]), 0);
-}
-
-/* A point item c at target p (>= *cur), with the spaces the source had around
- * it (text/points.h). */
-static void write_point(writer *w, unit_writer *uw, const GumboNode *c, const rec *r, long p, long *cur, long hi)
-{
-    long at;
-    uint32_t before, after;         /* HTML whitespace: ASCII */
-    srv_point_spaces(&uw->a, (srv_point_ws){ r->sp_before, r->sp_after, r->glued_after }, p, hi, &at, &before, &after);
-    char b = (char)before, a = (char)after;
-    put_target(w, uw, *cur, at);
-    if (b)
-        put(w, &b, 1);
-    write_node(w, c);
-    if (a)
-        put(w, &a, 1);
-    *cur = at;
-}
-
-/* The items of n's children [first, first + count) inside target [*cur, hi). */
-static void write_items(writer *w, unit_writer *uw, const GumboNode *n, unsigned first, unsigned count, long *cur,
-                        long hi)
-{
-    const GumboVector *ch = children_of(n);
-    for (unsigned i = first; i < first + count; i++) {
-        const GumboNode *c = ch->data[i];
-        enum kind k = kind_of(c);
-        if (k == K_OPAQUE || (k == K_INLINE && uw->recs[uw->next].s == uw->recs[uw->next].e)) {
-            /* an opaque item, or an inline element without a character (empty, or
-             * spaces and opaque items): as it was, at its place */
-            int r = uw->next;
-            uw->next += 1 + (k == K_INLINE ? uw->recs[r].n_desc : 0);
-            write_point(w, uw, c, &uw->recs[r], clamp(uw->ts[r], *cur, hi), cur, hi);
-        } else if (k == K_INLINE) {
-            int r = uw->next++;
-            long a = clamp(uw->ts[r], *cur, hi), b = clamp(uw->te[r], a, hi), in = a;
-            put_target(w, uw, *cur, a);
-            start_tag(w, c);
-            const GumboVector *cc = children_of(c);
-            write_items(w, uw, c, 0, cc ? cc->length : 0, &in, b);
-            put_target(w, uw, in, b);
-            end_tag(w, c);
-            *cur = b;
-        }
-    }
-}
+static void w_text(void *ctx, const char *s, size_t n) { put_escaped(ctx, s, n, 0); }
+static void w_open(void *ctx, const void *node) { start_tag(ctx, node); }
+static void w_close(void *ctx, const void *node) { end_tag(ctx, node); }
+static void w_whole(void *ctx, const void *node) { write_node(ctx, node); }
 
 static void write_unit(writer *w, const unit *u)
 {
-    const srv_html *h = w->h;
-    size_t src_len = strlen(u->text);
-    long *cpb = malloc(sizeof *cpb * (u->tgt_len + 1)), *ts = malloc(sizeof *ts * (size_t)(u->n_rec + 1)),
-         *te = malloc(sizeof *te * (size_t)(u->n_rec + 1));
-    uint32_t *sc = malloc(sizeof *sc * (src_len + 1)), *tc = malloc(sizeof *tc * (u->tgt_len + 1));
-    long *tw = malloc(sizeof *tw * 2 * (u->tgt_len + 1));
-    float *score = malloc(sizeof *score * (u->tgt_len + 1));
-    if (!cpb || !ts || !te || !sc || !tc || !tw || !score) {
+    srv_iwriter iw = { w_text, w_open, w_close, w_whole, w };
+    if (srv_iunit_write(&u->iu, &w->h->recs, &iw))
         w->oom = 1;
-        goto done;
-    }
-    long n_cp = decode_all(u->tgt, u->tgt_len, tc, cpb), n_src = decode_all(u->text, src_len, sc, NULL);
-    unit_writer uw = { u, cpb, sc, tc, n_src, n_cp, h->r ? h->r + u->first_rec : NULL, ts, te, 0, tw, 0, score, { 0 } };
-    uw.n_tw = srv_text_words(tc, n_cp, tw);
-    uw.a = (srv_aligned){ sc, n_src, tc, n_cp, tw, uw.n_tw, u->links, u->n_links };
-    for (int r = 0; r < u->n_rec; r++) {
-        const rec *rr = &h->r[u->first_rec + r];
-        place(&uw, rr, &ts[r], &te[r]);
-        ts[r] = clamp(ts[r], 0, n_cp);
-        te[r] = clamp(te[r], ts[r], n_cp);
-        if (rr->e > rr->s && rr->s >= 0 && rr->e <= n_src)
-            trim_punct(&uw, rr, &ts[r], &te[r]);
-    }
-    long cur = 0;
-    puts_(w, u->lead);
-    write_items(w, &uw, u->container, u->first, u->count, &cur, n_cp);
-    put_target(w, &uw, cur, n_cp);
-    puts_(w, u->trail);
-done:
-    free(tw);
-    free(score);
-    free(sc);
-    free(tc);
-    free(cpb);
-    free(ts);
-    free(te);
 }
 
 static void write_block(writer *w, const GumboNode *n);
@@ -1364,7 +1033,7 @@ static void write_run(writer *w, const GumboNode *n, unsigned first, unsigned co
     while (w->next_text < h->n && h->u[w->next_text].attr)
         w->next_text++;
     const unit *u = w->next_text < h->n ? &h->u[w->next_text] : NULL;
-    if (u && u->container == n && u->first == first && u->tgt) {
+    if (u && u->container == n && u->first == first && u->iu.tgt) {
         w->next_text++;
         write_unit(w, u);
         return;

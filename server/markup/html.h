@@ -63,6 +63,11 @@ typedef struct srv_html srv_html;
  * time: MT_ERR_TOO_LONG; a NUL byte: MT_ERR_INPUT.  MT_OK and *out, or a
  * failure with err. */
 mt_status   srv_html_parse(const char *src, size_t len, int max_depth, srv_html **out, mt_err *err);
+/* The same, with DeepL's ignore_tags: elements of these names (any case) and
+ * everything inside them never translated, as translate="no" is, and placed
+ * as a point (an opaque item) wherever they stand, a block among them. */
+mt_status   srv_html_parse_ignoring(const char *src, size_t len, int max_depth, const char *const *ignore,
+                                    int n_ignore, srv_html **out, mt_err *err);
 void        srv_html_free(srv_html *h);
 
 /* The units to translate: never blank. */

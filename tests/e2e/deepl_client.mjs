@@ -5,7 +5,11 @@
  * Every translation is checked against the same request to POST /translate
  * (the client's results must be the engine's, not a look-alike): one text and
  * several, source given and detected, split_sentences off / on / nonewlines,
- * tagHandling html, a glossary; then glossaries v2 (createGlossary, with CSV,
+ * tagHandling html (with ignoreTags too), tagHandling xml with ignoreTags, splittingTags and
+ * outlineDetection off (the output read back by Python's xml.etree, an XML
+ * parser that is not ours: the input's elements, the ignored element's
+ * text, each unit's words the plain translation), malformed XML (a DeepLError
+ * with expat's message), a glossary; then glossaries v2 (createGlossary, with CSV,
  * getGlossary, listGlossaries, getGlossaryEntries, deleteGlossary) and v3
  * (DeepLClient's multilingual glossaries); translateDocument on a .txt and a
  * .docx (the file equal byte for byte to POST /translate_file's); getSourceLanguages / getTargetLanguages, getUsage
@@ -18,6 +22,7 @@
  *   B=build node tests/e2e/deepl_client.mjs      (MTSERVE_BIN overrides)
  */
 
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +34,8 @@ const EN2 = 'It is free software, released under the GNU General Public License.
 const FR = 'Ce paquet contient les fichiers de développement de la bibliothèque.';
 const WRAPPED = 'This package provides the documentation\nof the library.';
 const HTML = '<p>This package provides the <b>documentation</b> of the <a href="https://example.org/">library</a>.</p>';
+const XML = '<doc><par>This package provides the <b>documentation</b>.</par>\n<code>make <i>all</i> &amp; install</code>' +
+  '<par>It is free <x id="1"/> software.</par></doc>';
 const KEY = 'e2e-key:fx', QUOTA_KEY = 'e2e-quota', SLOW_KEY = 'e2e-slow';
 
 async function main() {
@@ -88,6 +95,40 @@ async function main() {
     equal('the page is POST /translate\'s with format html', r.text, await ours(HTML, 'en', 'fr', { format: 'html' }));
     check('the markup is kept', /^<p>[^<]*<b>[^<]+<\/b>[^<]*<a href="https:\/\/example\.org\/">[^<]+<\/a>[^<]*<\/p>$/.test(r.text),
           r.text);
+    const k = await tr.translateText('<p>Run <kbd>ls  -l</kbd> now.</p>', 'en', 'fr', { tagHandling: 'html', ignoreTags: ['kbd'] });
+    check('ignoreTags with html: the element byte for byte', k.text.includes('<kbd>ls  -l</kbd>') && k.text.startsWith('<p>'),
+          k.text);
+  });
+
+  /* Python's xml.etree (Debian's /usr/bin/python3) reads an XML text: its
+   * elements' names in document order, the text of each par (whitespace runs one
+   * space) and of each code; it throws on XML that is not well-formed. */
+  const etree = (xml) => JSON.parse(execFileSync('/usr/bin/python3', ['-c', `
+import json, sys, xml.etree.ElementTree as E
+r = E.fromstring('<r>' + sys.stdin.read() + '</r>')
+text = lambda e: ' '.join(''.join(e.itertext()).split())
+print(json.dumps({'names': [e.tag for e in r.iter()][1:], 'par': [text(e) for e in r.iter('par')],
+                  'code': [text(e) for e in r.iter('code')]}))`], { input: xml }).toString());
+
+  await phase('translateText: tagHandling xml, ignoreTags, splittingTags', async () => {
+    const r = await tr.translateText(XML, 'en', 'fr', { tagHandling: 'xml', ignoreTags: ['code'], splittingTags: ['par'],
+                                                        outlineDetection: false });
+    check('the ignored element and the line break come back byte for byte',
+          r.text.includes('</par>\n<code>make <i>all</i> &amp; install</code><par>'), r.text);
+    let got = null;
+    try { got = etree(r.text); } catch (e) { check('xml.etree reads the output', false, `${e}: ${r.text}`); }
+    const want = etree(XML);
+    if (got) {
+      equal('xml.etree: the input\'s elements, in order', got.names, want.names);
+      equal('xml.etree: the ignored element\'s text', got.code, want.code);
+      equal('xml.etree: each par\'s words are its plain translation', got.par,
+            [await ours('This package provides the documentation.', 'en', 'fr'),
+             await ours('It is free software.', 'en', 'fr')]);
+    }
+    let err = null;
+    try { await tr.translateText('<p>unclosed <b>bold</p>', 'en', 'fr', { tagHandling: 'xml' }); } catch (e) { err = e; }
+    check('malformed XML: DeepLError with the parser\'s message', err instanceof deepl.DeepLError &&
+          /Tag handling parsing failed.*mismatched tag/.test(err.message), String(err));
   });
 
   await phase('glossaries v2', async () => {

@@ -1,6 +1,6 @@
-/* doc_xml: the XML layer of docx and odt (private to server/document), on
- * expat: a read-only tree of a part, and the part again with some text
- * changed and every other byte as it was.
+/* xml_tree: the XML layer of docx and odt (server/document/doc_office.c) and
+ * of tag_handling "xml" (markup/xml.c), on expat: a read-only tree of a part,
+ * and the part again with some text changed and every other byte as it was.
  *
  *   srv_xml_parse     a part's bytes -> its elements and text nodes, each with
  *                     the byte range it came from
@@ -24,8 +24,8 @@
  * formats write UTF-8).  Namespaces are resolved here (expat's namespace
  * processing off): an element's prefix as its nearest xmlns:prefix binds it,
  * an unbound prefix giving no namespace rather than an error. */
-#ifndef SRV_DOC_XML_H
-#define SRV_DOC_XML_H
+#ifndef SRV_XML_TREE_H
+#define SRV_XML_TREE_H
 
 #include <stddef.h>
 
@@ -35,7 +35,12 @@
  * over the tree recurse once per level. */
 #define SRV_XML_MAX_DEPTH 256
 
-typedef enum { SRV_XML_ELEMENT, SRV_XML_TEXT } srv_xml_type;
+/* SRV_XML_MISC: a comment or a processing instruction, only with
+ * SRV_XML_KEEP_MISC (the office formats do without them). */
+typedef enum { SRV_XML_ELEMENT, SRV_XML_TEXT, SRV_XML_MISC } srv_xml_type;
+
+/* srv_xml_parse_flags: comments and processing instructions kept as nodes. */
+#define SRV_XML_KEEP_MISC 1
 
 typedef struct srv_xml_node srv_xml_node;
 struct srv_xml_node {
@@ -46,7 +51,9 @@ struct srv_xml_node {
     const char   *text;         /* text: its characters, decoded, NUL-terminated */
     size_t        text_len;
     size_t        start, end;   /* source bytes: an element from its "<" to past its end tag; a text
-                                   node's characters as written (a CDATA section whole) */
+                                   node's characters as written (a CDATA section whole); a misc node whole */
+    int           cdata;        /* text: a CDATA section (its own node, never merged with the text around) */
+    int           mark;         /* the reader's own (0 after the parse): markup/xml.c's kind of a node */
     size_t        tag_end;      /* element: past its start tag */
     size_t        content_end;  /* element: where its end tag starts (tag_end for an empty tag) */
 };
@@ -59,6 +66,9 @@ typedef struct srv_xml_doc srv_xml_doc;
  * or SRV_XML_MAX_DEPTH), MT_ERR_NOMEM. */
 mt_status           srv_xml_parse(const char *name, const char *xml, size_t len, int max_depth, srv_xml_doc **out,
                                   mt_err *err);
+/* The same, with flags (SRV_XML_KEEP_MISC). */
+mt_status           srv_xml_parse_flags(const char *name, const char *xml, size_t len, int max_depth, int flags,
+                                        srv_xml_doc **out, mt_err *err);
 void                srv_xml_free(srv_xml_doc *d);
 const srv_xml_node *srv_xml_root(const srv_xml_doc *d);
 

@@ -1,10 +1,11 @@
-/* test_doc_xml: the XML layer of docx and odt (server/document/doc_xml.c)
+/* test_xml_tree: the XML tree on expat under docx, odt and tag_handling "xml" (server/markup/xml_tree.c)
  * directly: namespaces resolved by hand (prefixes rebound, default namespace,
  * an unbound prefix), the byte range of each node, text decoded (references,
  * CDATA, CRLF), and the writer: a text node replaced, text added to <a/> and
  * to <a></a>, an attribute added, changed or left when it already holds the
  * value, escaping; every byte not changed kept.  Then the refusals: DOCTYPE,
  * nesting (max_depth and the layer's own bound), another encoding, broken XML.
+ * Comments and PIs kept as nodes on request (markup/xml.c), CDATA marked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "document/doc_xml.h"
+#include "markup/xml_tree.h"
 #include "util/strbuf.h"
 
 static srv_xml_doc *parse_ok(const char *xml)
@@ -166,6 +167,38 @@ static void test_write(void **state)
     srv_xml_free(d);
 }
 
+/* SRV_XML_KEEP_MISC: comments and PIs inside the root are nodes with their
+ * bytes; CDATA sections are text nodes marked; without the flag, neither. */
+static void test_misc_and_cdata(void **state)
+{
+    (void)state;
+    const char *xml = "<?xml version=\"1.0\"?><!-- out --><r>a<!-- c -->b<?pi  x y?><![CDATA[<d>]]>e</r>";
+    const char *want[] = { "a", "<!-- c -->", "b", "<?pi  x y?>", "<![CDATA[<d>]]>", "e" };
+    const srv_xml_type types[] = { SRV_XML_TEXT, SRV_XML_MISC, SRV_XML_TEXT, SRV_XML_MISC, SRV_XML_TEXT, SRV_XML_TEXT };
+    srv_xml_doc *d = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(srv_xml_parse_flags("m.xml", xml, strlen(xml), 8, SRV_XML_KEEP_MISC, &d, &err), MT_OK);
+    const srv_xml_node *r = srv_xml_root(d);
+    int k = 0;
+    for (const srv_xml_node *c = r->children; c; c = c->next, k++) {
+        assert_true(k < 6);
+        assert_int_equal(c->type, types[k]);
+        assert_int_equal(c->end - c->start, strlen(want[k]));
+        assert_memory_equal(xml + c->start, want[k], strlen(want[k]));
+        assert_int_equal(c->cdata, k == 4);
+    }
+    assert_int_equal(k, 6);
+    assert_string_equal(child(r, 4)->text, "<d>");
+    srv_xml_free(d);
+    d = parse_ok(xml);                              /* without the flag: a, b, the CDATA, e */
+    r = srv_xml_root(d);
+    k = 0;
+    for (const srv_xml_node *c = r->children; c; c = c->next)
+        assert_int_equal(c->type, SRV_XML_TEXT), k++;
+    assert_int_equal(k, 4);
+    srv_xml_free(d);
+}
+
 static void test_refused(void **state)
 {
     parse_fails("<!DOCTYPE a [<!ENTITY e 'x'>]><a>&e;</a>", 64, MT_ERR_INPUT, "word/x.xml has a DOCTYPE");
@@ -193,6 +226,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_write),
+        cmocka_unit_test(test_misc_and_cdata),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

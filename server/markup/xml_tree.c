@@ -1,4 +1,4 @@
-/* doc_xml: a part's tree on expat and the part again with its text changed (doc_xml.h).
+/* xml_tree: an XML part's tree on expat and the part again with its text changed (xml_tree.h).
  *
  * The parse is one XML_Parse over the whole part, so expat's byte index of
  * each event is an offset in the caller's bytes: elements and text nodes
@@ -12,10 +12,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "doc_xml.h"
-#include "doc_zip.h"
+#include "xml_tree.h"
 #include "util/check.h"
 #include "util/strbuf.h"
+#include "text/printable.h"
 
 /* ---- the arena ------------------------------------------------------------ */
 
@@ -91,6 +91,7 @@ typedef struct {
     size_t        text_start, text_end;
     int           in_text, in_cdata;
     size_t        cdata_start;
+    int           keep_misc;
 } parser;
 
 static size_t here(const parser *p) { return (size_t)XML_GetCurrentByteIndex(p->xp); }
@@ -168,13 +169,23 @@ static void on_cdata_end(void *ud)
     parser *p = ud;
     p->in_cdata = 0;
     flush_text(p, here_end(p));
+    if (p->cur && p->cur->last && p->cur->last->type == SRV_XML_TEXT)
+        p->cur->last->cdata = 1;
 }
 
-/* comments and processing instructions: not kept, but they end a text node */
+/* comments and processing instructions: they end a text node; kept as a
+ * node of their own when asked (inside the root: nothing else is a node) */
 static void on_other(void *ud)
 {
     parser *p = ud;
     flush_text(p, p->text_end);
+    if (!p->keep_misc || !p->cur || p->fail != P_OK)
+        return;
+    srv_xml_node *n = new_node(p, SRV_XML_MISC);
+    if (n) {
+        n->start = here(p);
+        n->end = here_end(p);
+    }
 }
 static void on_comment(void *ud, const XML_Char *data) { on_other(ud); }
 static void on_pi(void *ud, const XML_Char *target, const XML_Char *data) { on_other(ud); }
@@ -272,14 +283,14 @@ static mt_status parse_error(const parser *p, const char *pn, mt_err *err)
     case P_NOMEM:
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     case P_DOCTYPE:
-        return mt_err_set(err, MT_ERR_INPUT, "%s has a DOCTYPE (refused: neither docx nor odt has one)", pn);
+        return mt_err_set(err, MT_ERR_INPUT, "%s has a DOCTYPE (refused: no DTD is read)", pn);
     case P_DEEP:
         return mt_err_set(err, MT_ERR_TOO_LONG, "%s: XML nesting deeper than %d (%s)", pn, p->max_depth,
                           p->max_depth < SRV_XML_MAX_DEPTH ? "max_depth" : "the XML layer's bound");
     case P_ENCODING: {
         char eb[48];
         return mt_err_set(err, MT_ERR_INPUT, "%s declares the encoding %s (only UTF-8 is read)", pn,
-                          srv_zip_printable(p->encoding, eb, sizeof eb));
+                          srv_printable(p->encoding, eb, sizeof eb));
     }
     case P_OK:
         break;
@@ -293,12 +304,19 @@ static mt_status parse_error(const parser *p, const char *pn, mt_err *err)
 
 mt_status srv_xml_parse(const char *name, const char *xml, size_t len, int max_depth, srv_xml_doc **out, mt_err *err)
 {
+    return srv_xml_parse_flags(name, xml, len, max_depth, 0, out, err);
+}
+
+mt_status srv_xml_parse_flags(const char *name, const char *xml, size_t len, int max_depth, int flags,
+                              srv_xml_doc **out, mt_err *err)
+{
     *out = NULL;
     char pb[96];
-    const char *pn = srv_zip_printable(name, pb, sizeof pb);
+    const char *pn = srv_printable(name, pb, sizeof pb);
     if (len > INT32_MAX)
         return mt_err_set(err, MT_ERR_TOO_LONG, "%s is over 2 GB", pn);
-    parser p = { .max_depth = max_depth < SRV_XML_MAX_DEPTH ? max_depth : SRV_XML_MAX_DEPTH };
+    parser p = { .max_depth = max_depth < SRV_XML_MAX_DEPTH ? max_depth : SRV_XML_MAX_DEPTH,
+                 .keep_misc = !!(flags & SRV_XML_KEEP_MISC) };
     mt_status st = MT_OK;
     p.d = calloc(1, sizeof *p.d);
     /* UTF-8 whatever the declaration says: on_decl refuses any other */
