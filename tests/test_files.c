@@ -177,6 +177,35 @@ static void test_text_file(void **state)
     free(b.p);
 }
 
+/* Placeholders in a document: kept byte for byte, as /translate keeps them
+ * (its default), in a text file and in an HTML page's text. */
+static void test_placeholders_file(void **state)
+{
+    (void)state;
+    static const char *const unit = "Open {file} at https://example.com/a_b and print %s now.";
+    char txt[256], html[512];
+    snprintf(txt, sizeof txt, "%s\n", unit);
+    snprintf(html, sizeof html, "<!DOCTYPE html><html><body><p>%s</p></body></html>", unit);
+    const char *names[2] = {"ph.txt", "ph.html"}, *data[2] = {txt, html};
+    char *want = translate(unit);
+    assert_non_null(want);
+    assert_true(strstr(want, "{file}") && strstr(want, "https://example.com/a_b") && strstr(want, "%s"));
+    for (int k = 0; k < 2; k++) {
+        buf b;
+        assert_int_equal(post_file(names[k], data[k], strlen(data[k]), &b, 0, "source", "en", "target", "fr", NULL),
+                         200);
+        json_t *j = body_json(&b);
+        reply r = get(&srv, url_path(json_string_value(json_object_get(j, "translatedFileUrl"))));
+        assert_int_equal(r.status, 200);
+        print_message("  %s: %s\n", names[k], r.body);
+        assert_non_null(strstr(r.body, want));         /* the unit as /translate gives it, placeholders in */
+        reply_free(&r);
+        json_decref(j);
+        free(b.p);
+    }
+    free(want);
+}
+
 static void test_html_file(void **state)
 {
     (void)state;
@@ -448,6 +477,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_file),
         cmocka_unit_test(test_html_file),
+        cmocka_unit_test(test_placeholders_file),
         cmocka_unit_test(test_async_progress),
         cmocka_unit_test(test_auto_source),
         cmocka_unit_test(test_refused),

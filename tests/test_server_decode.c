@@ -639,6 +639,30 @@ static void test_cli(void **state)
     assert_int_equal(st, 2);
     assert_string_equal(y, "");
     free(y);
+    /* placeholders: kept byte for byte by default, as /translate keeps them; --no-placeholders
+     * as "placeholders": false; both lines equal the server's */
+    static const char *const ph_in = "Open {file} at https://example.com/a_b and print %s.",
+                             ph_cli[] = "Open {file} at https://example.com/a_b and print %%s."; /* printf's */
+    static const char *const ph_flag[2] = {"--beam 4", "--beam 4 --no-placeholders"};
+    for (int off = 0; off < 2; off++) {
+        char line[128], body[256];
+        snprintf(line, sizeof line, "%s\n", ph_cli);
+        char *cli = run_cli(line, ph_flag[off], &st);
+        assert_int_equal(st, 0);
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"beam_size\": 4, \"placeholders\": %s}", ph_in,
+                 off ? "false" : "true");
+        json_t *reply_j = translate_on(&main_srv, body);
+        const char *want = json_string_value(json_object_get(tr_at(reply_j, 0), "text"));
+        assert_non_null(want);
+        assert_true(strlen(cli) > 0 && cli[strlen(cli) - 1] == '\n');
+        cli[strlen(cli) - 1] = 0;
+        print_message("  CLI %s: %s\n", ph_flag[off], cli);
+        assert_string_equal(cli, want);
+        if (!off)
+            assert_true(strstr(cli, "{file}") && strstr(cli, "https://example.com/a_b") && strstr(cli, "%s"));
+        json_decref(reply_j);
+        free(cli);
+    }
     print_message("  CLI: --sample --seed the same on 1 and 2 threads, line i draws with seed + i; another seed "
                   "%s; --tab-prefix, --alignments, --token-scores; 7 bad values exit 2\n",
                   differ ? "differs" : "gives the same (rare)");

@@ -38,6 +38,7 @@ typedef struct {
     const char *file, *out;     /* --file IN (a document: document.h's formats), --out OUT (default stdout) */
     const char *glossary;       /* --glossary FILE.tsv: terms every line keeps */
     const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
+    int no_placeholders;        /* --no-placeholders: %s, {name}, URLs... sent to the model as text */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -72,7 +73,7 @@ static const char *range_text(const mt_decode_limit *l, char *buf, size_t cap)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
-               "                         [--kv-cache f32|f16] [--json] [--glossary F.tsv]\n"
+               "                         [--kv-cache f32|f16] [--json] [--glossary F.tsv] [--no-placeholders]\n"
                "                         [--format html | --file IN [--out OUT]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s)\n"
@@ -83,6 +84,8 @@ static void usage(FILE *f)
                "  --json            one JSON object per line: source_ids, ids, pieces, text, score\n"
                "  --format html     stdin is one HTML page: its text translated, its markup kept (README)\n"
                "  --glossary F.tsv  terms every translation keeps: source<TAB>target lines, # comments (README)\n"
+               "  --no-placeholders %%s, {name}, URLs, e-mail... go to the model as text (default: kept byte for\n"
+               "                    byte and placed by the word alignment, as the server's \"placeholders\")\n"
                "  --shortlist FILE  a lexical shortlist (Marian binary or text, CTranslate2 vmap): each step's\n"
                "                    output ids are its candidates for the line only (docs/SHORTLIST.md)\n"
                "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt: read from its\n"
@@ -189,6 +192,8 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
+        } else if (!strcmp(a, "--no-placeholders")) {
+            o->no_placeholders = 1;
         } else if (!strcmp(a, "--model") && v) {
             o->model = v;
             i++;
@@ -232,9 +237,11 @@ static void print_json(const mt_tokenizer *tok, const int32_t *src, int n_src, c
         const char *p = mt_tokenizer_piece(tok, h->ids[i]);
         json_array_append_new(pieces, json_string(p ? p : ""));
     }
+    /* the text as the pipeline joined it (placeholders back); ids and pieces are the model's */
+    const char *text = r && r->n_alts > 0 ? r->alts[0] : h && h->text ? h->text : "";
     json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:f}", "source_ids", ids_json(src, n_src), "ids",
-                          ids_json(h ? h->ids : NULL, h ? h->n_ids : 0), "pieces", pieces, "text",
-                          h && h->text ? h->text : "", "score", h ? (double)h->score : 0.0);
+                          ids_json(h ? h->ids : NULL, h ? h->n_ids : 0), "pieces", pieces, "text", text,
+                          "score", h ? (double)h->score : 0.0);
     if (o && r)
         srv_result_features_json(o, r, opt->dp.token_scores, opt->dp.alignment.enabled);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -313,7 +320,7 @@ static int translate_line(mt_session *s, const srv_tr_model *tm, const options *
     if (o->json)
         print_json(tm->tok, src, n_src, best, o, &r);
     else
-        puts(best->text ? best->text : "");
+        puts(r.n_alts > 0 ? r.alts[0] : best->text ? best->text : "");
     srv_tr_results_free(&r, 1);
     srv_tr_free(t);
     return 0;
@@ -485,7 +492,7 @@ static int run(mt_model *m, const options *o)
     sp.kv_f16 = o->kv_f16;
     if (o->dp.lengths.max_length > sp.max_tgt_len)
         sp.max_tgt_len = o->dp.lengths.max_length;
-    srv_tr_params tp = { .split = 0 };
+    srv_tr_params tp = { .split = 0, .placeholders = !o->no_placeholders };
     if (mt_decode_params_resolve(m, &sp, &o->dp, &tp.dp, &err) != MT_OK) {   /* every line's */
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
         return 2;

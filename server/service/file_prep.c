@@ -101,6 +101,7 @@ int srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, 
     r->tm.cache = NULL;
     r->p.dp = mt_decode_default_params();
     r->p.split = 1;
+    r->p.placeholders = 1;             /* as /translate: %s, {name}, URLs kept byte for byte in every format */
     srv_glossary *legs[2] = { NULL, NULL };
     if (srv_translate_resolve(&path, &r->p, resp) || srv_leg_glossaries(srv, &path, terms, legs, resp))
         return -1;
