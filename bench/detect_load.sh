@@ -12,8 +12,9 @@
 # 48).  Against each, bench/detect_load.c: 1000 /detect probes idle, then the same
 # while DETECT_CLIENTS (24) clients translate in a closed loop, half into each model
 # (12 clients for 8 rows: every row busy and requests queued; the mean rows per step
-# and the queue depth it prints show it).  The shipped models twice: decoding at the
-# default --decode-nice 5 (below the HTTP threads) and at 0 (the same priority).
+# and the queue depth it prints show it).  The shipped models once per value of
+# DETECT_NICES (default "5 0": the default --decode-nice, below the HTTP threads, and
+# the same priority), the control at the first value.
 # DETECT_LOAD_ARGS are passed on.
 # DETECT_PIN=1, a demonstration (not what the server does by itself): the HTTP threads
 # (MHD-worker) and the client on CPU 1, every other thread (the decoders) on CPU 0, so
@@ -39,9 +40,12 @@ echo "detect_load: $(date +%F), $(nproc) cores, commit $(git rev-parse --short H
 echo
 echo "| server, phase | /detect requests | right | mean ms | p50 | p90 | p99 | max | translations meanwhile | rows/step | queue depth |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
-for cfg in "models:5:CLD2 + .charlm (shipped), decoding at nice 5 (default)" \
-           "models:0:CLD2 + .charlm (shipped), decoding at nice 0 (--decode-nice 0)" \
-           "$TMP:5:CLD2 alone (no .charlm), decoding at nice 5"; do
+CFGS=() NICES=${DETECT_NICES:-5 0}
+for n in $NICES; do
+    CFGS+=("models:$n:CLD2 + .charlm (shipped), --decode-nice $n")
+done
+CFGS+=("$TMP:${NICES%% *}:CLD2 alone (no .charlm), --decode-nice ${NICES%% *}")
+for cfg in "${CFGS[@]}"; do
     dir=${cfg%%:*} rest=${cfg#*:}
     nice=${rest%%:*} label=${rest#*:}
     port=$(free_port)
