@@ -461,6 +461,7 @@ static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *
     srv_tr_params tp = *tp0;
     tp.split = 1;                       /* a unit is a paragraph */
     tp.dp.alignment.enabled = 1;        /* tags and runs follow the words */
+    tp.placeholders = srv_doc_kind_protects(kind);     /* resource values: %s, {{x}} kept */
     mt_err err = {0};
     srv_doc_limits lim = srv_doc_default_limits();
     lim.max_bytes = (size_t)1 << 30;    /* the operator's own file: only its format's bounds */

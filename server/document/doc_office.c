@@ -570,6 +570,6 @@ static mt_status o_render(const void *state, char **out, size_t *len, mt_err *er
     return st;
 }
 
-const srv_doc_format srv_doc_office_format = { o_parse, o_units, o_unit, o_set, o_render, o_free };
+const srv_doc_format srv_doc_office_format = { o_parse, o_units, o_unit, o_set, o_render, o_free, NULL };
 
 int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind) { return srv_zip_sniff(data, len, kind); }

@@ -1,4 +1,4 @@
-/* doc_xml: the XML layer of docx and odt (private to server/document), on
+/* doc_xml: the XML layer of docx, odt and Android strings.xml (private to server/document), on
  * expat: a read-only tree of a part, and the part again with some text
  * changed and every other byte as it was.
  *
@@ -61,6 +61,10 @@ mt_status           srv_xml_parse(const char *name, const char *xml, size_t len,
                                   mt_err *err);
 void                srv_xml_free(srv_xml_doc *d);
 const srv_xml_node *srv_xml_root(const srv_xml_doc *d);
+
+/* Attribute qname (as written, with its prefix) of element el: its value as
+ * written (character references not decoded) and *n its length, or NULL. */
+const char         *srv_xml_attr(const srv_xml_doc *d, const srv_xml_node *el, const char *qname, size_t *n);
 
 /* Changes, recorded against the source bytes (escaped as needed; s is UTF-8
  * XML can hold).  Each node is changed at most once.  0, or -1 out of memory. */

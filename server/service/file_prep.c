@@ -78,7 +78,7 @@ static int detect_texts(const srv_doc *d, const char **texts, int max)
     return n;
 }
 
-int srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, const char *target,
+int srv_file_route_doc(srv_server *srv, srv_response *resp, srv_doc *doc, const char *target,
                        const char **source, srv_lang_guess *guess, const srv_glossary *terms, srv_file_route *r)
 {
     *r = (srv_file_route){ 0 };
@@ -101,6 +101,8 @@ int srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, 
     r->tm.cache = NULL;
     r->p.dp = mt_decode_default_params();
     r->p.split = 1;
+    r->p.placeholders = srv_doc_kind_protects(srv_doc_kind_of(doc));
+    srv_doc_target(doc, target);
     srv_glossary *legs[2] = { NULL, NULL };
     if (srv_translate_resolve(&path, &r->p, resp) || srv_leg_glossaries(srv, &path, terms, legs, resp))
         return -1;

@@ -1,0 +1,350 @@
+/* test_doc_i18n: the resource-file formats of server/document (doc_json.c,
+ * doc_properties.c, doc_strings.c, doc_android.c over doc_res.c) through
+ * document.h, without a model.  Checked per format: a render with nothing set
+ * gives the file back byte for byte; the units are exactly the values (not
+ * keys, comments, metadata, translatable="false" or references), escapes
+ * decoded, whitespace around them set aside; a translation is spliced in
+ * escaped the format's way with every other byte kept; ARB's @@locale takes
+ * the target; malformed files are MT_ERR_INPUT naming the line, limits
+ * MT_ERR_TOO_LONG; sniffing by name and content, structured files that are
+ * none of the formats refused (SRV_DOC_UNKNOWN). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "document/document.h"
+
+static srv_doc *parse(srv_doc_kind k, const char *s)
+{
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    mt_status st = srv_doc_parse(k, s, strlen(s), NULL, &d, &err);
+    if (st != MT_OK)
+        fail_msg("parse: %s", err.msg);
+    return d;
+}
+
+static char *render(const srv_doc *d)
+{
+    char *out;
+    size_t len;
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_render(d, &out, &len, &err), MT_OK);
+    assert_int_equal(strlen(out), len);
+    return out;
+}
+
+/* The file parses, renders to itself, and its units are want[0..n). */
+static srv_doc *units_are(srv_doc_kind k, const char *s, const char *const *want, int n)
+{
+    srv_doc *d = parse(k, s);
+    char *out = render(d);
+    assert_string_equal(out, s);
+    free(out);
+    assert_int_equal(srv_doc_units(d), n);
+    for (int i = 0; i < n; i++)
+        assert_string_equal(srv_doc_unit(d, i), want[i]);
+    return d;
+}
+
+static void set(srv_doc *d, int i, const char *t)
+{
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_set(d, i, t, strlen(t), NULL, 0, &err), MT_OK);
+}
+
+static void rendered_is(const srv_doc *d, const char *want)
+{
+    char *out = render(d);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+static void refused(srv_doc_kind k, const char *s, mt_status want, const char *msg_part)
+{
+    srv_doc *d = NULL;
+    mt_err err = { 0 };
+    srv_doc_limits lim = srv_doc_default_limits();
+    lim.max_depth = 8;
+    lim.max_unit_bytes = 64;
+    assert_int_equal(srv_doc_parse(k, s, strlen(s), &lim, &d, &err), want);
+    assert_null(d);
+    if (!strstr(err.msg, msg_part))
+        fail_msg("'%s' does not name '%s'", err.msg, msg_part);
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static const char JSON_SRC[] =
+    "{\n"
+    "  \"app\": {\n"
+    "    \"title\":  \"Welcome, {{name}}!\",\n"
+    "    \"items_one\": \"{{count}} item\", \"items_other\": \"{{count}} items\",\n"
+    "    \"lines\": \"First\\nSecond \\\"quoted\\\" \\u00e9t\\u00e9 \\ud83d\\ude00\"\n"
+    "  },\n"
+    "  \"list\": [\"Open\", 3, true, null, \"  Close  \"],\n"
+    "  \"empty\": \"\", \"n\": -1.5e3\r\n"
+    "}\n";
+
+static void test_json_units(void **state)
+{
+    const char *want[] = { "Welcome, {{name}}!", "{{count}} item", "{{count}} items",
+                           "First\nSecond \"quoted\" \xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80", "Open", "Close" };
+    srv_doc *d = units_are(SRV_DOC_JSON, JSON_SRC, want, 6);
+    srv_doc_free(d);
+}
+
+static void test_json_set(void **state)
+{
+    srv_doc *d = parse(SRV_DOC_JSON, JSON_SRC);
+    set(d, 0, "Bienvenue, {{name}} !");
+    set(d, 3, "Premi\xc3\xa8re\n\"ligne\" \\ \x01");
+    set(d, 5, "Fermer");
+    /* the file is ASCII: é written as \u00e8, as the source wrote its own */
+    rendered_is(d, "{\n"
+                   "  \"app\": {\n"
+                   "    \"title\":  \"Bienvenue, {{name}} !\",\n"
+                   "    \"items_one\": \"{{count}} item\", \"items_other\": \"{{count}} items\",\n"
+                   "    \"lines\": \"Premi\\u00e8re\\n\\\"ligne\\\" \\\\ \\u0001\"\n"
+                   "  },\n"
+                   "  \"list\": [\"Open\", 3, true, null, \"  Fermer  \"],\n"
+                   "  \"empty\": \"\", \"n\": -1.5e3\r\n"
+                   "}\n");
+    srv_doc_free(d);
+    /* a UTF-8 file keeps UTF-8; above the BMP in an ASCII one: a surrogate pair */
+    d = parse(SRV_DOC_JSON, "{\"a\":\"caf\xc3\xa9\",\"b\":\"x\"}");
+    set(d, 0, "\xe2\x82\xac");
+    rendered_is(d, "{\"a\":\"\xe2\x82\xac\",\"b\":\"x\"}");
+    srv_doc_free(d);
+    d = parse(SRV_DOC_JSON, "{\"a\":\"cafe\"}");
+    set(d, 0, "\xf0\x9f\x98\x80!");
+    rendered_is(d, "{\"a\":\"\\ud83d\\ude00!\"}");
+    srv_doc_free(d);
+}
+
+static void test_arb(void **state)
+{
+    const char *src = "{\n  \"@@locale\": \"en\",\n  \"@@context\": \"Home page\",\n  \"hello\": \"Hello {name}\",\n"
+                      "  \"@hello\": {\"description\": \"A greeting\", \"placeholders\": {\"name\": {\"example\": "
+                      "\"Bob\"}}},\n  \"bye\": \"Goodbye\"\n}";
+    const char *want[] = { "Hello {name}", "Goodbye" };
+    srv_doc *d = units_are(SRV_DOC_ARB, src, want, 2);
+    srv_doc_target(d, "pt-BR");
+    set(d, 1, "Tchau");
+    rendered_is(d, "{\n  \"@@locale\": \"pt_BR\",\n  \"@@context\": \"Home page\",\n  \"hello\": \"Hello {name}\",\n"
+                   "  \"@hello\": {\"description\": \"A greeting\", \"placeholders\": {\"name\": {\"example\": "
+                   "\"Bob\"}}},\n  \"bye\": \"Tchau\"\n}");
+    srv_doc_free(d);
+    /* no @@locale: nothing added */
+    d = parse(SRV_DOC_ARB, "{\"a\": \"b\"}");
+    srv_doc_target(d, "fr");
+    rendered_is(d, "{\"a\": \"b\"}");
+    srv_doc_free(d);
+}
+
+static void test_json_malformed(void **state)
+{
+    refused(SRV_DOC_JSON, "{\"a\": \"b\",\n \"c\": }", MT_ERR_INPUT, "line 2");
+    refused(SRV_DOC_JSON, "[\"a\"]", MT_ERR_INPUT, "not an object");
+    refused(SRV_DOC_JSON, "{\"a\": \"b\\u0000\"}", MT_ERR_INPUT, "JSON");
+    refused(SRV_DOC_JSON, "{\"a\":\"\xff\"}", MT_ERR_INPUT, "not UTF-8");
+    refused(SRV_DOC_JSON, "{\"a\":[[[[[[[[[[\"x\"]]]]]]]]]]}", MT_ERR_TOO_LONG, "max_depth");
+    refused(SRV_DOC_JSON, "{\"a\":\"0123456789012345678901234567890123456789012345678901234567890123456789\"}",
+            MT_ERR_TOO_LONG, "max_unit_bytes");
+}
+
+/* ---- .properties ------------------------------------------------------------- */
+
+static const char PROPS_SRC[] =
+    "# Messages\n"
+    "! also a comment\n"
+    "greeting=Hello, {0}!\n"
+    "  farewell : Goodbye\r\n"
+    "spaced   See you soon\n"
+    "multi = First part \\\n"
+    "        second part\n"
+    "unicode=caf\\u00e9 \\t tab\n"
+    "k\\:x\\ y = escaped key\n"
+    "empty=\n"
+    "printf=%1$s of %2$d files\n"
+    "\n"
+    "lead=\\ \\ indented";
+
+static void test_properties_units(void **state)
+{
+    const char *want[] = { "Hello, {0}!", "Goodbye", "See you soon", "First part second part",
+                           "caf\xc3\xa9 \t tab", "escaped key", "%1$s of %2$d files", "indented" };
+    srv_doc *d = units_are(SRV_DOC_PROPERTIES, PROPS_SRC, want, 8);
+    set(d, 0, "Bonjour, {0} !");
+    set(d, 3, "Premi\xc3\xa8re partie\nseconde");
+    set(d, 7, "en retrait\\");
+    rendered_is(d, "# Messages\n"
+                   "! also a comment\n"
+                   "greeting=Bonjour, {0} !\n"
+                   "  farewell : Goodbye\r\n"
+                   "spaced   See you soon\n"
+                   "multi = Premi\\u00e8re partie\\nseconde\n"
+                   "unicode=caf\\u00e9 \\t tab\n"
+                   "k\\:x\\ y = escaped key\n"
+                   "empty=\n"
+                   "printf=%1$s of %2$d files\n"
+                   "\n"
+                   "lead=\\ \\ en retrait\\\\");
+    srv_doc_free(d);
+    /* a UTF-8 file stays UTF-8; a leading space of a value is escaped */
+    d = parse(SRV_DOC_PROPERTIES, "a=\xc3\xa9t\xc3\xa9\n");
+    set(d, 0, " \xc3\xa9t\xc3\xa9!");
+    rendered_is(d, "a=\\ \xc3\xa9t\xc3\xa9!\n");
+    srv_doc_free(d);
+}
+
+static void test_properties_malformed(void **state)
+{
+    refused(SRV_DOC_PROPERTIES, "a=b\nc=\\u12zz\n", MT_ERR_INPUT, "line 2");
+    refused(SRV_DOC_PROPERTIES, "a=b\n\nc=\\ud800x\n", MT_ERR_INPUT, "line 3");
+    refused(SRV_DOC_PROPERTIES, "a=\\u0000", MT_ERR_INPUT, "line 1");
+}
+
+/* ---- .strings ----------------------------------------------------------------- */
+
+static const char STRINGS_SRC[] =
+    "/* Title of the app\n   \"not\" = \"this\"; */\n"
+    "\"app.title\" = \"My \\\"App\\\"\";\n"
+    "// \"also\" = \"not\";\n"
+    "\"greeting\"=\"Hello, %@!\\nWelcome\" ;\n"
+    "plain_key = \"Caf\\U00E9\";\n"
+    "\"token\" = Unquoted;\n"
+    "\"same\";\n"
+    "\"count\" = \"%1$d files\";\n";
+
+static void test_strings(void **state)
+{
+    const char *want[] = { "My \"App\"", "Hello, %@!\nWelcome", "Caf\xc3\xa9", "Unquoted", "%1$d files" };
+    srv_doc *d = units_are(SRV_DOC_STRINGS, STRINGS_SRC, want, 5);
+    set(d, 0, "Mon \"App\"");
+    set(d, 1, "Bonjour, %@ !\nBienvenue");
+    set(d, 2, "Caf\xc3\xa9 \\");
+    set(d, 3, "Sans guillemets");
+    rendered_is(d, "/* Title of the app\n   \"not\" = \"this\"; */\n"
+                   "\"app.title\" = \"Mon \\\"App\\\"\";\n"
+                   "// \"also\" = \"not\";\n"
+                   "\"greeting\"=\"Bonjour, %@ !\\nBienvenue\" ;\n"
+                   "plain_key = \"Caf\xc3\xa9 \\\\\";\n"
+                   "\"token\" = \"Sans guillemets\";\n"
+                   "\"same\";\n"
+                   "\"count\" = \"%1$d files\";\n");
+    srv_doc_free(d);
+    refused(SRV_DOC_STRINGS, "\"a\" = \"b\";\n\"c\" = \"d\"\n\"e\" = \"f\";", MT_ERR_INPUT, "line 3");
+    refused(SRV_DOC_STRINGS, "\"a\" = \"b\";\n/* open", MT_ERR_INPUT, "comment not closed");
+    refused(SRV_DOC_STRINGS, "\"a\" = \"b", MT_ERR_INPUT, "not closed");
+}
+
+/* ---- Android strings.xml ------------------------------------------------------- */
+
+static const char ANDROID_SRC[] =
+    "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+    "<!-- app strings -->\n"
+    "<resources xmlns:tools=\"http://schemas.android.com/tools\">\n"
+    "    <string name=\"app_name\" translatable=\"false\">MyApp</string>\n"
+    "    <string name=\"hello\">Don\\'t   panic, %1$s!</string>\n"
+    "    <string name=\"ref\">@string/hello</string>\n"
+    "    <string name=\"quoted\">\"  Keep  spaces \"</string>\n"
+    "    <string name=\"amp\">Salt &amp; pepper &lt;3</string>\n"
+    "    <string name=\"cdata\"><![CDATA[Read <b>this</b>]]></string>\n"
+    "    <string name=\"bold\">Hello <b>world</b></string>\n"
+    "    <string-array name=\"planets\">\n"
+    "        <item>Mercury</item>\n"
+    "        <item>Venus</item>\n"
+    "    </string-array>\n"
+    "    <string-array name=\"codes\" translatable=\"false\"><item>FR</item></string-array>\n"
+    "    <plurals name=\"songs\">\n"
+    "        <item quantity=\"one\">%d song</item>\n"
+    "        <item quantity=\"other\">%d songs</item>\n"
+    "    </plurals>\n"
+    "</resources>\n";
+
+static void test_android(void **state)
+{
+    const char *want[] = { "Don't panic, %1$s!", "Keep  spaces", "Salt & pepper <3", "Read <b>this</b>",
+                           "Mercury", "Venus", "%d song", "%d songs" };
+    srv_doc *d = units_are(SRV_DOC_ANDROID, ANDROID_SRC, want, 8);
+    set(d, 0, "Pas d'panique, %1$s !");
+    set(d, 1, "@Garder \"ici\"");
+    set(d, 2, "Sel & poivre <3");
+    set(d, 3, "Lisez <b>ceci</b> ]]> fin");
+    set(d, 7, "%d chansons");
+    rendered_is(d, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+                   "<!-- app strings -->\n"
+                   "<resources xmlns:tools=\"http://schemas.android.com/tools\">\n"
+                   "    <string name=\"app_name\" translatable=\"false\">MyApp</string>\n"
+                   "    <string name=\"hello\">Pas d\\'panique, %1$s !</string>\n"
+                   "    <string name=\"ref\">@string/hello</string>\n"
+                   "    <string name=\"quoted\">\"  \\@Garder \\\"ici\\\" \"</string>\n"
+                   "    <string name=\"amp\">Sel &amp; poivre &lt;3</string>\n"
+                   "    <string name=\"cdata\"><![CDATA[Lisez <b>ceci</b> ]]]]><![CDATA[> fin]]></string>\n"
+                   "    <string name=\"bold\">Hello <b>world</b></string>\n"
+                   "    <string-array name=\"planets\">\n"
+                   "        <item>Mercury</item>\n"
+                   "        <item>Venus</item>\n"
+                   "    </string-array>\n"
+                   "    <string-array name=\"codes\" translatable=\"false\"><item>FR</item></string-array>\n"
+                   "    <plurals name=\"songs\">\n"
+                   "        <item quantity=\"one\">%d song</item>\n"
+                   "        <item quantity=\"other\">%d chansons</item>\n"
+                   "    </plurals>\n"
+                   "</resources>\n");
+    srv_doc_free(d);
+    refused(SRV_DOC_ANDROID, "<resources>\n<string name=\"a\">b</strin>\n</resources>", MT_ERR_INPUT, "line 2");
+    refused(SRV_DOC_ANDROID, "<manifest/>", MT_ERR_INPUT, "<manifest>");
+    refused(SRV_DOC_ANDROID, "<!DOCTYPE r [<!ENTITY a \"aaaa\">]><resources/>", MT_ERR_INPUT, "DOCTYPE");
+}
+
+/* ---- sniffing ------------------------------------------------------------------- */
+
+static srv_doc_kind sniff(const char *s, const char *name) { return srv_doc_sniff(s, strlen(s), name); }
+
+static void test_sniff(void **state)
+{
+    assert_int_equal(sniff("{\"a\": \"b\"}", "en.json"), SRV_DOC_JSON);
+    assert_int_equal(sniff("{\"a\": \"b\"}", NULL), SRV_DOC_JSON);
+    assert_int_equal(sniff("{\"@@locale\": \"en\", \"a\": \"b\"}", NULL), SRV_DOC_ARB);
+    assert_int_equal(sniff("{\"a\": \"b\"}", "app_en.arb"), SRV_DOC_ARB);
+    assert_int_equal(sniff("a=b\n", "messages.properties"), SRV_DOC_PROPERTIES);
+    assert_int_equal(sniff("# x\napp.title=Hello\napp.bye = Bye\n", NULL), SRV_DOC_PROPERTIES);
+    assert_int_equal(sniff("app.title=Hello\napp.bye = Bye\n", "notes.txt"), SRV_DOC_TXT);
+    assert_int_equal(sniff("\"a\" = \"b\";", "Localizable.strings"), SRV_DOC_STRINGS);
+    assert_int_equal(sniff("/* c */\n\"a\" = \"b\";\n", NULL), SRV_DOC_STRINGS);
+    assert_int_equal(sniff("<resources><string name=\"a\">b</string></resources>", "strings.xml"), SRV_DOC_ANDROID);
+    assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<!-- c -->\n<resources/>", NULL), SRV_DOC_ANDROID);
+    assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<xliff version=\"1.2\"/>", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("<manifest/>", "AndroidManifest.xml"), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("[\"a\", \"b\"]", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("en:\n  hello: \"Hello world\"\n", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("---\nen:\n  hello: Hi\n", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("hello: Hi\n", "en.yml"), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("Dear team:\nthe meeting is at noon.\n", NULL), SRV_DOC_TXT);
+    assert_int_equal(sniff("Hello world.\nA second line = fine.\n", NULL), SRV_DOC_TXT);
+    assert_int_equal(sniff("<html><body><p>x</p></body></html>", NULL), SRV_DOC_HTML);
+    assert_true(srv_doc_kind_protects(SRV_DOC_ANDROID) && srv_doc_kind_protects(SRV_DOC_JSON) &&
+                !srv_doc_kind_protects(SRV_DOC_TXT) && !srv_doc_kind_protects(SRV_DOC_PO));
+    assert_string_equal(srv_doc_kind_name(SRV_DOC_PROPERTIES), "properties");
+    assert_string_equal(srv_doc_kind_ext(SRV_DOC_ANDROID), ".xml");
+    assert_non_null(strstr(srv_doc_supported(), ".properties"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_units),       cmocka_unit_test(test_json_set),
+        cmocka_unit_test(test_arb),              cmocka_unit_test(test_json_malformed),
+        cmocka_unit_test(test_properties_units), cmocka_unit_test(test_properties_malformed),
+        cmocka_unit_test(test_strings),          cmocka_unit_test(test_android),
+        cmocka_unit_test(test_sniff),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
