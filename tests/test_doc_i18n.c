@@ -299,6 +299,12 @@ static void test_android(void **state)
                    "    </plurals>\n"
                    "</resources>\n");
     srv_doc_free(d);
+    /* a quoted value: the quotes stay around the translation */
+    d = parse(SRV_DOC_ANDROID, "<resources><string name=\"q\">\"The house\"</string></resources>");
+    assert_string_equal(srv_doc_unit(d, 0), "The house");
+    set(d, 0, "La maison");
+    rendered_is(d, "<resources><string name=\"q\">\"La maison\"</string></resources>");
+    srv_doc_free(d);
     refused(SRV_DOC_ANDROID, "<resources>\n<string name=\"a\">b</strin>\n</resources>", MT_ERR_INPUT, "line 2");
     refused(SRV_DOC_ANDROID, "<manifest/>", MT_ERR_INPUT, "<manifest>");
     refused(SRV_DOC_ANDROID, "<!DOCTYPE r [<!ENTITY a \"aaaa\">]><resources/>", MT_ERR_INPUT, "DOCTYPE");

@@ -33,6 +33,7 @@ typedef struct {
     const srv_xml_doc *x;
     srv_res_buf       xml;      /* a text node's characters, references decoded */
     srv_res_buf       v;        /* the value as aapt reads it */
+    size_t            vend;     /* the source offset past its last character (a closing quote after it stays) */
 } droid;
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -99,15 +100,17 @@ static int hexv(char h)
     return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
 }
 
-/* a->xml read as aapt does into a->v: 0, or -1 out of memory. */
-static int aapt_chars(droid *a)
+/* a->xml (the text node's content ends at end) read as aapt does into a->v,
+ * a->vend past its last character: 0, or -1 out of memory. */
+static int aapt_chars(droid *a, size_t end)
 {
     const char *x = a->xml.b.p;
     size_t n = a->xml.b.n;
     int quoted = 0, spaced = 0;
     a->v.b.n = 0;
+    a->vend = end;
     for (size_t q = 0; q < n;) {
-        size_t at = a->xml.map[q];
+        size_t at = a->xml.map[q], had = a->v.b.n;
         char c = x[q];
         if (c == '\\' && q + 1 < n) {
             char e = x[q + 1];
@@ -130,24 +133,22 @@ static int aapt_chars(droid *a)
                     return -1;
             }
             spaced = 0;
-            continue;
-        }
-        if (c == '"') {
-            quoted = !quoted;
+        } else if (c == '"') {
+            quoted = !quoted;                           /* dropped: it only keeps whitespace */
             q++;
-            continue;
-        }
-        if (!quoted && is_space(c)) {
+        } else if (!quoted && is_space(c)) {
             if (!spaced && srv_res_put(&a->v, " ", 1, at))
                 return -1;
             spaced = 1;
             q++;
-            continue;
+        } else {
+            if (srv_res_put(&a->v, x + q, 1, at))
+                return -1;
+            spaced = 0;
+            q++;
         }
-        if (srv_res_put(&a->v, x + q, 1, at))
-            return -1;
-        spaced = 0;
-        q++;
+        if (a->v.b.n > had)                             /* a character: its source ends where the next begins */
+            a->vend = q < n ? a->xml.map[q] : end;
     }
     return 0;
 }
@@ -167,9 +168,9 @@ static mt_status value(droid *a, const srv_xml_node *el, const char *src, mt_err
         k++;
     if (k < a->xml.b.n && (a->xml.b.p[k] == '@' || a->xml.b.p[k] == '?'))
         return MT_OK;                   /* a reference to another resource */
-    if (aapt_chars(a))
+    if (aapt_chars(a, end))
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    return srv_res_value(a->r, &a->v, end, cdata ? SRV_RES_CDATA : SRV_RES_ANDROID, 0, t->start, err);
+    return srv_res_value(a->r, &a->v, a->vend, cdata ? SRV_RES_CDATA : SRV_RES_ANDROID, 0, t->start, err);
 }
 
 static mt_status walk(droid *a, const srv_xml_node *root, const char *src, mt_err *err)
