@@ -1,5 +1,5 @@
 /* test_doc_i18n: the resource-file formats of server/document (doc_json.c,
- * doc_properties.c, doc_strings.c, doc_android.c over doc_res.c) through
+ * doc_properties.c, doc_strings.c, doc_android.c, doc_yaml.c over doc_res.c) through
  * document.h, without a model.  Checked per format: a render with nothing set
  * gives the file back byte for byte; the units are exactly the values (not
  * keys, comments, metadata, translatable="false" or references), escapes
@@ -147,6 +147,17 @@ static void test_arb(void **state)
     srv_doc_free(d);
 }
 
+/* Values with nothing to translate outside their placeholders and strftime
+ * formats are no units: a program reads them. */
+static void test_formats_only(void **state)
+{
+    const char *src = "{\"date\": \"%Y-%m-%d\", \"time\": \"%-H:%M\", \"pair\": \"{0}: {1}\", \"n\": \"42 %\", "
+                      "\"url\": \"https://example.com/a\", \"word\": \"%d days\", \"accent\": \"\xc3\xa9\"}";
+    const char *want[] = { "%d days", "\xc3\xa9" };
+    srv_doc *d = units_are(SRV_DOC_JSON, src, want, 2);
+    srv_doc_free(d);
+}
+
 static void test_json_malformed(void **state)
 {
     refused(SRV_DOC_JSON, "{\"a\": \"b\",\n \"c\": }", MT_ERR_INPUT, "line 2");
@@ -154,7 +165,7 @@ static void test_json_malformed(void **state)
     refused(SRV_DOC_JSON, "{\"a\": \"b\\u0000\"}", MT_ERR_INPUT, "JSON");
     refused(SRV_DOC_JSON, "{\"a\":\"\xff\"}", MT_ERR_INPUT, "not UTF-8");
     refused(SRV_DOC_JSON, "{\"a\":[[[[[[[[[[\"x\"]]]]]]]]]]}", MT_ERR_TOO_LONG, "max_depth");
-    refused(SRV_DOC_JSON, "{\"a\":\"0123456789012345678901234567890123456789012345678901234567890123456789\"}",
+    refused(SRV_DOC_JSON, "{\"a\":\"abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij\"}",
             MT_ERR_TOO_LONG, "max_unit_bytes");
 }
 
@@ -310,6 +321,76 @@ static void test_android(void **state)
     refused(SRV_DOC_ANDROID, "<!DOCTYPE r [<!ENTITY a \"aaaa\">]><resources/>", MT_ERR_INPUT, "DOCTYPE");
 }
 
+/* ---- Rails YAML ------------------------------------------------------------------ */
+
+static const char YAML_SRC[] =
+    "# Rails locale\n"
+    "en:\n"
+    "  hello: Hello world   # a comment\n"
+    "  quoted: \"Say \\\"hi\\\"\\n\"\n"
+    "  single: 'It''s here'\n"
+    "  messages:\n"
+    "    welcome: \"Welcome, %{name}!\"\n"
+    "    count: 42\n"
+    "    flag: yes\n"
+    "    date: 2024-01-31\n"
+    "    items:\n"
+    "      one: \"%{count} item\"\n"
+    "      other: '%{count} items'\n"
+    "    days: [Sunday, \"Monday\"]\n"
+    "    long: |\n"
+    "      A block scalar\n"
+    "      kept.\n"
+    "    base: &base Shared text\n"
+    "    again: *base\n"
+    "    tagged: !ruby/symbol sym\n"
+    "    multi: first line\n"
+    "      continued\n"
+    "    caf\xc3\xa9: Caf\xc3\xa9 ouvert\n";
+
+static void test_yaml(void **state)
+{
+    const char *want[] = { "Hello world", "Say \"hi\"", "It's here", "Welcome, %{name}!", "%{count} item",
+                           "%{count} items", "Sunday", "Monday", "Shared text", "first line continued",
+                           "Caf\xc3\xa9 ouvert" };
+    srv_doc *d = units_are(SRV_DOC_YAML, YAML_SRC, want, 11);
+    srv_doc_target(d, "pt-BR");
+    set(d, 0, "Ol\xc3\xa1 mundo");
+    set(d, 1, "Diga \"oi\"\\");
+    set(d, 2, "Est\xc3\xa1 aqui");
+    set(d, 6, "Domingo");
+    set(d, 8, "Texto");
+    set(d, 9, "primeira linha");
+    rendered_is(d, "# Rails locale\n"
+                   "pt-BR:\n"
+                   "  hello: \"Ol\xc3\xa1 mundo\"   # a comment\n"
+                   "  quoted: \"Diga \\\"oi\\\"\\\\\\n\"\n"
+                   "  single: \"Est\xc3\xa1 aqui\"\n"
+                   "  messages:\n"
+                   "    welcome: \"Welcome, %{name}!\"\n"
+                   "    count: 42\n"
+                   "    flag: yes\n"
+                   "    date: 2024-01-31\n"
+                   "    items:\n"
+                   "      one: \"%{count} item\"\n"
+                   "      other: '%{count} items'\n"
+                   "    days: [\"Domingo\", \"Monday\"]\n"
+                   "    long: |\n"
+                   "      A block scalar\n"
+                   "      kept.\n"
+                   "    base: &base \"Texto\"\n"
+                   "    again: *base\n"
+                   "    tagged: !ruby/symbol sym\n"
+                   "    multi: \"primeira linha\"\n"
+                   "    caf\xc3\xa9: Caf\xc3\xa9 ouvert\n");
+    srv_doc_free(d);
+    refused(SRV_DOC_YAML, "en:\n  a: [b\n  c: d\n", MT_ERR_INPUT, "line ");
+    refused(SRV_DOC_YAML, "services:\n  web: x\n", MT_ERR_INPUT, "not a language code");
+    refused(SRV_DOC_YAML, "- a\n- b\n", MT_ERR_INPUT, "list");
+    refused(SRV_DOC_YAML, "en:\n a:\n  b:\n   c:\n    d:\n     e:\n      f:\n       g:\n        h: x\n", MT_ERR_TOO_LONG,
+            "max_depth");
+}
+
 /* ---- sniffing ------------------------------------------------------------------- */
 
 static srv_doc_kind sniff(const char *s, const char *name) { return srv_doc_sniff(s, strlen(s), name); }
@@ -330,9 +411,12 @@ static void test_sniff(void **state)
     assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<xliff version=\"1.2\"/>", NULL), SRV_DOC_UNKNOWN);
     assert_int_equal(sniff("<manifest/>", "AndroidManifest.xml"), SRV_DOC_UNKNOWN);
     assert_int_equal(sniff("[\"a\", \"b\"]", NULL), SRV_DOC_UNKNOWN);
-    assert_int_equal(sniff("en:\n  hello: \"Hello world\"\n", NULL), SRV_DOC_UNKNOWN);
-    assert_int_equal(sniff("---\nen:\n  hello: Hi\n", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("en:\n  hello: \"Hello world\"\n", NULL), SRV_DOC_YAML);
+    assert_int_equal(sniff("# c\n---\n'pt-BR':\n  hello: Hi\n", NULL), SRV_DOC_YAML);
+    assert_int_equal(sniff("en:\n  hello: Hi\n", "config/locales/en.yml"), SRV_DOC_YAML);
     assert_int_equal(sniff("hello: Hi\n", "en.yml"), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("services:\n  web:\n    image: nginx\n", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("---\ntitle: A post\n---\nText.\n", NULL), SRV_DOC_UNKNOWN);
     assert_int_equal(sniff("Dear team:\nthe meeting is at noon.\n", NULL), SRV_DOC_TXT);
     assert_int_equal(sniff("Hello world.\nA second line = fine.\n", NULL), SRV_DOC_TXT);
     assert_int_equal(sniff("<html><body><p>x</p></body></html>", NULL), SRV_DOC_HTML);
@@ -348,8 +432,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_units),       cmocka_unit_test(test_json_set),
         cmocka_unit_test(test_arb),              cmocka_unit_test(test_json_malformed),
+        cmocka_unit_test(test_formats_only),
         cmocka_unit_test(test_properties_units), cmocka_unit_test(test_properties_malformed),
         cmocka_unit_test(test_strings),          cmocka_unit_test(test_android),
+        cmocka_unit_test(test_yaml),
         cmocka_unit_test(test_sniff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,21 +3,22 @@
  * `curl -F` sends them.
  *
  * For each of tests/fixtures/i18n/ (i18next JSON, ARB, Java .properties,
- * Apple .strings with CRLF, Android strings.xml): 200, the file at
+ * Apple .strings with CRLF, Android strings.xml, Rails YAML): 200, the file at
  * translatedFileUrl named after the source with the format's extension and
  * MIME type; read back by an independent reader
- * (tests/documents/check_i18n.py: Python's json, xml.etree, small readers of
+ * (tests/documents/check_i18n.py: Python's json and yaml, xml.etree, readers of
  * Java's and Apple's rules): the same keys, order and structure, everything
  * not translated equal (ARB metadata, translatable="false", references,
- * markup), ARB's @@locale the target, placeholders ({{x}}, %1$s, %@, {0},
+ * markup), ARB's @@locale and the Rails top key the target, placeholders ({{x}}, %1$s, %@, {0},
  * %d) each as often; and each translated value, trimmed, exactly POST
  * /translate's translation of its source value (the plain-text path, its
  * placeholders kept the same way), the whitespace around it as written.
  * Then the bytes outside the values: a file with every value blank comes
  * back byte for byte.  Refused: a malformed JSON (400 naming line and
- * column), a .properties with a bad \u escape (400 naming the line), an
- * XML file whose root is not <resources>, YAML by name and by content, a
- * JSON array (415, naming the supported formats). */
+ * column), a .properties with a bad \u escape (400 naming the line), a
+ * malformed Rails file (400), an XML file whose root is not <resources>,
+ * YAML that is not a Rails locale file by name and by content, a JSON array
+ * (415, naming the supported formats). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -243,6 +244,13 @@ static void test_strings(void **state)
     assert_int_equal(check_fixture("Localizable.strings", "strings", "Localizable.fr.strings", "text/plain"), 4);
 }
 
+static void test_yaml(void **state)
+{
+    /* hello, greeting, notice, blank, too_long one/other, order's 3 items, and shared, which the
+     * reader sees twice (its alias "again" is the same node); not the date format %Y-%m-%d */
+    assert_int_equal(check_fixture("en.yml", "yaml", "en.fr.yml", "application/yaml"), 11);
+}
+
 static void test_android(void **state)
 {
     /* welcome, quoted, salt, cdata, 2 seasons, 2 trees; not app_name, link, bold */
@@ -277,8 +285,9 @@ static void test_refused(void **state)
     expect_refused("m.properties", "a=b\nc=\\u00zz\n", 400, "line 2");
     expect_refused("strings.xml", "<resources><string name=\"a\">x</strin></resources>", 400, "line 1");
     expect_refused("AndroidManifest.xml", "<manifest package=\"a.b\"/>", 415, ".properties");
-    expect_refused("en.yml", "en:\n  hello: Hello world\n", 415, "strings.xml");
-    expect_refused("upload", "en:\n  hello: \"Hello world\"\n  bye: Goodbye\n", 415, ".json");
+    expect_refused("docker-compose.yml", "services:\n  web:\n    image: nginx\n", 415, "strings.xml");
+    expect_refused("upload", "services:\n  web:\n    image: nginx\n", 415, ".json");
+    expect_refused("en.yml", "en:\n  a: [b\n  c: d\n", 400, "line");
     expect_refused("upload", "[\"The house\", \"The garden\"]", 415, ".arb");
     expect_refused("doc.xml", "<?xml version=\"1.0\"?><xliff version=\"1.2\"/>", 415, ".strings");
 }
@@ -307,7 +316,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json),           cmocka_unit_test(test_arb),     cmocka_unit_test(test_properties),
         cmocka_unit_test(test_strings),        cmocka_unit_test(test_android), cmocka_unit_test(test_untouched_bytes),
-        cmocka_unit_test(test_refused),        cmocka_unit_test(test_frontend_lists),
+        cmocka_unit_test(test_yaml),           cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_frontend_lists),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();

@@ -20,7 +20,7 @@
  * it is refused there.  A wrong document_key answers as an unknown id (404):
  * it tells nothing of the document.  Formats: what POST /translate_file reads
  * (document/document.h: txt, html, srt, vtt, po, docx, odt, and the i18n
- * resources json, arb, properties, strings, android).
+ * resources json, arb, properties, strings, android, yaml).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -33,6 +33,7 @@ extern const srv_doc_format srv_doc_json_format;       /* doc_json.c: json, arb 
 extern const srv_doc_format srv_doc_properties_format; /* doc_properties.c: properties */
 extern const srv_doc_format srv_doc_strings_format;    /* doc_strings.c: strings */
 extern const srv_doc_format srv_doc_android_format;    /* doc_android.c: android */
+extern const srv_doc_format srv_doc_yaml_format;       /* doc_yaml.c: yaml (Rails) */
 
 /* Content sniffers (document.c asks them in this order: office, then vtt,
  * srt, the file name's extension, an XML root, html, po, json, strings,
@@ -43,5 +44,6 @@ int srv_doc_is_po(const char *data, size_t len);
 int srv_doc_is_json(const char *data, size_t len);        /* '{' ... '}' */
 int srv_doc_is_strings(const char *data, size_t len);     /* "key" = "value" first */
 int srv_doc_is_properties(const char *data, size_t len);  /* key=value lines and comments only */
+int srv_doc_is_rails_yaml(const char *data, size_t len);  /* "en:" (a language code) first */
 
 #endif

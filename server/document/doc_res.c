@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/placeholders.h"
 #include "util/check.h"
 #include "util/utf8.h"
 
@@ -82,14 +83,39 @@ static size_t space_at(const char *s, size_t n)
     return mt_utf8_is_space(c) ? m : 0;
 }
 
+/* t[0..n) has something to translate: a letter (or any non-ASCII character)
+ * outside its placeholders and strftime's conversions ("%Y-%m-%d", "%H:%M"
+ * are formats a program reads, not text). */
+static int has_words(const char *t, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        char kind;
+        size_t k = srv_ph_at(t, i, n, 0, &kind);
+        if (!k && t[i] == '%' && i + 1 < n) {
+            size_t j = i + 1 + (strchr("-_0^#:", t[i + 1]) != NULL);
+            if (j < n && ((t[j] >= 'a' && t[j] <= 'z') || (t[j] >= 'A' && t[j] <= 'Z')))
+                k = j + 1 - i;
+        }
+        if (k) {
+            i += k;
+            continue;
+        }
+        unsigned char c = (unsigned char)t[i];
+        if (c >= 0x80 || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            return 1;
+        i++;
+    }
+    return 0;
+}
+
 mt_status srv_res_value(srv_res *r, const srv_res_buf *v, size_t end, int esc, int flags, size_t at, mt_err *err)
 {
     const char *d = v->b.p;
     size_t a = 0, b = v->b.n, m;
     while (a < b && (m = space_at(d + a, b - a)))
         a += m;
-    if (a == b)
-        return MT_OK;                           /* blank: nothing to translate */
+    if (a == b || !has_words(d + a, b - a))
+        return MT_OK;                           /* blank, or formats only: nothing to translate */
     for (;;) {                                  /* the last non-space character's end */
         size_t k = b - 1;
         while (k > a && ((unsigned char)d[k] & 0xc0) == 0x80)
@@ -113,6 +139,38 @@ mt_status srv_res_value(srv_res *r, const srv_res_buf *v, size_t end, int esc, i
     return MT_OK;
 }
 
+mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, mt_err *err)
+{
+    size_t a = 0, b = n, m;
+    while (a < b && (m = space_at(dec + a, b - a)))
+        a += m;
+    if (a == b || !has_words(dec + a, b - a))
+        return MT_OK;
+    for (;;) {
+        size_t k = b - 1;
+        while (k > a && ((unsigned char)dec[k] & 0xc0) == 0x80)
+            k--;
+        if (!space_at(dec + k, b - k))
+            break;
+        b = k;
+    }
+    if (b - a > r->max_unit)
+        return mt_err_set(err, MT_ERR_TOO_LONG, "line %d: a value of %zu bytes; the limit is %zu (max_unit_bytes)",
+                          srv_res_line(r->data, at), b - a, r->max_unit);
+    if (MT_GROW(r->s, r->cap, (size_t)r->n + 1))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    srv_res_span *s = &r->s[r->n];
+    *s = (srv_res_span){ .start = start, .end = end, .esc = SRV_RES_YAML, .flags = SRV_RES_QUOTE };
+    MT_ASSERT(start <= end && end <= r->len && (!r->n || r->s[r->n - 1].end <= start), err);
+    s->text = strndup(dec + a, b - a);
+    s->lead = strndup(dec, a);
+    s->trail = strndup(dec + b, n - b);
+    r->n++;                             /* counted even when short of memory: freed with the rest */
+    if (!s->text || !s->lead || !s->trail)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    return MT_OK;
+}
+
 int srv_res_units(const void *state) { return ((const srv_res *)state)->n; }
 const char *srv_res_unit(const void *state, int i) { return ((const srv_res *)state)->s[i].text; }
 
@@ -133,7 +191,7 @@ void srv_res_target(void *state, const char *lang)
     srv_res *r = state;
     size_t k = 0;
     for (; lang[k] && k + 1 < sizeof r->locale; k++)       /* "pt-BR" -> ARB's "pt_BR" */
-        r->locale[k] = lang[k] == '-' ? '_' : lang[k];
+        r->locale[k] = lang[k] == '-' && !r->locale_dash ? '_' : lang[k];
     r->locale[k] = 0;
 }
 
@@ -175,6 +233,12 @@ static const char *escape_of(int esc, int flags, int ascii, uint32_t c, int firs
             return c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\f' ? "\\f" : (*u = 1, "");
         *u = c >= 0x80 && ascii;
         return *u ? "" : NULL;
+    case SRV_RES_YAML:
+        if (c == '"' || c == '\\')
+            return c == '"' ? "\\\"" : "\\\\";
+        if (c < 0x20 || c == 0x7f || c == 0x85 || c == 0x2028 || c == 0x2029)
+            return c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : (*u = 1, "");
+        return NULL;
     case SRV_RES_STRINGS:
         if (c == '"' || c == '\\')
             return c == '"' ? "\\\"" : "\\\\";
@@ -196,18 +260,15 @@ static const char *escape_of(int esc, int flags, int ascii, uint32_t c, int firs
     }
 }
 
-/* t[0..n) escaped for span s onto o: 0, or -1 out of memory. */
-static int write_escaped(mt_sbuf *o, const srv_res_span *s, int ascii, const char *t, size_t n)
+/* t[0..n) escaped for span s onto o (first: t starts the span): 0, or -1 out of memory. */
+static int write_chars(mt_sbuf *o, const srv_res_span *s, int ascii, const char *t, size_t n, int first)
 {
-    int quote = (s->flags & SRV_RES_QUOTE) != 0;
-    if (quote && mt_sb_add(o, "\"", 1))
-        return -1;
     for (size_t i = 0; i < n;) {
         uint32_t c;
         size_t m = mt_utf8_next(t + i, n - i, &c);
         int u;
-        const char *e = escape_of(s->esc, s->flags, ascii, c, i == 0, &u);
-        int rc = u ? put_u(o, c, s->esc == SRV_RES_STRINGS ? "\\U%04X" : "\\u%04x")
+        const char *e = escape_of(s->esc, s->flags, ascii, c, first && i == 0, &u);
+        int rc = u ? put_u(o, c, s->esc == SRV_RES_STRINGS ? "\\U%04X" : "\\u%04x")   /* YAML reads \\u too */
                  : e ? mt_sb_add(o, e, strlen(e))
                  : (s->esc == SRV_RES_CDATA && c == '>' && i >= 2 && !memcmp(t + i - 2, "]]", 2))
                      ? mt_sb_add(o, "]]><![CDATA[>", 13)
@@ -216,7 +277,19 @@ static int write_escaped(mt_sbuf *o, const srv_res_span *s, int ascii, const cha
             return -1;
         i += m;
     }
-    return quote ? mt_sb_add(o, "\"", 1) : 0;
+    return 0;
+}
+
+/* Span s's translation t[0..n) onto o: 0, or -1 out of memory. */
+static int write_escaped(mt_sbuf *o, const srv_res_span *s, int ascii, const char *t, size_t n)
+{
+    int quote = (s->flags & SRV_RES_QUOTE) != 0;
+    return (quote && mt_sb_add(o, "\"", 1)) || (s->lead && write_chars(o, s, ascii, s->lead, strlen(s->lead), 1)) ||
+                   write_chars(o, s, ascii, t, n, !s->lead || !s->lead[0]) ||
+                   (s->trail && write_chars(o, s, ascii, s->trail, strlen(s->trail), 0)) ||
+                   (quote && mt_sb_add(o, "\"", 1))
+               ? -1
+               : 0;
 }
 
 mt_status srv_res_render(const void *state, char **out, size_t *len, mt_err *err)
@@ -261,6 +334,8 @@ void srv_res_free(void *state)
     for (int i = 0; i < r->n; i++) {
         free(r->s[i].text);
         free(r->s[i].tr);
+        free(r->s[i].lead);
+        free(r->s[i].trail);
     }
     free(r->s);
     if (r->own_free)

@@ -9,7 +9,10 @@
  * each value (its escapes, its line continuations) into the value's text and
  * a map from each decoded byte back to the source byte it came from; the
  * value's leading and trailing whitespace is set aside (it stays as written)
- * and what is left is a unit, spanning the source bytes map[a]..map[b).  A
+ * and what is left is a unit, spanning the source bytes map[a]..map[b),
+ * unless it has no letter outside its placeholders and strftime's
+ * conversions ("%Y-%m-%d", "{0}:{1}", "%s%%": formats a program reads, kept
+ * as they are).  A
  * translation is written over that span escaped the format's way (srv_res_esc).
  *
  * The units are plain texts: their placeholders (printf %s %1$s %@, {name},
@@ -31,7 +34,8 @@ typedef enum {
     SRV_RES_PROPS,      /* .properties: \\ \n \t \r \f, a leading space as "\ ", \uXXXX in an ASCII file */
     SRV_RES_STRINGS,    /* Apple .strings' quoted string: \" \\ \n \t \r */
     SRV_RES_ANDROID,    /* Android XML text: \\ \' \" \n \t, a leading @ ? as \@ \?, & < > as references */
-    SRV_RES_CDATA       /* Android text in a CDATA section: the Android escapes, "]]>" split */
+    SRV_RES_CDATA,      /* Android text in a CDATA section: the Android escapes, "]]>" split */
+    SRV_RES_YAML        /* a YAML double-quoted scalar: \" \\ \n \t \r \xXX, the token replaced whole */
 } srv_res_esc;
 
 enum {
@@ -46,6 +50,7 @@ typedef struct {
     size_t tr_len;
     int    esc;         /* srv_res_esc */
     int    flags;       /* SRV_RES_* */
+    char  *lead, *trail;/* SRV_RES_YAML: the whitespace set aside, decoded, written inside the quotes */
 } srv_res_span;
 
 typedef struct {
@@ -60,6 +65,7 @@ typedef struct {
     int           has_locale;
     size_t        loc_start, loc_end;
     char          locale[32];   /* "" until srv_res_target */
+    int           locale_dash;  /* written "pt-BR" (Rails), not ARB's "pt_BR" */
     void         *own;          /* the format's own state (the XML tree), freed by own_free */
     void        (*own_free)(void *own);
 } srv_res;
@@ -74,6 +80,13 @@ mt_status srv_res_new(const char *data, size_t len, const srv_doc_limits *lim, s
  * message names the line of the source offset at.  MT_OK, MT_ERR_TOO_LONG, MT_ERR_NOMEM. */
 typedef struct srv_res_buf srv_res_buf;
 mt_status srv_res_value(srv_res *r, const srv_res_buf *v, size_t end, int esc, int flags, size_t at, mt_err *err);
+
+/* A YAML scalar replaced whole: its token's source bytes [start, end) (with
+ * its quotes) and its value dec[0..n) (libyaml's, decoded); the trimmed value
+ * is a unit, and a translation is written as one double-quoted scalar with
+ * the whitespace set aside inside it.  Messages name the line of at.  MT_OK,
+ * MT_ERR_TOO_LONG, MT_ERR_NOMEM. */
+mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, mt_err *err);
 
 /* The format table's calls (doc_format.h) for a srv_res state. */
 int         srv_res_units(const void *state);

@@ -19,6 +19,7 @@ typedef enum {
     SRV_DOC_PROPERTIES,         /* Java .properties */
     SRV_DOC_STRINGS,            /* Apple .strings */
     SRV_DOC_ANDROID,            /* Android res/values/strings.xml */
+    SRV_DOC_YAML,               /* Rails (Ruby i18n) YAML locale files */
     SRV_DOC_N,
     SRV_DOC_UNKNOWN = -1
 } srv_doc_kind;

@@ -33,6 +33,7 @@ static const struct {
                              &srv_doc_properties_format },
     [SRV_DOC_STRINGS] = { "strings", ".strings", "text/plain; charset=utf-8", &srv_doc_strings_format },
     [SRV_DOC_ANDROID] = { "android", ".xml", "application/xml; charset=utf-8", &srv_doc_android_format },
+    [SRV_DOC_YAML] = { "yaml", ".yml", "application/yaml; charset=utf-8", &srv_doc_yaml_format },
 };
 
 srv_doc_limits srv_doc_default_limits(void)
@@ -49,10 +50,11 @@ const char *srv_doc_kind_ext(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].e
 const char *srv_doc_kind_mime(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].mime : NULL; }
 const char *srv_doc_supported(void)
 {
-    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, strings.xml";
+    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, strings.xml, .yml, "
+           ".yaml";
 }
 
-int srv_doc_kind_protects(srv_doc_kind k) { return k >= SRV_DOC_JSON && k <= SRV_DOC_ANDROID; }
+int srv_doc_kind_protects(srv_doc_kind k) { return k >= SRV_DOC_JSON && k <= SRV_DOC_YAML; }
 
 static int ends_with(const char *name, const char *ext)
 {
@@ -173,7 +175,7 @@ static int by_name(const char *d, size_t n, const char *name, srv_doc_kind *kind
     else if (ends_with(name, ".strings"))
         *kind = SRV_DOC_STRINGS;
     else if (ends_with(name, ".yml") || ends_with(name, ".yaml"))
-        *kind = SRV_DOC_UNKNOWN;
+        *kind = srv_doc_is_rails_yaml(d, n) ? SRV_DOC_YAML : SRV_DOC_UNKNOWN;     /* other YAML: not ours */
     else if (ends_with(name, ".xml"))
         *kind = !xml_root(d, n, root, sizeof root, &decl) ? SRV_DOC_UNKNOWN
                 : !strcmp(root, "resources")             ? SRV_DOC_ANDROID
@@ -216,8 +218,10 @@ srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
     size_t i = skip_space(data, len, len >= 3 && !memcmp(data, "\xef\xbb\xbf", 3) ? 3 : 0), e = len;
     while (e > i && strchr(" \t\r\n", data[e - 1]))
         e--;
+    if (srv_doc_is_rails_yaml(data, len))
+        return SRV_DOC_YAML;
     if ((e - i >= 2 && data[i] == '[' && data[e - 1] == ']') || looks_yaml(data, len))
-        return SRV_DOC_UNKNOWN;                 /* a JSON array, YAML: structured, not a format we read */
+        return SRV_DOC_UNKNOWN;                 /* a JSON array, other YAML: structured, not a format we read */
     int txt = name && ends_with(name, ".txt");
     if (!txt && srv_doc_is_strings(data, len))
         return SRV_DOC_STRINGS;

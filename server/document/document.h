@@ -31,11 +31,12 @@
  *   properties  Java .properties (doc_properties.c); strings  Apple .strings
  *          (doc_strings.c); android  Android strings.xml: <string>,
  *          <string-array> and <plurals> items, translatable="false" kept
- *          (doc_android.c).  The resource formats splice each translated
+ *          (doc_android.c); yaml  Rails locale files ("en:" on top, libyaml;
+ *          doc_yaml.c).  The resource formats splice each translated
  *          value, escaped their way, into the file's own bytes (doc_res.h).
  *
  * Sniffing never takes structured text for prose: XML with another root,
- * a JSON array, YAML (by name or its first lines) are SRV_DOC_UNKNOWN.
+ * a JSON array, YAML other than a Rails locale file are SRV_DOC_UNKNOWN.
  *
  * Limits (srv_doc_limits) bound what a hostile file can cost: its bytes, its
  * units, an archive's entries and inflated bytes, XML nesting.  A file over
@@ -61,7 +62,7 @@ typedef struct srv_doc srv_doc;
  * is none of them (a zip that is neither docx nor odt, binary data). */
 srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name);
 /* "txt", "html", "srt", "vtt", "po", "docx", "odt", "json", "arb",
- * "properties", "strings", "android"; NULL out of range. */
+ * "properties", "strings", "android", "yaml"; NULL out of range. */
 const char  *srv_doc_kind_name(srv_doc_kind k);
 /* The file extension and MIME type a rendered file is served with. */
 const char  *srv_doc_kind_ext(srv_doc_kind k);
@@ -70,7 +71,7 @@ const char  *srv_doc_kind_mime(srv_doc_kind k);
  * (".txt, .html, ..."): a static string. */
 const char  *srv_doc_supported(void);
 
-/* 1 for the resource formats (json, arb, properties, strings, android),
+/* 1 for the resource formats (json, arb, properties, strings, android, yaml),
  * whose units are values a program prints: the caller keeps their
  * placeholders out of the model (srv_tr_params.placeholders, protect.h). */
 int          srv_doc_kind_protects(srv_doc_kind k);
@@ -93,7 +94,8 @@ const char  *srv_doc_unit(const srv_doc *d, int i);
 mt_status    srv_doc_set(srv_doc *d, int i, const char *text, size_t len, const long *links, int n_links,
                          mt_err *err);
 /* The target language's code (a copy is kept), for the formats that name it
- * in the file: ARB's "@@locale" is set to it ("pt-BR" as "pt_BR"). */
+ * in the file: ARB's "@@locale" is set to it ("pt-BR" as "pt_BR"), a Rails
+ * file's top key too ("pt-BR"). */
 void         srv_doc_target(srv_doc *d, const char *lang);
 /* The file with every unit set so far translated: malloc'd, *len its length
  * (NUL-terminated for the text formats).  MT_OK or a failure with err. */

@@ -5,7 +5,8 @@ doc_strings.c, doc_android.c).
 
     /usr/bin/python3 tests/documents/check_i18n.py FORMAT INPUT OUTPUT [TARGET]
 
-FORMAT: json, arb (Python's json), properties (a reader of Java's
+FORMAT: json, arb (Python's json), yaml (python3-yaml: Rails, the top key
+the language), properties (a reader of Java's
 Properties.load rules, below), strings (a reader of Apple's .strings), android
 (xml.etree and aapt's escapes).  Checks: the same keys in the same order and
 the same structure (nesting, arrays, non-string values, comments not read);
@@ -21,6 +22,8 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+
+import yaml
 from collections import Counter
 
 PLACEHOLDER = re.compile(
@@ -36,10 +39,19 @@ def problem(msg):
     problems.append(msg)
 
 
+STRFTIME = re.compile(r"%[-_0^#:]?[A-Za-z]")
+
+
+def has_words(s):
+    """A letter (or any non-ASCII character) outside the placeholders and strftime's conversions."""
+    rest = STRFTIME.sub("", PLACEHOLDER.sub("", s))
+    return any(c.isascii() and c.isalpha() or not c.isascii() for c in rest)
+
+
 def value_pair(where, src, out):
-    if not src.strip():
+    if not has_words(src):
         if src != out:
-            problem(f"{where}: a blank value changed: {src!r} -> {out!r}")
+            problem(f"{where}: a value with nothing to translate changed: {src!r} -> {out!r}")
         return
     if Counter(PLACEHOLDER.findall(src)) != Counter(PLACEHOLDER.findall(out)):
         problem(f"{where}: placeholders {PLACEHOLDER.findall(src)} became {PLACEHOLDER.findall(out)}")
@@ -78,6 +90,29 @@ def json_compare(where, a, b, skip, target, top):
         for i, (va, vb) in enumerate(zip(a, b)):
             json_compare(f"{where}[{i}]", va, vb, skip, target, False)
     elif isinstance(a, str) and not skip:
+        value_pair(where, a, b)
+    elif a != b:
+        problem(f"{where}: {a!r} became {b!r}")
+
+
+# ---- Rails YAML ----------------------------------------------------------------------------------
+
+def yaml_compare(where, a, b):
+    if type(a) is not type(b):
+        problem(f"{where}: {type(a).__name__} became {type(b).__name__}")
+    elif isinstance(a, dict):
+        if list(a) != list(b):
+            problem(f"{where}: keys {list(a)} became {list(b)}")
+            return
+        for k in a:
+            yaml_compare(f"{where}/{k}", a[k], b[k])
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            problem(f"{where}: {len(a)} items became {len(b)}")
+            return
+        for i, (x, y) in enumerate(zip(a, b)):
+            yaml_compare(f"{where}[{i}]", x, y)
+    elif isinstance(a, str):
         value_pair(where, a, b)
     elif a != b:
         problem(f"{where}: {a!r} became {b!r}")
@@ -274,6 +309,16 @@ def main():
                     value_pair(k, va, vb)
     elif fmt == "android":
         android(a_path, b_path)
+    elif fmt == "yaml":
+        with open(a_path, encoding="utf-8") as fa, open(b_path, encoding="utf-8") as fb:
+            a, b = yaml.safe_load(fa), yaml.safe_load(fb)
+        if not isinstance(a, dict) or not isinstance(b, dict) or len(a) != 1 or len(b) != 1:
+            problem("not one language key on top")
+        else:
+            (ka, va), (kb, vb) = next(iter(a.items())), next(iter(b.items()))
+            if target is not None and kb != target:
+                problem(f"the top key is {kb!r}, not {target!r}")
+            yaml_compare(ka, va, vb)
     else:
         sys.exit(f"unknown format {fmt}")
     json.dump(pairs, sys.stdout, ensure_ascii=False)
