@@ -207,6 +207,12 @@ static void test_properties_units(void **state)
                    "\n"
                    "lead=\\ \\ en retrait\\\\");
     srv_doc_free(d);
+    /* a value starting with '=' or ':' keeps it escaped (else read as the separator) */
+    d = parse(SRV_DOC_PROPERTIES, "k \\=x\n");
+    assert_string_equal(srv_doc_unit(d, 0), "=x");
+    set(d, 0, ":y=");
+    rendered_is(d, "k \\:y=\n");
+    srv_doc_free(d);
     /* a UTF-8 file stays UTF-8; a leading space of a value is escaped */
     d = parse(SRV_DOC_PROPERTIES, "a=\xc3\xa9t\xc3\xa9\n");
     set(d, 0, " \xc3\xa9t\xc3\xa9!");
@@ -310,6 +316,17 @@ static void test_android(void **state)
                    "    </plurals>\n"
                    "</resources>\n");
     srv_doc_free(d);
+    /* "]]>" in a CDATA translation: two sections, read again as one value */
+    d = parse(SRV_DOC_ANDROID, "<resources><string name=\"c\"><![CDATA[a <b>]]></string></resources>");
+    set(d, 0, "x]]>y");
+    char *out = render(d);
+    assert_string_equal(out, "<resources><string name=\"c\"><![CDATA[x]]]]><![CDATA[>y]]></string></resources>");
+    srv_doc_free(d);
+    d = parse(SRV_DOC_ANDROID, out);
+    assert_int_equal(srv_doc_units(d), 1);
+    assert_string_equal(srv_doc_unit(d, 0), "x]]>y");
+    srv_doc_free(d);
+    free(out);
     /* a quoted value: the quotes stay around the translation */
     d = parse(SRV_DOC_ANDROID, "<resources><string name=\"q\">\"The house\"</string></resources>");
     assert_string_equal(srv_doc_unit(d, 0), "The house");

@@ -16,8 +16,9 @@
  * value is the file's own.
  *
  * A value with inline markup (<b>, <i>, <u>, <xliff:g>, <a>) or made of
- * several text nodes (text and CDATA mixed, a comment inside) is kept as it
- * is, untranslated: its tags cannot be placed yet (see README.md).
+ * text and CDATA mixed is kept as it is, untranslated: its tags cannot be
+ * placed yet (see README.md).  A comment inside a value goes with its
+ * translation.
  * Malformed XML is MT_ERR_INPUT with expat's line; a root other than
  * <resources> too; nesting deeper than max_depth MT_ERR_TOO_LONG.
  */
@@ -64,12 +65,11 @@ static unsigned long reference(const char *s, size_t n, size_t *len)
     return '&';
 }
 
-/* Text node t's characters into a->xml: *cdata set for a CDATA section, *end
- * where its content ends. */
+/* Text node t's characters appended to a->xml: *cdata set for a CDATA
+ * section, *end where its content ends. */
 static int xml_chars(droid *a, const srv_xml_node *t, const char *src, int *cdata, size_t *end)
 {
     size_t i = t->start, e = t->end;
-    a->xml.b.n = 0;
     *cdata = e - i >= 12 && !memcmp(src + i, "<![CDATA[", 9);
     if (*cdata) {
         *end = e - 3;
@@ -153,16 +153,25 @@ static int aapt_chars(droid *a, size_t end)
     return 0;
 }
 
-/* The value of el (a <string> or an <item>). */
+/* The value of el (a <string> or an <item>): its text nodes, all text or
+ * all CDATA (a comment may have cut the text in two; a translation holding
+ * "]]>" is written as two sections). */
 static mt_status value(droid *a, const srv_xml_node *el, const char *src, mt_err *err)
 {
-    const srv_xml_node *t = el->children;
-    if (!t || t->next || t->type != SRV_XML_TEXT)
-        return MT_OK;                   /* empty, or markup or several nodes: kept as it is */
-    int cdata;
-    size_t end;
-    if (xml_chars(a, t, src, &cdata, &end))
-        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    int cdata = -1, c;
+    size_t end = 0;
+    a->xml.b.n = 0;
+    for (const srv_xml_node *t = el->children; t; t = t->next) {
+        if (t->type != SRV_XML_TEXT)
+            return MT_OK;               /* markup inside: kept as it is (not yet) */
+        if (xml_chars(a, t, src, &c, &end))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+        if (cdata >= 0 && c != cdata)
+            return MT_OK;               /* text and CDATA mixed: kept as it is */
+        cdata = c;
+    }
+    if (cdata < 0)
+        return MT_OK;                   /* empty */
     size_t k = 0;
     while (k < a->xml.b.n && is_space(a->xml.b.p[k]))
         k++;
@@ -170,7 +179,7 @@ static mt_status value(droid *a, const srv_xml_node *el, const char *src, mt_err
         return MT_OK;                   /* a reference to another resource */
     if (aapt_chars(a, end))
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    return srv_res_value(a->r, &a->v, a->vend, cdata ? SRV_RES_CDATA : SRV_RES_ANDROID, 0, t->start, err);
+    return srv_res_value(a->r, &a->v, a->vend, cdata ? SRV_RES_CDATA : SRV_RES_ANDROID, 0, el->start, err);
 }
 
 static mt_status walk(droid *a, const srv_xml_node *root, const char *src, mt_err *err)

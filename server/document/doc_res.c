@@ -227,8 +227,8 @@ static const char *escape_of(int esc, int flags, int ascii, uint32_t c, int firs
     case SRV_RES_PROPS:
         if (c == '\\')
             return "\\\\";
-        if (c == ' ' && first && (flags & SRV_RES_LEAD))
-            return "\\ ";
+        if ((c == ' ' || c == '=' || c == ':') && first && (flags & SRV_RES_LEAD))
+            return c == ' ' ? "\\ " : c == '=' ? "\\=" : "\\:";     /* else read as the separator */
         if (c < 0x20)
             return c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\f' ? "\\f" : (*u = 1, "");
         *u = c >= 0x80 && ascii;

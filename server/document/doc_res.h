@@ -31,7 +31,7 @@
 /* How a translation is written into the file. */
 typedef enum {
     SRV_RES_JSON,       /* a JSON string's content: \" \\ controls; \uXXXX for non-ASCII in an ASCII file */
-    SRV_RES_PROPS,      /* .properties: \\ \n \t \r \f, a leading space as "\ ", \uXXXX in an ASCII file */
+    SRV_RES_PROPS,      /* .properties: \\ \n \t \r \f, a leading space = : as "\ " \= \:, \uXXXX in an ASCII file */
     SRV_RES_STRINGS,    /* Apple .strings' quoted string: \" \\ \n \t \r */
     SRV_RES_ANDROID,    /* Android XML text: \\ \' \" \n \t, a leading @ ? as \@ \?, & < > as references */
     SRV_RES_CDATA,      /* Android text in a CDATA section: the Android escapes, "]]>" split */
@@ -40,7 +40,7 @@ typedef enum {
 
 enum {
     SRV_RES_QUOTE = 1,  /* the span is an unquoted token: the translation is written quoted (.strings) */
-    SRV_RES_LEAD = 2    /* the span starts the value: a leading space must be escaped (.properties) */
+    SRV_RES_LEAD = 2    /* the span starts the value: a leading space, = or : must be escaped (.properties) */
 };
 
 typedef struct {
