@@ -288,13 +288,18 @@ static const char ANDROID_SRC[] =
 static void test_android(void **state)
 {
     const char *want[] = { "Don't panic, %1$s!", "Keep  spaces", "Salt & pepper <3", "Read <b>this</b>",
-                           "Mercury", "Venus", "%d song", "%d songs" };
-    srv_doc *d = units_are(SRV_DOC_ANDROID, ANDROID_SRC, want, 8);
+                           "Hello world", "Mercury", "Venus", "%d song", "%d songs" };
+    srv_doc *d = units_are(SRV_DOC_ANDROID, ANDROID_SRC, want, 9);
+    char *out;
+    /* the markup follows the words: "world" -> "monde" */
+    long links[] = { 0, 5, 0, 7, 6, 11, 8, 13 };
+    mt_err err = { 0 };
+    assert_int_equal(srv_doc_set(d, 4, "Bonjour monde", 13, links, 2, &err), MT_OK);
     set(d, 0, "Pas d'panique, %1$s !");
     set(d, 1, "@Garder \"ici\"");
     set(d, 2, "Sel & poivre <3");
     set(d, 3, "Lisez <b>ceci</b> ]]> fin");
-    set(d, 7, "%d chansons");
+    set(d, 8, "%d chansons");
     rendered_is(d, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
                    "<!-- app strings -->\n"
                    "<resources xmlns:tools=\"http://schemas.android.com/tools\">\n"
@@ -304,7 +309,7 @@ static void test_android(void **state)
                    "    <string name=\"quoted\">\"  \\@Garder \\\"ici\\\" \"</string>\n"
                    "    <string name=\"amp\">Sel &amp; poivre &lt;3</string>\n"
                    "    <string name=\"cdata\"><![CDATA[Lisez <b>ceci</b> ]]]]><![CDATA[> fin]]></string>\n"
-                   "    <string name=\"bold\">Hello <b>world</b></string>\n"
+                   "    <string name=\"bold\">Bonjour <b>monde</b></string>\n"
                    "    <string-array name=\"planets\">\n"
                    "        <item>Mercury</item>\n"
                    "        <item>Venus</item>\n"
@@ -316,10 +321,28 @@ static void test_android(void **state)
                    "    </plurals>\n"
                    "</resources>\n");
     srv_doc_free(d);
+    /* markup: xliff:g kept whole (opaque), an escaped apostrophe and \\n around tags, re-escaped */
+    const char *mk = "<resources xmlns:xliff=\"urn:oasis:names:tc:xliff:document:1.2\"><string name=\"m\">It\\'s "
+                     "<i>very</i> nice,\\n<xliff:g id=\"n\" example=\"Bob\">%1$s</xliff:g> &amp; co</string></resources>";
+    d = parse(SRV_DOC_ANDROID, mk);
+    assert_int_equal(srv_doc_units(d), 1);
+    assert_string_equal(srv_doc_unit(d, 0), "It's very nice, & co");
+    set(d, 0, "C'est tr\xc3\xa8s bien & cie");
+    out = render(d);
+    assert_non_null(strstr(out, "<xliff:g id=\"n\" example=\"Bob\">%1$s</xliff:g>"));
+    assert_non_null(strstr(out, "<i>"));
+    assert_non_null(strstr(out, "C\\'est"));
+    assert_non_null(strstr(out, "&amp; cie"));
+    assert_non_null(strstr(out, "\\n"));
+    srv_doc_free(d);
+    d = parse(SRV_DOC_ANDROID, out);    /* well-formed, one value again */
+    assert_int_equal(srv_doc_units(d), 1);
+    srv_doc_free(d);
+    free(out);
     /* "]]>" in a CDATA translation: two sections, read again as one value */
     d = parse(SRV_DOC_ANDROID, "<resources><string name=\"c\"><![CDATA[a <b>]]></string></resources>");
     set(d, 0, "x]]>y");
-    char *out = render(d);
+    out = render(d);
     assert_string_equal(out, "<resources><string name=\"c\"><![CDATA[x]]]]><![CDATA[>y]]></string></resources>");
     srv_doc_free(d);
     d = parse(SRV_DOC_ANDROID, out);

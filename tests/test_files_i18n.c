@@ -3,22 +3,23 @@
  * `curl -F` sends them.
  *
  * For each of tests/fixtures/i18n/ (i18next JSON, ARB, Java .properties,
- * Apple .strings with CRLF, Android strings.xml, Rails YAML): 200, the file at
- * translatedFileUrl named after the source with the format's extension and
- * MIME type; read back by an independent reader
- * (tests/documents/check_i18n.py: Python's json and yaml, xml.etree, readers of
- * Java's and Apple's rules): the same keys, order and structure, everything
- * not translated equal (ARB metadata, translatable="false", references,
- * markup), ARB's @@locale and the Rails top key the target, placeholders ({{x}}, %1$s, %@, {0},
- * %d) each as often; and each translated value, trimmed, exactly POST
- * /translate's translation of its source value (the plain-text path, its
- * placeholders kept the same way), the whitespace around it as written.
- * Then the bytes outside the values: a file with every value blank comes
- * back byte for byte.  Refused: a malformed JSON (400 naming line and
- * column), a .properties with a bad \u escape (400 naming the line), a
- * malformed Rails file (400), an XML file whose root is not <resources>,
- * YAML that is not a Rails locale file by name and by content, a JSON array
- * (415, naming the supported formats). */
+ * Apple .strings with CRLF, Android strings.xml, Rails YAML): 200, the file
+ * at translatedFileUrl named after the source with the format's extension
+ * and MIME type; read back by an independent reader
+ * (tests/documents/check_i18n.py: Python's json and yaml, xml.etree, readers
+ * of Java's and Apple's rules): the same keys, order and structure,
+ * everything not translated equal (ARB metadata, translatable="false",
+ * references), Android markup the same elements, ARB's @@locale and the
+ * Rails top key the target, placeholders ({{x}}, %1$s, %@, {0}, %d) each as
+ * often; and each translated value, trimmed, exactly POST /translate's
+ * translation of its source value (the plain-text path, its placeholders
+ * kept the same way), the whitespace around it as written.  Then the bytes
+ * outside the values: a file with every value blank comes back byte for
+ * byte.  Refused: a malformed JSON (400 naming line and column), a
+ * .properties with a bad \u escape (400 naming the line), a malformed Rails
+ * file (400), an XML file whose root is not <resources>, YAML that is not a
+ * Rails locale file by name and by content, a JSON array (415, naming the
+ * supported formats). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -253,8 +254,9 @@ static void test_yaml(void **state)
 
 static void test_android(void **state)
 {
-    /* welcome, quoted, salt, cdata, 2 seasons, 2 trees; not app_name, link, bold */
-    assert_int_equal(check_fixture("strings.xml", "android", "strings.fr.xml", "application/xml"), 8);
+    /* welcome, quoted, salt, bold (its <b> placed by the alignment), cdata, 2 seasons, 2 trees; not
+     * app_name (translatable="false") nor link (a reference) */
+    assert_int_equal(check_fixture("strings.xml", "android", "strings.fr.xml", "application/xml"), 9);
 }
 
 /* A file whose values are blank, or ones a program reads (ARB's metadata), comes back byte for byte. */

@@ -292,27 +292,55 @@ static int write_escaped(mt_sbuf *o, const srv_res_span *s, int ascii, const cha
                : 0;
 }
 
+int srv_res_raw(srv_res *r, size_t start, size_t end)
+{
+    if (start > end || end > r->len || (r->nx && r->x[r->nx - 1].end > start) || MT_GROW(r->x, r->xcap, (size_t)r->nx + 1))
+        return -1;
+    r->x[r->nx] = (srv_res_span){ .start = start, .end = end };
+    return r->nx++;
+}
+
+int srv_res_raw_set(srv_res *r, int i, const char *s, size_t n)
+{
+    char *t = malloc(n + 1);
+    if (!t)
+        return -1;
+    memcpy(t, s, n);
+    t[n] = 0;
+    free(r->x[i].tr);
+    r->x[i].tr = t;
+    r->x[i].tr_len = n;
+    return 0;
+}
+
 mt_status srv_res_render(const void *state, char **out, size_t *len, mt_err *err)
 {
     const srv_res *r = state;
     mt_sbuf o = { 0 };
     size_t at = 0;
-    int loc = r->has_locale && r->locale[0];
+    int i = 0, j = 0, loc = r->has_locale && r->locale[0];
     if (mt_sb_reserve(&o, r->len + 1))
         goto nomem;
-    for (int i = 0; i <= r->n; i++) {
-        if (loc && (i == r->n || r->s[i].start >= r->loc_end) && at <= r->loc_start) {
+    for (;;) {                  /* the units', the raw spans' and the locale's replacements in source order */
+        size_t si = i < r->n ? r->s[i].start : SIZE_MAX, sj = j < r->nx ? r->x[j].start : SIZE_MAX;
+        size_t sl = loc ? r->loc_start : SIZE_MAX;
+        if (si == SIZE_MAX && sj == SIZE_MAX && sl == SIZE_MAX)
+            break;
+        if (sl <= si && sl <= sj) {
+            loc = 0;
+            if (at > r->loc_start)
+                continue;
             if (mt_sb_add(&o, r->data + at, r->loc_start - at) || mt_sb_add(&o, r->locale, strlen(r->locale)))
                 goto nomem;
             at = r->loc_end;
-            loc = 0;
+            continue;
         }
-        if (i == r->n)
-            break;
-        const srv_res_span *s = &r->s[i];
-        if (!s->tr)
+        int raw = sj < si;
+        const srv_res_span *s = raw ? &r->x[j++] : &r->s[i++];
+        if (!s->tr || at > s->start)
             continue;                           /* copied with the bytes around it */
-        if (mt_sb_add(&o, r->data + at, s->start - at) || write_escaped(&o, s, r->ascii, s->tr, s->tr_len))
+        if (mt_sb_add(&o, r->data + at, s->start - at) ||
+            (raw ? mt_sb_add(&o, s->tr, s->tr_len) : write_escaped(&o, s, r->ascii, s->tr, s->tr_len)))
             goto nomem;
         at = s->end;
     }
@@ -338,6 +366,9 @@ void srv_res_free(void *state)
         free(r->s[i].trail);
     }
     free(r->s);
+    for (int i = 0; i < r->nx; i++)
+        free(r->x[i].tr);
+    free(r->x);
     if (r->own_free)
         r->own_free(r->own);
     free(r);

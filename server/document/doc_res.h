@@ -66,6 +66,9 @@ typedef struct {
     size_t        loc_start, loc_end;
     char          locale[32];   /* "" until srv_res_target */
     int           locale_dash;  /* written "pt-BR" (Rails), not ARB's "pt_BR" */
+    srv_res_span *x;            /* raw spans: not units; their bytes (tr) written as they are */
+    int           nx;
+    size_t        xcap;
     void         *own;          /* the format's own state (the XML tree), freed by own_free */
     void        (*own_free)(void *own);
 } srv_res;
@@ -87,6 +90,13 @@ mt_status srv_res_value(srv_res *r, const srv_res_buf *v, size_t end, int esc, i
  * the whitespace set aside inside it.  Messages name the line of at.  MT_OK,
  * MT_ERR_TOO_LONG, MT_ERR_NOMEM. */
 mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, mt_err *err);
+
+/* A raw span over source bytes [start, end) (after every raw span added so
+ * far), not a unit: a format that builds its bytes itself (Android markup)
+ * sets them with srv_res_raw_set.  Its index, or -1 out of memory. */
+int srv_res_raw(srv_res *r, size_t start, size_t end);
+/* Raw span i written as s[0..n) (copied): 0, or -1 out of memory. */
+int srv_res_raw_set(srv_res *r, int i, const char *s, size_t n);
 
 /* The format table's calls (doc_format.h) for a srv_res state. */
 int         srv_res_units(const void *state);

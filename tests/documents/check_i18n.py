@@ -278,7 +278,13 @@ def android(a_path, b_path):
         return
     for (w, ea, ok), (_, eb, _) in zip(va, vb):
         text_a = ea.text or ""
-        if not ok or len(ea) or text_a.strip().startswith(("@", "?")):
+        if ok and len(ea):                      # markup: the same elements, the text translated
+            if [(e.tag, e.attrib) for e in ea.iter()] != [(e.tag, e.attrib) for e in eb.iter()]:
+                problem(f"{w}: the markup changed: {ET.tostring(ea)!r} -> {ET.tostring(eb)!r}")
+                continue
+            value_pair(w, aapt("".join(ea.itertext())), aapt("".join(eb.itertext())))
+            continue
+        if not ok or text_a.strip().startswith(("@", "?")):
             if ET.tostring(ea) != ET.tostring(eb):
                 problem(f"{w}: an untranslated value changed: {ET.tostring(ea)!r} -> {ET.tostring(eb)!r}")
             continue
