@@ -287,7 +287,7 @@ static void test_refused(void **state)
     expect_refused("m.properties", "a=b\nc=\\u00zz\n", 400, "line 2");
     expect_refused("strings.xml", "<resources><string name=\"a\">x</strin></resources>", 400, "line 1");
     expect_refused("AndroidManifest.xml", "<manifest package=\"a.b\"/>", 415, ".properties");
-    expect_refused("docker-compose.yml", "services:\n  web:\n    image: nginx\n", 415, "strings.xml");
+    expect_refused("docker-compose.yml", "services:\n  web:\n    image: nginx\n", 415, "Android's strings.xml");
     expect_refused("upload", "services:\n  web:\n    image: nginx\n", 415, ".json");
     expect_refused("en.yml", "en:\n  a: [b\n  c: d\n", 400, "line");
     expect_refused("upload", "[\"The house\", \"The garden\"]", 415, ".arb");
@@ -299,7 +299,7 @@ static void test_frontend_lists(void **state)
     reply r = get(&srv, "/frontend/settings");
     json_t *j = expect_json(&r, 200);
     json_t *f = json_object_get(j, "supportedFilesFormat");
-    const char *want[] = { ".json", ".arb", ".properties", ".strings", "strings.xml" };
+    const char *want[] = { ".json", ".arb", ".properties", ".strings", ".xml", ".yml" };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int seen = 0;
         for (size_t k = 0; k < json_array_size(f); k++)

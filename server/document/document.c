@@ -50,8 +50,7 @@ const char *srv_doc_kind_ext(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].e
 const char *srv_doc_kind_mime(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].mime : NULL; }
 const char *srv_doc_supported(void)
 {
-    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, strings.xml, .yml, "
-           ".yaml";
+    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, .xml, .yml, .yaml";
 }
 
 int srv_doc_kind_protects(srv_doc_kind k) { return k >= SRV_DOC_JSON && k <= SRV_DOC_YAML; }

@@ -68,7 +68,8 @@ const char  *srv_doc_kind_name(srv_doc_kind k);
 const char  *srv_doc_kind_ext(srv_doc_kind k);
 const char  *srv_doc_kind_mime(srv_doc_kind k);
 /* The formats, comma-separated extensions, as /frontend/settings lists them
- * (".txt, .html, ..."): a static string. */
+ * (".txt, .html, ..."; .xml is Android's strings.xml, .yml Rails'): a static
+ * string. */
 const char  *srv_doc_supported(void);
 
 /* 1 for the resource formats (json, arb, properties, strings, android, yaml),

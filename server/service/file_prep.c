@@ -40,8 +40,9 @@ int srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, s
                         srv->opts.max_file_bytes);
     *kind = srv_doc_sniff(data, len, name);
     if (*kind == SRV_DOC_UNKNOWN)
-        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
-                        name[0] ? name : "the file", srv_doc_supported());
+        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s; "
+                        ".xml: Android's strings.xml, .yml: a Rails locale file)", name[0] ? name : "the file",
+                        srv_doc_supported());
     return 0;
 }
 
