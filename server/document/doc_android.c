@@ -219,10 +219,8 @@ static int html_char(mt_sbuf *f, unsigned long c)
 {
     if (c == '&' || c == '<' || c == '>')
         return mt_sb_add(f, c == '&' ? "&amp;" : c == '<' ? "&lt;" : "&gt;", c == '&' ? 5 : 4);
-    srv_res_buf one = { 0 };
-    int rc = srv_res_put_cp(&one, c, 0) || mt_sb_add(f, one.b.p, one.b.n);
-    srv_res_buf_free(&one);
-    return rc ? -1 : 0;
+    char u[4];
+    return mt_sb_add(f, u, srv_res_utf8(c, u));
 }
 
 /* Text node t, read as aapt does (p->quoted and p->spaced go on over the
@@ -354,10 +352,8 @@ static int android_char(mt_sbuf *o, unsigned long c, int first)
         return mt_sb_add(o, e, strlen(e));
     if (c < 0x20)
         return c == '\t' || c == '\n' ? mt_sb_add(o, c == '\t' ? "\\t" : "\\n", 2) : 0;
-    srv_res_buf one = { 0 };
-    int rc = srv_res_put_cp(&one, c, 0) || mt_sb_add(o, one.b.p, one.b.n);
-    srv_res_buf_free(&one);
-    return rc ? -1 : 0;
+    char u[4];
+    return mt_sb_add(o, u, srv_res_utf8(c, u));
 }
 
 /* The reference at h[0..n) ('&' first) of html.c's output: its character, *len its bytes. */

@@ -55,7 +55,14 @@ int srv_res_put(srv_res_buf *v, const char *s, size_t n, size_t at)
 int srv_res_put_cp(srv_res_buf *v, unsigned long c, size_t at)
 {
     char u[4];
+    return srv_res_put(v, u, srv_res_utf8(c, u), at);
+}
+
+size_t srv_res_utf8(unsigned long c, char u[4])
+{
     size_t n;
+    if (c > 0x10ffff || (c >= 0xd800 && c < 0xe000))
+        c = 0xfffd;                     /* no character: U+FFFD, never bytes that are not UTF-8 */
     if (c < 0x80)
         u[0] = (char)c, n = 1;
     else if (c < 0x800)
@@ -65,7 +72,7 @@ int srv_res_put_cp(srv_res_buf *v, unsigned long c, size_t at)
     else
         u[0] = (char)(0xf0 | c >> 18), u[1] = (char)(0x80 | ((c >> 12) & 0x3f)), u[2] = (char)(0x80 | ((c >> 6) & 0x3f)),
         u[3] = (char)(0x80 | (c & 0x3f)), n = 4;
-    return srv_res_put(v, u, n, at);
+    return n;
 }
 
 void srv_res_buf_free(srv_res_buf *v)

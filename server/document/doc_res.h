@@ -119,6 +119,8 @@ int  srv_res_put(srv_res_buf *v, const char *s, size_t n, size_t at);
 /* Appends code point c (UTF-8) from source offset at: 0, -1 out of memory. */
 int  srv_res_put_cp(srv_res_buf *v, unsigned long c, size_t at);
 void srv_res_buf_free(srv_res_buf *v);
+/* Code point c as UTF-8 into u (U+FFFD for a surrogate or past U+10FFFF): its length. */
+size_t srv_res_utf8(unsigned long c, char u[4]);
 
 /* The 1-based line of byte at of data (for messages). */
 int  srv_res_line(const char *data, size_t at);
