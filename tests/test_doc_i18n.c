@@ -460,6 +460,8 @@ static void test_sniff(void **state)
     assert_int_equal(sniff("Dear team:\nthe meeting is at noon.\n", NULL), SRV_DOC_TXT);
     assert_int_equal(sniff("Hello world.\nA second line = fine.\n", NULL), SRV_DOC_TXT);
     assert_int_equal(sniff("<html><body><p>x</p></body></html>", NULL), SRV_DOC_HTML);
+    assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<!DOCTYPE html>\n<html><body><p>x</p></body></html>", NULL),
+                     SRV_DOC_HTML);
     assert_true(srv_doc_kind_protects(SRV_DOC_ANDROID) && srv_doc_kind_protects(SRV_DOC_JSON) &&
                 !srv_doc_kind_protects(SRV_DOC_TXT) && !srv_doc_kind_protects(SRV_DOC_PO));
     assert_string_equal(srv_doc_kind_name(SRV_DOC_PROPERTIES), "properties");

@@ -205,8 +205,8 @@ srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
     if (xml_root(data, len, root, sizeof root, &decl)) {
         if (!strcmp(root, "resources"))
             return SRV_DOC_ANDROID;
-        if (decl && strcasecmp(root, "html"))
-            return SRV_DOC_UNKNOWN;             /* XML of another kind: never text */
+        if (decl)                               /* XHTML, or XML of another kind: never text */
+            return strcasecmp(root, "html") ? SRV_DOC_UNKNOWN : SRV_DOC_HTML;
     }
     if (looks_html(data, len) || (name && (ends_with(name, ".html") || ends_with(name, ".htm"))))
         return SRV_DOC_HTML;
