@@ -424,6 +424,12 @@ static void test_yaml(void **state)
                    "    multi: \"primeira linha\"\n"
                    "    caf\xc3\xa9: Caf\xc3\xa9 ouvert\n");
     srv_doc_free(d);
+    /* an anchor the scalar touches ("&n:x" is the anchor n, then ":x"): a space goes between */
+    d = parse(SRV_DOC_YAML, "en:\n  a: &n:x y\n  b: *n\n");
+    assert_string_equal(srv_doc_unit(d, 0), ":x y");
+    set(d, 0, "z");
+    rendered_is(d, "en:\n  a: &n \"z\"\n  b: *n\n");
+    srv_doc_free(d);
     refused(SRV_DOC_YAML, "en:\n  a: [b\n  c: d\n", MT_ERR_INPUT, "line ");
     refused(SRV_DOC_YAML, "services:\n  web: x\n", MT_ERR_INPUT, "not a language code");
     refused(SRV_DOC_YAML, "- a\n- b\n", MT_ERR_INPUT, "list");

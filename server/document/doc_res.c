@@ -146,7 +146,8 @@ mt_status srv_res_value(srv_res *r, const srv_res_buf *v, size_t end, int esc, i
     return MT_OK;
 }
 
-mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, mt_err *err)
+mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, int flags,
+                        mt_err *err)
 {
     size_t a = 0, b = n, m;
     while (a < b && (m = space_at(dec + a, b - a)))
@@ -167,7 +168,7 @@ mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, s
     if (MT_GROW(r->s, r->cap, (size_t)r->n + 1))
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     srv_res_span *s = &r->s[r->n];
-    *s = (srv_res_span){ .start = start, .end = end, .esc = SRV_RES_YAML, .flags = SRV_RES_QUOTE };
+    *s = (srv_res_span){ .start = start, .end = end, .esc = SRV_RES_YAML, .flags = SRV_RES_QUOTE | flags };
     MT_ASSERT(start <= end && end <= r->len && (!r->n || r->s[r->n - 1].end <= start), err);
     s->text = strndup(dec + a, b - a);
     s->lead = strndup(dec, a);
@@ -291,7 +292,7 @@ static int write_chars(mt_sbuf *o, const srv_res_span *s, int ascii, const char 
 static int write_escaped(mt_sbuf *o, const srv_res_span *s, int ascii, const char *t, size_t n)
 {
     int quote = (s->flags & SRV_RES_QUOTE) != 0;
-    return (quote && mt_sb_add(o, "\"", 1)) || (s->lead && write_chars(o, s, ascii, s->lead, strlen(s->lead), 1)) ||
+    return ((s->flags & SRV_RES_SPACE) && mt_sb_add(o, " ", 1)) || (quote && mt_sb_add(o, "\"", 1)) || (s->lead && write_chars(o, s, ascii, s->lead, strlen(s->lead), 1)) ||
                    write_chars(o, s, ascii, t, n, !s->lead || !s->lead[0]) ||
                    (s->trail && write_chars(o, s, ascii, s->trail, strlen(s->trail), 0)) ||
                    (quote && mt_sb_add(o, "\"", 1))

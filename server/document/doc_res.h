@@ -40,7 +40,8 @@ typedef enum {
 
 enum {
     SRV_RES_QUOTE = 1,  /* the span is an unquoted token: the translation is written quoted (.strings) */
-    SRV_RES_LEAD = 2    /* the span starts the value: a leading space, = or : must be escaped (.properties) */
+    SRV_RES_LEAD = 2,   /* the span starts the value: a leading space, = or : must be escaped (.properties) */
+    SRV_RES_SPACE = 4   /* a space goes before the translation (YAML: after an anchor the scalar touched) */
 };
 
 typedef struct {
@@ -87,9 +88,11 @@ mt_status srv_res_value(srv_res *r, const srv_res_buf *v, size_t end, int esc, i
 /* A YAML scalar replaced whole: its token's source bytes [start, end) (with
  * its quotes) and its value dec[0..n) (libyaml's, decoded); the trimmed value
  * is a unit, and a translation is written as one double-quoted scalar with
- * the whitespace set aside inside it.  Messages name the line of at.  MT_OK,
+ * the whitespace set aside inside it (flags: SRV_RES_SPACE or 0).  Messages
+ * name the line of at.  MT_OK,
  * MT_ERR_TOO_LONG, MT_ERR_NOMEM. */
-mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, mt_err *err);
+mt_status srv_res_token(srv_res *r, size_t start, size_t end, const char *dec, size_t n, size_t at, int flags,
+                        mt_err *err);
 
 /* A raw span over source bytes [start, end) (after every raw span added so
  * far), not a unit: a format that builds its bytes itself (Android markup)

@@ -121,13 +121,21 @@ static mt_status scalar(yml *y, const yaml_event_t *e, mt_err *err)
         return MT_OK;
     if (memchr(v, 0, vn))
         return MT_OK;                           /* "\0": no unit can hold it */
+    int touched = 0;                            /* the scalar right after its anchor or tag, no space */
     for (int k = 0; k < 2 && start < end && (y->d[start] == '&' || y->d[start] == '!'); k++) {
-        while (start < end && !strchr(" \t\r\n", y->d[start]))
-            start++;                            /* its anchor or tag stays: the scalar starts after it */
+        char c;                                 /* its anchor or tag stays: the scalar starts after it */
+        if (y->d[start++] == '&')               /* an anchor's name: libyaml's letters, digits, '_', '-' */
+            while (start < end && ((c = y->d[start]) == '_' || c == '-' || (c >= '0' && c <= '9') ||
+                                   (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+                start++;
+        else
+            while (start < end && !strchr(" \t\r\n", y->d[start]))
+                start++;
+        touched = start < end && !strchr(" \t\r\n", y->d[start]);
         while (start < end && strchr(" \t\r\n", y->d[start]))
             start++;
     }
-    return srv_res_token(y->r, start, end, v, vn, start, err);
+    return srv_res_token(y->r, start, end, v, vn, start, touched ? SRV_RES_SPACE : 0, err);
 }
 
 /* One event: MT_OK, or a failure; *end set at the stream's end. */
