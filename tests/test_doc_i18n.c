@@ -105,7 +105,7 @@ static void test_json_set(void **state)
     set(d, 0, "Bienvenue, {{name}} !");
     set(d, 3, "Premi\xc3\xa8re\n\"ligne\" \\ \x01");
     set(d, 5, "Fermer");
-    /* the file is ASCII: é written as \u00e8, as the source wrote its own */
+    /* the file is ASCII and escapes its own non-ASCII: è written as \u00e8 too */
     rendered_is(d, "{\n"
                    "  \"app\": {\n"
                    "    \"title\":  \"Bienvenue, {{name}} !\",\n"
@@ -121,9 +121,14 @@ static void test_json_set(void **state)
     set(d, 0, "\xe2\x82\xac");
     rendered_is(d, "{\"a\":\"\xe2\x82\xac\",\"b\":\"x\"}");
     srv_doc_free(d);
-    d = parse(SRV_DOC_JSON, "{\"a\":\"cafe\"}");
+    d = parse(SRV_DOC_JSON, "{\"a\":\"caf\\u00e9\"}");
     set(d, 0, "\xf0\x9f\x98\x80!");
     rendered_is(d, "{\"a\":\"\\ud83d\\ude00!\"}");
+    srv_doc_free(d);
+    /* an ASCII file that never escapes non-ASCII (an English source): UTF-8 */
+    d = parse(SRV_DOC_JSON, "{\"a\":\"cafe\"}");
+    set(d, 0, "caf\xc3\xa9");
+    rendered_is(d, "{\"a\":\"caf\xc3\xa9\"}");
     srv_doc_free(d);
 }
 

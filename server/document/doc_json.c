@@ -14,7 +14,8 @@
  * gives no byte offsets, so a small scanner over the (now known to be valid)
  * bytes then finds each string token: its escapes decoded for the unit
  * (\uXXXX pairs joined), and a translation written back escaped (doc_res.c;
- * as \uXXXX when the file is all ASCII, as tools that write ensure_ascii do).
+ * non-ASCII as \uXXXX when the file is all ASCII and writes its own
+ * non-ASCII so, as tools with ensure_ascii do; else as UTF-8).
  * Nesting deeper than max_depth is MT_ERR_TOO_LONG.
  */
 #include <jansson.h>
@@ -187,6 +188,17 @@ static mt_status value(scan *s, int depth, int what, mt_err *err)
     return srv_res_value(s->r, &s->v, s->i - 1, SRV_RES_JSON, 0, start, err);
 }
 
+/* The file escapes non-ASCII characters itself: a \uXXXX of one (past 0x7f). */
+static int escapes_non_ascii(const char *d, size_t n)
+{
+    for (const char *p = d; (p = memmem(p, n - (size_t)(p - d), "\\u", 2)) && (size_t)(p - d) + 6 <= n; p += 2) {
+        unsigned long c;
+        if (!hex4(p + 2, &c) && c >= 0x80)
+            return 1;
+    }
+    return 0;
+}
+
 /* jansson's verdict on the file: MT_OK when it is JSON with an object on top. */
 static mt_status validate(const char *d, size_t n, mt_err *err)
 {
@@ -214,6 +226,7 @@ static mt_status json_parse(srv_doc_kind kind, const char *data, size_t len, con
     scan s = { .r = r, .d = data, .n = len, .i = bom, .max_depth = lim->max_depth };
     if ((st = validate(data + bom, len - bom, err)) != MT_OK)
         goto fail;
+    r->ascii = r->ascii && escapes_non_ascii(data, len);
     ws(&s);
     if ((st = value(&s, 0, V_TEXT, err)) != MT_OK)
         goto fail;
