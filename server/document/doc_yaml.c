@@ -121,6 +121,20 @@ static mt_status scalar(yml *y, const yaml_event_t *e, mt_err *err)
         return MT_OK;
     if (memchr(v, 0, vn))
         return MT_OK;                           /* "\0": no unit can hold it */
+    if (style == YAML_PLAIN_SCALAR_STYLE) {
+        /* a plain scalar's scan took the blank lines after it, tabs and all; after a quoted one a tab
+         * starting a line is an error: blank lines holding a tab go with the value (up to the last
+         * line break before what follows, which keeps its indentation) */
+        size_t k = end, last = 0;
+        int tab = 0;
+        for (; k < y->n && strchr(" \t\r\n", y->d[k]); k++) {
+            tab |= y->d[k] == '\t';
+            if (y->d[k] == '\n')
+                last = k;
+        }
+        if (tab && last > end)
+            end = y->d[last - 1] == '\r' ? last - 1 : last;
+    }
     int touched = 0;                            /* the scalar right after its anchor or tag, no space */
     for (int k = 0; k < 2 && start < end && (y->d[start] == '&' || y->d[start] == '!'); k++) {
         char c;                                 /* its anchor or tag stays: the scalar starts after it */
