@@ -396,16 +396,17 @@ static const char YAML_SRC[] =
 static void test_yaml(void **state)
 {
     const char *want[] = { "Hello world", "Say \"hi\"", "It's here", "Welcome, %{name}!", "%{count} item",
-                           "%{count} items", "Sunday", "Monday", "Shared text", "first line continued",
-                           "Caf\xc3\xa9 ouvert" };
-    srv_doc *d = units_are(SRV_DOC_YAML, YAML_SRC, want, 11);
+                           "%{count} items", "Sunday", "Monday", "A block scalar\nkept.", "Shared text",
+                           "first line continued", "Caf\xc3\xa9 ouvert" };
+    srv_doc *d = units_are(SRV_DOC_YAML, YAML_SRC, want, 12);
     srv_doc_target(d, "pt-BR");
     set(d, 0, "Ol\xc3\xa1 mundo");
     set(d, 1, "Diga \"oi\"\\");
     set(d, 2, "Est\xc3\xa1 aqui");
     set(d, 6, "Domingo");
-    set(d, 8, "Texto");
-    set(d, 9, "primeira linha");
+    set(d, 8, "Um bloco\nmantido.");
+    set(d, 9, "Texto");
+    set(d, 10, "primeira linha");
     rendered_is(d, "# Rails locale\n"
                    "pt-BR:\n"
                    "  hello: \"Ol\xc3\xa1 mundo\"   # a comment\n"
@@ -420,9 +421,7 @@ static void test_yaml(void **state)
                    "      one: \"%{count} item\"\n"
                    "      other: '%{count} items'\n"
                    "    days: [\"Domingo\", \"Monday\"]\n"
-                   "    long: |\n"
-                   "      A block scalar\n"
-                   "      kept.\n"
+                   "    long: \"Um bloco\\nmantido.\\n\"\n"
                    "    base: &base \"Texto\"\n"
                    "    again: *base\n"
                    "    tagged: !ruby/symbol sym\n"

@@ -7,11 +7,12 @@
  * single- or double-quoted, of mappings and sequences at any depth; not the
  * keys, not plain scalars YAML reads as data (numbers, true/false/yes/no,
  * null, ~, dates), not tagged ones, not aliases (anchors and aliases are
- * never expanded: no "billion laughs").  Literal and folded block scalars
- * (| and >) are kept untranslated for now.  A translated value's token is
- * replaced whole by one double-quoted scalar (escaped: \" \\ \n \t \r,
- * \uXXXX for other controls), so whatever its style was the file still
- * reads the same structure; every other byte (comments, keys, anchors,
+ * never expanded: no "billion laughs").  A translated value's token (a
+ * literal or folded block scalar from its | or > to its last line, a
+ * comment on its header line with it) is replaced whole by one double-quoted
+ * scalar (escaped: \" \\ \n \t \r, \uXXXX for other controls), its value's
+ * leading and trailing whitespace (a block's final line break) inside the
+ * quotes, so whatever its style was the file still reads the same values; every other byte (comments, keys, anchors,
  * indentation, untranslated values) is the file's own.  The language key is
  * set to the target when the file has one ("en:" -> "fr:", "pt-BR").
  *
@@ -116,7 +117,8 @@ static mt_status scalar(yml *y, const yaml_event_t *e, mt_err *err)
     if (tag && strcmp(tag, "!") && strcmp(tag, YAML_STR_TAG))
         return MT_OK;                           /* tagged: data of the program's */
     if (style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE)
-        return MT_OK;                           /* block scalars: kept (not yet) */
+        while (end > start && strchr(" \t\r\n", y->d[end - 1]))
+            end--;                              /* libyaml's mark is past the blank lines after it: they stay */
     if (style == YAML_PLAIN_SCALAR_STYLE && data_scalar(v, vn))
         return MT_OK;
     if (memchr(v, 0, vn))
