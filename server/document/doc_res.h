@@ -1,6 +1,7 @@
 /* doc_res: what the resource-file formats share (private to server/document):
  * i18next JSON and ARB (doc_json.c), Java .properties (doc_properties.c),
- * Apple .strings (doc_strings.c), Android strings.xml (doc_android.c).
+ * Apple .strings (doc_strings.c), Android strings.xml (doc_android.c), Rails
+ * YAML (doc_yaml.c).
  *
  * A resource file is keys and values; only values are translated, and the
  * file is written back as its own bytes with each translated value spliced

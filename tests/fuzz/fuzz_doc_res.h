@@ -1,5 +1,6 @@
 /* fuzz_doc_res.h: the contract every resource-file reader of server/document
- * (doc_json.c, doc_properties.c, doc_strings.c, doc_android.c on doc_res.c)
+ * (doc_json.c, doc_properties.c, doc_strings.c, doc_android.c, doc_yaml.c on
+ * doc_res.c)
  * is fuzzed against; fuzz_doc_json.c and its siblings call fuzz_res with
  * their kind.  Byte 0 picks the translation, the rest is the file:
  *   - srv_doc_sniff never fails, whatever the bytes;
