@@ -439,8 +439,10 @@ static int write_doc(const srv_doc *d, const options *o)
 
 /* A document (--file, or --format html on stdin): its units translated in
  * batches of FILE_BATCH on this thread, the document with its structure to
- * out.  A batch that fails leaves its units as they were (stderr says why). */
-static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0, const options *o)
+ * out (target: the model's language, set where the file names its own).  A
+ * batch that fails leaves its units as they were (stderr says why). */
+static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *tp0, const options *o,
+                    const char *target)
 {
     const char *name = o->file ? o->file : "stdin";
     char *data = NULL;
@@ -476,6 +478,8 @@ static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *
         fprintf(stderr, "mtserve translate: %s: %s\n", name, err.msg);
         goto done;
     }
+    if (target && target[0])
+        srv_doc_target(d, target);      /* the model's target language, where the file names its own (ARB, Rails) */
     failed = translate_units(s, tm, &tp, d, o->out && isatty(2));
     failed |= write_doc(d, o);
 done:
@@ -510,7 +514,7 @@ static int run(mt_model *m, const options *o)
         goto done;
     }
     if (o->html || o->file) {
-        failed = run_file(s, &tm, &tp, o);
+        failed = run_file(s, &tm, &tp, o, mt_model_get_info(m)->target_lang);
         goto done;
     }
     char *line = NULL;

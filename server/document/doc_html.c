@@ -31,4 +31,4 @@ static mt_status html_render(const void *state, char **out, size_t *len, mt_err 
 
 static void html_free(void *state) { srv_html_free(state); }
 
-const srv_doc_format srv_doc_html_format = { html_parse, html_units, html_unit, html_set, html_render, html_free };
+const srv_doc_format srv_doc_html_format = { html_parse, html_units, html_unit, html_set, html_render, html_free, NULL };

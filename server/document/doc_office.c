@@ -25,11 +25,11 @@
  * is the space).  Run properties, paragraph properties, drawings, fields,
  * bookmarks, tables: every element stays where it is.  Only the parts with a
  * translated unit are written again, and in them only the text that changed
- * (doc_xml.h: the new text spliced into the part's own bytes, every other byte
+ * (markup/xml_tree.h: the new text spliced into the part's own bytes, every other byte
  * kept: declaration, prefixes, attributes, comments); characters XML 1.0 does
  * not allow are left out.
  *
- * XML safety (doc_xml.h, expat): a DOCTYPE stops the parser at once (neither
+ * XML safety (markup/xml_tree.h, expat): a DOCTYPE stops the parser at once (neither
  * format has one: no entity can be declared, so none can expand; nothing is
  * fetched); nesting is bounded by lim->max_depth.  The parts' trees are not
  * kept: parse reads the units and frees them, render parses the same bytes
@@ -571,6 +571,6 @@ static mt_status o_render(const void *state, char **out, size_t *len, mt_err *er
     return st;
 }
 
-const srv_doc_format srv_doc_office_format = { o_parse, o_units, o_unit, o_set, o_render, o_free };
+const srv_doc_format srv_doc_office_format = { o_parse, o_units, o_unit, o_set, o_render, o_free, NULL };
 
 int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind) { return srv_zip_sniff(data, len, kind); }

@@ -954,4 +954,4 @@ static mt_status po_render(const void *state, char **out, size_t *len, mt_err *e
     return MT_OK;
 }
 
-const srv_doc_format srv_doc_po_format = { po_parse, po_units, po_unit, po_set, po_render, po_free };
+const srv_doc_format srv_doc_po_format = { po_parse, po_units, po_unit, po_set, po_render, po_free, NULL };

@@ -848,4 +848,4 @@ static mt_status subs_render(const void *state, char **out, size_t *len, mt_err 
 }
 
 const srv_doc_format srv_doc_subtitles_format = { subs_parse, subs_units, subs_unit, subs_set, subs_render,
-                                                  subs_free };
+                                                  subs_free, NULL };

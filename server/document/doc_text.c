@@ -235,4 +235,4 @@ static mt_status text_render(const void *state, char **out, size_t *len, mt_err 
     return MT_OK;
 }
 
-const srv_doc_format srv_doc_text_format = { text_parse, text_units, text_unit, text_set, text_render, text_free };
+const srv_doc_format srv_doc_text_format = { text_parse, text_units, text_unit, text_set, text_render, text_free, NULL };

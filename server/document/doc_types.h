@@ -14,6 +14,12 @@ typedef enum {
     SRV_DOC_PO,
     SRV_DOC_DOCX,
     SRV_DOC_ODT,
+    SRV_DOC_JSON,               /* i18next JSON resources */
+    SRV_DOC_ARB,                /* Flutter's Application Resource Bundle (JSON) */
+    SRV_DOC_PROPERTIES,         /* Java .properties */
+    SRV_DOC_STRINGS,            /* Apple .strings */
+    SRV_DOC_ANDROID,            /* Android res/values/strings.xml */
+    SRV_DOC_YAML,               /* Rails (Ruby i18n) YAML locale files */
     SRV_DOC_N,
     SRV_DOC_UNKNOWN = -1
 } srv_doc_kind;

@@ -27,6 +27,13 @@ static const struct {
                        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
                        &srv_doc_office_format },
     [SRV_DOC_ODT]  = { "odt", ".odt", "application/vnd.oasis.opendocument.text", &srv_doc_office_format },
+    [SRV_DOC_JSON] = { "json", ".json", "application/json", &srv_doc_json_format },
+    [SRV_DOC_ARB]  = { "arb", ".arb", "application/json", &srv_doc_json_format },
+    [SRV_DOC_PROPERTIES] = { "properties", ".properties", "text/x-java-properties; charset=utf-8",
+                             &srv_doc_properties_format },
+    [SRV_DOC_STRINGS] = { "strings", ".strings", "text/plain; charset=utf-8", &srv_doc_strings_format },
+    [SRV_DOC_ANDROID] = { "android", ".xml", "application/xml; charset=utf-8", &srv_doc_android_format },
+    [SRV_DOC_YAML] = { "yaml", ".yml", "application/yaml; charset=utf-8", &srv_doc_yaml_format },
 };
 
 srv_doc_limits srv_doc_default_limits(void)
@@ -41,7 +48,11 @@ static int valid_kind(srv_doc_kind k) { return k >= 0 && k < SRV_DOC_N; }
 const char *srv_doc_kind_name(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].name : NULL; }
 const char *srv_doc_kind_ext(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].ext : NULL; }
 const char *srv_doc_kind_mime(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].mime : NULL; }
-const char *srv_doc_supported(void) { return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt"; }
+const char *srv_doc_supported(void)
+{
+    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, .xml, .yml, .yaml";
+}
+
 
 static int ends_with(const char *name, const char *ext)
 {
@@ -69,9 +80,115 @@ static int looks_html(const char *d, size_t n)
     return 0;
 }
 
+static size_t skip_space(const char *d, size_t n, size_t i)
+{
+    while (i < n && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The root element's name of a file that starts with markup (after a BOM,
+ * spaces, the XML declaration, comments, processing instructions and a
+ * DOCTYPE) into root[0..cap): 1, *decl set when it has an XML declaration;
+ * 0 when it does not start so. */
+static int xml_root(const char *d, size_t n, char *root, size_t cap, int *decl)
+{
+    size_t i = n >= 3 && !memcmp(d, "\xef\xbb\xbf", 3) ? 3 : 0;
+    *decl = 0;
+    for (int k = 0; k < 64; k++) {
+        i = skip_space(d, n, i);
+        if (i + 1 >= n || d[i] != '<')
+            return 0;
+        const char *end = NULL;         /* the construct's last byte */
+        if (d[i + 1] == '?') {
+            *decl |= n - i >= 5 && !memcmp(d + i, "<?xml", 5);
+            end = memmem(d + i, n - i, "?>", 2);
+            end = end ? end + 1 : NULL;
+        } else if (n - i >= 4 && !memcmp(d + i, "<!--", 4)) {
+            end = memmem(d + i, n - i, "-->", 3);
+            end = end ? end + 2 : NULL;
+        } else if (d[i + 1] == '!') {
+            end = memchr(d + i, '>', n - i);
+        } else {
+            size_t j = i + 1, m = 0;
+            while (j < n && m + 1 < cap && !strchr(" \t\r\n/>", d[j]))
+                root[m++] = d[j++];
+            root[m] = 0;
+            char *colon = strchr(root, ':');
+            if (colon)
+                memmove(root, colon + 1, strlen(colon));
+            return m > 0;
+        }
+        if (!end)
+            return 0;
+        i = (size_t)(end - d) + 1;
+    }
+    return 0;
+}
+
+/* YAML by its first lines: "---" or "%YAML", or "key:" alone on the first
+ * line and an indented "key:" on the next (Rails' "en:" then its keys). */
+static int looks_yaml(const char *d, size_t n)
+{
+    size_t i = 0, lines[2][2];
+    int got = 0;
+    while (i < n && got < 2) {
+        const char *nl = memchr(d + i, '\n', n - i);
+        size_t e = nl ? (size_t)(nl - d) : n, t = e;
+        while (t > i && (d[t - 1] == '\r' || d[t - 1] == ' '))
+            t--;
+        size_t j = i;
+        while (j < t && d[j] == ' ')
+            j++;
+        if (j < t && d[j] != '#')
+            lines[got][0] = i, lines[got][1] = t, got++;
+        i = e + 1;
+    }
+    if (!got)
+        return 0;
+    const char *a = d + lines[0][0];
+    size_t an = lines[0][1] - lines[0][0];
+    if ((an == 3 && !memcmp(a, "---", 3)) || (an > 4 && !memcmp(a, "--- ", 4)) || (an >= 5 && !memcmp(a, "%YAML", 5)))
+        return 1;
+    if (got < 2 || an < 2 || a[an - 1] != ':' || a[0] == ' ')
+        return 0;
+    for (size_t k = 0; k + 1 < an; k++)
+        if (a[k] == ' ' || a[k] == ':')
+            return 0;
+    const char *b = d + lines[1][0];
+    size_t bn = lines[1][1] - lines[1][0];
+    return bn > 2 && b[0] == ' ' && memchr(b, ':', bn);
+}
+
+/* By the file's name: a resource format, or a structured file refused
+ * (*kind SRV_DOC_UNKNOWN): 1; 0 when the name does not tell. */
+static int by_name(const char *d, size_t n, const char *name, srv_doc_kind *kind)
+{
+    char root[64];
+    int decl;
+    if (ends_with(name, ".arb") || ends_with(name, ".json"))
+        *kind = ends_with(name, ".arb") || memmem(d, n, "\"@@locale\"", 10) ? SRV_DOC_ARB : SRV_DOC_JSON;
+    else if (ends_with(name, ".properties"))
+        *kind = SRV_DOC_PROPERTIES;
+    else if (ends_with(name, ".strings"))
+        *kind = SRV_DOC_STRINGS;
+    else if (ends_with(name, ".yml") || ends_with(name, ".yaml"))
+        *kind = srv_doc_is_rails_yaml(d, n) ? SRV_DOC_YAML : SRV_DOC_UNKNOWN;     /* other YAML: not ours */
+    else if (ends_with(name, ".xml"))
+        *kind = !xml_root(d, n, root, sizeof root, &decl) ? SRV_DOC_UNKNOWN
+                : !strcmp(root, "resources")             ? SRV_DOC_ANDROID
+                : !strcasecmp(root, "html")              ? SRV_DOC_HTML
+                                                         : SRV_DOC_UNKNOWN;
+    else
+        return 0;
+    return 1;
+}
+
 srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
 {
     srv_doc_kind k;
+    char root[64];
+    int decl;
     if (!data)
         return SRV_DOC_UNKNOWN;
     if (srv_doc_is_office(data, len, &k))
@@ -82,10 +199,32 @@ srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
         return SRV_DOC_UNKNOWN;                 /* binary, or not UTF-8 */
     if (srv_doc_is_subtitles(data, len, &k))
         return k;
+    if (name && by_name(data, len, name, &k))
+        return k;
+    if (xml_root(data, len, root, sizeof root, &decl)) {
+        if (!strcmp(root, "resources"))
+            return SRV_DOC_ANDROID;
+        if (decl)                               /* XHTML, or XML of another kind: never text */
+            return strcasecmp(root, "html") ? SRV_DOC_UNKNOWN : SRV_DOC_HTML;
+    }
     if (looks_html(data, len) || (name && (ends_with(name, ".html") || ends_with(name, ".htm"))))
         return SRV_DOC_HTML;
     if (srv_doc_is_po(data, len))
         return SRV_DOC_PO;
+    if (srv_doc_is_json(data, len))
+        return memmem(data, len, "\"@@locale\"", 10) ? SRV_DOC_ARB : SRV_DOC_JSON;
+    size_t i = skip_space(data, len, len >= 3 && !memcmp(data, "\xef\xbb\xbf", 3) ? 3 : 0), e = len;
+    while (e > i && strchr(" \t\r\n", data[e - 1]))
+        e--;
+    if (srv_doc_is_rails_yaml(data, len))
+        return SRV_DOC_YAML;
+    if ((e - i >= 2 && data[i] == '[' && data[e - 1] == ']') || looks_yaml(data, len))
+        return SRV_DOC_UNKNOWN;                 /* a JSON array, other YAML: structured, not a format we read */
+    int txt = name && ends_with(name, ".txt");
+    if (!txt && srv_doc_is_strings(data, len))
+        return SRV_DOC_STRINGS;
+    if (!txt && srv_doc_is_properties(data, len))
+        return SRV_DOC_PROPERTIES;
     return SRV_DOC_TXT;
 }
 
@@ -144,6 +283,12 @@ mt_status srv_doc_set(srv_doc *d, int i, const char *text, size_t len, const lon
     if (n_links < 0 || (n_links > 0 && !links))
         return mt_err_set(err, MT_ERR_INPUT, "bad links");
     return d->f->set(d->state, i, text ? text : "", text ? len : 0, links, n_links, err);
+}
+
+void srv_doc_target(srv_doc *d, const char *lang)
+{
+    if (d->f->target && lang)
+        d->f->target(d->state, lang);
 }
 
 mt_status srv_doc_render(const srv_doc *d, char **out, size_t *len, mt_err *err)

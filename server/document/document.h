@@ -26,6 +26,17 @@
  *   docx   Office Open XML; odt OpenDocument text: each paragraph a unit, its
  *          runs' formatting carried over by the alignment (doc_runs.h), every
  *          other part of the archive copied (doc_office.c)
+ *   json   i18next JSON; arb Flutter's ARB: string values, not keys nor ARB's
+ *          "@" metadata; "@@locale" set to the target (doc_json.c)
+ *   properties  Java .properties (doc_properties.c); strings  Apple .strings
+ *          (doc_strings.c); android  Android strings.xml: <string>,
+ *          <string-array> and <plurals> items, translatable="false" kept
+ *          (doc_android.c); yaml  Rails locale files ("en:" on top, libyaml;
+ *          doc_yaml.c).  The resource formats splice each translated
+ *          value, escaped their way, into the file's own bytes (doc_res.h).
+ *
+ * Sniffing never takes structured text for prose: XML with another root,
+ * a JSON array, YAML other than a Rails locale file are SRV_DOC_UNKNOWN.
  *
  * Limits (srv_doc_limits) bound what a hostile file can cost: its bytes, its
  * units, an archive's entries and inflated bytes, XML nesting.  A file over
@@ -50,13 +61,15 @@ typedef struct srv_doc srv_doc;
  * names the formats content cannot tell (.txt, .pot).  SRV_DOC_UNKNOWN when it
  * is none of them (a zip that is neither docx nor odt, binary data). */
 srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name);
-/* "txt", "html", "srt", "vtt", "po", "docx", "odt"; NULL out of range. */
+/* "txt", "html", "srt", "vtt", "po", "docx", "odt", "json", "arb",
+ * "properties", "strings", "android", "yaml"; NULL out of range. */
 const char  *srv_doc_kind_name(srv_doc_kind k);
 /* The file extension and MIME type a rendered file is served with. */
 const char  *srv_doc_kind_ext(srv_doc_kind k);
 const char  *srv_doc_kind_mime(srv_doc_kind k);
 /* The formats, comma-separated extensions, as /frontend/settings lists them
- * (".txt, .html, ..."): a static string. */
+ * (".txt, .html, ..."; .xml is Android's strings.xml, .yml Rails'): a static
+ * string. */
 const char  *srv_doc_supported(void);
 
 /* Parses data[0..len) as kind (it must outlive the result).  MT_OK and *out,
@@ -76,6 +89,10 @@ const char  *srv_doc_unit(const srv_doc *d, int i);
  * MT_ERR_INPUT (i out of range). */
 mt_status    srv_doc_set(srv_doc *d, int i, const char *text, size_t len, const long *links, int n_links,
                          mt_err *err);
+/* The target language's code (a copy is kept), for the formats that name it
+ * in the file: ARB's "@@locale" is set to it ("pt-BR" as "pt_BR"), a Rails
+ * file's top key too ("pt-BR"). */
+void         srv_doc_target(srv_doc *d, const char *lang);
 /* The file with every unit set so far translated: malloc'd, *len its length
  * (NUL-terminated for the text formats).  MT_OK or a failure with err. */
 mt_status    srv_doc_render(const srv_doc *d, char **out, size_t *len, mt_err *err);

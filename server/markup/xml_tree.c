@@ -425,6 +425,46 @@ int srv_xml_add_text(srv_xml_doc *d, const srv_xml_node *el, const char *s, size
 
 static int space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
+/* Attribute qname's value in el's start tag as written: 1 with *v and *vn, else 0. */
+static int find_attr(const char *s, const srv_xml_node *el, const char *qname, size_t *v, size_t *vn)
+{
+    size_t i = el->start + 1, end = el->tag_end;
+    while (i < end && name_char(s[i]))
+        i++;
+    while (i < end) {
+        while (i < end && space(s[i]))
+            i++;
+        if (i >= end || s[i] == '/' || s[i] == '>')
+            return 0;
+        size_t a = i;
+        while (i < end && name_char(s[i]))
+            i++;
+        size_t an = i - a;
+        while (i < end && s[i] != '"' && s[i] != '\'')
+            i++;
+        if (i >= end)
+            return 0;
+        char quote = s[i++];
+        *v = i;
+        while (i < end && s[i] != quote)
+            i++;
+        *vn = i - *v;
+        if (an == strlen(qname) && !memcmp(s + a, qname, an))
+            return 1;
+        i++;
+    }
+    return 0;
+}
+
+const char *srv_xml_attr(const srv_xml_doc *d, const srv_xml_node *el, const char *qname, size_t *n)
+{
+    size_t v, vn;
+    if (el->type != SRV_XML_ELEMENT || !find_attr(d->src, el, qname, &v, &vn))
+        return NULL;
+    *n = vn;
+    return d->src + v;
+}
+
 int srv_xml_set_attr(srv_xml_doc *d, const srv_xml_node *el, const char *qname, const char *value)
 {
     MT_ASSERT_OR(el->type == SRV_XML_ELEMENT, return -1);

@@ -1,6 +1,7 @@
-/* xml_tree: the XML layer of docx and odt (server/document/doc_office.c) and
- * of tag_handling "xml" (markup/xml.c), on expat: a read-only tree of a part,
- * and the part again with some text changed and every other byte as it was.
+/* xml_tree: the XML layer of docx, odt and Android strings.xml
+ * (server/document/doc_office.c, doc_android.c) and of tag_handling "xml"
+ * (markup/xml.c), on expat: a read-only tree of a part, and the part again
+ * with some text changed and every other byte as it was.
  *
  *   srv_xml_parse     a part's bytes -> its elements and text nodes, each with
  *                     the byte range it came from
@@ -71,6 +72,10 @@ mt_status           srv_xml_parse_flags(const char *name, const char *xml, size_
                                         srv_xml_doc **out, mt_err *err);
 void                srv_xml_free(srv_xml_doc *d);
 const srv_xml_node *srv_xml_root(const srv_xml_doc *d);
+
+/* Attribute qname (as written, with its prefix) of element el: its value as
+ * written (character references not decoded) and *n its length, or NULL. */
+const char         *srv_xml_attr(const srv_xml_doc *d, const srv_xml_node *el, const char *qname, size_t *n);
 
 /* Changes, recorded against the source bytes (escaped as needed; s is UTF-8
  * XML can hold).  Each node is changed at most once.  0, or -1 out of memory. */

@@ -40,8 +40,9 @@ int srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, s
                         srv->opts.max_file_bytes);
     *kind = srv_doc_sniff(data, len, name);
     if (*kind == SRV_DOC_UNKNOWN)
-        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s)",
-                        name[0] ? name : "the file", srv_doc_supported());
+        return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s; "
+                        ".xml: Android's strings.xml, .yml: a Rails locale file)", name[0] ? name : "the file",
+                        srv_doc_supported());
     return 0;
 }
 
@@ -78,7 +79,7 @@ static int detect_texts(const srv_doc *d, const char **texts, int max)
     return n;
 }
 
-int srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, const char *target,
+int srv_file_route_doc(srv_server *srv, srv_response *resp, srv_doc *doc, const char *target,
                        const char **source, srv_lang_guess *guess, const srv_glossary *terms, srv_file_route *r)
 {
     *r = (srv_file_route){ 0 };
@@ -102,6 +103,7 @@ int srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, 
     r->p.dp = mt_decode_default_params();
     r->p.split = 1;
     r->p.placeholders = 1;             /* as /translate: %s, {name}, URLs kept byte for byte in every format */
+    srv_doc_target(doc, target);
     srv_glossary *legs[2] = { NULL, NULL };
     if (srv_translate_resolve(&path, &r->p, resp) || srv_leg_glossaries(srv, &path, terms, legs, resp))
         return -1;

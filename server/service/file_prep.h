@@ -28,10 +28,12 @@ int  srv_file_parse(const srv_server *srv, srv_response *resp, const char *data,
 /* The job's route for doc into target: *source a code, or "auto" (detected on
  * the first units, then *source = guess->code); one model (no pivot: the
  * document's inline tags follow one model's alignments); the decode
- * parameters resolved; the pair's --glossary file merged with terms (NULL:
+ * parameters resolved (every format's placeholders kept out of the model, as
+ * /translate keeps them; the target named in the file where it has a place
+ * for it, srv_doc_target); the pair's --glossary file merged with terms (NULL:
  * none) into r->glossary (the job's once started).  0, or -1 with resp failed
  * and r->glossary NULL. */
-int  srv_file_route_doc(srv_server *srv, srv_response *resp, const srv_doc *doc, const char *target,
+int  srv_file_route_doc(srv_server *srv, srv_response *resp, srv_doc *doc, const char *target,
                         const char **source, srv_lang_guess *guess, const srv_glossary *terms, srv_file_route *r);
 
 /* The translated file's name: "report.docx" into fr -> "report.fr.docx",

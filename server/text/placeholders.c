@@ -127,9 +127,26 @@ static size_t brace_at(const char *s, size_t i, size_t n)
     return icu_at(s, i, n);
 }
 
-/* ${name} at s[i] == '$'. */
+/* i18next's nesting $t(key) or $t(key, {"count": 2}) at s[i] == '$': up to
+ * its balanced ')' on the same line, at most 128 bytes. */
+static size_t nesting_at(const char *s, size_t i, size_t n)
+{
+    int depth = 0;
+    for (size_t k = i + 2; k < n && k < i + 128; k++) {
+        if (s[k] == '\n')
+            return 0;
+        depth += s[k] == '(';
+        if (s[k] == ')' && --depth == 0)
+            return k > i + 3 ? k + 1 - i : 0;
+    }
+    return 0;
+}
+
+/* ${name} (or $t(...)) at s[i] == '$'. */
 static size_t dollar_at(const char *s, size_t i, size_t n)
 {
+    if (i + 2 < n && s[i + 1] == 't' && s[i + 2] == '(')
+        return nesting_at(s, i, n);
     if (i + 1 >= n || s[i + 1] != '{')
         return 0;
     for (size_t k = i + 2; k < n && k < i + 64; k++) {

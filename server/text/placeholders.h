@@ -15,6 +15,8 @@
  *               ICU's types), whole with its nested braces (balanced, at
  *               most 1024 bytes)
  *   ${name}     shell and JavaScript templates (no newline inside, at most 64 bytes)
+ *   $t(key)     i18next's nesting, with its options ($t(key, {"count": 2})):
+ *               to its balanced ')' on the line, at most 128 bytes
  *   :name       Laravel's: a colon at the start or after a character that
  *               is not a letter, digit, ':' or '/', then at least two
  *               letters, digits or '_' (the first not a digit)
