@@ -66,7 +66,7 @@ mt_status hub_parse_file_list(const char *json, size_t len, hub_file_list *list,
  * is not 40 or 64 lowercase hex digits (a git blob sha1 or an LFS sha256). */
 int hub_parse_etag(const char *value, size_t len, char *out, size_t cap);
 /* A header line "Name: value\r\n": 1 and the trimmed value when its name is name
- * (case-insensitive). */
+ * (case-insensitive) and the value fits in cap; else 0 and out untouched. */
 int hub_header_value(const char *line, size_t len, const char *name, char *out, size_t cap);
 /* The message of a hub's error body {"error": "..."}, else "" */
 void hub_error_message(const char *body, size_t len, char *out, size_t cap);

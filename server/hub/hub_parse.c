@@ -103,8 +103,8 @@ int hub_header_value(const char *line, size_t len, const char *name, char *out, 
     while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
         end--;
     size_t n = (size_t)(end - v);
-    if (n >= cap)
-        n = cap - 1;
+    if (n >= cap)           /* a value cut short would name another etag or URL: none */
+        return 0;
     memcpy(out, v, n);
     out[n] = 0;
     return 1;

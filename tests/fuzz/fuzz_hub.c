@@ -9,7 +9,8 @@
  *   - an etag that parses is 40 or 64 lowercase hex digits;
  *   - a header value is NUL-terminated within its buffer and has no CR/LF at its ends;
  *   - hub_safe_name agrees with a reference written differently (strtok over a copy);
- *   - a name hub_ref_parse accepts has exactly one '/' in its repo and a safe revision. */
+ *   - a name hub_ref_parse accepts has exactly one '/' in its repo, a safe revision, and
+ *     its cache folder models--org--name is one path component. */
 #include "fuzz_common.h"
 
 #include <string.h>
@@ -95,8 +96,12 @@ static void check_name(const char *name)
     hub_ref ref;
     if (hub_ref_parse(name, &ref)) {
         const char *slash = strchr(ref.repo, '/');
-        FUZZ_CHECK(slash && !strchr(slash + 1, '/') && !strstr(ref.repo, ".."));
+        FUZZ_CHECK(slash && !strchr(slash + 1, '/'));
         FUZZ_CHECK(hub_safe_name(ref.rev));
+        /* its cache folder is one path component under the cache */
+        char dir[512];
+        hub_repo_dir("C", &ref, dir, sizeof dir);
+        FUZZ_CHECK(strncmp(dir, "C/models--", 10) == 0 && !strchr(dir + 2, '/'));
     }
 }
 
