@@ -48,13 +48,15 @@ typedef struct {
     int         gated;
     const char *unsafe_sibling;     /* a file name that walks out of the snapshot */
     const char *bad_etag;           /* the X-Linked-Etag sent for model.safetensors */
+    int         opus;               /* its files: the generated OPUS-MT en-mg, not models/tiny */
 } fake_repo;
 
 static const fake_repo repos[] = {
-    { "org/tiny", 0, NULL, NULL },
-    { "org/gated", 1, NULL, NULL },
-    { "org/evil", 0, "../../../outside.txt", NULL },
-    { "org/badetag", 0, NULL, "../../../../escaped" },
+    { "org/tiny", 0, NULL, NULL, 0 },
+    { "org/gated", 1, NULL, NULL, 0 },
+    { "org/evil", 0, "../../../outside.txt", NULL, 0 },
+    { "org/badetag", 0, NULL, "../../../../escaped", 0 },
+    { "Helsinki-NLP/opus-mt-en-mg", 0, NULL, NULL, 1 },
 };
 #define N_REPOS (int)(sizeof repos / sizeof *repos)
 
@@ -62,8 +64,10 @@ static struct {
     struct MHD_Daemon *d;
     int        port;
     char       endpoint[64];        /* http://localhost:PORT */
-    fake_file  files[16];
+    fake_file  files[16];           /* models/tiny and files never fetched */
     int        n_files;
+    fake_file  opus[16];            /* $MT_OPUS_DIR/en-mg/safetensors-f32, when generated */
+    int        n_opus;
     pthread_mutex_t mu;
     int        api_requests, resolve_requests, blob_gets, never_files, auth_to_cdn;
     long       last_range_from;     /* -1: none */
@@ -80,9 +84,9 @@ static void hex(const unsigned char *md, unsigned n, char *out)
         sprintf(out + 2 * i, "%02x", md[i]);
 }
 
-static void add_file(const char *name, int lfs, const char *path)
+static void add_file_to(fake_file *set, int *n_set, const char *name, int lfs, const char *path)
 {
-    fake_file *f = &hub.files[hub.n_files++];
+    fake_file *f = &set[(*n_set)++];
     snprintf(f->name, sizeof f->name, "%s", name);
     f->lfs = lfs;
     FILE *in = fopen(path, "rb");
@@ -109,12 +113,30 @@ static void add_file(const char *name, int lfs, const char *path)
     hex(md, n, f->etag);
 }
 
+static void add_file(const char *name, int lfs, const char *path)
+{
+    add_file_to(hub.files, &hub.n_files, name, lfs, path);
+}
+
+static const fake_file *set_of(const fake_repo *repo, int *n)
+{
+    *n = repo && repo->opus ? hub.n_opus : hub.n_files;
+    return repo && repo->opus ? hub.opus : hub.files;
+}
+
+static const fake_file *file_in(const fake_repo *repo, const char *name)
+{
+    int n;
+    const fake_file *set = set_of(repo, &n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(set[i].name, name) == 0)
+            return &set[i];
+    return NULL;
+}
+
 static const fake_file *file_named(const char *name)
 {
-    for (int i = 0; i < hub.n_files; i++)
-        if (strcmp(hub.files[i].name, name) == 0)
-            return &hub.files[i];
-    return NULL;
+    return file_in(NULL, name);
 }
 
 static const fake_repo *repo_at(const char *url, const char **rest)
@@ -176,8 +198,10 @@ static enum MHD_Result answer_api(struct MHD_Connection *c, const char *url)
     char body[4096];
     int n = snprintf(body, sizeof body, "{\"_id\":\"x\",\"id\":\"%s\",\"sha\":\"" COMMIT "\",\"siblings\":["
                      "{\"rfilename\":\".gitattributes\"}", repo->repo);
-    for (int i = 0; i < hub.n_files; i++)
-        n += snprintf(body + n, sizeof body - (size_t)n, ",{\"rfilename\":\"%s\"}", hub.files[i].name);
+    int n_set;
+    const fake_file *set = set_of(repo, &n_set);
+    for (int i = 0; i < n_set; i++)
+        n += snprintf(body + n, sizeof body - (size_t)n, ",{\"rfilename\":\"%s\"}", set[i].name);
     if (repo->unsafe_sibling)
         n += snprintf(body + n, sizeof body - (size_t)n, ",{\"rfilename\":\"%s\"}", repo->unsafe_sibling);
     snprintf(body + n, sizeof body - (size_t)n, "]}");
@@ -196,7 +220,7 @@ static enum MHD_Result answer_resolve(struct MHD_Connection *c, const char *url)
     const char *slash = strncmp(rest, "resolve/", 8) == 0 ? strchr(rest + 8, '/') : NULL;
     if (!slash || !rev_known(rest + 8, (size_t)(slash - rest - 8)))
         return send_json(c, 404, "{\"error\":\"Invalid rev id\"}", "RevisionNotFound");
-    const fake_file *f = file_named(slash + 1);
+    const fake_file *f = file_in(repo, slash + 1);
     if (!f)
         return send_json(c, 404, "{\"error\":\"Entry not found\"}", "EntryNotFound");
     if (strstr(f->name, "tf_") || strstr(f->name, "flax") || strstr(f->name, "rust")) {
@@ -263,6 +287,9 @@ static enum MHD_Result answer_blob(struct MHD_Connection *c, const char *etag)
     for (int i = 0; i < hub.n_files; i++)
         if (hub.files[i].lfs && strcmp(hub.files[i].etag, etag) == 0)
             f = &hub.files[i];
+    for (int i = 0; i < hub.n_opus; i++)
+        if (hub.opus[i].lfs && strcmp(hub.opus[i].etag, etag) == 0)
+            f = &hub.opus[i];
     if (!f)
         return send_json(c, 404, "{\"error\":\"no such blob\"}", NULL);
     blob_body *b = calloc(1, sizeof *b);
@@ -333,7 +360,7 @@ static int hub_start(void **state)
         { "source.spm", 1 }, { "target.spm", 1 }, { "special_tokens_map.json", 0 },
         { "tokenizer_config.json", 0 }, { "vocab.json", 0 },
     };
-    char path[256];
+    char path[1024];
     for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {
         snprintf(path, sizeof path, "models/tiny/%s", tiny[i].name);
         add_file(tiny[i].name, tiny[i].lfs, path);
@@ -342,6 +369,22 @@ static int hub_start(void **state)
     add_file("tf_model.h5", 1, "models/tiny/config.json");
     add_file("flax_model.msgpack", 1, "models/tiny/generation_config.json");
     add_file("rust_model.ot", 1, "models/tiny/vocab.json");
+    /* the OPUS-MT en-mg of `make opus-models` (real config and tokenizers of ../shared/opus-mt,
+     * random weights), when it has been generated: test_serve_opus_by_name */
+    const char *opus = getenv("MT_OPUS_DIR");
+    char dir[900];
+    snprintf(dir, sizeof dir, "%.800s/en-mg/safetensors-f32", opus ? opus : "build/opus-mt");
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (access(path, R_OK) == 0) {
+        static const struct { const char *name; int lfs; } mg[] = {
+            { "config.json", 0 }, { "tokenizer_config.json", 0 }, { "vocab.json", 0 },
+            { "source.spm", 1 }, { "target.spm", 1 }, { "model.safetensors", 1 },
+        };
+        for (size_t i = 0; i < sizeof mg / sizeof *mg; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, mg[i].name);
+            add_file_to(hub.opus, &hub.n_opus, mg[i].name, mg[i].lfs, path);
+        }
+    }
     hub.port = free_port();
     hub.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, (uint16_t)hub.port,
                              NULL, NULL, on_request, NULL, MHD_OPTION_END);
@@ -356,6 +399,8 @@ static int hub_stop(void **state)
     MHD_stop_daemon(hub.d);
     for (int i = 0; i < hub.n_files; i++)
         free(hub.files[i].data);
+    for (int i = 0; i < hub.n_opus; i++)
+        free(hub.opus[i].data);
     return 0;
 }
 
@@ -768,31 +813,35 @@ static char *translate(server *s, const char *text)
     return out;
 }
 
-/* serve --model org/tiny downloads from the hub, then answers as --model models/tiny
- * does; a second start offline serves the cache with the hub's files only */
-static void test_serve_by_name(void **state)
+/* serve --model NAME downloads from the hub, then answers as --model DIR does; a second
+ * start offline (the hub unreachable) serves the cache with not one request.  Returns
+ * the seconds the first start by name took (download, checks, load). */
+static double serve_compare(const char *name, const char *dir, int blobs)
 {
-    char cache[512], env_ep[128], env_cache[600];
+    char cache[512], env_ep[128], env_cache[600], model_dir[1024];
     fresh_cache(cache, sizeof cache);
     snprintf(env_ep, sizeof env_ep, "HF_ENDPOINT=%s", hub.endpoint);
     snprintf(env_cache, sizeof env_cache, "HF_HUB_CACHE=%s", cache);
+    snprintf(model_dir, sizeof model_dir, "%s", dir);
     static const char *const texts[] = { "Hello world.", "The file is open.", "Where is the station?" };
     char *by_path[3];
     server s;
-    const char *path_args[] = { "--model", "models/tiny", NULL };
+    const char *path_args[] = { "--model", model_dir, NULL };
     assert_int_equal(server_start(&s, path_args), 0);
     for (int i = 0; i < 3; i++)
         assert_non_null(by_path[i] = translate(&s, texts[i]));
     assert_int_equal(server_stop(&s), 0);
 
-    const char *name_args[] = { "--model", "org/tiny", NULL };
+    const char *name_args[] = { "--model", name, NULL };
     const char *env[] = { env_ep, env_cache, NULL };
     reset_counts();
+    double t0 = now_s();
     assert_int_equal(server_start_env(&s, name_args, env), 0);
-    assert_int_equal(hub.blob_gets, form_blobs());
+    double took = now_s() - t0;
+    assert_int_equal(hub.blob_gets, blobs);
     reply r = get(&s, "/models");
     assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body, "\"tiny\""));
+    assert_non_null(strstr(r.body, strrchr(name, '/') + 1));
     reply_free(&r);
     for (int i = 0; i < 3; i++) {
         char *t = translate(&s, texts[i]);
@@ -815,6 +864,28 @@ static void test_serve_by_name(void **state)
     assert_int_equal(hub.api_requests + hub.resolve_requests + hub.blob_gets, 0);
     for (int i = 0; i < 3; i++)
         free(by_path[i]);
+    return took;
+}
+
+static void test_serve_by_name(void **state)
+{
+    serve_compare("org/tiny", "models/tiny", form_blobs());
+}
+
+/* the issue's case: Helsinki-NLP/opus-mt-en-mg, the real OPUS-MT config and tokenizers
+ * with random weights (141 MB of model.safetensors), when `make opus-models` made it */
+static void test_serve_opus_by_name(void **state)
+{
+    if (hub.n_opus == 0) {
+        print_message("no $MT_OPUS_DIR/en-mg/safetensors-f32 (make opus-models): skipped\n");
+        skip();
+    }
+    char dir[1024];
+    const char *opus = getenv("MT_OPUS_DIR");
+    snprintf(dir, sizeof dir, "%.900s/en-mg/safetensors-f32", opus ? opus : "build/opus-mt");
+    double took = serve_compare("Helsinki-NLP/opus-mt-en-mg", dir, 3);
+    print_message("opus-mt-en-mg by name: downloaded (%.1f MB), checked and loaded in %.2f s\n",
+                  (double)file_in(&repos[N_REPOS - 1], "model.safetensors")->len / 1e6, took);
 }
 
 int main(void)
@@ -830,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_gated_and_unknown),
         cmocka_unit_test(test_cli_pull),
         cmocka_unit_test(test_serve_by_name),
+        cmocka_unit_test(test_serve_opus_by_name),
     };
     int rc = cmocka_run_group_tests(tests, hub_start, hub_stop);
     kill_all_children();
