@@ -776,7 +776,8 @@ static void test_gated_and_unknown(void **state)
 
 /* ---- the binary --------------------------------------------------------------------------- */
 
-/* `mtserve pull org/tiny` prints the snapshot; HF_HUB_OFFLINE=1 with an empty cache fails */
+/* `mtserve pull org/tiny` prints the snapshot, `mtserve translate --model org/tiny` reads
+ * it offline; HF_HUB_OFFLINE=1 with an empty cache fails */
 static void test_cli_pull(void **state)
 {
     char cache[512], cmd[2048], line[1200] = {0};
@@ -791,6 +792,19 @@ static void test_cli_pull(void **state)
     snprintf(want, sizeof want, "%s/models--org--tiny/snapshots/" COMMIT "\n", cache);
     assert_string_equal(line, want);
     check_snapshot(cache, "models--org--tiny");
+    /* mtserve translate --model org/tiny, offline from that cache: as --model models/tiny */
+    char by_name[512] = {0}, by_path[512] = {0};
+    snprintf(cmd, sizeof cmd, "echo 'The file is open.' | HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 "
+             "HF_HUB_CACHE=%s %s translate --model org/tiny 2>/dev/null", cache, bin_path());
+    p = popen(cmd, "r");
+    assert_non_null(fgets(by_name, sizeof by_name, p));
+    assert_int_equal(pclose(p), 0);
+    snprintf(cmd, sizeof cmd, "echo 'The file is open.' | %s translate --model models/tiny 2>/dev/null", bin_path());
+    p = popen(cmd, "r");
+    assert_non_null(fgets(by_path, sizeof by_path, p));
+    assert_int_equal(pclose(p), 0);
+    assert_true(strlen(by_path) > 1);
+    assert_string_equal(by_name, by_path);
     fresh_cache(cache, sizeof cache);
     snprintf(cmd, sizeof cmd, "HF_HUB_OFFLINE=1 HF_ENDPOINT=%s HF_HUB_CACHE=%s %s pull org/tiny 2>&1", hub.endpoint,
              cache, bin_path());

@@ -54,30 +54,41 @@ static void config(hub_config *cfg)
     cfg->progress_ud = &progress;
 }
 
+int mt_hub_resolve_dir(const char *name, char *dir, size_t cap)
+{
+    hub_ref ref;
+    if (!hub_ref_parse(name, &ref))
+        return 0;
+    hub_config cfg;
+    config(&cfg);
+    if (!cfg.cache[0]) {
+        fprintf(stderr, "mtserve: no Hugging Face cache (set HF_HUB_CACHE, HF_HOME or HOME)\n");
+        return -1;
+    }
+    char snap[1024];
+    mt_err err = {0};
+    if (hub_model_dir(&cfg, &ref, snap, sizeof snap, &err) != MT_OK) {
+        fprintf(stderr, "mtserve: model '%s': %s\n", name, err.msg);
+        return -1;
+    }
+    if (snprintf(dir, cap, "%s", snap) >= (int)cap) {
+        fprintf(stderr, "mtserve: model '%s': the path %s is too long\n", name, snap);
+        return -1;
+    }
+    return 1;
+}
+
 int mt_hub_resolve_models(srv_options *o)
 {
-    hub_config cfg;
-    int have_cfg = 0;
     for (int i = 0; i < o->n_models; i++) {
-        hub_ref ref;
-        if (!hub_ref_parse(o->models[i].dir, &ref))
-            continue;
-        if (!have_cfg) {
-            config(&cfg);
-            have_cfg = 1;
-        }
-        if (!cfg.cache[0]) {
-            fprintf(stderr, "mtserve: no Hugging Face cache (set HF_HUB_CACHE, HF_HOME or HOME)\n");
+        char snap[sizeof o->models[i].dir];
+        int rc = mt_hub_resolve_dir(o->models[i].dir, snap, sizeof snap);
+        if (rc < 0)
             return -1;
+        if (rc > 0) {
+            fprintf(stderr, "mtserve: model %s is %s in %s\n", o->models[i].id, o->models[i].dir, snap);
+            memcpy(o->models[i].dir, snap, sizeof snap);
         }
-        char snap[1024];
-        mt_err err = {0};
-        if (hub_model_dir(&cfg, &ref, snap, sizeof snap, &err) != MT_OK) {
-            fprintf(stderr, "mtserve: model '%s': %s\n", o->models[i].dir, err.msg);
-            return -1;
-        }
-        fprintf(stderr, "mtserve: model %s is %s@%s in %s\n", o->models[i].id, ref.repo, ref.rev, snap);
-        snprintf(o->models[i].dir, sizeof o->models[i].dir, "%s", snap);
     }
     return 0;
 }

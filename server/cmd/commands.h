@@ -14,6 +14,8 @@ int mt_cmd_pull(int argc, char **argv);        /* server/cmd/cmd_pull.c */
  * Hugging Face cache, downloaded first unless HF_HUB_OFFLINE=1 (cmd_pull.c); -1 with
  * the reason printed */
 int mt_hub_resolve_models(srv_options *o);
+/* one name: 0 when it is no hub name (dir untouched), 1 with its snapshot in dir, -1 printed */
+int mt_hub_resolve_dir(const char *name, char *dir, size_t cap);
 
 
 #endif
