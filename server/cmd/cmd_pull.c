@@ -68,7 +68,7 @@ int mt_hub_resolve_dir(const char *name, char *dir, size_t cap)
     char snap[1024];
     mt_err err = {0};
     if (hub_model_dir(&cfg, &ref, snap, sizeof snap, &err) != MT_OK) {
-        fprintf(stderr, "mtserve: model '%s': %s\n", name, err.msg);
+        fprintf(stderr, "mtserve: model '%s': %s (and no directory '%s' exists)\n", name, err.msg, name);
         return -1;
     }
     if (snprintf(dir, cap, "%s", snap) >= (int)cap) {
@@ -80,6 +80,8 @@ int mt_hub_resolve_dir(const char *name, char *dir, size_t cap)
 
 int mt_hub_resolve_models(srv_options *o)
 {
+    if (!o->models_given)       /* the built-in models/en-fr is a path, installed or not */
+        return 0;
     for (int i = 0; i < o->n_models; i++) {
         char snap[sizeof o->models[i].dir];
         int rc = mt_hub_resolve_dir(o->models[i].dir, snap, sizeof snap);
