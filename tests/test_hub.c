@@ -569,6 +569,16 @@ static void test_resolve_existing_cache(void **state)
     char want[1024];
     snprintf(want, sizeof want, "%s/%s/snapshots/" COMMIT, cache, repo);
     ref_of("Helsinki-NLP/opus-mt-en-xx", &ref);
+    /* a config alone (a client that read only it) is not the model */
+    assert_int_equal(hub_resolve_cached(cache, &ref, snap, sizeof snap, &err), MT_ERR_IO);
+    assert_non_null(strstr(err.msg, "no model.safetensors or pytorch_model.bin"));
+    snprintf(p, sizeof p, "%s/%s/blobs/%s", cache, repo, file_named("model.safetensors")->etag);
+    f = fopen(p, "w");
+    fputs("weights", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/%s/snapshots/" COMMIT "/pytorch_model.bin", cache, repo);
+    snprintf(target, sizeof target, "../../blobs/%s", file_named("model.safetensors")->etag);
+    assert_int_equal(symlink(target, p), 0);
     assert_int_equal(hub_resolve_cached(cache, &ref, snap, sizeof snap, &err), MT_OK);
     assert_string_equal(snap, want);
     ref_of("Helsinki-NLP/opus-mt-en-xx@" COMMIT, &ref);

@@ -43,7 +43,8 @@ int hub_cache_dir(char *out, size_t cap);
 void hub_repo_dir(const char *cache, const hub_ref *ref, char *out, size_t cap);
 
 /* The snapshot directory of ref in cache (refs/REV, or REV itself when it is a
- * commit), with a config.json in it.  MT_ERR_IO when it is not there. */
+ * commit), with a config.json and weights (model.safetensors or pytorch_model.bin)
+ * in it.  MT_ERR_IO when it is not there. */
 mt_status hub_resolve_cached(const char *cache, const hub_ref *ref, char *snap, size_t cap, mt_err *err);
 
 /* ---- what a hub sends (hub_parse.c) ------------------------------------------------ */

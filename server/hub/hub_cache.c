@@ -144,11 +144,19 @@ mt_status hub_resolve_cached(const char *cache, const hub_ref *ref, char *snap, 
             return mt_err_set(err, MT_ERR_IO, "%s@%s is not in the Hugging Face cache %s", ref->repo, ref->rev,
                               cache);
     }
-    snprintf(path, sizeof path, "%s/snapshots/%s/config.json", repo_dir, commit);
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return mt_err_set(err, MT_ERR_IO, "%s@%s: the cache %s has no config.json in snapshot %s", ref->repo,
-                          ref->rev, cache, commit);
+    /* a snapshot another client filled only in part (a config read alone) is not the model */
+    static const char *const needed[][2] = { { "config.json", NULL }, { "model.safetensors", "pytorch_model.bin" } };
+    for (int i = 0; i < 2; i++) {
+        int found = 0;
+        for (int k = 0; k < 2 && needed[i][k]; k++) {
+            struct stat st;
+            snprintf(path, sizeof path, "%s/snapshots/%s/%s", repo_dir, commit, needed[i][k]);
+            found |= stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        }
+        if (!found)
+            return mt_err_set(err, MT_ERR_IO, "%s@%s: snapshot %s in the cache %s has no %s", ref->repo, ref->rev,
+                              commit, cache, i == 0 ? "config.json" : "model.safetensors or pytorch_model.bin");
+    }
     if (snprintf(snap, cap, "%s/snapshots/%s", repo_dir, commit) >= (int)cap)
         return mt_err_set(err, MT_ERR_INPUT, "the cache path %s is too long", cache);
     return MT_OK;
