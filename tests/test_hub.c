@@ -679,7 +679,7 @@ static void test_corrupted_byte_refused(void **state)
 }
 
 /* the connection dies after 100 kB of model.safetensors: the pull resumes from there
- * with Range and the file checks out */
+ * with Range and the file checks out; so does a later pull after a crashed one */
 static void test_cut_connection_resumed(void **state)
 {
     char cache[512], snap[1024];
@@ -704,6 +704,24 @@ static void test_cut_connection_resumed(void **state)
     /* the resumed GET asked for the rest: a Range from what had arrived (at least the
      * part libmicrohttpd flushed before the cut, at most the cut) */
     assert_true(hub.last_range_from > 0 && hub.last_range_from <= 100000);
+
+    /* a later run: the 50,000 bytes a crashed pull left in blobs/ETAG.incomplete are kept,
+     * the rest asked for with Range */
+    char path[1200];
+    fresh_cache(cache, sizeof cache);
+    snprintf(path, sizeof path, "%s/models--org--tiny", cache);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/models--org--tiny/blobs", cache);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/models--org--tiny/blobs/%s.incomplete", cache, w->etag);
+    FILE *f = fopen(path, "wb");
+    assert_int_equal(fwrite(w->data, 1, 50000, f), 50000);
+    fclose(f);
+    config(&cfg, cache);
+    reset_counts();
+    assert_int_equal(hub_pull(&cfg, &ref, snap, sizeof snap, &err), MT_OK);
+    assert_int_equal(hub.last_range_from, 50000);
+    check_snapshot(cache, "models--org--tiny");
 }
 
 /* file names, etags and revisions that would walk out of the cache are refused and
