@@ -131,6 +131,14 @@ static void test_options_env_and_flags(void **state)
     assert_string_equal(o.models[0].id, "tiny");
     assert_string_equal(o.models[1].id, "t2");
     assert_string_equal(o.api_key, "k");
+    /* a Hugging Face name: the id is its name, without the revision (server/hub resolves it) */
+    const char *hub_args[] = { "--model", "Helsinki-NLP/opus-mt-en-de@v1.0", "--model", "fr=org/opus-mt-en-fr", NULL };
+    assert_int_equal(parse(&o, env, hub_args), 0);
+    assert_int_equal(o.n_models, 2);
+    assert_string_equal(o.models[0].id, "opus-mt-en-de");
+    assert_string_equal(o.models[0].dir, "Helsinki-NLP/opus-mt-en-de@v1.0");
+    assert_string_equal(o.models[1].id, "fr");
+    assert_string_equal(o.models[1].dir, "org/opus-mt-en-fr");
 }
 
 static void test_options_errors(void **state)

@@ -76,7 +76,7 @@ static void usage(FILE *f)
                "                         [--kv-cache f32|f16] [--json] [--glossary F.tsv] [--no-placeholders]\n"
                "                         [--format html | --file IN [--out OUT]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
-               "  --model DIR       Marian model directory (default %s)\n"
+               "  --model DIR       Marian model directory (default %s), or a Hugging Face name org/name[@rev]\n"
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
                "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
@@ -548,6 +548,12 @@ int mt_cmd_translate(int argc, char **argv)
         o.dp.sampling.seed = x & ((1ull << 53) - 1);
         fprintf(stderr, "mtserve translate: --seed %llu\n", (unsigned long long)o.dp.sampling.seed);
     }
+    char hub_dir[1024];                     /* --model org/name: its snapshot in the hub's cache */
+    int by_name = mt_hub_resolve_dir(o.model, hub_dir, sizeof hub_dir);
+    if (by_name < 0)
+        return 1;
+    if (by_name > 0)
+        o.model = hub_dir;
     struct stat sb;
     if (stat(o.model, &sb) != 0) {
         fprintf(stderr, "mtserve translate: model directory '%s' not found%s; pass --model DIR\n", o.model,

@@ -2,9 +2,20 @@
 #ifndef MT_COMMANDS_H
 #define MT_COMMANDS_H
 
+#include "common/options.h"
+
 int mt_cmd_translate(int argc, char **argv);   /* server/cmd/cmd_translate.c */
 int mt_cmd_serve(int argc, char **argv);       /* server/cmd/serve.c */
 int mt_cmd_health(int argc, char **argv);
 int mt_cmd_shortlist(int argc, char **argv);   /* server/cmd/cmd_shortlist.c */      /* server/cmd/cmd_health.c */
+int mt_cmd_pull(int argc, char **argv);        /* server/cmd/cmd_pull.c */
+
+/* serve's --model names given as org/name[@rev]: each replaced by its snapshot in the
+ * Hugging Face cache, downloaded first unless HF_HUB_OFFLINE=1 (cmd_pull.c); -1 with
+ * the reason printed */
+int mt_hub_resolve_models(srv_options *o);
+/* one name: 0 when it is no hub name (dir untouched), 1 with its snapshot in dir, -1 printed */
+int mt_hub_resolve_dir(const char *name, char *dir, size_t cap);
+
 
 #endif

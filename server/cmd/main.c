@@ -2,6 +2,7 @@
  *   mtserve translate [--model DIR] [--beam N] [--json]   stdin lines -> translations
  *   mtserve serve     [--model DIR]... [--host H] [--port P] ...   the HTTP service
  *   mtserve health    [--host H] [--port P]                 exit 0 when /health answers 200
+ *   mtserve pull      org/name[@rev]                        a model from the Hugging Face Hub
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static void usage(FILE *f)
                "  serve       run the HTTP service\n"
                "  health      exit 0 when a running server's /health answers 200\n"
                "  shortlist   build a lexical shortlist from a parallel corpus\n"
+               "  pull        download a model org/name[@rev] from the Hugging Face Hub into its cache\n"
                "run 'mtserve <command> --help' for the options of a command\n");
 }
 
@@ -31,6 +33,8 @@ int main(int argc, char **argv)
         return mt_cmd_serve(argc - 1, argv + 1);
     if (strcmp(argv[1], "health") == 0)
         return mt_cmd_health(argc - 1, argv + 1);
+    if (strcmp(argv[1], "pull") == 0)
+        return mt_cmd_pull(argc - 1, argv + 1);
     if (strcmp(argv[1], "shortlist") == 0)
         return mt_cmd_shortlist(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

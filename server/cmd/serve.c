@@ -359,6 +359,10 @@ int mt_cmd_serve(int argc, char **argv)
         rc = rc > 0 ? 0 : 2;
         goto done;
     }
+    if (mt_hub_resolve_models(&srv->opts) != 0) {     /* names -> cached snapshots, downloaded first */
+        rc = 1;
+        goto done;
+    }
     srv->t_start = srv_now();
     plan_threads(srv);
     if (!on_demand(&srv->opts)) {

@@ -26,7 +26,7 @@ typedef struct {
 
 static const opt_def opt_table[] = {
     { "--model", "MTSERVE_MODEL", OPT_MODEL, 0, 0, 0, 0,
-      "model directory, or ID=DIR; repeat for several (env: comma-separated); first is the default" },
+      "model directory, or a Hugging Face name org/name[@rev] (from its cache, downloaded when missing), or ID=DIR / ID=org/name; repeat for several (env: comma-separated); first is the default" },
     { "--host", "MTSERVE_HOST", OPT_STR, F(host), S(host), 0, 0, "address to listen on" },
     { "--port", "MTSERVE_PORT", OPT_INT, F(port), 0, 0, 65535, "TCP port (0 = any free port)" },
     { "--threads", "MTSERVE_THREADS", OPT_INT, F(threads), 0, 0, 256,
@@ -237,11 +237,14 @@ int srv_model_spec_parse(const char *arg, srv_model_spec *spec, char *err, size_
     } else {
         const char *base = strrchr(spec->dir, '/');
         base = base ? base + 1 : spec->dir;
-        if (strlen(base) >= sizeof spec->id) {
+        const char *at = strchr(base, '@');        /* a hub name's revision: org/name@rev is "name" */
+        size_t blen = at ? (size_t)(at - base) : strlen(base);
+        if (blen >= sizeof spec->id) {
             snprintf(err, err_len, "model id too long in '%s' (use --model ID=DIR)", arg);
             return -1;
         }
-        memcpy(spec->id, base, strlen(base) + 1);
+        memcpy(spec->id, base, blen);
+        spec->id[blen] = 0;
     }
     if (!valid_id(spec->id)) {
         snprintf(err, err_len, "bad model id '%s' (letters, digits, '-', '_', '.')", spec->id);

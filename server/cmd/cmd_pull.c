@@ -1,0 +1,130 @@
+/* mtserve pull org/name[@rev]: a model from the Hugging Face Hub into its cache; and
+ * the names among serve's --model given as org/name, resolved before anything loads.
+ *
+ * Both print what they download on stderr: a progress bar redrawn in place on a
+ * terminal, one line per file otherwise (a log keeps no carriage returns). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "common/options.h"
+#include "hub/hub.h"
+#include "util/clock.h"
+
+typedef struct {
+    int    tty;
+    char   file[64];
+    double last;                /* when the bar was last drawn */
+} progress_state;
+
+static void on_progress(void *ud, const char *file, uint64_t done, uint64_t total)
+{
+    progress_state *p = ud;
+    int new_file = strcmp(p->file, file) != 0;
+    if (new_file)
+        snprintf(p->file, sizeof p->file, "%s", file);
+    double now = mt_now_s();
+    int finished = total > 0 && done >= total;
+    if (!p->tty) {
+        if (finished)
+            fprintf(stderr, "mtserve: downloaded %s (%llu bytes)\n", file, (unsigned long long)total);
+        return;
+    }
+    if (!new_file && !finished && now - p->last < 0.1)
+        return;
+    p->last = now;
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\r%-24.24s [%s] %7.1f / %.1f MB", file, bar, (double)done / 1e6, (double)total / 1e6);
+    if (finished)
+        fputc('\n', stderr);
+}
+
+static progress_state progress;
+
+static void config(hub_config *cfg)
+{
+    hub_config_from_env(cfg);
+    progress.tty = isatty(2);
+    cfg->progress = on_progress;
+    cfg->progress_ud = &progress;
+}
+
+int mt_hub_resolve_dir(const char *name, char *dir, size_t cap)
+{
+    hub_ref ref;
+    if (!hub_ref_parse(name, &ref))
+        return 0;
+    hub_config cfg;
+    config(&cfg);
+    if (!cfg.cache[0]) {
+        fprintf(stderr, "mtserve: no Hugging Face cache (set HF_HUB_CACHE, HF_HOME or HOME)\n");
+        return -1;
+    }
+    char snap[1024];
+    mt_err err = {0};
+    if (hub_model_dir(&cfg, &ref, snap, sizeof snap, &err) != MT_OK) {
+        fprintf(stderr, "mtserve: model '%s': %s (and no directory '%s' exists)\n", name, err.msg, name);
+        return -1;
+    }
+    if (snprintf(dir, cap, "%s", snap) >= (int)cap) {
+        fprintf(stderr, "mtserve: model '%s': the path %s is too long\n", name, snap);
+        return -1;
+    }
+    return 1;
+}
+
+int mt_hub_resolve_models(srv_options *o)
+{
+    if (!o->models_given)       /* the built-in models/en-fr is a path, installed or not */
+        return 0;
+    for (int i = 0; i < o->n_models; i++) {
+        char snap[sizeof o->models[i].dir];
+        int rc = mt_hub_resolve_dir(o->models[i].dir, snap, sizeof snap);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            fprintf(stderr, "mtserve: model %s is %s in %s\n", o->models[i].id, o->models[i].dir, snap);
+            memcpy(o->models[i].dir, snap, sizeof snap);
+        }
+    }
+    return 0;
+}
+
+int mt_cmd_pull(int argc, char **argv)
+{
+    if (argc != 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fprintf(argc == 2 ? stdout : stderr,
+                "usage: mtserve pull org/name[@revision]\n"
+                "Downloads a model's config, tokenizer and weights from the Hugging Face Hub into its cache\n"
+                "($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub), each file checked against\n"
+                "the size and sha256 the hub declares; prints the snapshot directory.\n"
+                "environment: HF_ENDPOINT (a mirror), HF_TOKEN (gated or private repositories), HF_HUB_OFFLINE=1\n");
+        return argc == 2 ? 0 : 2;
+    }
+    hub_ref ref;
+    if (!hub_ref_parse(argv[1], &ref)) {
+        fprintf(stderr, "mtserve pull: '%s' is not a hub name org/name[@revision]\n", argv[1]);
+        return 2;
+    }
+    hub_config cfg;
+    config(&cfg);
+    if (!cfg.cache[0]) {
+        fprintf(stderr, "mtserve pull: no Hugging Face cache (set HF_HUB_CACHE, HF_HOME or HOME)\n");
+        return 1;
+    }
+    char snap[1024];
+    mt_err err = {0};
+    mt_status st = cfg.offline ? hub_resolve_cached(cfg.cache, &ref, snap, sizeof snap, &err)
+                               : hub_pull(&cfg, &ref, snap, sizeof snap, &err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtserve pull: %s%s\n", err.msg, cfg.offline ? " (HF_HUB_OFFLINE=1)" : "");
+        return 1;
+    }
+    printf("%s\n", snap);
+    return 0;
+}
