@@ -42,6 +42,7 @@
  * machine that stays oversubscribed, one probe in 100 ms waits on a helper.
  */
 #include "parallel.h"
+#include "util/thread_prio.h"
 
 #include <cblas.h>
 #include <linux/futex.h>
@@ -49,7 +50,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <stdatomic.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -115,7 +115,7 @@ static void follow_nice(int *mine)
 {
     int want = atomic_load_explicit(&P.nice, memory_order_relaxed);
     if (want != *mine) {
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want);
+        mt_thread_nice(want);
         *mine = want;
     }
 }

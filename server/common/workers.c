@@ -3,9 +3,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "util/thread_prio.h"
 
 /* ---- workers ------------------------------------------------------------------ */
 
@@ -30,7 +29,7 @@ static void *worker_main(void *arg)
 {
     srv_workers *w = arg;
     if (w->nice > 0)        /* below the HTTP threads; failing, it runs at their priority */
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice);
+        mt_thread_nice(w->nice);
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (w->count == 0 && !w->stop)

@@ -6,15 +6,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/metrics.h"
 #include "sessions.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/thread_prio.h"
 
 #define GONE_POLL_S 0.02        /* how often the clients of decoding jobs are checked */
 /* ... and of jobs still waiting for rows: a poll() each costs the decode
@@ -538,7 +536,7 @@ static void *sched_main(void *arg)
 {
     srv_sched *sc = arg;
     if (sc->p.nice > 0)    /* below the HTTP threads; failing, it decodes at their priority */
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), sc->p.nice);
+        mt_thread_nice(sc->p.nice);
     mt_decode_feed feed = { .start = sched_start, .finished = sched_finished, .data = sc };
     mt_decode_run(sc->s, &feed, NULL);  /* returns at stop, once everything held is over */
     return NULL;
