@@ -15,7 +15,7 @@
 # and the queue depth it prints show it).  The shipped models once per value of
 # DETECT_NICES (default "5 0": the default --decode-nice, below the HTTP threads, and
 # the same priority), the control at the first value.
-# DETECT_LOAD_ARGS are passed on.
+# DETECT_LOAD_ARGS are passed on to the probe, DETECT_SERVER_ARGS to each server.
 # DETECT_PIN=1, a demonstration (not what the server does by itself): the HTTP threads
 # (MHD-worker) and the client on CPU 1, every other thread (the decoders) on CPU 0, so
 # that detection has a core that decoding does not use.
@@ -50,7 +50,7 @@ for cfg in "${CFGS[@]}"; do
     nice=${rest%%:*} label=${rest#*:}
     port=$(free_port)
     "$B/mtserve" serve --model "en-fr=$dir/en-fr" --model "fr-en=$dir/fr-en" --host 127.0.0.1 --port "$port" \
-        --max-batch 8 --cache-mb 0 --decode-nice "$nice" 2> "$TMP/server.log" &
+        --max-batch 8 --cache-mb 0 --decode-nice "$nice" $DETECT_SERVER_ARGS 2> "$TMP/server.log" &
     PID=$!
     for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done
     PROBE=("$B/bench/detect_load")
