@@ -117,7 +117,13 @@ static void expect_no_extras(json_t *j)
 {
     assert_true(json_is_false(json_object_get(j, "suggestions")));
     assert_true(json_is_true(json_object_get(j, "filesTranslation")));         /* POST /translate_file */
-    assert_int_equal(json_array_size(json_object_get(j, "supportedFilesFormat")), 8);  /* .txt ... .odt */
+    /* every format POST /translate_file reads, by extension, and nothing else */
+    static const char *const exts[] = {".txt", ".html", ".srt", ".vtt", ".po", ".pot", ".docx", ".odt", ".json",
+                                       ".arb", ".properties", ".strings", ".xml", ".yml", ".yaml"};
+    json_t *formats = json_object_get(j, "supportedFilesFormat");
+    assert_int_equal(json_array_size(formats), sizeof exts / sizeof *exts);
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++)
+        assert_string_equal(json_string_value(json_array_get(formats, k)), exts[k]);
     assert_int_equal(json_integer_value(json_object_get(j, "frontendTimeout")), 500);
 }
 
