@@ -393,6 +393,21 @@ static const char YAML_SRC[] =
     "      continued\n"
     "    caf\xc3\xa9: Caf\xc3\xa9 ouvert\n";
 
+/* Layouts libyaml takes but a quoted value cannot stand in: a value no
+ * further in than its key is left as it is; a tab-indented comment after a
+ * plain value refuses the file (fuzz_doc_yaml's findings) rather than
+ * answering one that no longer parses. */
+static void test_yaml_layouts(void **state)
+{
+    (void)state;
+    static const char *const keep[] = { "Hello world" };
+    srv_doc *d = units_are(SRV_DOC_YAML, "en:\n  hello: Hello world\n  m:\n  |\n      block\n", keep, 1);
+    set(d, 0, "Bonjour");
+    rendered_is(d, "en:\n  hello: \"Bonjour\"\n  m:\n  |\n      block\n");
+    srv_doc_free(d);
+    refused(SRV_DOC_YAML, "en:\n  hell\n \t # c\nen:\n  owollo:\t # c\n", MT_ERR_INPUT, "layout");
+}
+
 static void test_yaml(void **state)
 {
     const char *want[] = { "Hello world", "Say \"hi\"", "It's here", "Welcome, %{name}!", "%{count} item",
@@ -486,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_properties_units), cmocka_unit_test(test_properties_malformed),
         cmocka_unit_test(test_strings),          cmocka_unit_test(test_android),
         cmocka_unit_test(test_yaml),
+        cmocka_unit_test(test_yaml_layouts),
         cmocka_unit_test(test_sniff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,6 +39,7 @@ typedef struct {
     int         max_depth;
     int         depth;
     char        key[MAX_STACK];     /* per open collection: 1 a mapping expecting a key, 0 its value, 2 a sequence */
+    size_t      key_col[MAX_STACK]; /* per open mapping: the column of its last key */
     int         root_keys;          /* keys of the document's top mapping */
     size_t      loc_start, loc_end;
 } yml;
@@ -103,6 +104,7 @@ static mt_status scalar(yml *y, const yaml_event_t *e, mt_err *err)
         return mt_err_set(err, MT_ERR_INPUT, "line %zu: a document that is one scalar, not a mapping keyed by "
                           "its language (Rails' \"en:\")", (size_t)e->start_mark.line + 1);
     if (is_key) {
+        y->key_col[y->depth - 1] = e->start_mark.column;
         if (y->depth == 1) {
             if (!locale_like(v))
                 return mt_err_set(err, MT_ERR_INPUT, "line %zu: the top key '%.40s' is not a language code, as a "
@@ -116,6 +118,9 @@ static mt_status scalar(yml *y, const yaml_event_t *e, mt_err *err)
     const char *tag = (const char *)e->data.scalar.tag;
     if (tag && strcmp(tag, "!") && strcmp(tag, YAML_STR_TAG))
         return MT_OK;                           /* tagged: data of the program's */
+    if (y->key[y->depth - 1] == 0 && e->start_mark.column <= y->key_col[y->depth - 1])
+        return MT_OK;   /* a value no further in than its key ("m:\n|\n  text", which libyaml takes): a
+                           quoted scalar written there would read as a key; left as it is */
     if (style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE)
         while (end > start && strchr(" \t\r\n", y->d[end - 1]))
             end--;                              /* libyaml's mark is past the blank lines after it: they stay */
@@ -200,8 +205,8 @@ static mt_status event(yml *y, const yaml_event_t *e, int *end, mt_err *err)
     }
 }
 
-static mt_status yaml_parse_doc(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                                void **state, mt_err *err)
+/* data parsed into *out (a new srv_res of its units). */
+static mt_status parse_into(const char *data, size_t len, const srv_doc_limits *lim, srv_res **out, mt_err *err)
 {
     yml y = { .d = data, .n = len, .max_depth = lim->max_depth };
     mt_status st = srv_res_new(data, len, lim, &y.r, err);
@@ -233,8 +238,54 @@ static mt_status yaml_parse_doc(srv_doc_kind kind, const char *data, size_t len,
         srv_res_free(y.r);
         return st;
     }
-    *state = y.r;
+    *out = y.r;
     return MT_OK;
+}
+
+/* Whether the file still reads as the same units once every value is the
+ * double-quoted scalar a translation is written as: a trial render with
+ * each unit "x" (the quoted form is one line whatever the text, so any
+ * translation lays out the same), parsed again.  libyaml takes layouts the
+ * quoted form cannot stand in (a tab or a value no further in than its key
+ * after a plain or block scalar); such a file is refused rather than
+ * answered broken. */
+static mt_status check_rewritable(const char *data, size_t len, const srv_doc_limits *lim, mt_err *err)
+{
+    srv_res *trial = NULL, *back = NULL;
+    char *out = NULL;
+    size_t n = 0;
+    mt_status st = parse_into(data, len, lim, &trial, err);
+    for (int i = 0; st == MT_OK && i < srv_res_units(trial); i++)
+        st = srv_res_set(trial, i, "x", 1, NULL, 0, err);
+    if (st == MT_OK)
+        st = srv_res_render(trial, &out, &n, err);
+    if (st != MT_OK)
+        goto done;
+    mt_err ignored = {0};
+    if (parse_into(out, n, lim, &back, &ignored) != MT_OK || srv_res_units(back) != srv_res_units(trial))
+        st = mt_err_set(err, MT_ERR_INPUT, "this YAML's layout cannot be kept once its values are translated "
+                        "(a tab, or a value no further in than its key, after a plain or block scalar): "
+                        "write the values quoted or indented past their keys");
+done:
+    srv_res_free(back);
+    srv_res_free(trial);
+    free(out);
+    return st;
+}
+
+static mt_status yaml_parse_doc(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                                void **state, mt_err *err)
+{
+    (void)kind;
+    srv_res *r;
+    mt_status st = parse_into(data, len, lim, &r, err);
+    if (st == MT_OK && srv_res_units(r) > 0 && (st = check_rewritable(data, len, lim, err)) != MT_OK) {
+        srv_res_free(r);
+        return st;
+    }
+    if (st == MT_OK)
+        *state = r;
+    return st;
 }
 
 const srv_doc_format srv_doc_yaml_format = { yaml_parse_doc, srv_res_units, srv_res_unit, srv_res_set,
