@@ -499,3 +499,50 @@ int ids_of(json_t *a, int32_t *out, int cap)
         out[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
     return n;
 }
+
+static size_t collect_buf(char *data, size_t size, size_t n, void *ud)
+{
+    http_buf *b = ud;
+    char *p = realloc(b->p, b->n + size * n + 1);
+    if (!p)
+        return 0;
+    memcpy(p + b->n, data, size * n);
+    b->p = p;
+    b->n += size * n;
+    b->p[b->n] = 0;
+    return size * n;
+}
+
+long post_file(const server *s, const char *name, const char *data, size_t len, http_buf *out, long timeout_ms, ...)
+{
+    CURL *c = curl_easy_init();
+    curl_mime *m = curl_mime_init(c);
+    if (name) {
+        curl_mimepart *p = curl_mime_addpart(m);
+        curl_mime_name(p, "file");
+        curl_mime_filename(p, name);
+        curl_mime_data(p, data, len);
+    }
+    va_list ap;
+    va_start(ap, timeout_ms);
+    for (const char *k; (k = va_arg(ap, const char *));) {
+        curl_mimepart *p = curl_mime_addpart(m);
+        curl_mime_name(p, k);
+        curl_mime_data(p, va_arg(ap, const char *), CURL_ZERO_TERMINATED);
+    }
+    va_end(ap);
+    char url[256];
+    snprintf(url, sizeof url, "%s/translate_file", s->base);
+    memset(out, 0, sizeof *out);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_MIMEPOST, m);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_buf);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms ? timeout_ms : 120000L);
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_mime_free(m);
+    curl_easy_cleanup(c);
+    return status;
+}

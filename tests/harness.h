@@ -78,6 +78,16 @@ reply http_req(const server *s, const char *path, const req_opts *o);
 reply http_req_on(CURL *c, const server *s, const char *path, const req_opts *o);
 reply get(const server *s, const char *path);
 reply post(const server *s, const char *path, const char *body);
+/* POST /translate_file (multipart) of data[0..len) as the part "file" named name
+ * (none when name is NULL), then the form fields given as NULL-terminated
+ * name, value pairs; the status, *out the body (malloc'd, NUL-terminated).
+ * timeout_ms 0: 120 s. */
+typedef struct {
+    char  *p;
+    size_t n;
+} http_buf;
+long  post_file(const server *s, const char *name, const char *data, size_t len, http_buf *out, long timeout_ms,
+                ...);
 void  reply_free(reply *r);
 /* The value of header name (case-insensitive) in out; 0 if absent. */
 int   header(const reply *r, const char *name, char *out, size_t len);

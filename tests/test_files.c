@@ -46,61 +46,8 @@ static int teardown(void **state)
     return st == 0 ? 0 : -1;
 }
 
-typedef struct {
-    char  *p;
-    size_t n;
-} buf;
 
-static size_t collect(char *data, size_t size, size_t n, void *ud)
-{
-    buf *b = ud;
-    char *p = realloc(b->p, b->n + size * n + 1);
-    if (!p)
-        return 0;
-    memcpy(p + b->n, data, size * n);
-    b->p = p;
-    b->n += size * n;
-    b->p[b->n] = 0;
-    return size * n;
-}
-
-/* POST /translate_file: the file (data[0..len) named name, NULL: no file
- * part) and fields ("k", "v", ... NULL).  The status; *out the body. */
-static long post_file(const char *name, const char *data, size_t len, buf *out, long timeout_ms, ...)
-{
-    CURL *c = curl_easy_init();
-    curl_mime *m = curl_mime_init(c);
-    if (name) {
-        curl_mimepart *p = curl_mime_addpart(m);
-        curl_mime_name(p, "file");
-        curl_mime_filename(p, name);
-        curl_mime_data(p, data, len);
-    }
-    va_list ap;
-    va_start(ap, timeout_ms);
-    for (const char *k; (k = va_arg(ap, const char *));) {
-        curl_mimepart *p = curl_mime_addpart(m);
-        curl_mime_name(p, k);
-        curl_mime_data(p, va_arg(ap, const char *), CURL_ZERO_TERMINATED);
-    }
-    va_end(ap);
-    char url[256];
-    snprintf(url, sizeof url, "%s/translate_file", srv.base);
-    memset(out, 0, sizeof *out);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_MIMEPOST, m);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms ? timeout_ms : 120000L);
-    long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_mime_free(m);
-    curl_easy_cleanup(c);
-    return status;
-}
-
-static json_t *body_json(const buf *b)
+static json_t *body_json(const http_buf *b)
 {
     json_error_t e;
     json_t *j = b->p ? json_loads(b->p, 0, &e) : NULL;
@@ -136,8 +83,8 @@ static void test_text_file(void **state)
 {
     (void)state;
     const char *in = "The library is free software.\n\nIt runs on every system\nthat has a compiler.\n";
-    buf b;
-    assert_int_equal(post_file("notes.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", NULL), 200);
+    http_buf b;
+    assert_int_equal(post_file(&srv, "notes.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", NULL), 200);
     json_t *j = body_json(&b);
     const char *url = json_string_value(json_object_get(j, "translatedFileUrl"));
     assert_non_null(url);
@@ -191,8 +138,8 @@ static void test_placeholders_file(void **state)
     assert_non_null(want);
     assert_true(strstr(want, "{file}") && strstr(want, "https://example.com/a_b") && strstr(want, "%s"));
     for (int k = 0; k < 2; k++) {
-        buf b;
-        assert_int_equal(post_file(names[k], data[k], strlen(data[k]), &b, 0, "source", "en", "target", "fr", NULL),
+        http_buf b;
+        assert_int_equal(post_file(&srv, names[k], data[k], strlen(data[k]), &b, 0, "source", "en", "target", "fr", NULL),
                          200);
         json_t *j = body_json(&b);
         reply r = get(&srv, url_path(json_string_value(json_object_get(j, "translatedFileUrl"))));
@@ -211,8 +158,8 @@ static void test_html_file(void **state)
     (void)state;
     const char *in = "<!DOCTYPE html><html><head><title>Help</title></head><body><p>This <b>package</b> contains "
                      "the <a href=\"x\">documentation</a>.</p><pre>keep  this</pre></body></html>";
-    buf b;
-    assert_int_equal(post_file("page.html", in, strlen(in), &b, 0, "source", "en", "target", "fr", NULL), 200);
+    http_buf b;
+    assert_int_equal(post_file(&srv, "page.html", in, strlen(in), &b, 0, "source", "en", "target", "fr", NULL), 200);
     json_t *j = body_json(&b);
     reply r = get(&srv, url_path(json_string_value(json_object_get(j, "translatedFileUrl"))));
     assert_int_equal(r.status, 200);
@@ -240,8 +187,8 @@ static void test_async_progress(void **state)
     in[0] = 0;
     for (int i = 0; i < 60; i++)
         sprintf(in + strlen(in), "This is sentence number %d of the file.\n\n", i + 1);
-    buf b;
-    assert_int_equal(post_file("big.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "async", "true",
+    http_buf b;
+    assert_int_equal(post_file(&srv, "big.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "async", "true",
                                NULL), 202);
     json_t *j = body_json(&b);
     const char *status_url = json_string_value(json_object_get(j, "status_url"));
@@ -301,8 +248,8 @@ static void test_auto_source(void **state)
 {
     (void)state;
     const char *in = "Ce paquet fournit la documentation du programme.\n";
-    buf b;
-    assert_int_equal(post_file("doc.txt", in, strlen(in), &b, 0, "source", "auto", "target", "en", "async", "1",
+    http_buf b;
+    assert_int_equal(post_file(&srv, "doc.txt", in, strlen(in), &b, 0, "source", "auto", "target", "en", "async", "1",
                                NULL), 202);
     json_t *j = body_json(&b);
     assert_string_equal(json_string_value(json_object_get(j, "detectedLanguage")), "fr");
@@ -310,7 +257,7 @@ static void test_auto_source(void **state)
     free(b.p);
 }
 
-static void expect_error(long status, long want, const buf *b, const char *needle)
+static void expect_error(long status, long want, const http_buf *b, const char *needle)
 {
     if (status != want || !b->p || !strstr(b->p, needle))
         print_error("want %ld with '%s', got %ld: %s\n", want, needle, status, b->p ? b->p : "(none)");
@@ -327,8 +274,8 @@ static void test_glossary_file(void **state)
 {
     (void)state;
     const char *in = "The library is free software.\n\nInstall the library with apt.\n";
-    buf b;
-    assert_int_equal(post_file("terms.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "glossary",
+    http_buf b;
+    assert_int_equal(post_file(&srv, "terms.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "glossary",
                                "{\"library\": \"librairie\", \"software\": \"programme\"}", NULL), 200);
     json_t *j = body_json(&b);
     const char *url = json_string_value(json_object_get(j, "translatedFileUrl"));
@@ -344,7 +291,7 @@ static void test_glossary_file(void **state)
     reply_free(&r);
     json_decref(j);
     free(b.p);
-    long st = post_file("terms.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "glossary",
+    long st = post_file(&srv, "terms.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "glossary",
                         "{\"library\": \"\"}", NULL);
     expect_error(st, 400, &b, "glossary");
     free(b.p);
@@ -353,39 +300,39 @@ static void test_glossary_file(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    buf b;
-    long st = post_file(NULL, NULL, 0, &b, 0, "target", "fr", NULL);
+    http_buf b;
+    long st = post_file(&srv, NULL, NULL, 0, &b, 0, "target", "fr", NULL);
     expect_error(st, 400, &b, "missing file");
     free(b.p);
-    st = post_file("a.txt", "Hello.", 6, &b, 0, NULL);
+    st = post_file(&srv, "a.txt", "Hello.", 6, &b, 0, NULL);
     expect_error(st, 400, &b, "target");
     free(b.p);
     char bin[512];
     for (size_t i = 0; i < sizeof bin; i++)
         bin[i] = (char)(i * 37 + 11);
-    st = post_file("a.bin", bin, sizeof bin, &b, 0, "target", "fr", NULL);
+    st = post_file(&srv, "a.bin", bin, sizeof bin, &b, 0, "target", "fr", NULL);
     expect_error(st, 415, &b, ".docx");
     free(b.p);
     size_t big = 310 * 1024;
     char *text = malloc(big);
     for (size_t i = 0; i < big; i++)
         text[i] = i % 40 == 39 ? '\n' : 'a';
-    st = post_file("big.txt", text, big, &b, 0, "source", "en", "target", "fr", NULL);
+    st = post_file(&srv, "big.txt", text, big, &b, 0, "source", "en", "target", "fr", NULL);
     expect_error(st, 413, &b, "limit");
     free(b.p);
     size_t lines = 2100 * 3;                        /* "b.": 2,100 units, over --max-file-units 2000 */
     for (size_t i = 0; i < lines; i++)
         text[i] = i % 3 == 2 ? '\n' : i % 3 ? '.' : 'b';
-    st = post_file("many.txt", text, lines, &b, 0, "source", "en", "target", "fr", NULL);
+    st = post_file(&srv, "many.txt", text, lines, &b, 0, "source", "en", "target", "fr", NULL);
     expect_error(st, 413, &b, "2000");
     free(b.p);
     free(text);
-    st = post_file("x.txt", "Hello.", 6, &b, 0, "source", "en", "target", "xx", NULL);
+    st = post_file(&srv, "x.txt", "Hello.", 6, &b, 0, "source", "en", "target", "xx", NULL);
     expect_error(st, 400, &b, "xx");
     free(b.p);
     /* a malformed subtitle file: 400 naming the line */
     const char *srt = "1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\n2\n00:00:03,000 --> nonsense\nBye.\n";
-    st = post_file("bad.srt", srt, strlen(srt), &b, 0, "source", "en", "target", "fr", NULL);
+    st = post_file(&srv, "bad.srt", srt, strlen(srt), &b, 0, "source", "en", "target", "fr", NULL);
     expect_error(st, 400, &b, "line 6");
     free(b.p);
     /* a truncated .docx (the committed fixture cut in half): 400, and one
@@ -396,7 +343,7 @@ static void test_refused(void **state)
     size_t dn = fread(docx, 1, sizeof docx, f);
     fclose(f);
     assert_true(dn > 1000);
-    st = post_file("cut.docx", docx, dn / 2, &b, 0, "source", "en", "target", "fr", NULL);
+    st = post_file(&srv, "cut.docx", docx, dn / 2, &b, 0, "source", "en", "target", "fr", NULL);
     if (st != 400 && st != 415)
         print_error("truncated docx: %ld %s\n", st, b.p ? b.p : "");
     assert_true(st == 400 || st == 415);        /* not a readable archive: what it is cannot be told */
@@ -430,8 +377,8 @@ static void test_client_leaves(void **state)
     size_t n = 0;
     for (int i = 0; i < 1500; i++)
         n += (size_t)sprintf(in + n, "The system has %d packages that need an update today.\n", i + 1);
-    buf b;
-    long st = post_file("leave.txt", in, n, &b, 300, "source", "en", "target", "fr", NULL);
+    http_buf b;
+    long st = post_file(&srv, "leave.txt", in, n, &b, 300, "source", "en", "target", "fr", NULL);
     assert_int_equal(st, 0);                        /* timed out: no reply */
     free(b.p);
     /* the job is cancelled within a few runner turns: no file job runs */
@@ -444,7 +391,7 @@ static void test_client_leaves(void **state)
     assert_non_null(t);
     free(t);
     const char *small = "One more file.\n";
-    assert_int_equal(post_file("after.txt", small, strlen(small), &b, 0, "source", "en", "target", "fr", NULL), 200);
+    assert_int_equal(post_file(&srv, "after.txt", small, strlen(small), &b, 0, "source", "en", "target", "fr", NULL), 200);
     free(b.p);
     free(in);
     reply r = get(&srv, "/health");

@@ -49,54 +49,6 @@ static int teardown(void **state)
     return st == 0 ? 0 : -1;
 }
 
-typedef struct {
-    char  *p;
-    size_t n;
-} buf;
-
-static size_t collect(char *data, size_t size, size_t n, void *ud)
-{
-    buf *b = ud;
-    char *p = realloc(b->p, b->n + size * n + 1);
-    if (!p)
-        return 0;
-    memcpy(p + b->n, data, size * n);
-    b->p = p;
-    b->n += size * n;
-    b->p[b->n] = 0;
-    return size * n;
-}
-
-/* POST /translate_file of data[0..len) named name, en -> fr: the status, *out the body. */
-static long post_file(const char *name, const char *data, size_t len, buf *out)
-{
-    CURL *c = curl_easy_init();
-    curl_mime *m = curl_mime_init(c);
-    curl_mimepart *p = curl_mime_addpart(m);
-    curl_mime_name(p, "file");
-    curl_mime_filename(p, name);
-    curl_mime_data(p, data, len);
-    const char *fields[] = { "source", "en", "target", "fr" };
-    for (int k = 0; k < 4; k += 2) {
-        p = curl_mime_addpart(m);
-        curl_mime_name(p, fields[k]);
-        curl_mime_data(p, fields[k + 1], CURL_ZERO_TERMINATED);
-    }
-    char url[256];
-    snprintf(url, sizeof url, "%s/translate_file", srv.base);
-    memset(out, 0, sizeof *out);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_MIMEPOST, m);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 300000L);
-    long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_mime_free(m);
-    curl_easy_cleanup(c);
-    return status;
-}
 
 /* The model's translation of text, as POST /translate gives it (placeholders on, its default). */
 static char *translate(const char *text)
@@ -139,8 +91,8 @@ static void write_file(const char *path, const char *data, size_t len)
 static char *translated(const char *name, const char *data, size_t len, const char *want_name, const char *want_mime,
                         size_t *out_len)
 {
-    buf b;
-    long st = post_file(name, data, len, &b);
+    http_buf b;
+    long st = post_file(&srv, name, data, len, &b, 300000L, "source", "en", "target", "fr", NULL);
     if (st != 200)
         print_error("%s: %ld %s\n", name, st, b.p ? b.p : "");
     assert_int_equal(st, 200);
@@ -183,17 +135,12 @@ static int check_fixture(const char *fixture, const char *format, const char *wa
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/documents/check_i18n.py %s %s %s fr", format, src_tmp, out_tmp);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
-    buf o = { 0 };
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        collect(chunk, 1, n, &o);
+    json_error_t e;
+    json_t *pairs = json_loadf(p, 0, &e);             /* the reader's pairs, on its stdout */
     int rc = pclose(p);
     if (rc != 0)
         print_error("check_i18n failed on %s:\n%s\n", fixture, out);
     assert_int_equal(rc, 0);
-    json_error_t e;
-    json_t *pairs = json_loads(o.p ? o.p : "", 0, &e);
     assert_true(json_is_array(pairs));
     size_t i;
     json_t *pair;
@@ -216,7 +163,6 @@ static int check_fixture(const char *fixture, const char *format, const char *wa
     int count = (int)json_array_size(pairs);
     assert_true(same < count);          /* the model did translate */
     json_decref(pairs);
-    free(o.p);
     unlink(src_tmp);
     unlink(out_tmp);
     free(out);
@@ -272,8 +218,8 @@ static void test_untouched_bytes(void **state)
 
 static void expect_refused(const char *name, const char *data, long want, const char *needle)
 {
-    buf b;
-    long st = post_file(name, data, strlen(data), &b);
+    http_buf b;
+    long st = post_file(&srv, name, data, strlen(data), &b, 300000L, "source", "en", "target", "fr", NULL);
     if (st != want || !b.p || !strstr(b.p, needle))
         print_error("%s: want %ld with '%s', got %ld: %s\n", name, want, needle, st, b.p ? b.p : "(none)");
     assert_int_equal(st, want);
