@@ -425,12 +425,21 @@ int srv_xml_add_text(srv_xml_doc *d, const srv_xml_node *el, const char *s, size
 
 static int space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-/* Attribute qname's value in el's start tag as written: 1 with *v and *vn, else 0. */
-static int find_attr(const char *s, const srv_xml_node *el, const char *qname, size_t *v, size_t *vn)
+/* Where attribute qname stands in el's start tag as written. */
+typedef struct {
+    size_t v, vn;    /* its value's bytes, inside the quotes */
+    char quote;      /* the quote it is written with */
+    size_t after;    /* when absent: past the element's name or the last attribute */
+} attr_pos;
+
+/* The start tag as expat checked it: "<" name (space name space? "=" space? quoted)* space? "/"? ">".
+ * 1 with *p filled when qname is there; 0 with p->after set when it is not. */
+static int find_attr(const char *s, const srv_xml_node *el, const char *qname, attr_pos *p)
 {
     size_t i = el->start + 1, end = el->tag_end;
     while (i < end && name_char(s[i]))
         i++;
+    p->after = i;
     while (i < end) {
         while (i < end && space(s[i]))
             i++;
@@ -444,67 +453,42 @@ static int find_attr(const char *s, const srv_xml_node *el, const char *qname, s
             i++;
         if (i >= end)
             return 0;
-        char quote = s[i++];
-        *v = i;
-        while (i < end && s[i] != quote)
+        p->quote = s[i++];
+        p->v = i;
+        while (i < end && s[i] != p->quote)
             i++;
-        *vn = i - *v;
+        p->vn = i - p->v;
         if (an == strlen(qname) && !memcmp(s + a, qname, an))
             return 1;
-        i++;
+        p->after = ++i;
     }
     return 0;
 }
 
 const char *srv_xml_attr(const srv_xml_doc *d, const srv_xml_node *el, const char *qname, size_t *n)
 {
-    size_t v, vn;
-    if (el->type != SRV_XML_ELEMENT || !find_attr(d->src, el, qname, &v, &vn))
+    attr_pos p;
+    if (el->type != SRV_XML_ELEMENT || !find_attr(d->src, el, qname, &p))
         return NULL;
-    *n = vn;
-    return d->src + v;
+    *n = p.vn;
+    return d->src + p.v;
 }
 
 int srv_xml_set_attr(srv_xml_doc *d, const srv_xml_node *el, const char *qname, const char *value)
 {
     MT_ASSERT_OR(el->type == SRV_XML_ELEMENT, return -1);
-    /* the start tag as expat checked it: "<" name (space name space? "=" space? quoted)* space? "/"? ">" */
-    const char *s = d->src;
-    size_t i = el->start + 1, end = el->tag_end, after = 0;
-    while (i < end && name_char(s[i]))
-        i++;
-    after = i;                                  /* past the element's name or the last attribute */
-    while (i < end) {
-        while (i < end && space(s[i]))
-            i++;
-        if (i >= end || s[i] == '/' || s[i] == '>')
-            break;
-        size_t a = i;
-        while (i < end && name_char(s[i]))
-            i++;
-        size_t an = i - a;
-        while (i < end && s[i] != '"' && s[i] != '\'')
-            i++;
-        if (i >= end)
-            break;
-        char quote = s[i++];
-        size_t v = i;
-        while (i < end && s[i] != quote)
-            i++;
-        if (an == strlen(qname) && !memcmp(s + a, qname, an)) {
-            if (i - v == strlen(value) && !memcmp(s + v, value, i - v))
-                return 0;                       /* already so */
-            size_t off = d->edit_bytes.n;
-            return escape(&d->edit_bytes, value, strlen(value), quote) || add_edit(d, v, i - v, off);
-        }
-        after = ++i;
+    attr_pos p;
+    size_t n = strlen(value), off = d->edit_bytes.n;
+    if (find_attr(d->src, el, qname, &p)) {
+        if (p.vn == n && !memcmp(d->src + p.v, value, n))
+            return 0;                           /* already so */
+        return escape(&d->edit_bytes, value, n, p.quote) || add_edit(d, p.v, p.vn, off);
     }
-    size_t off = d->edit_bytes.n;
     if (mt_sb_add(&d->edit_bytes, " ", 1) || mt_sb_add(&d->edit_bytes, qname, strlen(qname)) ||
-        mt_sb_add(&d->edit_bytes, "=\"", 2) || escape(&d->edit_bytes, value, strlen(value), '"') ||
+        mt_sb_add(&d->edit_bytes, "=\"", 2) || escape(&d->edit_bytes, value, n, '"') ||
         mt_sb_add(&d->edit_bytes, "\"", 1))
         return -1;
-    return add_edit(d, after, 0, off);
+    return add_edit(d, p.after, 0, off);
 }
 
 /* Source order; at one offset an insertion before a replacement, then the order recorded. */
