@@ -25,7 +25,7 @@ static struct {
     const char *routes[SRV_METRICS_MAX_ROUTES + 1];    /* the last used slot is "other" */
     int n_routes;
     const char *models[SRV_METRICS_MAX_MODELS];
-    int n_models;
+    _Atomic int n_models;           /* grows (srv_metrics_add_model): models[i < n_models] set before */
     _Atomic u64 requests[SRV_METRICS_MAX_ROUTES + 1][N_STATUS];
     _Atomic u64 hist[SRV_METRICS_MAX_ROUTES + 1][N_BUCKETS];   /* non-cumulative */
     _Atomic u64 count[SRV_METRICS_MAX_ROUTES + 1];
@@ -57,6 +57,14 @@ void srv_metrics_set_models(const char *const *ids, int n)
     for (int i = 0; i < n; i++)
         M.models[i] = ids[i];
     M.n_models = n;
+}
+
+void srv_metrics_add_model(int n, const char *id)
+{
+    if (n != M.n_models || n >= SRV_METRICS_MAX_MODELS)
+        return;
+    M.models[n] = id;
+    atomic_store(&M.n_models, n + 1);
 }
 
 static int route_index(const char *route)

@@ -16,10 +16,9 @@
 
 srv_model *srv_find_model(srv_server *srv, const char *id)
 {
-    if (!id || !*id)
-        return srv->n_models ? &srv->models[0] : NULL;
-    for (int i = 0; i < srv->n_models; i++)
-        if (strcmp(srv->models[i].id, id) == 0)
+    int n = srv->n_models;
+    for (int i = 0; i < n; i++)
+        if (srv_model_listed(&srv->models[i]) && (!id || !*id || strcmp(srv->models[i].id, id) == 0))
             return &srv->models[i];
     return NULL;
 }
@@ -282,13 +281,11 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Adds id=dir with its card; 0, or -1 with err. */
-static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *err)
+int srv_model_read_card(srv_server *srv, srv_model *m, const char *id, const char *dir, int index, mt_err *err)
 {
-    srv_model *m = &srv->models[srv->n_models];
     snprintf(m->id, sizeof m->id, "%s", id);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
-    m->index = srv->n_models;
+    m->index = index;
     if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
         srv_model_free_targets(m);
         srv_model_free_charlms(m);
@@ -298,6 +295,14 @@ static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *er
         memset(m, 0, sizeof *m);
         return -1;
     }
+    return 0;
+}
+
+/* Adds id=dir with its card (at start: nobody reads the models yet); 0, or -1 with err. */
+static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *err)
+{
+    if (srv_model_read_card(srv, &srv->models[srv->n_models], id, dir, srv->n_models, err) != 0)
+        return -1;
     srv->n_models++;
     return 0;
 }
