@@ -87,8 +87,8 @@ static void add(srv_request *req, srv_response *resp)
         }
     }
     const char *id = NULL, *path = NULL, *name = NULL;
-    if (srv_field_string(req, resp, "id", &id) || srv_field_string(req, resp, "path", &path) ||
-        srv_field_string(req, resp, "name", &name))
+    if (srv_field_string(req, resp, "id", &id) < 0 || srv_field_string(req, resp, "path", &path) < 0 ||
+        srv_field_string(req, resp, "name", &name) < 0)
         return;
     if (!id) {
         srv_fail(resp, SRV_E_INVALID_FIELD, "missing \"id\": the name the model is served as");

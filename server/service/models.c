@@ -57,6 +57,7 @@ void srv_models_name(srv_server *srv)
         memcpy(srv->models[i].id, srv->opts.models[i].id, sizeof srv->models[i].id);
         memcpy(srv->models[i].dir, srv->opts.models[i].dir, sizeof srv->models[i].dir);
         srv->models[i].index = i;
+        snprintf(srv->models[i].cache_ns, sizeof srv->models[i].cache_ns, "%.63s#%d", srv->models[i].id, i);
     }
 }
 
@@ -122,7 +123,7 @@ static mt_status load_shortlist(srv_server *srv, srv_model *m, mt_err *err)
     mt_status st = mt_shortlist_load(m->model, m->shortlist_file, NULL, &m->shortlist, err);
     if (st != MT_OK)
         return st;
-    snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.64s+shortlist", m->id);
+    snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.79s+shortlist", m->cache_ns);
     const mt_shortlist_info *in = mt_shortlist_get_info(m->shortlist);
     fprintf(stderr, "mtserve: model %s: shortlist %s (%s, %ld entries, %d frequent)\n", m->id, m->shortlist_file,
             in->format, in->entries, in->frequent);
@@ -286,6 +287,7 @@ int srv_model_read_card(srv_server *srv, srv_model *m, const char *id, const cha
     snprintf(m->id, sizeof m->id, "%s", id);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
     m->index = index;
+    snprintf(m->cache_ns, sizeof m->cache_ns, "%.63s#%d", id, index);
     if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
         srv_model_free_targets(m);
         srv_model_free_charlms(m);

@@ -49,6 +49,8 @@ typedef struct {
     char               id[64];
     char               dir[1024];
     _Atomic int        removed;      /* DELETE /admin/models/ID: no longer found nor listed */
+    char               cache_ns[80]; /* its translations' namespace in the cache: "ID#INDEX", so a model
+                                        added again under a removed one's id never gets its translations */
     int                index;        /* in srv_server.models; metrics label index */
     /* What the model is, resident and read-only for the whole process: its
      * config, languages and tokenizer.  Loaded at start: the model itself;
