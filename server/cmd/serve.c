@@ -373,7 +373,12 @@ int mt_cmd_serve(int argc, char **argv)
         fprintf(stderr, "mtserve: out of memory\n");
         return 1;
     }
-    pthread_rwlock_init(&srv->reload_lock, NULL);
+    /* writers first: a SIGHUP is not put off for as long as requests keep overlapping */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&srv->reload_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     char err[512];
     int rc = srv_options_parse(&srv->opts, argc, argv, env_get, err, sizeof err);
     if (rc != 0) {

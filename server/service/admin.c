@@ -108,10 +108,11 @@ static int publish(srv_admin *a, const char *id, const char *dir, mt_err *err)
         mt_err_set(err, MT_ERR_INPUT, "a model is already named '%s'", id);
     else if (n >= SRV_MAX_MODELS)
         mt_err_set(err, MT_ERR_BUSY, "at most %d models over the server's life (removed ones count)", SRV_MAX_MODELS);
-    else if (srv_model_read_card(srv, m, id, dir, n, err) == 0 && srv_residency_add(srv->residency, m, err) == 0)
-        rc = 0;
+    else if (srv_model_read_card(srv, m, id, dir, n, err) == 0) {
+        srv_metrics_add_model(n, m->id);    /* first: its first load is counted */
+        rc = srv_residency_add(srv->residency, m, err);
+    }
     if (rc == 0) {
-        srv_metrics_add_model(n, m->id);
         fprintf(stderr, "mtserve: model %s added (%s): %s->%s, loaded on first use\n", m->id, m->dir,
                 m->info->source_lang[0] ? m->info->source_lang : "?",
                 m->info->target_lang[0] ? m->info->target_lang : "?");
