@@ -25,8 +25,9 @@
  *                      again under the same id it serves again
  *   test_sighup        a keys file changed then SIGHUP: the next request on the
  *                      same kept-alive connection sees the new keys (the old
- *                      one 401, the new 200), no new connection; a file that
- *                      no longer parses changes nothing
+ *                      one 401, the new 200), no new connection; a keys file,
+ *                      or a --glossary file, that no longer reads changes
+ *                      nothing (keys and glossaries are swapped together)
  *   test_add_by_name   (fake_hub.c) POST {"name": "org/tiny"} downloads it in
  *                      the background into an empty cache, /health shows the
  *                      download's bytes, then it serves
@@ -60,7 +61,7 @@
 static const char *const texts[N_TEXTS] = { "hello world", "The cat sat on the mat.", "Good morning" };
 static char *ref[N_TEXTS];              /* base's translations */
 static char *long_text, *ref_long;
-static char tmp[600], keys_path[700], cache_dir[700];
+static char tmp[600], keys_path[700], terms_path[700], cache_dir[700];
 static server srv;
 static int tsan;
 
@@ -255,18 +256,21 @@ static int setup(void **state)
     if (mkdir(notmodel, 0755) || mkdir(cache_dir, 0755))
         return -1;
     write_file(keys_path, "k1\n");
+    snprintf(terms_path, sizeof terms_path, "%s/terms.tsv", tmp);
+    write_file(terms_path, "hello\tbonjour\n");
     size_t cap = 1 << 14, at = 0;
     long_text = malloc(cap);
     for (int i = 0; i < (tsan ? 16 : 60); i++)
         at += (size_t)snprintf(long_text + at, cap - at, "Sentence number %d is here. ", i);
     if (fake_hub_start() != 0)
         return -1;
-    char base[700], env_endpoint[128], env_cache[800];
+    char base[700], env_endpoint[128], env_cache[800], terms[800];
     snprintf(base, sizeof base, "base=%s/base", tmp);
     snprintf(env_endpoint, sizeof env_endpoint, "HF_ENDPOINT=%s", fake_hub.endpoint);
     snprintf(env_cache, sizeof env_cache, "HF_HUB_CACHE=%s", cache_dir);
+    snprintf(terms, sizeof terms, "en-fr=%s", terms_path);
     const char *args[] = { "--model", base, "--admin-key", "adm0-secret", "--api-keys", keys_path,
-                           "--queue-timeout", "600000", NULL };
+                           "--glossary", terms, "--queue-timeout", "600000", NULL };
     const char *env[] = { env_endpoint, env_cache, NULL };
     if (server_start_env(&srv, args, env))
         return -1;
@@ -561,25 +565,58 @@ static void test_delete_while_streaming(void **state)
     json_decref(expect_json(&r, 202));
     reply_free(&r);
     assert_true(wait_listed("added", 1, 60) >= 0);
-    char *t = translate(NULL, texts[0], "added", NULL, NULL);
+    char *t = translate(NULL, texts[1], "added", NULL, NULL);
     assert_non_null(t);
-    assert_string_equal(t, ref[0]);
+    assert_string_equal(t, ref[1]);
     free(t);
 }
 
 /* ---- SIGHUP ----------------------------------------------------------------------------------- */
 
-static long status_on(CURL *c, const char *auth, long *connects)
+/* POST /translate of texts[0] ("hello world": the --glossary file's term) with
+ * base on c: the status, *text its translation (when text is given; NULL
+ * unless 200); *connects counts the connections c opened. */
+static long translate_on(CURL *c, const char *auth, long *connects, char **text)
 {
-    char *body = body_of(texts[0], "base", NULL, NULL, 0);
+    char *body = body_of(texts[0], "base", NULL, NULL, 0), why[256];
     req_opts o = { .body = body, .extra = { auth } };
     reply r = http_req_on(c, &srv, "/translate", &o);
     long st = r.status, n = -1;
     curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &n);
     *connects += n;
+    if (text)
+        *text = st == 200 ? reply_text(&r, why, sizeof why) : NULL;
     reply_free(&r);
     free(body);
     return st;
+}
+
+static long status_on(CURL *c, const char *auth, long *connects)
+{
+    return translate_on(c, auth, connects, NULL);
+}
+
+/* How many times the server's log holds what. */
+static int log_count(const char *what)
+{
+    FILE *f = fopen(srv.log, "r");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Sends SIGHUP and waits for its log line (what) to appear once more. */
+static void hup(const char *what)
+{
+    int before = log_count(what);
+    assert_int_equal(kill(srv.pid, SIGHUP), 0);
+    for (double t0 = now_s(); log_count(what) == before && now_s() - t0 < 20;)
+        sleep_ms(5);
+    assert_int_equal(log_count(what), before + 1);
 }
 
 static void test_sighup(void **state)
@@ -590,7 +627,11 @@ static void test_sighup(void **state)
     assert_int_equal(status_on(c, KEY1, &connects), 200);
     assert_int_equal(status_on(c, "Authorization: Bearer k2", &connects), 401);
     assert_int_equal(connects, 1);                  /* one connection so far */
+    char *before = NULL, *after = NULL;
+    assert_int_equal(translate_on(c, KEY1, &connects, &before), 200);
+    assert_non_null(strstr(before, "bonjour"));     /* the glossary's term */
     write_file(keys_path, "# k1 is gone\nk2 req-limit=1000\n");
+    write_file(terms_path, "hello\tsalut\n");
     assert_int_equal(kill(srv.pid, SIGHUP), 0);
     double t0 = now_s();
     long k1 = 200;
@@ -602,19 +643,38 @@ static void test_sighup(void **state)
     double took = now_s() - t0;
     assert_int_equal(k1, 401);
     assert_int_equal(status_on(c, "Authorization: Bearer k2", &connects), 200);
-    /* a file that no longer parses: nothing changes */
+    for (double t1 = now_s(); !log_count("SIGHUP: reloaded 1 API key (1 revoked) and 1 glossary file") &&
+                              now_s() - t1 < 20;)
+        sleep_ms(5);                                /* written just after the swap */
+    assert_int_equal(log_count("SIGHUP: reloaded 1 API key (1 revoked) and 1 glossary file"), 1);
+    assert_int_equal(translate_on(c, "Authorization: Bearer k2", &connects, &after), 200);
+    print_message("# glossary hello -> bonjour: \"%s\"; after SIGHUP, hello -> salut: \"%s\"\n", before, after);
+    assert_null(strstr(after, "bonjour"));          /* the new file's term, at once */
+    assert_non_null(strstr(after, "salut"));
+    free(before);
+    free(after);
+    /* a keys file that no longer parses: nothing changes */
     write_file(keys_path, "k3 bogus=1\n");
-    assert_int_equal(kill(srv.pid, SIGHUP), 0);
-    sleep_ms(tsan ? 2000 : 500);
+    hup("SIGHUP: nothing reloaded: --api-keys");
     assert_int_equal(status_on(c, "Authorization: Bearer k2", &connects), 200);
     assert_int_equal(status_on(c, "Authorization: Bearer k3", &connects), 401);
+    /* a good keys file but a glossary file that no longer reads: nothing changes either */
+    write_file(keys_path, "k3\n");
+    write_file(terms_path, "hello\tbonjour\n\tempty source\n");
+    hup("SIGHUP: nothing reloaded: --glossary en-fr");
+    assert_int_equal(translate_on(c, "Authorization: Bearer k2", &connects, &after), 200);
+    assert_non_null(strstr(after, "salut"));        /* the glossary in use, whole */
+    free(after);
+    assert_int_equal(status_on(c, "Authorization: Bearer k3", &connects), 401);
+    write_file(terms_path, "hello\tbonjour\n");
     assert_int_equal(connects, 1);                  /* the same connection throughout */
-    /* k1 back, for what follows */
+    /* k1 back (at its old index), for what follows */
     write_file(keys_path, "k1\nk2\n");
-    assert_int_equal(kill(srv.pid, SIGHUP), 0);
-    for (t0 = now_s(); status_on(c, KEY1, &connects) != 200 && now_s() - t0 < 20;)
-        sleep_ms(5);
-    assert_int_equal(status_on(c, KEY1, &connects), 200);
+    hup("SIGHUP: reloaded 2 API keys (0 revoked) and 1 glossary file");
+    assert_int_equal(translate_on(c, KEY1, &connects, &after), 200);
+    assert_string_equal(after, ref[0]);             /* as at start */
+    free(after);
+    assert_int_equal(status_on(c, "Authorization: Bearer k3", &connects), 401);
     assert_int_equal(connects, 1);
     curl_easy_cleanup(c);
     print_message("# SIGHUP: the old key refused %.3f s after the signal, on the same kept-alive connection "
