@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -200,6 +201,21 @@ static int language_listed(const char *code)
     int found = 0;
     json_array_foreach(j, k, l)
         found |= !strcmp(json_string_value(json_object_get(l, "code")), code);
+    json_decref(j);
+    reply_free(&r);
+    return found;
+}
+
+/* 1 when DeepL's GET /v2/languages (sources) has code (DeepL spells it in capitals). */
+static int deepl_listed(const char *code)
+{
+    req_opts o = { .extra = { "Authorization: DeepL-Auth-Key k1" } };
+    reply r = http_req(&srv, "/v2/languages", &o);
+    json_t *j = expect_json(&r, 200), *l;
+    size_t k;
+    int found = 0;
+    json_array_foreach(j, k, l)
+        found |= !strcasecmp(json_string_value(json_object_get(l, "language")), code);
     json_decref(j);
     reply_free(&r);
     return found;
@@ -390,9 +406,13 @@ static void test_bad_bodies(void **state)
 
 /* ---- added under load -------------------------------------------------------------------- */
 
+#define MAX_SAMPLES 4096
+
 typedef struct {
     _Atomic int *stop;
     int          ok, failed;
+    int          n;                             /* samples: each request's start and seconds */
+    double       start[MAX_SAMPLES], took[MAX_SAMPLES];
 } client;
 
 /* Translates with base on one kept-alive connection until stop; every reply must be base's. */
@@ -401,8 +421,13 @@ static void *client_main(void *arg)
     client *cl = arg;
     CURL *c = curl_easy_init();
     for (int i = 0; !atomic_load(cl->stop); i++) {
+        double t0 = now_s();
         char *t = translate(c, texts[i % N_TEXTS], (i & 1) ? "base" : NULL, (i & 1) ? NULL : "en",
                             (i & 1) ? NULL : "fr");
+        if (cl->n < MAX_SAMPLES) {
+            cl->start[cl->n] = t0;
+            cl->took[cl->n++] = now_s() - t0;
+        }
         if (t && !strcmp(t, ref[i % N_TEXTS]))
             cl->ok++;
         else
@@ -413,20 +438,43 @@ static void *client_main(void *arg)
     return NULL;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median ms of the clients' requests that ran at some time within [from, to); *n their count. */
+static double median_ms(const client *cl, int n_clients, double from, double to, int *n)
+{
+    static double v[8 * MAX_SAMPLES];
+    *n = 0;
+    for (int i = 0; i < n_clients; i++)
+        for (int k = 0; k < cl[i].n; k++)
+            if (cl[i].start[k] < to && cl[i].start[k] + cl[i].took[k] >= from)
+                v[(*n)++] = cl[i].took[k] * 1e3;
+    qsort(v, (size_t)*n, sizeof *v, by_value);
+    return *n ? v[*n / 2] : 0;
+}
+
 static void test_add_under_load(void **state)
 {
     (void)state;
     enum { MAX_CLIENTS = 8 };
     int n_clients = tsan ? 3 : MAX_CLIENTS;
     _Atomic int stop = 0;
-    client cl[MAX_CLIENTS] = { 0 };
+    static client cl[MAX_CLIENTS];
+    memset(cl, 0, sizeof cl);
     pthread_t th[MAX_CLIENTS];
     assert_false(language_listed("de"));
+    assert_false(deepl_listed("de"));
     for (int i = 0; i < n_clients; i++) {
         cl[i].stop = &stop;
         assert_int_equal(pthread_create(&th[i], NULL, client_main, &cl[i]), 0);
     }
+    double t_begin = now_s();
     sleep_ms(1000);
+    double t_post = now_s();
     char body[900];
     snprintf(body, sizeof body, "{\"id\": \"added\", \"path\": \"%s/added\"}", tmp);
     reply r = admin("POST", "/admin/models", body, ADMIN);
@@ -436,8 +484,10 @@ static void test_add_under_load(void **state)
     reply_free(&r);
     double took = wait_listed("added", 1, 60);
     assert_true(took >= 0);
-    /* /languages and the front end's settings follow at once */
+    double t_listed = now_s();
+    /* /languages (LibreTranslate's and DeepL's) and the front end's settings follow at once */
     assert_true(language_listed("de"));
+    assert_true(deepl_listed("de"));
     r = get(&srv, "/frontend/settings");
     json_decref(expect_json(&r, 200));
     reply_free(&r);
@@ -462,9 +512,13 @@ static void test_add_under_load(void **state)
         ok += cl[i].ok;
         failed += cl[i].failed;
     }
+    int n_before, n_during;
+    double before = median_ms(cl, n_clients, t_begin, t_begin + (t_post - t_begin) / 2, &n_before);
+    double during = median_ms(cl, n_clients, t_post, t_listed + first_ms / 1e3, &n_during);
     print_message("# %d clients translating with base: %d replies equal to the reference, %d not; \"added\" "
-                  "listed %.3f s after its POST, its first translation (its load) %.0f ms\n", n_clients, ok, failed,
-                  took, first_ms);
+                  "listed %.3f s after its POST, its first translation (its load) %.0f ms; base's median latency "
+                  "%.1f ms well before the POST (%d requests), %.1f ms of those running between the POST and the new "
+                  "model's first answer (%d requests)\n", n_clients, ok, failed, took, first_ms, before, n_before, during, n_during);
     assert_int_equal(failed, 0);
     assert_true(ok >= n_clients);
 }
@@ -535,6 +589,7 @@ static void test_delete_while_streaming(void **state)
     expect_error(&r, 400, "unsupported_language", NULL);
     assert_false(listed("added"));
     assert_false(language_listed("de"));
+    assert_false(deepl_listed("de"));
     json_t *e = admin_entry("added");
     char during[32];
     snprintf(during, sizeof during, "%s", state_of(e));
