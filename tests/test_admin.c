@@ -523,6 +523,20 @@ static void test_add_under_load(void **state)
     assert_true(ok >= n_clients);
 }
 
+/* The lines of GET /metrics that start with prefix. */
+static int metric_lines(const char *prefix)
+{
+    req_opts o = { .extra = { KEY1 } };
+    reply r = http_req(&srv, "/metrics", &o);
+    assert_int_equal(r.status, 200);
+    int n = 0;
+    size_t len = strlen(prefix);
+    for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        n += !strncmp(p, prefix, len);
+    reply_free(&r);
+    return n;
+}
+
 /* ---- removed while a stream uses it -------------------------------------------------------- */
 
 typedef struct {
@@ -624,6 +638,9 @@ static void test_delete_while_streaming(void **state)
     assert_non_null(t);
     assert_string_equal(t, ref[1]);
     free(t);
+    /* /metrics: one series of that name (the removed model's are no longer rendered), its load counted */
+    assert_int_equal(metric_lines("mtserve_model_loads_total{model=\"added\"}"), 1);
+    assert_true(metric_auth(&srv, "mtserve_model_loads_total{model=\"added\"}", KEY1) >= 1);
 }
 
 /* ---- SIGHUP ----------------------------------------------------------------------------------- */

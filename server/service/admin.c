@@ -265,6 +265,7 @@ int srv_admin_remove(srv_admin *a, const char *id, srv_model **out, srv_response
         rc = srv_fail(resp, SRV_E_INVALID_FIELD, "model '%s' is the last one served: add another first", id);
     } else {
         srv_residency_remove(srv->residency, m);
+        srv_metrics_remove_model(m->index);
         fprintf(stderr, "mtserve: model %s removed from the listings; unloaded once no request holds it\n", id);
         *out = m;
     }
