@@ -804,18 +804,28 @@ static void test_add_by_name(void **state)
                   "its progress %d times (last %lld of %lld bytes)\n", now_s() - t0, seen, done, total);
     assert_true(seen >= 1);
     assert_true(total > 0);
-    /* an unknown repository: accepted, then failed with the hub's answer */
-    r = admin("POST", "/admin/models", "{\"id\": \"nohub\", \"name\": \"org/unknown\"}", ADMIN);
-    json_decref(expect_json(&r, 202));
-    reply_free(&r);
-    json_t *e = NULL;
-    for (t0 = now_s(); now_s() - t0 < 30 && strcmp(state_of(e), "failed"); sleep_ms(10)) {
+    /* an unknown repository, a gated one without HF_TOKEN: accepted, then failed with the hub's answer */
+    static const struct { const char *body, *id, *words; } fails[] = {
+        { "{\"id\": \"nohub\", \"name\": \"org/unknown\"}", "nohub", "org/unknown" },
+        { "{\"id\": \"gated\", \"name\": \"org/gated\"}", "gated", "restricted" },
+    };
+    for (size_t i = 0; i < sizeof fails / sizeof *fails; i++) {
+        r = admin("POST", "/admin/models", fails[i].body, ADMIN);
+        json_decref(expect_json(&r, 202));
+        reply_free(&r);
+        json_t *e = NULL;
+        for (t0 = now_s(); now_s() - t0 < 30 && strcmp(state_of(e), "failed"); sleep_ms(10)) {
+            json_decref(e);
+            e = admin_entry(fails[i].id);
+        }
+        assert_string_equal(state_of(e), "failed");
+        const char *why = json_string_value(json_object_get(e, "error"));
+        print_message("# %s: %s\n", fails[i].id, why);
+        assert_non_null(why);
+        assert_non_null(strstr(why, fails[i].words));
         json_decref(e);
-        e = admin_entry("nohub");
+        assert_false(listed(fails[i].id));
     }
-    assert_string_equal(state_of(e), "failed");
-    assert_non_null(json_string_value(json_object_get(e, "error")));
-    json_decref(e);
 }
 
 int main(void)
