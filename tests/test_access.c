@@ -245,6 +245,39 @@ static srv_api_keys two_keys(void)
 }
 
 /* Counts per key, the quota, give-back, and the state file across a "restart". */
+/* SIGHUP's merge: a key of both keeps its index with the new limits, a key
+ * gone is revoked (never found, its index kept), a new key is appended. */
+static void test_keys_merge(void **state)
+{
+    (void)state;
+    char err[256];
+    srv_api_keys old = { 0 }, fresh = { 0 }, out = { 0 }, again = { 0 };
+    assert_int_equal(srv_api_keys_parse(&old, "alpha req-limit=5\nbeta\ngamma\n", err, sizeof err), 0);
+    assert_int_equal(srv_api_keys_parse(&fresh, "delta\nbeta char-limit=9\nalpha\n", err, sizeof err), 0);
+    assert_int_equal(srv_api_keys_merge(&old, &fresh, &out), 0);
+    assert_int_equal(out.n, 4);
+    assert_int_equal(srv_api_keys_find(&out, "alpha"), 0);
+    assert_int_equal(out.v[0].req_limit, -1);           /* the file's line now: no own limit */
+    assert_int_equal(srv_api_keys_find(&out, "beta"), 1);
+    assert_int_equal(out.v[1].char_limit, 9);
+    assert_int_equal(srv_api_keys_find(&out, "gamma"), -1); /* revoked */
+    assert_true(out.v[2].revoked);
+    assert_int_equal(srv_api_keys_find(&out, "delta"), 3);
+    assert_int_equal(srv_api_keys_active(&out), 3);
+    /* gamma back: its old index again, nothing appended */
+    srv_api_keys_free(&fresh);
+    assert_int_equal(srv_api_keys_parse(&fresh, "gamma\n", err, sizeof err), 0);
+    assert_int_equal(srv_api_keys_merge(&out, &fresh, &again), 0);
+    assert_int_equal(again.n, 4);
+    assert_int_equal(srv_api_keys_find(&again, "gamma"), 2);
+    assert_int_equal(srv_api_keys_find(&again, "alpha"), -1);
+    assert_int_equal(srv_api_keys_active(&again), 1);
+    srv_api_keys_free(&old);
+    srv_api_keys_free(&fresh);
+    srv_api_keys_free(&out);
+    srv_api_keys_free(&again);
+}
+
 static void test_usage(void **state)
 {
     (void)state;
@@ -353,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_bounded_table),
         cmocka_unit_test(test_threads_share_a_bucket),
         cmocka_unit_test(test_keys_file),
+        cmocka_unit_test(test_keys_merge),
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_usage_threads),
     };

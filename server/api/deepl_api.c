@@ -633,6 +633,8 @@ void srv_handle_deepl_languages(srv_request *req, srv_response *resp)
     for (int i = 0; i < srv->n_models; i++) {
         const srv_model *m = &srv->models[i];
         const char *code;
+        if (!srv_model_listed(m))
+            continue;
         if (type == 0) {
             for (int k = 0; (code = srv_model_source_at(m, k)); k++)
                 add_code(list, code, 0);

@@ -305,9 +305,11 @@ void srv_handle_deepl_glossary_pairs(srv_request *req, srv_response *resp)
     json_t *pairs = json_array();
     for (int i = 0; i < srv->n_models; i++) {
         const char *s;
-        for (int k = 0; (s = srv_model_source_at(&srv->models[i], k)); k++) {
+        for (int k = 0; srv_model_listed(&srv->models[i]) && (s = srv_model_source_at(&srv->models[i], k)); k++) {
             for (int j = 0; j < srv->n_models; j++) {
                 const srv_model *m = &srv->models[j];
+                if (!srv_model_listed(m))
+                    continue;
                 const char *t = m->n_targets ? NULL : m->info->target_lang;
                 for (int x = 0; x < (m->n_targets ? m->n_targets : 1); x++) {
                     srv_path path;

@@ -41,7 +41,7 @@ static json_t *language_json(const char *code, const char *name)
 void srv_handle_frontend_settings(srv_request *req, srv_response *resp)
 {
     const srv_server *srv = req->srv;
-    const srv_model *m = &srv->models[0];
+    const srv_model *m = srv_find_model(req->srv, NULL);    /* the default: the first listed (never none) */
     const char *target = m->n_pairs ? m->pairs[0][1] : m->n_targets ? m->targets[0] : m->info->target_lang;
     int key = srv->opts.api_key[0] != 0;
     json_int_t char_limit = (json_int_t)srv->opts.max_body;      /* at most 1 GiB (options.c) */

@@ -17,6 +17,7 @@
  *     POST /v2/translate, GET|POST /v2/languages, GET|POST /v2/usage   deepl_api.c  (DeepL's API)
  *     /v2/glossaries..., /v3/glossaries..., GET /v2/glossary-language-pairs   deepl_glossary_api.c
  *     POST /v2/document, POST /v2/document/ID[/result]   deepl_document_api.c
+ *     POST|GET /admin/models, DELETE /admin/models/ID   admin_api.c  (--admin-key)
  */
 #ifndef SRV_HANDLERS_H
 #define SRV_HANDLERS_H
@@ -38,6 +39,8 @@ void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize
 void srv_handle_health(srv_request *req, srv_response *resp);        /* info_api.c */
 void srv_handle_models(srv_request *req, srv_response *resp);        /* info_api.c */
 void srv_handle_metrics(srv_request *req, srv_response *resp);       /* info_api.c */
+void srv_handle_admin_models(srv_request *req, srv_response *resp);  /* admin_api.c */
+void srv_handle_admin_model(srv_request *req, srv_response *resp);   /* admin_api.c */
 void srv_handle_openapi(srv_request *req, srv_response *resp);       /* info_api.c */
 void srv_handle_web(srv_request *req, srv_response *resp);           /* web_api.c */
 void srv_handle_translate_file(srv_request *req, srv_response *resp);  /* file_api.c */

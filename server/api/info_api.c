@@ -7,16 +7,37 @@
 
 #include "handlers.h"
 #include "common/metrics.h"
+#include "service/admin.h"
 #include "service/residency.h"
 #include "service/server.h"
 
-/* 503 {"status":"loading"} until every model is loaded, then 200 {"status":"ok"}. */
+/* The models the admin API is downloading: [{"id", "name", "file", "done", "total"}]. */
+static json_t *downloads(srv_server *srv)
+{
+    srv_admin_pending p[SRV_ADMIN_MAX_PENDING];
+    int n = srv->admin ? srv_admin_pending_list(srv->admin, p, SRV_ADMIN_MAX_PENDING) : 0;
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        if (p[i].phase == SRV_ADMIN_DOWNLOADING)
+            json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:I,s:I}", "id", p[i].id, "name", p[i].name, "file",
+                                                  p[i].file, "done", (json_int_t)p[i].done, "total",
+                                                  (json_int_t)p[i].total));
+    return list;
+}
+
+/* 503 {"status":"loading"} until every model is loaded, then 200 {"status":"ok"};
+ * "downloads" while the admin API downloads models (bytes of the file now). */
 void srv_handle_health(srv_request *req, srv_response *resp)
 {
     int ready = atomic_load(&req->srv->ready);
     if (!ready)
         resp->retry_after = 1;
-    srv_reply_json(resp, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ok" : "loading"));
+    json_t *o = json_pack("{s:s}", "status", ready ? "ok" : "loading");
+    json_t *d = downloads(req->srv);
+    if (o && json_array_size(d))
+        json_object_set(o, "downloads", d);
+    json_decref(d);
+    srv_reply_json(resp, ready ? 200 : 503, o);
 }
 
 static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
@@ -81,9 +102,11 @@ void srv_handle_models(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
     json_t *list = json_array();
+    const srv_model *def = srv_find_model(srv, NULL);   /* the first listed */
     for (int i = 0; i < srv->n_models; i++)
-        json_array_append_new(list, model_json(srv, &srv->models[i], i == 0));
-    srv_reply_json(resp, 200, json_pack("{s:s,s:o}", "default", srv->models[0].id, "models", list));
+        if (srv_model_listed(&srv->models[i]))
+            json_array_append_new(list, model_json(srv, &srv->models[i], &srv->models[i] == def));
+    srv_reply_json(resp, 200, json_pack("{s:s?,s:o}", "default", def ? def->id : NULL, "models", list));
 }
 
 void srv_handle_metrics(srv_request *req, srv_response *resp)
@@ -93,8 +116,8 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     srv_workers_stats(srv->workers_pool, &g.active_sessions, &g.queue_depth, &g.workers);
     g.in_flight = atomic_load(&srv->in_flight);
     srv_model_state states[SRV_MAX_MODELS];
-    srv_models_state(srv, states);
-    for (int i = 0; i < srv->n_models; i++) {
+    int n = srv_models_state(srv, states);
+    for (int i = 0; i < n; i++) {
         const srv_model_state st = states[i];
         g.models_loaded += st.loaded;
         if (i < SRV_METRICS_MAX_MODELS)

@@ -49,6 +49,8 @@ static json_t *candidates(const srv_server *srv)
     json_t *set = json_object();
     for (int i = 0; i < srv->n_models; i++) {
         const srv_model *m = &srv->models[i];
+        if (!srv_model_listed(m))
+            continue;
         if (m->info->source_lang[0])
             json_object_set_new(set, m->info->source_lang, json_true());
         if (m->info->target_lang[0] && !m->n_targets)
@@ -237,7 +239,7 @@ static const char *undetected_source(srv_server *srv, const char *target)
 {
     for (int i = 0; i < srv->n_models; i++) {
         const char *source;
-        for (int k = 0; (source = srv_model_source_at(&srv->models[i], k)); k++) {
+        for (int k = 0; srv_model_listed(&srv->models[i]) && (source = srv_model_source_at(&srv->models[i], k)); k++) {
             srv_path path;
             srv_response scratch = { 0 };   /* srv_fail only writes into it */
             if (srv_path_for_pair(srv, source, target, &path, &scratch) == 0)

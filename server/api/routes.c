@@ -1,6 +1,7 @@
 /* routes: the routing table and the checks every request goes through. */
 #include "routes.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -22,6 +23,7 @@ enum {
     ROUTE_BOTH    = 128, /* LibreTranslate's requests and ours: the body says whose (request_shape) */
     ROUTE_LIMITED = 256, /* computes for its client: counted by the rate limits */
     ROUTE_DEEPL   = 512, /* DeepL's API: its error shape {"message": "..."}, its key header */
+    ROUTE_ADMIN   = 1024,/* the admin API: --admin-key's bearer token, not the API keys */
 };
 
 typedef struct {
@@ -66,6 +68,9 @@ static const srv_route routes[] = {
     { "PUT",  "/v3/glossaries/", srv_handle_deepl_glossaries_v3, NULL, ROUTE_BODY | ROUTE_DEEPL | ROUTE_PREFIX },
     { "POST", "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
+    { "POST", "/admin/models", srv_handle_admin_models, NULL, ROUTE_BODY | ROUTE_ADMIN },
+    { "GET",  "/admin/models", srv_handle_admin_models, NULL, ROUTE_ADMIN },
+    { "DELETE", "/admin/models/", srv_handle_admin_model, NULL, ROUTE_ADMIN | ROUTE_PREFIX },
     { "GET",  "/health",       srv_handle_health,     NULL, ROUTE_PUBLIC | ROUTE_LOADING },
     { "GET",  "/metrics",      srv_handle_metrics,    NULL, ROUTE_LOADING },
     { "GET",  "/openapi.json", srv_handle_openapi,    NULL, ROUTE_LOADING },
@@ -172,6 +177,23 @@ static int authorized(const srv_request *req, const srv_route *route, int *key)
     if (keys->n && *key < 0 && f)
         *key = srv_api_keys_find(keys, f);
     return keys->n == 0 || (route->flags & ROUTE_PUBLIC) || *key >= 0;
+}
+
+/* The admin API: 0 when the request presents --admin-key as its bearer
+ * token (compared in full whatever matches); else failed: 403 while the
+ * admin API is off, 401 for a wrong or missing key. */
+static int admin_check(const srv_request *req, srv_response *resp)
+{
+    const char *want = req->srv->opts.admin_key, *given = bearer(req);
+    if (!want[0])
+        return srv_fail(resp, SRV_E_FORBIDDEN, "the admin API is off: start mtserve with --admin-key KEY");
+    size_t n = strlen(want), g = given ? strlen(given) : 0;
+    unsigned diff = g != n;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < g ? given[i] : 0);
+    if (!given || diff)
+        return srv_fail(resp, SRV_E_UNAUTHORIZED, "missing or wrong admin key (Authorization: Bearer ADMIN_KEY)");
+    return 0;
 }
 
 /* LibreTranslate (its access_check) refuses a wrong key with 403 "Invalid API
@@ -442,14 +464,26 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp, c
         return -1;
     if (body_ok && !req->json && (route->flags & ROUTE_BODY) && !(req->json = json_object()))
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    if (!authorized(req, route, &key))
+    if ((route->flags & ROUTE_ADMIN) && admin_check(req, resp))
+        return -1;
+    /* the keys as one table: SIGHUP swaps it under the write side (server.h) */
+    pthread_rwlock_rdlock(&req->srv->reload_lock);
+    int ok = (route->flags & ROUTE_ADMIN) || authorized(req, route, &key);
+    if (!ok) {
+        pthread_rwlock_unlock(&req->srv->reload_lock);
         return unauthorized(req, resp);
+    }
+    if (route->flags & ROUTE_ADMIN)
+        key = -1;
     identify(req, key);
     if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
+        pthread_rwlock_unlock(&req->srv->reload_lock);
         resp->retry_after = 2;
         return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
     }
-    if ((route->flags & ROUTE_LIMITED) && over_limit(req, resp, key))
+    int limited = (route->flags & ROUTE_LIMITED) && over_limit(req, resp, key);
+    pthread_rwlock_unlock(&req->srv->reload_lock);
+    if (limited)
         return -1;
     if (!body_ok)
         return srv_fail(resp, body->error, "%s", body->message);

@@ -4,6 +4,8 @@
  * /health can answer 503 "loading" meanwhile.  SIGTERM/SIGINT are blocked in
  * every thread and taken synchronously by the main thread with sigtimedwait:
  * it then stops accepting, lets in-flight requests finish, and exits 0.
+ * SIGHUP is taken the same way: the main thread re-reads the API keys and the
+ * glossary files (service/reload.h) while the others serve.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,7 +20,9 @@
 #include "http/http.h"
 #include "common/metrics.h"
 #include "api/routes.h"
+#include "service/admin.h"
 #include "service/glossaries.h"
+#include "service/reload.h"
 #include "service/residency.h"
 #include "service/server.h"
 
@@ -34,10 +38,11 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
-/* Models on demand (service/residency.h) rather than all loaded at start. */
+/* Models on demand (service/residency.h) rather than all loaded at start;
+ * with the admin API too, whose models are added and removed through it. */
 static int on_demand(const srv_options *o)
 {
-    return o->model_dir[0] || o->max_models > 0 || o->memory_budget > 0;
+    return o->model_dir[0] || o->max_models > 0 || o->memory_budget > 0 || o->admin_key[0];
 }
 
 /* Workers x compute threads <= cores: on 2 cores, 2 workers of 1 thread each
@@ -108,12 +113,19 @@ static void register_metrics(const srv_server *srv)
     srv_metrics_set_models(ids, srv->n_models);
 }
 
-/* Waits for SIGTERM/SIGINT; returns 0 on a signal, 1 if loading failed. */
+/* Waits for SIGTERM/SIGINT (SIGHUP: reloads, then waits on); returns 0 on
+ * a signal, 1 if loading failed. */
 static int wait_for_signal(const sigset_t *set, loader *ld)
 {
     struct timespec tick = { 0, 200 * 1000000L };
     for (;;) {
         int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGHUP) {
+            char msg[1600];
+            srv_reload(ld->srv, msg, sizeof msg);
+            fprintf(stderr, "mtserve: %s\n", msg);
+            continue;
+        }
         if (sig == SIGTERM || sig == SIGINT) {
             fprintf(stderr, "mtserve: %s: stopping (finishing in-flight requests)\n",
                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -164,6 +176,10 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
             return -1;
         }
     }
+    if (srv_api_keys_copy(&srv->keys, &srv->usage_keys)) {     /* usage's slots: SIGHUP swaps srv->keys */
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
     int limited = srv->opts.req_limit > 0 || srv->opts.char_limit > 0;
     for (int i = 0; i < srv->keys.n; i++)
         limited |= srv->keys.v[i].req_limit > 0 || srv->keys.v[i].char_limit > 0;
@@ -171,7 +187,7 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
         snprintf(err, err_len, "out of memory");
         return -1;
     }
-    if (srv_usage_open(&srv->usage, &srv->keys, srv->opts.usage_file, err, err_len))
+    if (srv_usage_open(&srv->usage, &srv->usage_keys, srv->opts.usage_file, err, err_len))
         return -1;
     if (!(srv->gstore = srv_gstore_new(srv->opts.max_stored_glossaries))) {
         snprintf(err, err_len, "out of memory");
@@ -189,6 +205,7 @@ static void access_free(srv_server *srv, srv_proxies *proxies)
     srv_gstore_free(srv->gstore);       /* no request is left to hold one */
     srv->gstore = NULL;
     srv_api_keys_free(&srv->keys);
+    srv_api_keys_free(&srv->usage_keys);
     srv_ratelimit_free(srv->limits);
     srv->limits = NULL;
     srv_proxies_free(proxies);
@@ -198,6 +215,8 @@ static void access_free(srv_server *srv, srv_proxies *proxies)
  * (each free takes NULL: after a failed start, only what was made). */
 static void teardown(srv_server *srv, srv_proxies *proxies)
 {
+    srv_admin_free(srv->admin);             /* an add still running (a download) ends first */
+    srv->admin = NULL;
     srv_files_free(srv->files);             /* its batches in flight come back first */
     srv->files = NULL;
     srv_residency_free(srv->residency);     /* on demand: unloads them (no request is left) */
@@ -238,6 +257,10 @@ static int build(srv_server *srv, srv_proxies **proxies)
     mt_err ferr = { 0 };
     if (!(srv->files = srv_files_new(&fp, &ferr))) {
         fprintf(stderr, "mtserve: %s\n", ferr.msg);
+        return -1;
+    }
+    if (srv->opts.admin_key[0] && !(srv->admin = srv_admin_new(srv))) {
+        fprintf(stderr, "mtserve: out of memory\n");
         return -1;
     }
     return 0;
@@ -304,6 +327,7 @@ static int run(srv_server *srv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before any thread starts */
     signal(SIGPIPE, SIG_IGN);
     json_object_seed(0);
@@ -349,6 +373,12 @@ int mt_cmd_serve(int argc, char **argv)
         fprintf(stderr, "mtserve: out of memory\n");
         return 1;
     }
+    /* writers first: a SIGHUP is not put off for as long as requests keep overlapping */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&srv->reload_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     char err[512];
     int rc = srv_options_parse(&srv->opts, argc, argv, env_get, err, sizeof err);
     if (rc != 0) {
@@ -375,6 +405,7 @@ int mt_cmd_serve(int argc, char **argv)
     }
     rc = run(srv);                      /* frees what it and srv_models_* made */
 done:
+    pthread_rwlock_destroy(&srv->reload_lock);
     free(srv);
     return rc;
 }

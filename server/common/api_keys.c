@@ -28,6 +28,7 @@ static int append(srv_api_keys *keys, const char *k, size_t n, long req, long ch
     e->req_limit = req;
     e->char_limit = chars;
     e->char_quota = quota;
+    e->revoked = 0;
     return 0;
 }
 
@@ -177,7 +178,57 @@ int srv_api_keys_find(const srv_api_keys *keys, const char *given)
 {
     int found = -1;
     for (int i = 0; i < keys->n; i++)
-        if (key_equal(given, keys->v[i].key) && found < 0)
+        if (key_equal(given, keys->v[i].key) && found < 0 && !keys->v[i].revoked)
             found = i;
     return found;
+}
+
+int srv_api_keys_copy(const srv_api_keys *from, srv_api_keys *to)
+{
+    *to = (srv_api_keys){ 0 };
+    if (from->n && !(to->v = malloc((size_t)from->n * sizeof *to->v)))
+        return -1;
+    if (from->n)
+        memcpy(to->v, from->v, (size_t)from->n * sizeof *to->v);
+    to->n = from->n;
+    to->cap = (size_t)from->n;
+    return 0;
+}
+
+/* The index of key among keys (revoked ones too), or -1. */
+static int index_of(const srv_api_keys *keys, const char *key)
+{
+    for (int i = 0; i < keys->n; i++)
+        if (!strcmp(keys->v[i].key, key))
+            return i;
+    return -1;
+}
+
+int srv_api_keys_merge(const srv_api_keys *old, const srv_api_keys *fresh, srv_api_keys *out)
+{
+    if (srv_api_keys_copy(old, out))
+        return -1;
+    for (int i = 0; i < out->n; i++) {
+        int k = index_of(fresh, out->v[i].key);
+        if (k >= 0)
+            out->v[i] = fresh->v[k];
+        out->v[i].revoked = k < 0;
+    }
+    for (int k = 0; k < fresh->n; k++) {
+        const srv_api_key *e = &fresh->v[k];
+        if (index_of(out, e->key) < 0 &&
+            append(out, e->key, strlen(e->key), e->req_limit, e->char_limit, e->char_quota)) {
+            srv_api_keys_free(out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int srv_api_keys_active(const srv_api_keys *keys)
+{
+    int n = 0;
+    for (int i = 0; i < keys->n; i++)
+        n += !keys->v[i].revoked;
+    return n;
 }

@@ -21,6 +21,7 @@ typedef struct {
     char key[SRV_KEY_MAX];
     long req_limit, char_limit;     /* per minute; -1: the server's */
     long char_quota;                /* in all (usage.h); -1: none */
+    int  revoked;                   /* gone from the file at a reload: never found, its index kept */
 } srv_api_key;
 
 typedef struct {
@@ -38,7 +39,17 @@ int  srv_api_keys_load(srv_api_keys *keys, const char *path, char *err, size_t e
 int  srv_api_keys_add(srv_api_keys *keys, const char *key, char *err, size_t err_len);
 void srv_api_keys_free(srv_api_keys *keys);
 
-/* The index of given among the keys, or -1.  Every key is compared in full
+/* SIGHUP: the keys of fresh (the file read again) with the indices of old
+ * kept -- a key's index names its usage slot, its glossaries and its rate
+ * limits' client --: a key of both gets fresh's limits, a key only in old is
+ * revoked, a key only in fresh is appended.  0, or -1 (out of memory). */
+int  srv_api_keys_merge(const srv_api_keys *old, const srv_api_keys *fresh, srv_api_keys *out);
+/* A copy of from into to (freed with srv_api_keys_free).  0 or -1. */
+int  srv_api_keys_copy(const srv_api_keys *from, srv_api_keys *to);
+/* The keys not revoked. */
+int  srv_api_keys_active(const srv_api_keys *keys);
+
+/* The index of given among the keys (never a revoked one), or -1.  Every key is compared in full
  * whatever matches, so the time taken does not tell how much of a key was
  * right. */
 int  srv_api_keys_find(const srv_api_keys *keys, const char *given);

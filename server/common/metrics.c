@@ -25,7 +25,8 @@ static struct {
     const char *routes[SRV_METRICS_MAX_ROUTES + 1];    /* the last used slot is "other" */
     int n_routes;
     const char *models[SRV_METRICS_MAX_MODELS];
-    int n_models;
+    _Atomic int n_models;           /* grows (srv_metrics_add_model): models[i < n_models] set before */
+    _Atomic int hidden[SRV_METRICS_MAX_MODELS];   /* removed (srv_metrics_remove_model): no longer rendered */
     _Atomic u64 requests[SRV_METRICS_MAX_ROUTES + 1][N_STATUS];
     _Atomic u64 hist[SRV_METRICS_MAX_ROUTES + 1][N_BUCKETS];   /* non-cumulative */
     _Atomic u64 count[SRV_METRICS_MAX_ROUTES + 1];
@@ -57,6 +58,20 @@ void srv_metrics_set_models(const char *const *ids, int n)
     for (int i = 0; i < n; i++)
         M.models[i] = ids[i];
     M.n_models = n;
+}
+
+void srv_metrics_add_model(int n, const char *id)
+{
+    if (n != M.n_models || n >= SRV_METRICS_MAX_MODELS)
+        return;
+    M.models[n] = id;
+    atomic_store(&M.n_models, n + 1);
+}
+
+void srv_metrics_remove_model(int n)
+{
+    if (n >= 0 && n < SRV_METRICS_MAX_MODELS)
+        atomic_store(&M.hidden[n], 1);
 }
 
 static int route_index(const char *route)
@@ -211,7 +226,8 @@ static void render_by_model(text *sb, const char *name, const char *help, _Atomi
 {
     sb_printf(sb, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
     for (int m = 0; m < M.n_models; m++)
-        sb_printf(sb, "%s{model=\"%s\"} %llu\n", name, M.models[m], atomic_load(&v[m]));
+        if (!atomic_load(&M.hidden[m]))
+            sb_printf(sb, "%s{model=\"%s\"} %llu\n", name, M.models[m], atomic_load(&v[m]));
 }
 
 static void render_tokens(text *sb)
@@ -231,7 +247,8 @@ static void render_residency(text *sb, const srv_metrics_gauges *g)
     sb_printf(sb, "# HELP mtserve_model_resident_bytes Bytes a model holds now: its weights and one session "
                   "(0: not loaded).\n# TYPE mtserve_model_resident_bytes gauge\n");
     for (int m = 0; m < M.n_models; m++)
-        sb_printf(sb, "mtserve_model_resident_bytes{model=\"%s\"} %.0f\n", M.models[m], g->model_bytes[m]);
+        if (!atomic_load(&M.hidden[m]))
+            sb_printf(sb, "mtserve_model_resident_bytes{model=\"%s\"} %.0f\n", M.models[m], g->model_bytes[m]);
 }
 
 /* The characters each key has had translated (the key's index, not the key). */

@@ -14,6 +14,11 @@
 
 void srv_metrics_set_routes(const char *const *labels, int n);   /* e.g. "/translate" */
 void srv_metrics_set_models(const char *const *ids, int n);
+/* One more model, index n (the admin API): its label id must outlive the metrics. */
+void srv_metrics_add_model(int n, const char *id);
+/* Model n removed: its lines are no longer rendered (an id added again is a new
+ * series, never two lines of one name). */
+void srv_metrics_remove_model(int n);
 
 /* One finished request: route label (NULL = "other"), HTTP status, seconds. */
 void srv_metrics_request(const char *route, int status, double seconds);

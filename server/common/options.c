@@ -51,6 +51,9 @@ static const opt_def opt_table[] = {
       "ms a request may wait in the queue before 503" },
     { "--api-key", "MTSERVE_API_KEY", OPT_STR, F(api_key), S(api_key), 0, 0,
       "require 'Authorization: Bearer KEY' (or api_key) on every route but /health" },
+    { "--admin-key", "MTSERVE_ADMIN_KEY", OPT_STR, F(admin_key), S(admin_key), 0, 0,
+      "turn on the admin API (POST, GET /admin/models, DELETE /admin/models/ID: models added and removed "
+      "while serving) behind 'Authorization: Bearer KEY'; its models load on first use, as with --model-dir" },
     { "--api-keys", "MTSERVE_API_KEYS", OPT_STR, F(api_keys), S(api_keys), 0, 0,
       "a keys file: one key per line, optionally 'req-limit=N char-limit=N char-quota=N' after it (that key's "
       "own limits; char-quota: characters in all, DeepL's character_limit); requires a key like --api-key "

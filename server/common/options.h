@@ -43,6 +43,7 @@ typedef struct {
     int    queue;           /* requests that may wait for a worker; more get 503 */
     int    queue_timeout_ms;/* a waiting request gives up (503) after this */
     char   api_key[256];    /* "" = no key required */
+    char   admin_key[256];  /* the admin API's key (POST/GET/DELETE /admin/models); "" = no admin API */
     char   api_keys[1024];  /* a keys file (one key per line, with its own limits); "" = none */
     char   usage_file[1024];/* the characters each key has used, kept across restarts; "" = in memory */
     char   trusted_proxy[1024]; /* proxies whose X-Forwarded-For names the client; "" = none */

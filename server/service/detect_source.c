@@ -86,6 +86,8 @@ static void server_lms(const srv_server *srv, srv_detect_lms *l)
     const srv_charlm *lm[SRV_MAX_MODELS];
     int n = 0, n_lm = 0;
     for (int i = 0; i < srv->n_models; i++) {  /* a decoder-only model: each declared source, no spm */
+        if (!srv_model_listed(&srv->models[i]))
+            continue;
         for (int k = 0; n < SRV_MAX_MODELS && (x = srv_model_source_at(&srv->models[i], k)); k++) {
             src[n] = x;
             tok[n++] = srv->models[i].llm ? NULL : srv->models[i].tok;
@@ -186,7 +188,7 @@ int srv_detect_source(srv_server *srv, const char *const *texts, int n, const ch
                         g[0].confidence, avail);
     int known = 0;
     for (int i = 0; i < srv->n_models; i++)
-        known |= srv_model_sources_lang(&srv->models[i], g[0].code);
+        known |= srv_model_listed(&srv->models[i]) && srv_model_sources_lang(&srv->models[i], g[0].code);
     if (!known)
         return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "detected %s (%s, confidence %.0f); no loaded model "
                         "translates from it (sources available: %s)", name, g[0].code, g[0].confidence, avail);

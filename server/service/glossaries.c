@@ -32,8 +32,9 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-int srv_glossaries_load(srv_server *srv, char *err, size_t err_len)
+int srv_glossaries_read(const srv_server *srv, srv_glossary *out[SRV_MAX_GLOSSARIES], char *err, size_t err_len)
 {
+    memset(out, 0, SRV_MAX_GLOSSARIES * sizeof *out);
     srv_glossary_limits lim = limits(srv);
     for (int i = 0; i < srv->opts.n_glossaries; i++) {
         const srv_glossary_spec *g = &srv->opts.glossaries[i];
@@ -44,9 +45,9 @@ int srv_glossaries_load(srv_server *srv, char *err, size_t err_len)
             snprintf(err, err_len, "--glossary %s-%s: cannot read '%s'", g->source, g->target, g->path);
             return -1;
         }
-        srv->glossaries[i] = srv_glossary_new(&lim);
-        mt_status st = srv->glossaries[i] ? srv_glossary_add_tsv(srv->glossaries[i], data, len, &e)
-                                          : mt_err_set(&e, MT_ERR_NOMEM, "out of memory");
+        out[i] = srv_glossary_new(&lim);
+        mt_status st = out[i] ? srv_glossary_add_tsv(out[i], data, len, &e)
+                              : mt_err_set(&e, MT_ERR_NOMEM, "out of memory");
         free(data);
         if (st != MT_OK) {
             snprintf(err, err_len, "--glossary %s-%s: %s: %s", g->source, g->target, g->path, e.msg);
@@ -54,6 +55,11 @@ int srv_glossaries_load(srv_server *srv, char *err, size_t err_len)
         }
     }
     return 0;
+}
+
+int srv_glossaries_load(srv_server *srv, char *err, size_t err_len)
+{
+    return srv_glossaries_read(srv, srv->glossaries, err, err_len);
 }
 
 void srv_glossaries_free(srv_server *srv)
@@ -173,6 +179,8 @@ int srv_leg_glossaries(const srv_server *srv, const srv_path *path, const srv_gl
     out[0] = out[1] = NULL;
     mt_err err = { 0 };
     mt_status st = MT_OK;
+    /* the files' terms are merged into each leg's own copy: read under the lock SIGHUP swaps them with */
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&srv->reload_lock);
     for (int i = 0; i < path->n_legs && st == MT_OK; i++) {
         const char *src, *tgt;
         leg_langs(path, i, &src, &tgt);
@@ -186,6 +194,7 @@ int srv_leg_glossaries(const srv_server *srv, const srv_path *path, const srv_gl
             st = srv_glossary_merge(file, req, NULL, &out[i], &err);
         srv_glossary_free(carried);
     }
+    pthread_rwlock_unlock((pthread_rwlock_t *)&srv->reload_lock);
     if (st == MT_OK)
         return 0;
     srv_glossary_free(out[0]);

@@ -21,6 +21,9 @@
 /* Every --glossary file, read and checked (the limits of the options).
  * 0, or -1 with a message in err naming the file and line. */
 int  srv_glossaries_load(srv_server *srv, char *err, size_t err_len);
+/* The same files read again into out[] (SIGHUP: reload.c), srv's untouched;
+ * on failure out holds what was read (free each). */
+int  srv_glossaries_read(const srv_server *srv, srv_glossary *out[SRV_MAX_GLOSSARIES], char *err, size_t err_len);
 void srv_glossaries_free(srv_server *srv);
 
 /* The request's "glossary": *out NULL when absent or empty; 0, or -1 with

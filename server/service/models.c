@@ -16,10 +16,9 @@
 
 srv_model *srv_find_model(srv_server *srv, const char *id)
 {
-    if (!id || !*id)
-        return srv->n_models ? &srv->models[0] : NULL;
-    for (int i = 0; i < srv->n_models; i++)
-        if (strcmp(srv->models[i].id, id) == 0)
+    int n = srv->n_models;
+    for (int i = 0; i < n; i++)
+        if (srv_model_listed(&srv->models[i]) && (!id || !*id || strcmp(srv->models[i].id, id) == 0))
             return &srv->models[i];
     return NULL;
 }
@@ -58,6 +57,7 @@ void srv_models_name(srv_server *srv)
         memcpy(srv->models[i].id, srv->opts.models[i].id, sizeof srv->models[i].id);
         memcpy(srv->models[i].dir, srv->opts.models[i].dir, sizeof srv->models[i].dir);
         srv->models[i].index = i;
+        snprintf(srv->models[i].cache_ns, sizeof srv->models[i].cache_ns, "%.63s#%d", srv->models[i].id, i);
     }
 }
 
@@ -123,7 +123,7 @@ static mt_status load_shortlist(srv_server *srv, srv_model *m, mt_err *err)
     mt_status st = mt_shortlist_load(m->model, m->shortlist_file, NULL, &m->shortlist, err);
     if (st != MT_OK)
         return st;
-    snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.64s+shortlist", m->id);
+    snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.79s+shortlist", m->cache_ns);
     const mt_shortlist_info *in = mt_shortlist_get_info(m->shortlist);
     fprintf(stderr, "mtserve: model %s: shortlist %s (%s, %ld entries, %d frequent)\n", m->id, m->shortlist_file,
             in->format, in->entries, in->frequent);
@@ -282,13 +282,12 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Adds id=dir with its card; 0, or -1 with err. */
-static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *err)
+int srv_model_read_card(srv_server *srv, srv_model *m, const char *id, const char *dir, int index, mt_err *err)
 {
-    srv_model *m = &srv->models[srv->n_models];
     snprintf(m->id, sizeof m->id, "%s", id);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
-    m->index = srv->n_models;
+    m->index = index;
+    snprintf(m->cache_ns, sizeof m->cache_ns, "%.63s#%d", id, index);
     if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
         srv_model_free_targets(m);
         srv_model_free_charlms(m);
@@ -298,6 +297,14 @@ static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *er
         memset(m, 0, sizeof *m);
         return -1;
     }
+    return 0;
+}
+
+/* Adds id=dir with its card (at start: nobody reads the models yet); 0, or -1 with err. */
+static int add_card(srv_server *srv, const char *id, const char *dir, mt_err *err)
+{
+    if (srv_model_read_card(srv, &srv->models[srv->n_models], id, dir, srv->n_models, err) != 0)
+        return -1;
     srv->n_models++;
     return 0;
 }

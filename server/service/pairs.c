@@ -268,7 +268,7 @@ int srv_model_translates(const srv_model *m, const char *source, const char *tar
 static srv_model *direct(srv_server *srv, const char *source, const char *target, int32_t *lang_id)
 {
     for (int i = 0; i < srv->n_models; i++)
-        if (srv_model_translates(&srv->models[i], source, target, lang_id))
+        if (srv_model_listed(&srv->models[i]) && srv_model_translates(&srv->models[i], source, target, lang_id))
             return &srv->models[i];
     return NULL;
 }
@@ -287,7 +287,7 @@ static int pivot(srv_server *srv, const char *source, const char *target, srv_pa
     for (int b = 0; b < srv->n_models; b++) {
         srv_model *mb = &srv->models[b];
         const char *x;
-        for (int k = 0; (x = srv_model_source_at(mb, k)); k++) {
+        for (int k = 0; srv_model_listed(mb) && (x = srv_model_source_at(mb, k)); k++) {
             int32_t id_b, id_a;
             if (srv_lang_same(x, source) || srv_lang_same(x, target) || !srv_model_translates(mb, x, target, &id_b))
                 continue;
@@ -312,7 +312,7 @@ int srv_path_for_pair(srv_server *srv, const char *source, const char *target, s
         return path_langs(out, source, target);
     int source_known = !strcmp(source, "auto");
     for (int i = 0; i < srv->n_models; i++)
-        source_known |= srv_model_sources_lang(&srv->models[i], source);
+        source_known |= srv_model_listed(&srv->models[i]) && srv_model_sources_lang(&srv->models[i], source);
     if (!source_known)
         return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s is not supported", source);
     return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s (%s) is not available as a target language from %s (%s)",
@@ -327,6 +327,8 @@ const char *srv_served_code(const srv_server *srv, const char *code)
         return "auto";
     for (int i = 0; i < srv->n_models; i++) {
         const srv_model *m = &srv->models[i];
+        if (!srv_model_listed(m))
+            continue;
         if (!strcasecmp(code, m->info->source_lang))
             return m->info->source_lang;
         if (!strcasecmp(code, m->info->target_lang))

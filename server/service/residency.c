@@ -10,8 +10,9 @@
 #include "common/metrics.h"
 #include "util/clock.h"
 
-typedef enum { RS_UNLOADED, RS_LOADING, RS_LOADED, RS_UNLOADING } rs_state;
-typedef enum { FAIL_TIMEOUT, FAIL_TOO_BIG, FAIL_LOAD, FAIL_BUSY } fail_reason;
+/* RS_GONE: removed (admin API) and unloaded: never loaded again */
+typedef enum { RS_UNLOADED, RS_LOADING, RS_LOADED, RS_UNLOADING, RS_GONE } rs_state;
+typedef enum { FAIL_TIMEOUT, FAIL_TOO_BIG, FAIL_LOAD, FAIL_BUSY, FAIL_REMOVED } fail_reason;
 
 typedef struct slot slot;
 
@@ -40,6 +41,7 @@ struct slot {
     double         blocked_since;
     size_t         known_bytes;     /* of its last load; 0: never loaded */
     int            too_big;         /* more than the whole budget: never loaded */
+    int            removed;         /* DELETE /admin/models/ID: unloaded once nobody holds it, then RS_GONE */
     unsigned       fail_gen;        /* bumped by each failed load (fail: why) */
     mt_err         fail;
 };
@@ -160,13 +162,15 @@ static int res_submit(void *self, srv_decode_job *dj)
         return -1;
     *w = (waiter){ .dj = dj, .done = dj->done, .ctx = dj->ctx, .s = s, .t = mt_now_s() };
     pthread_mutex_lock(&r->lock);
-    if (s->too_big) {
-        w->why = FAIL_TOO_BIG;
+    if (s->too_big || (s->removed && s->state != RS_LOADED)) {
+        w->why = s->too_big ? FAIL_TOO_BIG : FAIL_REMOVED;
         w->err = s->fail;
         pthread_mutex_unlock(&r->lock);
         fail_job(w);
         return 0;
     }
+    /* removed but still loaded: a request that found the model just before
+     * DELETE holds it as the others do; the unload waits for it too */
     if (s->state == RS_LOADED) {
         s->holders++;
         s->last_use = ++r->tick;
@@ -307,7 +311,7 @@ static slot *wanted(srv_residency *r)
     double best_t = 0;
     for (int i = 0; i < r->srv->n_models; i++) {
         slot *s = &r->slots[i];
-        if (s->state != RS_UNLOADED || (!s->head && !s->blocked))
+        if (s->state != RS_UNLOADED || s->removed || (!s->head && !s->blocked))
             continue;
         double t = s->head ? s->head->t : s->blocked_since;
         if (s->blocked && s->blocked_since < t)
@@ -426,12 +430,31 @@ static int load(srv_residency *r, slot *s, waiter **failed)
     return 1;
 }
 
+/* Under the lock: a removed model nobody holds is unloaded for good.  1 if one was. */
+static int retire(srv_residency *r)
+{
+    for (int i = 0; i < r->srv->n_models; i++) {
+        slot *s = &r->slots[i];
+        if (!s->removed || s->holders || s->blocked || (s->state != RS_LOADED && s->state != RS_UNLOADED))
+            continue;
+        if (s->state == RS_LOADED)
+            unload(r, s, "removed (DELETE /admin/models)");
+        s->state = RS_GONE;
+        fprintf(stderr, "mtserve: model %s removed\n", s->m->id);
+        pthread_cond_broadcast(&r->changed);
+        return 1;
+    }
+    return 0;
+}
+
 static void *loader_main(void *arg)
 {
     srv_residency *r = arg;
     pthread_mutex_lock(&r->lock);
     while (!r->stop) {
         waiter *failed = NULL;
+        if (retire(r))
+            continue;
         expire(r, &failed);
         slot *s = wanted(r);
         int changed = s && load(r, s, &failed);
@@ -517,11 +540,15 @@ int srv_model_acquire(srv_server *srv, srv_model *m, srv_response *resp)
     double deadline = mt_now_s() + srv->opts.load_timeout_s;
     pthread_mutex_lock(&r->lock);
     unsigned gen = s->fail_gen;
+    if (s->removed && s->state != RS_LOADED) {
+        pthread_mutex_unlock(&r->lock);
+        return srv_fail(resp, SRV_E_UNKNOWN_MODEL, "model '%s' was removed (see GET /models)", m->id);
+    }
     if (s->state != RS_LOADED && !s->too_big) {
         if (s->blocked++ == 0)
             s->blocked_since = mt_now_s();
         pthread_cond_signal(&r->wake);
-        while (s->state != RS_LOADED && !s->too_big && s->fail_gen == gen && mt_now_s() < deadline)
+        while (s->state != RS_LOADED && !s->too_big && !s->removed && s->fail_gen == gen && mt_now_s() < deadline)
             timed_wait(&r->changed, &r->lock, deadline);
         s->blocked--;
     }
@@ -529,6 +556,8 @@ int srv_model_acquire(srv_server *srv, srv_model *m, srv_response *resp)
     if (s->state == RS_LOADED) {
         s->holders++;
         s->last_use = ++r->tick;
+    } else if (s->removed) {
+        rc = srv_fail(resp, SRV_E_UNKNOWN_MODEL, "model '%s' was removed (see GET /models)", m->id);
     } else if (s->too_big || s->fail_gen != gen) {
         rc = srv_fail(resp, SRV_E_INTERNAL, "%s", s->fail.msg);
     } else {
@@ -564,21 +593,26 @@ static void state_of(srv_model *m, srv_model_state *out)
     }
 }
 
-void srv_models_state(srv_server *srv, srv_model_state *out)
+int srv_models_state(srv_server *srv, srv_model_state *out)
 {
     srv_residency *r = srv->residency;
     if (r)
         pthread_mutex_lock(&r->lock);       /* one moment for all: never two states of a swap */
-    for (int i = 0; i < srv->n_models; i++) {
+    int n = srv->n_models;                  /* models are added under the lock too */
+    for (int i = 0; i < n; i++) {
         srv_model *m = &srv->models[i];
         memset(&out[i], 0, sizeof out[i]);
         if (r ? r->slots[i].state == RS_LOADED : atomic_load(&srv->ready) && m->weights != NULL)
             state_of(m, &out[i]);
-        if (r)
+        if (r) {
             out[i].holders = r->slots[i].holders;
+            out[i].removing = r->slots[i].removed && r->slots[i].state != RS_GONE;
+            out[i].gone = r->slots[i].state == RS_GONE;
+        }
     }
     if (r)
         pthread_mutex_unlock(&r->lock);
+    return n;
 }
 
 void srv_model_state_get(srv_server *srv, srv_model *m, srv_model_state *out)
@@ -595,5 +629,44 @@ void srv_model_state_get(srv_server *srv, srv_model *m, srv_model_state *out)
     if (s->state == RS_LOADED)
         state_of(m, out);
     out->holders = s->holders;
+    out->removing = s->removed && s->state != RS_GONE;
+    out->gone = s->state == RS_GONE;
     pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- the admin API: models added and removed while serving ---------------------------- */
+
+int srv_residency_add(srv_residency *r, srv_model *m, mt_err *err)
+{
+    srv_server *srv = r->srv;
+    pthread_mutex_lock(&r->lock);
+    int i = srv->n_models;
+    if (i >= SRV_MAX_MODELS || m != &srv->models[i]) {
+        pthread_mutex_unlock(&r->lock);
+        mt_err_set(err, MT_ERR_BUSY, "at most %d models over the server's life (removed ones count)",
+                   SRV_MAX_MODELS);
+        return -1;
+    }
+    r->slots[i] = (slot){ .r = r, .m = m };
+    m->decoder = (srv_decoder){ .submit = res_submit, .self = &r->slots[i] };
+    atomic_fetch_add(&srv->n_models, 1);    /* published: everything above is seen with it */
+    pthread_mutex_unlock(&r->lock);
+    return 0;
+}
+
+void srv_residency_remove(srv_residency *r, srv_model *m)
+{
+    slot *s = &r->slots[m->index];
+    waiter *failed = NULL;
+    atomic_store(&m->removed, 1);           /* lookups and listings skip it from now on */
+    pthread_mutex_lock(&r->lock);
+    if (!s->removed) {
+        s->removed = 1;
+        mt_err_set(&s->fail, MT_ERR_INPUT, "model '%s' was removed (see GET /models)", m->id);
+        fail_waiting(s, FAIL_REMOVED, &s->fail, &failed);   /* never loaded for them now */
+        pthread_cond_broadcast(&r->changed);
+        pthread_cond_signal(&r->wake);
+    }
+    pthread_mutex_unlock(&r->lock);
+    fail_list(failed);
 }

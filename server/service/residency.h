@@ -55,6 +55,7 @@ void srv_model_release(srv_server *srv, srv_model *m);
 typedef struct {
     int    loaded;              /* its weights are in memory */
     int    holders;             /* requests holding it (on demand; 0 otherwise) */
+    int    removing, gone;      /* removed (admin API): still held, or unloaded for good */
     size_t bytes;               /* weight_bytes + session_bytes; 0 when not loaded */
     size_t weight_bytes, session_bytes;
     double load_ms;             /* of its last load */
@@ -64,7 +65,16 @@ typedef struct {
 } srv_model_state;
 
 void srv_model_state_get(srv_server *srv, srv_model *m, srv_model_state *out);
-/* Every model's, out[0..srv->n_models), as of one moment (/metrics). */
-void srv_models_state(srv_server *srv, srv_model_state *out);
+/* Every model's, out[0..n), as of one moment (/metrics); n, the models then. */
+int  srv_models_state(srv_server *srv, srv_model_state *out);
+
+/* The admin API (admin.h).  Publishes m, whose card is read, as the next
+ * model (m must be &srv->models[srv->n_models]): its decoder the
+ * residency's, n_models incremented last.  0, or -1 with err (no index left). */
+int  srv_residency_add(srv_residency *r, srv_model *m, mt_err *err);
+/* Removes m: it is no longer found (srv_find_model) nor listed; jobs waiting
+ * for its load fail; the loader unloads it once nobody holds it (a request
+ * using it, a stream, finishes first) and it becomes gone. */
+void srv_residency_remove(srv_residency *r, srv_model *m);
 
 #endif

@@ -2,11 +2,24 @@
  *
  * Everything here is written once at startup (models are filled in by the
  * loader thread before `ready` is set) and read-only afterwards, except the
- * atomics.  Handlers run only once `ready` is 1 (routes.c answers 503 before).
+ * atomics, the models the admin API adds and removes while serving, and what
+ * SIGHUP reloads:
+ *   - a model added (admin.h) is written whole at models[n_models] and only
+ *     then published by n_models' atomic increment (residency.c), so a reader
+ *     that loops to n_models sees it complete or not at all; indices are never
+ *     reused;
+ *   - a model removed has `removed` set: every lookup and listing skips it at
+ *     once, its weights go when nobody holds them (residency.c), and its card
+ *     stays until exit, since a request that found it a moment before may
+ *     still read its languages;
+ *   - the API keys and the --glossary files are swapped by SIGHUP (reload.c)
+ *     under reload_lock's write side; their readers hold its read side.
+ * Handlers run only once `ready` is 1 (routes.c answers 503 before).
  */
 #ifndef SRV_SERVER_H
 #define SRV_SERVER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "translate/decode_job.h"
@@ -27,6 +40,7 @@
 #include "detect/charlm.h"
 
 typedef struct srv_residency srv_residency;
+typedef struct srv_admin srv_admin;
 
 /* Detection language models one model may hold (one per source language it has). */
 #define SRV_MODEL_MAX_CHARLM 8
@@ -34,6 +48,9 @@ typedef struct srv_residency srv_residency;
 typedef struct {
     char               id[64];
     char               dir[1024];
+    _Atomic int        removed;      /* DELETE /admin/models/ID: no longer found nor listed */
+    char               cache_ns[80]; /* its translations' namespace in the cache: "ID#INDEX", so a model
+                                        added again under a removed one's id never gets its translations */
     int                index;        /* in srv_server.models; metrics label index */
     /* What the model is, resident and read-only for the whole process: its
      * config, languages and tokenizer.  Loaded at start: the model itself;
@@ -84,23 +101,30 @@ typedef struct {
 struct srv_server {
     srv_options  opts;
     srv_model    models[SRV_MAX_MODELS];
-    int          n_models;
+    _Atomic int  n_models;          /* grows (admin API): a reader loops to its value once read */
     srv_workers *workers_pool;      /* compute threads + queue: /attention, and decoding with batching off */
     srv_files   *files;             /* POST /translate_file's jobs and finished files */
-    srv_glossary *glossaries[SRV_MAX_GLOSSARIES];   /* opts.glossaries[i]'s terms (glossaries.h) */
+    srv_glossary *glossaries[SRV_MAX_GLOSSARIES];   /* opts.glossaries[i]'s terms (glossaries.h; reload_lock) */
     srv_cache   *cache;             /* sentences translated (pipeline.h); NULL: --cache-mb 0 */
-    srv_api_keys keys;              /* --api-key then --api-keys FILE's; n 0: no key required */
+    srv_api_keys keys;              /* --api-key then --api-keys FILE's; n 0: no key required; swapped by
+                                       SIGHUP (reload.c: read under reload_lock) */
+    srv_api_keys usage_keys;        /* the keys at start, whose slots usage.h counts (never swapped) */
+    pthread_rwlock_t reload_lock;   /* keys and glossaries[]: SIGHUP writes, requests read */
     srv_ratelimit *limits;          /* --req-limit / --char-limit and the keys' own; NULL: none at all */
     srv_usage   *usage;             /* characters per key against char-quota (usage.h) */
     srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
     srv_residency *residency;       /* models on demand (residency.h); NULL: all loaded at start */
+    srv_admin   *admin;             /* --admin-key: models added and removed while serving (admin.h) */
     _Atomic int  ready;             /* 0 while loading, 1 serving */
     _Atomic int  in_flight;         /* requests inside the router now */
 };
 
-/* The model a request names (NULL or "" = the default), or NULL. */
+/* 1 while m is served (not removed by the admin API). */
+static inline int srv_model_listed(const srv_model *m) { return !atomic_load(&m->removed); }
+
+/* The model a request names (NULL or "" = the default: the first listed), or NULL. */
 srv_model *srv_find_model(srv_server *srv, const char *id);
 /* The model of a request's optional "model" field; NULL with resp failed
  * (404 unknown_model, 400 when not a string). */
@@ -113,6 +137,8 @@ void      srv_models_name(srv_server *srv);
  * a log line), each with its card, sessions' shape and languages, no
  * weights.  0, or -1 with a message (a --model's card failed). */
 int       srv_models_discover(srv_server *srv, char *err, size_t err_len);
+/* Reads model m's card (id, dir, index given): 0, or -1 with err and m cleared. */
+int       srv_model_read_card(srv_server *srv, srv_model *m, const char *id, const char *dir, int index, mt_err *err);
 /* Loads model i at start (its weights are its card) and its decoder.  Thread: loader. */
 mt_status srv_model_load(srv_server *srv, int i, mt_err *err);
 /* Loads m's weights, sessions and decoder (the loaded part above).  On demand: the residency's loader. */
