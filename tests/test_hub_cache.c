@@ -448,6 +448,261 @@ static void test_rm_stays_inside(void **state)
     assert_int_equal(fake_read_all(p, buf, sizeof buf), 7);
 }
 
+/* ---- a full disk ------------------------------------------------------------------------ */
+
+/* what a failed pull must not leave: a snapshot file, a ref, or a start that loads it */
+static void nothing_loadable(const char *cache)
+{
+    char p[1200], cmd[2048];
+    snprintf(p, sizeof p, "%s/models--org--tiny/snapshots/" COMMIT "/model.safetensors", cache);
+    assert_false(exists(p));
+    snprintf(p, sizeof p, "%s/models--org--tiny/refs/main", cache);
+    assert_false(exists(p));
+    hub_ref ref;
+    char snap[1024];
+    mt_err err = {0};
+    fake_ref_of("org/tiny", &ref);
+    assert_int_equal(hub_resolve_cached(cache, &ref, snap, sizeof snap, &err), MT_ERR_IO);
+    snprintf(cmd, sizeof cmd, "echo 'Hello.' | HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 HF_HUB_CACHE=%s "
+             "%s translate --model org/tiny 2>&1", cache, bin_path());
+    int status;
+    char *out = run(cmd, &status);
+    assert_int_not_equal(status, 0);
+    assert_non_null(strstr(out, "HF_HUB_OFFLINE"));
+    free(out);
+}
+
+/* A 1 MB tmpfs (root only) for a model of 1.2 MB: refused before a byte is written,
+ * with the sizes named; once the disk is larger the pull succeeds. */
+static void test_disk_full_tmpfs(void **state)
+{
+    char mnt[512], cache[600];
+    fake_fresh_cache(mnt, sizeof mnt);
+    if (geteuid() != 0 || mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0) {
+        print_message("no tmpfs can be mounted here (%s): skipped; test_disk_full_write covers a failed write\n",
+                      geteuid() != 0 ? "not root" : strerror(errno));
+        skip();
+    }
+    snprintf(cache, sizeof cache, "%s/hub", mnt);
+    hub_config cfg;
+    fake_config(&cfg, cache);
+    hub_ref ref;
+    fake_ref_of("org/tiny", &ref);
+    char snap[1024], p[1200];
+    mt_err err = {0};
+    fake_hub_reset_counts();
+    assert_int_equal(hub_pull(&cfg, &ref, snap, sizeof snap, &err), MT_ERR_IO);
+    assert_non_null(strstr(err.msg, "not enough disk space"));
+    assert_non_null(strstr(err.msg, "HF_HUB_CACHE"));
+    assert_int_equal(fake_hub.blob_gets, 0);
+    snprintf(p, sizeof p, "%s/models--org--tiny/blobs/%s.incomplete", cache, fake_file_named("config.json")->etag);
+    assert_false(exists(p));
+    nothing_loadable(cache);
+    assert_int_equal(mount("tmpfs", mnt, NULL, MS_REMOUNT, "size=4m"), 0);
+    assert_int_equal(hub_pull(&cfg, &ref, snap, sizeof snap, &err), MT_OK);
+    fake_check_snapshot(cache, "models--org--tiny");
+    assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+}
+
+/* A write refused mid-file (RLIMIT_FSIZE of 500 kB through bash's ulimit, SIGXFSZ
+ * ignored: write(2) fails with EFBIG as a full disk fails with ENOSPC): `mtserve pull`
+ * stops at once with the reason and what to do, links nothing; the next pull resumes
+ * from the 512,000 bytes kept. */
+static void test_disk_full_write(void **state)
+{
+    char cache[512], cmd[2048], p[1200];
+    fake_fresh_cache(cache, sizeof cache);
+    snprintf(cmd, sizeof cmd, "HF_ENDPOINT=%s HF_HUB_CACHE=%s bash -c \"trap '' XFSZ; ulimit -f 500; exec %s pull "
+             "org/tiny\" 2>&1", fake_hub.endpoint, cache, bin_path());
+    fake_hub_reset_counts();
+    int status;
+    char *out = run(cmd, &status);
+    assert_int_equal(status, 1);
+    assert_non_null(strstr(out, "File too large"));
+    assert_non_null(strstr(out, "the disk of the Hugging Face cache is full"));
+    assert_null(strstr(out, "retrying"));                      /* a full disk stays full */
+    free(out);
+    const fake_file *w = fake_file_named("model.safetensors");
+    assert_true(w->len > 500 * 1024);
+    snprintf(p, sizeof p, "%s/models--org--tiny/blobs/%s.incomplete", cache, w->etag);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, 500 * 1024);
+    nothing_loadable(cache);
+    fake_hub_reset_counts();
+    pull(cache, "org/tiny");
+    assert_int_equal(fake_hub.last_range_from, 500 * 1024);
+    fake_check_snapshot(cache, "models--org--tiny");
+}
+
+/* ---- Hugging Face's own JavaScript client ------------------------------------------------- */
+
+static int have_hubjs(void)
+{
+    if (access("tests/hubjs/node_modules/@huggingface/hub/package.json", R_OK) == 0 &&
+        system("node --version >/dev/null 2>&1") == 0)
+        return 1;
+    print_message("no node or tests/hubjs/node_modules (make deps installs @huggingface/hub): skipped\n");
+    return 0;
+}
+
+/* its scanCacheDir of cache, as tests/hubjs/scan.mjs prints it */
+static json_t *js_scan(const char *cache)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "node tests/hubjs/scan.mjs %s", cache);
+    return run_json(cmd);
+}
+
+static json_t *js_repo(json_t *scan, const char *name)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(scan, "repos"), i, r)
+        if (strcmp(json_string_value(json_object_get(r, "name")), name) == 0)
+            return r;
+    return NULL;
+}
+
+/* @huggingface/hub's snapshotDownload from the fake hub: the same layout, blob names
+ * and links as mtserve's; mtserve lists it as loadable and serves it with
+ * HF_HUB_OFFLINE=1 and not one request, answering as models/tiny loaded by path. */
+static void test_js_cache_served(void **state)
+{
+    if (!have_hubjs())
+        skip();
+    char cache[512], cmd[2048], p[1200], target[256];
+    fake_fresh_cache(cache, sizeof cache);
+    snprintf(cmd, sizeof cmd, "node tests/hubjs/snapshot.mjs %s %s org/tiny 2>%s.log", fake_hub.endpoint, cache,
+             cache);
+    fake_hub_reset_counts();
+    int status;
+    char *out = run(cmd, &status);
+    if (status != 0) {
+        snprintf(p, sizeof p, "%s.log", cache);
+        char log[4096] = {0};
+        fake_read_all(p, (unsigned char *)log, sizeof log - 1);
+        print_error("%s: exit %d\n%s\n", cmd, status, log);
+    }
+    assert_int_equal(status, 0);
+    char want[1024];
+    snprintf(want, sizeof want, "%s/models--org--tiny/snapshots/" COMMIT "\n", cache);
+    assert_string_equal(out, want);
+    free(out);
+    assert_true(fake_hub.api_requests > 0 && fake_hub.resolve_requests > 0);
+    for (int i = 0; i < fake_hub.n_files; i++) {      /* every file, tf_model.h5 too: the client takes all */
+        const fake_file *f = &fake_hub.files[i];
+        snprintf(p, sizeof p, "%s/models--org--tiny/snapshots/" COMMIT "/%s", cache, f->name);
+        ssize_t n = readlink(p, target, sizeof target - 1);
+        assert_true(n > 0);
+        target[n] = 0;
+        snprintf(want, sizeof want, "../../blobs/%s", f->etag);
+        assert_string_equal(target, want);
+    }
+    snprintf(cmd, sizeof cmd, "HF_HUB_CACHE=%s %s models --json", cache, bin_path());
+    json_t *j = run_json(cmd);
+    json_t *rev = json_array_get(json_object_get(json_array_get(json_object_get(j, "repos"), 0), "revisions"), 0);
+    assert_string_equal(json_string_value(json_object_get(rev, "refs")), "main");
+    assert_true(json_is_true(json_object_get(rev, "loads")));
+    json_decref(j);
+
+    static const char *const texts[] = { "Hello world.", "The file is open." };
+    char env_cache[600], *by_path[2];
+    snprintf(env_cache, sizeof env_cache, "HF_HUB_CACHE=%s", cache);
+    server s;
+    const char *path_args[] = { "--model", "models/tiny", NULL };
+    assert_int_equal(server_start(&s, path_args), 0);
+    for (int i = 0; i < 2; i++) {
+        reply r = post(&s, "/translate", texts[i][0] == 'H' ? "{\"text\": \"Hello world.\", \"beam\": 1}"
+                                                           : "{\"text\": \"The file is open.\", \"beam\": 1}");
+        by_path[i] = reply_text(&r, NULL, 0);
+        assert_non_null(by_path[i]);
+        reply_free(&r);
+    }
+    assert_int_equal(server_stop(&s), 0);
+    const char *env[] = { "HF_ENDPOINT=http://127.0.0.1:9", env_cache, "HF_HUB_OFFLINE=1", NULL };
+    const char *name_args[] = { "--model", "org/tiny", NULL };
+    fake_hub_reset_counts();
+    assert_int_equal(server_start_env(&s, name_args, env), 0);
+    for (int i = 0; i < 2; i++) {
+        reply r = post(&s, "/translate", texts[i][0] == 'H' ? "{\"text\": \"Hello world.\", \"beam\": 1}"
+                                                           : "{\"text\": \"The file is open.\", \"beam\": 1}");
+        char *t = reply_text(&r, NULL, 0);
+        assert_non_null(t);
+        assert_string_equal(t, by_path[i]);
+        free(t);
+        free(by_path[i]);
+        reply_free(&r);
+    }
+    assert_int_equal(server_stop(&s), 0);
+    assert_int_equal(fake_hub.api_requests + fake_hub.resolve_requests + fake_hub.blob_gets, 0);
+}
+
+/* What `mtserve pull` writes (by branch, by commit alone, both legs of a pair, after an
+ * rm of a revision) is read by @huggingface/hub's scanCacheDir without a warning, with
+ * the same revisions, refs, blobs and sizes as hub_scan counts. */
+static void test_js_scans_mtserve_cache(void **state)
+{
+    if (!have_hubjs())
+        skip();
+    char cache[512], cmd[2048];
+    fake_fresh_cache(cache, sizeof cache);
+    snprintf(cmd, sizeof cmd, "HF_ENDPOINT=%s HF_HUB_CACHE=%s %s pull org/tiny@" COMMIT " >/dev/null 2>&1",
+             fake_hub.endpoint, cache, bin_path());
+    assert_int_equal(system(cmd), 0);
+    json_t *scan = js_scan(cache);             /* by commit alone: no ref, refs/ there all the same */
+    assert_int_equal(json_array_size(json_object_get(scan, "warnings")), 0);
+    json_t *tiny = js_repo(scan, "org/tiny");
+    assert_non_null(tiny);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(json_object_get(tiny, "revisions"), 0), "refs")), 0);
+    json_decref(scan);
+
+    snprintf(cmd, sizeof cmd, "HF_ENDPOINT=%s HF_HUB_CACHE=%s %s pull org/tiny >/dev/null 2>&1 && HF_ENDPOINT=%s "
+             "HF_HUB_CACHE=%s %s pull --pair ja-ht >/dev/null 2>&1", fake_hub.endpoint, cache, bin_path(),
+             fake_hub.endpoint, cache, bin_path());
+    assert_int_equal(system(cmd), 0);
+    add_revision2(cache);
+    snprintf(cmd, sizeof cmd, "HF_HUB_CACHE=%s %s rm org/tiny@v2 >/dev/null", cache, bin_path());
+    assert_int_equal(system(cmd), 0);
+    scan = js_scan(cache);
+    json_t *warnings = json_object_get(scan, "warnings");
+    if (json_array_size(warnings))
+        print_error("scanCacheDir warned: %s\n", json_string_value(json_array_get(warnings, 0)));
+    assert_int_equal(json_array_size(warnings), 0);
+    assert_int_equal(json_array_size(json_object_get(scan, "repos")), 3);
+    hub_cached_repo *repos;
+    int n;
+    mt_err err = {0};
+    assert_int_equal(hub_scan(cache, &repos, &n, &err), MT_OK);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++) {
+        json_t *r = js_repo(scan, repos[i].repo);
+        assert_non_null(r);
+        assert_string_equal(json_string_value(json_object_get(r, "type")), "model");
+        assert_int_equal(json_integer_value(json_object_get(r, "size")), repos[i].size);
+        assert_int_equal(json_integer_value(json_object_get(r, "size")), form_bytes());
+        json_t *revs = json_object_get(r, "revisions");
+        assert_int_equal(json_array_size(revs), 1);
+        json_t *rev = json_array_get(revs, 0);
+        assert_string_equal(json_string_value(json_object_get(rev, "commitOid")), COMMIT);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(rev, "refs"), 0)), "main");
+        json_t *files = json_object_get(rev, "files");
+        assert_int_equal(json_array_size(files), 8);
+        size_t k;
+        json_t *f;
+        json_array_foreach(files, k, f) {
+            const fake_file *ff = fake_file_named(json_string_value(json_object_get(f, "path")));
+            assert_non_null(ff);
+            char want[128];
+            snprintf(want, sizeof want, "blobs/%s", ff->etag);
+            assert_string_equal(json_string_value(json_object_get(f, "blob")), want);
+            assert_int_equal(json_integer_value(json_object_get(f, "size")), ff->len);
+        }
+    }
+    hub_scan_free(repos, n);
+    json_decref(scan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +711,10 @@ int main(void)
         cmocka_unit_test(test_models_list),
         cmocka_unit_test(test_rm),
         cmocka_unit_test(test_rm_stays_inside),
+        cmocka_unit_test(test_disk_full_tmpfs),
+        cmocka_unit_test(test_disk_full_write),
+        cmocka_unit_test(test_js_cache_served),
+        cmocka_unit_test(test_js_scans_mtserve_cache),
     };
     int rc = cmocka_run_group_tests(tests, hub_start, hub_stop);
     kill_all_children();
