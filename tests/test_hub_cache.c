@@ -393,7 +393,7 @@ static void test_rm(void **state)
     snprintf(cmd, sizeof cmd, "HF_HUB_CACHE=%s %s rm org/tiny 2>&1", cache, bin_path());
     out = run(cmd, &status);
     assert_int_equal(status, 0);
-    assert_non_null(strstr(out, "2 snapshots"));
+    assert_non_null(strstr(out, "2 snapshots, 2 refs"));
     assert_non_null(strstr(out, "the repository's folder"));
     free(out);
     assert_false(exists(p));

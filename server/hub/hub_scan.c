@@ -372,12 +372,22 @@ static int sum_blob(void *ud, const char *path, const struct stat *lst)
     return 0;
 }
 
-/* the whole repository folder, its blobs counted first */
+static int count_ref(void *ud, const char *path, const struct stat *lst)
+{
+    char commit[41];
+    if (S_ISREG(lst->st_mode) && hub_read_ref(path, commit) == 0)
+        ((hub_removed *)ud)->refs++;
+    return 0;
+}
+
+/* the whole repository folder, its blobs and refs counted first */
 static mt_status remove_repo(const char *repo_dir, hub_removed *out, mt_err *err)
 {
     char path[PATH_MAX];
     path_of(path, repo_dir, "blobs");
     walk_files(path, 0, sum_blob, out);
+    path_of(path, repo_dir, "refs");
+    walk_files(path, 0, count_ref, out);
     path_of(path, repo_dir, "snapshots");
     DIR *d = opendir(path);
     for (struct dirent *e; d && (e = readdir(d));)
@@ -434,7 +444,7 @@ static mt_status remove_revision(const char *repo_dir, const char *commit, hub_r
     if (st == MT_OK && rmdir(snaps) == 0) {     /* the last snapshot: the folder goes, as huggingface_hub's does */
         hub_removed rest = {0};
         st = remove_repo(repo_dir, &rest, err);
-        out->blobs += rest.blobs, out->bytes += rest.bytes, out->whole = 1;
+        out->blobs += rest.blobs, out->bytes += rest.bytes, out->refs += rest.refs, out->whole = 1;
     }
 done:
     free(drop.v);
