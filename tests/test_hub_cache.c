@@ -214,8 +214,8 @@ static void test_pairs_table(void **state)
 }
 
 /* `mtserve pull --pair ja-ht`: no repository of its own, both legs through English
- * pulled; `serve --pair ja-ht` offline serves both from the cache; a pair with no
- * route is named before any request */
+ * pulled; `serve --pair ja-ht --pair ja-en` offline serves both from the cache (the
+ * shared leg once); a pair with no route is named before any request */
 static void test_pull_pair(void **state)
 {
     char cache[512], cmd[2048];
@@ -245,7 +245,7 @@ static void test_pull_pair(void **state)
     char env_cache[600];
     snprintf(env_cache, sizeof env_cache, "HF_HUB_CACHE=%s", cache);
     const char *env[] = { "HF_ENDPOINT=http://127.0.0.1:9", env_cache, "HF_HUB_OFFLINE=1", NULL };
-    const char *args[] = { "--pair", "ja-ht", NULL };
+    const char *args[] = { "--pair", "ja-ht", "--pair=ja-en", NULL };    /* ja-en, a leg of both: loaded once */
     server s;
     assert_int_equal(server_start_env(&s, args, env), 0);
     reply r = get(&s, "/models");

@@ -128,10 +128,16 @@ static const char *pair_arg(int argc, char **argv, int *i)
     return NULL;
 }
 
+/* serve's argv with each --pair rewritten: the process's for its whole life */
+static struct {
+    char **argv;
+    char   names[2 * 32][200];      /* the repositories named, at most two a --pair */
+} expanded;
+
 int mt_hub_expand_pairs(int *argc, char ***argv)
 {
     char **in = *argv;
-    int n = *argc, out_n = 0;
+    int n = *argc, out_n = 0, n_names = 0;
     char **out = calloc((size_t)(2 * n + 1), sizeof *out);     /* a --pair becomes at most two --model */
     if (!out) {
         fprintf(stderr, "mtserve: out of memory\n");
@@ -142,7 +148,7 @@ int mt_hub_expand_pairs(int *argc, char ***argv)
         if (!pair) {
             if (i > 0 && strcmp(in[i], "--pair") == 0) {
                 fprintf(stderr, "mtserve serve: --pair needs SRC-TGT\n");
-                return -1;
+                goto fail;
             }
             out[out_n++] = in[i];
             continue;
@@ -150,20 +156,29 @@ int mt_hub_expand_pairs(int *argc, char ***argv)
         char repos[2][200];
         int k = pair_repos("mtserve serve", pair, repos);
         if (k == 0)
-            return -1;
+            goto fail;
         for (int j = 0; j < k; j++) {
             int dup = 0;                /* two pairs through the same leg load it once */
-            for (int m = 1; m < out_n; m++)
-                dup |= strcmp(out[m], repos[j]) == 0;
+            for (int m = 0; m < n_names; m++)
+                dup |= strcmp(expanded.names[m], repos[j]) == 0;
             if (dup)
                 continue;
+            if (n_names == (int)(sizeof expanded.names / sizeof *expanded.names)) {
+                fprintf(stderr, "mtserve serve: too many --pair\n");
+                goto fail;
+            }
+            memcpy(expanded.names[n_names], repos[j], sizeof repos[j]);
             out[out_n++] = "--model";
-            out[out_n++] = strdup(repos[j]);
+            out[out_n++] = expanded.names[n_names++];
         }
     }
+    expanded.argv = out;
     *argc = out_n;
     *argv = out;
     return 0;
+fail:
+    free(out);
+    return -1;
 }
 
 static int pull_one(const hub_config *cfg, const char *name)
