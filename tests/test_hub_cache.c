@@ -564,18 +564,13 @@ static json_t *js_repo(json_t *scan, const char *name)
     return NULL;
 }
 
-/* @huggingface/hub's snapshotDownload from the fake hub: the same layout, blob names
- * and links as mtserve's; mtserve lists it as loadable and serves it with
- * HF_HUB_OFFLINE=1 and not one request, answering as models/tiny loaded by path. */
-static void test_js_cache_served(void **state)
+/* node tests/hubjs/snapshot.mjs: the client's snapshotDownload of name into cache;
+ * asserts it ended well and printed the snapshot folder of the fake hub's commit */
+static void js_snapshot(const char *cache, const char *name)
 {
-    if (!have_hubjs())
-        skip();
-    char cache[512], cmd[2048], p[1200], target[256];
-    fake_fresh_cache(cache, sizeof cache);
-    snprintf(cmd, sizeof cmd, "node tests/hubjs/snapshot.mjs %s %s org/tiny 2>%s.log", fake_hub.endpoint, cache,
+    char cmd[2048], p[1200], want[1200];
+    snprintf(cmd, sizeof cmd, "node tests/hubjs/snapshot.mjs %s %s %s 2>%s.log", fake_hub.endpoint, cache, name,
              cache);
-    fake_hub_reset_counts();
     int status;
     char *out = run(cmd, &status);
     if (status != 0) {
@@ -585,10 +580,63 @@ static void test_js_cache_served(void **state)
         print_error("%s: exit %d\n%s\n", cmd, status, log);
     }
     assert_int_equal(status, 0);
-    char want[1024];
-    snprintf(want, sizeof want, "%s/models--org--tiny/snapshots/" COMMIT "\n", cache);
+    const char *slash = strchr(name, '/');
+    snprintf(want, sizeof want, "%s/models--%.*s--%s/snapshots/" COMMIT "\n", cache, (int)(slash - name), name,
+             slash + 1);
     assert_string_equal(out, want);
     free(out);
+}
+
+/* /translate of each text by a server started with args (and env) */
+static void translations(const char *const *args, const char *const *env, char *out[3])
+{
+    static const char *const bodies[] = { "{\"text\": \"Hello world.\", \"beam\": 1}",
+                                          "{\"text\": \"The file is open.\", \"beam\": 1}",
+                                          "{\"text\": \"Where is the station?\", \"beam\": 1}" };
+    server s;
+    assert_int_equal(env ? server_start_env(&s, args, env) : server_start(&s, args), 0);
+    for (int i = 0; i < 3; i++) {
+        reply r = post(&s, "/translate", bodies[i]);
+        out[i] = reply_text(&r, NULL, 0);
+        assert_non_null(out[i]);
+        reply_free(&r);
+    }
+    assert_int_equal(server_stop(&s), 0);
+}
+
+/* the cache the client wrote, served by name with HF_HUB_OFFLINE=1 and not one request,
+ * answers as the model directory dir loaded by path */
+static void served_as(const char *cache, const char *name, const char *dir)
+{
+    char env_cache[600], model_dir[1024], *by_path[3], *by_name[3];
+    snprintf(env_cache, sizeof env_cache, "HF_HUB_CACHE=%s", cache);
+    snprintf(model_dir, sizeof model_dir, "%s", dir);
+    const char *path_args[] = { "--model", model_dir, NULL };
+    translations(path_args, NULL, by_path);
+    const char *env[] = { "HF_ENDPOINT=http://127.0.0.1:9", env_cache, "HF_HUB_OFFLINE=1", NULL };
+    const char *name_args[] = { "--model", name, NULL };
+    fake_hub_reset_counts();
+    translations(name_args, env, by_name);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(by_name[i], by_path[i]);
+        free(by_name[i]);
+        free(by_path[i]);
+    }
+    assert_int_equal(fake_hub.api_requests + fake_hub.resolve_requests + fake_hub.blob_gets, 0);
+}
+
+/* @huggingface/hub's snapshotDownload from the fake hub: the same layout, blob names
+ * and links as mtserve's; mtserve lists it as loadable and serves it with
+ * HF_HUB_OFFLINE=1 and not one request, answering as the model loaded by path:
+ * models/tiny, and the OPUS-MT en-mg of `make opus-models` when it was generated. */
+static void test_js_cache_served(void **state)
+{
+    if (!have_hubjs())
+        skip();
+    char cache[512], cmd[2048], p[1200], target[256], want[256];
+    fake_fresh_cache(cache, sizeof cache);
+    fake_hub_reset_counts();
+    js_snapshot(cache, "org/tiny");
     assert_true(fake_hub.api_requests > 0 && fake_hub.resolve_requests > 0);
     for (int i = 0; i < fake_hub.n_files; i++) {      /* every file, tf_model.h5 too: the client takes all */
         const fake_file *f = &fake_hub.files[i];
@@ -605,37 +653,21 @@ static void test_js_cache_served(void **state)
     assert_string_equal(json_string_value(json_object_get(rev, "refs")), "main");
     assert_true(json_is_true(json_object_get(rev, "loads")));
     json_decref(j);
+    served_as(cache, "org/tiny", "models/tiny");
 
-    static const char *const texts[] = { "Hello world.", "The file is open." };
-    char env_cache[600], *by_path[2];
-    snprintf(env_cache, sizeof env_cache, "HF_HUB_CACHE=%s", cache);
-    server s;
-    const char *path_args[] = { "--model", "models/tiny", NULL };
-    assert_int_equal(server_start(&s, path_args), 0);
-    for (int i = 0; i < 2; i++) {
-        reply r = post(&s, "/translate", texts[i][0] == 'H' ? "{\"text\": \"Hello world.\", \"beam\": 1}"
-                                                           : "{\"text\": \"The file is open.\", \"beam\": 1}");
-        by_path[i] = reply_text(&r, NULL, 0);
-        assert_non_null(by_path[i]);
-        reply_free(&r);
+    if (fake_hub.n_opus == 0) {
+        print_message("no $MT_OPUS_DIR/en-mg/safetensors-f32 (make opus-models): OPUS-MT en-mg not tried\n");
+        return;
     }
-    assert_int_equal(server_stop(&s), 0);
-    const char *env[] = { "HF_ENDPOINT=http://127.0.0.1:9", env_cache, "HF_HUB_OFFLINE=1", NULL };
-    const char *name_args[] = { "--model", "org/tiny", NULL };
-    fake_hub_reset_counts();
-    assert_int_equal(server_start_env(&s, name_args, env), 0);
-    for (int i = 0; i < 2; i++) {
-        reply r = post(&s, "/translate", texts[i][0] == 'H' ? "{\"text\": \"Hello world.\", \"beam\": 1}"
-                                                           : "{\"text\": \"The file is open.\", \"beam\": 1}");
-        char *t = reply_text(&r, NULL, 0);
-        assert_non_null(t);
-        assert_string_equal(t, by_path[i]);
-        free(t);
-        free(by_path[i]);
-        reply_free(&r);
-    }
-    assert_int_equal(server_stop(&s), 0);
-    assert_int_equal(fake_hub.api_requests + fake_hub.resolve_requests + fake_hub.blob_gets, 0);
+    double t0 = now_s();
+    js_snapshot(cache, "Helsinki-NLP/opus-mt-en-mg");
+    print_message("@huggingface/hub downloaded opus-mt-en-mg (%.1f MB) in %.2f s\n",
+                  (double)fake_file_in(fake_repo_named("Helsinki-NLP/opus-mt-en-mg"), "model.safetensors")->len / 1e6,
+                  now_s() - t0);
+    const char *opus = getenv("MT_OPUS_DIR");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.900s/en-mg/safetensors-f32", opus ? opus : "build/opus-mt");
+    served_as(cache, "Helsinki-NLP/opus-mt-en-mg", dir);
 }
 
 /* What `mtserve pull` writes (by branch, by commit alone, both legs of a pair, after an
