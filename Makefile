@@ -63,7 +63,7 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
 	  $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
-	@$(MAKE) --no-print-directory $(E2E_MODULES) $(HF_TOK_MODULES)
+	@$(MAKE) --no-print-directory $(E2E_MODULES) $(HF_TOK_MODULES) $(HUBJS_MODULES)
 
 # The README's first command: install, build, serve the default model on 127.0.0.1:8080
 # (en-fr; and fr-en beside it once models/fr-en exists: /languages lists both directions).
@@ -79,9 +79,10 @@ $(B)/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# server/api/openapi.c and server/service/languages.c embed these files (.incbin)
+# server/api/openapi.c, server/service/languages.c and server/hub/hub_pairs.c embed these files (.incbin)
 $(B)/server/api/openapi.o: server/api/openapi.json server/api/libretranslate_spec.json
 $(B)/server/service/languages.o: server/service/languages.tsv
+$(B)/server/hub/hub_pairs.o: server/hub/opus_pairs.tsv
 
 # rebuilt whole: `ar r` alone keeps the members of files that were removed or renamed
 $(B)/libmt.a: $(ENGINE_OBJ)

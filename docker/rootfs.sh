@@ -51,6 +51,13 @@ for lib in $libs; do
     copyright "$pkg"
 done
 for pkg in "$@"; do copyright "$pkg"; done
+# libcurl checks the Hugging Face Hub's TLS certificate (`mtserve pull`, --model org/name)
+# against Debian's CA bundle, at the path Debian's libcurl was built to read
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    mkdir -p "$root/etc/ssl/certs"
+    cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+    copyright ca-certificates
+fi
 
 echo 'mtserve:x:999:999:mtserve:/app:/nonexistent' > "$root/etc/passwd"
 echo 'mtserve:x:999:' > "$root/etc/group"

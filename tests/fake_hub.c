@@ -1,19 +1,24 @@
-/* fake_hub: a Hugging Face hub inside a test program (fake_hub.h). */
+/* fake_hub: a Hugging Face hub on loopback (fake_hub.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <microhttpd.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fake_hub.h"
 #include "harness.h"
+
+#define COMMIT FAKE_COMMIT
+#define TOKEN  FAKE_TOKEN
 
 const fake_repo fake_repos[] = {
     { "org/tiny", 0, NULL, NULL, 0 },
@@ -21,6 +26,8 @@ const fake_repo fake_repos[] = {
     { "org/evil", 0, "../../../outside.txt", NULL, 0 },
     { "org/badetag", 0, NULL, "../../../../escaped", 0 },
     { "Helsinki-NLP/opus-mt-en-mg", 0, NULL, NULL, 1 },
+    { "Helsinki-NLP/opus-mt-ja-en", 0, NULL, NULL, 0 },    /* the legs of --pair ja-ht */
+    { "Helsinki-NLP/opus-mt-en-ht", 0, NULL, NULL, 0 },
 };
 const int fake_n_repos = (int)(sizeof fake_repos / sizeof *fake_repos);
 
@@ -32,6 +39,20 @@ static void hex(const unsigned char *md, unsigned n, char *out)
 {
     for (unsigned i = 0; i < n; i++)
         sprintf(out + 2 * i, "%02x", md[i]);
+}
+
+/* git's blob id: sha1("blob LEN\0" + bytes) */
+static void git_blob_id(const unsigned char *data, size_t len, char out[41])
+{
+    char head[32];
+    int h = snprintf(head, sizeof head, "blob %zu", len) + 1;
+    unsigned char *all = malloc(len + (size_t)h), md[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    memcpy(all, head, (size_t)h);
+    memcpy(all + h, data, len);
+    assert_true(EVP_Digest(all, len + (size_t)h, md, &n, EVP_sha1(), NULL));
+    free(all);
+    hex(md, n, out);
 }
 
 static void add_file_to(fake_file *set, int *n_set, const char *name, int lfs, const char *path)
@@ -51,16 +72,15 @@ static void add_file_to(fake_file *set, int *n_set, const char *name, int lfs, c
     unsigned n = 0;
     if (lfs) {
         assert_true(EVP_Digest(f->data, f->len, md, &n, EVP_sha256(), NULL));
-    } else {                        /* git's blob id: sha1("blob LEN\0" + bytes) */
-        char head[32];
-        int h = snprintf(head, sizeof head, "blob %zu", f->len) + 1;
-        unsigned char *all = malloc(f->len + (size_t)h);
-        memcpy(all, head, (size_t)h);
-        memcpy(all + h, f->data, f->len);
-        assert_true(EVP_Digest(all, f->len + (size_t)h, md, &n, EVP_sha1(), NULL));
-        free(all);
+        hex(md, n, f->etag);
+        char pointer[256];          /* what git holds for it: the LFS pointer */
+        int k = snprintf(pointer, sizeof pointer, "version https://git-lfs.github.com/spec/v1\noid sha256:%s\n"
+                         "size %zu\n", f->etag, f->len);
+        git_blob_id((const unsigned char *)pointer, (size_t)k, f->oid);
+    } else {
+        git_blob_id(f->data, f->len, f->etag);
+        memcpy(f->oid, f->etag, sizeof f->oid);
     }
-    hex(md, n, f->etag);
 }
 
 static void add_file(const char *name, int lfs, const char *path)
@@ -74,7 +94,7 @@ static const fake_file *set_of(const fake_repo *repo, int *n)
     return repo && repo->opus ? fake_hub.opus : fake_hub.files;
 }
 
-const fake_file *fake_hub_file(const fake_repo *repo, const char *name)
+const fake_file *fake_file_in(const fake_repo *repo, const char *name)
 {
     int n;
     const fake_file *set = set_of(repo, &n);
@@ -82,6 +102,19 @@ const fake_file *fake_hub_file(const fake_repo *repo, const char *name)
         if (strcmp(set[i].name, name) == 0)
             return &set[i];
     return NULL;
+}
+
+const fake_repo *fake_repo_named(const char *repo)
+{
+    for (int i = 0; i < fake_n_repos; i++)
+        if (strcmp(fake_repos[i].repo, repo) == 0)
+            return &fake_repos[i];
+    return NULL;
+}
+
+const fake_file *fake_file_named(const char *name)
+{
+    return fake_file_in(NULL, name);
 }
 
 static const fake_repo *repo_at(const char *url, const char **rest)
@@ -111,7 +144,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, const 
 static int refuse_gated(struct MHD_Connection *c, const fake_repo *repo, enum MHD_Result *ret)
 {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!repo->gated || (auth && strcmp(auth, "Bearer " FAKE_HUB_TOKEN) == 0))
+    if (!repo->gated || (auth && strcmp(auth, "Bearer " TOKEN) == 0))
         return 0;
     char body[256];
     snprintf(body, sizeof body, "{\"error\":\"Access to model %s is restricted. You must have access to it and be "
@@ -123,10 +156,55 @@ static int refuse_gated(struct MHD_Connection *c, const fake_repo *repo, enum MH
 static int rev_known(const char *rev, size_t n)
 {
     return (n == 4 && strncmp(rev, "main", 4) == 0) || (n == 2 && strncmp(rev, "v1", 2) == 0) ||
-           (n == 40 && strncmp(rev, FAKE_HUB_COMMIT, 40) == 0);
+           (n == 40 && strncmp(rev, COMMIT, 40) == 0);
 }
 
-static enum MHD_Result answer_api(struct MHD_Connection *c, const char *url)
+/* one file as the tree and paths-info APIs describe it */
+static json_t *tree_entry(const fake_file *f, int with_commit)
+{
+    json_t *e = json_pack("{s:s, s:s, s:s, s:I}", "type", "file", "path", f->name, "oid", f->oid, "size",
+                          (json_int_t)f->len);
+    if (f->lfs)
+        json_object_set_new(e, "lfs", json_pack("{s:s, s:I, s:i}", "oid", f->etag, "size", (json_int_t)f->len,
+                                                "pointerSize", 134));
+    if (with_commit)
+        json_object_set_new(e, "lastCommit", json_pack("{s:s, s:s, s:s}", "id", COMMIT, "title", "Upload",
+                                                       "date", "2024-01-01T00:00:00.000Z"));
+    return e;
+}
+
+/* GET tree/{rev}[/path]: every file; POST paths-info/{rev}: the paths of the body
+ * {"paths": [...]} (asked) that exist */
+static enum MHD_Result answer_tree(struct MHD_Connection *c, const fake_repo *repo, const char *rest,
+                                   const char *asked)
+{
+    int paths_info = rest[0] == 'p';
+    const char *rev = strchr(rest, '/') + 1, *rev_end = strchr(rev, '/');
+    if (!rev_known(rev, rev_end ? (size_t)(rev_end - rev) : strlen(rev)))
+        return send_json(c, 404, "{\"error\":\"Invalid rev id\"}", "RevisionNotFound");
+    json_t *req = paths_info ? json_loads(asked ? asked : "", 0, NULL) : NULL;
+    json_t *want = json_object_get(req, "paths");
+    json_t *out = json_array();
+    int n_set;
+    const fake_file *set = set_of(repo, &n_set);
+    for (int i = 0; i < n_set; i++) {
+        int listed = !paths_info;
+        size_t k;
+        json_t *p;
+        json_array_foreach(want, k, p)
+            listed |= json_is_string(p) && strcmp(json_string_value(p), set[i].name) == 0;
+        if (listed)
+            json_array_append_new(out, tree_entry(&set[i], paths_info));
+    }
+    json_decref(req);
+    char *body = json_dumps(out, JSON_COMPACT);
+    enum MHD_Result ret = send_json(c, 200, body, NULL);
+    free(body);
+    json_decref(out);
+    return ret;
+}
+
+static enum MHD_Result answer_api(struct MHD_Connection *c, const char *url, const char *asked)
 {
     const char *rest;
     const fake_repo *repo = repo_at(url, &rest);
@@ -135,13 +213,15 @@ static enum MHD_Result answer_api(struct MHD_Connection *c, const char *url)
         return send_json(c, 404, "{\"error\":\"Repository not found\"}", "RepoNotFound");
     if (refuse_gated(c, repo, &ret))
         return ret;
+    if (strncmp(rest, "tree/", 5) == 0 || strncmp(rest, "paths-info/", 11) == 0)
+        return answer_tree(c, repo, rest, asked);
     if (strncmp(rest, "revision/", 9) != 0 || !rev_known(rest + 9, strlen(rest + 9))) {
         char body[256];
         snprintf(body, sizeof body, "{\"error\":\"Invalid rev id: %.100s\"}", rest + 9);
         return send_json(c, 404, body, "RevisionNotFound");
     }
     char body[4096];
-    int n = snprintf(body, sizeof body, "{\"_id\":\"x\",\"id\":\"%s\",\"sha\":\"" FAKE_HUB_COMMIT "\",\"siblings\":["
+    int n = snprintf(body, sizeof body, "{\"_id\":\"x\",\"id\":\"%s\",\"sha\":\"" COMMIT "\",\"siblings\":["
                      "{\"rfilename\":\".gitattributes\"}", repo->repo);
     int n_set;
     const fake_file *set = set_of(repo, &n_set);
@@ -151,6 +231,25 @@ static enum MHD_Result answer_api(struct MHD_Connection *c, const char *url)
         n += snprintf(body + n, sizeof body - (size_t)n, ",{\"rfilename\":\"%s\"}", repo->unsafe_sibling);
     snprintf(body + n, sizeof body - (size_t)n, "]}");
     return send_json(c, 200, body, NULL);
+}
+
+/* A Range header "bytes=A-" or "bytes=A-B" over len bytes: 1 and [from, end), else 0 */
+static int range_of(struct MHD_Connection *c, size_t len, size_t *from, size_t *end)
+{
+    const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range");
+    unsigned long long a = 0, b = 0;
+    if (!range || sscanf(range, "bytes=%llu-", &a) != 1 || a >= len)
+        return 0;
+    *from = (size_t)a;
+    *end = sscanf(range, "bytes=%llu-%llu", &a, &b) == 2 && b + 1 < len ? (size_t)b + 1 : len;
+    return *end > *from;
+}
+
+static void content_range(struct MHD_Response *r, size_t from, size_t end, size_t len)
+{
+    char cr[96];
+    snprintf(cr, sizeof cr, "bytes %zu-%zu/%zu", from, end - 1, len);
+    MHD_add_response_header(r, "Content-Range", cr);
 }
 
 static enum MHD_Result answer_resolve(struct MHD_Connection *c, const char *url)
@@ -165,7 +264,7 @@ static enum MHD_Result answer_resolve(struct MHD_Connection *c, const char *url)
     const char *slash = strncmp(rest, "resolve/", 8) == 0 ? strchr(rest + 8, '/') : NULL;
     if (!slash || !rev_known(rest + 8, (size_t)(slash - rest - 8)))
         return send_json(c, 404, "{\"error\":\"Invalid rev id\"}", "RevisionNotFound");
-    const fake_file *f = fake_hub_file(repo, slash + 1);
+    const fake_file *f = fake_file_in(repo, slash + 1);
     if (!f)
         return send_json(c, 404, "{\"error\":\"Entry not found\"}", "EntryNotFound");
     if (strstr(f->name, "tf_") || strstr(f->name, "flax") || strstr(f->name, "rust")) {
@@ -187,12 +286,15 @@ static enum MHD_Result answer_resolve(struct MHD_Connection *c, const char *url)
         MHD_add_response_header(r, "X-Linked-Etag", linked);
         MHD_add_response_header(r, "X-Linked-Size", size);
         code = 302;
-    } else {
-        r = MHD_create_response_from_buffer(f->len, f->data, MHD_RESPMEM_PERSISTENT);
-        code = 200;
+    } else {                        /* the bytes, or the part a Range asks for (206) */
+        size_t from = 0, end = f->len;
+        code = range_of(c, f->len, &from, &end) ? 206 : 200;
+        r = MHD_create_response_from_buffer(end - from, f->data + from, MHD_RESPMEM_PERSISTENT);
+        if (code == 206)
+            content_range(r, from, end, f->len);
     }
     MHD_add_response_header(r, "ETag", quoted);
-    MHD_add_response_header(r, "X-Repo-Commit", FAKE_HUB_COMMIT);
+    MHD_add_response_header(r, "X-Repo-Commit", COMMIT);
     ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
@@ -247,13 +349,10 @@ static enum MHD_Result answer_blob(struct MHD_Connection *c, const char *etag)
         return send_json(c, 404, "{\"error\":\"no such blob\"}", NULL);
     blob_body *b = calloc(1, sizeof *b);
     b->data = f->data, b->end = f->len, b->cut = (size_t)-1;
-    const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range");
-    unsigned long long from = 0;
-    if (range && sscanf(range, "bytes=%llu-", &from) == 1 && from < f->len)
-        b->from = (size_t)from;
+    int ranged = range_of(c, f->len, &b->from, &b->end);
     pthread_mutex_lock(&fake_hub.mu);
     fake_hub.blob_gets++;
-    fake_hub.last_range_from = range ? (long)from : -1;
+    fake_hub.last_range_from = ranged ? (long)b->from : -1;
     if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"))
         fake_hub.auth_to_cdn++;
     if (strcmp(fake_hub.cut_etag, etag) == 0) {
@@ -269,26 +368,64 @@ static enum MHD_Result answer_blob(struct MHD_Connection *c, const char *etag)
     }
     pthread_mutex_unlock(&fake_hub.mu);
     struct MHD_Response *r = MHD_create_response_from_callback(b->end - b->from, 16384, blob_read, b, blob_free);
-    unsigned code = 200;
-    if (b->from > 0) {
-        char cr[96];
-        snprintf(cr, sizeof cr, "bytes %zu-%zu/%zu", b->from, f->len - 1, f->len);
-        MHD_add_response_header(r, "Content-Range", cr);
-        code = 206;
-    }
+    unsigned code = ranged ? 206 : 200;
+    if (ranged)
+        content_range(r, b->from, b->end, f->len);
+    char quoted[80];                /* a CDN's own ETag (@huggingface/hub wants one) */
+    snprintf(quoted, sizeof quoted, "\"%s\"", f->etag);
+    MHD_add_response_header(r, "ETag", quoted);
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
 }
 
+typedef struct {
+    char  *data;                    /* a POST's body, NUL-terminated */
+    size_t len;
+} post_body;
+
+/* a POST's body gathered over libmicrohttpd's calls: 1 while it is still coming */
+static int gather(const char *method, const char *upload, size_t *upload_len, void **state)
+{
+    if (strcmp(method, "POST") != 0)
+        return 0;
+    post_body *p = *state;
+    if (!p) {
+        *state = calloc(1, sizeof *p);
+        return 1;
+    }
+    if (*upload_len == 0)
+        return 0;
+    if (p->len + *upload_len < (1 << 16)) {
+        p->data = realloc(p->data, p->len + *upload_len + 1);
+        memcpy(p->data + p->len, upload, *upload_len);
+        p->len += *upload_len;
+        p->data[p->len] = 0;
+    }
+    *upload_len = 0;
+    return 1;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode toe)
+{
+    post_body *p = *state;
+    if (p)
+        free(p->data);
+    free(p);
+    *state = NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_len, void **state)
 {
+    if (gather(method, upload, upload_len, state))
+        return MHD_YES;
     if (strncmp(url, "/api/models/", 12) == 0) {
         pthread_mutex_lock(&fake_hub.mu);
         fake_hub.api_requests++;
         pthread_mutex_unlock(&fake_hub.mu);
-        return answer_api(c, url + 12);
+        post_body *p = *state;
+        return answer_api(c, url + 12, p ? p->data : NULL);
     }
     if (strncmp(url, "/blobs/", 7) == 0)
         return answer_blob(c, url + 7);
@@ -340,7 +477,8 @@ int fake_hub_start(void)
     }
     fake_hub.port = free_port();
     fake_hub.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, (uint16_t)fake_hub.port,
-                             NULL, NULL, on_request, NULL, MHD_OPTION_END);
+                             NULL, NULL, on_request, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+                             on_completed, NULL, MHD_OPTION_END);
     if (!fake_hub.d)
         return -1;
     snprintf(fake_hub.endpoint, sizeof fake_hub.endpoint, "http://localhost:%d", fake_hub.port);
@@ -354,8 +492,102 @@ void fake_hub_stop(void)
         free(fake_hub.files[i].data);
     for (int i = 0; i < fake_hub.n_opus; i++)
         free(fake_hub.opus[i].data);
-    fake_hub.n_files = fake_hub.n_opus = 0;
 }
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+void fake_fresh_cache(char *out, size_t cap)
+{
+    char tmpl[512];
+    const char *bin = bin_path(), *slash = strrchr(bin, '/');
+    snprintf(tmpl, sizeof tmpl, "%.*s/tests/hubcache-XXXXXX", slash ? (int)(slash - bin) : 1, slash ? bin : ".");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%.*s/tests", slash ? (int)(slash - bin) : 1, slash ? bin : ".");
+    mkdir(dir, 0755);
+    assert_non_null(mkdtemp(tmpl));
+    snprintf(out, cap, "%s", tmpl);
+}
+
+void fake_config(hub_config *cfg, const char *cache)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->endpoint, sizeof cfg->endpoint, "%s", fake_hub.endpoint);
+    snprintf(cfg->cache, sizeof cfg->cache, "%s", cache);
+}
+
+void fake_ref_of(const char *name, hub_ref *ref)
+{
+    assert_true(hub_ref_parse(name, ref));
+}
+
+/* the bytes of path, or -1 length */
+long fake_read_all(const char *path, unsigned char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return (long)n;
+}
+
+/* the snapshot holds exactly the form's files, each a link to ../../blobs/ETAG with the
+ * hub's bytes; refs/main names the commit; no .incomplete is left */
+void fake_check_snapshot(const char *cache, const char *repo_folder)
+{
+    static unsigned char buf[1 << 20];
+    char path[1024], target[256], want[256];
+    int linked = 0;
+    for (int i = 0; i < fake_hub.n_files; i++) {
+        const fake_file *f = &fake_hub.files[i];
+        snprintf(path, sizeof path, "%s/%s/snapshots/" COMMIT "/%s", cache, repo_folder, f->name);
+        struct stat st;
+        int never = strstr(f->name, "tf_") || strstr(f->name, "flax") || strstr(f->name, "rust");
+        if (never) {
+            assert_int_not_equal(lstat(path, &st), 0);
+            continue;
+        }
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        assert_true(n > 0);
+        target[n] = 0;
+        snprintf(want, sizeof want, "../../blobs/%s", f->etag);
+        assert_string_equal(target, want);
+        assert_int_equal(fake_read_all(path, buf, sizeof buf), (long)f->len);
+        assert_memory_equal(buf, f->data, f->len);
+        linked++;
+    }
+    assert_int_equal(linked, 8);
+    snprintf(path, sizeof path, "%s/%s/refs/main", cache, repo_folder);
+    char ref[64] = {0};
+    assert_int_equal(fake_read_all(path, (unsigned char *)ref, sizeof ref - 1), 40);
+    assert_string_equal(ref, COMMIT);
+    snprintf(path, sizeof path, "%s/%s/blobs", cache, repo_folder);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        assert_null(strstr(e->d_name, ".incomplete"));
+    closedir(d);
+}
+
+/* the distinct LFS blobs of the form (source.spm and target.spm of models/tiny are the
+ * same bytes: one blob, fetched once, linked twice) */
+int fake_form_blobs(void)
+{
+    int n = 0;
+    for (int i = 0; i < fake_hub.n_files; i++) {
+        const fake_file *f = &fake_hub.files[i];
+        if (!f->lfs || strstr(f->name, "tf_") || strstr(f->name, "flax") || strstr(f->name, "rust"))
+            continue;
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= fake_hub.files[j].lfs && strcmp(fake_hub.files[j].etag, f->etag) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
 
 void fake_hub_slow(int ms)
 {
@@ -363,4 +595,3 @@ void fake_hub_slow(int ms)
     fake_hub.slow_ms = ms;
     pthread_mutex_unlock(&fake_hub.mu);
 }
-

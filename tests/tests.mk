@@ -140,6 +140,15 @@ $(B)/hf-ref/%.jsonl: $(HF_FIX)/%/tokenizer.json $(HF_TOK_DIR)/ref_ids.mjs $(HF_I
 hf-ref: $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 $(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 
+# Hugging Face's own JavaScript client, @huggingface/hub (tests/hubjs/README.md): installed by
+# `make deps` with the committed lock into tests/hubjs/node_modules; test_hub_cache has it
+# write a cache from the fake hub that mtserve serves, and read the cache mtserve writes.
+HUBJS_DIR     := tests/hubjs
+HUBJS_MODULES := $(HUBJS_DIR)/node_modules/.package-lock.json
+$(HUBJS_MODULES): $(HUBJS_DIR)/package.json $(HUBJS_DIR)/package-lock.json
+	cd $(HUBJS_DIR) && npm ci --no-audit --no-fund
+integration: $(HUBJS_MODULES)
+
 # The translation prompts of decoder-only LMs (tests/test_prompt.c, engine/tokenizer/prompt.c):
 # the published chat templates (tests/fixtures/chat-templates/README.md) rendered by
 # @huggingface/jinja and tokenized by @lenml/tokenizers (tests/tokenizers/ref_chat.mjs)

@@ -9,6 +9,8 @@ int mt_cmd_serve(int argc, char **argv);       /* server/cmd/serve.c */
 int mt_cmd_health(int argc, char **argv);
 int mt_cmd_shortlist(int argc, char **argv);   /* server/cmd/cmd_shortlist.c */      /* server/cmd/cmd_health.c */
 int mt_cmd_pull(int argc, char **argv);        /* server/cmd/cmd_pull.c */
+int mt_cmd_models(int argc, char **argv);      /* server/cmd/cmd_models.c */
+int mt_cmd_rm(int argc, char **argv);          /* server/cmd/cmd_models.c */
 
 /* serve's --model names given as org/name[@rev]: each replaced by its snapshot in the
  * Hugging Face cache, downloaded first unless HF_HUB_OFFLINE=1 (cmd_pull.c); -1 with
@@ -16,6 +18,9 @@ int mt_cmd_pull(int argc, char **argv);        /* server/cmd/cmd_pull.c */
 int mt_hub_resolve_models(srv_options *o);
 /* one name: 0 when it is no hub name (dir untouched), 1 with its snapshot in dir, -1 printed */
 int mt_hub_resolve_dir(const char *name, char *dir, size_t cap);
+/* serve's --pair SRC-TGT: each replaced in argv by --model of its OPUS-MT repository (two
+ * through English when the pair has none); -1 with the reason printed */
+int mt_hub_expand_pairs(int *argc, char ***argv);
 
 
 #endif

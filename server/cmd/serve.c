@@ -380,12 +380,19 @@ int mt_cmd_serve(int argc, char **argv)
     pthread_rwlock_init(&srv->reload_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     char err[512];
+    if (mt_hub_expand_pairs(&argc, &argv) != 0) {  /* --pair en-de: --model Helsinki-NLP/opus-mt-en-de */
+        free(srv);
+        return 2;
+    }
     int rc = srv_options_parse(&srv->opts, argc, argv, env_get, err, sizeof err);
     if (rc != 0) {
-        if (rc > 0)
+        if (rc > 0) {
             srv_options_usage(stdout);
-        else
+            printf("  --pair SRC-TGT         the published OPUS-MT model of a language pair by name, from the Hugging\n"
+                   "                         Face Hub (`mtserve pull --pair`); two through English when it has none\n");
+        } else {
             fprintf(stderr, "mtserve serve: %s (see --help)\n", err);
+        }
         rc = rc > 0 ? 0 : 2;
         goto done;
     }

@@ -30,6 +30,8 @@ typedef struct {
 /* 1 when s names a hub repository: org/name[@rev] with exactly one '/', characters
  * the hub allows, and no existing directory of that path (a path stays a path). */
 int hub_ref_parse(const char *s, hub_ref *ref);
+/* the same without the directory check: whether s is written as a hub name */
+int hub_ref_syntax(const char *s, hub_ref *ref);
 
 /* 1 when a file name from a hub is safe under a snapshot directory: relative, no
  * "..", "." or empty segment, no backslash, no control character. */
@@ -46,6 +48,59 @@ void hub_repo_dir(const char *cache, const hub_ref *ref, char *out, size_t cap);
  * commit), with a config.json and weights (model.safetensors or pytorch_model.bin)
  * in it.  MT_ERR_IO when it is not there. */
 mt_status hub_resolve_cached(const char *cache, const hub_ref *ref, char *snap, size_t cap, mt_err *err);
+
+/* the commit a refs/ file holds (40 lowercase hex digits, a newline allowed): 0, else -1 */
+int hub_read_ref(const char *path, char commit[41]);
+
+/* ---- what the cache holds, and removing from it (hub_scan.c) ------------------------ */
+
+typedef struct {
+    char     commit[41];        /* the snapshot folder's name (a commit in a well-formed cache) */
+    char     refs[256];         /* the refs naming it, ", " between them ("main, v1"); "" = none */
+    int      n_files;           /* its files (links into blobs/, or copies), subfolders included */
+    int      missing;           /* of them, links whose blob is gone */
+    uint64_t size;              /* bytes of its files, a blob linked twice counted once */
+    char     dir[4096];         /* its path */
+} hub_snapshot;
+
+typedef struct {
+    char     repo[200];         /* "org/name" */
+    char     dir[4096];         /* CACHE/models--org--name */
+    uint64_t size;              /* bytes of the blobs its snapshots link, each once (as huggingface_hub counts) */
+    uint64_t incomplete;        /* bytes of unfinished downloads (blobs/ETAG.incomplete) */
+    int      dangling_refs;     /* refs naming a commit with no snapshot */
+    char     problem[128];      /* a folder not laid out as the hub's ("" = none) */
+    int      n_snapshots;
+    hub_snapshot *snapshots;    /* by commit */
+} hub_cached_repo;
+
+/* The model repositories in cache (its models--org--name folders; datasets, spaces
+ * and other files are not listed), by name.  A missing cache is an empty one. */
+mt_status hub_scan(const char *cache, hub_cached_repo **repos, int *n, mt_err *err);
+void hub_scan_free(hub_cached_repo *repos, int n);
+
+typedef struct {
+    int      snapshots, refs, blobs;    /* what was removed */
+    uint64_t bytes;                     /* bytes of the blobs removed */
+    int      whole;                     /* the repository's folder went */
+} hub_removed;
+
+/* Removes from the cache as huggingface_hub's delete_revisions does.  whole: the
+ * repository's folder.  Else ref's revision (refs/REV or a commit): its snapshot, the
+ * refs naming its commit and the blobs no other snapshot links; the folder goes with
+ * its last snapshot.  Refused (MT_ERR_INPUT) when the repository or revision is not
+ * in the cache, or the repository's folder is a link or lies outside the cache; only
+ * files of the repository's own blobs/ are removed for a link, never another target. */
+mt_status hub_remove(const char *cache, const hub_ref *ref, int whole, hub_removed *out, mt_err *err);
+
+/* ---- language pairs: the published OPUS-MT repositories (hub_pairs.c) --------------- */
+
+/* The Helsinki-NLP/opus-mt-SRC-TGT repositories that translate src into tgt, from the
+ * table server/hub/opus_pairs.tsv (embedded): 1 and the direct one, else 2 and the
+ * pivot through English (src-en, then en-tgt), else 0. */
+int hub_pair_repos(const char *src, const char *tgt, char repos[2][200]);
+/* how many pairs the table holds */
+int hub_pair_count(void);
 
 /* ---- what a hub sends (hub_parse.c) ------------------------------------------------ */
 

@@ -42,7 +42,12 @@ static int valid_rev(const char *s)
 
 int hub_ref_parse(const char *s, hub_ref *ref)
 {
-    if (!s || is_dir(s))
+    return s && !is_dir(s) && hub_ref_syntax(s, ref);
+}
+
+int hub_ref_syntax(const char *s, hub_ref *ref)
+{
+    if (!s)
         return 0;
     const char *slash = strchr(s, '/');
     if (!slash || slash == s)
@@ -115,8 +120,7 @@ void hub_repo_dir(const char *cache, const hub_ref *ref, char *out, size_t cap)
     snprintf(out, cap, "%s/models--%.*s--%s", cache, (int)(slash - ref->repo), ref->repo, slash + 1);
 }
 
-/* the commit refs/REV holds: 40 hex digits, a newline allowed after them */
-static int read_ref(const char *path, char commit[41])
+int hub_read_ref(const char *path, char commit[41])
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -140,7 +144,7 @@ mt_status hub_resolve_cached(const char *cache, const hub_ref *ref, char *snap, 
         memcpy(commit, ref->rev, 41);
     } else {
         snprintf(path, sizeof path, "%s/refs/%s", repo_dir, ref->rev);
-        if (read_ref(path, commit) != 0)
+        if (hub_read_ref(path, commit) != 0)
             return mt_err_set(err, MT_ERR_IO, "%s@%s is not in the Hugging Face cache %s", ref->repo, ref->rev,
                               cache);
     }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define HUB_TRIES 4             /* attempts at one file: a dropped connection resumes */
@@ -264,9 +265,16 @@ done:
     return st;
 }
 
+/* a write refused for want of room: no retry helps, the message says what to do */
+static int disk_full(int e)
+{
+    return e == ENOSPC || e == EDQUOT || e == EFBIG;
+}
+
 /* One GET into path, appended from its present size (Range).  MT_OK when the
- * transfer ended; the caller checks the bytes. */
-static mt_status get_into(const hub_config *cfg, const hub_blob *b, const char *file, const char *path, mt_err *err)
+ * transfer ended; the caller checks the bytes.  *write_errno: why a write failed. */
+static mt_status get_into(const hub_config *cfg, const hub_blob *b, const char *file, const char *path,
+                          int *write_errno, mt_err *err)
 {
     uint64_t have = file_size(path);
     if (have >= b->size && b->size > 0)
@@ -290,16 +298,23 @@ static mt_status get_into(const hub_config *cfg, const hub_blob *b, const char *
     }
     if (fflush(f) != 0 && !r->write_failed)
         r->write_failed = errno;
-    if (r->write_failed)
-        st = mt_err_set(err, MT_ERR_IO, "writing %s: %s", path, strerror(r->write_failed));
+    if (r->write_failed) {
+        *write_errno = r->write_failed;
+        st = mt_err_set(err, MT_ERR_IO, "writing %s: %s%s", path, strerror(r->write_failed),
+                        disk_full(r->write_failed) ? " (the disk of the Hugging Face cache is full: free space there "
+                        "or set HF_HUB_CACHE to another disk; the part downloaded is kept and the next pull resumes "
+                        "it, `mtserve rm` removes it)" : "");
+    }
     else if (rc != CURLE_OK)
         st = mt_err_set(err, MT_ERR_IO, "%s: %s after %llu of %llu bytes", file, curl_easy_strerror(rc),
                         (unsigned long long)r->written, (unsigned long long)b->size);
     else if (r->code != 200 && r->code != 206)
         st = mt_err_set(err, MT_ERR_IO, "%s: HTTP %ld from %s", file, r->code, b->url);
 done:
-    if (f && fclose(f) != 0 && st == MT_OK)
+    if (f && fclose(f) != 0 && st == MT_OK) {
+        *write_errno = errno;
         st = mt_err_set(err, MT_ERR_IO, "writing %s: %s", path, strerror(errno));
+    }
     free(r);
     return st;
 }
@@ -316,8 +331,10 @@ static mt_status fetch_blob(const hub_config *cfg, const char *repo_dir, const c
     if (file_size(part) > b->size)
         unlink(part);
     mt_status st = MT_ERR_IO;
-    for (int t = 0; t < HUB_TRIES && st != MT_OK; t++) {
-        if ((st = get_into(cfg, b, file, part, err)) != MT_OK && cfg->progress)
+    int write_errno = 0;                /* a disk that is full stays full: no retry */
+    for (int t = 0; t < HUB_TRIES && st != MT_OK && !disk_full(write_errno); t++) {
+        if ((st = get_into(cfg, b, file, part, &write_errno, err)) != MT_OK && cfg->progress &&
+            !disk_full(write_errno))
             fprintf(stderr, "\nmtserve: %s; retrying\n", err->msg);
     }
     if (st != MT_OK)
@@ -373,6 +390,36 @@ static mt_status write_ref(const char *repo_dir, const char *rev, const char *co
     return MT_OK;
 }
 
+/* The bytes still to download (blobs not there yet, less what their .incomplete
+ * holds; a blob two files link counted once) against the room on the cache's disk,
+ * as huggingface_hub checks before it downloads: a model that cannot fit is named
+ * before a byte is written rather than filling the disk. */
+static mt_status check_room(const char *repo_dir, const hub_blob *blobs, int n, mt_err *err)
+{
+    uint64_t need = 0;
+    char path[2400], part[2450];
+    for (int i = 0; i < n; i++) {
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            dup |= strcmp(blobs[j].etag, blobs[i].etag) == 0;
+        snprintf(path, sizeof path, "%s/blobs/%s", repo_dir, blobs[i].etag);
+        snprintf(part, sizeof part, "%s.incomplete", path);
+        uint64_t have = file_size(part);
+        if (!dup && file_size(path) != blobs[i].size && have < blobs[i].size)
+            need += blobs[i].size - have;
+    }
+    struct statvfs vfs;
+    snprintf(path, sizeof path, "%s/blobs", repo_dir);
+    if (need == 0 || statvfs(path, &vfs) != 0)
+        return MT_OK;
+    uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    if (room >= need)
+        return MT_OK;
+    return mt_err_set(err, MT_ERR_IO, "not enough disk space: the model needs %.1f MB more and the disk of %s has "
+                      "%.1f MB free (free space there or set HF_HUB_CACHE to another disk); nothing was downloaded",
+                      (double)need / 1e6, path, (double)room / 1e6);
+}
+
 int hub_config_from_env(hub_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -410,12 +457,19 @@ mt_status hub_pull(const hub_config *cfg, const hub_ref *ref, char *snap, size_t
     for (int i = 0; i < list->n_files; i++)     /* every blob named before a byte is written */
         if ((st = blob_info(cfg, ref, list->sha, list->files[i], &blobs[i], err)) != MT_OK)
             goto done;
-    char blobs_dir[1500];
-    snprintf(blobs_dir, sizeof blobs_dir, "%s/blobs", repo_dir);
-    if (mkdir_p(blobs_dir) != 0) {
-        st = mt_err_set(err, MT_ERR_IO, "mkdir %s: %s", blobs_dir, strerror(errno));
-        goto done;
+    /* refs/ too, even when the revision is a commit and no ref is written: @huggingface/hub's
+     * cache scan counts a repository without refs/ as broken */
+    static const char *const dirs[] = { "blobs", "refs" };
+    for (int i = 0; i < 2; i++) {
+        char sub[1500];
+        snprintf(sub, sizeof sub, "%s/%s", repo_dir, dirs[i]);
+        if (mkdir_p(sub) != 0) {
+            st = mt_err_set(err, MT_ERR_IO, "mkdir %s: %s", sub, strerror(errno));
+            goto done;
+        }
     }
+    if ((st = check_room(repo_dir, blobs, list->n_files, err)) != MT_OK)
+        goto done;
     for (int i = 0; i < list->n_files; i++) {
         if ((st = fetch_blob(cfg, repo_dir, list->files[i], &blobs[i], err)) != MT_OK)
             goto done;
