@@ -1,26 +1,43 @@
-/* doc_office: Office Open XML .docx and OpenDocument .odt (document.h).
+/* doc_office: the office formats (document.h): Office Open XML .docx, .pptx
+ * and .xlsx, OpenDocument .odt, .odp and .ods; and the parts machinery of
+ * doc_parts.h, which doc_epub.c drives too.
  *
  * Parts translated:
  *   docx  word/document.xml, then word/header*.xml, word/footer*.xml,
  *         word/footnotes.xml, word/endnotes.xml (in the archive's order)
- *   odt   content.xml, then the headers and footers of styles.xml (the
+ *   pptx  ppt/slides/slide*.xml and ppt/notesSlides/notesSlide*.xml (their
+ *         text boxes and tables; not the layouts' and masters' placeholder
+ *         texts); ppt/presentation.xml must be there
+ *   xlsx  xl/sharedStrings.xml and the sheets xl/worksheets/sheet*.xml that
+ *         hold inline strings; xl/workbook.xml (the sheet names) must be there
+ *   odt, ods  content.xml, then the headers and footers of styles.xml (the
  *         paragraphs inside office:master-styles)
+ *   odp   content.xml (pages, their tables, the speaker notes)
  * Every other entry is copied as it was (doc_zip.h: its compressed bytes).
+ * None of these formats records the document's language in one place (runs
+ * carry their own lang), so the target is not set (as docx and odt did).
  *
  * Units.  docx: each w:p with text; its runs are the w:r elements inside it
  * (through w:hyperlink, w:ins, w:smartTag, w:sdt, w:fldSimple, ... but not
  * into a w:p nested in a text box, which is a unit of its own, nor into the
  * runs' drawings), each w:t of a run a text slot; w:tab, w:br and w:cr are a
- * space between slots.  odt: each text:p and text:h; its slots are the text
- * nodes of the paragraph and of its text:span, text:a, text:meta, text:ruby
- * children (not notes, frames, annotations or fields, which keep their
- * place); text:s, text:tab and text:line-break are a space.  A unit's text is
- * its slots joined (doc_runs.h: whitespace runs one space, trimmed); a blank
- * paragraph is not a unit.
+ * space between slots.  pptx: each a:p, its slots the a:t of its a:r runs,
+ * a:br a space; a field (a:fld: the slide number, a date) keeps its text and
+ * place.  xlsx: each string item si and inline string is, its slots its t
+ * and the t of its rich-text runs r (not the phonetic rPh); formulas (f),
+ * values (v), a formula's cached string: untouched.  odt, odp: each text:p
+ * and text:h; its slots are the text nodes of the paragraph and of its
+ * text:span, text:a, text:meta, text:ruby children (not notes, frames,
+ * annotations or fields, which keep their place); text:s, text:tab and
+ * text:line-break are a space.  ods: the same, only in the cells whose
+ * office:value-type is "string" (a number's, a date's or a formula's text is
+ * its value's display).  A unit's text is its slots joined (doc_runs.h:
+ * whitespace runs one space, trimmed); a blank paragraph is not a unit.
  *
- * Writing a translation: srv_runs_split gives each slot its share; a docx
- * slot's share goes into its w:t (xml:space="preserve" when it starts or ends
- * with a space), an odt slot's into its text node; a slot that gets nothing
+ * Writing a translation: srv_runs_split gives each slot its share; a docx or
+ * xlsx slot's share goes into its t (xml:space="preserve" when it starts or
+ * ends with a space; DrawingML's a:t keeps spaces without it), an ODF slot's
+ * into its text node; a slot that gets nothing
  * is emptied, and the spaces before a tab or break are dropped (the element
  * is the space).  Run properties, paragraph properties, drawings, fields,
  * bookmarks, tables: every element stays where it is.  Only the parts with a
@@ -29,8 +46,8 @@
  * kept: declaration, prefixes, attributes, comments); characters XML 1.0 does
  * not allow are left out.
  *
- * XML safety (markup/xml_tree.h, expat): a DOCTYPE stops the parser at once (neither
- * format has one: no entity can be declared, so none can expand; nothing is
+ * XML safety (markup/xml_tree.h, expat): a DOCTYPE stops the parser at once (none of
+ * these formats has one: no entity can be declared, so none can expand; nothing is
  * fetched); nesting is bounded by lim->max_depth.  The parts' trees are not
  * kept: parse reads the units and frees them, render parses the same bytes
  * again and walks them the same way, so render changes nothing in the parsed
@@ -678,15 +695,15 @@ static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const 
     int is_part;
     srv_part_kind pk;
     const char *main_name = main_entry(kind, &is_part, &pk);
-    int main = srv_zip_find(z, main_name);
+    int first = srv_zip_find(z, main_name);
     const char *kn = srv_doc_kind_name(kind);
-    if (main < 0)
+    if (first < 0)
         st = mt_err_set(err, MT_ERR_INPUT, "not a%s %s: the archive has no %s", kn[0] == 'o' ? "n" : "", kn,
                         main_name);
     else if (is_part)
-        st = srv_parts_add(o, z, main, pk, err);
+        st = srv_parts_add(o, z, first, pk, err);
     for (int i = 0; st == MT_OK && i < srv_zip_entries(z); i++)
-        if (i != main && other_part(kind, srv_zip_name(z, i), &pk))
+        if (i != first && other_part(kind, srv_zip_name(z, i), &pk))
             st = srv_parts_add(o, z, i, pk, err);
     srv_zip_close(z);
     if (st != MT_OK)

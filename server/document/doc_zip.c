@@ -281,7 +281,7 @@ int srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind)
     if (!za)
         return 0;
     /* Office Open XML: its content types and its main part */
-    static const struct { const char *main; srv_doc_kind kind; } OOXML[] = {
+    static const struct { const char *part; srv_doc_kind kind; } OOXML[] = {
         { "word/document.xml", SRV_DOC_DOCX },
         { "ppt/presentation.xml", SRV_DOC_PPTX },
         { "xl/workbook.xml", SRV_DOC_XLSX },
@@ -289,7 +289,7 @@ int srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind)
     int k = -1;
     if (zip_name_locate(za, "[Content_Types].xml", 0) >= 0)
         for (size_t i = 0; k < 0 && i < sizeof OOXML / sizeof OOXML[0]; i++)
-            if (zip_name_locate(za, OOXML[i].main, 0) >= 0)
+            if (zip_name_locate(za, OOXML[i].part, 0) >= 0)
                 k = OOXML[i].kind;
     if (k < 0)
         k = mime_kind(za);

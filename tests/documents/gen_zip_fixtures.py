@@ -215,13 +215,27 @@ def make_xlsx(path):
 
 # ---- odp, ods ----------------------------------------------------------------------------
 
+def save_odf(doc, path):
+    buf = io.BytesIO()
+    doc.write(buf)
+    write_zip(path, rezip(buf.getvalue()))
+
+
+def cell(text):
+    from odf.table import TableCell
+    from odf.text import P
+    tc = TableCell(valuetype="string")
+    tc.addElement(P(text=text))
+    return tc
+
+
 def make_odp(path):
     from odf.opendocument import OpenDocumentPresentation
     from odf.style import Style, MasterPage, PageLayout, TextProperties
     from odf.draw import Page, Frame, TextBox
     from odf.presentation import Notes
     from odf.text import P, Span
-    from odf.table import Table, TableColumn, TableRow, TableCell
+    from odf.table import Table, TableColumn, TableRow
     doc = OpenDocumentPresentation()
     pl = PageLayout(name="PL")
     doc.automaticstyles.addElement(pl)
@@ -260,16 +274,12 @@ def make_odp(path):
     for row in (("Room", "Opening time"), ("The reading room", "Every morning at nine.")):
         tr = TableRow()
         for c in row:
-            tc = TableCell()
-            tc.addElement(P(text=c))
-            tr.addElement(tc)
+            tr.addElement(cell(c))
         t.addElement(tr)
     tf.addElement(t)
     p2.addElement(tf)
     doc.presentation.addElement(p2)
-    buf = io.BytesIO()
-    doc.write(buf)
-    write_zip(path, rezip(buf.getvalue()))
+    save_odf(doc, path)
 
 
 def make_ods(path):
@@ -290,8 +300,7 @@ def make_ods(path):
         tr = TableRow()
         for kind, v in r:
             if kind == "string":
-                tc = TableCell(valuetype="string")
-                tc.addElement(P(text=v))
+                tc = cell(v)
             elif kind == "float":
                 tc = TableCell(valuetype="float", value=v)
                 tc.addElement(P(text=str(v)))
@@ -312,14 +321,10 @@ def make_ods(path):
     doc.spreadsheet.addElement(t)
     t2 = Table(name="Notes")
     tr = TableRow()
-    tc = TableCell(valuetype="string")
-    tc.addElement(P(text="Ask the bank about the new card."))
-    tr.addElement(tc)
+    tr.addElement(cell("Ask the bank about the new card."))
     t2.addElement(tr)
     doc.spreadsheet.addElement(t2)
-    buf = io.BytesIO()
-    doc.write(buf)
-    write_zip(path, rezip(buf.getvalue()))
+    save_odf(doc, path)
 
 
 # ---- epub ------------------------------------------------------------------------------
