@@ -407,7 +407,8 @@ static void test_frontend_settings(void **state)
     assert_true(json_is_true(json_object_get(j, "filesTranslation")));
     json_t *f = json_object_get(j, "supportedFilesFormat");
     assert_true(json_is_array(f));
-    const char *want[] = { ".txt", ".html", ".srt", ".vtt", ".po", ".docx", ".odt" };
+    const char *want[] = { ".txt", ".html", ".srt", ".vtt", ".po", ".docx", ".odt", ".pptx", ".xlsx", ".odp", ".ods",
+                           ".epub" };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int seen = 0;
         for (size_t k = 0; k < json_array_size(f); k++)
