@@ -144,6 +144,21 @@ static int open_empty(const srv_xml_node *e, const char *xml, size_t *at, mt_sbu
     return 0;
 }
 
+/* The document, before any translation, through the HTML writer and read
+ * again as XML.  What HTML's parser rebuilds (a <div> inside a <p>, which XML
+ * allows and HTML closes the <p> for) cannot be written back as the same
+ * XML: refused here, with 400, rather than after the translation. */
+static mt_status trial_render(const srv_xhtml *x, mt_err *err)
+{
+    char *out;
+    size_t n;
+    mt_status st = srv_xhtml_render(x, &out, &n, err);
+    free(out);
+    if (st == MT_ERR_INTERNAL && err)
+        err->status = MT_ERR_INPUT;
+    return st == MT_ERR_INTERNAL ? MT_ERR_INPUT : st;
+}
+
 void srv_xhtml_free(srv_xhtml *x)
 {
     if (!x)
@@ -174,6 +189,8 @@ mt_status srv_xhtml_open(const char *name, const char *xml, size_t len, const sr
     x->src = b.p;
     b.p = NULL;
     st = srv_html_parse(x->src, strlen(x->src), lim->max_depth, &x->h, err);
+    if (st == MT_OK)
+        st = trial_render(x, err);
 done:
     srv_xml_free(doc);
     free(copy);
@@ -215,7 +232,7 @@ mt_status srv_xhtml_render(const srv_xhtml *x, char **out, size_t *len, mt_err *
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     } else if (xs != MT_OK) {
         char pb[96];
-        st = mt_err_set(err, MT_ERR_INTERNAL, "%s could not be written back as XHTML: %s",
+        st = mt_err_set(err, MT_ERR_INTERNAL, "%s: its markup, read as HTML, cannot be written back as XHTML: %s",
                         srv_printable(x->name, pb, sizeof pb), xe.msg);
     } else {
         *out = b.p;
