@@ -2,7 +2,7 @@
 """Real-world-shaped .pptx, .xlsx, .odp, .ods and .epub files (issue 52), for
 `make doc-check` (check_zip_formats.py) and tests/test_doc_zipformats.c.
 
-    /usr/bin/python3 tests/documents/gen_zip_fixtures.py OUT_DIR [--epub-chapters N]
+    /usr/bin/python3 tests/documents/gen_zip_fixtures.py OUT_DIR
 
 Generated at test time into build/ (never committed).  Writers:
   pptx  the PresentationML parts written here (no python-pptx in Debian's
@@ -18,7 +18,7 @@ Generated at test time into build/ (never committed).  Writers:
   epub  ebooklib: EPUB 3 with nav.xhtml and toc.ncx, chapters with headings,
         paragraphs with inline markup, an empty <a id="..."/> anchor (XML's
         empty-element form, which HTML reads otherwise), an image, CSS;
-        --epub-chapters makes it longer (the background benchmark's book)
+        (bench/file_load.py --format epub makes a long one with make_epub)
 Zip timestamps are fixed, so a rerun gives the same bytes.
 """
 import io
@@ -341,17 +341,21 @@ SENTENCES = [
 ]
 
 
-def chapter_html(i, paragraphs):
+def chapter_html(i, paragraphs, texts):
+    from xml.sax.saxutils import escape
+    at = (i - 1) * 2 * paragraphs
     body = [f'<h1>Chapter {i}: The harbour</h1>', f'<p><a id="start{i}"/>'
-            f'{SENTENCES[i % len(SENTENCES)]} The keeper was <em>very</em> happy.</p>']
+            f'{escape(texts[at % len(texts)])} The keeper was <em>very</em> happy.</p>']
     for k in range(paragraphs):
-        a, b = SENTENCES[(i + k) % len(SENTENCES)], SENTENCES[(i + 2 * k + 1) % len(SENTENCES)]
-        body.append(f'<p>{a} <strong>{b}</strong></p>')
+        a, b = texts[(at + 2 * k) % len(texts)], texts[(at + 2 * k + 1) % len(texts)]
+        body.append(f'<p>{escape(a)} <strong>{escape(b)}</strong></p>')
     body.append('<p><img src="images/lamp.png" alt="The lamp of the lighthouse"/></p>')
     return "\n".join(body)
 
 
-def make_epub(path, chapters=3, paragraphs=4):
+def make_epub(path, chapters=3, paragraphs=4, texts=SENTENCES, images=()):
+    """texts: the sentences the chapters are made of, in order (two a paragraph);
+    images: more pictures' bytes (a book's illustrations), copied as they are."""
     from ebooklib import epub
     book = epub.EpubBook()
     book.set_identifier("mtserve-doc-check-1")
@@ -364,10 +368,13 @@ def make_epub(path, chapters=3, paragraphs=4):
     book.add_item(css)
     img = epub.EpubItem(uid="lamp", file_name="images/lamp.png", media_type="image/png", content=png())
     book.add_item(img)
+    for k, b in enumerate(images):
+        book.add_item(epub.EpubItem(uid=f"plate{k}", file_name=f"images/plate{k}.jpg", media_type="image/jpeg",
+                                    content=b))
     chs = []
     for i in range(1, chapters + 1):
         c = epub.EpubHtml(title=f"Chapter {i}: The harbour", file_name=f"chap_{i:03d}.xhtml", lang="en")
-        c.content = chapter_html(i, paragraphs)
+        c.content = chapter_html(i, paragraphs, texts)
         c.add_item(css)
         book.add_item(c)
         chs.append(c)
@@ -376,7 +383,8 @@ def make_epub(path, chapters=3, paragraphs=4):
     book.add_item(epub.EpubNav())
     book.spine = ["nav"] + chs
     tmp = path + ".tmp"
-    epub.write_epub(tmp, book, {})
+    import datetime
+    epub.write_epub(tmp, book, {"mtime": datetime.datetime(*FIXED)})
     with open(tmp, "rb") as f:
         data = f.read()
     os.unlink(tmp)
@@ -388,10 +396,6 @@ def main():
         raise SystemExit(__doc__)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    if "--epub-chapters" in sys.argv:
-        n = int(sys.argv[sys.argv.index("--epub-chapters") + 1])
-        make_epub(os.path.join(out, "book.epub"), chapters=n, paragraphs=40)
-        return
     make_pptx(os.path.join(out, "slides.pptx"))
     make_xlsx(os.path.join(out, "sheet.xlsx"))
     make_odp(os.path.join(out, "slides.odp"))
