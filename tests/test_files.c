@@ -313,6 +313,9 @@ static void test_refused(void **state)
     st = post_file(&srv, "a.bin", bin, sizeof bin, &b, 0, "target", "fr", NULL);
     expect_error(st, 415, &b, ".docx");
     free(b.p);
+    st = post_file(&srv, "a.bin", bin, sizeof bin, &b, 0, "target", "fr", NULL);
+    expect_error(st, 415, &b, ".pptx, .xlsx, .odp, .ods, .epub");     /* every format named */
+    free(b.p);
     size_t big = 310 * 1024;
     char *text = malloc(big);
     for (size_t i = 0; i < big; i++)

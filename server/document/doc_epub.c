@@ -26,6 +26,7 @@
  * returned: a document the HTML path could not write back as XML is an
  * error naming it, never a broken book.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,12 +275,12 @@ static const char *attr(const epub *e, const srv_xml_node *el, const char *qname
     static const char *const ENT[][2] = { { "&amp;", "&" }, { "&lt;", "<" }, { "&gt;", ">" }, { "&quot;", "\"" },
                                           { "&apos;", "'" } };
     for (size_t i = 0; i < n && k + 1 < cap; k++) {
-        size_t j, m = 0;
-        for (j = 0; j < 5 && !m; j++)
+        size_t m = 0;
+        for (size_t j = 0; j < 5 && !m; j++)
             if (v[i] == '&' && n - i >= strlen(ENT[j][0]) && !memcmp(v + i, ENT[j][0], strlen(ENT[j][0])))
                 m = strlen(ENT[j][0]), buf[k] = ENT[j][1][0];
-        if (!m && pct && v[i] == '%' && n - i >= 3 && strchr("0123456789abcdefABCDEF", v[i + 1]) && v[i + 1] &&
-            strchr("0123456789abcdefABCDEF", v[i + 2]) && v[i + 2]) {
+        if (!m && pct && v[i] == '%' && n - i >= 3 && isxdigit((unsigned char)v[i + 1]) &&
+            isxdigit((unsigned char)v[i + 2])) {
             char hx[3] = { v[i + 1], v[i + 2], 0 };
             buf[k] = (char)strtol(hx, NULL, 16);
             m = 3;
