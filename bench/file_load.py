@@ -136,7 +136,9 @@ def main():
                     break
             except Exception:
                 time.sleep(0.2)
+        load = [open("/proc/loadavg").read().split()[0]]      # the machine may be shared: say how busy
         alone = loadgen(args, port, sentences)
+        load.append(open("/proc/loadavg").read().split()[0])
         t0 = time.time()
         status, j = post_file(base + "/translate_file", name, data,
                               {"source": "en", "target": "fr", "async": "true"})
@@ -153,6 +155,7 @@ def main():
         th = threading.Thread(target=poll)
         th.start()
         during = loadgen(args, port, sentences)
+        load.append(open("/proc/loadavg").read().split()[0])
         th.join()
         stop.set()
         final = polls[-1]
@@ -176,7 +179,8 @@ def main():
         print("|---|---|---|---|---|")
         for label, r in (("alone", alone), (f"during the {what} job", during)):
             print(f"| {label} | {r['req_per_s']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} |")
-        print(f"\np99 during / alone: {during['p99_ms'] / alone['p99_ms']:.2f}x")
+        print(f"\np99 during / alone: {during['p99_ms'] / alone['p99_ms']:.2f}x; load average (1 min) before, "
+              f"between and after the two phases: {', '.join(load)}")
         print()
         print(f"file job: {final[2]} units in {done_at:.1f} s ({final[2] / done_at:.1f} units/s overall; "
               f"{rate_during:.1f} units/s while the {args.clients} clients ran); output {shape} {out_lines} "

@@ -317,7 +317,8 @@ static mt_status load(epub *e, int entry, mt_err *err)
     return st;
 }
 
-/* The entry of href (relative to the package's folder; "../" climbs), or -1. */
+/* The entry of href (relative to the package's folder; "./" stays, "../"
+ * climbs, a "#fragment" is dropped), or -1. */
 static int entry_of(const epub *e, const char *href)
 {
     char path[1024];
@@ -326,6 +327,10 @@ static int entry_of(const epub *e, const char *href)
     strcpy(path, e->dir);
     strcat(path, href);
     char *h;
+    while ((h = strstr(path, "/./")))           /* "a/./b" -> "a/b" */
+        memmove(h, h + 2, strlen(h + 2) + 1);
+    if (!strncmp(path, "./", 2))
+        memmove(path, path + 2, strlen(path + 2) + 1);
     while ((h = strstr(path, "/../"))) {        /* "a/b/../c" -> "a/c" */
         char *s = h;
         while (s > path && s[-1] != '/')

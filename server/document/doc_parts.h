@@ -4,7 +4,7 @@
  *
  *   srv_parts_new   an empty set of parts over the archive's bytes
  *   srv_parts_add   one entry of the archive read, its units collected by
- *                   the rules of its kind (below)
+ *                   the rules of its kind (srv_part_kind)
  *   srv_parts_format's calls  units, set, render, free, target: render writes
  *                   again only the parts with a translated unit (or, for the
  *                   package of an EPUB, a target language), their own bytes
@@ -56,7 +56,9 @@ void        srv_parts_target(void *state, const char *lang);
 /* doc_epub.c: an XHTML document through markup/html.h. */
 typedef struct srv_xhtml srv_xhtml;
 /* xml[0..len) (named name, kept: it must outlive the result) checked as XML
- * and parsed as HTML.  MT_OK and *out; MT_ERR_INPUT (not well-formed XML),
+ * and parsed as HTML, then written once untranslated and read again as XML.
+ * MT_OK and *out; MT_ERR_INPUT (not well-formed XML, or markup HTML's parser
+ * rebuilds, so that it could not be written back as XML: a <div> in a <p>),
  * MT_ERR_TOO_LONG (a limit), MT_ERR_NOMEM. */
 mt_status   srv_xhtml_open(const char *name, const char *xml, size_t len, const srv_doc_limits *lim,
                            srv_xhtml **out, mt_err *err);
