@@ -1365,6 +1365,9 @@ static void test_zipformats_refused(void **state)
     lim = srv_doc_default_limits();
     lim.max_units = 5;
     parse_fails(SRV_DOC_EPUB, z, n, &lim, MT_ERR_TOO_LONG, "more than 5 translation units");
+    lim = srv_doc_default_limits();
+    lim.max_entries = 9;
+    parse_fails(SRV_DOC_EPUB, z, n, &lim, MT_ERR_TOO_LONG, "the archive has 10 entries; the limit is 9");
     free(z);
     z = mkxlsx(&n);
     lim = srv_doc_default_limits();
