@@ -1317,6 +1317,37 @@ static void test_epub(void **state)
     free(opf2);
 }
 
+/* EPUB 2's XHTML with the XHTML DTD's entities (declared by the DTD its DOCTYPE
+ * names, which no reader here fetches): read as their characters; an entity
+ * of no DTD, or one without that DOCTYPE, refused (further down). */
+static void test_epub_entities(void **state)
+{
+    const char *ch = "<?xml version=\"1.0\"?>\n<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.1//EN\" \"http://www.w3.org/"
+                     "TR/xhtml11/DTD/xhtml11.dtd\">\n<html xmlns=\"http://www.w3.org/1999/xhtml\"><head><title>T"
+                     "</title></head><body><p>caf&eacute;&nbsp;au lait &mdash; &copy; &amp; &#233;t&eacute;<!-- &foo; -->"
+                     "</p><p title=\"&laquo;x&raquo;\">Two</p></body></html>";
+    size_t n, m;
+    char *z = mkepub(ch, NULL, &n);
+    srv_doc *d = parse_ok(SRV_DOC_EPUB, z, n);
+    assert_string_equal(srv_doc_unit(d, 3), "caf\xc3\xa9\xc2\xa0" "au lait \xe2\x80\x94 \xc2\xa9 & \xc3\xa9t\xc3\xa9");
+    assert_string_equal(srv_doc_unit(d, 4), "\xc2\xabx\xc2\xbb");
+    for (int i = 0; i < srv_doc_units(d); i++)
+        fake_translate(d, i, 0);
+    char *out = render_ok(d, &m);
+    char *s = entry_of(out, m, "OEBPS/text/ch1.xhtml");
+    assert_true(well_formed(s));
+    assert_memory_equal(s, ch, strstr(ch, "<html") - ch);          /* the DOCTYPE as it was */
+    assert_non_null(strstr(s, "CAF\xc3\xa9\xc2\xa0" "AU LAIT \xe2\x80\x94 \xc2\xa9 &amp; \xc3\xa9T\xc3\xa9<!-- &foo; -->"));
+    free(s);
+    free(out);
+    srv_doc_free(d);
+    free(z);
+    z = mkepub("<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.1//EN\" \"x.dtd\"><html xmlns=\"http://www.w3.org/1999/"
+               "xhtml\"><body><p>a &foo; b</p></body></html>", NULL, &n);
+    parse_fails(SRV_DOC_EPUB, z, n, NULL, MT_ERR_INPUT, "OEBPS/text/ch1.xhtml is not well-formed XML");
+    free(z);
+}
+
 static void test_zipformats_refused(void **state)
 {
     size_t n;
@@ -1413,6 +1444,7 @@ int main(void)
         cmocka_unit_test(test_xlsx),
         cmocka_unit_test(test_odp_ods),
         cmocka_unit_test(test_epub),
+        cmocka_unit_test(test_epub_entities),
         cmocka_unit_test(test_zipformats_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

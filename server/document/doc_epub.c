@@ -16,7 +16,10 @@
  *
  * XHTML through the HTML path.  The document must be well-formed XML (expat,
  * markup/xml_tree.h: a DOCTYPE that declares nothing is allowed, one with an
- * internal subset refused, as entities would be).  The HTML parser is given
+ * internal subset refused, as entities would be).  A document whose DOCTYPE
+ * names the XHTML DTD (EPUB 2's) may use that DTD's entities: &nbsp;,
+ * &eacute;, &mdash; and the rest of its Latin-1 and punctuation sets are read
+ * as the characters they stand for (xhtml_entities); any other is refused.  The HTML parser is given
  * the root element on; the bytes before it (XML declaration, DOCTYPE,
  * comments) are written back as they were.  What XML allows and HTML reads
  * otherwise: an empty-element tag of a non-void element (<a id="p1"/>,
@@ -27,6 +30,7 @@
  * error naming it, never a broken book.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,7 +113,8 @@ static mt_status parse_masked(const char *name, const char *xml, size_t len, int
 
 struct srv_xhtml {
     const char *name;
-    const char *xml;            /* the document */
+    const char *xml;            /* the document (own, or the part's) */
+    char       *own;            /* the document with the XHTML DTD's entities resolved (xhtml_entities) */
     size_t      len, root;      /* its root element's first byte */
     char       *src;            /* what the HTML parser reads: the root on, empty non-void elements opened */
     srv_html   *h;
@@ -166,7 +171,86 @@ void srv_xhtml_free(srv_xhtml *x)
         return;
     srv_html_free(x->h);
     free(x->src);
+    free(x->own);
     free(x);
+}
+
+/* The entities of the XHTML 1.0 and 1.1 DTDs that books use: Latin-1 (U+00A0
+ * to U+00FF, in order) and the punctuation of xhtml-special and -symbol. */
+static const char *const LAT1[96] = {
+    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf", "laquo", "not",
+    "shy", "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro", "para", "middot", "cedil", "sup1",
+    "ordm", "raquo", "frac14", "frac12", "frac34", "iquest", "Agrave", "Aacute", "Acirc", "Atilde", "Auml",
+    "Aring", "AElig", "Ccedil", "Egrave", "Eacute", "Ecirc", "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH",
+    "Ntilde", "Ograve", "Oacute", "Ocirc", "Otilde", "Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc",
+    "Uuml", "Yacute", "THORN", "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig", "ccedil",
+    "egrave", "eacute", "ecirc", "euml", "igrave", "iacute", "icirc", "iuml", "eth", "ntilde", "ograve", "oacute",
+    "ocirc", "otilde", "ouml", "divide", "oslash", "ugrave", "uacute", "ucirc", "uuml", "yacute", "thorn", "yuml" };
+static const struct { const char *name; unsigned cp; } SPECIAL[] = {
+    { "OElig", 338 }, { "oelig", 339 }, { "Scaron", 352 }, { "scaron", 353 }, { "Yuml", 376 }, { "fnof", 402 },
+    { "circ", 710 }, { "tilde", 732 }, { "ensp", 8194 }, { "emsp", 8195 }, { "thinsp", 8201 }, { "zwnj", 8204 },
+    { "zwj", 8205 }, { "lrm", 8206 }, { "rlm", 8207 }, { "ndash", 8211 }, { "mdash", 8212 }, { "lsquo", 8216 },
+    { "rsquo", 8217 }, { "sbquo", 8218 }, { "ldquo", 8220 }, { "rdquo", 8221 }, { "bdquo", 8222 },
+    { "dagger", 8224 }, { "Dagger", 8225 }, { "bull", 8226 }, { "hellip", 8230 }, { "permil", 8240 },
+    { "prime", 8242 }, { "Prime", 8243 }, { "lsaquo", 8249 }, { "rsaquo", 8250 }, { "euro", 8364 },
+    { "trade", 8482 } };
+
+static unsigned entity_cp(const char *name, size_t n)
+{
+    for (unsigned k = 0; k < 96; k++)
+        if (strlen(LAT1[k]) == n && !memcmp(name, LAT1[k], n))
+            return 160 + k;
+    for (size_t k = 0; k < sizeof SPECIAL / sizeof SPECIAL[0]; k++)
+        if (strlen(SPECIAL[k].name) == n && !memcmp(name, SPECIAL[k].name, n))
+            return SPECIAL[k].cp;
+    return 0;
+}
+
+/* A document whose DOCTYPE names the XHTML DTD may use that DTD's entities
+ * (&nbsp;, &eacute;), which expat, reading no DTD, does not know: a copy with
+ * those written as character references (outside comments and CDATA) into
+ * *own, or *own NULL (no such DOCTYPE, nothing to write).  0, or -1 out of
+ * memory.  An entity of no table here is left, for expat to refuse. */
+static int xhtml_entities(const char *xml, size_t len, char **own, size_t *own_len)
+{
+    *own = NULL;
+    const char *root = memmem(xml, len, "<html", 5);
+    if (!root || !memmem(xml, (size_t)(root - xml), "-//W3C//DTD XHTML", 17))
+        return 0;
+    mt_sbuf b = { 0 };
+    size_t run = 0;                 /* the first byte not yet copied */
+    for (size_t i = 0; i < len; i++) {
+        const char *skip = len - i >= 4 && !memcmp(xml + i, "<!--", 4) ? "-->"
+                         : len - i >= 9 && !memcmp(xml + i, "<![CDATA[", 9) ? "]]>" : NULL;
+        if (skip) {
+            i = skip_to(xml, len, i, skip) - 1;
+            continue;
+        }
+        if (xml[i] != '&')
+            continue;
+        size_t e = i + 1;
+        while (e < len && e - i <= 8 && isalnum((unsigned char)xml[e]))
+            e++;
+        unsigned cp = e < len && xml[e] == ';' ? entity_cp(xml + i + 1, e - i - 1) : 0;
+        if (!cp)
+            continue;
+        char ref[16];
+        int rn = snprintf(ref, sizeof ref, "&#%u;", cp);
+        if (mt_sb_add(&b, xml + run, i - run) || mt_sb_add(&b, ref, (size_t)rn))
+            goto oom;
+        run = e + 1;
+        i = e;
+    }
+    if (!run)                       /* nothing written */
+        return 0;
+    if (mt_sb_add(&b, xml + run, len - run) || mt_sb_add(&b, "", 0))
+        goto oom;
+    *own = b.p;
+    *own_len = b.n;
+    return 0;
+oom:
+    free(b.p);
+    return -1;
 }
 
 mt_status srv_xhtml_open(const char *name, const char *xml, size_t len, const srv_doc_limits *lim,
@@ -176,12 +260,18 @@ mt_status srv_xhtml_open(const char *name, const char *xml, size_t len, const sr
     char *copy = NULL;
     srv_xml_doc *doc = NULL;
     mt_sbuf b = { 0 };
+    char *own = NULL;
     srv_xhtml *x = calloc(1, sizeof *x);
-    mt_status st = x ? parse_masked(name, xml, len, lim->max_depth, &copy, &doc, err)
-                     : mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    if (st != MT_OK)
+    mt_status st = x && !xhtml_entities(xml, len, &own, &len) ? MT_OK : mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (own)
+        xml = own;
+    if (st == MT_OK)
+        st = parse_masked(name, xml, len, lim->max_depth, &copy, &doc, err);
+    if (st != MT_OK) {
+        free(own);
         goto done;
-    *x = (srv_xhtml){ .name = name, .xml = xml, .len = len, .root = srv_xml_root(doc)->start };
+    }
+    *x = (srv_xhtml){ .name = name, .xml = xml, .own = own, .len = len, .root = srv_xml_root(doc)->start };
     size_t at = x->root;
     if (open_empty(srv_xml_root(doc), xml, &at, &b) || mt_sb_add(&b, xml + at, len - at) || mt_sb_add(&b, "", 0)) {
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
