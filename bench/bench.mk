@@ -5,7 +5,7 @@
 #   make bench-llm        decoder-only LMs at their published shapes, C engine vs PyTorch
 #   make bench-ct2        mtserve vs CTranslate2 4.8.1
 #   make bench-server-rate, file-bench, cache-bench, html-bench, detect-load   the server's own figures
-.PHONY: bench bench-models bench-kernels bench-llm bench-ct2 bench-server-rate file-bench cache-bench html-bench
+.PHONY: bench bench-models bench-kernels bench-llm bench-ct2 bench-server-rate file-bench epub-bench cache-bench html-bench
 
 # Issue 6 and 13 benchmarks (bench/run.py): prints a table and writes its parts of BENCHMARKS.md.
 # Three shapes: BENCH_MODEL (en-fr), and opus-mt-en-mg and opus-mt-tc-big-fr-en at full depth.
@@ -135,6 +135,13 @@ bench-server-rate: $(B)/mtserve $(B)/bench/bench_engine $(B)/bench/loadgen
 
 file-bench: $(B)/mtserve $(B)/bench/loadgen
 	/usr/bin/python3 bench/file_load.py --bin $(B)/mtserve --loadgen $(B)/bench/loadgen $(FILE_LOAD_ARGS)
+
+# An EPUB over 2 MiB (its text about 1.2 MB of XHTML, 1.6 MB of pictures) translated in the
+# background beside 8 interactive clients (BENCHMARKS.md, issue 52).  The translation cache
+# off: the clients repeat 200 sentences, which the cache would answer without decoding.
+EPUB_LOAD_ARGS ?= --serve-args "--cache-mb 0"
+epub-bench: $(B)/mtserve $(B)/bench/loadgen
+	/usr/bin/python3 bench/file_load.py --bin $(B)/mtserve --loadgen $(B)/bench/loadgen --format epub $(EPUB_LOAD_ARGS)
 
 $(B)/bench/html_parsers: bench/html_parsers.c
 	@mkdir -p $(dir $@)

@@ -1,10 +1,17 @@
 #!/usr/bin/python3
-"""bench/file_load.py: a 1 MB text file through POST /translate_file while 8 other
-clients keep sending one sentence each (issue 28).
+"""bench/file_load.py: a 1 MB text file (issue 28), or an EPUB (issue 52), through
+POST /translate_file while 8 other clients keep sending one sentence each.
 
     make B=build build/mtserve build/bench/loadgen
     /usr/bin/python3 bench/file_load.py [--bin build/mtserve] [--loadgen build/bench/loadgen]
                                         [--mb 1] [--clients 8] [--seconds 30]
+                                        [--format txt|epub] [--image-mb 1.6]
+
+--format epub (`make epub-bench`): a book made by tests/documents/gen_zip_fixtures.py's
+make_epub: chapters of 40 paragraphs (two sentences of the test split each, a bold one)
+until its XHTML holds --mb MB of text, plus --image-mb MB of illustrations (random bytes,
+which do not compress: a book's pictures), so that the file itself is over 2 MB; the
+output must have the same entries and every XHTML document well-formed XML.
 
 One server (models/en-fr, models/fr-en, defaults). Phase 1: the 8 clients alone for
 --seconds (bench/loadgen: closed loop, one sentence of the test split per request):
@@ -61,6 +68,32 @@ def loadgen(args, port, sentences):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def make_book(lines, args):
+    """An EPUB of the lines (see the top): its bytes."""
+    sys.path.insert(0, os.path.join(ROOT, "tests/documents"))
+    import gen_zip_fixtures
+    per_chapter = sum(len(l.encode()) for l in lines[:80]) or 1
+    chapters = max(1, int(args.mb * 1e6 / per_chapter) + 1)
+    path = "/tmp/file_load_book.epub"
+    images = [os.urandom(int(args.image_mb * 1e6 / 4)) for _ in range(4)]
+    gen_zip_fixtures.make_epub(path, chapters=chapters, paragraphs=40, texts=lines, images=images)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def book_shape(data):
+    """The EPUB's entries, each XHTML document read as XML (lxml raises if it is not): a
+    string that the input and the output must share (compared as the text's line counts are)."""
+    import io
+    import zipfile
+    from lxml import etree
+    z = zipfile.ZipFile(io.BytesIO(data))
+    for n in z.namelist():
+        if n.endswith(".xhtml"):
+            etree.fromstring(z.read(n))
+    return f"{len(z.namelist())} entries"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/mtserve")
@@ -69,6 +102,8 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--serve-args", default="", help="more flags for mtserve serve (e.g. --file-batch 4)")
+    ap.add_argument("--format", choices=("txt", "epub"), default="txt")
+    ap.add_argument("--image-mb", type=float, default=1.6, help="epub: the illustrations' bytes")
     args = ap.parse_args()
     os.chdir(ROOT)
     src = open("tests/fixtures/tokenizer/inputs/test.en.txt", encoding="utf-8").read().splitlines()
@@ -84,6 +119,10 @@ def main():
             if size >= args.mb * 1e6:
                 break
     data = ("\n".join(lines) + "\n").encode()
+    name, what = "big.txt", f"{args.mb:g} MB text file"
+    if args.format == "epub":
+        data = make_book(lines, args)
+        name, what = "book.epub", f"{len(data) / 1e6:.1f} MB EPUB"
     port = free_port()
     log = open("/tmp/file_load_server.log", "w")
     srv = subprocess.Popen([args.bin, "serve", "--model", "en-fr=models/en-fr", "--model", "fr-en=models/fr-en",
@@ -97,9 +136,11 @@ def main():
                     break
             except Exception:
                 time.sleep(0.2)
+        load = [open("/proc/loadavg").read().split()[0]]      # the machine may be shared: say how busy
         alone = loadgen(args, port, sentences)
+        load.append(open("/proc/loadavg").read().split()[0])
         t0 = time.time()
-        status, j = post_file(base + "/translate_file", "big.txt", data,
+        status, j = post_file(base + "/translate_file", name, data,
                               {"source": "en", "target": "fr", "async": "true"})
         assert status == 202, j
         polls, stop = [], threading.Event()
@@ -114,6 +155,7 @@ def main():
         th = threading.Thread(target=poll)
         th.start()
         during = loadgen(args, port, sentences)
+        load.append(open("/proc/loadavg").read().split()[0])
         th.join()
         stop.set()
         final = polls[-1]
@@ -122,21 +164,27 @@ def main():
                                     timeout=60) as r:
             out = r.read()
         in_lines, out_lines = data.count(b"\n"), out.count(b"\n")
+        shape = "lines"
+        if args.format == "epub":
+            in_lines, out_lines = book_shape(data), book_shape(out)
+            shape = "entries, XHTML well-formed"
         done_at = next((p[0] for p in polls if p[3] == "done"), None)
         during_units = [p for p in polls if p[0] <= args.seconds]
         rate_during = during_units[-1][1] / during_units[-1][0] if during_units else 0
-        print(f"file: {len(data)} bytes, {in_lines} lines, {final[2]} units; state {final[3]}; "
-              f"done after {done_at:.1f} s; output {out_lines} lines; progress polls {len(polls)}, "
+        print(f"file: {what}, {len(data)} bytes, {in_lines} ({shape}), {final[2]} units; state {final[3]}; "
+              f"done after {done_at:.1f} s; output {out_lines}; progress polls {len(polls)}, "
               f"monotonic {monotonic}")
         print()
         print("| clients' single sentences | requests/s | p50 ms | p99 ms | errors |")
         print("|---|---|---|---|---|")
-        for name, r in (("alone", alone), ("during the 1 MB file job", during)):
-            print(f"| {name} | {r['req_per_s']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} |")
+        for label, r in (("alone", alone), (f"during the {what} job", during)):
+            print(f"| {label} | {r['req_per_s']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} |")
+        print(f"\np99 during / alone: {during['p99_ms'] / alone['p99_ms']:.2f}x; load average (1 min) before, "
+              f"between and after the two phases: {', '.join(load)}")
         print()
         print(f"file job: {final[2]} units in {done_at:.1f} s ({final[2] / done_at:.1f} units/s overall; "
-              f"{rate_during:.1f} units/s while the {args.clients} clients ran); output lines {out_lines} "
-              f"= input lines {in_lines}: {out_lines == in_lines}; done never decreased over {len(polls)} polls: "
+              f"{rate_during:.1f} units/s while the {args.clients} clients ran); output {shape} {out_lines} "
+              f"= input's {in_lines}: {out_lines == in_lines}; done never decreased over {len(polls)} polls: "
               f"{monotonic}")
         ok = monotonic and out_lines == in_lines and final[3] == "done"
     finally:

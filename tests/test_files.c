@@ -313,6 +313,9 @@ static void test_refused(void **state)
     st = post_file(&srv, "a.bin", bin, sizeof bin, &b, 0, "target", "fr", NULL);
     expect_error(st, 415, &b, ".docx");
     free(b.p);
+    st = post_file(&srv, "a.bin", bin, sizeof bin, &b, 0, "target", "fr", NULL);
+    expect_error(st, 415, &b, ".pptx, .xlsx, .odp, .ods, .epub");     /* every format named */
+    free(b.p);
     size_t big = 310 * 1024;
     char *text = malloc(big);
     for (size_t i = 0; i < big; i++)
@@ -407,7 +410,8 @@ static void test_frontend_settings(void **state)
     assert_true(json_is_true(json_object_get(j, "filesTranslation")));
     json_t *f = json_object_get(j, "supportedFilesFormat");
     assert_true(json_is_array(f));
-    const char *want[] = { ".txt", ".html", ".srt", ".vtt", ".po", ".docx", ".odt" };
+    const char *want[] = { ".txt", ".html", ".srt", ".vtt", ".po", ".docx", ".odt", ".pptx", ".xlsx", ".odp", ".ods",
+                           ".epub" };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int seen = 0;
         for (size_t k = 0; k < json_array_size(f); k++)

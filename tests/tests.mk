@@ -175,8 +175,12 @@ html-check: $(B)/mtserve
 # odt) through POST /translate_file with the shipped model, each output read by an
 # independent reader (polib, python3-docx, lxml, html5lib, a SubRip/WebVTT reader) and its
 # text compared unit by unit with POST /translate.  Prints "doc-check: N passed, M failed".
+# Then (issue 52) a pptx, xlsx, odp, ods and EPUB made at test time in $(B)/doc-check by
+# gen_zip_fixtures.py, read back by lxml, openpyxl, odfpy and ebooklib (check_zip_formats.py).
 doc-check: $(B)/mtserve
 	B=$(B) tests/html/with_server.sh /usr/bin/python3 tests/documents/check_files.py {url}
+	/usr/bin/python3 tests/documents/gen_zip_fixtures.py $(B)/doc-check
+	B=$(B) tests/html/with_server.sh /usr/bin/python3 tests/documents/check_zip_formats.py {url} $(B)/doc-check
 
 # Decoder-only LMs (issue 31, tests/test_llm.c): random-weight checkpoints of the
 # TinyLlama-1.1B-Chat-v1.0, Qwen3-0.6B and Qwen2.5-0.5B configs and their expected outputs

@@ -28,7 +28,8 @@ extern const srv_doc_format srv_doc_text_format;       /* doc_text.c: txt */
 extern const srv_doc_format srv_doc_html_format;       /* doc_html.c: html */
 extern const srv_doc_format srv_doc_subtitles_format;  /* doc_subtitles.c: srt, vtt */
 extern const srv_doc_format srv_doc_po_format;         /* doc_po.c: po */
-extern const srv_doc_format srv_doc_office_format;     /* doc_office.c: docx, odt */
+extern const srv_doc_format srv_doc_office_format;     /* doc_office.c: docx, odt, pptx, xlsx, odp, ods */
+extern const srv_doc_format srv_doc_epub_format;       /* doc_epub.c: epub */
 extern const srv_doc_format srv_doc_json_format;       /* doc_json.c: json, arb (doc_res.h, as the three below) */
 extern const srv_doc_format srv_doc_properties_format; /* doc_properties.c: properties */
 extern const srv_doc_format srv_doc_strings_format;    /* doc_strings.c: strings */
@@ -38,7 +39,7 @@ extern const srv_doc_format srv_doc_yaml_format;       /* doc_yaml.c: yaml (Rail
 /* Content sniffers (document.c asks them in this order: office, then vtt,
  * srt, the file name's extension, an XML root, html, po, json, strings,
  * properties, else text when it is UTF-8 without NUL and not YAML). */
-int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind);   /* a zip: docx or odt */
+int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind);   /* a zip: docx, odt, pptx, xlsx, odp, ods, epub */
 int srv_doc_is_subtitles(const char *data, size_t len, srv_doc_kind *kind); /* WEBVTT header, or SRT cues */
 int srv_doc_is_po(const char *data, size_t len);
 int srv_doc_is_json(const char *data, size_t len);        /* '{' ... '}' */

@@ -20,6 +20,11 @@ typedef enum {
     SRV_DOC_STRINGS,            /* Apple .strings */
     SRV_DOC_ANDROID,            /* Android res/values/strings.xml */
     SRV_DOC_YAML,               /* Rails (Ruby i18n) YAML locale files */
+    SRV_DOC_PPTX,               /* PowerPoint (Office Open XML) */
+    SRV_DOC_XLSX,               /* Excel (Office Open XML) */
+    SRV_DOC_ODP,                /* OpenDocument presentation */
+    SRV_DOC_ODS,                /* OpenDocument spreadsheet */
+    SRV_DOC_EPUB,               /* EPUB 2 and 3 */
     SRV_DOC_N,
     SRV_DOC_UNKNOWN = -1
 } srv_doc_kind;

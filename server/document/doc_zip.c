@@ -1,4 +1,4 @@
-/* doc_zip: docx and odt archives in memory with libzip (doc_zip.h). */
+/* doc_zip: the office formats' and EPUB's archives in memory with libzip (doc_zip.h). */
 #include "doc_zip.h"
 #include "text/printable.h"
 
@@ -16,8 +16,6 @@ struct srv_zip {
     size_t        inflated;     /* bytes inflated so far by srv_zip_read */
     size_t        max_inflated;
 };
-
-static const char ODT_MIME[] = "application/vnd.oasis.opendocument.text";
 
 /* libzip's archive over data[0..len) (not copied), or NULL with ze set. */
 static zip_t *open_mem(const char *data, size_t len, int flags, zip_error_t *ze)
@@ -244,6 +242,34 @@ done:
     return st;
 }
 
+/* The first entry "mimetype" and its bytes one of ODF's or EPUB's: the kind, else -1. */
+static int mime_kind(zip_t *za)
+{
+    static const struct { const char *mime; srv_doc_kind kind; } MIMES[] = {
+        { "application/vnd.oasis.opendocument.text", SRV_DOC_ODT },
+        { "application/vnd.oasis.opendocument.presentation", SRV_DOC_ODP },
+        { "application/vnd.oasis.opendocument.spreadsheet", SRV_DOC_ODS },
+        { "application/epub+zip", SRV_DOC_EPUB },
+    };
+    zip_stat_t st;
+    zip_stat_init(&st);
+    const char *name = zip_get_name(za, 0, 0);
+    char buf[64];
+    if (!name || strcmp(name, "mimetype") || zip_stat_index(za, 0, 0, &st) || !(st.valid & ZIP_STAT_SIZE) ||
+        st.size >= sizeof buf)
+        return -1;
+    zip_file_t *zf = zip_fopen_index(za, 0, 0);
+    zip_int64_t r = zf ? zip_fread(zf, buf, st.size) : -1;
+    if (zf)
+        zip_fclose(zf);
+    if (r != (zip_int64_t)st.size)
+        return -1;
+    for (size_t k = 0; k < sizeof MIMES / sizeof MIMES[0]; k++)
+        if ((size_t)r == strlen(MIMES[k].mime) && !memcmp(buf, MIMES[k].mime, (size_t)r))
+            return MIMES[k].kind;
+    return -1;
+}
+
 int srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind)
 {
     if (!data || len < 30 || memcmp(data, "PK\x03\x04", 4))
@@ -254,27 +280,22 @@ int srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind)
     zip_error_fini(&ze);
     if (!za)
         return 0;
-    int found = 0;
-    if (zip_name_locate(za, "word/document.xml", 0) >= 0 && zip_name_locate(za, "[Content_Types].xml", 0) >= 0) {
-        *kind = SRV_DOC_DOCX;
-        found = 1;
-    } else {
-        zip_stat_t st;
-        zip_stat_init(&st);
-        const char *name = zip_get_name(za, 0, 0);
-        if (name && !strcmp(name, "mimetype") && !zip_stat_index(za, 0, 0, &st) && (st.valid & ZIP_STAT_SIZE) &&
-            st.size == sizeof ODT_MIME - 1) {
-            char buf[sizeof ODT_MIME];
-            zip_file_t *zf = zip_fopen_index(za, 0, 0);
-            zip_int64_t r = zf ? zip_fread(zf, buf, sizeof ODT_MIME - 1) : -1;
-            if (zf)
-                zip_fclose(zf);
-            if (r == (zip_int64_t)(sizeof ODT_MIME - 1) && !memcmp(buf, ODT_MIME, sizeof ODT_MIME - 1)) {
-                *kind = SRV_DOC_ODT;
-                found = 1;
-            }
-        }
-    }
+    /* Office Open XML: its content types and its main part */
+    static const struct { const char *part; srv_doc_kind kind; } OOXML[] = {
+        { "word/document.xml", SRV_DOC_DOCX },
+        { "ppt/presentation.xml", SRV_DOC_PPTX },
+        { "xl/workbook.xml", SRV_DOC_XLSX },
+    };
+    int k = -1;
+    if (zip_name_locate(za, "[Content_Types].xml", 0) >= 0)
+        for (size_t i = 0; k < 0 && i < sizeof OOXML / sizeof OOXML[0]; i++)
+            if (zip_name_locate(za, OOXML[i].part, 0) >= 0)
+                k = OOXML[i].kind;
+    if (k < 0)
+        k = mime_kind(za);
     zip_discard(za);
-    return found;
+    if (k < 0)
+        return 0;
+    *kind = (srv_doc_kind)k;
+    return 1;
 }

@@ -1,4 +1,4 @@
-/* doc_zip: the archive layer of docx and odt (private to server/document),
+/* doc_zip: the archive layer of the office formats and EPUB (private to server/document),
  * libzip on memory only: nothing touches the disk.
  *
  *   srv_zip_open     an archive read from memory, its entries checked against
@@ -11,7 +11,7 @@
  *                    copies every other entry's compressed bytes as they are,
  *                    in their order, with their compression (an odt's stored
  *                    "mimetype" stays first and stored)
- *   srv_zip_sniff    docx, odt or neither, by the entries
+ *   srv_zip_sniff    which office format or EPUB, or none, by the entries
  *
  * Messages name the entry (its name made printable) and the limit.
  */
@@ -44,8 +44,10 @@ mt_status   srv_zip_rewrite(const char *data, size_t len, const int *idx, const 
                             const size_t *part_len, const time_t *mtime, int n, char **out, size_t *out_len,
                             mt_err *err);
 
-/* 1 and *kind for a docx ([Content_Types].xml and word/document.xml) or an
- * odt (first entry "mimetype" holding application/vnd.oasis.opendocument.text). */
+/* 1 and *kind for a docx, pptx or xlsx ([Content_Types].xml and
+ * word/document.xml, ppt/presentation.xml or xl/workbook.xml), an odt, odp,
+ * ods or EPUB (first entry "mimetype" holding application/vnd.oasis.
+ * opendocument.text, .presentation, .spreadsheet or application/epub+zip). */
 int         srv_zip_sniff(const char *data, size_t len, srv_doc_kind *kind);
 
 #endif

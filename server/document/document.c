@@ -34,6 +34,14 @@ static const struct {
     [SRV_DOC_STRINGS] = { "strings", ".strings", "text/plain; charset=utf-8", &srv_doc_strings_format },
     [SRV_DOC_ANDROID] = { "android", ".xml", "application/xml; charset=utf-8", &srv_doc_android_format },
     [SRV_DOC_YAML] = { "yaml", ".yml", "application/yaml; charset=utf-8", &srv_doc_yaml_format },
+    [SRV_DOC_PPTX] = { "pptx", ".pptx",
+                       "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+                       &srv_doc_office_format },
+    [SRV_DOC_XLSX] = { "xlsx", ".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                       &srv_doc_office_format },
+    [SRV_DOC_ODP]  = { "odp", ".odp", "application/vnd.oasis.opendocument.presentation", &srv_doc_office_format },
+    [SRV_DOC_ODS]  = { "ods", ".ods", "application/vnd.oasis.opendocument.spreadsheet", &srv_doc_office_format },
+    [SRV_DOC_EPUB] = { "epub", ".epub", "application/epub+zip", &srv_doc_epub_format },
 };
 
 srv_doc_limits srv_doc_default_limits(void)
@@ -50,7 +58,8 @@ const char *srv_doc_kind_ext(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].e
 const char *srv_doc_kind_mime(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].mime : NULL; }
 const char *srv_doc_supported(void)
 {
-    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, .xml, .yml, .yaml";
+    return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, .xml, .yml, .yaml, "
+           ".pptx, .xlsx, .odp, .ods, .epub";
 }
 
 

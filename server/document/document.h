@@ -26,6 +26,12 @@
  *   docx   Office Open XML; odt OpenDocument text: each paragraph a unit, its
  *          runs' formatting carried over by the alignment (doc_runs.h), every
  *          other part of the archive copied (doc_office.c)
+ *   pptx, xlsx  Office Open XML presentations (slides, notes) and workbooks
+ *          (shared and inline strings); odp, ods  their OpenDocument kin (an
+ *          ods cell only when it holds a string) (doc_office.c)
+ *   epub   EPUB 2 and 3: the spine's XHTML through the HTML path, written
+ *          back well-formed; the package's title and description, the NCX's
+ *          titles; dc:language set to the target (doc_epub.c)
  *   json   i18next JSON; arb Flutter's ARB: string values, not keys nor ARB's
  *          "@" metadata; "@@locale" set to the target (doc_json.c)
  *   properties  Java .properties (doc_properties.c); strings  Apple .strings
@@ -59,10 +65,11 @@ typedef struct srv_doc srv_doc;
 
 /* The format of data[0..len), by content; name (may be NULL) breaks ties and
  * names the formats content cannot tell (.txt, .pot).  SRV_DOC_UNKNOWN when it
- * is none of them (a zip that is neither docx nor odt, binary data). */
+ * is none of them (a zip of none of the archive formats, binary data). */
 srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name);
 /* "txt", "html", "srt", "vtt", "po", "docx", "odt", "json", "arb",
- * "properties", "strings", "android", "yaml"; NULL out of range. */
+ * "properties", "strings", "android", "yaml", "pptx", "xlsx", "odp", "ods",
+ * "epub"; NULL out of range. */
 const char  *srv_doc_kind_name(srv_doc_kind k);
 /* The file extension and MIME type a rendered file is served with. */
 const char  *srv_doc_kind_ext(srv_doc_kind k);
@@ -91,7 +98,7 @@ mt_status    srv_doc_set(srv_doc *d, int i, const char *text, size_t len, const 
                          mt_err *err);
 /* The target language's code (a copy is kept), for the formats that name it
  * in the file: ARB's "@@locale" is set to it ("pt-BR" as "pt_BR"), a Rails
- * file's top key too ("pt-BR"). */
+ * file's top key too ("pt-BR"), an EPUB's dc:language ("pt-BR"). */
 void         srv_doc_target(srv_doc *d, const char *lang);
 /* The file with every unit set so far translated: malloc'd, *len its length
  * (NUL-terminated for the text formats).  MT_OK or a failure with err. */

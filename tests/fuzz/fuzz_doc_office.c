@@ -1,95 +1,10 @@
 /* fuzz_doc_office: server/document/doc_office.c and doc_zip.c (docx, odt) on
- * arbitrary bytes, checked against document.h:
- *   - parsing fails only with MT_ERR_INPUT or MT_ERR_TOO_LONG (and a message);
- *   - every unit is non-blank, valid UTF-8;
- *   - under a fake translation (the words upper-cased, in place or reversed,
- *     each linked to its source word) the output is a docx / odt again that
- *     parses to the same number of units; with the words in place, to the
- *     same units upper-cased (ASCII letters).
+ * arbitrary bytes, checked against document.h (fuzz_doc_zip.h says how).
  * The first byte: bit 0 the kind (docx, odt), bit 1 the translation (in
  * place, reversed), bit 2 the input (0: a whole archive; 1: one XML part,
  * wrapped here into a minimal archive as word/document.xml or content.xml,
  * so the XML walk is reached without the fuzzer having to build a zip). */
-#include "fuzz_common.h"
-
-#include <ctype.h>
-#include <zip.h>
-
-#include "document/document.h"
-#include "util/strbuf.h"
-#include "util/utf8.h"
-
-static int ws(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-static void fake_translate(srv_doc *d, int i, int reversed, mt_sbuf *sb)
-{
-    enum { CAP = 4096 };
-    static long wb[CAP][2], wc[CAP][2], links[4 * CAP];
-    const char *t = srv_doc_unit(d, i);
-    int n = 0;
-    long cp = 0;
-    for (long k = 0; t[k] && n < CAP;) {
-        while (t[k] && ws((unsigned char)t[k]))
-            k++, cp++;
-        if (!t[k])
-            break;
-        wb[n][0] = k, wc[n][0] = cp;
-        while (t[k] && !ws((unsigned char)t[k]))
-            cp += ((unsigned char)t[k++] & 0xc0) != 0x80;
-        wb[n][1] = k, wc[n++][1] = cp;
-    }
-    sb->n = 0;
-    mt_sb_add(sb, "", 0);
-    long at = 0;
-    for (int k = 0; k < n; k++) {
-        int w = reversed ? n - 1 - k : k;
-        if (k) {
-            mt_sb_add(sb, " ", 1);
-            at++;
-        }
-        size_t from = sb->n;
-        mt_sb_add(sb, t + wb[w][0], (size_t)(wb[w][1] - wb[w][0]));
-        for (size_t j = from; j < sb->n; j++)
-            if (sb->p[j] >= 'a' && sb->p[j] <= 'z')
-                sb->p[j] = (char)(sb->p[j] - 32);
-        long l = wc[w][1] - wc[w][0];
-        links[4 * k] = wc[w][0], links[4 * k + 1] = wc[w][1], links[4 * k + 2] = at, links[4 * k + 3] = at + l;
-        at += l;
-    }
-    mt_err err = { 0 };
-    FUZZ_CHECK(srv_doc_set(d, i, sb->p, sb->n, links, n, &err) == MT_OK);
-}
-
-/* A minimal archive around one XML part: malloc'd. */
-static char *wrap(int odt, const uint8_t *xml, size_t n, size_t *len)
-{
-    zip_error_t ze;
-    zip_error_init(&ze);
-    zip_source_t *src = zip_source_buffer_create(NULL, 0, 0, &ze);
-    FUZZ_CHECK(src);
-    zip_t *za = zip_open_from_source(src, ZIP_TRUNCATE, &ze);
-    FUZZ_CHECK(za);
-    zip_source_keep(src);
-    static const char mime[] = "application/vnd.oasis.opendocument.text";
-    static const char ct[] = "<Types/>";
-    const char *name0 = odt ? "mimetype" : "[Content_Types].xml";
-    zip_source_t *s0 = zip_source_buffer(za, odt ? mime : ct, odt ? sizeof mime - 1 : sizeof ct - 1, 0);
-    zip_int64_t k0 = zip_file_add(za, name0, s0, 0);
-    FUZZ_CHECK(k0 == 0);
-    zip_set_file_compression(za, 0, ZIP_CM_STORE, 0);
-    zip_source_t *s1 = zip_source_buffer(za, xml, n, 0);
-    FUZZ_CHECK(zip_file_add(za, odt ? "content.xml" : "word/document.xml", s1, 0) == 1);
-    FUZZ_CHECK(zip_close(za) == 0);
-    zip_stat_t st;
-    FUZZ_CHECK(zip_source_stat(src, &st) == 0 && zip_source_open(src) == 0);
-    char *b = malloc(st.size + 1);
-    FUZZ_CHECK(b && zip_source_read(src, b, st.size) == (zip_int64_t)st.size);
-    zip_source_close(src);
-    zip_source_free(src);
-    zip_error_fini(&ze);
-    *len = st.size;
-    return b;
-}
+#include "fuzz_doc_zip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -99,60 +14,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int reversed = (data[0] >> 1) & 1;
     char *file;
     size_t n;
-    if ((data[0] >> 2) & 1) {
-        file = wrap(kind == SRV_DOC_ODT, data + 1, size - 1, &n);
+    if ((data[0] >> 2) & 1) {       /* the part wrapped: mimetype or content types first, stored */
+        int odt = kind == SRV_DOC_ODT;
+        const char *name[] = { odt ? "mimetype" : "[Content_Types].xml", odt ? "content.xml" : "word/document.xml" };
+        const char *part[] = { odt ? "application/vnd.oasis.opendocument.text" : "<Types/>", (const char *)data + 1 };
+        size_t lens[] = { SIZE_MAX, size - 1 };
+        file = zip_of(name, part, lens, 2, &n);
     } else {
-        n = size - 1;
-        file = malloc(n ? n : 1);       /* exactly the bytes: ASan sees any overread */
-        FUZZ_CHECK(file);
-        memcpy(file, data + 1, n);
+        file = input_copy(data, size, &n);
     }
-    srv_doc_limits lim = srv_doc_default_limits();
-    lim.max_inflated = 8u << 20;
-    lim.max_depth = 64;
-    srv_doc *d = NULL;
-    mt_err err = { 0 };
-    mt_status st = srv_doc_parse(kind, file, n, &lim, &d, &err);
-    if (st != MT_OK) {
-        FUZZ_CHECK((st == MT_ERR_INPUT || st == MT_ERR_TOO_LONG) && !d && err.msg[0]);
-        free(file);
-        return 0;
-    }
-    int nu = srv_doc_units(d);
-    mt_sbuf sb = { 0 };
-    for (int i = 0; i < nu; i++) {
-        const char *u = srv_doc_unit(d, i);
-        FUZZ_CHECK(u && *u && fuzz_utf8_valid(u, strlen(u)));
-        int blank = 1;
-        for (const char *c = u; *c; c++)
-            blank &= ws((unsigned char)*c);
-        FUZZ_CHECK(!blank);
-        fake_translate(d, i, reversed, &sb);
-    }
-    char *out = NULL;
-    size_t len = 0;
-    st = srv_doc_render(d, &out, &len, &err);
-    if (st != MT_OK)
-        fprintf(stderr, "render: %s\n", err.msg);
-    FUZZ_CHECK(st == MT_OK);
-    srv_doc *e = NULL;
-    st = srv_doc_parse(kind, out, len, &lim, &e, &err);
-    if (st != MT_OK)
-        fprintf(stderr, "the output does not parse: %s\n", err.msg);
-    FUZZ_CHECK(st == MT_OK);
-    if (srv_doc_units(e) != nu)
-        fprintf(stderr, "units: %d in, %d out\n", nu, srv_doc_units(e));
-    FUZZ_CHECK(srv_doc_units(e) == nu);
-    for (int i = 0; !reversed && i < nu; i++) {
-        fake_translate(d, i, 0, &sb);       /* sb: the unit upper-cased */
-        if (strcmp(srv_doc_unit(e, i), sb.p))
-            fprintf(stderr, "unit %d: \"%s\" for \"%s\"\n", i, srv_doc_unit(e, i), sb.p);
-        FUZZ_CHECK(strcmp(srv_doc_unit(e, i), sb.p) == 0);
-    }
-    free(sb.p);
-    srv_doc_free(e);
-    free(out);
-    srv_doc_free(d);
-    free(file);
+    fuzz_doc_check(kind, file, n, reversed);
     return 0;
 }
