@@ -25,6 +25,7 @@
 #include "translate/cache.h"
 #include "translate/glossary.h"
 #include "detect/charlm.h"
+#include "store/redis.h"
 
 typedef struct srv_residency srv_residency;
 
@@ -92,6 +93,8 @@ struct srv_server {
     srv_api_keys keys;              /* --api-key then --api-keys FILE's; n 0: no key required */
     srv_ratelimit *limits;          /* --req-limit / --char-limit and the keys' own; NULL: none at all */
     srv_usage   *usage;             /* characters per key against char-quota (usage.h) */
+    srv_redis   *redis;             /* --redis (store/redis.h); NULL: none */
+    srv_shared  *shared;            /* limits and usage: through redis when set, else limits' and usage's */
     srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
