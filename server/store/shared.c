@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
+
 /* The token bucket of ratelimit.c in a hash {r, c, t}: tokens of requests and
  * characters and when they were refilled, by Redis's clock (replicas' clocks
  * never meet).  ARGV: requests and characters per minute (0: no limit), this
@@ -64,6 +66,7 @@ struct srv_shared {
     pthread_mutex_t mu;
     long          *known;       /* [slot] the last count Redis gave */
     long          *owed;        /* [slot] counted here while Redis was down, not yet added there */
+    double        *flushed;     /* [slot] when a slot without a quota last added its owed count */
     int            n;
 };
 
@@ -77,9 +80,11 @@ srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage)
     sh->n = srv_usage_slots(usage);
     sh->known = calloc((size_t)sh->n, sizeof *sh->known);
     sh->owed = calloc((size_t)sh->n, sizeof *sh->owed);
-    if (!sh->known || !sh->owed) {
+    sh->flushed = calloc((size_t)sh->n, sizeof *sh->flushed);
+    if (!sh->known || !sh->owed || !sh->flushed) {
         free(sh->known);
         free(sh->owed);
+        free(sh->flushed);
         free(sh);
         return NULL;
     }
@@ -87,13 +92,19 @@ srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage)
     return sh;
 }
 
+static int quota_call(srv_shared *sh, int key, long chars);
+
 void srv_shared_free(srv_shared *sh)
 {
     if (!sh)
         return;
+    for (int s = 0; sh->r && s < sh->n; s++)    /* what is owed, while Redis answers (bounded) */
+        if (sh->owed[s] && quota_call(sh, s == sh->n - 1 ? -1 : s, 0) < 0)
+            break;
     pthread_mutex_destroy(&sh->mu);
     free(sh->known);
     free(sh->owed);
+    free(sh->flushed);
     free(sh);
 }
 
@@ -170,10 +181,31 @@ static int quota_local(srv_shared *sh, int key, long chars)
     return rc;
 }
 
+/* A slot without a quota has no verdict to wait for: its count goes to Redis
+ * with its next call after a second (one round trip a request stays the
+ * rate limit's), and when the server stops. */
+static void count_unlimited(srv_shared *sh, int key, long chars)
+{
+    int s = slot_of(sh, key), due;
+    double now = mt_now_s();
+    pthread_mutex_lock(&sh->mu);
+    sh->owed[s] += chars;
+    due = now - sh->flushed[s] >= 1.0;
+    if (due)
+        sh->flushed[s] = now;
+    pthread_mutex_unlock(&sh->mu);
+    if (due)
+        quota_call(sh, key, 0);
+}
+
 int srv_shared_usage_take(srv_shared *sh, int key, long chars)
 {
     if (!sh->r)
         return srv_usage_take(sh->usage, key, chars);
+    if (srv_usage_quota(sh->usage, key) < 0) {
+        count_unlimited(sh, key, chars);
+        return 0;
+    }
     int rc = quota_call(sh, key, chars);
     return rc < 0 ? quota_local(sh, key, chars) : rc ? -1 : 0;
 }
@@ -184,7 +216,9 @@ void srv_shared_usage_give_back(srv_shared *sh, int key, long chars)
         srv_usage_give_back(sh->usage, key, chars);
         return;
     }
-    if (quota_call(sh, key, -chars) < 0)
+    if (srv_usage_quota(sh->usage, key) < 0)
+        count_unlimited(sh, key, -chars);
+    else if (quota_call(sh, key, -chars) < 0)
         quota_local(sh, key, -chars);
 }
 
