@@ -17,6 +17,14 @@ static json_t *redis_health(srv_redis *r)
 {
     srv_redis_stats st;
     srv_redis_stats_get(r, &st);
+    if (!st.up) {       /* not known up: ask (at once when its backoff is not over, else one timeout at most) */
+        const char *ping[1] = { "PING" };
+        srv_redis_value v;
+        char err[200];
+        srv_redis_cmd(r, SRV_RW_STR, &v, 1, ping, NULL, err, sizeof err);
+        srv_redis_value_clear(&v);
+        srv_redis_stats_get(r, &st);
+    }
     json_t *o = json_pack("{s:s,s:s,s:s}", "url", st.url, "state", st.up ? "up" : "down", "limits",
                           st.up ? "shared" : "local (Redis down: each replica counts alone)");
     if (o && !st.up)
