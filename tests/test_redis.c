@@ -16,7 +16,10 @@
  *     quota holds across the replicas and across a restart of all three;
  *     Redis stopped, then killed and started again during load: no
  *     translation fails, /health says the limits are local meanwhile, and
- *     the replicas use Redis again by themselves.
+ *     the replicas use Redis again by themselves, and new file jobs are
+ *     refused with 503 while it is down;
+ *   - a file job submitted to one replica is polled on a second and
+ *     downloaded from a third (its bytes equal the first's).
  * Every child is tracked by the harness and killed at the end.
  */
 #include <setjmp.h>
@@ -654,6 +657,82 @@ static void test_quota(void **state)
     assert_true(r.refused > 0);
 }
 
+/* GET path on s with FREE_KEY: the reply (caller frees). */
+static reply get_key(const server *s, const char *path)
+{
+    req_opts o = { .method = "GET", .extra = { "Authorization: Bearer " FREE_KEY }, .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* The path of a URL ("http://host/p" -> "/p"). */
+static const char *path_of(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return p ? strchr(p + 3, '/') : url;
+}
+
+static void test_file_jobs(void **state)
+{
+    /* 40 paragraphs: several batches, progress published while it runs */
+    char in[40 * 64] = "";
+    for (int i = 0; i < 40; i++)
+        sprintf(in + strlen(in), "This is sentence number %d of the file.\n\n", i + 1);
+    http_buf b;
+    assert_int_equal(post_file(&rep[0], "notes.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "async",
+                               "true", "api_key", FREE_KEY, NULL), 202);
+    json_t *j = json_loadb(b.p, b.n, 0, NULL);
+    free(b.p);
+    assert_non_null(j);
+    char status[128], file[1024];
+    snprintf(status, sizeof status, "%s", json_string_value(json_object_get(j, "status_url")));
+    snprintf(file, sizeof file, "%s", path_of(json_string_value(json_object_get(j, "translatedFileUrl"))));
+    json_decref(j);
+    /* polled on the second replica, which never saw the job */
+    int polls = 0, running_seen = 0;
+    const char *st = "";
+    json_t *o = NULL;
+    for (double t0 = now_s(); now_s() - t0 < 60; sleep_ms(50), polls++) {
+        reply r = get_key(&rep[1], status);
+        json_decref(o);
+        o = expect_json(&r, 200);
+        reply_free(&r);
+        st = json_string_value(json_object_get(o, "state"));
+        running_seen |= !strcmp(st, "running");
+        if (strcmp(st, "running"))
+            break;
+    }
+    print_message("# file job taken by replica 1: %d polls on replica 2, state %s (running seen: %d)\n", polls, st,
+                  running_seen);
+    assert_string_equal(st, "done");
+    assert_int_equal(json_integer_value(json_object_get(o, "done")), 40);
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 40);
+    assert_string_equal(path_of(json_string_value(json_object_get(o, "translatedFileUrl"))), file);
+    json_decref(o);
+    /* downloaded from the third: the same bytes as from the one that ran it */
+    reply here = get_key(&rep[0], file), there = get_key(&rep[2], file);
+    assert_int_equal(here.status, 200);
+    assert_int_equal(there.status, 200);
+    assert_true(here.len > 40 && here.len == there.len);
+    assert_memory_equal(here.body, there.body, here.len);
+    assert_true(here.len != strlen(in) || memcmp(here.body, in, here.len) != 0);
+    print_message("# downloaded from replica 3: %zu bytes, equal to replica 1's\n", there.len);
+    reply_free(&here);
+    reply_free(&there);
+    /* deleted where it ran: gone everywhere; an unknown id: 404 on every replica */
+    req_opts del = { .method = "DELETE", .extra = { "Authorization: Bearer " FREE_KEY } };
+    reply d = http_req(&rep[0], status, &del);
+    assert_int_equal(d.status, 200);
+    reply_free(&d);
+    for (int i = 0; i < N_REPLICAS; i++) {
+        reply r = get_key(&rep[i], file);
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+        r = get_key(&rep[i], "/translate_file/0123456789abcdef0123456789abcdef");
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+    }
+}
+
 /* "state" of /health's redis on s: 1 up, 0 down, -1 none. */
 static int health_redis(const server *s, char *limits, size_t len)
 {
@@ -697,7 +776,19 @@ static void test_outage(void **state)
     kill(rs.pid, SIGCONT);
     sleep_ms(1000);
     redis_kill(&rs);                        /* down */
-    sleep_ms(2500);
+    sleep_ms(1000);
+    /* a file job now could not be shared: refused with 503 + Retry-After, at once */
+    http_buf fbuf;
+    double tf = now_s();
+    long fst = post_file(&rep[1], "a.txt", "Hello.", 6, &fbuf, 0, "target", "fr", "api_key", FREE_KEY, NULL);
+    double file_s = now_s() - tf;
+    print_message("# POST /translate_file with Redis down: %ld in %.0f ms: %.*s\n", fst, file_s * 1e3,
+                  (int)(fbuf.n < 200 ? fbuf.n : 200), fbuf.p ? fbuf.p : "");
+    assert_int_equal(fst, 503);
+    assert_non_null(fbuf.p && strstr(fbuf.p, "Redis") ? fbuf.p : NULL);
+    assert_true(file_s < 1.0);
+    free(fbuf.p);
+    sleep_ms(1500);
     assert_int_equal(redis_start(&rs), 0);  /* on its port again, empty */
     pthread_join(t, NULL);
     print_message("# load during the outage: %d translated, %d refused, %d failed in %.1f s; slowest %.0f ms\n",
@@ -804,6 +895,7 @@ int main(void)
         cmocka_unit_test(test_bad_url),
         cmocka_unit_test_setup(test_rate_limit, replicas_setup),
         cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_file_jobs),
         cmocka_unit_test(test_outage),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -270,6 +270,11 @@ static int build(srv_server *srv, srv_proxies **proxies)
     fp.max_store = srv->opts.file_store;
     fp.ttl_s = srv->opts.file_ttl_s;
     fp.batch_units = srv->opts.file_batch;
+    if (srv->redis) {                       /* file jobs readable by every replica */
+        srv->file_share = (srv_file_share){ .r = srv->redis, .ttl_s = srv->opts.file_ttl_s };
+        fp.publish = srv_file_share_publish;
+        fp.publish_ctx = &srv->file_share;
+    }
     mt_err ferr = { 0 };
     if (!(srv->files = srv_files_new(&fp, &ferr))) {
         fprintf(stderr, "mtserve: %s\n", ferr.msg);

@@ -29,6 +29,9 @@ struct job {
     int            ended;       /* finished: on_end still to be called */
     int            back;        /* done() was called: the runner takes the results */
     _Atomic int    cancel;      /* asked for: the runner ends the job (the decoder polls it) */
+    int            pub_any, pub_done;   /* srv_files_params.publish: what was published last, when */
+    srv_file_state pub_state;
+    double         pub_at;
     srv_files     *owner;
     job           *next;
 };
@@ -276,6 +279,29 @@ static void expire(srv_files *f, double now)
     }
 }
 
+/* The jobs whose state changed since they were last published (progress at
+ * most twice a second), each published without the lock: it may wait on
+ * Redis.  Only the runner frees a job, so j and its result stay. */
+static void publish(srv_files *f)
+{
+    double now = mt_now_s();
+    for (job *j = f->jobs; j && f->p.publish; j = j->next) {
+        int changed = !j->pub_any || j->info.state != j->pub_state ||
+                      (j->info.done != j->pub_done && now - j->pub_at >= 0.5);
+        if (!changed)
+            continue;
+        j->pub_any = 1;
+        j->pub_state = j->info.state;
+        j->pub_done = j->info.done;
+        j->pub_at = now;
+        srv_file_info info = j->info;
+        const char *result = j->info.state == SRV_FILE_DONE ? j->result : NULL;
+        pthread_mutex_unlock(&f->mu);
+        f->p.publish(f->p.publish_ctx, j->id, &info, result);
+        pthread_mutex_lock(&f->mu);
+    }
+}
+
 static void *runner(void *arg)
 {
     srv_files *f = arg;
@@ -285,6 +311,7 @@ static void *runner(void *arg)
             if (j->info.state == SRV_FILE_RUNNING)
                 step(f, j);
         tell_ended(f);
+        publish(f);
         expire(f, mt_now_s());
         int busy = 0;
         for (job *j = f->jobs; j; j = j->next)

@@ -27,11 +27,19 @@
 
 #define SRV_FILE_ID_LEN 33      /* 32 hex digits (128 random bits) and a NUL */
 
+typedef struct srv_file_info srv_file_info;
+
 typedef struct {
     int    max_jobs;        /* jobs held at once: running, and finished ones not yet deleted */
     size_t max_store;       /* bytes of finished files held at once */
     int    ttl_s;           /* a finished file is deleted this long after it is done */
     int    batch_units;     /* units per decode job */
+    /* NULL, or called on the runner thread without the lock when a job's state
+     * changed (progress at most twice a second; result: the finished file, of
+     * info->bytes, when done): --redis's file_share.h makes jobs readable by
+     * other replicas with it */
+    void (*publish)(void *ctx, const char *id, const srv_file_info *info, const char *result);
+    void  *publish_ctx;
 } srv_files_params;
 
 /* 16 jobs, 256 MB, 600 s, 16 units. */
@@ -42,7 +50,7 @@ typedef enum { SRV_FILE_RUNNING, SRV_FILE_DONE, SRV_FILE_FAILED, SRV_FILE_CANCEL
 /* "running", "done", "failed", "cancelled" */
 const char *srv_file_state_name(srv_file_state s);
 
-typedef struct {
+struct srv_file_info {
     srv_file_state state;
     int     done, total;        /* units translated so far, units in all */
     char    name[256];          /* the translated file's name */
@@ -53,7 +61,7 @@ typedef struct {
     double  expires;            /* finished: when it is deleted (srv_now() clock) */
     char    secret[SRV_FILE_ID_LEN];    /* the route's (what a reader must show); "" none */
     long    chars;              /* the route's: the source's code points */
-} srv_file_info;
+};
 
 /* Where a job's units go, and who hears of it. */
 typedef struct {

@@ -26,6 +26,7 @@
 #include "translate/glossary.h"
 #include "detect/charlm.h"
 #include "store/redis.h"
+#include "file_share.h"
 
 typedef struct srv_residency srv_residency;
 
@@ -95,6 +96,7 @@ struct srv_server {
     srv_usage   *usage;             /* characters per key against char-quota (usage.h) */
     srv_redis   *redis;             /* --redis (store/redis.h); NULL: none */
     srv_shared  *shared;            /* limits and usage: through redis when set, else limits' and usage's */
+    srv_file_share file_share;      /* with redis: files' publish context (file_share.h) */
     srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;
