@@ -156,9 +156,15 @@ static void give(srv_redis *r, slot *s, int ok, const char *why, double latency)
         r->lat_sum += latency;
         r->lat_max = latency > r->lat_max ? latency : r->lat_max;
     } else {
-        if (s->c)
-            redisFree(s->c);
-        s->c = NULL;
+        /* this connection, and the idle ones: connected to the same Redis, they
+         * are likely dead too, and a probe on one would only fail again */
+        for (int i = 0; i < r->p.connections; i++) {
+            slot *o = &r->slots[i];
+            if (o->c && (o == s || !o->busy)) {
+                redisFree(o->c);
+                o->c = NULL;
+            }
+        }
         mark_down(r, why);
     }
     r->probing = 0;
