@@ -430,9 +430,18 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
         job_free(j);
         return mt_err_set(err, MT_ERR_BUSY, "the server holds %d file jobs, its limit; retry later", held);
     }
+    f->n_jobs++;                /* its place, held while it is published */
+    if (f->p.publish) {         /* before the caller answers, so that another replica asked next finds it;
+                                   not yet in the list: nothing the runner publishes can come first */
+        j->pub_any = 1;
+        j->pub_state = SRV_FILE_RUNNING;
+        j->pub_at = mt_now_s();
+        pthread_mutex_unlock(&f->mu);
+        f->p.publish(f->p.publish_ctx, j->id, &j->info, NULL);
+        pthread_mutex_lock(&f->mu);
+    }
     j->next = f->jobs;
     f->jobs = j;
-    f->n_jobs++;
     memcpy(id, j->id, SRV_FILE_ID_LEN);
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);

@@ -34,10 +34,11 @@ typedef struct {
     size_t max_store;       /* bytes of finished files held at once */
     int    ttl_s;           /* a finished file is deleted this long after it is done */
     int    batch_units;     /* units per decode job */
-    /* NULL, or called on the runner thread without the lock when a job's state
-     * changed (progress at most twice a second; result: the finished file, of
-     * info->bytes, when done): --redis's file_share.h makes jobs readable by
-     * other replicas with it */
+    /* NULL, or called without the lock when a job's state changed: first by
+     * srv_files_start on its caller's thread (before it returns), then on the
+     * runner thread (progress at most twice a second; result: the finished
+     * file, of info->bytes, when done).  --redis's file_share.h makes jobs
+     * readable by other replicas with it: it must be thread-safe */
     void (*publish)(void *ctx, const char *id, const srv_file_info *info, const char *result);
     void  *publish_ctx;
 } srv_files_params;
