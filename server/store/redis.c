@@ -159,8 +159,8 @@ static void give(srv_redis *r, slot *s, int ok, const char *why, double latency)
         /* this connection, and the idle ones: connected to the same Redis, they
          * are likely dead too, and a probe on one would only fail again */
         for (int i = 0; i < r->p.connections; i++) {
-            slot *o = &r->slots[i];
-            if (o->c && (o == s || !o->busy)) {
+            slot *o = &r->slots[i];     /* a busy one's c is its holder's (connect_slot writes it unlocked) */
+            if ((o == s || !o->busy) && o->c) {
                 redisFree(o->c);
                 o->c = NULL;
             }
