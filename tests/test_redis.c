@@ -888,9 +888,12 @@ static int replicas_setup(void **state)
 
 static int group_teardown(void **state)
 {
-    for (int i = 0; i < N_REPLICAS; i++)
-        if (rep[i].pid > 0 && server_alive(&rep[i]))
-            server_stop(&rep[i]);
+    int rc = 0;
+    for (int i = 0; i < N_REPLICAS; i++)        /* a sanitizer report in a log, or a bad exit, fails the group */
+        if (rep[i].pid > 0 && server_alive(&rep[i]) && server_stop(&rep[i]) != 0) {
+            print_error("replica %d (%s) did not stop cleanly\n", i, rep[i].log);
+            rc = -1;
+        }
     if (rs.pid > 0)
         kill(rs.pid, SIGCONT);
     redis_kill(&rs);
@@ -902,7 +905,7 @@ static int group_teardown(void **state)
         rmdir(rs.dir);
     }
     curl_global_cleanup();
-    return 0;
+    return rc;
 }
 
 int main(void)
