@@ -297,8 +297,10 @@ static void publish(srv_files *f)
         srv_file_info info = j->info;
         const char *result = j->info.state == SRV_FILE_DONE ? j->result : NULL;
         pthread_mutex_unlock(&f->mu);
-        f->p.publish(f->p.publish_ctx, j->id, &info, result);
+        int failed = f->p.publish(f->p.publish_ctx, j->id, &info, result) != 0;
         pthread_mutex_lock(&f->mu);
+        if (failed)
+            j->pub_any = 0;     /* Redis did not take it: again next turn (its client skips at once while down) */
     }
 }
 
@@ -437,7 +439,8 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
         j->pub_state = SRV_FILE_RUNNING;
         j->pub_at = mt_now_s();
         pthread_mutex_unlock(&f->mu);
-        f->p.publish(f->p.publish_ctx, j->id, &j->info, NULL);
+        if (f->p.publish(f->p.publish_ctx, j->id, &j->info, NULL) != 0)
+            j->pub_any = 0;     /* the runner tries again */
         pthread_mutex_lock(&f->mu);
     }
     j->next = f->jobs;

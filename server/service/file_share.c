@@ -34,7 +34,7 @@ static int set_ex(srv_redis *r, const char *key, const char *value, size_t len, 
     return rc == SRV_REDIS_OK ? 0 : -1;
 }
 
-void srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result)
+int srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result)
 {
     const srv_file_share *sh = share;
     char key[160];
@@ -42,7 +42,7 @@ void srv_file_share_publish(void *share, const char *id, const srv_file_info *in
     /* the file first: a reader that sees "done" finds it */
     key_of(sh->r, id, ":data", key, sizeof key);
     if (info->state == SRV_FILE_DONE && (!result || set_ex(sh->r, key, result, info->bytes, sh->ttl_s)))
-        return;
+        return -1;
     json_t *o = json_pack("{s:i,s:i,s:i,s:s,s:i,s:I,s:f,s:f,s:i,s:s}", "state", (int)info->state, "done", info->done,
                           "total", info->total, "name", info->name, "kind", (int)info->kind, "bytes",
                           (json_int_t)info->bytes, "elapsed", elapsed, "at", wall_s(), "err_status",
@@ -50,9 +50,9 @@ void srv_file_share_publish(void *share, const char *id, const srv_file_info *in
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     key_of(sh->r, id, "", key, sizeof key);
-    if (text)
-        set_ex(sh->r, key, text, strlen(text), sh->ttl_s);
+    int rc = text ? set_ex(sh->r, key, text, strlen(text), sh->ttl_s) : -1;
     free(text);
+    return rc;
 }
 
 /* GET key as a string: malloc'd (*len), or NULL. */

@@ -19,13 +19,13 @@
 #include "store/redis.h"
 
 /* srv_files_params.publish: the job's state (and, done, its file: result of
- * info->bytes) into Redis r, for ttl_s.  On the runner thread; bounded by the
- * client's timeout, nothing when Redis is down. */
+ * info->bytes) into Redis r, for ttl_s: 0, or -1 when Redis did not take it
+ * (down: at once; else bounded by the client's timeout). */
 typedef struct {
     srv_redis *r;
     int        ttl_s;
 } srv_file_share;
-void srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result);
+int  srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result);
 
 /* The state of job id as published: 0 with *info (t_start, t_end on this
  * process's clock, as if it ran here), -1 when Redis has none (or is down). */
