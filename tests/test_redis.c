@@ -21,7 +21,8 @@
  *     stopped is done and downloadable from the other replicas after (its
  *     state published again once the new, empty Redis takes it);
  *   - a file job submitted to one replica is polled on a second and
- *     downloaded from a third (its bytes equal the first's).
+ *     downloaded from a third (its bytes equal the first's);
+ *   - a server's --usage-file counts seed Redis when it starts with --redis.
  * Every child is tracked by the harness and killed at the end.
  */
 #include <setjmp.h>
@@ -517,6 +518,7 @@ static void test_client_down(void **state)
 #define Q_KEY      "q-key"
 #define Q_CHARS    1000         /* its char-quota */
 #define FREE_KEY   "free-key"
+#define SEED_KEY   "seed-key"   /* counted in a usage file first, then in Redis */
 
 static server rep[N_REPLICAS];
 static char   keys_file[128];
@@ -525,7 +527,8 @@ static int replicas_start(void)
 {
     static char redis_arg[200];
     snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
-    const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-timeout", tsan() ? "1000" : "100",
+    /* 250 ms: the load here crowds two cores; the timeout's own test is test_client_down's (100 ms) */
+    const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-timeout", tsan() ? "1000" : "250",
                                  "--api-keys", keys_file, NULL };
     for (int i = 0; i < N_REPLICAS; i++)
         if (server_start(&rep[i], args))
@@ -576,6 +579,7 @@ static void *send_main(void *arg)
                 atomic_store(s->stop, 1);
         } else if (r.status == 429 || r.status == 456) {
             atomic_fetch_add(s->nrefused, 1);
+            sleep_ms(5);    /* a client waits a little (not the whole Retry-After: the limit is pressed) */
         } else {
             atomic_fetch_add(s->nfailed, 1);
             print_error("replica %d: %ld %s\n", i % N_REPLICAS, r.status, r.body ? r.body : "");
@@ -621,9 +625,12 @@ static void test_rate_limit(void **state)
     /* a bucket of RL_N, refilled at RL_N a minute, shared: N + N x elapsed / 60 */
     load_result r = load(6, RL_KEY, "Hello.", 12.0, 0);
     double expected = RL_N + RL_N * r.seconds / 60.0;
-    double err = (r.n200 - expected) / expected;
+    double err = (r.n200 - expected) / expected, local = 0;
+    for (int i = 0; i < N_REPLICAS; i++)      /* verdicts a replica took alone (Redis slow): none expected */
+        local += metric_auth(&rep[i], "mtserve_redis_fallbacks_total{kind=\"limit\"}", "Authorization: Bearer " FREE_KEY);
     print_message("# rate limit %d/min through %d replicas for %.1f s: %d passed, %d refused (expected %.0f: "
-                  "%+.1f %%)\n", RL_N, N_REPLICAS, r.seconds, r.n200, r.refused, expected, err * 100);
+                  "%+.1f %%; %.0f verdicts taken locally)\n", RL_N, N_REPLICAS, r.seconds, r.n200, r.refused, expected,
+                  err * 100, local);
     assert_int_equal(r.failed, 0);
     assert_true(r.refused > r.n200);    /* it was pressed well past the limit */
     assert_true(err > -0.05 && err < 0.05);
@@ -871,6 +878,38 @@ static void test_outage(void **state)
     redisFree(c);
 }
 
+/* A server counted alone in a usage file, restarted with --redis: Redis takes
+ * its counts (every replica then reports them). */
+static void test_usage_seed(void **state)
+{
+    const char *bin = bin_path(), *slash = strrchr(bin, '/');
+    char file[160], redis_arg[200];
+    snprintf(file, sizeof file, "%.*stests/redis-usage-%d", slash ? (int)(slash - bin + 1) : 0, bin, (int)getpid());
+    snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
+    unlink(file);
+    server alone;
+    const char *const a1[] = { "--model", MODEL, "--api-keys", keys_file, "--usage-file", file, NULL };
+    assert_int_equal(server_start(&alone, a1), 0);
+    req_opts o = { .body = "{\"text\": \"Hello, world.\", \"max_length\": 4}",
+                   .extra = { "Authorization: Bearer " SEED_KEY } };
+    for (int i = 0; i < 3; i++) {
+        reply r = http_req(&alone, "/translate", &o);
+        assert_int_equal(r.status, 200);
+        reply_free(&r);
+    }
+    assert_int_equal(usage_of(&alone, SEED_KEY), 39);
+    assert_int_equal(server_stop(&alone), 0);          /* the file written */
+    assert_int_equal(usage_of(&rep[0], SEED_KEY), 0);  /* Redis knows nothing of it yet */
+    const char *const a2[] = { "--model", MODEL, "--api-keys", keys_file, "--usage-file", file, "--redis", redis_arg,
+                               NULL };
+    assert_int_equal(server_start(&alone, a2), 0);
+    long there = usage_of(&rep[2], SEED_KEY);
+    print_message("# a usage file's count (39) seeded into Redis: replica 3 reports %ld\n", there);
+    assert_int_equal(there, 39);
+    assert_int_equal(server_stop(&alone), 0);
+    unlink(file);
+}
+
 static void test_bad_url(void **state)
 {
     /* a bad --redis stops the start with its reason */
@@ -910,7 +949,8 @@ static int replicas_setup(void **state)
     FILE *f = fopen(keys_file, "w");
     if (!f)
         return -1;
-    fprintf(f, RL_KEY " req-limit=%d\n" Q_KEY " char-quota=%d\n" FREE_KEY " req-limit=100000\n", RL_N, Q_CHARS);
+    fprintf(f, RL_KEY " req-limit=%d\n" Q_KEY " char-quota=%d\n" FREE_KEY " req-limit=100000\n" SEED_KEY "\n", RL_N,
+            Q_CHARS);
     fclose(f);
     if (!rs.pid && redis_start(&rs))
         return -1;
@@ -951,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_file_jobs),
         cmocka_unit_test(test_outage),
+        cmocka_unit_test(test_usage_seed),
     };
     signal(SIGPIPE, SIG_IGN);       /* a write to a killed Redis: EPIPE, as in the server */
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -145,7 +145,9 @@ typedef struct srv_shared srv_shared;
 
 /* The limits and quotas of the process: with r (may be NULL: no --redis)
  * shared by every replica, else (and while r is down) local's and usage's.
- * local may be NULL (no rate limit configured); usage and r outlive it. */
+ * local may be NULL (no rate limit configured); usage and r outlive it.
+ * With r, the counts usage read from its state file go to Redis for the keys
+ * it has none of (the first replica to start seeds them). */
 srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage);
 void        srv_shared_free(srv_shared *sh);
 

@@ -40,16 +40,17 @@ static srv_redis_script bucket_script = { .source =
     "return {v, wait}\n" };
 
 /* A key's characters in all against its quota.  ARGV: the quota (-1: none),
- * this request's characters (negative: given back), and what this replica
- * counted while Redis was down (added first, whatever the quota).  Replies
- * {1 counted or 0 over the quota, the count now}. */
+ * this request's characters (negative: given back; 0: only read), and what
+ * this replica counted while Redis was down (added first, whatever the
+ * quota).  Replies {1 counted or 0 over the quota, the count now}; writes
+ * only a change (a read creates no key). */
 static srv_redis_script quota_script = { .source =
     "local q, n, owed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
     "local used = tonumber(redis.call('GET', KEYS[1]) or '0') + owed\n"
     "local ok = 1\n"
     "if n > 0 and q >= 0 and n > q - used then ok = 0 else used = used + n end\n"
     "if used < 0 then used = 0 end\n"
-    "redis.call('SET', KEYS[1], string.format('%.0f', used))\n"
+    "if (ok == 1 and n ~= 0) or owed ~= 0 then redis.call('SET', KEYS[1], string.format('%.0f', used)) end\n"
     "return {ok, used}\n" };
 
 static pthread_once_t scripts_once = PTHREAD_ONCE_INIT;
@@ -70,6 +71,33 @@ struct srv_shared {
     int            n;
 };
 
+/* The counts of usage's state file (--usage-file) into Redis where it has
+ * none (SET NX): moving a server to Redis keeps what its keys have used; of
+ * several replicas with files, the first to start seeds each key. */
+static void seed_counts(srv_shared *sh)
+{
+    int seeded = 0;
+    for (int s = 0; s < sh->n; s++) {
+        int key = s == sh->n - 1 ? -1 : s;
+        long n = srv_usage_count(sh->usage, key);
+        if (n <= 0)
+            continue;
+        char name[20], rkey[128], count[24], err[200];
+        srv_usage_slot_name(sh->usage, key, name);
+        snprintf(rkey, sizeof rkey, "%susage:%s", srv_redis_prefix(sh->r), name);
+        snprintf(count, sizeof count, "%ld", n);
+        const char *argv[4] = { "SET", rkey, count, "NX" };
+        srv_redis_value v;
+        srv_redis_rc rc = srv_redis_cmd(sh->r, SRV_RW_STR, &v, 4, argv, NULL, err, sizeof err);
+        seeded += rc == SRV_REDIS_OK && !v.nil;        /* nil: Redis had a count, kept */
+        srv_redis_value_clear(&v);
+        if (rc == SRV_REDIS_DOWN)
+            break;
+    }
+    if (seeded)
+        fprintf(stderr, "mtserve: redis: the counts of %d keys seeded from the usage file\n", seeded);
+}
+
 srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage)
 {
     pthread_once(&scripts_once, scripts_init);
@@ -89,6 +117,8 @@ srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage)
         return NULL;
     }
     pthread_mutex_init(&sh->mu, NULL);
+    if (r)
+        seed_counts(sh);
     return sh;
 }
 
