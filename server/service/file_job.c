@@ -280,14 +280,17 @@ static void expire(srv_files *f, double now)
 }
 
 /* The jobs whose state changed since they were last published (progress at
- * most twice a second), each published without the lock: it may wait on
- * Redis.  Only the runner frees a job, so j and its result stay. */
+ * most twice a second; a running job every 2 s all the same: a Redis that
+ * restarted empty has it again, and it does not expire however long it
+ * runs), each published without the lock: it may wait on Redis.  Only the
+ * runner frees a job, so j and its result stay. */
 static void publish(srv_files *f)
 {
     double now = mt_now_s();
     for (job *j = f->jobs; j && f->p.publish; j = j->next) {
+        int running = j->info.state == SRV_FILE_RUNNING;
         int changed = !j->pub_any || j->info.state != j->pub_state ||
-                      (j->info.done != j->pub_done && now - j->pub_at >= 0.5);
+                      (j->info.done != j->pub_done && now - j->pub_at >= 0.5) || (running && now - j->pub_at >= 2.0);
         if (!changed)
             continue;
         j->pub_any = 1;

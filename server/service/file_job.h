@@ -36,8 +36,8 @@ typedef struct {
     int    batch_units;     /* units per decode job */
     /* NULL, or called without the lock when a job's state changed: first by
      * srv_files_start on its caller's thread (before it returns), then on the
-     * runner thread (progress at most twice a second; result: the finished
-     * file, of info->bytes, when done).  --redis's file_share.h makes jobs
+     * runner thread (progress at most twice a second, a running job every 2 s
+     * anyway; result: the finished file, of info->bytes, when done).  --redis's file_share.h makes jobs
      * readable by other replicas with it: it must be thread-safe.  It returns
      * 0, or -1 when nothing was published: the runner tries again next turn */
     int  (*publish)(void *ctx, const char *id, const srv_file_info *info, const char *result);
