@@ -268,9 +268,9 @@ docker rm -f "$c" >/dev/null 2>&1
 if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi
 CF=docker/docker-compose.replicas.yml
 busy=""
-for p in 8080 8081 8082 8083; do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && busy="$busy $p"; done
+for p in 8080 8081 8082 8083 6390; do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && busy="$busy $p"; done
 if [ -n "$busy" ]; then
-    bad "compose replicas: ports$busy are in use (the compose file's nginx and replicas need 8080-8083)"
+    bad "compose replicas: ports$busy are in use (the compose file's nginx, replicas and redis need 8080-8083, 6390)"
 elif ! "${COMPOSE[@]}" -p mtserve-test -f "$CF" up -d --build >"$WORK/compose.log" 2>&1; then
     bad "compose replicas: ${COMPOSE[*]} up (last lines below)"; tail -n 15 "$WORK/compose.log" | sed 's/^/      /'
 else
@@ -279,6 +279,8 @@ else
     for _ in $(seq 1 50); do curl -sf --max-time 2 http://127.0.0.1:8080/lb-health >/dev/null && break; sleep 0.2; done
     if [ "$up" -eq 1 ] && translate 8080 >/dev/null; then
         ok "compose replicas: 3 replicas and nginx up, /translate through nginx answers"
+        check "compose replicas: each replica shares its limits through the redis service (/health)" \
+            bash -c 'for p in 8081 8082 8083; do curl -s --max-time 2 "http://127.0.0.1:$p/health" | grep -q "\"state\":\"up\"" || exit 1; done'
         client() {  # ID SECONDS: POST /translate through nginx in a loop
             local end=$(( $(date +%s) + $2 )) code
             while [ "$(date +%s)" -lt "$end" ]; do
@@ -315,7 +317,7 @@ else
         bad "compose replicas: not all of nginx and 3 replicas answered"
         "${COMPOSE[@]}" -p mtserve-test -f "$CF" logs --tail 10 2>&1 | sed 's/^/      /'
     fi
-    "${COMPOSE[@]}" -p mtserve-test -f "$CF" down -t 40 >>"$WORK/compose.log" 2>&1
+    "${COMPOSE[@]}" -p mtserve-test -f "$CF" down -v -t 40 >>"$WORK/compose.log" 2>&1
 fi
 
 finish

@@ -237,7 +237,7 @@ asan:
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
            %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
-           %/test_models_demand %/test_memory %/test_llm_server %/test_admin
+           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis
 # test_engine and test_decode under valgrind: the tiny model's cases (the same code
 # as en-fr's; en-fr's took over an hour), VG_FILTER= for all of them.
 VG_FILTER ?= *[tiny]
@@ -251,14 +251,16 @@ valgrind:
 # CHECK_TSAN_TESTS: the pool stress test, the bounded concurrent load, the routing tests
 # (pivots), the streaming clients and the other servers with threads of their own; the
 # glossary store's readers and editors (test_glossary), the DeepL API's usage and stores
-# under the server's threads (test_deepl).  One after another: two at a time, a server
+# under the server's threads (test_deepl), the Redis client and shared limits under
+# replicas' threads, Redis stopped and killed (test_redis).  One after another: two at a time, a server
 # under TSan once missed its 40 s to stop on SIGTERM (test_routing's teardown, CI; the
 # harness now dumps such a server's threads).  MTSERVE_TSAN=1 lets a program send fewer
 # requests where decoding, ~100x slower instrumented, is all the extra ones would add
 # (test_shortlist_server, test_routing, test_load, test_stream, test_models_demand, test_admin).
 TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
 CHECK_TSAN_TESTS ?= test_shortlist_server test_routing test_files test_terms test_models_demand test_admin test_load \
-                    test_llm_server test_limits test_deepl test_stream test_parallel test_cache test_access test_glossary
+                    test_llm_server test_limits test_deepl test_stream test_parallel test_cache test_access test_glossary \
+                    test_redis
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) -j$(JOBS) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do echo "== tsan $$t"; s=$$(date +%s); \

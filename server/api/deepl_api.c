@@ -659,7 +659,7 @@ void srv_handle_deepl_usage(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
     int key = req->key;
-    long used = srv->usage ? srv_usage_count(srv->usage, key) : 0;
+    long used = srv->usage ? srv_shared_usage_count(srv->shared, key) : 0;
     long quota = srv->usage ? srv_usage_quota(srv->usage, key) : -1;
     srv_reply_json(resp, 200, json_pack("{s:I,s:I}", "character_count", (json_int_t)used, "character_limit",
                                         (json_int_t)(quota >= 0 ? quota : 1000000000000LL)));

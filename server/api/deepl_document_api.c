@@ -133,10 +133,10 @@ static int bill(srv_request *req, srv_response *resp, long chars)
     srv_usage *u = req->srv->usage;
     if (!u || !chars)
         return 0;
-    if (srv_usage_take(u, req->key, chars))
+    if (srv_shared_usage_take(req->srv->shared, req->key, chars))
         return srv_fail(resp, SRV_E_QUOTA_EXCEEDED, "Quota exceeded: this key may have %ld characters translated "
                         "in all, %ld are used and this document has %ld", srv_usage_quota(u, req->key),
-                        srv_usage_count(u, req->key), chars);
+                        srv_shared_usage_known(req->srv->shared, req->key), chars);
     req->billed = chars;
     req->billed_key = req->key;
     return 0;

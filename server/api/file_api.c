@@ -19,6 +19,11 @@
  * Errors: no file part 400, a file over --max-file-bytes 413, over
  * --max-file-units 413, a format we do not read 415 (naming the formats), a
  * file that is not what it says 400 (where), --max-file-jobs held 503.
+ *
+ * With --redis (service/file_share.h) a job is published there as it runs,
+ * and GET /translate_file/ID and /download_file/ID/NAME of a job another
+ * replica holds are answered from it; while Redis does not answer, new jobs
+ * get 503 + Retry-After (their state could not be shared).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +133,17 @@ static int read_form(srv_request *req, srv_response *resp, file_form *f)
     return srv_file_kind(srv, resp, f->data, f->len, f->filename, &f->kind);
 }
 
+/* With --redis: 0 when it answers, else resp failed with 503 + Retry-After. */
+static int share_ready(srv_request *req, srv_response *resp)
+{
+    char why[200];
+    if (!req->srv->redis || srv_file_share_ready(req->srv->redis, why, sizeof why))
+        return 0;
+    resp->retry_after = 5;
+    return srv_fail(resp, SRV_E_QUEUE_FULL, "file jobs are shared through Redis, which does not answer (%s); "
+                    "retry later", why);
+}
+
 void srv_handle_translate_file(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
@@ -137,7 +153,8 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
     srv_file_route r = { 0 };
     waiting *w = NULL;
     srv_glossary *terms = NULL;         /* the form's "glossary", a JSON object as a string */
-    int rc = read_form(req, resp, &f) || srv_file_parse(srv, resp, f.data, f.len, f.kind, &copy, &doc) ||
+    int rc = share_ready(req, resp) || read_form(req, resp, &f) ||
+             srv_file_parse(srv, resp, f.data, f.len, f.kind, &copy, &doc) ||
              srv_request_glossary(req, resp, &terms) ||
              srv_file_route_doc(srv, resp, doc, f.target, &f.source, &f.guess, terms, &r);
     srv_glossary_free(terms);
@@ -202,18 +219,33 @@ static const char *path_id(const char *path, const char *prefix, char id[SRV_FIL
     return id;
 }
 
+/* DELETE /translate_file/ID: cancelled here, or (another replica's) deleted from Redis when finished. */
+static void delete_job(srv_request *req, srv_response *resp, const char *id, const srv_file_info *info, int here)
+{
+    srv_redis *r = req->srv->redis;
+    if (!here && info->state == SRV_FILE_RUNNING) {
+        srv_fail(resp, SRV_E_FORBIDDEN, "file job %s runs on another replica: it can be cancelled only there", id);
+        return;
+    }
+    if (here)
+        srv_files_cancel(req->srv->files, id);
+    if (r && info->state != SRV_FILE_RUNNING)
+        srv_file_share_delete(r, id);
+    srv_reply_json(resp, 200, json_pack("{s:s,s:s}", "id", id,
+                                        "state", info->state == SRV_FILE_RUNNING ? "cancelled" : "deleted"));
+}
+
 void srv_handle_file_status(srv_request *req, srv_response *resp)
 {
-    char id[SRV_FILE_ID_LEN];
+    char id[SRV_FILE_ID_LEN] = "";
     srv_file_info info;
-    if (!path_id(req->path, FILE_PATH, id) || srv_files_info(req->srv->files, id, &info)) {
+    int here = path_id(req->path, FILE_PATH, id) && srv_files_info(req->srv->files, id, &info) == 0;
+    if (!here && (!id[0] || !req->srv->redis || srv_file_share_info(req->srv->redis, id, &info))) {
         srv_fail(resp, SRV_E_NOT_FOUND, "no file job at %s (unknown, or deleted after --file-ttl)", req->path);
         return;
     }
     if (!strcmp(req->method, "DELETE")) {
-        srv_files_cancel(req->srv->files, id);
-        srv_reply_json(resp, 200, json_pack("{s:s,s:s}", "id", id,
-                                            "state", info.state == SRV_FILE_RUNNING ? "cancelled" : "deleted"));
+        delete_job(req, resp, id, &info, here);
         return;
     }
     double end = info.t_end > 0 ? info.t_end : srv_now();
@@ -243,6 +275,10 @@ void srv_handle_download_file(srv_request *req, srv_response *resp)
     srv_file_info info;
     mt_err err = { 0 };
     mt_status st = srv_files_result(req->srv->files, id, &bytes, &len, &info, &err);
+    if (st == MT_ERR_INPUT && srv_files_info(req->srv->files, id, &info) != 0 && req->srv->redis &&
+        srv_file_share_info(req->srv->redis, id, &info) == 0 && info.state == SRV_FILE_DONE &&
+        srv_file_share_result(req->srv->redis, id, &bytes, &len) == 0)
+        st = MT_OK;                     /* another replica's, from Redis */
     if (st == MT_ERR_NOMEM) {
         srv_fail(resp, SRV_E_INTERNAL, "%s", err.msg);
         return;

@@ -25,8 +25,33 @@ static json_t *downloads(srv_server *srv)
     return list;
 }
 
+/* With --redis, what /health says of it: up or down, and where the limits
+ * and quotas are counted meanwhile (a down Redis does not make the server
+ * unhealthy: it serves on with local counts). */
+static json_t *redis_health(srv_redis *r)
+{
+    srv_redis_stats st;
+    srv_redis_stats_get(r, &st);
+    if (!st.up) {       /* not known up: ask (at once when its backoff is not over, else one timeout at most) */
+        const char *ping[1] = { "PING" };
+        srv_redis_value v;
+        char err[200];
+        srv_redis_cmd(r, SRV_RW_STR, &v, 1, ping, NULL, err, sizeof err);
+        srv_redis_value_clear(&v);
+        srv_redis_stats_get(r, &st);
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s}", "url", st.url, "state", st.up ? "up" : "down", "limits",
+                          st.up ? "shared" : "local (Redis down: each replica counts alone)");
+    if (o && !st.up)
+        json_object_set_new(o, "error", json_string(st.last_error));
+    if (o && !st.up && st.down_for_s > 0)
+        json_object_set_new(o, "down_s", json_real(st.down_for_s));
+    return o;
+}
+
 /* 503 {"status":"loading"} until every model is loaded, then 200 {"status":"ok"};
- * "downloads" while the admin API downloads models (bytes of the file now). */
+ * "downloads" while the admin API downloads models (bytes of the file now);
+ * "redis" with --redis. */
 void srv_handle_health(srv_request *req, srv_response *resp)
 {
     int ready = atomic_load(&req->srv->ready);
@@ -37,7 +62,28 @@ void srv_handle_health(srv_request *req, srv_response *resp)
     if (o && json_array_size(d))
         json_object_set(o, "downloads", d);
     json_decref(d);
+    if (o && req->srv->redis)
+        json_object_set_new(o, "redis", redis_health(req->srv->redis));
     srv_reply_json(resp, ready ? 200 : 503, o);
+}
+
+/* The mtserve_redis_* lines after resp->text: 0, or -1 (out of memory: text freed). */
+static int append_redis_metrics(srv_redis *r, srv_response *resp)
+{
+    size_t n = 0;
+    char *more = srv_redis_metrics(r, &n);
+    char *all = more ? realloc(resp->text, resp->text_len + n + 1) : NULL;
+    if (!all) {
+        free(more);
+        free(resp->text);
+        return -1;
+    }
+    memcpy(all + resp->text_len, more, n);
+    all[resp->text_len + n] = 0;
+    resp->text = all;
+    resp->text_len += n;
+    free(more);
+    return 0;
 }
 
 static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
@@ -141,11 +187,13 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.uptime_s = srv_now() - srv->t_start;
     long *usage = srv->usage ? calloc((size_t)srv_usage_slots(srv->usage), sizeof *usage) : NULL;
     for (int k = 0; usage && k < srv_usage_slots(srv->usage); k++)
-        usage[k] = srv_usage_count(srv->usage, k == srv_usage_slots(srv->usage) - 1 ? -1 : k);
+        usage[k] = srv_shared_usage_known(srv->shared, k == srv_usage_slots(srv->usage) - 1 ? -1 : k);
     g.usage = usage;
     g.n_usage = usage ? srv_usage_slots(srv->usage) : 0;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     free(usage);
+    if (resp->text && srv->redis && append_redis_metrics(srv->redis, resp))
+        resp->text = NULL;
     if (!resp->text) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");
         return;

@@ -280,7 +280,7 @@ static int over_limit(srv_request *req, srv_response *resp, int key)
         lim.chars_per_min = srv->keys.v[key].char_limit;
     long chars = request_chars(req);
     int retry = 0;
-    srv_limit_verdict v = srv_ratelimit_take(srv->limits, req->client, &lim, chars, srv_now(), &retry);
+    srv_limit_verdict v = srv_shared_limit_take(srv->shared, req->client, &lim, chars, srv_now(), &retry);
     if (v != SRV_LIMIT_OK && resp->shape == SRV_SHAPE_LT)
         return lt_over_limit(resp, v, &lim, chars, retry);
     switch (v) {
@@ -312,10 +312,10 @@ static int take_usage(srv_request *req, srv_response *resp, int key)
     long chars = request_chars(req);
     if (!srv->usage || chars == 0)
         return 0;
-    if (srv_usage_take(srv->usage, key, chars))
+    if (srv_shared_usage_take(srv->shared, key, chars))
         return srv_fail(resp, SRV_E_QUOTA_EXCEEDED, "Quota exceeded: this key may have %ld characters translated "
                         "in all, %ld are used and this request has %ld", srv_usage_quota(srv->usage, key),
-                        srv_usage_count(srv->usage, key), chars);
+                        srv_shared_usage_known(srv->shared, key), chars);
     req->billed = chars;
     req->billed_key = key;
     return 0;
@@ -499,7 +499,7 @@ static void render(srv_request *req, srv_response *resp)
     if (resp->error == SRV_OK && resp->status == 0)
         srv_fail(resp, SRV_E_INTERNAL, "the handler of %s sent no reply", req->path);
     if (resp->error != SRV_OK && req->billed && req->srv && req->srv->usage) {
-        srv_usage_give_back(req->srv->usage, req->billed_key, req->billed);
+        srv_shared_usage_give_back(req->srv->shared, req->billed_key, req->billed);
         req->billed = 0;
     }
     srv_error_render(resp, (srv_shape)resp->shape);

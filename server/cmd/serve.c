@@ -161,6 +161,35 @@ static void fit_connections(srv_server *srv)
     }
 }
 
+/* --redis: its URL read (a bad one fails the start), the client (it connects
+ * on first use: Redis may come up after us; one PING now says which in the log)
+ * and the limits and quotas counted through it.  0, or -1 with a message. */
+static int redis_start(srv_server *srv, char *err, size_t err_len)
+{
+    if (srv->opts.redis[0]) {
+        srv_redis_url url;
+        if (srv_redis_url_parse(srv->opts.redis, &url, err, err_len))
+            return -1;
+        srv_redis_params p = { .timeout_ms = srv->opts.redis_timeout_ms, .connections = srv->http_threads + 2,
+                               .prefix = srv->opts.redis_prefix };
+        if (!(srv->redis = srv_redis_new(&url, &p)))
+            goto oom;
+        const char *ping[1] = { "PING" };
+        srv_redis_value v;
+        char why[200], printed[400];
+        srv_redis_url_print(&url, printed, sizeof printed);
+        if (srv_redis_cmd(srv->redis, SRV_RW_STR, &v, 1, ping, NULL, why, sizeof why) == SRV_REDIS_OK)
+            fprintf(stderr, "mtserve: redis %s: up; rate limits and key quotas are shared through it\n", printed);
+        srv_redis_value_clear(&v);
+    }
+    if (!(srv->shared = srv_shared_new(srv->redis, srv->limits, srv->usage)))
+        goto oom;
+    return 0;
+oom:
+    snprintf(err, err_len, "out of memory");
+    return -1;
+}
+
 /* The API keys (--api-key, --api-keys FILE), the rate limits and the trusted
  * proxies; 0, or -1 with a message. */
 #define LIMITED_CLIENTS 4096    /* clients whose rate-limit buckets are held at once */
@@ -189,6 +218,8 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
     }
     if (srv_usage_open(&srv->usage, &srv->usage_keys, srv->opts.usage_file, err, err_len))
         return -1;
+    if (redis_start(srv, err, err_len))
+        return -1;
     if (!(srv->gstore = srv_gstore_new(srv->opts.max_stored_glossaries))) {
         snprintf(err, err_len, "out of memory");
         return -1;
@@ -200,6 +231,10 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
 
 static void access_free(srv_server *srv, srv_proxies *proxies)
 {
+    srv_shared_free(srv->shared);       /* before what it counts with */
+    srv->shared = NULL;
+    srv_redis_free(srv->redis);
+    srv->redis = NULL;
     srv_usage_close(srv->usage);        /* saves the counts: before the keys they name */
     srv->usage = NULL;
     srv_gstore_free(srv->gstore);       /* no request is left to hold one */
@@ -254,6 +289,11 @@ static int build(srv_server *srv, srv_proxies **proxies)
     fp.max_store = srv->opts.file_store;
     fp.ttl_s = srv->opts.file_ttl_s;
     fp.batch_units = srv->opts.file_batch;
+    if (srv->redis) {                       /* file jobs readable by every replica */
+        srv->file_share = (srv_file_share){ .r = srv->redis, .ttl_s = srv->opts.file_ttl_s };
+        fp.publish = srv_file_share_publish;
+        fp.publish_ctx = &srv->file_share;
+    }
     mt_err ferr = { 0 };
     if (!(srv->files = srv_files_new(&fp, &ferr))) {
         fprintf(stderr, "mtserve: %s\n", ferr.msg);

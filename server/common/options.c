@@ -69,6 +69,14 @@ static const opt_def opt_table[] = {
     { "--char-limit", "MTSERVE_CHAR_LIMIT", OPT_INT, F(char_limit), 0, 0, 1000000000,
       "characters of text per minute per client; beyond it 429 + Retry-After (a request over the "
       "whole minute's budget: 413); 0 = no limit" },
+    { "--redis", "MTSERVE_REDIS", OPT_STR, F(redis), S(redis), 0, 0,
+      "redis://[[user]:password@]host[:port][/db] or unix:///path: rate limits and key quotas shared by every "
+      "replica in that Redis (README \"Replicas and Redis\"); while it is down each replica counts alone; "
+      "\"\" = none (default)" },
+    { "--redis-timeout", "MTSERVE_REDIS_TIMEOUT", OPT_INT, F(redis_timeout_ms), 0, 1, 60000,
+      "ms a Redis call may take (connecting, then its reply); past it the request goes on with the local count" },
+    { "--redis-prefix", "MTSERVE_REDIS_PREFIX", OPT_STR, F(redis_prefix), S(redis_prefix), 0, 0,
+      "the prefix of every key mtserve writes in Redis (services sharing one Redis tell theirs apart)" },
     { "--cors-origins", "MTSERVE_CORS_ORIGINS", OPT_STR, F(cors_origins), S(cors_origins), 0, 0,
       "allowed CORS origins: * or a comma-separated list" },
     { "--max-body", "MTSERVE_MAX_BODY", OPT_SIZE, F(max_body), 0, 1, (long long)1 << 30,
@@ -159,6 +167,8 @@ static void defaults(srv_options *o)
     o->queue = 1024;    /* waiting costs a suspended connection, not a thread:
                            256 clients queue instead of a 503 storm */
     o->queue_timeout_ms = 30000;
+    o->redis_timeout_ms = 100;
+    snprintf(o->redis_prefix, sizeof o->redis_prefix, "mtserve:");
     o->max_body = 1 << 20;
     o->max_tokens = 1024;
     o->max_alternatives = 4;

@@ -49,6 +49,9 @@ typedef struct {
     char   trusted_proxy[1024]; /* proxies whose X-Forwarded-For names the client; "" = none */
     int    req_limit;       /* requests per minute per client (key, else address); 0 = no limit */
     int    char_limit;      /* characters of text per minute per client; 0 = no limit */
+    char   redis[1024];     /* --redis URL: limits and quotas shared through it (store/redis.h); "" = none */
+    int    redis_timeout_ms;/* a Redis call's bound (connect, then reply) */
+    char   redis_prefix[64];/* of every key written in Redis */
     char   cors_origins[1024]; /* "*" or a comma-separated list of origins */
     size_t max_body;        /* request body bytes; more gets 413 */
     int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */

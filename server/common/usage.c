@@ -203,6 +203,8 @@ void srv_usage_give_back(srv_usage *u, int key, long chars)
 
 int srv_usage_slots(const srv_usage *u) { return u->n_slots; }
 
+void srv_usage_slot_name(const srv_usage *u, int key, char out[20]) { slot_name(u, slot_of(u, key), out); }
+
 long srv_usage_count(srv_usage *u, int key)
 {
     int s = slot_of(u, key);

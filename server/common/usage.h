@@ -41,6 +41,10 @@ void srv_usage_give_back(srv_usage *u, int key, long chars);
 long srv_usage_count(srv_usage *u, int key);
 long srv_usage_quota(const srv_usage *u, int key);
 
+/* The name of key's slot in the state file (and in Redis, store/shared.c):
+ * 16 hex digits of a hash of the key, "-" for no key. */
+void srv_usage_slot_name(const srv_usage *u, int key, char out[20]);
+
 /* The slots: the keys', then no key's (slot -1 of the calls above is the last). */
 int  srv_usage_slots(const srv_usage *u);
 

@@ -29,6 +29,9 @@ struct job {
     int            ended;       /* finished: on_end still to be called */
     int            back;        /* done() was called: the runner takes the results */
     _Atomic int    cancel;      /* asked for: the runner ends the job (the decoder polls it) */
+    int            pub_any, pub_done;   /* srv_files_params.publish: what was published last, when */
+    srv_file_state pub_state;
+    double         pub_at;
     srv_files     *owner;
     job           *next;
 };
@@ -276,6 +279,34 @@ static void expire(srv_files *f, double now)
     }
 }
 
+/* The jobs whose state changed since they were last published (progress at
+ * most twice a second; a running job every 2 s all the same: a Redis that
+ * restarted empty has it again, and it does not expire however long it
+ * runs), each published without the lock: it may wait on Redis.  Only the
+ * runner frees a job, so j and its result stay. */
+static void publish(srv_files *f)
+{
+    double now = mt_now_s();
+    for (job *j = f->jobs; j && f->p.publish; j = j->next) {
+        int running = j->info.state == SRV_FILE_RUNNING;
+        int changed = !j->pub_any || j->info.state != j->pub_state ||
+                      (j->info.done != j->pub_done && now - j->pub_at >= 0.5) || (running && now - j->pub_at >= 2.0);
+        if (!changed)
+            continue;
+        j->pub_any = 1;
+        j->pub_state = j->info.state;
+        j->pub_done = j->info.done;
+        j->pub_at = now;
+        srv_file_info info = j->info;
+        const char *result = j->info.state == SRV_FILE_DONE ? j->result : NULL;
+        pthread_mutex_unlock(&f->mu);
+        int failed = f->p.publish(f->p.publish_ctx, j->id, &info, result) != 0;
+        pthread_mutex_lock(&f->mu);
+        if (failed)
+            j->pub_any = 0;     /* Redis did not take it: again next turn (its client skips at once while down) */
+    }
+}
+
 static void *runner(void *arg)
 {
     srv_files *f = arg;
@@ -285,6 +316,7 @@ static void *runner(void *arg)
             if (j->info.state == SRV_FILE_RUNNING)
                 step(f, j);
         tell_ended(f);
+        publish(f);
         expire(f, mt_now_s());
         int busy = 0;
         for (job *j = f->jobs; j; j = j->next)
@@ -403,9 +435,19 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
         job_free(j);
         return mt_err_set(err, MT_ERR_BUSY, "the server holds %d file jobs, its limit; retry later", held);
     }
+    f->n_jobs++;                /* its place, held while it is published */
+    if (f->p.publish) {         /* before the caller answers, so that another replica asked next finds it;
+                                   not yet in the list: nothing the runner publishes can come first */
+        j->pub_any = 1;
+        j->pub_state = SRV_FILE_RUNNING;
+        j->pub_at = mt_now_s();
+        pthread_mutex_unlock(&f->mu);
+        if (f->p.publish(f->p.publish_ctx, j->id, &j->info, NULL) != 0)
+            j->pub_any = 0;     /* the runner tries again */
+        pthread_mutex_lock(&f->mu);
+    }
     j->next = f->jobs;
     f->jobs = j;
-    f->n_jobs++;
     memcpy(id, j->id, SRV_FILE_ID_LEN);
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);

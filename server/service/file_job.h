@@ -27,11 +27,21 @@
 
 #define SRV_FILE_ID_LEN 33      /* 32 hex digits (128 random bits) and a NUL */
 
+typedef struct srv_file_info srv_file_info;
+
 typedef struct {
     int    max_jobs;        /* jobs held at once: running, and finished ones not yet deleted */
     size_t max_store;       /* bytes of finished files held at once */
     int    ttl_s;           /* a finished file is deleted this long after it is done */
     int    batch_units;     /* units per decode job */
+    /* NULL, or called without the lock when a job's state changed: first by
+     * srv_files_start on its caller's thread (before it returns), then on the
+     * runner thread (progress at most twice a second, a running job every 2 s
+     * anyway; result: the finished file, of info->bytes, when done).  --redis's file_share.h makes jobs
+     * readable by other replicas with it: it must be thread-safe.  It returns
+     * 0, or -1 when nothing was published: the runner tries again next turn */
+    int  (*publish)(void *ctx, const char *id, const srv_file_info *info, const char *result);
+    void  *publish_ctx;
 } srv_files_params;
 
 /* 16 jobs, 256 MB, 600 s, 16 units. */
@@ -42,7 +52,7 @@ typedef enum { SRV_FILE_RUNNING, SRV_FILE_DONE, SRV_FILE_FAILED, SRV_FILE_CANCEL
 /* "running", "done", "failed", "cancelled" */
 const char *srv_file_state_name(srv_file_state s);
 
-typedef struct {
+struct srv_file_info {
     srv_file_state state;
     int     done, total;        /* units translated so far, units in all */
     char    name[256];          /* the translated file's name */
@@ -53,7 +63,7 @@ typedef struct {
     double  expires;            /* finished: when it is deleted (srv_now() clock) */
     char    secret[SRV_FILE_ID_LEN];    /* the route's (what a reader must show); "" none */
     long    chars;              /* the route's: the source's code points */
-} srv_file_info;
+};
 
 /* Where a job's units go, and who hears of it. */
 typedef struct {

@@ -38,6 +38,8 @@
 #include "translate/cache.h"
 #include "translate/glossary.h"
 #include "detect/charlm.h"
+#include "store/redis.h"
+#include "file_share.h"
 
 typedef struct srv_residency srv_residency;
 typedef struct srv_admin srv_admin;
@@ -112,6 +114,9 @@ struct srv_server {
     pthread_rwlock_t reload_lock;   /* keys and glossaries[]: SIGHUP writes, requests read */
     srv_ratelimit *limits;          /* --req-limit / --char-limit and the keys' own; NULL: none at all */
     srv_usage   *usage;             /* characters per key against char-quota (usage.h) */
+    srv_redis   *redis;             /* --redis (store/redis.h); NULL: none */
+    srv_shared  *shared;            /* limits and usage: through redis when set, else limits' and usage's */
+    srv_file_share file_share;      /* with redis: files' publish context (file_share.h) */
     srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;

@@ -1,0 +1,1005 @@
+/* test_redis: state shared through Redis (server/store, serve --redis).
+ *
+ * Without a server: every form of --redis URL, good and bad; every reply
+ * type (made from RESP bytes by hiredis's own reader, and by hand for what
+ * the reader never makes) read as every wanted type.
+ *
+ * With Debian's redis-server, started here on a private loopback port (and a
+ * unix socket in a temporary directory), `--save '' --appendonly no`:
+ *   - the client: commands, AUTH and SELECT, EVALSHA falling back to EVAL
+ *     after SCRIPT FLUSH; Redis stopped (SIGSTOP: no answer) and killed:
+ *     each call bounded by the timeout, calls skipped at once while it is
+ *     down, and the client back by itself once it is;
+ *   - three replicas of `mtserve serve --model models/tiny --redis ...`:
+ *     a key limited to N requests a minute, sent to all three, gets the
+ *     token bucket's N + N x elapsed / 60 within 5 %; a key's character
+ *     quota holds across the replicas and across a restart of all three;
+ *     Redis stopped, then killed and started again during load: no
+ *     translation fails, /health says the limits are local meanwhile, and
+ *     the replicas use Redis again by themselves, and new file jobs are
+ *     refused with 503 while it is down; a file job taken just before it
+ *     stopped is done and downloadable from the other replicas after (its
+ *     state published again once the new, empty Redis takes it);
+ *   - a file job submitted to one replica is polled on a second and
+ *     downloaded from a third (its bytes equal the first's);
+ *   - a server's --usage-file counts seed Redis when it starts with --redis.
+ * Every child is tracked by the harness and killed at the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "harness.h"
+#include "store/redis.h"
+
+#define REDIS_BIN   "/usr/bin/redis-server"
+#define MODEL       "models/tiny"
+#define N_REPLICAS  3
+#define TIMEOUT_MS  100         /* the clients' timeout here; the replicas' --redis-timeout */
+#define MAX_LENGTH  "4"         /* of every translation: the load is the requests, not decoding
+                                   (~100x slower under TSan) */
+
+/* MTSERVE_TSAN=1 (make tsan): the replicas run instrumented, every call slower */
+static int tsan(void)
+{
+    const char *v = getenv("MTSERVE_TSAN");
+    return v && *v == '1';
+}
+
+/* ---- URLs ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *url;
+    int         ok;
+    const char *host_or_path;   /* ok: the host (or unix path); bad: a word of the message */
+    int         port, db;
+    const char *user, *password;
+} url_case;
+
+static const url_case url_cases[] = {
+    { "redis://localhost", 1, "localhost", 6379, 0, "", "" },
+    { "redis://127.0.0.1:7000", 1, "127.0.0.1", 7000, 0, "", "" },
+    { "redis://127.0.0.1:7000/3", 1, "127.0.0.1", 7000, 3, "", "" },
+    { "redis://redis.internal/15", 1, "redis.internal", 6379, 15, "", "" },
+    { "redis://host:1/", 1, "host", 1, 0, "", "" },
+    { "redis://:s3cret@h:6380/1", 1, "h", 6380, 1, "", "s3cret" },
+    { "redis://app:p%40ss%3Aw@h", 1, "h", 6379, 0, "app", "p@ss:w" },
+    { "redis://app:p@ss@h:1", 1, "h", 1, 0, "app", "p@ss" },       /* the last '@' ends the password */
+    { "redis://[::1]:6390/2", 1, "::1", 6390, 2, "", "" },
+    { "redis://[::1]", 1, "::1", 6379, 0, "", "" },
+    { "unix:///run/redis/redis.sock", 1, "/run/redis/redis.sock", 0, 0, "", "" },
+    { "unix:///tmp/r.sock?db=4", 1, "/tmp/r.sock", 0, 4, "", "" },
+    { "rediss://h:6380", 0, "TLS", 0, 0, NULL, NULL },
+    { "", 0, "empty", 0, 0, NULL, NULL },
+    { "http://h:6379", 0, "not a Redis URL", 0, 0, NULL, NULL },
+    { "h:6379", 0, "not a Redis URL", 0, 0, NULL, NULL },
+    { "redis://", 0, "no host", 0, 0, NULL, NULL },
+    { "redis://:6379", 0, "no host", 0, 0, NULL, NULL },
+    { "redis://h:0", 0, "port", 0, 0, NULL, NULL },
+    { "redis://h:65536", 0, "port", 0, 0, NULL, NULL },
+    { "redis://h:12ab", 0, "port", 0, 0, NULL, NULL },
+    { "redis://h:", 0, "port", 0, 0, NULL, NULL },
+    { "redis://h/x", 0, "/db", 0, 0, NULL, NULL },
+    { "redis://h/1/2", 0, "/db", 0, 0, NULL, NULL },
+    { "redis://h?db=1", 0, "not a host", 0, 0, NULL, NULL },
+    { "redis://user@h", 0, "[user]:password", 0, 0, NULL, NULL },
+    { "redis://u:@h", 0, "empty password", 0, 0, NULL, NULL },
+    { "redis://u:%zz@h", 0, "escape", 0, 0, NULL, NULL },
+    { "redis://u:%00@h", 0, "NUL", 0, 0, NULL, NULL },
+    { "redis://u:%4@h", 0, "escape", 0, 0, NULL, NULL },
+    { "redis://[::1", 0, "']'", 0, 0, NULL, NULL },
+    { "redis://[]:1", 0, "']'", 0, 0, NULL, NULL },
+    { "redis://[zz]:1", 0, "IPv6", 0, 0, NULL, NULL },
+    { "redis://[::1]x", 0, ":port", 0, 0, NULL, NULL },
+    { "redis://h o:1", 0, "space", 0, 0, NULL, NULL },
+    { "unix://", 0, "absolute", 0, 0, NULL, NULL },
+    { "unix://relative.sock", 0, "absolute", 0, 0, NULL, NULL },
+    { "unix:///tmp/r.sock?x=1", 0, "?db=N", 0, 0, NULL, NULL },
+    { "unix:///tmp/r.sock?db=", 0, "?db=N", 0, 0, NULL, NULL },
+};
+
+static void test_url(void **state)
+{
+    char err[400];
+    int n = 0;
+    for (size_t i = 0; i < sizeof url_cases / sizeof *url_cases; i++, n++) {
+        const url_case *c = &url_cases[i];
+        srv_redis_url u;
+        err[0] = 0;
+        int rc = srv_redis_url_parse(c->url, &u, err, sizeof err);
+        if (c->ok != (rc == 0))
+            fail_msg("%s: parsed %s (%s)", c->url, rc ? "no" : "yes", err);
+        if (!c->ok) {
+            if (!strstr(err, c->host_or_path) || !strstr(err, "--redis"))
+                fail_msg("%s: message '%s' lacks '%s'", c->url, err, c->host_or_path);
+            continue;
+        }
+        assert_string_equal(u.is_unix ? u.path : u.host, c->host_or_path);
+        assert_int_equal(u.is_unix, strncmp(c->url, "unix", 4) == 0);
+        if (!u.is_unix)
+            assert_int_equal(u.port, c->port);
+        assert_int_equal(u.db, c->db);
+        assert_string_equal(u.user, c->user);
+        assert_string_equal(u.password, c->password);
+        char printed[400];
+        srv_redis_url_print(&u, printed, sizeof printed);
+        if (u.password[0] && strstr(printed, u.password))
+            fail_msg("%s: printed with its password: %s", c->url, printed);
+    }
+    /* a path one byte too long for sun_path, and the longest that fits */
+    char url[200] = "unix:///";
+    memset(url + 8, 'a', 107);
+    url[8 + 107] = 0;
+    srv_redis_url u;
+    assert_int_equal(srv_redis_url_parse(url, &u, err, sizeof err), -1);
+    url[8 + 106] = 0;
+    assert_int_equal(srv_redis_url_parse(url, &u, err, sizeof err), 0);
+    assert_int_equal(strlen(u.path), 107);
+    print_message("# %d URLs\n", n + 2);
+}
+
+/* ---- replies ------------------------------------------------------------------- */
+
+/* The one reply the RESP bytes make (hiredis's reader), or NULL. */
+static redisReply *reply_of(const char *resp)
+{
+    redisReader *rd = redisReaderCreate();
+    void *rep = NULL;
+    redisReaderFeed(rd, resp, strlen(resp));
+    if (redisReaderGetReply(rd, &rep) != REDIS_OK)
+        rep = NULL;
+    redisReaderFree(rd);
+    return rep;
+}
+
+typedef struct {
+    const char  *resp;
+    srv_redis_rc rc[4];         /* read as OK, INT, STR, INTS */
+    long long    i;             /* INT's value when OK */
+    const char  *s;             /* STR's value when OK (NULL: nil) */
+} reply_case;
+
+#define OK_ SRV_REDIS_OK
+#define BAD SRV_REDIS_BAD_REPLY
+#define ERR SRV_REDIS_ERROR
+#define NOS SRV_REDIS_NOSCRIPT
+static const reply_case reply_cases[] = {
+    { "+OK\r\n", { OK_, BAD, OK_, BAD }, 0, "OK" },
+    { "+QUEUED\r\n", { BAD, BAD, OK_, BAD }, 0, "QUEUED" },
+    { "+\r\n", { BAD, BAD, OK_, BAD }, 0, "" },
+    { "-ERR unknown command\r\n", { ERR, ERR, ERR, ERR }, 0, NULL },
+    { "-NOSCRIPT No matching script\r\n", { NOS, NOS, NOS, NOS }, 0, NULL },
+    { "-NOSCRIP\r\n", { ERR, ERR, ERR, ERR }, 0, NULL },
+    { "-\r\n", { ERR, ERR, ERR, ERR }, 0, NULL },
+    { ":42\r\n", { BAD, OK_, BAD, BAD }, 42, NULL },
+    { ":-9223372036854775807\r\n", { BAD, OK_, BAD, BAD }, -INT64_MAX, NULL },
+    { "$2\r\n17\r\n", { BAD, OK_, OK_, BAD }, 17, "17" },
+    { "$2\r\n-3\r\n", { BAD, OK_, OK_, BAD }, -3, "-3" },
+    { "$3\r\nabc\r\n", { BAD, BAD, OK_, BAD }, 0, "abc" },
+    { "$0\r\n\r\n", { BAD, BAD, OK_, BAD }, 0, "" },
+    { "$3\r\n1 2\r\n", { BAD, BAD, OK_, BAD }, 0, "1 2" },
+    { "$2\r\n1\0\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },   /* cut at the NUL by strlen: no reply */
+    { "$20\r\n99999999999999999999\r\n", { BAD, BAD, OK_, BAD }, 0, "99999999999999999999" },
+    { "$-1\r\n", { BAD, OK_, OK_, BAD }, 0, NULL },
+    { "*-1\r\n", { BAD, OK_, OK_, BAD }, 0, NULL },
+    { "*0\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+    { "*2\r\n:1\r\n:0\r\n", { BAD, BAD, BAD, OK_ }, 0, NULL },
+    { "*1\r\n:7\r\n", { BAD, BAD, BAD, OK_ }, 0, NULL },
+    { "*4\r\n:1\r\n:2\r\n:3\r\n:4\r\n", { BAD, BAD, BAD, OK_ }, 0, NULL },
+    { "*5\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+    { "*2\r\n:1\r\n$1\r\n2\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+    { "*2\r\n:1\r\n$-1\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+    { "*2\r\n*1\r\n:1\r\n:2\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+    { "*1\r\n-ERR inside\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+    { "*1\r\n+OK\r\n", { BAD, BAD, BAD, BAD }, 0, NULL },
+};
+
+static void check_reply(const char *what, const redisReply *r, const srv_redis_rc want_rc[4], long long i,
+                        const char *s)
+{
+    for (int w = 0; w < 4; w++) {
+        srv_redis_value v;
+        char err[200] = "";
+        srv_redis_rc rc = srv_redis_reply_read(r, (srv_redis_want)w, &v, err, sizeof err);
+        if (rc != want_rc[w])
+            fail_msg("%s read as %d: %d, expected %d (%s)", what, w, rc, want_rc[w], err);
+        if (rc != OK_ && !err[0])
+            fail_msg("%s read as %d: refused without a message", what, w);
+        if (rc == OK_ && w == SRV_RW_INT && !v.nil)
+            assert_true(v.i == i);
+        if (rc == OK_ && w == SRV_RW_STR) {
+            assert_int_equal(v.nil, s == NULL);
+            if (s) {
+                assert_int_equal(v.len, strlen(s));
+                assert_memory_equal(v.s, s, v.len + 1);
+            }
+        }
+        if (rc == OK_ && w == SRV_RW_INTS) {
+            assert_true(v.n >= 1 && v.n <= SRV_REDIS_MAX_INTS);
+            for (int k = 0; k < v.n; k++)
+                assert_true(v.ints[k] == r->element[k]->integer);
+        }
+        if (rc == SRV_REDIS_ERROR || rc == SRV_REDIS_NOSCRIPT)
+            assert_non_null(strstr(err, "Redis"));
+        srv_redis_value_clear(&v);
+    }
+}
+
+static void test_reply(void **state)
+{
+    int n = 0;
+    for (size_t k = 0; k < sizeof reply_cases / sizeof *reply_cases; k++) {
+        const reply_case *c = &reply_cases[k];
+        redisReply *r = reply_of(c->resp);
+        if (!r) {   /* only the case written to be cut short makes none: a NULL reply is DOWN */
+            srv_redis_value v;
+            char err[100];
+            assert_non_null(strchr(c->resp, '1'));
+            assert_int_equal(srv_redis_reply_read(NULL, SRV_RW_INT, &v, err, sizeof err), SRV_REDIS_DOWN);
+            continue;
+        }
+        check_reply(c->resp, r, c->rc, c->i, c->s);
+        freeReplyObject(r);
+        n++;
+    }
+    /* what hiredis's reader never makes: an unknown type, an array with a hole */
+    redisReply odd = { .type = 99, .str = "x", .len = 1 };
+    const srv_redis_rc all_bad[4] = { BAD, BAD, BAD, BAD };
+    check_reply("type 99", &odd, all_bad, 0, NULL);
+    redisReply one = { .type = REDIS_REPLY_INTEGER, .integer = 5 };
+    redisReply *holes[2] = { &one, NULL };
+    redisReply arr = { .type = REDIS_REPLY_ARRAY, .elements = 2, .element = holes };
+    check_reply("array with a NULL element", &arr, all_bad, 0, NULL);
+    redisReply noelem = { .type = REDIS_REPLY_ARRAY, .elements = 1, .element = NULL };
+    check_reply("array without elements", &noelem, all_bad, 0, NULL);
+    redisReply errnull = { .type = REDIS_REPLY_ERROR, .str = NULL, .len = 0 };
+    const srv_redis_rc all_err[4] = { ERR, ERR, ERR, ERR };
+    check_reply("error without text", &errnull, all_err, 0, NULL);
+    print_message("# %d RESP replies x 4 wanted types, and 4 made by hand\n", n);
+}
+
+/* ---- redis-server ---------------------------------------------------------------- */
+
+typedef struct {
+    pid_t pid;
+    int   port;
+    char  dir[64];              /* its unix socket's directory */
+    char  sock[128];
+    char  url[160];
+    const char *password;       /* NULL: none */
+} rserver;
+
+static rserver rs;
+
+/* 1 when a PING on the server's port is answered within 200 ms. */
+static int redis_answers(const rserver *r)
+{
+    struct timeval tv = { 0, 200000 };
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+    int ok = 0;
+    if (c && !c->err) {
+        redisSetTimeout(c, tv);
+        redisReply *rep = r->password ? redisCommand(c, "AUTH %s", r->password) : NULL;
+        freeReplyObject(rep);
+        rep = redisCommand(c, "PING");
+        ok = rep && rep->type == REDIS_REPLY_STATUS;
+        freeReplyObject(rep);
+    }
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+/* Starts redis-server on r->port (free_port when 0) and r->sock: 0 or -1. */
+static int redis_start(rserver *r)
+{
+    if (!r->port)
+        r->port = free_port();
+    if (!r->dir[0]) {
+        snprintf(r->dir, sizeof r->dir, "/tmp/mtserve-redis-XXXXXX");
+        if (!mkdtemp(r->dir))
+            return -1;
+        snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
+    }
+    snprintf(r->url, sizeof r->url, "redis://127.0.0.1:%d", r->port);
+    char port[16];
+    snprintf(port, sizeof port, "%d", r->port);
+    const char *argv[20] = { REDIS_BIN, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--unixsocket", r->sock, "--unixsocketperm", "700", "--dir", r->dir };
+    int n = 15;
+    if (r->password) {
+        argv[n++] = "--requirepass";
+        argv[n++] = r->password;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        execv(REDIS_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    r->pid = pid;
+    track(pid);
+    for (double t0 = now_s(); now_s() - t0 < 10; sleep_ms(50))
+        if (redis_answers(r))
+            return 0;
+    print_error("redis-server on port %d did not answer\n", r->port);
+    return -1;
+}
+
+static void redis_kill(rserver *r)
+{
+    if (r->pid <= 0)
+        return;
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, NULL, 0);
+    untrack(r->pid);
+    r->pid = 0;
+}
+
+/* ---- the client against a real Redis ------------------------------------------------ */
+
+static srv_redis *client_of(const char *url_text)
+{
+    srv_redis_url url;
+    char err[300];
+    if (srv_redis_url_parse(url_text, &url, err, sizeof err))
+        fail_msg("%s: %s", url_text, err);
+    srv_redis_params p = { .timeout_ms = TIMEOUT_MS, .connections = 2, .prefix = "t:" };
+    srv_redis *r = srv_redis_new(&url, &p);
+    assert_non_null(r);
+    return r;
+}
+
+static srv_redis_rc cmd(srv_redis *r, srv_redis_want want, srv_redis_value *v, const char *a0, const char *a1,
+                        const char *a2)
+{
+    const char *argv[3] = { a0, a1, a2 };
+    char err[200];
+    return srv_redis_cmd(r, want, v, a2 ? 3 : a1 ? 2 : 1, argv, NULL, err, sizeof err);
+}
+
+static void test_client(void **state)
+{
+    rserver pw = { .password = "pa:ss@w" };
+    assert_int_equal(redis_start(&pw), 0);
+    char url[300];
+    snprintf(url, sizeof url, "redis://:pa%%3Ass%%40w@127.0.0.1:%d/2", pw.port);
+    srv_redis *r = client_of(url);
+    srv_redis_value v;
+    assert_int_equal(cmd(r, SRV_RW_OK, &v, "SET", "k", "41"), OK_);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "INCR", "k", NULL), OK_);
+    assert_int_equal(v.i, 42);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "GET", "nothing", NULL), OK_);
+    assert_true(v.nil && v.i == 0);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "HSET", "k", "f"), ERR);      /* WRONGTYPE / arity: an error */
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "DBSIZE", NULL, NULL), OK_);
+    assert_int_equal(v.i, 1);
+    /* the same server through its unix socket, db 0: AUTH, and the key is not there */
+    char u2[300];
+    snprintf(u2, sizeof u2, "redis://:pa%%3Ass%%40w@127.0.0.1:%d", pw.port);
+    srv_redis *r0 = client_of(u2);
+    assert_int_equal(cmd(r0, SRV_RW_INT, &v, "EXISTS", "k", NULL), OK_);
+    assert_int_equal(v.i, 0);
+    srv_redis_free(r0);
+    /* a wrong password: an error, and no connection kept */
+    snprintf(u2, sizeof u2, "redis://:wrong@127.0.0.1:%d", pw.port);
+    r0 = client_of(u2);
+    assert_int_equal(cmd(r0, SRV_RW_STR, &v, "PING", NULL, NULL), SRV_REDIS_DOWN);
+    srv_redis_stats st;
+    srv_redis_stats_get(r0, &st);
+    assert_int_equal(st.up, 0);
+    assert_non_null(strstr(st.last_error, "WRONGPASS"));
+    srv_redis_free(r0);
+    /* scripts: EVAL the first time (NOSCRIPT), EVALSHA after; again EVAL after SCRIPT FLUSH */
+    srv_redis_script s = { .source = "return {tonumber(ARGV[1]) + 1, 7}" };
+    srv_redis_script_init(&s);
+    assert_int_equal(strlen(s.sha1), 40);
+    const char *args[1] = { "41" };
+    char err[200];
+    for (int round = 0; round < 3; round++) {
+        if (round == 2)
+            assert_int_equal(cmd(r, SRV_RW_OK, &v, "SCRIPT", "FLUSH", NULL), OK_);
+        srv_redis_stats_get(r, &st);
+        long calls = st.calls;
+        assert_int_equal(srv_redis_eval(r, &s, 0, 1, args, SRV_RW_INTS, &v, err, sizeof err), OK_);
+        assert_int_equal(v.n, 2);
+        assert_true(v.ints[0] == 42 && v.ints[1] == 7);
+        srv_redis_stats_get(r, &st);
+        assert_int_equal(st.calls - calls, round == 1 ? 1 : 2);   /* EVALSHA alone once Redis has it */
+    }
+    srv_redis_free(r);
+    /* the unix socket */
+    redis_kill(&pw);
+    pw.password = NULL;
+    assert_int_equal(redis_start(&pw), 0);
+    snprintf(u2, sizeof u2, "unix://%s?db=1", pw.sock);
+    r = client_of(u2);
+    assert_int_equal(cmd(r, SRV_RW_STR, &v, "PING", NULL, NULL), OK_);
+    assert_string_equal(v.s, "PONG");
+    srv_redis_value_clear(&v);
+    srv_redis_free(r);
+    redis_kill(&pw);
+    unlink(pw.sock);
+    rmdir(pw.dir);
+}
+
+/* Calls PING until it is answered (bounded): the seconds it took, or -1. */
+static double until_up(srv_redis *r, double limit_s)
+{
+    double t0 = now_s();
+    srv_redis_value v;
+    while (now_s() - t0 < limit_s) {
+        if (cmd(r, SRV_RW_STR, &v, "PING", NULL, NULL) == OK_) {
+            srv_redis_value_clear(&v);
+            return now_s() - t0;
+        }
+        sleep_ms(20);
+    }
+    return -1;
+}
+
+static void test_client_down(void **state)
+{
+    assert_int_equal(redis_start(&rs), 0);
+    srv_redis *r = client_of(rs.url);
+    srv_redis_value v;
+    assert_true(until_up(r, 2) >= 0);
+    /* stopped: the call waits its timeout, no more; the next ones are skipped at once */
+    kill(rs.pid, SIGSTOP);
+    double t0 = now_s();
+    assert_int_equal(cmd(r, SRV_RW_STR, &v, "PING", NULL, NULL), SRV_REDIS_DOWN);
+    double first = now_s() - t0;
+    /* 1.5 s of calls every 5 ms: most skipped at once, a probe after each
+     * backoff (0.1, 0.2, 0.4, 0.8 s) waits one timeout */
+    double worst = 0, t_end = now_s() + 1.5;
+    int calls = 0, slow = 0;
+    while (now_s() < t_end) {
+        t0 = now_s();
+        assert_int_equal(cmd(r, SRV_RW_STR, &v, "PING", NULL, NULL), SRV_REDIS_DOWN);
+        double dt = now_s() - t0;
+        worst = dt > worst ? dt : worst;
+        slow += dt > TIMEOUT_MS * 0.5e-3;
+        calls++;
+        sleep_ms(5);
+    }
+    srv_redis_stats st;
+    srv_redis_stats_get(r, &st);
+    print_message("# stopped Redis: first call %.0f ms; then %d calls in 1.5 s, %d of them probes that waited "
+                  "(at most %.0f ms), %ld skipped at once\n", first * 1e3, calls, slow, worst * 1e3, st.skipped);
+    assert_true(first >= TIMEOUT_MS * 0.9e-3 && first < 3 * TIMEOUT_MS * 1e-3);
+    assert_true(worst < 3 * TIMEOUT_MS * 1e-3);     /* a probe: connect (the kernel accepts) + one timeout */
+    assert_true(slow >= 2 && slow <= 5);
+    assert_true(st.skipped >= calls - slow);
+    assert_int_equal(st.up, 0);
+    kill(rs.pid, SIGCONT);
+    double back = until_up(r, 10);
+    print_message("# continued: answered again after %.2f s\n", back);
+    assert_true(back >= 0);
+    /* killed, then started again on its port */
+    redis_kill(&rs);
+    assert_int_equal(cmd(r, SRV_RW_STR, &v, "PING", NULL, NULL), SRV_REDIS_DOWN);
+    sleep_ms(1000);
+    assert_int_equal(redis_start(&rs), 0);
+    back = until_up(r, 10);
+    print_message("# restarted: answered again after %.2f s\n", back);
+    assert_true(back >= 0 && back < 6);     /* the backoff is at most 5 s */
+    srv_redis_stats_get(r, &st);
+    assert_true(st.up && st.connects >= 3);
+    srv_redis_free(r);
+}
+
+/* ---- replicas ------------------------------------------------------------------------- */
+
+#define RL_KEY     "rl-key"
+#define RL_N       (tsan() ? 60 : 240)     /* its requests per minute (a TSan replica answers fewer) */
+#define Q_KEY      "q-key"
+#define Q_CHARS    1000         /* its char-quota */
+#define FREE_KEY   "free-key"
+#define SEED_KEY   "seed-key"   /* counted in a usage file first, then in Redis */
+
+static server rep[N_REPLICAS];
+static char   keys_file[128];
+
+static int replicas_start(void)
+{
+    static char redis_arg[200];
+    snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
+    /* 250 ms: the load here crowds two cores; the timeout's own test is test_client_down's (100 ms) */
+    const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-timeout", tsan() ? "1000" : "250",
+                                 "--api-keys", keys_file, NULL };
+    for (int i = 0; i < N_REPLICAS; i++)
+        if (server_start(&rep[i], args))
+            return -1;
+    return 0;
+}
+
+static void replicas_stop(void)
+{
+    for (int i = 0; i < N_REPLICAS; i++)
+        if (rep[i].pid > 0) {
+            int st = server_stop(&rep[i]);
+            if (st != 0)
+                fail_msg("replica %d stopped with %d", i, st);
+            rep[i].pid = 0;
+        }
+}
+
+typedef struct {
+    const char *key;
+    const char *text;
+    double      until;          /* stop at this time */
+    int         max_200;        /* stop after this many 200s in all (0: no) */
+    _Atomic int *n200, *nrefused, *nfailed;
+    _Atomic int *stop;
+    int         first;          /* the replica it starts on */
+    double      t_first, t_last;    /* of its requests */
+    double      worst_s;        /* its slowest request */
+} sender;
+
+static void *send_main(void *arg)
+{
+    sender *s = arg;
+    CURL *c = curl_easy_init();
+    char auth[128], body[1200];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", s->key);
+    snprintf(body, sizeof body, "{\"text\": \"%s\", \"max_length\": " MAX_LENGTH "}", s->text);
+    req_opts o = { .body = body, .extra = { auth }, .timeout_ms = 30000 };
+    s->t_first = now_s();
+    for (int i = s->first; now_s() < s->until && !atomic_load(s->stop); i++) {
+        double t0 = now_s();
+        reply r = http_req_on(c, &rep[i % N_REPLICAS], "/translate", &o);
+        double dt = now_s() - t0;
+        s->worst_s = dt > s->worst_s ? dt : s->worst_s;
+        s->t_last = now_s();
+        if (r.status == 200) {
+            if (atomic_fetch_add(s->n200, 1) + 1 == s->max_200 && s->max_200)
+                atomic_store(s->stop, 1);
+        } else if (r.status == 429 || r.status == 456) {
+            atomic_fetch_add(s->nrefused, 1);
+            sleep_ms(5);    /* a client waits a little (not the whole Retry-After: the limit is pressed) */
+        } else {
+            atomic_fetch_add(s->nfailed, 1);
+            print_error("replica %d: %ld %s\n", i % N_REPLICAS, r.status, r.body ? r.body : "");
+        }
+        reply_free(&r);
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+typedef struct {
+    int    n200, refused, failed;
+    double seconds, worst_s;
+} load_result;
+
+/* k senders with key and text over the replicas for seconds (or until max_200). */
+static load_result load(int k, const char *key, const char *text, double seconds, int max_200)
+{
+    _Atomic int n200 = 0, nref = 0, nfail = 0, stop = 0;
+    sender s[8];
+    pthread_t t[8];
+    double until = now_s() + seconds;
+    for (int i = 0; i < k; i++) {
+        s[i] = (sender){ .key = key, .text = text, .until = until, .max_200 = max_200, .n200 = &n200,
+                         .nrefused = &nref, .nfailed = &nfail, .stop = &stop, .first = i };
+        pthread_create(&t[i], NULL, send_main, &s[i]);
+    }
+    load_result res = { 0 };
+    double first = 1e30, last = 0;
+    for (int i = 0; i < k; i++) {
+        pthread_join(t[i], NULL);
+        first = s[i].t_first < first ? s[i].t_first : first;
+        last = s[i].t_last > last ? s[i].t_last : last;
+        res.worst_s = s[i].worst_s > res.worst_s ? s[i].worst_s : res.worst_s;
+    }
+    res.n200 = n200, res.refused = nref, res.failed = nfail;
+    res.seconds = last - first;
+    return res;
+}
+
+static void test_rate_limit(void **state)
+{
+    /* a bucket of RL_N, refilled at RL_N a minute, shared: N + N x elapsed / 60 */
+    load_result r = load(6, RL_KEY, "Hello.", 12.0, 0);
+    double expected = RL_N + RL_N * r.seconds / 60.0;
+    double err = (r.n200 - expected) / expected, local = 0;
+    for (int i = 0; i < N_REPLICAS; i++)      /* verdicts a replica took alone (Redis slow): none expected */
+        local += metric_auth(&rep[i], "mtserve_redis_fallbacks_total{kind=\"limit\"}", "Authorization: Bearer " FREE_KEY);
+    print_message("# rate limit %d/min through %d replicas for %.1f s: %d passed, %d refused (expected %.0f: "
+                  "%+.1f %%; %.0f verdicts taken locally)\n", RL_N, N_REPLICAS, r.seconds, r.n200, r.refused, expected,
+                  err * 100, local);
+    assert_int_equal(r.failed, 0);
+    assert_true(r.refused > r.n200);    /* it was pressed well past the limit */
+    assert_true(err > -0.05 && err < 0.05);
+}
+
+static long usage_of(const server *s, const char *key)
+{
+    char auth[128];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+    req_opts o = { .method = "GET", .extra = { auth } };
+    reply r = http_req(s, "/v2/usage", &o);
+    json_t *j = expect_json(&r, 200);
+    long n = (long)json_integer_value(json_object_get(j, "character_count"));
+    json_decref(j);
+    reply_free(&r);
+    return n;
+}
+
+static void test_quota(void **state)
+{
+    /* 100 characters a request: exactly Q_CHARS / 100 pass, whichever replica */
+    const char *text = "The package provides documentation, examples and tools for developers of this software.";
+    char hundred[200];
+    snprintf(hundred, sizeof hundred, "%s%s", text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+    assert_true(strlen(hundred) > 100);
+    hundred[100] = 0;
+    load_result r = load(6, Q_KEY, hundred, 4.0, 0);
+    print_message("# quota %d characters, 100 a request, 3 replicas: %d passed, %d refused\n", Q_CHARS, r.n200,
+                  r.refused);
+    assert_int_equal(r.failed, 0);
+    assert_int_equal(r.n200, Q_CHARS / 100);
+    for (int i = 0; i < N_REPLICAS; i++)
+        assert_int_equal(usage_of(&rep[i], Q_KEY), Q_CHARS);
+    /* every replica restarted: the count is Redis's, still there */
+    replicas_stop();
+    assert_int_equal(replicas_start(), 0);
+    for (int i = 0; i < N_REPLICAS; i++)
+        assert_int_equal(usage_of(&rep[i], Q_KEY), Q_CHARS);
+    r = load(3, Q_KEY, "Hi.", 2.0, 0);
+    print_message("# after a restart of all three: %d passed, %d refused\n", r.n200, r.refused);
+    assert_int_equal(r.n200, 0);
+    assert_true(r.refused > 0);
+}
+
+/* GET path on s with FREE_KEY: the reply (caller frees). */
+static reply get_key(const server *s, const char *path)
+{
+    req_opts o = { .method = "GET", .extra = { "Authorization: Bearer " FREE_KEY }, .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* The path of a URL ("http://host/p" -> "/p"). */
+static const char *path_of(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return p ? strchr(p + 3, '/') : url;
+}
+
+/* An async file job of units paragraphs submitted to s: its status and file paths. */
+static void submit_file(const server *s, int units, char status[128], char file[1024])
+{
+    char *in = malloc((size_t)units * 64 + 1);
+    in[0] = 0;
+    for (int i = 0; i < units; i++)
+        sprintf(in + strlen(in), "This is sentence number %d of the file.\n\n", i + 1);
+    http_buf b;
+    assert_int_equal(post_file(s, "notes.txt", in, strlen(in), &b, 0, "source", "en", "target", "fr", "async",
+                               "true", "api_key", FREE_KEY, NULL), 202);
+    free(in);
+    json_t *j = json_loadb(b.p, b.n, 0, NULL);
+    free(b.p);
+    assert_non_null(j);
+    snprintf(status, 128, "%s", json_string_value(json_object_get(j, "status_url")));
+    snprintf(file, 1024, "%s", path_of(json_string_value(json_object_get(j, "translatedFileUrl"))));
+    json_decref(j);
+}
+
+/* Polls status on s until the job is no longer running (bounded; 404 taken
+ * for "not yet" during the first grace_s): asserts "done" with units of
+ * units and the file's path; *polls, *running_seen. */
+static void poll_done(const server *s, const char *status, const char *file, int units, double grace_s, int *polls,
+                      int *running_seen)
+{
+    const char *st = "";
+    json_t *o = NULL;
+    *polls = *running_seen = 0;
+    for (double t0 = now_s(); now_s() - t0 < 300; sleep_ms(50), (*polls)++) {
+        reply r = get_key(s, status);
+        if (r.status == 404 && now_s() - t0 < grace_s) {
+            reply_free(&r);
+            continue;
+        }
+        json_decref(o);
+        o = expect_json(&r, 200);
+        reply_free(&r);
+        st = json_string_value(json_object_get(o, "state"));
+        *running_seen |= !strcmp(st, "running");
+        if (strcmp(st, "running"))
+            break;
+    }
+    assert_string_equal(st, "done");
+    assert_int_equal(json_integer_value(json_object_get(o, "done")), units);
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), units);
+    assert_string_equal(path_of(json_string_value(json_object_get(o, "translatedFileUrl"))), file);
+    json_decref(o);
+}
+
+/* file downloaded from a and from b: the same bytes, and a translation; its size. */
+static size_t same_download(const server *a, const server *b, const char *file, int units)
+{
+    reply here = get_key(a, file), there = get_key(b, file);
+    assert_int_equal(here.status, 200);
+    assert_int_equal(there.status, 200);
+    assert_true(here.len > (size_t)units && here.len == there.len);
+    assert_memory_equal(here.body, there.body, here.len);
+    assert_null(strstr(here.body, "This is sentence number"));     /* translated, not the source */
+    size_t n = there.len;
+    reply_free(&here);
+    reply_free(&there);
+    return n;
+}
+
+static void test_file_jobs(void **state)
+{
+    /* 40 paragraphs (8 under TSan): several batches, progress published while it runs */
+    int units = tsan() ? 8 : 40, polls, running_seen;
+    char status[128], file[1024];
+    submit_file(&rep[0], units, status, file);
+    poll_done(&rep[1], status, file, units, 0, &polls, &running_seen);  /* a replica that never saw the job */
+    print_message("# file job taken by replica 1: %d polls on replica 2 until done (running seen: %d)\n", polls,
+                  running_seen);
+    size_t n = same_download(&rep[0], &rep[2], file, units);
+    print_message("# downloaded from replica 3: %zu bytes, equal to replica 1's\n", n);
+    /* deleted where it ran: gone everywhere; an unknown id: 404 on every replica */
+    req_opts del = { .method = "DELETE", .extra = { "Authorization: Bearer " FREE_KEY } };
+    reply d = http_req(&rep[0], status, &del);
+    assert_int_equal(d.status, 200);
+    reply_free(&d);
+    for (int i = 0; i < N_REPLICAS; i++) {
+        reply r = get_key(&rep[i], file);
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+        r = get_key(&rep[i], "/translate_file/0123456789abcdef0123456789abcdef");
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+    }
+}
+
+/* "state" of /health's redis on s: 1 up, 0 down, -1 none. */
+static int health_redis(const server *s, char *limits, size_t len)
+{
+    reply r = get(s, "/health");
+    json_t *j = expect_json(&r, 200), *o = json_object_get(j, "redis");
+    int up = o ? !strcmp(json_string_value(json_object_get(o, "state")), "up") : -1;
+    if (o && limits)
+        snprintf(limits, len, "%s", json_string_value(json_object_get(o, "limits")));
+    json_decref(j);
+    reply_free(&r);
+    return up;
+}
+
+typedef struct {
+    load_result res;
+    double      seconds;
+} bg_load;
+
+static void *bg_main(void *arg)
+{
+    bg_load *b = arg;
+    b->res = load(4, FREE_KEY, "Hello world.", b->seconds, 0);
+    return NULL;
+}
+
+/* 1 once every replica's /health says Redis is up (bounded). */
+static int all_up(double limit_s)
+{
+    for (double t0 = now_s(); now_s() - t0 < limit_s; sleep_ms(100)) {
+        int up = 1;
+        for (int i = 0; i < N_REPLICAS; i++)
+            up &= health_redis(&rep[i], NULL, 0) == 1;
+        if (up)
+            return 1;
+    }
+    return 0;
+}
+
+static void test_outage(void **state)
+{
+    assert_true(all_up(10));
+    bg_load b = { .seconds = 14.0 };
+    pthread_t t;
+    pthread_create(&t, NULL, bg_main, &b);
+    sleep_ms(2000);
+    /* a file job taken just before: it runs on through the outage, and ends
+     * shared all the same (published again once Redis takes it) */
+    int units = tsan() ? 8 : 120, polls, running_seen;
+    char status[128], file[1024];
+    submit_file(&rep[0], units, status, file);
+    kill(rs.pid, SIGSTOP);                  /* slow: no answer at all */
+    sleep_ms(3000);
+    char limits[200] = "";
+    int during = health_redis(&rep[0], limits, sizeof limits);
+    print_message("# Redis stopped: /health says %s, limits %s\n", during ? "up" : "down", limits);
+    assert_int_equal(during, 0);
+    assert_non_null(strstr(limits, "local"));
+    redis_kill(&rs);                        /* down, from stopped: nothing taken since (the file job's
+                                               state too: it must be published again) */
+    sleep_ms(1000);
+    /* a file job now could not be shared: refused with 503 + Retry-After, at once */
+    http_buf fbuf;
+    double tf = now_s();
+    long fst = post_file(&rep[1], "a.txt", "Hello.", 6, &fbuf, 0, "target", "fr", "api_key", FREE_KEY, NULL);
+    double file_s = now_s() - tf;
+    print_message("# POST /translate_file with Redis down: %ld in %.0f ms: %.*s\n", fst, file_s * 1e3,
+                  (int)(fbuf.n < 200 ? fbuf.n : 200), fbuf.p ? fbuf.p : "");
+    assert_int_equal(fst, 503);
+    assert_non_null(fbuf.p && strstr(fbuf.p, "Redis") ? fbuf.p : NULL);
+    assert_true(file_s < 1.0);
+    free(fbuf.p);
+    sleep_ms(1500);
+    assert_int_equal(redis_start(&rs), 0);  /* on its port again, empty */
+    pthread_join(t, NULL);
+    print_message("# load during the outage: %d translated, %d refused, %d failed in %.1f s; slowest %.0f ms\n",
+                  b.res.n200, b.res.refused, b.res.failed, b.res.seconds, b.res.worst_s * 1e3);
+    assert_int_equal(b.res.failed, 0);
+    assert_int_equal(b.res.refused, 0);
+    assert_true(b.res.n200 > 0);
+    /* back by themselves: each replica up, and the rate limit counted in Redis again */
+    double t0 = now_s();
+    int up = 0;
+    while (!up && now_s() - t0 < 15) {
+        load_result warm = load(N_REPLICAS, RL_KEY, "Hi.", 0.3, 0);     /* calls that probe */
+        assert_int_equal(warm.failed, 0);
+        up = all_up(0.1);
+    }
+    print_message("# replicas up on Redis again %.1f s after its restart\n", now_s() - t0);
+    assert_true(up);
+    /* the new Redis is empty: the job is there again with its next publish (within 2 s, 3 under TSan) */
+    poll_done(&rep[1], status, file, units, tsan() ? 4.0 : 3.0, &polls, &running_seen);
+    size_t n = same_download(&rep[0], &rep[2], file, units);
+    print_message("# the file job of %d units taken before the outage: done on replica 2 after %d more polls, "
+                  "%zu bytes from replica 3\n", units, polls, n);
+    double fb = 0;
+    for (int i = 0; i < N_REPLICAS; i++)
+        fb += metric_auth(&rep[i], "mtserve_redis_fallbacks_total{kind=\"limit\"}", "Authorization: Bearer " FREE_KEY);
+    print_message("# rate-limit verdicts taken locally during the outage: %.0f\n", fb);
+    assert_true(fb > 0);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *k = redisCommand(c, "EXISTS mtserve:rl:key:0");
+    assert_true(k && k->type == REDIS_REPLY_INTEGER && k->integer == 1);
+    freeReplyObject(k);
+    redisFree(c);
+}
+
+/* A server counted alone in a usage file, restarted with --redis: Redis takes
+ * its counts (every replica then reports them). */
+static void test_usage_seed(void **state)
+{
+    const char *bin = bin_path(), *slash = strrchr(bin, '/');
+    char file[160], redis_arg[200];
+    snprintf(file, sizeof file, "%.*stests/redis-usage-%d", slash ? (int)(slash - bin + 1) : 0, bin, (int)getpid());
+    snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
+    unlink(file);
+    server alone;
+    const char *const a1[] = { "--model", MODEL, "--api-keys", keys_file, "--usage-file", file, NULL };
+    assert_int_equal(server_start(&alone, a1), 0);
+    req_opts o = { .body = "{\"text\": \"Hello, world.\", \"max_length\": 4}",
+                   .extra = { "Authorization: Bearer " SEED_KEY } };
+    for (int i = 0; i < 3; i++) {
+        reply r = http_req(&alone, "/translate", &o);
+        assert_int_equal(r.status, 200);
+        reply_free(&r);
+    }
+    assert_int_equal(usage_of(&alone, SEED_KEY), 39);
+    assert_int_equal(server_stop(&alone), 0);          /* the file written */
+    assert_int_equal(usage_of(&rep[0], SEED_KEY), 0);  /* Redis knows nothing of it yet */
+    const char *const a2[] = { "--model", MODEL, "--api-keys", keys_file, "--usage-file", file, "--redis", redis_arg,
+                               NULL };
+    assert_int_equal(server_start(&alone, a2), 0);
+    long there = usage_of(&rep[2], SEED_KEY);
+    print_message("# a usage file's count (39) seeded into Redis: replica 3 reports %ld\n", there);
+    assert_int_equal(there, 39);
+    assert_int_equal(server_stop(&alone), 0);
+    unlink(file);
+}
+
+static void test_bad_url(void **state)
+{
+    /* a bad --redis stops the start with its reason */
+    server s;
+    const char *const args[] = { "--model", MODEL, "--redis", "rediss://h:6380", NULL };
+    assert_int_equal(server_spawn(&s, args, NULL), 0);
+    int st = wait_child(s.pid, 30);
+    untrack(s.pid);
+    assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    FILE *f = fopen(s.log, "r");
+    char line[600];
+    int said = 0;
+    while (f && fgets(line, sizeof line, f))
+        said |= strstr(line, "rediss://") && strstr(line, "no TLS");
+    if (f)
+        fclose(f);
+    assert_true(said);
+}
+
+/* ---- setup -------------------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (access(REDIS_BIN, X_OK) != 0) {
+        print_error("%s not found (make deps installs redis-server)\n", REDIS_BIN);
+        return -1;
+    }
+    return 0;
+}
+
+static int replicas_setup(void **state)
+{
+    const char *bin = bin_path(), *slash = strrchr(bin, '/');
+    snprintf(keys_file, sizeof keys_file, "%.*stests/redis-keys-%d.txt", slash ? (int)(slash - bin + 1) : 0, bin,
+             (int)getpid());
+    FILE *f = fopen(keys_file, "w");
+    if (!f)
+        return -1;
+    fprintf(f, RL_KEY " req-limit=%d\n" Q_KEY " char-quota=%d\n" FREE_KEY " req-limit=100000\n" SEED_KEY "\n", RL_N,
+            Q_CHARS);
+    fclose(f);
+    if (!rs.pid && redis_start(&rs))
+        return -1;
+    return replicas_start();
+}
+
+static int group_teardown(void **state)
+{
+    int rc = 0;
+    for (int i = 0; i < N_REPLICAS; i++)        /* a sanitizer report in a log, or a bad exit, fails the group */
+        if (rep[i].pid > 0 && server_alive(&rep[i]) && server_stop(&rep[i]) != 0) {
+            print_error("replica %d (%s) did not stop cleanly\n", i, rep[i].log);
+            rc = -1;
+        }
+    if (rs.pid > 0)
+        kill(rs.pid, SIGCONT);
+    redis_kill(&rs);
+    kill_all_children();
+    if (keys_file[0])
+        unlink(keys_file);
+    if (rs.dir[0]) {
+        unlink(rs.sock);
+        rmdir(rs.dir);
+    }
+    curl_global_cleanup();
+    return rc;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url),
+        cmocka_unit_test(test_reply),
+        cmocka_unit_test(test_client),
+        cmocka_unit_test(test_client_down),
+        cmocka_unit_test(test_bad_url),
+        cmocka_unit_test_setup(test_rate_limit, replicas_setup),
+        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_file_jobs),
+        cmocka_unit_test(test_outage),
+        cmocka_unit_test(test_usage_seed),
+    };
+    signal(SIGPIPE, SIG_IGN);       /* a write to a killed Redis: EPIPE, as in the server */
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
