@@ -30,18 +30,18 @@ static json_t *downloads(srv_server *srv)
  * the models load at start; 503 "downloading" while no model is served yet
  * and serve's --model org/name downloads (a replica with nothing to serve is
  * not ready); 200 "partial" while some models are served and others still
- * download (serve's at start, or the admin API's), each named with its
- * bytes in "downloads"; 200 "ok" otherwise. */
+ * download (serve's at start, or the admin API's; each named with its bytes
+ * in "downloads") or have their card read; 200 "ok" otherwise. */
 void srv_handle_health(srv_request *req, srv_response *resp)
 {
     int ready = atomic_load(&req->srv->ready);
     json_t *d = downloads(req->srv);
-    int downloading = json_array_size(d) > 0;
+    int downloading = req->srv->admin && srv_admin_in_progress(req->srv->admin) > 0;   /* or reading */
     if (!ready)
         resp->retry_after = downloading ? 5 : 1;
     json_t *o = json_pack("{s:s}", "status", ready ? (downloading ? "partial" : "ok")
                                                   : (downloading ? "downloading" : "loading"));
-    if (o && downloading)
+    if (o && json_array_size(d))
         json_object_set(o, "downloads", d);
     json_decref(d);
     srv_reply_json(resp, ready ? 200 : 503, o);
