@@ -14,6 +14,10 @@
  * and listings skip it at once, its weights are unloaded when the last
  * request holding it ends.  The last model served cannot be removed.
  *
+ * serve's --model org/name not in the cache at start is added the same way
+ * (srv_admin_add_at_start), whether or not the admin API is on; its first
+ * model served makes the server ready.
+ *
  * Thread-safe: pending adds under one mutex; adds and removals published
  * one at a time under another (the model table's index and the "last model"
  * check are decided once).
