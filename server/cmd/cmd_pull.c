@@ -2,8 +2,9 @@
  * the names among serve's --model given as org/name: those in the cache resolved before
  * anything loads, the others downloaded once the server listens (service/admin.c).
  *
- * Both print what they download on stderr: a progress bar redrawn in place on a
- * terminal, one line per file otherwise (a log keeps no carriage returns). */
+ * pull and translate's --model org/name print what they download on stderr: a progress
+ * bar redrawn in place on a terminal, one line per file otherwise (a log keeps no carriage
+ * returns); serve's downloads show in /health. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,9 @@
  * /health can answer 503 "loading" meanwhile.  A --model org/name not in the
  * Hugging Face cache yet is downloaded once the server listens, by the admin
  * API's add (service/admin.h; its routes stay closed without --admin-key),
- * while /health shows the download and the other models serve.  SIGTERM/SIGINT are blocked in
- * every thread and taken synchronously by the main thread with sigtimedwait:
+ * while /health shows the download and the other models serve; when no
+ * model at all could be served, the server exits 1.  SIGTERM/SIGINT are
+ * blocked in every thread and taken synchronously by the main thread with sigtimedwait:
  * it then stops accepting, lets in-flight requests finish, and exits 0.
  * SIGHUP is taken the same way: the main thread re-reads the API keys and the
  * glossary files (service/reload.h) while the others serve.
