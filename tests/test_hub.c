@@ -379,6 +379,8 @@ static void test_cli_pull(void **state)
     assert_non_null(strstr(line, "HF_HUB_OFFLINE"));
 }
 
+static int log_has(const server *s, const char *words);
+
 static char *translate(server *s, const char *text)
 {
     char body[512], why[256];
@@ -433,6 +435,10 @@ static double serve_compare(const char *name, const char *dir, int blobs)
     const char *offline_env[] = { "HF_ENDPOINT=http://127.0.0.1:9", env_cache, "HF_HUB_OFFLINE=1", NULL };
     fake_hub_reset_counts();
     assert_int_equal(server_start_env(&s, name_args, offline_env), 0);
+    char cached[400];
+    snprintf(cached, sizeof cached, "is %s in ", name);
+    assert_true(log_has(&s, cached));
+    assert_false(log_has(&s, "in the background"));        /* from the cache at once, as a path */
     for (int i = 0; i < 3; i++) {
         char *t = translate(&s, texts[i]);
         assert_non_null(t);
@@ -687,6 +693,18 @@ static void test_serve_download_fails(void **state)
     assert_int_equal(WEXITSTATUS(ws), 1);
     assert_true(log_has(&s, "model unknown (--model org/unknown) cannot be served"));
     assert_true(log_has(&s, "no model could be served"));
+
+    /* offline, not in the cache: refused before the server listens, as before */
+    const char *offline_env[] = { env[0], env[1], "HF_HUB_OFFLINE=1", NULL };
+    const char *tiny[] = { "--model", "org/tiny", NULL };
+    assert_int_equal(server_spawn(&s, tiny, offline_env), 0);
+    ws = wait_child(s.pid, 60);
+    untrack(s.pid);
+    s.pid = 0;
+    assert_true(ws != -1 && WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 1);
+    assert_true(log_has(&s, "HF_HUB_OFFLINE=1: nothing is downloaded"));
+    assert_false(log_has(&s, "listening on"));
 
     const char *beside[] = { "--model", local, "--model", "org/gated", NULL };
     assert_int_equal(server_start_env(&s, beside, env), 0);
