@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fake_hub.h"
@@ -378,6 +379,8 @@ static void test_cli_pull(void **state)
     assert_non_null(strstr(line, "HF_HUB_OFFLINE"));
 }
 
+static int log_has(const server *s, const char *words);
+
 static char *translate(server *s, const char *text)
 {
     char body[512], why[256];
@@ -432,6 +435,10 @@ static double serve_compare(const char *name, const char *dir, int blobs)
     const char *offline_env[] = { "HF_ENDPOINT=http://127.0.0.1:9", env_cache, "HF_HUB_OFFLINE=1", NULL };
     fake_hub_reset_counts();
     assert_int_equal(server_start_env(&s, name_args, offline_env), 0);
+    char cached[400];
+    snprintf(cached, sizeof cached, "is %s in ", name);
+    assert_true(log_has(&s, cached));
+    assert_false(log_has(&s, "in the background"));        /* from the cache at once, as a path */
     for (int i = 0; i < 3; i++) {
         char *t = translate(&s, texts[i]);
         assert_non_null(t);
@@ -466,6 +473,259 @@ static void test_serve_opus_by_name(void **state)
                   (double)fake_file_in(fake_repo_named("Helsinki-NLP/opus-mt-en-mg"), "model.safetensors")->len / 1e6, took);
 }
 
+/* ---- serve --model org/name: the server listens, then downloads ------------------------- */
+
+/* the hub's environment for a fresh cache: env[0..2] (HF_ENDPOINT, HF_HUB_CACHE, NULL) */
+static void fresh_env(char ep[128], char cache_env[600], const char *env[3])
+{
+    char cache[512];
+    fake_fresh_cache(cache, sizeof cache);
+    snprintf(ep, 128, "HF_ENDPOINT=%s", fake_hub.endpoint);
+    snprintf(cache_env, 600, "HF_HUB_CACHE=%s", cache);
+    env[0] = ep;
+    env[1] = cache_env;
+    env[2] = NULL;
+}
+
+/* 1 if the server's log holds words */
+static int log_has(const server *s, const char *words)
+{
+    static char text[1 << 16];
+    long n = fake_read_all(s->log, (unsigned char *)text, sizeof text - 1);
+    if (n < 0)
+        return 0;
+    text[n] = 0;
+    return strstr(text, words) != NULL;
+}
+
+/* POST /translate of text to model (NULL: none named): its reply */
+static reply translate_to(server *s, const char *text, const char *model)
+{
+    char body[512], field[128] = "";
+    if (model)
+        snprintf(field, sizeof field, ", \"model\": \"%s\"", model);
+    snprintf(body, sizeof body, "{\"text\": \"%s\", \"beam\": 1, \"max_length\": 24%s}", text, field);
+    return post(s, "/translate", body);
+}
+
+/* A request for a model still downloading: 503, Retry-After, the message naming the download. */
+static void expect_downloading(reply *r, const char *id)
+{
+    char retry[16];
+    if (r->status != 503)
+        print_error("expected 503, got %ld %s\n", r->status, r->body ? r->body : "");
+    assert_int_equal(r->status, 503);
+    assert_true(header(r, "Retry-After", retry, sizeof retry) && atoi(retry) > 0);
+    assert_non_null(r->body);
+    assert_non_null(strstr(r->body, id));
+    assert_non_null(strstr(r->body, "org/tiny"));
+}
+
+typedef struct {
+    int    polls, seen;             /* /health answers; those showing the download with bytes */
+    long long done, total;          /* the last seen */
+    int    refused;                 /* requests answered 503 meanwhile */
+    double served_s;                /* from spawn to /health 200 "ok" */
+} watch;
+
+/* Polls /health every 10 ms from spawn until it answers 200 "ok": while org/tiny (id
+ * "tiny") downloads it must answer want_status with status word want_word and the
+ * download's bytes; once per poll showing them, request is sent and must get 503. */
+static void watch_download(server *s, long want_status, const char *want_word, const char *request_model,
+                           watch *w)
+{
+    double t0 = now_s();
+    memset(w, 0, sizeof *w);
+    for (;;) {
+        assert_true(now_s() - t0 < START_TIMEOUT_S);
+        assert_true(server_alive(s));
+        reply r = get(s, "/health");
+        if (r.status == 0) {                        /* not listening yet */
+            reply_free(&r);
+            sleep_ms(10);
+            continue;
+        }
+        json_t *j = reply_json(&r);
+        assert_non_null(j);
+        const char *status = json_string_value(json_object_get(j, "status"));
+        w->polls++;
+        if (r.status == 200 && !strcmp(status, "ok")) {
+            assert_null(json_object_get(j, "downloads"));
+            json_decref(j);
+            reply_free(&r);
+            break;
+        }
+        json_t *d = json_array_get(json_object_get(j, "downloads"), 0);
+        if (d && json_integer_value(json_object_get(d, "done")) > 0) {
+            assert_int_equal(r.status, want_status);
+            assert_string_equal(status, want_word);
+            assert_string_equal(json_string_value(json_object_get(d, "id")), "tiny");
+            assert_string_equal(json_string_value(json_object_get(d, "name")), "org/tiny");
+            assert_true(json_is_true(json_object_get(d, "at_start")));
+            w->done = json_integer_value(json_object_get(d, "done"));
+            w->total = json_integer_value(json_object_get(d, "total"));
+            assert_true(w->done <= w->total);
+            w->seen++;
+            reply t = translate_to(s, "Hello world.", request_model);
+            if (t.status == 503) {                  /* else it was served between the two requests */
+                expect_downloading(&t, "tiny");
+                w->refused++;
+            }
+            reply_free(&t);
+        }
+        json_decref(j);
+        reply_free(&r);
+        sleep_ms(10);
+    }
+    w->served_s = now_s() - t0;
+}
+
+static char *text_of(reply *r)
+{
+    char why[256];
+    char *t = reply_text(r, why, sizeof why);
+    if (!t)
+        print_error("translate: %s (%ld %s)\n", why, r->status, r->body ? r->body : "");
+    return t;
+}
+
+/* serve --model org/tiny into an empty cache over a slow link: the server listens
+ * first, /health answers 503 "downloading" with the bytes, a request 503 + Retry-After
+ * naming the download; then 200 "ok" and the answers of --model models/tiny. */
+static void test_serve_listens_while_downloading(void **state)
+{
+    int tsan = getenv("MTSERVE_TSAN") != NULL;
+    char ep[128], cache_env[600], dir[] = "models/tiny";
+    const char *env[3];
+    fresh_env(ep, cache_env, env);
+    server s;
+    const char *path_args[] = { "--model", dir, NULL };
+    assert_int_equal(server_start(&s, path_args), 0);
+    reply r = translate_to(&s, "Hello world.", NULL);
+    char *want = text_of(&r);
+    reply_free(&r);
+    assert_non_null(want);
+    assert_int_equal(server_stop(&s), 0);
+
+    fake_hub_slow(tsan ? 20 : 8);                   /* ms a 4 KB chunk: 1-3 s for models/tiny */
+    const char *args[] = { "--model", "org/tiny", NULL };
+    assert_int_equal(server_spawn(&s, args, env), 0);
+    watch w;
+    watch_download(&s, 503, "downloading", NULL, &w);
+    fake_hub_slow(0);
+    print_message("# serve --model org/tiny: /health answered %d times during the download (%d with its bytes, "
+                  "last %lld of %lld), %d requests 503; served %.2f s after spawn\n", w.polls, w.seen, w.done,
+                  w.total, w.refused, w.served_s);
+    assert_true(w.seen >= 1 && w.refused >= 1 && w.total > 0);
+    assert_true(log_has(&s, "downloading org/tiny in the background"));
+    r = translate_to(&s, "Hello world.", NULL);
+    char *got = text_of(&r);
+    reply_free(&r);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    r = get(&s, "/admin/models");                   /* the mechanism only: no --admin-key, no admin API */
+    assert_int_equal(r.status, 403);
+    reply_free(&r);
+    assert_int_equal(server_stop(&s), 0);
+}
+
+/* --model org/tiny --model local=models/tiny: "local" serves at once and /health is 200
+ * "partial" (a load balancer may send traffic), "tiny" and the default (tiny, the first
+ * --model) 503 until downloaded; then tiny is the default again. */
+static void test_serve_partial_while_downloading(void **state)
+{
+    int tsan = getenv("MTSERVE_TSAN") != NULL;
+    char ep[128], cache_env[600], local[] = "local=models/tiny";
+    const char *env[3];
+    fresh_env(ep, cache_env, env);
+    fake_hub_slow(tsan ? 20 : 8);
+    server s;
+    const char *args[] = { "--model", "org/tiny", "--model", local, NULL };
+    assert_int_equal(server_spawn(&s, args, env), 0);
+    assert_int_equal(wait_health(&s, 200), 0);      /* "local" is served: ready */
+    reply r = translate_to(&s, "Hello world.", "local");
+    char *want = text_of(&r);
+    reply_free(&r);
+    assert_non_null(want);
+    r = translate_to(&s, "Hello world.", "tiny");
+    long first = r.status;
+    if (first == 503)
+        expect_downloading(&r, "tiny");
+    reply_free(&r);
+    watch w;
+    watch_download(&s, 200, "partial", NULL, &w);   /* no model named: the default, tiny */
+    fake_hub_slow(0);
+    print_message("# --model org/tiny --model local=...: /health 200 \"partial\" %d times with the download's "
+                  "bytes, %d requests for the default 503 (the first for tiny: %ld); all served %.2f s after "
+                  "ready\n", w.seen, w.refused, first, w.served_s);
+    assert_true(w.seen >= 1 && w.refused >= 1);
+    r = get(&s, "/models");
+    json_t *j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "default")), "tiny");
+    json_decref(j);
+    reply_free(&r);
+    r = translate_to(&s, "Hello world.", NULL);
+    char *got = text_of(&r);
+    reply_free(&r);
+    assert_non_null(got);
+    assert_string_equal(got, want);                 /* the same weights as local */
+    free(got);
+    free(want);
+    assert_int_equal(server_stop(&s), 0);
+}
+
+/* A download at start that fails: alone, the server exits 1 naming it; beside a model
+ * that serves, the log names it and the others serve on. */
+static void test_serve_download_fails(void **state)
+{
+    char ep[128], cache_env[600], local[] = "local=models/tiny";
+    const char *env[3];
+    fresh_env(ep, cache_env, env);
+    server s;
+    const char *alone[] = { "--model", "org/unknown", NULL };
+    assert_int_equal(server_spawn(&s, alone, env), 0);
+    int ws = wait_child(s.pid, 60);
+    untrack(s.pid);
+    s.pid = 0;
+    assert_true(ws != -1 && WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 1);
+    assert_true(log_has(&s, "model unknown (--model org/unknown) cannot be served"));
+    assert_true(log_has(&s, "no model could be served"));
+
+    /* offline, not in the cache: refused before the server listens, as before */
+    const char *offline_env[] = { env[0], env[1], "HF_HUB_OFFLINE=1", NULL };
+    const char *tiny[] = { "--model", "org/tiny", NULL };
+    assert_int_equal(server_spawn(&s, tiny, offline_env), 0);
+    ws = wait_child(s.pid, 60);
+    untrack(s.pid);
+    s.pid = 0;
+    assert_true(ws != -1 && WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 1);
+    assert_true(log_has(&s, "HF_HUB_OFFLINE=1: nothing is downloaded"));
+    assert_false(log_has(&s, "listening on"));
+
+    const char *beside[] = { "--model", local, "--model", "org/gated", NULL };
+    assert_int_equal(server_start_env(&s, beside, env), 0);
+    double t0 = now_s();
+    while (!log_has(&s, "model gated (--model org/gated) cannot be served") && now_s() - t0 < 30)
+        sleep_ms(20);
+    assert_true(log_has(&s, "model gated (--model org/gated) cannot be served"));
+    reply r = get(&s, "/health");
+    json_t *j = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "status")), "ok");
+    json_decref(j);
+    reply_free(&r);
+    r = translate_to(&s, "Hello world.", "gated");
+    assert_int_equal(r.status, 404);
+    reply_free(&r);
+    r = translate_to(&s, "Hello world.", "local");
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    assert_int_equal(server_stop(&s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +740,9 @@ int main(void)
         cmocka_unit_test(test_cli_pull),
         cmocka_unit_test(test_serve_by_name),
         cmocka_unit_test(test_serve_opus_by_name),
+        cmocka_unit_test(test_serve_listens_while_downloading),
+        cmocka_unit_test(test_serve_partial_while_downloading),
+        cmocka_unit_test(test_serve_download_fails),
     };
     int rc = cmocka_run_group_tests(tests, hub_start, hub_stop);
     kill_all_children();

@@ -11,7 +11,8 @@
 #include "service/residency.h"
 #include "service/server.h"
 
-/* The models the admin API is downloading: [{"id", "name", "file", "done", "total"}]. */
+/* The models being downloaded (serve's --model org/name at start, the admin
+ * API's adds): [{"id", "name", "file", "done", "total", "at_start"}]. */
 static json_t *downloads(srv_server *srv)
 {
     srv_admin_pending p[SRV_ADMIN_MAX_PENDING];
@@ -19,9 +20,9 @@ static json_t *downloads(srv_server *srv)
     json_t *list = json_array();
     for (int i = 0; i < n; i++)
         if (p[i].phase == SRV_ADMIN_DOWNLOADING)
-            json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:I,s:I}", "id", p[i].id, "name", p[i].name, "file",
-                                                  p[i].file, "done", (json_int_t)p[i].done, "total",
-                                                  (json_int_t)p[i].total));
+            json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:I,s:I,s:b}", "id", p[i].id, "name", p[i].name,
+                                                  "file", p[i].file, "done", (json_int_t)p[i].done, "total",
+                                                  (json_int_t)p[i].total, "at_start", p[i].at_start));
     return list;
 }
 
@@ -49,16 +50,22 @@ static json_t *redis_health(srv_redis *r)
     return o;
 }
 
-/* 503 {"status":"loading"} until every model is loaded, then 200 {"status":"ok"};
- * "downloads" while the admin API downloads models (bytes of the file now);
+/* The status, for load balancers and readiness probes: 503 "loading" while
+ * the models load at start; 503 "downloading" while no model is served yet
+ * and serve's --model org/name downloads (a replica with nothing to serve is
+ * not ready); 200 "partial" while some models are served and others still
+ * download (serve's at start, or the admin API's; each named with its bytes
+ * in "downloads") or have their card read; 200 "ok" otherwise.
  * "redis" with --redis. */
 void srv_handle_health(srv_request *req, srv_response *resp)
 {
     int ready = atomic_load(&req->srv->ready);
-    if (!ready)
-        resp->retry_after = 1;
-    json_t *o = json_pack("{s:s}", "status", ready ? "ok" : "loading");
     json_t *d = downloads(req->srv);
+    int downloading = req->srv->admin && srv_admin_in_progress(req->srv->admin) > 0;   /* or reading */
+    if (!ready)
+        resp->retry_after = downloading ? 5 : 1;
+    json_t *o = json_pack("{s:s}", "status", ready ? (downloading ? "partial" : "ok")
+                                                  : (downloading ? "downloading" : "loading"));
     if (o && json_array_size(d))
         json_object_set(o, "downloads", d);
     json_decref(d);

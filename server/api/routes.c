@@ -8,6 +8,7 @@
 
 #include "common/metrics.h"
 #include "http/body.h"
+#include "service/admin.h"
 #include "service/server.h"
 #include "common/workers.h"
 #include "util/utf8.h"
@@ -177,6 +178,23 @@ static int authorized(const srv_request *req, const srv_route *route, int *key)
     if (keys->n && *key < 0 && f)
         *key = srv_api_keys_find(keys, f);
     return keys->n == 0 || (route->flags & ROUTE_PUBLIC) || *key >= 0;
+}
+
+/* 503 + Retry-After before the first model is served: loading, or (serve's
+ * --model org/name) downloading. */
+static int not_ready(srv_server *srv, srv_response *resp)
+{
+    srv_admin_pending p[SRV_ADMIN_MAX_PENDING];
+    int n = srv->admin ? srv_admin_pending_list(srv->admin, p, SRV_ADMIN_MAX_PENDING) : 0;
+    for (int i = 0; i < n; i++)
+        if (p[i].phase == SRV_ADMIN_DOWNLOADING) {
+            resp->retry_after = 5;
+            return srv_fail(resp, SRV_E_LOADING, "no model is served yet: model '%s' is downloading (%s: %s, "
+                            "%.1f of %.1f MB; GET /health); retry shortly", p[i].id, p[i].name, p[i].file,
+                            (double)p[i].done / 1e6, (double)p[i].total / 1e6);
+        }
+    resp->retry_after = 2;
+    return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
 }
 
 /* The admin API: 0 when the request presents --admin-key as its bearer
@@ -478,8 +496,7 @@ static int admit(const srv_route *route, srv_request *req, srv_response *resp, c
     identify(req, key);
     if (!atomic_load(&req->srv->ready) && !(route->flags & ROUTE_LOADING)) {
         pthread_rwlock_unlock(&req->srv->reload_lock);
-        resp->retry_after = 2;
-        return srv_fail(resp, SRV_E_LOADING, "the models are still loading; retry shortly");
+        return not_ready(req->srv, resp);
     }
     int limited = (route->flags & ROUTE_LIMITED) && over_limit(req, resp, key);
     pthread_rwlock_unlock(&req->srv->reload_lock);

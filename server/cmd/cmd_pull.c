@@ -1,8 +1,10 @@
 /* mtserve pull org/name[@rev]: a model from the Hugging Face Hub into its cache; and
- * the names among serve's --model given as org/name, resolved before anything loads.
+ * the names among serve's --model given as org/name: those in the cache resolved before
+ * anything loads, the others downloaded once the server listens (service/admin.c).
  *
- * Both print what they download on stderr: a progress bar redrawn in place on a
- * terminal, one line per file otherwise (a log keeps no carriage returns). */
+ * pull and translate's --model org/name print what they download on stderr: a progress
+ * bar redrawn in place on a terminal, one line per file otherwise (a log keeps no carriage
+ * returns); serve's downloads show in /health. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,20 +81,57 @@ int mt_hub_resolve_dir(const char *name, char *dir, size_t cap)
     return 1;
 }
 
-int mt_hub_resolve_models(srv_options *o)
+/* 1 when name is a hub name whose snapshot is in the cache (*dir), 0 when it is
+ * not there yet (downloaded later), -1 printed (offline, or no cache) */
+static int cached_dir(const char *name, char *dir, size_t cap)
 {
+    hub_ref ref;
+    hub_config cfg;
+    char snap[1024];
+    mt_err err = {0};
+    hub_ref_parse(name, &ref);
+    hub_config_from_env(&cfg);
+    if (!cfg.cache[0]) {
+        fprintf(stderr, "mtserve: no Hugging Face cache (set HF_HUB_CACHE, HF_HOME or HOME)\n");
+        return -1;
+    }
+    if (hub_resolve_cached(cfg.cache, &ref, snap, sizeof snap, &err) != MT_OK) {
+        if (!cfg.offline)
+            return 0;
+        fprintf(stderr, "mtserve: model '%s': %s (HF_HUB_OFFLINE=1: nothing is downloaded; and no directory "
+                "'%s' exists)\n", name, err.msg, name);
+        return -1;
+    }
+    if (snprintf(dir, cap, "%s", snap) >= (int)cap) {
+        fprintf(stderr, "mtserve: model '%s': the path %s is too long\n", name, snap);
+        return -1;
+    }
+    return 1;
+}
+
+int mt_hub_resolve_models(srv_options *o, srv_model_spec later[SRV_MAX_MODELS], int *n_later)
+{
+    *n_later = 0;
     if (!o->models_given)       /* the built-in models/en-fr is a path, installed or not */
         return 0;
+    int kept = 0;
     for (int i = 0; i < o->n_models; i++) {
-        char snap[sizeof o->models[i].dir];
-        int rc = mt_hub_resolve_dir(o->models[i].dir, snap, sizeof snap);
+        srv_model_spec *m = &o->models[i];
+        char snap[sizeof m->dir];
+        hub_ref ref;
+        int rc = hub_ref_parse(m->dir, &ref) ? cached_dir(m->dir, snap, sizeof snap) : 2;
         if (rc < 0)
             return -1;
-        if (rc > 0) {
-            fprintf(stderr, "mtserve: model %s is %s in %s\n", o->models[i].id, o->models[i].dir, snap);
-            memcpy(o->models[i].dir, snap, sizeof snap);
+        if (rc == 1) {
+            fprintf(stderr, "mtserve: model %s is %s in %s\n", m->id, m->dir, snap);
+            memcpy(m->dir, snap, sizeof snap);
         }
+        if (rc == 0)
+            later[(*n_later)++] = *m;
+        else
+            o->models[kept++] = *m;
     }
+    o->n_models = kept;
     return 0;
 }
 

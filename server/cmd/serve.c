@@ -1,8 +1,12 @@
 /* serve: `mtserve serve` -- options, thread budget, startup order, signals.
  *
  * Startup listens first and loads models afterwards (in a loader thread), so
- * /health can answer 503 "loading" meanwhile.  SIGTERM/SIGINT are blocked in
- * every thread and taken synchronously by the main thread with sigtimedwait:
+ * /health can answer 503 "loading" meanwhile.  A --model org/name not in the
+ * Hugging Face cache yet is downloaded once the server listens, by the admin
+ * API's add (service/admin.h; its routes stay closed without --admin-key),
+ * while /health shows the download and the other models serve; when no
+ * model at all could be served, the server exits 1.  SIGTERM/SIGINT are
+ * blocked in every thread and taken synchronously by the main thread with sigtimedwait:
  * it then stops accepting, lets in-flight requests finish, and exits 0.
  * SIGHUP is taken the same way: the main thread re-reads the API keys and the
  * glossary files (service/reload.h) while the others serve.
@@ -33,16 +37,23 @@ typedef struct {
     int         failed_model;
 } loader;
 
+/* serve's --model org/name not in the cache: downloaded once the server listens */
+static struct {
+    srv_model_spec v[SRV_MAX_MODELS];
+    int            n;
+} later;
+
 static const char *env_get(const char *name)
 {
     return getenv(name);
 }
 
 /* Models on demand (service/residency.h) rather than all loaded at start;
- * with the admin API too, whose models are added and removed through it. */
+ * with the admin API too, whose models are added and removed through it,
+ * and with a download at start (added the same way). */
 static int on_demand(const srv_options *o)
 {
-    return o->model_dir[0] || o->max_models > 0 || o->memory_budget > 0 || o->admin_key[0];
+    return o->model_dir[0] || o->max_models > 0 || o->memory_budget > 0 || o->admin_key[0] || later.n > 0;
 }
 
 /* Workers x compute threads <= cores: on 2 cores, 2 workers of 1 thread each
@@ -130,6 +141,11 @@ static int wait_for_signal(const sigset_t *set, loader *ld)
             fprintf(stderr, "mtserve: %s: stopping (finishing in-flight requests)\n",
                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return 0;
+        }
+        srv_server *srv = ld->srv;
+        if (srv->admin && !srv_admin_in_progress(srv->admin) && !atomic_load(&srv->ready)) {
+            fprintf(stderr, "mtserve: no model could be served: the downloads at start failed (above)\n");
+            return 1;       /* in progress first: a model is published (ready) before its add is over */
         }
         if (atomic_load(&ld->done) < 0) {
             fprintf(stderr, "mtserve: cannot load model '%s': %s\n",
@@ -299,7 +315,7 @@ static int build(srv_server *srv, srv_proxies **proxies)
         fprintf(stderr, "mtserve: %s\n", ferr.msg);
         return -1;
     }
-    if (srv->opts.admin_key[0] && !(srv->admin = srv_admin_new(srv))) {
+    if ((srv->opts.admin_key[0] || later.n > 0) && !(srv->admin = srv_admin_new(srv))) {
         fprintf(stderr, "mtserve: out of memory\n");
         return -1;
     }
@@ -335,6 +351,22 @@ static srv_http *listen_on(srv_server *srv, srv_proxies *proxies)
     return http;
 }
 
+/* serve's --model org/name not in the cache: each added as POST /admin/models
+ * adds one by name (downloaded on a thread, then served).  0, or -1 printed. */
+static int start_downloads(srv_server *srv)
+{
+    for (int i = 0; i < later.n; i++) {
+        srv_response resp = { 0 };
+        if (srv_admin_add_at_start(srv->admin, later.v[i].id, later.v[i].dir, &resp) != 0) {
+            fprintf(stderr, "mtserve: model %s (%s): %s\n", later.v[i].id, later.v[i].dir, resp.message);
+            return -1;
+        }
+        fprintf(stderr, "mtserve: model %s: downloading %s in the background (GET /health shows it)\n",
+                later.v[i].id, later.v[i].dir);
+    }
+    return 0;
+}
+
 /* The models: on demand, their cards read (they load on first use,
  * residency.h); else loaded by a thread (*tid) while /health says "loading".
  * 0, or -1 with a message printed. */
@@ -353,12 +385,14 @@ static int start_models(srv_server *srv, loader *ld, int loading, pthread_t *tid
         fprintf(stderr, "mtserve: %s\n", rerr.msg);
         return -1;
     }
-    atomic_store(&srv->ready, 1);
     atomic_store(&ld->done, 1);
-    fprintf(stderr, "mtserve: ready: %d models available, loaded on demand (at most %d at once, "
-                    "memory budget %.1f MB; 0 = no limit)\n", srv->n_models, srv->opts.max_models,
-            (double)srv->opts.memory_budget / 1e6);
-    return 0;
+    if (srv->n_models > 0) {        /* else ready once the first download is served (admin.c) */
+        atomic_store(&srv->ready, 1);
+        fprintf(stderr, "mtserve: ready: %d models available, loaded on demand (at most %d at once, "
+                        "memory budget %.1f MB; 0 = no limit)\n", srv->n_models, srv->opts.max_models,
+                (double)srv->opts.memory_budget / 1e6);
+    }
+    return start_downloads(srv);
 }
 
 static int run(srv_server *srv)
@@ -436,14 +470,20 @@ int mt_cmd_serve(int argc, char **argv)
         rc = rc > 0 ? 0 : 2;
         goto done;
     }
-    if (mt_hub_resolve_models(&srv->opts) != 0) {     /* names -> cached snapshots, downloaded first */
+    char first[sizeof srv->default_id];
+    memcpy(first, srv->opts.models[0].id, sizeof first);
+    if (mt_hub_resolve_models(&srv->opts, later.v, &later.n) != 0) {   /* cached, or downloaded later */
         rc = 1;
         goto done;
     }
+    if (later.n > 0)                    /* the first --model stays the default once downloaded */
+        memcpy(srv->default_id, first, sizeof first);
     srv->t_start = srv_now();
     plan_threads(srv);
     if (!on_demand(&srv->opts)) {
         srv_models_name(srv);
+    } else if (srv->opts.n_models == 0 && !srv->opts.model_dir[0]) {
+        srv->n_models = 0;              /* every --model downloads at start */
     } else if (srv_models_discover(srv, err, sizeof err) != 0) {
         fprintf(stderr, "mtserve: %s\n", err);
         srv_models_free(srv);

@@ -116,6 +116,8 @@ static int publish(srv_admin *a, const char *id, const char *dir, mt_err *err)
         fprintf(stderr, "mtserve: model %s added (%s): %s->%s, loaded on first use\n", m->id, m->dir,
                 m->info->source_lang[0] ? m->info->source_lang : "?",
                 m->info->target_lang[0] ? m->info->target_lang : "?");
+        if (!atomic_exchange(&srv->ready, 1))   /* serve's first model, downloaded at start */
+            fprintf(stderr, "mtserve: ready: model %s served\n", m->id);
     }
     pthread_mutex_unlock(&a->publish);
     return rc;
@@ -136,7 +138,9 @@ static void *add_main(void *arg)
     j->p.phase = SRV_ADMIN_READING;
     pthread_mutex_unlock(&a->lock);
     int ok = st == MT_OK && publish(a, j->p.id, dir, &err) == 0;
-    if (!ok)
+    if (!ok && j->p.at_start)
+        fprintf(stderr, "mtserve: model %s (--model %s) cannot be served: %s\n", j->p.id, j->p.name, err.msg);
+    else if (!ok)
         fprintf(stderr, "mtserve: model %s not added: %s\n", j->p.id, err.msg);
     pthread_mutex_lock(&a->lock);
     if (ok) {
@@ -209,8 +213,8 @@ static int check_add(srv_admin *a, const char *id, const char *dir, const char *
     return 0;
 }
 
-int srv_admin_add(srv_admin *a, const char *id, const char *dir, const char *name, srv_admin_pending *out,
-                  srv_response *resp)
+static int add(srv_admin *a, const char *id, const char *dir, const char *name, int at_start,
+               srv_admin_pending *out, srv_response *resp)
 {
     if (check_add(a, id, dir, name, resp))
         return -1;
@@ -234,7 +238,9 @@ int srv_admin_add(srv_admin *a, const char *id, const char *dir, const char *nam
     snprintf(j->p.name, sizeof j->p.name, "%s", name ? name : "");
     j->p.phase = name ? SRV_ADMIN_DOWNLOADING : SRV_ADMIN_READING;
     j->p.started = srv_now();
-    *out = j->p;
+    j->p.at_start = at_start;
+    if (out)
+        *out = j->p;
     if (pthread_create(&j->thread, NULL, add_main, j) != 0) {
         j->used = j->running = 0;
         pthread_mutex_unlock(&a->lock);
@@ -242,6 +248,17 @@ int srv_admin_add(srv_admin *a, const char *id, const char *dir, const char *nam
     }
     pthread_mutex_unlock(&a->lock);
     return 0;
+}
+
+int srv_admin_add(srv_admin *a, const char *id, const char *dir, const char *name, srv_admin_pending *out,
+                  srv_response *resp)
+{
+    return add(a, id, dir, name, 0, out, resp);
+}
+
+int srv_admin_add_at_start(srv_admin *a, const char *id, const char *name, srv_response *resp)
+{
+    return add(a, id, NULL, name, 1, NULL, resp);
 }
 
 int srv_admin_remove(srv_admin *a, const char *id, srv_model **out, srv_response *resp)
@@ -280,6 +297,32 @@ int srv_admin_pending_list(srv_admin *a, srv_admin_pending *out, int cap)
     for (int i = 0; i < SRV_ADMIN_MAX_PENDING && n < cap; i++)
         if (a->jobs[i].used)
             out[n++] = a->jobs[i].p;
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+int srv_admin_pending_find(srv_admin *a, const char *id, srv_admin_pending *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&a->lock);
+    for (int i = 0; i < SRV_ADMIN_MAX_PENDING && !found; i++) {
+        const add_job *j = &a->jobs[i];
+        if (j->used && j->p.phase != SRV_ADMIN_FAILED && !strcmp(j->p.id, id)) {
+            found = 1;
+            if (out)
+                *out = j->p;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return found;
+}
+
+int srv_admin_in_progress(srv_admin *a)
+{
+    int n = 0;
+    pthread_mutex_lock(&a->lock);
+    for (int i = 0; i < SRV_ADMIN_MAX_PENDING; i++)
+        n += a->jobs[i].used && a->jobs[i].p.phase != SRV_ADMIN_FAILED;
     pthread_mutex_unlock(&a->lock);
     return n;
 }

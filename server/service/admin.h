@@ -14,6 +14,10 @@
  * and listings skip it at once, its weights are unloaded when the last
  * request holding it ends.  The last model served cannot be removed.
  *
+ * serve's --model org/name not in the cache at start is added the same way
+ * (srv_admin_add_at_start), whether or not the admin API is on; its first
+ * model served makes the server ready.
+ *
  * Thread-safe: pending adds under one mutex; adds and removals published
  * one at a time under another (the model table's index and the "last model"
  * check are decided once).
@@ -39,6 +43,7 @@ typedef struct {
     uint64_t        done, total;    /* its bytes so far and in all (0: not known yet) */
     char            error[600];     /* failed: why */
     double          started;        /* srv_now() of the POST */
+    int             at_start;       /* a --model org/name of serve's, downloaded once the server listens */
 } srv_admin_pending;
 
 /* The admin API of srv (srv->admin).  NULL when out of memory. */
@@ -52,6 +57,16 @@ void       srv_admin_free(srv_admin *a);
  * org/name[@rev], a directory that does not exist; 503 no room). */
 int srv_admin_add(srv_admin *a, const char *id, const char *dir, const char *name, srv_admin_pending *out,
                   srv_response *resp);
+/* The same add for serve's --model org/name not yet in the cache (and
+ * serve's first model when none is served yet: it makes the server ready).
+ * The admin routes stay closed without --admin-key; only the mechanism is
+ * shared.  0, or -1 with resp failed as above. */
+int srv_admin_add_at_start(srv_admin *a, const char *id, const char *name, srv_response *resp);
+/* 1 and *out (may be NULL) when model id is being added (downloading or
+ * reading, not failed); else 0. */
+int srv_admin_pending_find(srv_admin *a, const char *id, srv_admin_pending *out);
+/* The adds still downloading or reading. */
+int srv_admin_in_progress(srv_admin *a);
 /* Removes model id (srv_residency_remove).  0 and *m the model; -1 with resp
  * failed (404 unknown, 400 still being added or the last model). */
 int srv_admin_remove(srv_admin *a, const char *id, srv_model **m, srv_response *resp);

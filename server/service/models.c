@@ -11,23 +11,47 @@
 #include "common/metrics.h"
 #include "http/body.h"
 #include "http/request.h"
+#include "admin.h"
 #include "languages.h"
 #include "pairs.h"
 
 srv_model *srv_find_model(srv_server *srv, const char *id)
 {
     int n = srv->n_models;
+    if ((!id || !*id) && srv->default_id[0])
+        for (int i = 0; i < n; i++)
+            if (srv_model_listed(&srv->models[i]) && !strcmp(srv->models[i].id, srv->default_id))
+                return &srv->models[i];
     for (int i = 0; i < n; i++)
         if (srv_model_listed(&srv->models[i]) && (!id || !*id || strcmp(srv->models[i].id, id) == 0))
             return &srv->models[i];
     return NULL;
 }
 
-/* Looks up the "model" field: the default model when absent, 404 when unknown. */
+/* -1 with resp failed (503 + Retry-After naming the download) when model
+ * want is not served yet but being added: downloaded at start or through
+ * the admin API; else 0. */
+static int still_added(srv_server *srv, const char *want, srv_response *resp)
+{
+    srv_admin_pending p;
+    if (!srv->admin || !want[0] || srv_find_model(srv, want) || !srv_admin_pending_find(srv->admin, want, &p))
+        return 0;
+    resp->retry_after = 5;
+    if (p.phase == SRV_ADMIN_DOWNLOADING && p.total)
+        return srv_fail(resp, SRV_E_LOADING, "model '%s' is still downloading (%s: %s, %.1f of %.1f MB); retry "
+                        "shortly", p.id, p.name, p.file, (double)p.done / 1e6, (double)p.total / 1e6);
+    return srv_fail(resp, SRV_E_LOADING, "model '%s' is still being %s (%s); retry shortly", p.id,
+                    p.phase == SRV_ADMIN_DOWNLOADING ? "downloaded" : "read", p.name[0] ? p.name : p.path);
+}
+
+/* Looks up the "model" field: the default model when absent, 404 when
+ * unknown, 503 while it is being added. */
 srv_model *srv_request_model(srv_request *req, srv_response *resp)
 {
     const char *id = NULL;
     if (srv_field_string(req, resp, "model", &id) < 0)
+        return NULL;
+    if (still_added(req->srv, id && *id ? id : req->srv->default_id, resp))
         return NULL;
     srv_model *m = srv_find_model(req->srv, id);
     if (!m)

@@ -104,6 +104,8 @@ struct srv_server {
     srv_options  opts;
     srv_model    models[SRV_MAX_MODELS];
     _Atomic int  n_models;          /* grows (admin API): a reader loops to its value once read */
+    char         default_id[64];    /* serve's first --model, when it downloads at start (it is added
+                                       after the others): the default once served; "": the first listed */
     srv_workers *workers_pool;      /* compute threads + queue: /attention, and decoding with batching off */
     srv_files   *files;             /* POST /translate_file's jobs and finished files */
     srv_glossary *glossaries[SRV_MAX_GLOSSARIES];   /* opts.glossaries[i]'s terms (glossaries.h; reload_lock) */
@@ -129,10 +131,12 @@ struct srv_server {
 /* 1 while m is served (not removed by the admin API). */
 static inline int srv_model_listed(const srv_model *m) { return !atomic_load(&m->removed); }
 
-/* The model a request names (NULL or "" = the default: the first listed), or NULL. */
+/* The model a request names (NULL or "" = the default: default_id's when
+ * served, else the first listed), or NULL. */
 srv_model *srv_find_model(srv_server *srv, const char *id);
 /* The model of a request's optional "model" field; NULL with resp failed
- * (404 unknown_model, 400 when not a string). */
+ * (404 unknown_model, 400 when not a string, 503 + Retry-After naming the
+ * download while that model, or the default one, is still being added). */
 srv_model *srv_request_model(srv_request *req, srv_response *resp);
 
 /* Names srv->models from the options (--model), before anything reads them. */
