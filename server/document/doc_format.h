@@ -34,6 +34,8 @@ extern const srv_doc_format srv_doc_properties_format; /* doc_properties.c: prop
 extern const srv_doc_format srv_doc_strings_format;    /* doc_strings.c: strings */
 extern const srv_doc_format srv_doc_android_format;    /* doc_android.c: android */
 extern const srv_doc_format srv_doc_yaml_format;       /* doc_yaml.c: yaml (Rails) */
+extern const srv_doc_format srv_doc_markdown_format;   /* doc_markdown.c: md */
+extern const srv_doc_format srv_doc_xliff_format;      /* doc_xliff.c: xliff */
 
 /* Content sniffers (document.c asks them in this order: office, then vtt,
  * srt, the file name's extension, an XML root, html, po, json, strings,

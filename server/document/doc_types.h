@@ -20,6 +20,8 @@ typedef enum {
     SRV_DOC_STRINGS,            /* Apple .strings */
     SRV_DOC_ANDROID,            /* Android res/values/strings.xml */
     SRV_DOC_YAML,               /* Rails (Ruby i18n) YAML locale files */
+    SRV_DOC_MARKDOWN,           /* CommonMark + GFM tables */
+    SRV_DOC_XLIFF,              /* XLIFF 1.2, 2.0, 2.1 */
     SRV_DOC_N,
     SRV_DOC_UNKNOWN = -1
 } srv_doc_kind;
