@@ -304,8 +304,9 @@ static int element(matcher *x, cmark_node *nd, int link)
     int r = x->b ? srv_ib_open(x->b, NULL) : -1;
     if (x->b && r < 0)
         return x->oom = 1, -1;
-    if (match_nodes(x, cmark_node_first_child(nd)))
-        return -1;
+    int rc = match_nodes(x, cmark_node_first_child(nd));
+    if (rc)
+        return rc;                      /* -2: too deep */
     size_t cs = x->c;
     if (link) {
         if (x->c >= x->m->s.n || s[x->c] != ']')
@@ -367,7 +368,9 @@ static int opaque(matcher *x, cmark_node *nd)
         x->c += 2;
         int rc = match_nodes(x, cmark_node_first_child(nd));
         x->b = b;
-        if (rc || x->c >= n || s[x->c] != ']')
+        if (rc)
+            return rc;
+        if (x->c >= n || s[x->c] != ']')
             return -1;
         x->c++;
         link_end(x);
@@ -511,10 +514,11 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
         return MT_OK;                       /* no words, or bytes cmark read otherwise: kept as they are */
     }
     u.end = m->map[x.c - 1] + 1;
-    if (strlen(u.iu.text) > lim->max_unit_bytes) {
+    size_t tl = strlen(u.iu.text);
+    if (tl > lim->max_unit_bytes) {
         srv_iunit_free(&u.iu);
         return mt_err_set(err, MT_ERR_TOO_LONG, "line %d: a block of %zu bytes; the limit is %zu (max_unit_bytes)",
-                          cmark_node_get_start_line(n) + m->base_line, strlen(u.iu.text), lim->max_unit_bytes);
+                          cmark_node_get_start_line(n) + m->base_line, tl, lim->max_unit_bytes);
     }
     if (MT_GROW(m->u, m->cap_u, (size_t)m->n + 1)) {
         srv_iunit_free(&u.iu);
