@@ -225,7 +225,7 @@ static void md_readme_units(void **state)
                            "The house has a small garden.", "Water the plants before noon.",
                            "The garden is green in spring. Keep it that way.", "Plant", "Water", "Tomato",
                            "Every day", "Rose", "Twice a week", "See for answers, and never water at night.",
-                           "Licence: MIT." };
+                           "The planner prints %d tasks for {name} every day.", "Licence: MIT." };
     int n = (int)(sizeof want / sizeof want[0]);
     assert_int_equal(srv_doc_units(d), n);
     for (int i = 0; i < n; i++)
