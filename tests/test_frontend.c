@@ -119,7 +119,8 @@ static void expect_no_extras(json_t *j)
     assert_true(json_is_true(json_object_get(j, "filesTranslation")));         /* POST /translate_file */
     /* every format POST /translate_file reads, by extension, and nothing else */
     static const char *const exts[] = {".txt", ".html", ".srt", ".vtt", ".po", ".pot", ".docx", ".odt", ".json",
-                                       ".arb", ".properties", ".strings", ".xml", ".yml", ".yaml"};
+                                       ".arb", ".properties", ".strings", ".xml", ".yml", ".yaml", ".md",
+                                       ".markdown", ".xlf", ".xliff"};
     json_t *formats = json_object_get(j, "supportedFilesFormat");
     assert_int_equal(json_array_size(formats), sizeof exts / sizeof *exts);
     for (size_t k = 0; k < sizeof exts / sizeof *exts; k++)

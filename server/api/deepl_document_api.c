@@ -19,8 +19,8 @@
  * against the key's char-quota (usage.h) when it is uploaded, given back if
  * it is refused there.  A wrong document_key answers as an unknown id (404):
  * it tells nothing of the document.  Formats: what POST /translate_file reads
- * (document/document.h: txt, html, srt, vtt, po, docx, odt, and the i18n
- * resources json, arb, properties, strings, android, yaml).
+ * (document/document.h: txt, html, srt, vtt, po, docx, odt, the i18n
+ * resources json, arb, properties, strings, android, yaml, and md, xliff).
  */
 #include <stdio.h>
 #include <stdlib.h>

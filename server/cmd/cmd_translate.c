@@ -88,9 +88,9 @@ static void usage(FILE *f)
                "                    byte and placed by the word alignment, as the server's \"placeholders\")\n"
                "  --shortlist FILE  a lexical shortlist (Marian binary or text, CTranslate2 vmap): each step's\n"
                "                    output ids are its candidates for the line only (docs/SHORTLIST.md)\n"
-               "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt: read from its\n"
-               "                    bytes), its structure kept; --out OUT writes it (default stdout), with a\n"
-               "                    progress bar on a terminal\n"
+               "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt, i18n resources,\n"
+               "                    Markdown, XLIFF: read from its bytes and name), its structure kept; --out OUT\n"
+               "                    writes it (default stdout), with a progress bar on a terminal\n"
                "decoding (POST /translate's fields; config.* and limits.* are the model's, as GET /models says):\n"
                "  --sample          draw each token (beam 1) with the sampling flags below; the seed, unless\n"
                "                    given, is drawn and printed on stderr; line i draws with seed + i\n",
