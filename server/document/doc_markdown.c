@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmark-gfm-core-extensions.h>
 #include <cmark-gfm.h>
@@ -499,7 +500,7 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
     size_t start = x.c;
     rc = match_nodes(&x, first);
     munit u = { .start = m->map[start], .cell = is_type(n, "table_cell"), .atx = m->atx,
-                .line_start = !m->atx && !is_type(n, "table_cell") };
+                .line_start = !m->atx };       /* a table's first cell may start its line */
     int words = srv_ib_finish(&b, &u.iu);
     if (rc || x.oom || words <= 0 || x.c == start) {
         if (words > 0)
@@ -528,8 +529,19 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
     return MT_OK;
 }
 
-/* The lines of the file; front matter's (a first line "---", up to a line
- * "---" or "...") counted in m->base_line; *skip its bytes. */
+/* The line s[0..n) starts as a YAML mapping's key ("title:"). */
+static int yaml_key(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+                     s[i] == '-'))
+        i++;
+    return i > 0 && i < n && s[i] == ':' && (i + 1 == n || s[i + 1] == ' ' || s[i + 1] == '\n' || s[i + 1] == '\r');
+}
+
+/* The lines of the file; front matter's (a first line "---", a second that
+ * starts with a YAML key, up to a line "---" or "...") counted in
+ * m->base_line; *skip its bytes. */
 static int lines(md_doc *m, size_t *skip)
 {
     size_t n = 1;
@@ -546,7 +558,7 @@ static int lines(md_doc *m, size_t *skip)
     *skip = 0;
     size_t bom = m->len >= 3 && !memcmp(m->src, "\xef\xbb\xbf", 3) ? 3 : 0;
     const char *s = m->src;
-    if (m->n_lines < 3 || (strncmp(s + bom, "---\n", 4) && strncmp(s + bom, "---\r\n", 5)))
+    if (m->n_lines < 3 || (strncmp(s + bom, "---\n", 4) && strncmp(s + bom, "---\r\n", 5)) || !yaml_key(s + m->ls[1], m->ls[2] - m->ls[1]))
         return 0;
     for (int l = 1; l < m->n_lines; l++) {
         size_t a = m->ls[l], e = m->ls[l + 1];
@@ -649,10 +661,53 @@ typedef struct {
     mt_sbuf       out;
     int           line_start;   /* nothing but spaces written on this line yet */
     int           digits;       /* ... but for digits: a "." or ")" next would make a list */
+    /* elements opened whose start is not written yet: Markdown has no empty
+     * emphasis ("****" is text) and none that starts or ends with a space, so
+     * a start waits for the element's first character, spaces going before it */
+    const mspan  *pend[64];
+    int           n_pend;
+    /* raw HTML placed first on a line would start an HTML block: it waits for
+     * the end of the line's first word */
+    const mspan  *held;
     int           oom;
 } writer;
 
 static void put(writer *w, const char *s, size_t n) { w->oom |= mt_sb_add(&w->out, s, n); }
+
+static void flush(writer *w);
+
+/* Raw HTML s[0..n) first on a line starts an HTML block (CommonMark's
+ * conditions 1 to 6: <!, <?, or one of the block-level tags). */
+static int html_block_start(const char *s, size_t n)
+{
+    static const char *const tags[] = {
+        "address", "article", "aside", "base", "basefont", "blockquote", "body", "caption", "center", "col",
+        "colgroup", "dd", "details", "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure",
+        "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html",
+        "iframe", "legend", "li", "link", "main", "menu", "menuitem", "nav", "noframes", "ol", "optgroup", "option",
+        "p", "param", "pre", "script", "search", "section", "style", "summary", "table", "tbody", "td", "textarea",
+        "tfoot", "th", "thead", "title", "tr", "track", "ul" };
+    if (n < 2 || s[0] != '<')
+        return 0;
+    if (s[1] == '!' || s[1] == '?')
+        return 1;
+    size_t i = s[1] == '/' ? 2 : 1, k = i;
+    while (k < n && ((s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'z' ? 1 : s[k] >= '0' && s[k] <= '9'))
+        k++;
+    if (k < n && !strchr(" \t>/", s[k]))
+        return 0;
+    for (size_t t = 0; t < sizeof tags / sizeof tags[0]; t++)
+        if (strlen(tags[t]) == k - i && !strncasecmp(tags[t], s + i, k - i))
+            return 1;
+    return 0;
+}
+
+static void release(writer *w)
+{
+    if (w->held)
+        w->oom |= mt_sb_add(&w->out, w->m->src + w->held->os, w->held->ce - w->held->os);
+    w->held = NULL;
+}
 
 static void w_text(void *ctx, const char *s, size_t n)
 {
@@ -669,6 +724,10 @@ static void w_text(void *ctx, const char *s, size_t n)
             w->digits = c >= '0' && c <= '9';
             w->line_start = w->digits;
         }
+        if (c != ' ' && c != '\t')
+            flush(w);
+        else
+            release(w);
         if (esc)
             put(w, "\\", 1);
         put(w, &c, 1);
@@ -687,20 +746,51 @@ static void before_markup(writer *w, const mspan *p)
     }
 }
 
-static void w_open(void *ctx, const void *node)
+static void write_open(writer *w, const mspan *p)
 {
-    writer *w = ctx;
-    const mspan *p = span_of(w, node);
     before_markup(w, p);
     put(w, w->m->src + p->os, p->oe - p->os);
     w->line_start = w->digits = 0;
+}
+
+/* The starts that waited: the element has a character now. */
+static void flush(writer *w)
+{
+    for (int i = 0; i < w->n_pend; i++)
+        write_open(w, w->pend[i]);
+    w->n_pend = 0;
+}
+
+static void w_open(void *ctx, const void *node)
+{
+    writer *w = ctx;
+    release(w);
+    if (w->n_pend == (int)(sizeof w->pend / sizeof w->pend[0]))
+        flush(w);
+    w->pend[w->n_pend++] = span_of(w, node);
 }
 
 static void w_close(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
+    release(w);
+    if (w->n_pend && w->pend[w->n_pend - 1] == p) {
+        w->n_pend--;
+        if (w->m->src[p->os] != '[')
+            return;                     /* emphasis around nothing: none */
+        flush(w);                       /* a link around nothing: still a link */
+        write_open(w, p);
+        put(w, w->m->src + p->cs, p->ce - p->cs);
+        return;
+    }
+    size_t sp = 0;                      /* spaces at its end go after it */
+    while (sp < w->out.n && w->out.p[w->out.n - 1 - sp] == ' ')
+        sp++;
+    w->out.n -= sp;
     put(w, w->m->src + p->cs, p->ce - p->cs);
+    while (sp--)
+        put(w, " ", 1);
     w->line_start = w->digits = 0;
 }
 
@@ -708,6 +798,12 @@ static void w_whole(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
+    release(w);
+    flush(w);
+    if (w->line_start && !p->brk && html_block_start(w->m->src + p->os, p->ce - p->os)) {
+        w->held = p;
+        return;
+    }
     before_markup(w, p);
     if (p->brk)                         /* a space before a backslash break would be kept */
         while (w->out.n && w->out.p[w->out.n - 1] == ' ')
@@ -730,9 +826,11 @@ static mt_status md_render(const void *state, char **out, size_t *len, mt_err *e
         put(&w, m->src + at, u->start - at);
         w.u = u;
         w.line_start = u->line_start;
-        w.digits = 0;
+        w.digits = w.n_pend = 0;
+        w.held = NULL;
         if (srv_iunit_write(&u->iu, &m->recs, &iw))
             w.oom = 1;
+        release(&w);
         at = u->end;
     }
     put(&w, m->src + at, m->len - at);

@@ -440,7 +440,8 @@ static mt_status x_render(const void *state, char **out, size_t *len, mt_err *er
     mt_sbuf o = { 0 };
     int oom = w.oom;
     if (!oom) {
-        qsort(w.e, (size_t)w.n, sizeof *w.e, by_place);
+        if (w.n)
+            qsort(w.e, (size_t)w.n, sizeof *w.e, by_place);
         size_t at = 0;
         for (int i = 0; i < w.n && !oom; i++) {
             const edit *e = &w.e[i];
