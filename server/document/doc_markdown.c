@@ -668,13 +668,21 @@ typedef struct {
     int           n_pend;
     /* raw HTML placed first on a line would start an HTML block: it waits for
      * the end of the line's first word */
-    const mspan  *held;
+    const mspan  *held[8];
+    int           n_held;
     int           oom;
 } writer;
 
 static void put(writer *w, const char *s, size_t n) { w->oom |= mt_sb_add(&w->out, s, n); }
 
 static void flush(writer *w);
+
+static void release(writer *w)
+{
+    for (int i = 0; i < w->n_held; i++)
+        w->oom |= mt_sb_add(&w->out, w->m->src + w->held[i]->os, w->held[i]->ce - w->held[i]->os);
+    w->n_held = 0;
+}
 
 /* Raw HTML s[0..n) first on a line starts an HTML block (CommonMark's
  * conditions 1 to 6: <!, <?, or one of the block-level tags). */
@@ -700,13 +708,6 @@ static int html_block_start(const char *s, size_t n)
         if (strlen(tags[t]) == k - i && !strncasecmp(tags[t], s + i, k - i))
             return 1;
     return 0;
-}
-
-static void release(writer *w)
-{
-    if (w->held)
-        w->oom |= mt_sb_add(&w->out, w->m->src + w->held->os, w->held->ce - w->held->os);
-    w->held = NULL;
 }
 
 static void w_text(void *ctx, const char *s, size_t n)
@@ -764,7 +765,6 @@ static void flush(writer *w)
 static void w_open(void *ctx, const void *node)
 {
     writer *w = ctx;
-    release(w);
     if (w->n_pend == (int)(sizeof w->pend / sizeof w->pend[0]))
         flush(w);
     w->pend[w->n_pend++] = span_of(w, node);
@@ -774,7 +774,6 @@ static void w_close(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
-    release(w);
     if (w->n_pend && w->pend[w->n_pend - 1] == p) {
         w->n_pend--;
         if (w->m->src[p->os] != '[')
@@ -784,6 +783,7 @@ static void w_close(void *ctx, const void *node)
         put(w, w->m->src + p->cs, p->ce - p->cs);
         return;
     }
+    release(w);
     size_t sp = 0;                      /* spaces at its end go after it */
     while (sp < w->out.n && w->out.p[w->out.n - 1 - sp] == ' ')
         sp++;
@@ -798,12 +798,13 @@ static void w_whole(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
-    release(w);
     flush(w);
-    if (w->line_start && !p->brk && html_block_start(w->m->src + p->os, p->ce - p->os)) {
-        w->held = p;
+    if (w->line_start && !p->brk && w->n_held < (int)(sizeof w->held / sizeof w->held[0]) &&
+        (w->n_held || html_block_start(w->m->src + p->os, p->ce - p->os))) {
+        w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
         return;
     }
+    release(w);
     before_markup(w, p);
     if (p->brk)                         /* a space before a backslash break would be kept */
         while (w->out.n && w->out.p[w->out.n - 1] == ' ')
@@ -827,7 +828,7 @@ static mt_status md_render(const void *state, char **out, size_t *len, mt_err *e
         w.u = u;
         w.line_start = u->line_start;
         w.digits = w.n_pend = 0;
-        w.held = NULL;
+        w.n_held = 0;
         if (srv_iunit_write(&u->iu, &m->recs, &iw))
             w.oom = 1;
         release(&w);
