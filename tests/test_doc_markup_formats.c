@@ -138,7 +138,7 @@ static char *html_of(const char *s)
     cmark_parser_free(p);
     size_t k = 0;
     for (size_t i = 0; h[i]; i++) {
-        int sp = h[i] == ' ' || h[i] == '\n' || h[i] == '\t';
+        int sp = h[i] == ' ' || h[i] == '\n' || h[i] == '\t' || h[i] == '\f' || h[i] == '\r';
         if (sp && (k == 0 || h[k - 1] == ' ' || h[k - 1] == '>'))
             continue;
         if (h[i] == '<' && k && h[k - 1] == ' ')
@@ -306,6 +306,12 @@ static void md_inline_placed(void **state)
     mt_err err = { 0 };
     assert_int_equal(srv_doc_set(d, 0, t, strlen(t), links, 4, &err), MT_OK);
     rendered_is(d, "La maison **rouge** a une [porte](/d \"t\").\n");
+    srv_doc_free(d);
+    /* an apostrophe in a destination, a title, a reference link, a shortcut one (its text is its label: kept) */
+    d = parse(SRV_DOC_MARKDOWN, "See [the docs](http://x/it's \"T\") and [this][r] or [r].\n\n[r]: /r\n");
+    assert_string_equal(srv_doc_unit(d, 0), "See the docs and this or .");
+    set_linked(d, 0, "VOIR LES DOCS ET CECI OU .");
+    rendered_is(d, "VOIR [LES DOCS](http://x/it's \"T\") ET [CECI][r] OU [r].\n\n[r]: /r\n");
     srv_doc_free(d);
     d = parse(SRV_DOC_MARKDOWN, "> Line one  \n> line two\\\n> three.\n");
     assert_string_equal(srv_doc_unit(d, 0), "Line one line two three.");

@@ -181,7 +181,10 @@ typedef struct {
     int         oom;
 } matcher;
 
-static int ascii_punct(char c) { return c > 0x20 && c < 0x7f && !((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')); }
+static int ascii_punct(char c)
+{
+    return c > 0x20 && c < 0x7f && !((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'));
+}
 
 /* The literal lit[0..n) at the cursor, through escapes and references: 0, or -1. */
 static int match_text(matcher *x, const char *lit, size_t n)
@@ -246,8 +249,8 @@ static void link_end(matcher *x)
                 i++;
             } else if (quote) {
                 quote = s[i] == quote ? 0 : quote;
-            } else if (s[i] == '"' || s[i] == '\'') {
-                quote = s[i];
+            } else if ((s[i] == '"' || s[i] == '\'') && strchr(" \t\n", s[i - 1])) {
+                quote = s[i];               /* a title's (an apostrophe in a URL is not) */
             } else if (s[i] == '<') {
                 const char *gt = memchr(s + i, '>', n - i);
                 i = gt ? (size_t)(gt - s) : i;
@@ -558,7 +561,8 @@ static int lines(md_doc *m, size_t *skip)
     *skip = 0;
     size_t bom = m->len >= 3 && !memcmp(m->src, "\xef\xbb\xbf", 3) ? 3 : 0;
     const char *s = m->src;
-    if (m->n_lines < 3 || (strncmp(s + bom, "---\n", 4) && strncmp(s + bom, "---\r\n", 5)) || !yaml_key(s + m->ls[1], m->ls[2] - m->ls[1]))
+    if (m->n_lines < 3 || (strncmp(s + bom, "---\n", 4) && strncmp(s + bom, "---\r\n", 5)) ||
+        !yaml_key(s + m->ls[1], m->ls[2] - m->ls[1]))
         return 0;
     for (int l = 1; l < m->n_lines; l++) {
         size_t a = m->ls[l], e = m->ls[l + 1];

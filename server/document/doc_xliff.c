@@ -68,7 +68,10 @@ static int attr_is(const xdoc *d, const srv_xml_node *el, const char *name, cons
     return v && n == strlen(value) && !memcmp(v, value, n);
 }
 
-static int named(const srv_xml_node *n, const char *name) { return n && n->type == SRV_XML_ELEMENT && !strcmp(n->name, name); }
+static int named(const srv_xml_node *n, const char *name)
+{
+    return n && n->type == SRV_XML_ELEMENT && !strcmp(n->name, name);
+}
 
 static const srv_xml_node *child(const srv_xml_node *el, const char *name)
 {
@@ -195,7 +198,8 @@ static mt_status x_parse(srv_doc_kind kind, const char *data, size_t len, const 
         goto fail;
     const srv_xml_node *root = srv_xml_root(d->x);
     if (!root || strcmp(root->name, "xliff")) {
-        st = mt_err_set(err, MT_ERR_INPUT, "not XLIFF: the root element is <%.40s>, not <xliff>", root ? root->name : "");
+        st = mt_err_set(err, MT_ERR_INPUT, "not XLIFF: the root element is <%.40s>, not <xliff>",
+                        root ? root->name : "");
         goto fail;
     }
     size_t vn;

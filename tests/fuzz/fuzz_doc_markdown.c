@@ -44,7 +44,7 @@ static char *html_of(const char *s, size_t n)
         }
     size_t k = 0;                               /* whitespace runs one space, none next to a tag */
     for (size_t i = 0; h[i]; i++) {
-        int sp = h[i] == ' ' || h[i] == '\n' || h[i] == '\t';
+        int sp = h[i] == ' ' || h[i] == '\n' || h[i] == '\t' || h[i] == '\f' || h[i] == '\r';
         if (sp && (k == 0 || h[k - 1] == ' ' || h[k - 1] == '>'))
             continue;
         if (h[i] == '<' && k && h[k - 1] == ' ')
