@@ -288,6 +288,12 @@ static void md_escapes(void **state)
     free(h);
     free(out);
     srv_doc_free(d);
+    d = parse(SRV_DOC_MARKDOWN, "# Title\r\rPara *one*\rgoes on.\r");      /* lone CRs end lines, as for cmark */
+    assert_int_equal(srv_doc_units(d), 2);
+    assert_string_equal(srv_doc_unit(d, 1), "Para one goes on.");
+    set_linked(d, 1, "PARA ONE GOES ON.");
+    rendered_is(d, "# Title\r\rPARA *ONE* GOES ON.\r");
+    srv_doc_free(d);
     d = parse(SRV_DOC_MARKDOWN, "Para one.\n");
     set(d, 0, "12. Point");                         /* a list's number at a line's start */
     rendered_is(d, "12\\. Point\n");

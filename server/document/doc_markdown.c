@@ -493,7 +493,7 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
     if (rc)
         return rc < 0 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory") : MT_OK;
     cmark_node *first = cmark_node_first_child(n);
-    if (!first)
+    if (!first || !m->s.n)
         return MT_OK;
     srv_ibuild b = SRV_IBUILD(&m->recs);
     int sp0 = m->nsp;
@@ -532,6 +532,12 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
     return MT_OK;
 }
 
+/* src[i] ends a line, as cmark reads lines: LF, CRLF, or a CR alone. */
+static int line_end(const md_doc *m, size_t i)
+{
+    return m->src[i] == '\n' || (m->src[i] == '\r' && (i + 1 == m->len || m->src[i + 1] != '\n'));
+}
+
 /* The line s[0..n) starts as a YAML mapping's key ("title:"). */
 static int yaml_key(const char *s, size_t n)
 {
@@ -549,13 +555,13 @@ static int lines(md_doc *m, size_t *skip)
 {
     size_t n = 1;
     for (size_t i = 0; i < m->len; i++)
-        n += m->src[i] == '\n';
+        n += line_end(m, i);
     if (!(m->ls = malloc(sizeof *m->ls * (n + 1))))
         return -1;
     m->n_lines = 0;
     m->ls[m->n_lines++] = 0;
     for (size_t i = 0; i < m->len; i++)
-        if (m->src[i] == '\n' && i + 1 < m->len)
+        if (line_end(m, i) && i + 1 < m->len)
             m->ls[m->n_lines++] = i + 1;
     m->ls[m->n_lines] = m->len;
     *skip = 0;
