@@ -673,13 +673,16 @@ typedef struct {
     int           digits;       /* ... but for digits: a "." or ")" next would make a list */
     /* elements opened whose start is not written yet: Markdown has no empty
      * emphasis ("****" is text) and none that starts or ends with a space, so
-     * a start waits for the element's first character, spaces going before it */
+     * a start waits for the element's first character, spaces and points
+     * going before it (an element around points only would glue its
+     * delimiters to its neighbours': "~~a~~~<b>~") */
     const mspan  *pend[64];
     int           n_pend;
     /* raw HTML placed first on a line would start an HTML block: it waits for
      * the end of the line's first word */
     const mspan  *held[8];
     int           n_held;
+    int           plain;        /* the unit again without its emphasis (unit_reads_back) */
     int           oom;
 } writer;
 
@@ -775,6 +778,8 @@ static void flush(writer *w)
 static void w_open(void *ctx, const void *node)
 {
     writer *w = ctx;
+    if (w->plain && w->m->src[span_of(w, node)->os] != '[')
+        return;
     if (w->n_pend == (int)(sizeof w->pend / sizeof w->pend[0]))
         flush(w);
     w->pend[w->n_pend++] = span_of(w, node);
@@ -784,6 +789,8 @@ static void w_close(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
+    if (w->plain && w->m->src[p->os] != '[')
+        return;
     if (w->n_pend && w->pend[w->n_pend - 1] == p) {
         w->n_pend--;
         if (w->m->src[p->os] != '[')
@@ -808,7 +815,6 @@ static void w_whole(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
-    flush(w);
     if (w->line_start && !p->brk && w->n_held < (int)(sizeof w->held / sizeof w->held[0]) &&
         (w->n_held || html_block_start(w->m->src + p->os, p->ce - p->os))) {
         w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
@@ -824,6 +830,69 @@ static void w_whole(void *ctx, const void *node)
     w->digits = 0;
 }
 
+/* The characters cmark reads as text in s[0..n) (whitespace aside), counted into h[256]: 0, or -1. */
+static int text_counts(const char *s, size_t n, size_t *h)
+{
+    cmark_node *doc = cmark_read(s, n);
+    cmark_iter *it = doc ? cmark_iter_new(doc) : NULL;
+    cmark_event_type ev;
+    while (it && (ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+        cmark_node *nd = cmark_iter_get_node(it);
+        const char *lit = cmark_node_get_literal(nd);
+        if (ev == CMARK_EVENT_ENTER && cmark_node_get_type(nd) == CMARK_NODE_TEXT && lit)
+            for (const char *c = lit; *c; c++)
+                h[(unsigned char)*c] += !strchr(" \t\n\r\f\v", *c);
+    }
+    cmark_iter_free(it);
+    cmark_node_free(doc);
+    return it ? 0 : -1;
+}
+
+/* The unit written as w->out[from..) reads back, as cmark reads it, with as
+ * many * _ ~ in its text as its translation and its opaque items (each read
+ * alone) have: emphasis delimiters the alignment put where CommonMark's
+ * flanking rules do not take them (next to punctuation inside a word) would
+ * show as characters (the lines a unit spans, with their block quote
+ * markers, read as a document of their own).  1 yes, 0 no, -1 out of
+ * memory. */
+static int unit_reads_back(const writer *w, const munit *u, size_t from)
+{
+    const char *o = w->out.p + from;
+    size_t n = w->out.n - from, got[256] = { 0 }, want[256] = { 0 };
+    for (size_t i = 0; i < u->iu.tgt_len; i++)
+        want[(unsigned char)u->iu.tgt[i]] += !strchr(" \t\n\r\f\v", u->iu.tgt[i]);
+    const srv_irec *r = w->m->recs.r + u->iu.first_rec;
+    for (int k = 0; k < u->iu.n_rec; k++) {
+        const mspan *p = span_of(w, r[k].node);
+        if (r[k].s == r[k].e && text_counts(w->m->src + p->os, p->ce - p->os, want))
+            return -1;
+    }
+    if (text_counts(o, n, got))
+        return -1;
+    return got['*'] == want['*'] && got['_'] == want['_'] && got['~'] == want['~'];
+}
+
+/* Unit u onto w->out: with its inline elements, or, when its emphasis would
+ * not read back, without emphasis and strikethrough (links, words and
+ * opaque items as placed). */
+static void write_unit(writer *w, const munit *u, const srv_iwriter *iw)
+{
+    size_t from = w->out.n;
+    for (w->plain = 0; w->plain < 2; w->plain++) {
+        w->out.n = from;
+        w->u = u;
+        w->line_start = u->line_start;
+        w->digits = w->n_pend = w->n_held = 0;
+        if (srv_iunit_write(&u->iu, &w->m->recs, iw))
+            w->oom = 1;
+        release(w);
+        int ok = w->oom ? -1 : unit_reads_back(w, u, from);
+        if (ok)
+            break;
+    }
+    w->plain = 0;
+}
+
 static mt_status md_render(const void *state, char **out, size_t *len, mt_err *err)
 {
     const md_doc *m = state;
@@ -835,13 +904,7 @@ static mt_status md_render(const void *state, char **out, size_t *len, mt_err *e
         if (!u->iu.tgt)
             continue;
         put(&w, m->src + at, u->start - at);
-        w.u = u;
-        w.line_start = u->line_start;
-        w.digits = w.n_pend = 0;
-        w.n_held = 0;
-        if (srv_iunit_write(&u->iu, &m->recs, &iw))
-            w.oom = 1;
-        release(&w);
+        write_unit(&w, u, &iw);
         at = u->end;
     }
     put(&w, m->src + at, m->len - at);
