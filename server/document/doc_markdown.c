@@ -857,11 +857,11 @@ static int text_counts(const char *s, size_t n, size_t *h)
  * memory. */
 static int unit_reads_back(const writer *w, const munit *u, size_t from)
 {
-    const char *o = w->out.p + from;
+    const char *o = w->out.p ? w->out.p + from : "";
     size_t n = w->out.n - from, got[256] = { 0 }, want[256] = { 0 };
     for (size_t i = 0; i < u->iu.tgt_len; i++)
         want[(unsigned char)u->iu.tgt[i]] += !strchr(" \t\n\r\f\v", u->iu.tgt[i]);
-    const srv_irec *r = w->m->recs.r + u->iu.first_rec;
+    const srv_irec *r = u->iu.n_rec ? w->m->recs.r + u->iu.first_rec : NULL;   /* none: no array */
     for (int k = 0; k < u->iu.n_rec; k++) {
         const mspan *p = span_of(w, r[k].node);
         if (r[k].s == r[k].e && text_counts(w->m->src + p->os, p->ce - p->os, want))
