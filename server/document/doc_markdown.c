@@ -682,6 +682,7 @@ typedef struct {
      * the end of the line's first word */
     const mspan  *held[8];
     int           n_held;
+    int           words;        /* a character of the translation written on this line */
     int           plain;        /* the unit again without its emphasis (unit_reads_back) */
     int           oom;
 } writer;
@@ -739,7 +740,7 @@ static void w_text(void *ctx, const char *s, size_t n)
             w->line_start = w->digits;
         }
         if (c != ' ' && c != '\t')
-            flush(w);
+            flush(w), w->words = 1;
         else
             release(w);
         if (esc)
@@ -820,6 +821,8 @@ static void w_whole(void *ctx, const void *node)
         w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
         return;
     }
+    if (p->brk && !w->words)
+        return;                         /* a break before the line's first word: none ("<e>  " alone would be HTML) */
     release(w);
     before_markup(w, p);
     if (p->brk)                         /* a space before a backslash break would be kept */
@@ -827,6 +830,7 @@ static void w_whole(void *ctx, const void *node)
             w->out.n--;
     put(w, w->m->src + p->os, p->ce - p->os);
     w->line_start = p->brk;
+    w->words &= !p->brk;
     w->digits = 0;
 }
 
@@ -882,7 +886,7 @@ static void write_unit(writer *w, const munit *u, const srv_iwriter *iw)
         w->out.n = from;
         w->u = u;
         w->line_start = u->line_start;
-        w->digits = w->n_pend = w->n_held = 0;
+        w->digits = w->n_pend = w->n_held = w->words = 0;
         if (srv_iunit_write(&u->iu, &w->m->recs, iw))
             w->oom = 1;
         release(w);
