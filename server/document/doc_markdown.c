@@ -22,6 +22,12 @@
  * link's destination and title byte for byte); code spans, autolinks, raw
  * inline HTML, images and hard line breaks are opaque points written whole.
  * A soft line break is a space: a translated paragraph is one line.
+ * Each translated unit is read back by cmark: when its emphasis would not
+ * pair again (CommonMark's flanking rules, delimiters next to punctuation
+ * inside a word), it is written without emphasis and strikethrough, its
+ * text exact.  Emphasis around no word (only code, say) is left out, its
+ * content kept; raw HTML that would open an HTML block first on a line goes
+ * after the line's first word; a hard break before any word is left out.
  * The translation's text is escaped for Markdown (\* \_ \` \[ \] \< \\ \~,
  * \& before a name, \| in a table cell, a line's first # > - + = or "1."
  * kept from starting a block).
@@ -49,6 +55,8 @@
 typedef struct {
     size_t os, oe, cs, ce;
     int    brk;             /* a hard line break: the next character starts a line */
+    int    emph;            /* emphasis, strong or strikethrough (not a link) */
+    int    first;           /* the spans of what it holds: [first, its own index) */
 } mspan;
 
 typedef struct {
@@ -222,7 +230,7 @@ static int new_span(matcher *x, size_t os, size_t oe, size_t cs, size_t ce, int 
         x->oom = 1;
         return -1;
     }
-    m->sp[m->nsp] = (mspan){ m->map[os], m->map[oe - 1] + 1, m->map[cs], m->map[ce - 1] + 1, brk };
+    m->sp[m->nsp] = (mspan){ m->map[os], m->map[oe - 1] + 1, m->map[cs], m->map[ce - 1] + 1, brk, 0, m->nsp };
     return m->nsp++;
 }
 
@@ -293,6 +301,7 @@ static int element(matcher *x, cmark_node *nd, int link)
 {
     const char *s = x->m->s.p;
     size_t os = x->c, k = 0, ws = x->b ? (size_t)x->b->ws : 0;
+    int first = x->m->nsp;
     char ch = x->c < x->m->s.n ? s[x->c] : 0;
     cmark_node_type t = cmark_node_get_type(nd);
     if (link)
@@ -325,6 +334,8 @@ static int element(matcher *x, cmark_node *nd, int link)
     int sp = new_span(x, os, oe, cs, x->c, 0);
     if (sp < 0)
         return -1;
+    x->m->sp[sp].emph = !link;
+    x->m->sp[sp].first = first;
     if (x->b) {
         x->b->recs->r[r].node = (const void *)(intptr_t)(sp + 1);
         srv_ib_close(x->b, r, (int)ws);
@@ -812,6 +823,39 @@ static void w_close(void *ctx, const void *node)
     w->line_start = w->digits = 0;
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const size_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Emphasis p, around no word, without it: what it holds, the delimiters of
+ * every emphasis inside left out too (they are disjoint byte ranges). */
+static void put_unemphasized(writer *w, const mspan *p)
+{
+    int k0 = p->first, k1 = (int)(p - w->m->sp), n = 0;
+    size_t *cut = malloc(sizeof *cut * 4 * (size_t)(k1 - k0 + 1)), at = p->oe;
+    if (!cut) {
+        w->oom = 1;
+        return;
+    }
+    for (int k = k0; k < k1; k++) {
+        const mspan *q = &w->m->sp[k];
+        if (q->emph) {
+            size_t r[4] = { q->os, q->oe, q->cs, q->ce };
+            memcpy(cut + 2 * n, r, sizeof r);
+            n += 2;
+        }
+    }
+    qsort(cut, (size_t)n, 2 * sizeof *cut, by_start);
+    for (int i = 0; i < n; i++) {
+        put(w, w->m->src + at, cut[2 * i] - at);
+        at = cut[2 * i + 1];
+    }
+    put(w, w->m->src + at, p->cs - at);
+    free(cut);
+}
+
 static void w_whole(void *ctx, const void *node)
 {
     writer *w = ctx;
@@ -824,6 +868,10 @@ static void w_whole(void *ctx, const void *node)
     if (p->brk && !w->words)
         return;                         /* a break before the line's first word: none ("<e>  " alone would be HTML) */
     release(w);
+    if (p->emph) {                      /* emphasis around no word of the unit: its delimiters, read alone, */
+        put_unemphasized(w, p);         /* may pair with their neighbours' */
+        return;
+    }
     before_markup(w, p);
     if (p->brk)                         /* a space before a backslash break would be kept */
         while (w->out.n && w->out.p[w->out.n - 1] == ' ')
