@@ -24,9 +24,8 @@ DEPFLAGS := -MMD -MP
 # the binary then holds sgemm and its per-CPU kernels only, not the whole 43 MB package.
 BLAS_LIBS ?= $(shell pkg-config --libs openblas)
 # CLD2 (language detection) is C++ and ships no .pc file: -lcld2 and the C++ runtime.
-# cmark-gfm's extensions (GFM tables, strikethrough: server/document/doc_markdown.c) ship no .pc file.
-LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo libzip expat yaml-0.1 libcurl libcrypto libcmark-gfm) \
-            -lcmark-gfm-extensions -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
+# libcmark-gfm's .pc links its extensions too (GFM tables, strikethrough: server/document/doc_markdown.c).
+LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo libzip expat yaml-0.1 libcurl libcrypto libcmark-gfm) -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
 CXX      ?= c++
 CXXFLAGS  = $(OPT) -std=c++17 -Wall -Wextra -Wno-unused-parameter -fno-exceptions -pthread -Iengine -Iserver
 B        ?= build

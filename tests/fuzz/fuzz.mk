@@ -22,7 +22,7 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(ASSERT_ABORT) -g -O1 $(ARCH) -fno-omit-
 FUZZ_CXX     ?= clang++
 FUZZ_CXXFLAGS := -std=c++17 -g -O1 $(ARCH) -fno-omit-frame-pointer $(FUZZ_SAN) -fno-exceptions -pthread \
                 -Wall -Wno-unused-parameter -Iengine -Iserver
-FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcmark-gfm-extensions -lcld2 -lstdc++ -lm -pthread
+FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcld2 -lstdc++ -lm -pthread
 
 # Everything of the engine (model.c reaches all of it); of the server, only the
 # request-body parsers, the error table they report through, the client address
