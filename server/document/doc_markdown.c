@@ -702,10 +702,30 @@ static void put(writer *w, const char *s, size_t n) { w->oom |= mt_sb_add(&w->ou
 
 static void flush(writer *w);
 
+static void put_unemphasized(writer *w, const mspan *p);
+
+/* A point's bytes: an emphasis around no word without its delimiters. */
+static void put_point(writer *w, const mspan *p)
+{
+    if (p->emph)
+        put_unemphasized(w, p);
+    else
+        put(w, w->m->src + p->os, p->ce - p->os);
+}
+
+/* Where the bytes put_point writes start (past an emphasis' delimiters). */
+static size_t point_start(const writer *w, const mspan *p)
+{
+    size_t i = p->emph ? p->oe : p->os;
+    while (p->emph && i < p->cs && strchr("*_~", w->m->src[i]))
+        i++;
+    return i;
+}
+
 static void release(writer *w)
 {
     for (int i = 0; i < w->n_held; i++)
-        w->oom |= mt_sb_add(&w->out, w->m->src + w->held[i]->os, w->held[i]->ce - w->held[i]->os);
+        put_point(w, w->held[i]);
     w->n_held = 0;
 }
 
@@ -762,10 +782,13 @@ static void w_text(void *ctx, const char *s, size_t n)
 
 static const mspan *span_of(const writer *w, const void *node) { return &w->m->sp[(intptr_t)node - 1]; }
 
-/* Markup starts at p: a "!" the translation put just before a "[" would make an image. */
+/* Markup starts at p: a "!" the translation put just before a "[" would make
+ * an image; a code span right after another would make one backtick run. */
 static void before_markup(writer *w, const mspan *p)
 {
     mt_sbuf *o = &w->out;
+    if (w->m->src[p->os] == '`' && o->n && o->p[o->n - 1] == '`')
+        put(w, " ", 1);
     if (w->m->src[p->os] == '[' && o->n && o->p[o->n - 1] == '!' && (o->n < 2 || o->p[o->n - 2] != '\\')) {
         o->n--;
         put(w, "\\!", 2);
@@ -860,8 +883,9 @@ static void w_whole(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
+    size_t at = point_start(w, p);
     if (w->line_start && !p->brk && w->n_held < (int)(sizeof w->held / sizeof w->held[0]) &&
-        (w->n_held || html_block_start(w->m->src + p->os, p->ce - p->os))) {
+        (w->n_held || html_block_start(w->m->src + at, p->ce - at))) {
         w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
         return;
     }
@@ -869,7 +893,7 @@ static void w_whole(void *ctx, const void *node)
         return;                         /* a break before the line's first word: none ("<e>  " alone would be HTML) */
     release(w);
     if (p->emph) {                      /* emphasis around no word of the unit: its delimiters, read alone, */
-        put_unemphasized(w, p);         /* may pair with their neighbours' */
+        put_point(w, p);                /* may pair with their neighbours' */
         return;
     }
     before_markup(w, p);
