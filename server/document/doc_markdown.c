@@ -939,9 +939,15 @@ static int unit_reads_back(const writer *w, const munit *u, size_t from)
         want[(unsigned char)u->iu.tgt[i]] += !strchr(" \t\n\r\f\v", u->iu.tgt[i]);
     const srv_irec *r = u->iu.n_rec ? w->m->recs.r + u->iu.first_rec : NULL;   /* none: no array */
     for (int k = 0; k < u->iu.n_rec; k++) {
-        const mspan *p = span_of(w, r[k].node);
-        if (r[k].s == r[k].e && text_counts(w->m->src + p->os, p->ce - p->os, want))
+        if (r[k].s != r[k].e)
+            continue;
+        writer pw = { .m = w->m };      /* the point's bytes as put_point writes them, read alone */
+        put_point(&pw, span_of(w, r[k].node));
+        int rc = pw.oom || text_counts(pw.out.p ? pw.out.p : "", pw.out.n, want);
+        free(pw.out.p);
+        if (rc)
             return -1;
+        k += r[k].n_desc;               /* written with it */
     }
     if (text_counts(o, n, got))
         return -1;
