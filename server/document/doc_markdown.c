@@ -62,7 +62,7 @@ typedef struct {
 typedef struct {
     srv_iunit iu;
     size_t    start, end;   /* the bytes it replaces */
-    int       cell;         /* in a table cell: | escaped */
+    int       pipes;        /* | escaped: in a table cell, or right after a table (a row else) */
     int       line_start;   /* it starts a line: a block marker at its start escaped */
     int       atx;          /* in an ATX heading: # escaped (a closing sequence otherwise) */
 } munit;
@@ -513,7 +513,9 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
         x.c++;
     size_t start = x.c;
     rc = match_nodes(&x, first);
-    munit u = { .start = m->map[start], .cell = is_type(n, "table_cell"), .atx = m->atx,
+    cmark_node *before = cmark_node_previous(n);
+    munit u = { .start = m->map[start], .atx = m->atx,
+                .pipes = is_type(n, "table_cell") || (before && is_type(before, "table")),
                 .line_start = !m->atx };       /* a table's first cell may start its line */
     int words = srv_ib_finish(&b, &u.iu);
     if (rc || x.oom || words <= 0 || x.c == start) {
@@ -762,7 +764,7 @@ static void w_text(void *ctx, const char *s, size_t n)
         char c = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
         if (w->line_start && !w->digits && (c == ' ' || c == '\t'))
             continue;                   /* a line's indentation: none (four spaces would make code) */
-        int esc = (c && strchr("\\`*_[]<~", c) != NULL) || (c == '|' && w->u->cell) || (c == '#' && w->u->atx) ||
+        int esc = (c && strchr("\\`*_[]<~", c) != NULL) || (c == '|' && w->u->pipes) || (c == '#' && w->u->atx) ||
                   (c == '&' && i + 1 < n && (s[i + 1] == '#' || (unsigned char)((s[i + 1] | 0x20) - 'a') < 26));
         if (w->line_start && c != ' ' && c != '\t') {
             esc |= !w->digits && c && strchr("#>-+=", c) != NULL;
