@@ -705,10 +705,12 @@ static void put(writer *w, const char *s, size_t n) { w->oom |= mt_sb_add(&w->ou
 static void flush(writer *w);
 
 static void put_unemphasized(writer *w, const mspan *p);
+static void before_markup(writer *w, const mspan *p);
 
 /* A point's bytes: an emphasis around no word without its delimiters. */
 static void put_point(writer *w, const mspan *p)
 {
+    before_markup(w, p);
     if (p->emph)
         put_unemphasized(w, p);
     else
