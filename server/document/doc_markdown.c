@@ -693,8 +693,9 @@ typedef struct {
     int           n_pend;
     /* raw HTML placed first on a line would start an HTML block: it waits for
      * the end of the line's first word */
-    const mspan  *held[8];
+    const mspan **held;
     int           n_held;
+    size_t        cap_held;
     int           words;        /* a character of the translation written on this line */
     int           plain;        /* the unit again without its emphasis (unit_reads_back) */
     int           oom;
@@ -888,8 +889,11 @@ static void w_whole(void *ctx, const void *node)
     writer *w = ctx;
     const mspan *p = span_of(w, node);
     size_t at = point_start(w, p);
-    if (w->line_start && !p->brk && w->n_held < (int)(sizeof w->held / sizeof w->held[0]) &&
-        (w->n_held || html_block_start(w->m->src + at, p->ce - at))) {
+    if (w->line_start && !p->brk && (w->n_held || html_block_start(w->m->src + at, p->ce - at))) {
+        if (MT_GROW(w->held, w->cap_held, (size_t)w->n_held + 1)) {
+            w->oom = 1;
+            return;
+        }
         w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
         return;
     }
@@ -994,6 +998,7 @@ static mt_status md_render(const void *state, char **out, size_t *len, mt_err *e
         at = u->end;
     }
     put(&w, m->src + at, m->len - at);
+    free(w.held);
     if (w.oom || mt_sb_add(&w.out, "", 0)) {
         free(w.out.p);
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
