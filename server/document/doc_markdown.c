@@ -752,7 +752,7 @@ static int html_block_start(const char *s, size_t n)
     size_t i = s[1] == '/' ? 2 : 1, k = i;
     while (k < n && ((s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'z' ? 1 : s[k] >= '0' && s[k] <= '9'))
         k++;
-    if (k < n && !strchr(" \t>/", s[k]))
+    if (k < n && !strchr(" \t\r\n>/", s[k]))
         return 0;
     for (size_t t = 0; t < sizeof tags / sizeof tags[0]; t++)
         if (strlen(tags[t]) == k - i && !strncasecmp(tags[t], s + i, k - i))
