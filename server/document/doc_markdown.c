@@ -62,7 +62,7 @@ typedef struct {
 typedef struct {
     srv_iunit iu;
     size_t    start, end;   /* the bytes it replaces */
-    int       pipes;        /* | escaped: in a table cell, or right after a table (a row else) */
+    int       cell;         /* in a table cell: | escaped */
     int       line_start;   /* it starts a line: a block marker at its start escaped */
     int       atx;          /* in an ATX heading: # escaped (a closing sequence otherwise) */
 } munit;
@@ -503,9 +503,11 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
     int rc = block_bytes(m, n);
     if (rc)
         return rc < 0 ? mt_err_set(err, MT_ERR_NOMEM, "out of memory") : MT_OK;
-    cmark_node *first = cmark_node_first_child(n);
+    cmark_node *first = cmark_node_first_child(n), *before = cmark_node_previous(n);
     if (!first || !m->s.n)
         return MT_OK;
+    if (before && is_type(before, "table") && cmark_node_get_start_line(n) == cmark_node_get_end_line(before) + 1)
+        return MT_OK;                   /* a line the table did not take as a row: translated, it would be one */
     srv_ibuild b = SRV_IBUILD(&m->recs);
     int sp0 = m->nsp;
     matcher x = { .m = m, .b = &b };
@@ -513,9 +515,7 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
         x.c++;
     size_t start = x.c;
     rc = match_nodes(&x, first);
-    cmark_node *before = cmark_node_previous(n);
-    munit u = { .start = m->map[start], .atx = m->atx,
-                .pipes = is_type(n, "table_cell") || (before && is_type(before, "table")),
+    munit u = { .start = m->map[start], .atx = m->atx, .cell = is_type(n, "table_cell"),
                 .line_start = !m->atx };       /* a table's first cell may start its line */
     int words = srv_ib_finish(&b, &u.iu);
     if (rc || x.oom || words <= 0 || x.c == start) {
@@ -767,7 +767,7 @@ static void w_text(void *ctx, const char *s, size_t n)
         char c = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
         if (w->line_start && !w->digits && (c == ' ' || c == '\t'))
             continue;                   /* a line's indentation: none (four spaces would make code) */
-        int esc = (c && strchr("\\`*_[]<~", c) != NULL) || (c == '|' && w->u->pipes) || (c == '#' && w->u->atx) ||
+        int esc = (c && strchr("\\`*_[]<~", c) != NULL) || (c == '|' && w->u->cell) || (c == '#' && w->u->atx) ||
                   (c == '&' && i + 1 < n && (s[i + 1] == '#' || (unsigned char)((s[i + 1] | 0x20) - 'a') < 26));
         if (w->line_start && c != ' ' && c != '\t') {
             esc |= !w->digits && c && strchr("#>-+=", c) != NULL;
