@@ -697,6 +697,7 @@ typedef struct {
     int           n_held;
     size_t        cap_held;
     int           words;        /* a character of the translation written on this line */
+    int           items;        /* an opaque item written on this line */
     int           plain;        /* the unit again without its emphasis (unit_reads_back) */
     int           oom;
 } writer;
@@ -731,6 +732,7 @@ static void release(writer *w)
 {
     for (int i = 0; i < w->n_held; i++)
         put_point(w, w->held[i]);
+    w->items |= w->n_held > 0;
     w->n_held = 0;
 }
 
@@ -897,11 +899,12 @@ static void w_whole(void *ctx, const void *node)
         w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
         return;
     }
-    if (p->brk && !w->words)
-        return;                         /* a break before the line's first word: none ("<e>  " alone would be HTML) */
+    if (p->brk && !w->words && (w->items || w->n_held))
+        return;                         /* a break after items but before any word: none ("<e>  " alone is HTML) */
     release(w);
     if (p->emph) {                      /* emphasis around no word of the unit: its delimiters, read alone, */
         put_point(w, p);                /* may pair with their neighbours' */
+        w->items = 1;
         return;
     }
     before_markup(w, p);
@@ -911,6 +914,7 @@ static void w_whole(void *ctx, const void *node)
     put(w, w->m->src + p->os, p->ce - p->os);
     w->line_start = p->brk;
     w->words &= !p->brk;
+    w->items = !p->brk;
     w->digits = 0;
 }
 
@@ -972,7 +976,7 @@ static void write_unit(writer *w, const munit *u, const srv_iwriter *iw)
         w->out.n = from;
         w->u = u;
         w->line_start = u->line_start;
-        w->digits = w->n_pend = w->n_held = w->words = 0;
+        w->digits = w->n_pend = w->n_held = w->words = w->items = 0;
         if (srv_iunit_write(&u->iu, &w->m->recs, iw))
             w->oom = 1;
         release(w);
