@@ -698,6 +698,7 @@ typedef struct {
     size_t        cap_held;
     int           words;        /* a character of the translation written on this line */
     int           items;        /* an opaque item written on this line */
+    const mspan  *brk;          /* a hard break waiting for what follows it (last in a unit: none) */
     int           plain;        /* the unit again without its emphasis (unit_reads_back) */
     int           oom;
 } writer;
@@ -762,11 +763,26 @@ static int html_block_start(const char *s, size_t n)
     return 0;
 }
 
+/* The hard break waiting, now that something follows it on its line. */
+static void put_break(writer *w)
+{
+    if (!w->brk)
+        return;
+    while (w->out.n && w->out.p[w->out.n - 1] == ' ')
+        w->out.n--;                     /* a space before a backslash break would be kept */
+    put(w, w->m->src + w->brk->os, w->brk->ce - w->brk->os);
+    w->brk = NULL;
+    w->line_start = 1;
+    w->words = w->items = w->digits = 0;
+}
+
 static void w_text(void *ctx, const char *s, size_t n)
 {
     writer *w = ctx;
     for (size_t i = 0; i < n; i++) {
         char c = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
+        if (c != ' ' && c != '\t')
+            put_break(w);
         if (w->line_start && !w->digits && (c == ' ' || c == '\t'))
             continue;                   /* a line's indentation: none (four spaces would make code) */
         int esc = (c && strchr("\\`*_[]<~", c) != NULL) || (c == '|' && w->u->cell) || (c == '#' && w->u->atx) ||
@@ -890,8 +906,16 @@ static void w_whole(void *ctx, const void *node)
 {
     writer *w = ctx;
     const mspan *p = span_of(w, node);
+    if (p->brk) {
+        if (!w->words && (w->items || w->n_held))
+            return;                     /* after items but before any word: none ("<e>  " alone is HTML) */
+        put_break(w);                   /* two in a row */
+        w->brk = p;
+        return;
+    }
+    put_break(w);
     size_t at = point_start(w, p);
-    if (w->line_start && !p->brk && (w->n_held || html_block_start(w->m->src + at, p->ce - at))) {
+    if (w->line_start && (w->n_held || html_block_start(w->m->src + at, p->ce - at))) {
         if (MT_GROW(w->held, w->cap_held, (size_t)w->n_held + 1)) {
             w->oom = 1;
             return;
@@ -899,8 +923,6 @@ static void w_whole(void *ctx, const void *node)
         w->held[w->n_held++] = p;       /* and every point after it, until the line's first word is written */
         return;
     }
-    if (p->brk && !w->words && (w->items || w->n_held))
-        return;                         /* a break after items but before any word: none ("<e>  " alone is HTML) */
     release(w);
     if (p->emph) {                      /* emphasis around no word of the unit: its delimiters, read alone, */
         put_point(w, p);                /* may pair with their neighbours' */
@@ -908,14 +930,9 @@ static void w_whole(void *ctx, const void *node)
         return;
     }
     before_markup(w, p);
-    if (p->brk)                         /* a space before a backslash break would be kept */
-        while (w->out.n && w->out.p[w->out.n - 1] == ' ')
-            w->out.n--;
     put(w, w->m->src + p->os, p->ce - p->os);
-    w->line_start = p->brk;
-    w->words &= !p->brk;
-    w->items = !p->brk;
-    w->digits = 0;
+    w->line_start = w->digits = 0;
+    w->items = 1;
 }
 
 /* The characters cmark reads as text in s[0..n) (whitespace aside), counted into h[256]: 0, or -1. */
@@ -977,9 +994,11 @@ static void write_unit(writer *w, const munit *u, const srv_iwriter *iw)
         w->u = u;
         w->line_start = u->line_start;
         w->digits = w->n_pend = w->n_held = w->words = w->items = 0;
+        w->brk = NULL;
         if (srv_iunit_write(&u->iu, &w->m->recs, iw))
             w->oom = 1;
         release(w);
+        w->brk = NULL;                  /* a break last in the unit: nothing after it to break to */
         int ok = w->oom ? -1 : unit_reads_back(w, u, from);
         if (ok)
             break;
