@@ -907,8 +907,8 @@ static void w_whole(void *ctx, const void *node)
     writer *w = ctx;
     const mspan *p = span_of(w, node);
     if (p->brk) {
-        if (!w->words && (w->items || w->n_held))
-            return;                     /* after items but before any word: none ("<e>  " alone is HTML) */
+        if (!w->words && (w->items || w->n_held || w->m->src[p->os] != '\\'))
+            return;                     /* before any word: none ("<e>  " alone is HTML, "  " alone blank) */
         put_break(w);                   /* two in a row */
         w->brk = p;
         return;
