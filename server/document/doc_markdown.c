@@ -907,10 +907,9 @@ static void w_whole(void *ctx, const void *node)
     writer *w = ctx;
     const mspan *p = span_of(w, node);
     if (p->brk) {
-        if (!w->words && (w->items || w->n_held || w->m->src[p->os] != '\\'))
-            return;                     /* before any word: none ("<e>  " alone is HTML, "  " alone blank) */
-        put_break(w);                   /* two in a row */
-        w->brk = p;
+        if (w->brk || (!w->words && (w->items || w->n_held || w->m->src[p->os] != '\\')))
+            return;                     /* a second in a row, or before any word: none ("<e>  " alone is HTML, */
+        w->brk = p;                     /* "  " alone a blank line) */
         return;
     }
     put_break(w);
