@@ -907,9 +907,11 @@ static void w_whole(void *ctx, const void *node)
     writer *w = ctx;
     const mspan *p = span_of(w, node);
     if (p->brk) {
-        if (w->brk || (!w->words && (w->items || w->n_held || w->m->src[p->os] != '\\')))
-            return;                     /* a second in a row, or before any word: none ("<e>  " alone is HTML, */
-        w->brk = p;                     /* "  " alone a blank line) */
+        int spaces = w->m->src[p->os] != '\\';
+        if ((w->brk && spaces) || (!w->brk && !w->words && (w->items || w->n_held || spaces)))
+            return;                     /* before any word: none ("<e>  " alone is HTML, "  " alone blank; */
+        put_break(w);                   /* "\\" alone is a line) */
+        w->brk = p;
         return;
     }
     put_break(w);
