@@ -497,6 +497,20 @@ static int match_nodes(matcher *x, cmark_node *first)
 
 /* ---- the units -------------------------------------------------------------------------- */
 
+/* A construct of the block (spans [sp0, m->nsp)) but a hard break runs over
+ * lines: a code span, raw HTML, a link's destination.  Moved to another place
+ * in the line, its own lines could begin blocks ("-|" a table's delimiter
+ * row), so such a block is not translated. */
+static int multiline(const md_doc *m, int sp0)
+{
+    for (int k = sp0; k < m->nsp; k++) {
+        const mspan *p = &m->sp[k];
+        if (!p->brk && (memchr(m->src + p->os, '\n', p->ce - p->os) || memchr(m->src + p->os, '\r', p->ce - p->os)))
+            return 1;
+    }
+    return 0;
+}
+
 /* Leaf block n: a unit when its bytes match its tree and it has words. */
 static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_err *err)
 {
@@ -518,6 +532,8 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
     munit u = { .start = m->map[start], .atx = m->atx, .cell = is_type(n, "table_cell"),
                 .line_start = !m->atx };       /* a table's first cell may start its line */
     int words = srv_ib_finish(&b, &u.iu);
+    if (!rc && multiline(m, sp0))
+        rc = -1;                            /* kept as it is */
     if (rc || x.oom || words <= 0 || x.c == start) {
         if (words > 0)
             srv_iunit_free(&u.iu);
