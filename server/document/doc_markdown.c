@@ -522,6 +522,10 @@ static mt_status leaf(md_doc *m, cmark_node *n, const srv_doc_limits *lim, mt_er
         return MT_OK;
     if (before && is_type(before, "table") && cmark_node_get_start_line(n) == cmark_node_get_end_line(before) + 1)
         return MT_OK;                   /* a line the table did not take as a row: translated, it would be one */
+    cmark_node *row = cmark_node_parent(n), *table = row ? cmark_node_parent(row) : NULL;
+    cmark_node *para = table ? cmark_node_previous(table) : NULL;
+    if (row && is_type(row, "table_header") && para && cmark_node_get_start_line(para) == 0)
+        return MT_OK;                   /* a table that cut a paragraph short: cmark puts its header a line early */
     srv_ibuild b = SRV_IBUILD(&m->recs);
     int sp0 = m->nsp;
     matcher x = { .m = m, .b = &b };
