@@ -28,6 +28,10 @@
  * text exact.  Emphasis around no word (only code, say) is left out, its
  * content kept; raw HTML that would open an HTML block first on a line goes
  * after the line's first word; a hard break before any word is left out.
+ * Kept untranslated, as their translation could change the blocks: a block
+ * with a code span, raw HTML or a link destination over lines, a paragraph
+ * right after a table (a line the table did not take as a row), the header
+ * of a table that cuts a paragraph short (cmark-gfm misplaces it).
  * The translation's text is escaped for Markdown (\* \_ \` \[ \] \< \\ \~,
  * \& before a name, \| in a table cell, a line's first # > - + = or "1."
  * kept from starting a block).
