@@ -723,6 +723,7 @@ typedef struct {
     int           words;        /* a character of the translation written on this line */
     int           items;        /* an opaque item written on this line */
     const mspan  *brk;          /* a hard break waiting for what follows it (last in a unit: none) */
+    size_t        from;         /* where the unit's output starts */
     int           plain;        /* the unit again without its emphasis (unit_reads_back) */
     int           oom;
 } writer;
@@ -792,7 +793,7 @@ static void put_break(writer *w)
 {
     if (!w->brk)
         return;
-    while (w->out.n && w->out.p[w->out.n - 1] == ' ')
+    while (w->out.n > w->from && w->out.p[w->out.n - 1] == ' ')
         w->out.n--;                     /* a space before a backslash break would be kept */
     put(w, w->m->src + w->brk->os, w->brk->ce - w->brk->os);
     w->brk = NULL;
@@ -884,7 +885,7 @@ static void w_close(void *ctx, const void *node)
     }
     release(w);
     size_t sp = 0;                      /* spaces at its end go after it */
-    while (sp < w->out.n && w->out.p[w->out.n - 1 - sp] == ' ')
+    while (sp < w->out.n - w->from && w->out.p[w->out.n - 1 - sp] == ' ')
         sp++;
     w->out.n -= sp;
     put(w, w->m->src + p->cs, p->ce - p->cs);
@@ -1020,6 +1021,7 @@ static void write_unit(writer *w, const munit *u, const srv_iwriter *iw)
         w->line_start = u->line_start;
         w->digits = w->n_pend = w->n_held = w->words = w->items = 0;
         w->brk = NULL;
+        w->from = from;
         if (srv_iunit_write(&u->iu, &w->m->recs, iw))
             w->oom = 1;
         release(w);
