@@ -8,7 +8,7 @@
 #   tests/fuzz/fuzz.mk  the libFuzzer targets (`make fuzz`).
 #   make debug      -O0 -g build in build-debug/ (MT_ASSERT aborts with file:line)
 CC       ?= cc
-PKGS     := libmicrohttpd jansson openblas gumbo libzip expat yaml-0.1 libcurl libcrypto hiredis
+PKGS     := libmicrohttpd jansson openblas gumbo libzip expat yaml-0.1 libcurl libcrypto hiredis libcmark-gfm
 ARCH     ?= -march=native
 OPT      ?= -O2 $(ARCH)
 # Debug, sanitizer, valgrind and fuzz builds add this: a broken MT_ASSERT aborts there
@@ -24,7 +24,8 @@ DEPFLAGS := -MMD -MP
 # the binary then holds sgemm and its per-CPU kernels only, not the whole 43 MB package.
 BLAS_LIBS ?= $(shell pkg-config --libs openblas)
 # CLD2 (language detection) is C++ and ships no .pc file: -lcld2 and the C++ runtime.
-LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo libzip expat yaml-0.1 libcurl libcrypto hiredis) -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
+# libcmark-gfm's .pc links its extensions too (GFM tables, strikethrough: server/document/doc_markdown.c).
+LDLIBS   += $(shell pkg-config --libs libmicrohttpd jansson gumbo libzip expat yaml-0.1 libcurl libcrypto hiredis libcmark-gfm) -lcld2 $(BLAS_LIBS) -lstdc++ -lm -pthread
 CXX      ?= c++
 CXXFLAGS  = $(OPT) -std=c++17 -Wall -Wextra -Wno-unused-parameter -fno-exceptions -pthread -Iengine -Iserver
 B        ?= build
@@ -39,9 +40,10 @@ all: $(B)/mtserve
 
 # Debian 12 packages: to build, to test.  `make deps` installs only what is missing.
 DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev libopenblas-dev libgumbo-dev libcld2-dev \
-             libzip-dev libexpat1-dev libyaml-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
+             libzip-dev libexpat1-dev libyaml-dev libcurl4-openssl-dev libssl-dev libhiredis-dev libcmark-gfm-dev \
+             libcmark-gfm-extensions-dev
 DEB_TEST  := libcmocka-dev libxml2-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light redis-server python3-yaml python3-lxml python3-html5lib \
-             python3-numpy python3-docx python3-polib python3-odf \
+             python3-numpy python3-docx python3-polib python3-odf python3-markdown-it python3-translate \
              chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -473,7 +473,7 @@ static void test_sniff(void **state)
     assert_int_equal(sniff("/* c */\n\"a\" = \"b\";\n", NULL), SRV_DOC_STRINGS);
     assert_int_equal(sniff("<resources><string name=\"a\">b</string></resources>", "strings.xml"), SRV_DOC_ANDROID);
     assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<!-- c -->\n<resources/>", NULL), SRV_DOC_ANDROID);
-    assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<xliff version=\"1.2\"/>", NULL), SRV_DOC_UNKNOWN);
+    assert_int_equal(sniff("<?xml version=\"1.0\"?>\n<catalog version=\"1.2\"/>", NULL), SRV_DOC_UNKNOWN);
     assert_int_equal(sniff("<manifest/>", "AndroidManifest.xml"), SRV_DOC_UNKNOWN);
     assert_int_equal(sniff("[\"a\", \"b\"]", NULL), SRV_DOC_UNKNOWN);
     assert_int_equal(sniff("en:\n  hello: \"Hello world\"\n", NULL), SRV_DOC_YAML);

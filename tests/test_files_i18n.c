@@ -237,7 +237,7 @@ static void test_refused(void **state)
     expect_refused("upload", "services:\n  web:\n    image: nginx\n", 415, ".json");
     expect_refused("en.yml", "en:\n  a: [b\n  c: d\n", 400, "line");
     expect_refused("upload", "[\"The house\", \"The garden\"]", 415, ".arb");
-    expect_refused("doc.xml", "<?xml version=\"1.0\"?><xliff version=\"1.2\"/>", 415, ".strings");
+    expect_refused("doc.xml", "<?xml version=\"1.0\"?><catalog version=\"1.2\"/>", 415, ".strings");
 }
 
 static void test_frontend_lists(void **state)

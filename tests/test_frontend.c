@@ -120,7 +120,7 @@ static void expect_no_extras(json_t *j)
     /* every format POST /translate_file reads, by extension, and nothing else */
     static const char *const exts[] = {".txt", ".html", ".srt", ".vtt", ".po", ".pot", ".docx", ".odt", ".json",
                                        ".arb", ".properties", ".strings", ".xml", ".yml", ".yaml", ".pptx", ".xlsx",
-                                       ".odp", ".ods", ".epub"};
+                                       ".odp", ".ods", ".epub", ".md", ".markdown", ".xlf", ".xliff"};
     json_t *formats = json_object_get(j, "supportedFilesFormat");
     assert_int_equal(json_array_size(formats), sizeof exts / sizeof *exts);
     for (size_t k = 0; k < sizeof exts / sizeof *exts; k++)

@@ -23,7 +23,7 @@ TESTS        := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # longest first, so that two at a time end together.
 UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfile test_tokenizer \
               test_hf_tokenizer test_prompt test_kernels test_html test_scheduler test_detect test_parallel \
-              test_access test_cache test_check test_doc_i18n test_doc_office test_doc_po test_doc_subtitles test_xml_tree test_xml_markup \
+              test_access test_cache test_check test_doc_i18n test_doc_markup_formats test_doc_office test_doc_po test_doc_subtitles test_xml_tree test_xml_markup \
               test_document test_glossary test_loader test_marian test_placeholders test_server_units test_splitter \
               test_zip
 

@@ -20,8 +20,8 @@
  * it is refused there.  A wrong document_key answers as an unknown id (404):
  * it tells nothing of the document.  Formats: what POST /translate_file reads
  * (document/document.h: txt, html, srt, vtt, po, docx, odt, pptx, xlsx, odp,
- * ods, epub, and the i18n
- * resources json, arb, properties, strings, android, yaml).
+ * ods, epub, the i18n resources json, arb, properties, strings, android, yaml,
+ * and md, xliff).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -35,10 +35,13 @@ extern const srv_doc_format srv_doc_properties_format; /* doc_properties.c: prop
 extern const srv_doc_format srv_doc_strings_format;    /* doc_strings.c: strings */
 extern const srv_doc_format srv_doc_android_format;    /* doc_android.c: android */
 extern const srv_doc_format srv_doc_yaml_format;       /* doc_yaml.c: yaml (Rails) */
+extern const srv_doc_format srv_doc_markdown_format;   /* doc_markdown.c: md */
+extern const srv_doc_format srv_doc_xliff_format;      /* doc_xliff.c: xliff */
 
 /* Content sniffers (document.c asks them in this order: office, then vtt,
- * srt, the file name's extension, an XML root, html, po, json, strings,
- * properties, else text when it is UTF-8 without NUL and not YAML). */
+ * srt, the file name's extension, an XML root (Android, XLIFF), html, po,
+ * json, Markdown when clearly so, strings, properties, else text when it is
+ * UTF-8 without NUL and not YAML). */
 int srv_doc_is_office(const char *data, size_t len, srv_doc_kind *kind);   /* a zip: docx, odt, pptx, xlsx, odp, ods, epub */
 int srv_doc_is_subtitles(const char *data, size_t len, srv_doc_kind *kind); /* WEBVTT header, or SRT cues */
 int srv_doc_is_po(const char *data, size_t len);

@@ -25,6 +25,8 @@ typedef enum {
     SRV_DOC_ODP,                /* OpenDocument presentation */
     SRV_DOC_ODS,                /* OpenDocument spreadsheet */
     SRV_DOC_EPUB,               /* EPUB 2 and 3 */
+    SRV_DOC_MARKDOWN,           /* CommonMark + GFM tables */
+    SRV_DOC_XLIFF,              /* XLIFF 1.2, 2.0, 2.1 */
     SRV_DOC_N,
     SRV_DOC_UNKNOWN = -1
 } srv_doc_kind;

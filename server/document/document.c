@@ -42,6 +42,8 @@ static const struct {
     [SRV_DOC_ODP]  = { "odp", ".odp", "application/vnd.oasis.opendocument.presentation", &srv_doc_office_format },
     [SRV_DOC_ODS]  = { "ods", ".ods", "application/vnd.oasis.opendocument.spreadsheet", &srv_doc_office_format },
     [SRV_DOC_EPUB] = { "epub", ".epub", "application/epub+zip", &srv_doc_epub_format },
+    [SRV_DOC_MARKDOWN] = { "md", ".md", "text/markdown; charset=utf-8", &srv_doc_markdown_format },
+    [SRV_DOC_XLIFF] = { "xliff", ".xlf", "application/xliff+xml; charset=utf-8", &srv_doc_xliff_format },
 };
 
 srv_doc_limits srv_doc_default_limits(void)
@@ -59,7 +61,7 @@ const char *srv_doc_kind_mime(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].
 const char *srv_doc_supported(void)
 {
     return ".txt, .html, .srt, .vtt, .po, .pot, .docx, .odt, .json, .arb, .properties, .strings, .xml, .yml, .yaml, "
-           ".pptx, .xlsx, .odp, .ods, .epub";
+           ".pptx, .xlsx, .odp, .ods, .epub, .md, .markdown, .xlf, .xliff";
 }
 
 
@@ -169,6 +171,28 @@ static int looks_yaml(const char *d, size_t n)
     return bn > 2 && b[0] == ' ' && memchr(b, ':', bn);
 }
 
+/* An XML root that is XLIFF's (1.2's namespace or 2.x's, or none: the
+ * name is the root's local name). */
+static int xliff_root(const char *root) { return !strcmp(root, "xliff"); }
+
+/* Markdown by content, only when it is clearly so: its first line an ATX
+ * heading ("# Title"), and a fenced code block, a link "](" or a second
+ * heading after it.  Prose that merely starts with "#" stays text. */
+static int looks_markdown(const char *d, size_t n)
+{
+    size_t i = skip_space(d, n, n >= 3 && !memcmp(d, "\xef\xbb\xbf", 3) ? 3 : 0), h = 0;
+    while (i + h < n && h < 7 && d[i + h] == '#')
+        h++;
+    if (!h || h > 6 || i + h >= n || d[i + h] != ' ')
+        return 0;
+    const char *nl = memchr(d + i, '\n', n - i);
+    if (!nl)
+        return 0;
+    size_t rest = (size_t)(nl - d), m = n - rest;
+    return memmem(nl, m, "\n```", 4) || memmem(nl, m, "\n~~~", 4) || memmem(nl, m, "](", 2) ||
+           memmem(nl, m, "\n## ", 4) || memmem(nl, m, "\n# ", 3);
+}
+
 /* By the file's name: a resource format, or a structured file refused
  * (*kind SRV_DOC_UNKNOWN): 1; 0 when the name does not tell. */
 static int by_name(const char *d, size_t n, const char *name, srv_doc_kind *kind)
@@ -186,8 +210,13 @@ static int by_name(const char *d, size_t n, const char *name, srv_doc_kind *kind
     else if (ends_with(name, ".xml"))
         *kind = !xml_root(d, n, root, sizeof root, &decl) ? SRV_DOC_UNKNOWN
                 : !strcmp(root, "resources")             ? SRV_DOC_ANDROID
+                : xliff_root(root)                       ? SRV_DOC_XLIFF
                 : !strcasecmp(root, "html")              ? SRV_DOC_HTML
                                                          : SRV_DOC_UNKNOWN;
+    else if (ends_with(name, ".xlf") || ends_with(name, ".xliff"))
+        *kind = xml_root(d, n, root, sizeof root, &decl) && xliff_root(root) ? SRV_DOC_XLIFF : SRV_DOC_UNKNOWN;
+    else if (ends_with(name, ".md") || ends_with(name, ".markdown"))
+        *kind = SRV_DOC_MARKDOWN;
     else
         return 0;
     return 1;
@@ -213,6 +242,8 @@ srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
     if (xml_root(data, len, root, sizeof root, &decl)) {
         if (!strcmp(root, "resources"))
             return SRV_DOC_ANDROID;
+        if (xliff_root(root))
+            return SRV_DOC_XLIFF;
         if (decl)                               /* XHTML, or XML of another kind: never text */
             return strcasecmp(root, "html") ? SRV_DOC_UNKNOWN : SRV_DOC_HTML;
     }
@@ -230,6 +261,8 @@ srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
     if ((e - i >= 2 && data[i] == '[' && data[e - 1] == ']') || looks_yaml(data, len))
         return SRV_DOC_UNKNOWN;                 /* a JSON array, other YAML: structured, not a format we read */
     int txt = name && ends_with(name, ".txt");
+    if (!txt && looks_markdown(data, len))
+        return SRV_DOC_MARKDOWN;
     if (!txt && srv_doc_is_strings(data, len))
         return SRV_DOC_STRINGS;
     if (!txt && srv_doc_is_properties(data, len))

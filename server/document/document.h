@@ -40,6 +40,11 @@
  *          (doc_android.c); yaml  Rails locale files ("en:" on top, libyaml;
  *          doc_yaml.c).  The resource formats splice each translated
  *          value, escaped their way, into the file's own bytes (doc_res.h).
+ *   md     Markdown, CommonMark + GFM tables (cmark-gfm): paragraphs,
+ *          headings, table cells; inline markup placed by the alignment,
+ *          code, link targets, HTML, front matter kept (doc_markdown.c)
+ *   xliff  XLIFF 1.2 and 2.x: sources into targets, inline codes kept, the
+ *          target language and state set (doc_xliff.c)
  *
  * Sniffing never takes structured text for prose: XML with another root,
  * a JSON array, YAML other than a Rails locale file are SRV_DOC_UNKNOWN.
@@ -69,7 +74,7 @@ typedef struct srv_doc srv_doc;
 srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name);
 /* "txt", "html", "srt", "vtt", "po", "docx", "odt", "json", "arb",
  * "properties", "strings", "android", "yaml", "pptx", "xlsx", "odp", "ods",
- * "epub"; NULL out of range. */
+ * "epub", "md", "xliff"; NULL out of range. */
 const char  *srv_doc_kind_name(srv_doc_kind k);
 /* The file extension and MIME type a rendered file is served with. */
 const char  *srv_doc_kind_ext(srv_doc_kind k);
@@ -98,7 +103,8 @@ mt_status    srv_doc_set(srv_doc *d, int i, const char *text, size_t len, const 
                          mt_err *err);
 /* The target language's code (a copy is kept), for the formats that name it
  * in the file: ARB's "@@locale" is set to it ("pt-BR" as "pt_BR"), a Rails
- * file's top key too ("pt-BR"), an EPUB's dc:language ("pt-BR"). */
+ * file's top key too ("pt-BR"), an EPUB's dc:language ("pt-BR"), XLIFF's
+ * target-language or trgLang. */
 void         srv_doc_target(srv_doc *d, const char *lang);
 /* The file with every unit set so far translated: malloc'd, *len its length
  * (NUL-terminated for the text formats).  MT_OK or a failure with err. */

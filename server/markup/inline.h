@@ -1,5 +1,6 @@
 /* inline: the part of markup translation that does not depend on the markup
- * language, shared by html.c (gumbo) and xml.c (expat).
+ * language, shared by html.c (gumbo) and xml.c (expat), and by
+ * server/document's Markdown (doc_markdown.c) and XLIFF (doc_xliff.c).
  *
  * A unit is a run of text with inline elements and opaque items in it.  While
  * a reader walks the run it tells the builder what it meets:

@@ -41,7 +41,8 @@ int srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, s
     *kind = srv_doc_sniff(data, len, name);
     if (*kind == SRV_DOC_UNKNOWN)
         return srv_fail(resp, SRV_E_UNSUPPORTED_MEDIA, "'%s' is in no format this server translates (supported: %s; "
-                        ".xml: Android's strings.xml, .yml: a Rails locale file)", name[0] ? name : "the file",
+                        ".xml: Android's strings.xml or XLIFF, .yml: a Rails locale file, .md: Markdown, .xlf: XLIFF "
+                        "1.2 or 2.x)", name[0] ? name : "the file",
                         srv_doc_supported());
     return 0;
 }

@@ -5,7 +5,8 @@
     tests/html/with_server.sh /usr/bin/python3 tests/documents/check_files.py {url}
 
 (`make doc-check`, part of `make check`.) For each fixture of tests/fixtures/documents
-(plus a text and an HTML file made here):
+(plus a text and an HTML file made here; and tests/fixtures/markdown/README.md,
+tests/fixtures/xliff/*.xlf through check_markup.py):
   structure  the format's own checker: check_srt.py (.srt, .vtt), check_po.py (polib),
              check_office.py (python3-docx, lxml on the odt's XML); text and HTML by
              html5lib / line counting here
@@ -154,6 +155,34 @@ def srt_units(text, vtt):
     return units
 
 
+def markup_files(url):
+    """Markdown, XLIFF 1.2 and 2.0 (issue 52): check_markup.py reads both files (markdown-it,
+    translate-toolkit, lxml) and gives the units; each compared with POST /translate, inline
+    codes left out of both (the spaces the server puts around a code it placed aside)."""
+    for fmt, name, mime in (("md", "markdown/README.md", "text/markdown"),
+                            ("xliff12", "xliff/messages.en-fr.xlf", "application/xliff+xml"),
+                            ("xliff20", "xliff/app.en-fr.xlf", "application/xliff+xml")):
+        src = os.path.join(ROOT, "tests/fixtures", name)
+        out, ctype = post_file(url, os.path.basename(name), open(src, "rb").read())
+        check(f"{name}: served as {mime}", ctype.startswith(mime), ctype)
+        path = "/tmp/doc-check-out-" + fmt
+        with open(path, "wb") as f:
+            f.write(out)
+        p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "check_markup.py"), fmt, src, path, "fr"],
+                           capture_output=True, text=True)
+        check(f"{name}: structure, inline codes, links, untranslated bytes kept (check_markup.py)",
+              p.returncode == 0, (p.stdout + p.stderr).strip())
+        if p.returncode:
+            continue
+        pairs = json.loads(p.stdout)
+        same = lambda o, t, codes: ws(o) == ws(t) or (codes and re.sub(r"\s", "", o) == re.sub(r"\s", "", t))
+        bad = [(s, o, translate(url, s)) for s, o, codes in pairs if not same(o, translate(url, s), codes)]
+        spaced = sum(1 for s, o, codes in pairs if ws(o) != ws(translate(url, s)))
+        check(f"{name}: each unit's text is the model's translation of the source unit ({len(pairs)} units, "
+              f"{spaced} equal but for the spaces around an inline code)", not bad,
+              "\n      ".join(f"{s!r}: got {o!r}, /translate {t!r}" for s, o, t in bad[:5]))
+
+
 def main():
     url = sys.argv[1]
     # plain text
@@ -214,6 +243,7 @@ def main():
         pi, po = paras(data), paras(out)
         check(f"{name}: as many paragraphs", len(pi) == len(po), f"{len(pi)} vs {len(po)}")
         units_equal(url, name, [(a, b) for a, b in zip(pi, po) if a.strip()])
+    markup_files(url)
     print(f"doc-check: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 
