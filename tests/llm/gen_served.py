@@ -21,6 +21,10 @@ OUT/expected.json
          forced eos at max_length, and the text (ids decoded by
          tests/tokenizers/ref_decode.mjs, cut at "\\n", trimmed)
   raw:   a raw continuation (no prompt: the text with <s>; eos alone ends it)
+  chats: conversations of the OpenAI-compatible chat (tests/test_openai.c) with
+         the qwen model: the messages rendered by its chat template
+         (@huggingface/jinja), up to CHAT_TOKENS float64 greedy ids (ended by
+         <|im_end|> or <|endoftext|>, else "length"), their text
 A greedy step whose two best logits are closer than MARGIN is a near-tie the
 engine's float32 cannot be asked to decide: such a case is left out (counted).
 """
@@ -129,6 +133,42 @@ def qwen_cases(out, fix, tokdir):
     return kept, dropped
 
 
+CHAT_TOKENS = 12         # the chat cases' max_tokens: up to 12 ids, no forced end (OpenAI's max_tokens)
+CHATS = [
+    [{"role": "system", "content": "You are a translator."},
+     {"role": "user", "content": "Translate to French: The cat sleeps on the sofa."}],
+    [{"role": "user", "content": "Hello!"}],
+    [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Where is the train station?"},
+     {"role": "assistant", "content": "Turn left after the bridge."}, {"role": "user", "content": "And the museum?"}],
+    [{"role": "user", "content": "Numbers: 3, 14 and 2026."}],
+    [{"role": "user", "content": "Wie spät ist es?"}, {"role": "assistant", "content": "Es ist acht Uhr."},
+     {"role": "user", "content": "Danke!"}],
+]
+
+
+def chat_cases(out, tokdir):
+    """The qwen model's chats (tests/test_openai.c): the conversation through
+    its chat template (@huggingface/jinja), float64 greedy ids, their text."""
+    qdir = os.path.join(out, "qwen")
+    refs = json.loads(node(os.path.join(tokdir, "ref_prompt.mjs"), qdir,
+                           stdin=json.dumps([{"messages": m} for m in CHATS])))
+    W = weights(37, QWEN)
+    ref = Ref(QWEN, {n: w.astype(np.float64) for n, w in W.items()})
+    kept, dropped = [], 0
+    for m, r in zip(CHATS, refs):
+        ids, margin = ref.greedy(r["ids"], CHAT_TOKENS, QWEN["eos_token_id"], stop={151645, 151643})
+        if margin < MARGIN:
+            dropped += 1
+            continue
+        kept.append({"model": "qwen", "messages": m, "prompt": r["prompt"], "prompt_ids": r["ids"], "ids": ids,
+                     "margin": float(margin), "max_tokens": CHAT_TOKENS,
+                     "finish_reason": "stop" if ids[-1] in (151645, 151643) else "length"})
+    texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), qdir, stdin=json.dumps([c["ids"] for c in kept])))
+    for c, text in zip(kept, texts):
+        c["expected"] = text
+    return kept, dropped
+
+
 def main():
     out, fix = sys.argv[1], sys.argv[2]
     here = os.path.dirname(os.path.abspath(__file__))
@@ -174,15 +214,17 @@ def main():
         c["decoded"] = text
         c["expected"] = text.split("\n")[0].strip() if "prompt" in c else text
     qwen, qdropped = qwen_cases(out, fix, tokdir)
+    chats, cdropped = chat_cases(out, tokdir)
     kept += qwen
     dropped += qdropped
     summary = {"cases": sum("prompt" in c for c in kept), "raw": sum("prompt" not in c for c in kept),
                "near_ties_left_out": dropped, "stop_ids": sorted(stop), "max_length": MAX_LENGTH,
                "ended_by_stop_id": sum(1 for c in kept if "prompt" in c and c["ids"][-1] in stop - {eos}),
-               "qwen_cases": len(qwen), "distinct_outputs": len({tuple(c["ids"]) for c in kept})}
+               "qwen_cases": len(qwen), "distinct_outputs": len({tuple(c["ids"]) for c in kept}),
+               "chats": len(chats), "chat_near_ties_left_out": cdropped}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"summary": summary, "cases": [c for c in kept if "prompt" in c],
-                   "raw": [c for c in kept if "prompt" not in c]}, f, ensure_ascii=False, indent=1)
+                   "raw": [c for c in kept if "prompt" not in c], "chats": chats}, f, ensure_ascii=False, indent=1)
     print("gen_served:", summary)
 
 
