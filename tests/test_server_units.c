@@ -324,8 +324,9 @@ static void test_openapi_document(void **state)
     assert_non_null(doc);
     json_t *paths = json_object_get(doc, "paths");
     assert_non_null(paths);
-    const char *routes[32];
-    int n = srv_route_paths(routes, 32);
+    const char *routes[64];
+    int n = srv_route_paths(routes, 64);
+    assert_true(n < 64);                /* all of them */
     assert_true(n >= 10);
     for (int i = 0; i < n; i++) {
         /* a prefix route is its templated path */
