@@ -144,6 +144,20 @@ static void test_models(void **state)
     assert_int_equal(json_array_size(json_object_get(j, "data")), 2);
     assert_int_equal(llama + qwen, 2);
     json_decref(j);
+    r = get(&srv, "/v1/models/qwen");
+    j = expect_json(&r, 200);
+    reply_free(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "id")), "qwen");
+    assert_string_equal(json_string_value(json_object_get(j, "object")), "model");
+    json_decref(j);
+    const char *absent[] = { "/v1/models/en-fr", "/v1/models/nope", "/v1/models/" };
+    for (int k = 0; k < 3; k++) {
+        r = get(&srv, absent[k]);
+        j = expect_json(&r, 404);
+        reply_free(&r);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")), "model_not_found");
+        json_decref(j);
+    }
 }
 
 static void test_chat_ref(void **state)

@@ -6,7 +6,7 @@
  *         "choices": [{"index", "message": {"role", "content"}, "finish_reason"}], "usage"}
  *   POST /v1/completions       the same with "prompt" (raw text: the model's
  *                               special tokens as /translate's "raw") -> "text_completion"
- *   GET  /v1/models            the decoder-only models
+ *   GET  /v1/models            the decoder-only models; /v1/models/ID one of them
  * The body is read by openai_req.c; the messages rendered with the model's
  * chat template (engine/tokenizer/prompt.c, mt_prompt_chat_encode) and the
  * ids handed to the one translate path (translate_job.h: the same scheduler,
@@ -405,18 +405,32 @@ void srv_handle_oai_completions(srv_request *req, srv_response *resp)
     start(req, resp, 0);
 }
 
-/* GET /v1/models: the decoder-only models (the Marian ones continue no prompt). */
+static json_t *model_json(const srv_server *srv, const srv_model *m)
+{
+    long long created = (long long)time(NULL) - (long long)(srv_now() - srv->t_start);
+    return json_pack("{s:s,s:s,s:I,s:s}", "id", m->id, "object", "model", "created", created, "owned_by", "mtserve");
+}
+
+/* GET /v1/models: the decoder-only models (the Marian ones continue no
+ * prompt); GET /v1/models/ID: one of them (404 model_not_found otherwise). */
 void srv_handle_oai_models(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
+    const char *id = strncmp(req->path, "/v1/models/", 11) == 0 ? req->path + 11 : NULL;
+    if (id) {
+        srv_model *m = srv_find_model(srv, id);
+        if (!id[0] || !m || !m->llm)
+            srv_fail(resp, SRV_E_UNKNOWN_MODEL, "The model '%.200s' does not exist (GET /v1/models lists them)", id);
+        else
+            srv_reply_json(resp, 200, model_json(srv, m));
+        return;
+    }
     json_t *data = json_array();
-    long long created = (long long)time(NULL) - (long long)(srv_now() - srv->t_start);
     int n = srv->n_models;
     for (int i = 0; i < n; i++) {
         const srv_model *m = &srv->models[i];
         if (srv_model_listed(m) && m->llm)
-            json_array_append_new(data, json_pack("{s:s,s:s,s:I,s:s}", "id", m->id, "object", "model", "created",
-                                                  created, "owned_by", "mtserve"));
+            json_array_append_new(data, model_json(srv, m));
     }
     srv_reply_json(resp, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
 }

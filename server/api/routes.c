@@ -72,6 +72,7 @@ static const srv_route routes[] = {
     { "POST", "/v1/chat/completions", srv_handle_oai_chat, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LIMITED | ROUTE_OPENAI },
     { "POST", "/v1/completions", srv_handle_oai_completions, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LIMITED | ROUTE_OPENAI },
     { "GET",  "/v1/models",    srv_handle_oai_models, NULL, ROUTE_OPENAI },
+    { "GET",  "/v1/models/",   srv_handle_oai_models, NULL, ROUTE_OPENAI | ROUTE_PREFIX },
     { "POST", "/admin/models", srv_handle_admin_models, NULL, ROUTE_BODY | ROUTE_ADMIN },
     { "GET",  "/admin/models", srv_handle_admin_models, NULL, ROUTE_ADMIN },
     { "DELETE", "/admin/models/", srv_handle_admin_model, NULL, ROUTE_ADMIN | ROUTE_PREFIX },

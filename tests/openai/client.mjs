@@ -39,6 +39,11 @@ await attempt("models.list", async () => {
   check("models.list", ids.includes("qwen") && ids.includes("llama") && !ids.includes("en-fr"), ids.join(","));
 });
 
+await attempt("models.retrieve", async () => {
+  const m = await client.models.retrieve("qwen");
+  check("models.retrieve", m.id === "qwen" && m.object === "model" && m.owned_by === "mtserve");
+});
+
 let plain;
 await attempt("chat.completions.create", async () => {
   plain = await client.chat.completions.create({
