@@ -322,7 +322,7 @@ static char *on_end(void *owner, const srv_response *r)
         json_t *text = j->r.chat ? json_object_get(json_object_get(c, "message"), "content") : json_object_get(c, "text");
         const char *t = json_string_value(text), *fin = json_string_value(json_object_get(c, "finish_reason"));
         size_t len = t ? json_string_length(text) : 0;
-        size_t from = j->sent[i] <= len && !memcmp(t, j->acc[i].p, j->sent[i]) ? j->sent[i] : len;
+        size_t from = !j->sent[i] ? 0 : j->sent[i] <= len && !memcmp(t, j->acc[i].p, j->sent[i]) ? j->sent[i] : len;
         rc = add_text(&b, j, i, t, from, len) || add_chunk(&b, j, i, j->r.chat ? json_object() : json_string(""), fin);
     }
     if (!rc && r->error == SRV_OK && j->r.include_usage) {
