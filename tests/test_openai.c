@@ -15,6 +15,7 @@
  *                 seed + j (so choice 1 is the reply of seed + 1)
  *   stop          the text cut before the first stop string, finish_reason
  *                 "stop", streamed the same
+ *   concurrent    6 clients at once, plain and streamed: every reply the reference's
  *   errors        400 (bad bodies, a Marian model, a model without a chat
  *                 template, max_tokens over the decoder), 404 model_not_found,
  *                 413, in OpenAI's shape
@@ -35,6 +36,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -430,6 +432,65 @@ static void test_errors(void **state)
     expect_error("/v1/nothing", json_object(), 404, "not_found", "no route");
 }
 
+/* Concurrent clients, plain and streamed, interleaved by the scheduler's
+ * continuous batching: each reply still the reference's. */
+typedef struct {
+    int  k, bad;
+    char why[256];
+} client_arg;
+
+static void *client(void *p)
+{
+    client_arg *a = p;
+    json_t *chats = json_object_get(expected, "chats");
+    size_t n = json_array_size(chats);
+    for (size_t r = 0; r < n && !a->bad; r++) {
+        json_t *c = json_array_get(chats, (r + (size_t)a->k) % n);
+        int stream = (a->k + (int)r) % 2;
+        reply rep = send_to(&srv, "/v1/chat/completions", chat_body(c, stream), NULL);
+        const char *want = json_string_value(json_object_get(c, "expected"));
+        json_t *j = stream ? NULL : reply_json(&rep);
+        const char *got = NULL;
+        char text[4096] = "";
+        if (stream && rep.status == 200 && rep.body) {   /* the contents, without cmocka (a thread) */
+            for (const char *q = rep.body; (q = strstr(q, "\"content\":\"")); q++) {
+                json_t *piece = json_loads(q + 10, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, NULL);
+                strncat(text, json_string_value(piece) ? json_string_value(piece) : "", sizeof text - strlen(text) - 1);
+                json_decref(piece);
+            }
+            got = text;
+        } else if (j) {
+            got = content_of(j, 0);
+        }
+        if (rep.status != 200 || !got || strcmp(got, want)) {
+            a->bad = 1;
+            snprintf(a->why, sizeof a->why, "client %d, chat %zu: status %ld, \"%.60s\"", a->k, r, rep.status,
+                     got ? got : "");
+        }
+        json_decref(j);
+        reply_free(&rep);
+    }
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    enum { N = 6 };
+    pthread_t th[N];
+    client_arg a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (client_arg){ .k = i };
+        assert_int_equal(pthread_create(&th[i], NULL, client, &a[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++)
+        if (a[i].bad)
+            fail_msg("%s", a[i].why);
+    print_message("   %d clients x %zu chats at once, half streamed: every reply the reference's\n", N,
+                  json_array_size(json_object_get(expected, "chats")));
+}
+
 /* ---- API keys and rate limits: servers of their own ------------------------------------ */
 
 static void test_keys(void **state)
@@ -491,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_n_greedy),
         cmocka_unit_test(test_stop),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_npm_client),
     };
