@@ -254,13 +254,14 @@ valgrind:
 # CHECK_TSAN_TESTS: the pool stress test, the bounded concurrent load, the routing tests
 # (pivots), the streaming clients and the other servers with threads of their own; the
 # glossary store's readers and editors (test_glossary), the DeepL API's usage and stores
-# under the server's threads (test_deepl).  One after another: two at a time, a server
+# under the server's threads (test_deepl), the OpenAI API's streams and concurrent
+# clients (test_openai, ~4 min under TSan here).  One after another: two at a time, a server
 # under TSan once missed its 40 s to stop on SIGTERM (test_routing's teardown, CI; the
 # harness now dumps such a server's threads).  MTSERVE_TSAN=1 lets a program send fewer
 # requests where decoding, ~100x slower instrumented, is all the extra ones would add
 # (test_shortlist_server, test_routing, test_load, test_stream, test_models_demand, test_admin).
 TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
-CHECK_TSAN_TESTS ?= test_shortlist_server test_routing test_files test_terms test_models_demand test_admin test_load \
+CHECK_TSAN_TESTS ?= test_shortlist_server test_routing test_files test_terms test_models_demand test_admin test_load test_openai \
                     test_llm_server test_limits test_deepl test_stream test_parallel test_cache test_access test_glossary
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)
 	$(MAKE) -j$(JOBS) B=build-tsan OPT="-O1 -g $(ARCH) -fsanitize=thread $(ASSERT_ABORT)" $(TSAN_TESTS:%=build-tsan/tests/%)
