@@ -1,12 +1,13 @@
 /* test_openai: the OpenAI-compatible API (server/api/openai_api.c) of the real
  * binary, on the decoder-only models of tests/llm/gen_served.py (make
- * llm-served): a Llama-shaped model without a chat template (completions)
- * and a Qwen3-shaped one with Qwen3's (chat), beside the Marian en-fr.
+ * llm-served): a Llama-shaped model without a chat template (completions),
+ * the same with TinyLlama-Chat's published template (Zephyr: chat) and a
+ * Qwen3-shaped one with Qwen3's (chat), beside the Marian en-fr.
  *
  *   models        GET /v1/models lists the decoder-only models only
  *   chat_ref      greedy chats equal the float64 reference (gen_served.py
- *                 "chats": the messages through Qwen3's published template by
- *                 @huggingface/jinja): text, finish_reason, usage (prompt ids
+ *                 "chats": the messages through Qwen3's and Zephyr's published
+ *                 templates by @huggingface/jinja): text, finish_reason, usage (prompt ids
  *                 of the reference tokenizer, generated ids)
  *   completion_ref  /v1/completions of the raw cases: text and usage
  *   stream        the chunks of every chat and completion concatenate to the
@@ -49,7 +50,7 @@ static int setup(void **state)
 {
     const char *dir = getenv("MT_LLM_SERVED");
     snprintf(served_dir, sizeof served_dir, "%s", dir ? dir : "build/llm-served");
-    char path[1100], llama[1100], qwen[1100];
+    char path[1100], llama[1100], qwen[1100], zephyr[1100];
     snprintf(path, sizeof path, "%s/expected.json", served_dir);
     json_error_t je;
     if (!(expected = json_load_file(path, 0, &je)) || !json_array_size(json_object_get(expected, "chats"))) {
@@ -58,7 +59,8 @@ static int setup(void **state)
     }
     snprintf(llama, sizeof llama, "llama=%s/llama", served_dir);
     snprintf(qwen, sizeof qwen, "qwen=%s/qwen", served_dir);
-    const char *args[] = { "--model", "en-fr=models/en-fr", "--model", llama, "--model", qwen, NULL };
+    snprintf(zephyr, sizeof zephyr, "llama-chat=%s/llama-chat", served_dir);
+    const char *args[] = { "--model", "en-fr=models/en-fr", "--model", llama, "--model", qwen, "--model", zephyr, NULL };
     return server_start(&srv, args);
 }
 
@@ -104,7 +106,8 @@ static void expect_error(const char *path, json_t *body, long status, const char
 
 static json_t *chat_body(json_t *c, int stream)
 {
-    return json_pack("{s:s,s:O,s:O,s:i,s:b}", "model", "qwen", "messages", json_object_get(c, "messages"),
+    return json_pack("{s:O,s:O,s:O,s:i,s:b}", "model", json_object_get(c, "model"), "messages",
+                     json_object_get(c, "messages"),
                      "max_tokens", json_object_get(c, "max_tokens"), "temperature", 0, "stream", stream);
 }
 
@@ -133,7 +136,7 @@ static void test_models(void **state)
     reply_free(&r);
     assert_string_equal(json_string_value(json_object_get(j, "object")), "list");
     size_t i;
-    int llama = 0, qwen = 0;
+    int llama = 0, qwen = 0, zephyr = 0;
     json_array_foreach(json_object_get(j, "data"), i, m) {
         const char *id = json_string_value(json_object_get(m, "id"));
         assert_string_equal(json_string_value(json_object_get(m, "object")), "model");
@@ -142,9 +145,10 @@ static void test_models(void **state)
         assert_string_not_equal(id, "en-fr");           /* Marian: not listed */
         llama += !strcmp(id, "llama");
         qwen += !strcmp(id, "qwen");
+        zephyr += !strcmp(id, "llama-chat");
     }
-    assert_int_equal(json_array_size(json_object_get(j, "data")), 2);
-    assert_int_equal(llama + qwen, 2);
+    assert_int_equal(json_array_size(json_object_get(j, "data")), 3);
+    assert_int_equal(llama + qwen + zephyr, 3);
     json_decref(j);
     r = get(&srv, "/v1/models/qwen");
     j = expect_json(&r, 200);
@@ -169,7 +173,7 @@ static void test_chat_ref(void **state)
     json_array_foreach(json_object_get(expected, "chats"), i, c) {
         json_t *j = call("/v1/chat/completions", chat_body(c, 0), 200);
         assert_string_equal(json_string_value(json_object_get(j, "object")), "chat.completion");
-        assert_string_equal(json_string_value(json_object_get(j, "model")), "qwen");
+        assert_string_equal(json_string_value(json_object_get(j, "model")), json_string_value(json_object_get(c, "model")));
         assert_true(!strncmp(json_string_value(json_object_get(j, "id")), "chatcmpl-", 9));
         json_t *msg = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message");
         assert_string_equal(json_string_value(json_object_get(msg, "role")), "assistant");
@@ -528,11 +532,12 @@ static void test_keys(void **state)
 /* The official client, unmodified (tests/openai/client.mjs), against a server with a key. */
 static void test_npm_client(void **state)
 {
-    char qwen[1100], llama[1100], cmd[4096];
+    char qwen[1100], llama[1100], zephyr[1100], cmd[4096];
     snprintf(qwen, sizeof qwen, "qwen=%s/qwen", served_dir);
     snprintf(llama, sizeof llama, "llama=%s/llama", served_dir);
+    snprintf(zephyr, sizeof zephyr, "llama-chat=%s/llama-chat", served_dir);
     server ks;
-    const char *args[] = { "--model", llama, "--model", qwen, "--api-key", "sk-right", NULL };
+    const char *args[] = { "--model", llama, "--model", qwen, "--model", zephyr, "--api-key", "sk-right", NULL };
     assert_int_equal(server_start(&ks, args), 0);
     snprintf(cmd, sizeof cmd, "node tests/openai/client.mjs %s/v1 sk-right %s/expected.json", ks.base, served_dir);
     int rc = system(cmd);

@@ -22,7 +22,8 @@ OUT/expected.json
          tests/tokenizers/ref_decode.mjs, cut at "\\n", trimmed)
   raw:   a raw continuation (no prompt: the text with <s>; eos alone ends it)
   chats: conversations of the OpenAI-compatible chat (tests/test_openai.c) with
-         the qwen model: the messages rendered by its chat template
+         the qwen model and OUT/llama-chat (the llama model with TinyLlama-Chat's
+         published Zephyr template): the messages rendered by its chat template
          (@huggingface/jinja), up to CHAT_TOKENS float64 greedy ids (ended by
          <|im_end|> or <|endoftext|>, else "length"), their text
 A greedy step whose two best logits are closer than MARGIN is a near-tie the
@@ -146,26 +147,48 @@ CHATS = [
 ]
 
 
-def chat_cases(out, tokdir):
-    """The qwen model's chats (tests/test_openai.c): the conversation through
-    its chat template (@huggingface/jinja), float64 greedy ids, their text."""
-    qdir = os.path.join(out, "qwen")
-    refs = json.loads(node(os.path.join(tokdir, "ref_prompt.mjs"), qdir,
-                           stdin=json.dumps([{"messages": m} for m in CHATS])))
-    W = weights(37, QWEN)
-    ref = Ref(QWEN, {n: w.astype(np.float64) for n, w in W.items()})
+def llama_chat_dir(out, fix):
+    """OUT/llama-chat: the llama model's files with TinyLlama-1.1B-Chat's
+    published chat template (Zephyr) in its tokenizer_config.json, no
+    translation.json: chats and completions only."""
+    src, dst = os.path.join(out, "llama"), os.path.join(out, "llama-chat")
+    os.makedirs(dst, exist_ok=True)
+    for f in ("config.json", "model.safetensors", "tokenizer.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    cfg = json.load(open(os.path.join(src, "tokenizer_config.json")))
+    here = os.path.dirname(os.path.abspath(__file__))
+    tpl = json.load(open(os.path.join(here, "..", "fixtures", "chat-templates", "TinyLlama-1.1B-Chat-v1.0.json")))
+    cfg["chat_template"] = tpl["chat_template"]
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, ensure_ascii=False, indent=1)
+    return dst
+
+
+def chat_cases(out, fix, tokdir):
+    """The chats of tests/test_openai.c, with the qwen model (Qwen3's template)
+    and llama-chat (Zephyr's): the conversation through the model's chat
+    template (@huggingface/jinja), float64 greedy ids, their text."""
+    models = [("qwen", os.path.join(out, "qwen"), QWEN, weights(37, QWEN), {151645, 151643}),
+              ("llama-chat", llama_chat_dir(out, fix), CFG, weights(31), {CFG["eos_token_id"]})]
     kept, dropped = [], 0
-    for m, r in zip(CHATS, refs):
-        ids, margin = ref.greedy(r["ids"], CHAT_TOKENS, QWEN["eos_token_id"], stop={151645, 151643})
-        if margin < MARGIN:
-            dropped += 1
-            continue
-        kept.append({"model": "qwen", "messages": m, "prompt": r["prompt"], "prompt_ids": r["ids"], "ids": ids,
-                     "margin": float(margin), "max_tokens": CHAT_TOKENS,
-                     "finish_reason": "stop" if ids[-1] in (151645, 151643) else "length"})
-    texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), qdir, stdin=json.dumps([c["ids"] for c in kept])))
-    for c, text in zip(kept, texts):
-        c["expected"] = text
+    for name, mdir, cfg, W, stop in models:
+        refs = json.loads(node(os.path.join(tokdir, "ref_prompt.mjs"), mdir,
+                               stdin=json.dumps([{"messages": m} for m in CHATS])))
+        ref = Ref(cfg, {n: w.astype(np.float64) for n, w in W.items()})
+        mine = []
+        for m, r in zip(CHATS, refs):
+            ids, margin = ref.greedy(r["ids"], CHAT_TOKENS, cfg["eos_token_id"], stop=stop)
+            if margin < MARGIN:
+                dropped += 1
+                continue
+            mine.append({"model": name, "messages": m, "prompt": r["prompt"], "prompt_ids": r["ids"], "ids": ids,
+                         "margin": float(margin), "max_tokens": CHAT_TOKENS,
+                         "finish_reason": "stop" if ids[-1] in stop else "length"})
+        texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), mdir,
+                                stdin=json.dumps([c["ids"] for c in mine])))
+        for c, text in zip(mine, texts):
+            c["expected"] = text
+        kept += mine
     return kept, dropped
 
 
@@ -214,7 +237,7 @@ def main():
         c["decoded"] = text
         c["expected"] = text.split("\n")[0].strip() if "prompt" in c else text
     qwen, qdropped = qwen_cases(out, fix, tokdir)
-    chats, cdropped = chat_cases(out, tokdir)
+    chats, cdropped = chat_cases(out, fix, tokdir)
     kept += qwen
     dropped += qdropped
     summary = {"cases": sum("prompt" in c for c in kept), "raw": sum("prompt" not in c for c in kept),

@@ -31,6 +31,7 @@ async function attempt(name, fn) {
 }
 
 const chat = expected.chats[0];
+const zephyr = expected.chats.find((c) => c.model === "llama-chat");
 const raw = expected.raw[0];
 
 await attempt("models.list", async () => {
@@ -47,7 +48,7 @@ await attempt("models.retrieve", async () => {
 let plain;
 await attempt("chat.completions.create", async () => {
   plain = await client.chat.completions.create({
-    model: "qwen", messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0,
+    model: chat.model, messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0,
   });
   check("chat: text equals the float64 reference", plain.choices[0].message.content === chat.expected,
         JSON.stringify(plain.choices[0].message.content));
@@ -58,7 +59,7 @@ await attempt("chat.completions.create", async () => {
 
 await attempt("chat stream", async () => {
   const stream = await client.chat.completions.create({
-    model: "qwen", messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0, stream: true,
+    model: chat.model, messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0, stream: true,
     stream_options: { include_usage: true },
   });
   let text = "", finish = null, usage = null, chunks = 0;
@@ -74,6 +75,14 @@ await attempt("chat stream", async () => {
         `${chunks} chunks`);
   check("chat stream: finish_reason and usage", finish === chat.finish_reason &&
         usage?.total_tokens === plain?.usage.total_tokens);
+});
+
+await attempt("chat, Zephyr's template", async () => {
+  const r = await client.chat.completions.create({
+    model: zephyr.model, messages: zephyr.messages, max_tokens: zephyr.max_tokens, temperature: 0,
+  });
+  check("chat (llama-chat, Zephyr template): text equals the reference", r.choices[0].message.content === zephyr.expected,
+        JSON.stringify(r.choices[0].message.content));
 });
 
 await attempt("completions.create", async () => {
@@ -96,7 +105,7 @@ await attempt("stop", async () => {
   const cp = [...want];
   const stop = cp.slice(Math.floor(cp.length / 2), Math.floor(cp.length / 2) + 2).join("");
   const r = await client.chat.completions.create({
-    model: "qwen", messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0, stop: [stop],
+    model: chat.model, messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0, stop: [stop],
   });
   check("stop: cut before the stop string", r.choices[0].message.content === want.slice(0, want.indexOf(stop)) &&
         r.choices[0].finish_reason === "stop", `${JSON.stringify(stop)} -> ${JSON.stringify(r.choices[0].message.content)}`);
