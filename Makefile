@@ -65,7 +65,7 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
 	  $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
-	@$(MAKE) --no-print-directory $(E2E_MODULES) $(HF_TOK_MODULES) $(HUBJS_MODULES)
+	@$(MAKE) --no-print-directory $(E2E_MODULES) $(HF_TOK_MODULES) $(HUBJS_MODULES) $(OPENAI_MODULES)
 
 # The README's first command: install, build, serve the default model on 127.0.0.1:8080
 # (en-fr; and fr-en beside it once models/fr-en exists: /languages lists both directions).

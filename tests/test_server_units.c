@@ -25,6 +25,7 @@
 #include "translate/sessions.h"
 #include "common/workers.h"
 #include "api/routes.h"
+#include "api/openai_req.h"
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -324,8 +325,9 @@ static void test_openapi_document(void **state)
     assert_non_null(doc);
     json_t *paths = json_object_get(doc, "paths");
     assert_non_null(paths);
-    const char *routes[32];
-    int n = srv_route_paths(routes, 32);
+    const char *routes[64];
+    int n = srv_route_paths(routes, 64);
+    assert_true(n < 64);                /* all of them */
     assert_true(n >= 10);
     for (int i = 0; i < n; i++) {
         /* a prefix route is its templated path */
@@ -336,6 +338,7 @@ static void test_openapi_document(void **state)
                         : strcmp(routes[i], "/v3/glossaries/") == 0  ? "/v3/glossaries/{id}"
                         : strcmp(routes[i], "/v2/document/") == 0    ? "/v2/document/{id}"
                         : strcmp(routes[i], "/admin/models/") == 0   ? "/admin/models/{id}"
+                        : strcmp(routes[i], "/v1/models/") == 0      ? "/v1/models/{id}"
                                                                      : routes[i];
         if (!json_object_get(paths, p))
             print_error("route %s is not in openapi.json\n", routes[i]);
@@ -383,6 +386,23 @@ static void test_openapi_document(void **state)
     json_t *beam = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
         json_object_get(doc, "components"), "schemas"), "TranslateRequest"), "properties"), "beam_size"), "maximum");
     assert_int_equal(json_integer_value(beam), MT_MAX_BEAM);
+    /* OpenAI's fields: the parser's constants and the engine's table (server/api/openai_req.h) */
+    json_t *oai = json_object_get(json_object_get(json_object_get(json_object_get(doc, "components"), "schemas"),
+                                                  "OpenAIChatRequest"), "properties");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(oai, "n"), "maximum")), OAI_MAX_N);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(oai, "messages"), "maxItems")),
+                     OAI_MAX_MESSAGES);
+    json_t *stop_list = json_array_get(json_object_get(json_object_get(oai, "stop"), "oneOf"), 1);
+    assert_int_equal(json_integer_value(json_object_get(stop_list, "maxItems")), OAI_MAX_STOP);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(stop_list, "items"), "maxLength")),
+                     OAI_MAX_STOP_LEN);
+    static const char *const oai_rows[][2] = { { "temperature", "sampling.temperature" }, { "top_p", "sampling.top_p" },
+                                               { "seed", "sampling.seed" } };
+    for (int i = 0; i < 3; i++) {
+        const mt_decode_limit *l = mt_decode_limit_find(oai_rows[i][1]);
+        assert_non_null(l);
+        assert_true(json_number_value(json_object_get(json_object_get(oai, oai_rows[i][0]), "maximum")) == l->max);
+    }
     /* as served, the decoding fields' minimum, maximum and default are the
      * engine's table's; those that depend on the model are not stated */
     srv_request sreq = { 0 };

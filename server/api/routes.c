@@ -25,6 +25,7 @@ enum {
     ROUTE_LIMITED = 256, /* computes for its client: counted by the rate limits */
     ROUTE_DEEPL   = 512, /* DeepL's API: its error shape {"message": "..."}, its key header */
     ROUTE_ADMIN   = 1024,/* the admin API: --admin-key's bearer token, not the API keys */
+    ROUTE_OPENAI  = 2048,/* the OpenAI-compatible API: its error shape (errors.h) */
 };
 
 typedef struct {
@@ -69,6 +70,10 @@ static const srv_route routes[] = {
     { "PUT",  "/v3/glossaries/", srv_handle_deepl_glossaries_v3, NULL, ROUTE_BODY | ROUTE_DEEPL | ROUTE_PREFIX },
     { "POST", "/v2/usage",     srv_handle_deepl_usage, NULL, ROUTE_BODY | ROUTE_DEEPL },
     { "GET",  "/models",       srv_handle_models,     NULL, 0 },
+    { "POST", "/v1/chat/completions", srv_handle_oai_chat, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LIMITED | ROUTE_OPENAI },
+    { "POST", "/v1/completions", srv_handle_oai_completions, NULL, ROUTE_BODY | ROUTE_ASYNC | ROUTE_LIMITED | ROUTE_OPENAI },
+    { "GET",  "/v1/models",    srv_handle_oai_models, NULL, ROUTE_OPENAI },
+    { "GET",  "/v1/models/",   srv_handle_oai_models, NULL, ROUTE_OPENAI | ROUTE_PREFIX },
     { "POST", "/admin/models", srv_handle_admin_models, NULL, ROUTE_BODY | ROUTE_ADMIN },
     { "GET",  "/admin/models", srv_handle_admin_models, NULL, ROUTE_ADMIN },
     { "DELETE", "/admin/models/", srv_handle_admin_model, NULL, ROUTE_ADMIN | ROUTE_PREFIX },
@@ -258,11 +263,24 @@ static long field_chars(const json_t *v)
     return n;
 }
 
-/* The request's characters of text: its "q" (LibreTranslate's) or "text". */
+/* The request's characters of text: its "q" (LibreTranslate's) or "text";
+ * OpenAI's "prompt", or the contents of its "messages" (strings or text parts). */
 static long request_chars(const srv_request *req)
 {
     if (!json_is_object(req->json))
         return 0;
+    const json_t *msgs = json_object_get(req->json, "messages"), *m;
+    size_t i;
+    long n = field_chars(json_object_get(req->json, "prompt"));
+    json_array_foreach(msgs, i, m) {
+        const json_t *c = json_object_get(m, "content"), *part;
+        size_t k;
+        n += field_chars(c);
+        json_array_foreach(c, k, part)
+            n += field_chars(json_object_get(part, "text"));
+    }
+    if (json_is_array(msgs) || json_object_get(req->json, "prompt"))
+        return n;
     const json_t *q = json_object_get(req->json, "q");
     return field_chars(q ? q : json_object_get(req->json, "text"));
 }
@@ -412,6 +430,8 @@ static srv_shape request_shape(const srv_request *req)
     int flags = path_flags(req->path);
     if (flags & ROUTE_DEEPL)
         return SRV_SHAPE_DEEPL;
+    if ((flags & ROUTE_OPENAI) || strncmp(req->path, "/v1/", 4) == 0)
+        return SRV_SHAPE_OPENAI;
     if (!(flags & ROUTE_BOTH))
         return (flags & ROUTE_LT) ? SRV_SHAPE_LT : SRV_SHAPE_OURS;
     int owner = body_owner(req);

@@ -87,6 +87,21 @@ int srv_fail_mt(srv_response *resp, const mt_err *err)
     return srv_fail(resp, srv_code_from_mt(st), "%s", msg);
 }
 
+void srv_code_openai(srv_code code, const char **type, const char **oai_code)
+{
+    *type = "invalid_request_error";
+    *oai_code = srv_code_name(code);
+    switch (code) {
+    case SRV_E_UNAUTHORIZED:   *oai_code = "invalid_api_key"; break;
+    case SRV_E_UNKNOWN_MODEL:  *oai_code = "model_not_found"; break;
+    case SRV_E_RATE_LIMITED:   *type = "rate_limit_error", *oai_code = "rate_limit_exceeded"; break;
+    case SRV_E_QUOTA_EXCEEDED: *type = "insufficient_quota", *oai_code = "insufficient_quota"; break;
+    case SRV_E_INPUT_TOO_LONG: *oai_code = "context_length_exceeded"; break;
+    case SRV_E_INTERNAL: case SRV_E_QUEUE_FULL: case SRV_E_LOADING: *type = "server_error"; break;
+    default: break;
+    }
+}
+
 void srv_error_render(srv_response *resp, srv_shape shape)
 {
     if (resp->error == SRV_OK)
@@ -100,7 +115,12 @@ void srv_error_render(srv_response *resp, srv_shape shape)
         resp->json = json_pack("{s:s}", "error", resp->message);
     else if (shape == SRV_SHAPE_DEEPL)
         resp->json = json_pack("{s:s}", "message", resp->message);
-    else
+    else if (shape == SRV_SHAPE_OPENAI) {
+        const char *type, *code;
+        srv_code_openai(resp->error, &type, &code);
+        resp->json = json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", resp->message, "type", type, "param",
+                               "code", code);
+    } else
         resp->json = json_pack("{s:{s:s,s:s}}", "error", "code", srv_code_name(resp->error),
                                "message", resp->message);
     if (resp->status == 503 && resp->retry_after <= 0)

@@ -6,6 +6,7 @@
  *     {"error": {"code": "invalid_field", "message": "..."}}    our API
  *     {"error": "..."}                                           LibreTranslate
  *     {"message": "..."}                                         DeepL
+ *     {"error": {"message", "type", "param": null, "code"}}      OpenAI (/v1/)
  * The codes (srv_code) are listed in reply.h, since a reply carries one; their
  * HTTP statuses (ours, and LibreTranslate's and DeepL's where they answer the
  * same failure with another) and names live in one table (errors.c), so they
@@ -25,6 +26,7 @@ typedef enum {
     SRV_SHAPE_OURS  = 0,
     SRV_SHAPE_LT    = 1,    /* LibreTranslate's */
     SRV_SHAPE_DEEPL = 2,    /* DeepL's API v2/v3 */
+    SRV_SHAPE_OPENAI = 3,   /* OpenAI's: {"error": {"message", "type", "param", "code"}} */
 } srv_shape;
 
 /* The HTTP status of a failure in a shape: our API's, or LibreTranslate's or
@@ -34,6 +36,9 @@ typedef enum {
 int         srv_code_http(srv_code code, srv_shape shape);
 const char *srv_code_name(srv_code code);
 srv_code    srv_code_from_mt(mt_status status);
+/* OpenAI's "type" and "code" of a failure (statuses as ours): 401
+ * invalid_api_key, 404 model_not_found, 429 rate_limit_exceeded, ... */
+void        srv_code_openai(srv_code code, const char **type, const char **oai_code);
 
 /* Records a failure in resp (the first one wins; later calls are ignored).
  * Always returns -1 so that callers can write `return srv_fail(...)`. */

@@ -85,6 +85,38 @@ void srv_models_name(srv_server *srv)
     }
 }
 
+/* [vocab_size] flags of the ids that end p's output, or NULL without memory. */
+static uint8_t *stop_flags(const srv_model *m, const mt_prompt *p)
+{
+    uint8_t *f = calloc((size_t)m->info->vocab_size, 1);
+    const int32_t *ids;
+    int n = mt_prompt_stop_ids(p, &ids);
+    for (int i = 0; f && i < n; i++)
+        if (ids[i] >= 0 && ids[i] < m->info->vocab_size)
+            f[ids[i]] = 1;
+    return f;
+}
+
+/* The chat of the OpenAI-compatible API: the kind its chat template names.
+ * A template we do not render is no failure of the model: its chat
+ * requests are refused with the reason (chat_why). */
+static mt_status describe_chat(srv_model *m, const mt_hf_tokenizer *hf, mt_err *err)
+{
+    mt_err why = { 0 };
+    if (!mt_hf_tokenizer_chat_template(hf)) {
+        snprintf(m->chat_why, sizeof m->chat_why, "its tokenizer_config.json has no chat_template (a completion "
+                 "model): use /v1/completions");
+        return MT_OK;
+    }
+    if (mt_prompt_new(hf, "auto", &m->chat, &why) != MT_OK) {
+        snprintf(m->chat_why, sizeof m->chat_why, "%.500s", why.msg);
+        return why.status == MT_ERR_NOMEM ? mt_err_set(err, MT_ERR_NOMEM, "out of memory") : MT_OK;
+    }
+    if (!(m->chat_end_ids = stop_flags(m, m->chat)))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    return MT_OK;
+}
+
 /* A decoder-only model: its pairs and prompt (translation.json), and the
  * ids that end a translation (the prompt's end of turn and stop string). */
 static mt_status describe_llm(srv_model *m, mt_err *err)
@@ -93,19 +125,17 @@ static mt_status describe_llm(srv_model *m, mt_err *err)
     if (!hf)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: a decoder-only model needs its tokenizer.json to be served", m->dir);
     m->llm = 1;
+    mt_status st = describe_chat(m, hf, err);
+    if (st != MT_OK)
+        return st;
     char kind[32];
-    mt_status st = srv_model_read_pairs(m, m->dir, kind, sizeof kind, err);
+    st = srv_model_read_pairs(m, m->dir, kind, sizeof kind, err);
     if (st != MT_OK || !m->n_pairs)
         return st;                      /* no pairs: raw continuations only, no prompt */
     if ((st = mt_prompt_new(hf, kind[0] ? kind : NULL, &m->prompt, err)) != MT_OK)
         return st;
-    if (!(m->end_ids = calloc((size_t)m->info->vocab_size, 1)))
+    if (!(m->end_ids = stop_flags(m, m->prompt)))
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-    const int32_t *ids;
-    int n = mt_prompt_stop_ids(m->prompt, &ids);
-    for (int i = 0; i < n; i++)
-        if (ids[i] >= 0 && ids[i] < m->info->vocab_size)
-            m->end_ids[ids[i]] = 1;
     return MT_OK;
 }
 

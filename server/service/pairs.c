@@ -55,6 +55,10 @@ void srv_model_free_targets(srv_model *m)
     m->prompt = NULL;
     free(m->end_ids);
     m->end_ids = NULL;
+    mt_prompt_free(m->chat);
+    m->chat = NULL;
+    free(m->chat_end_ids);
+    m->chat_end_ids = NULL;
     m->max_length = 0;
     m->llm = 0;
     free(m->targets);

@@ -77,6 +77,12 @@ typedef struct {
     struct mt_prompt  *prompt;
     uint8_t           *end_ids;       /* [vocab_size] (mt_decode_params.end_ids) */
     int                max_length;    /* translation.json's default max_length (0: the model's) */
+    /* The OpenAI-compatible chat (api/openai_api.c): the prompt its chat
+     * template names ("auto"), with the ids that end a reply; NULL and
+     * chat_why (the reason, for a 400) when it has none we render. */
+    struct mt_prompt  *chat;
+    uint8_t           *chat_end_ids;  /* [vocab_size] */
+    char               chat_why[520];
     /* Language models of its source languages for detection: <dir>/<source>.charlm,
      * when the file is there (detect/charlm.h; read with the model, a bad file
      * refuses the model), used by detect_source.c */

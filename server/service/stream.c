@@ -46,6 +46,7 @@ struct srv_stream {
     size_t            out_len, out_pos, out_cap;
     int               ended, begun, counted;
     const char       *route;
+    int               shape;    /* the request's error shape (errors.h) */
     double            t_start;
 };
 
@@ -202,6 +203,15 @@ static void emit(srv_stream *st, int text, const char *a, size_t na, const char 
     memcpy(d, a, na);
     memcpy(d + na, b, nb);
     memcpy(d + na + nb, c, nc);
+    d[na + nb + nc] = '\0';
+    if (st->p.delta_event) {
+        char *ev = st->p.delta_event(st->p.owner, text, d, na + nb + nc);
+        if (ev && out_add(st, ev, strlen(ev)))
+            fprintf(stderr, "mtserve: stream: out of memory\n");
+        free(ev);
+        free(d);
+        return;
+    }
     json_t *j = json_pack("{s:i,s:s%}", "index", text, "delta", d, na + nb + nc);
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     if (s && (out_add(st, "data: ", 6) || out_add(st, s, strlen(s)) || out_add(st, "\n\n", 2)))
@@ -311,12 +321,21 @@ static void final_event(srv_stream *st)
     st->p.reply(st->p.owner, st->req, &r);
     if (r.error == SRV_OK && r.status == 0)
         srv_fail(&r, SRV_E_INTERNAL, "the stream's reply is missing");
-    srv_error_render(&r, 0);
-    srv_reply_serialize(&r);
-    const char *kind = r.error == SRV_OK ? "event: done\ndata: " : "event: error\ndata: ";
-    if (out_add(st, kind, strlen(kind)) || out_add(st, r.text ? r.text : "{}", r.text ? r.text_len : 2) ||
-        out_add(st, "\n\n", 2))
-        fprintf(stderr, "mtserve: stream: out of memory\n");
+    if (st->p.end_events) {                     /* another dialect: its error shape, its events */
+        r.shape = st->shape;
+        srv_error_render(&r, (srv_shape)r.shape);
+        char *end = st->p.end_events(st->p.owner, &r);
+        if (!end || out_add(st, end, strlen(end)))
+            fprintf(stderr, "mtserve: stream: out of memory\n");
+        free(end);
+    } else {
+        srv_error_render(&r, SRV_SHAPE_OURS);
+        srv_reply_serialize(&r);
+        const char *kind = r.error == SRV_OK ? "event: done\ndata: " : "event: error\ndata: ";
+        if (out_add(st, kind, strlen(kind)) || out_add(st, r.text ? r.text : "{}", r.text ? r.text_len : 2) ||
+            out_add(st, "\n\n", 2))
+            fprintf(stderr, "mtserve: stream: out of memory\n");
+    }
     free(r.text);
     json_decref(r.json);
     srv_metrics_request(st->route, r.status, srv_now() - st->t_start);
@@ -403,6 +422,7 @@ int srv_stream_begin(srv_stream *st, srv_request *req, srv_response *resp)
         st->begun = 1;
         st->refs++;                             /* the response's */
         st->route = resp->route;
+        st->shape = resp->shape;
     }
     pthread_mutex_unlock(&st->mu);
     if (!stream) {              /* no token before the end: the job failed (or had nothing to send) */

@@ -65,6 +65,13 @@ typedef struct {
     void  (*reply)(void *owner, srv_request *req, srv_response *resp);
     void  (*owner_free)(void *owner);
     void   *owner;
+    /* Another dialect's events (OpenAI's chunks: api/openai_api.c), on the
+     * HTTP thread; NULL: ours above.  delta_event: the bytes to send for
+     * text's delta (malloc'd, NUL-terminated; NULL: nothing); end_events:
+     * the last bytes, given the reply (its JSON: the reply, or the error
+     * rendered in the request's shape). */
+    char *(*delta_event)(void *owner, int text, const char *delta, size_t n);
+    char *(*end_events)(void *owner, const srv_response *r);
 } srv_stream_params;
 
 /* The stream of req (a pending request), holding the decoder's and the

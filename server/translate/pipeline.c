@@ -384,6 +384,17 @@ void srv_tr_results_free(srv_tr_result *r, int n)
 
 /* ---- tokenize, once ------------------------------------------------------------------ */
 
+/* The caller's ids (srv_tr_params.given_ids) as a sentence's. */
+static mt_status given(const srv_tr *t, int32_t *ids, int max, int *n, mt_err *err)
+{
+    (void)err;
+    *n = t->p.n_given;
+    if (t->p.n_given > max)
+        return MT_ERR_TOO_LONG;
+    memcpy(ids, t->p.given_ids, sizeof *ids * (size_t)t->p.n_given);
+    return MT_OK;
+}
+
 /* Every sentence's ids, kept for the decoder; the limits are checked on them. */
 static mt_status tokenize(srv_tr *t, mt_err *err)
 {
@@ -405,10 +416,13 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
             s->ids[0] = t->m.lang_id;
         size_t len;
         const char *text = model_text(t, s, &len);
-        mt_status st = t->m.prompt ? mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, len, s->ids,
-                                                      max, &s->n_ids, err)
-                                   : mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre,
-                                                         &s->n_ids, err);
+        mt_status st;
+        if (t->p.given_ids)
+            st = given(t, s->ids + pre, max - pre, &s->n_ids, err);
+        else if (t->m.prompt)
+            st = mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, len, s->ids, max, &s->n_ids, err);
+        else
+            st = mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre, &s->n_ids, err);
         s->n_ids += pre;
         if (st == MT_ERR_TOO_LONG)
             return mt_err_set(err, MT_ERR_TOO_LONG, "a sentence of text %d has %d tokens; the limit is %d per sentence",
@@ -752,7 +766,7 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
             s->dp.prefix = s->prefix + 1;
         s->dp.constraints = s->n_cons ? s->cons : NULL;
         s->dp.n_constraints = s->n_cons;
-        s->dp.end_ids = t->m.end_ids;
+        s->dp.end_ids = t->p.end_ids ? t->p.end_ids : t->m.end_ids;
         s->dp.shortlist = t->m.shortlist;
         t->item_sent[t->n_items] = i;
         t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };

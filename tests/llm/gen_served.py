@@ -21,6 +21,11 @@ OUT/expected.json
          forced eos at max_length, and the text (ids decoded by
          tests/tokenizers/ref_decode.mjs, cut at "\\n", trimmed)
   raw:   a raw continuation (no prompt: the text with <s>; eos alone ends it)
+  chats: conversations of the OpenAI-compatible chat (tests/test_openai.c) with
+         the qwen model and OUT/llama-chat (the llama model with TinyLlama-Chat's
+         published Zephyr template): the messages rendered by its chat template
+         (@huggingface/jinja), up to CHAT_TOKENS float64 greedy ids (ended by
+         <|im_end|> or <|endoftext|>, else "length"), their text
 A greedy step whose two best logits are closer than MARGIN is a near-tie the
 engine's float32 cannot be asked to decide: such a case is left out (counted).
 """
@@ -129,6 +134,64 @@ def qwen_cases(out, fix, tokdir):
     return kept, dropped
 
 
+CHAT_TOKENS = 12         # the chat cases' max_tokens: up to 12 ids, no forced end (OpenAI's max_tokens)
+CHATS = [
+    [{"role": "system", "content": "You are a translator."},
+     {"role": "user", "content": "Translate to French: The cat sleeps on the sofa."}],
+    [{"role": "user", "content": "Hello!"}],
+    [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Where is the train station?"},
+     {"role": "assistant", "content": "Turn left after the bridge."}, {"role": "user", "content": "And the museum?"}],
+    [{"role": "user", "content": "Numbers: 3, 14 and 2026."}],
+    [{"role": "user", "content": "Wie spät ist es?"}, {"role": "assistant", "content": "Es ist acht Uhr."},
+     {"role": "user", "content": "Danke!"}],
+]
+
+
+def llama_chat_dir(out, fix):
+    """OUT/llama-chat: the llama model's files with TinyLlama-1.1B-Chat's
+    published chat template (Zephyr) in its tokenizer_config.json, no
+    translation.json: chats and completions only."""
+    src, dst = os.path.join(out, "llama"), os.path.join(out, "llama-chat")
+    os.makedirs(dst, exist_ok=True)
+    for f in ("config.json", "model.safetensors", "tokenizer.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    cfg = json.load(open(os.path.join(src, "tokenizer_config.json")))
+    here = os.path.dirname(os.path.abspath(__file__))
+    tpl = json.load(open(os.path.join(here, "..", "fixtures", "chat-templates", "TinyLlama-1.1B-Chat-v1.0.json")))
+    cfg["chat_template"] = tpl["chat_template"]
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, ensure_ascii=False, indent=1)
+    return dst
+
+
+def chat_cases(out, fix, tokdir):
+    """The chats of tests/test_openai.c, with the qwen model (Qwen3's template)
+    and llama-chat (Zephyr's): the conversation through the model's chat
+    template (@huggingface/jinja), float64 greedy ids, their text."""
+    models = [("qwen", os.path.join(out, "qwen"), QWEN, weights(37, QWEN), {151645, 151643}),
+              ("llama-chat", llama_chat_dir(out, fix), CFG, weights(31), {CFG["eos_token_id"]})]
+    kept, dropped = [], 0
+    for name, mdir, cfg, W, stop in models:
+        refs = json.loads(node(os.path.join(tokdir, "ref_prompt.mjs"), mdir,
+                               stdin=json.dumps([{"messages": m} for m in CHATS])))
+        ref = Ref(cfg, {n: w.astype(np.float64) for n, w in W.items()})
+        mine = []
+        for m, r in zip(CHATS, refs):
+            ids, margin = ref.greedy(r["ids"], CHAT_TOKENS, cfg["eos_token_id"], stop=stop)
+            if margin < MARGIN:
+                dropped += 1
+                continue
+            mine.append({"model": name, "messages": m, "prompt": r["prompt"], "prompt_ids": r["ids"], "ids": ids,
+                         "margin": float(margin), "max_tokens": CHAT_TOKENS,
+                         "finish_reason": "stop" if ids[-1] in stop else "length"})
+        texts = json.loads(node(os.path.join(tokdir, "ref_decode.mjs"), mdir,
+                                stdin=json.dumps([c["ids"] for c in mine])))
+        for c, text in zip(mine, texts):
+            c["expected"] = text
+        kept += mine
+    return kept, dropped
+
+
 def main():
     out, fix = sys.argv[1], sys.argv[2]
     here = os.path.dirname(os.path.abspath(__file__))
@@ -174,15 +237,17 @@ def main():
         c["decoded"] = text
         c["expected"] = text.split("\n")[0].strip() if "prompt" in c else text
     qwen, qdropped = qwen_cases(out, fix, tokdir)
+    chats, cdropped = chat_cases(out, fix, tokdir)
     kept += qwen
     dropped += qdropped
     summary = {"cases": sum("prompt" in c for c in kept), "raw": sum("prompt" not in c for c in kept),
                "near_ties_left_out": dropped, "stop_ids": sorted(stop), "max_length": MAX_LENGTH,
                "ended_by_stop_id": sum(1 for c in kept if "prompt" in c and c["ids"][-1] in stop - {eos}),
-               "qwen_cases": len(qwen), "distinct_outputs": len({tuple(c["ids"]) for c in kept})}
+               "qwen_cases": len(qwen), "distinct_outputs": len({tuple(c["ids"]) for c in kept}),
+               "chats": len(chats), "chat_near_ties_left_out": cdropped}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"summary": summary, "cases": [c for c in kept if "prompt" in c],
-                   "raw": [c for c in kept if "prompt" not in c]}, f, ensure_ascii=False, indent=1)
+                   "raw": [c for c in kept if "prompt" not in c], "chats": chats}, f, ensure_ascii=False, indent=1)
     print("gen_served:", summary)
 
 

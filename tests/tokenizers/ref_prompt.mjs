@@ -4,8 +4,10 @@
 // the result tokenized by @lenml/tokenizers (add_special_tokens false, as
 // apply_chat_template(tokenize=True) does); both independent of our C code.
 //
-//   node tests/tokenizers/ref_prompt.mjs TOKENIZER_DIR < [{src, tgt, text}] > [{prompt, ids}]
+//   node tests/tokenizers/ref_prompt.mjs TOKENIZER_DIR < [{src, tgt, text} | {messages}] > [{prompt, ids}]
 //
+// An item with "messages" is that conversation as it is (the OpenAI-compatible
+// chat of tests/test_openai.c); the others a translation's user turn.
 // src and tgt are language names; the user turn is the instruction of
 // engine/tokenizer/tokenizer.h (MT_PROMPT_INSTRUCTION); enable_thinking false.
 import { readFileSync } from "node:fs";
@@ -22,10 +24,10 @@ const tok = TokenizerLoader.fromPreTrained({
 });
 const tpl = new Template(cfg.chat_template);
 const str = (t) => (t && typeof t === "object" ? t.content : t);
-const out = JSON.parse(readFileSync(0, "utf8")).map(({ src, tgt, text }) => {
-  const content = INSTRUCTION.replaceAll("{src}", src).replaceAll("{tgt}", tgt).replace("{text}", () => text);
+const out = JSON.parse(readFileSync(0, "utf8")).map(({ src, tgt, text, messages }) => {
+  const content = messages ? null : INSTRUCTION.replaceAll("{src}", src).replaceAll("{tgt}", tgt).replace("{text}", () => text);
   const prompt = tpl.render({
-    messages: [{ role: "user", content }], add_generation_prompt: true, enable_thinking: false,
+    messages: messages ?? [{ role: "user", content }], add_generation_prompt: true, enable_thinking: false,
     bos_token: str(cfg.bos_token) || "", eos_token: str(cfg.eos_token) || "",
   });
   return { prompt, ids: tok.encode(prompt, { add_special_tokens: false }) };
