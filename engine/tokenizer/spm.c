@@ -1,12 +1,12 @@
-/* spm.c: one SentencePiece unigram model (spm_api.h's mt_spm_*, spm.h).
+/* spm.c: one SentencePiece model, unigram or BPE (spm_api.h's mt_spm_*, spm.h).
  *
  * Reference behaviour: sentencepiece 0.1.97 (Debian's python3-sentencepiece);
  * algorithm notes in docs/MARIAN.md section 6.
  *
  *   load        the ModelProto (spm_proto.c) checked as spm's InitializePieces:
- *               one UNKNOWN piece, no duplicates, byte pieces; unigram only
+ *               one UNKNOWN piece, no duplicates, byte pieces; unigram or BPE
  *   normalize   spm_norm.c
- *   encode      unigram Viterbi over the normalized bytes with spm's exact
+ *   encode      BPE: spm_bpe.c's merges; unigram: Viterbi over the normalized bytes with spm's exact
  *               float/double arithmetic and first-wins tie-breaking; runs of
  *               unknown characters merged (or split into <0xXX> byte pieces)
  *   decode      SentencePieceProcessor::Decode on piece strings
@@ -358,6 +358,11 @@ mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err)
     if (st)
         return st;
     return spm_load_owned((uint8_t *)b.p, b.n, path, out, err);
+}
+
+int mt_spm_is_bpe(const mt_spm *sp)
+{
+    return sp && sp->bpe.match;
 }
 
 int mt_spm_size(const mt_spm *sp)
