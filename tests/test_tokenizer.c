@@ -672,6 +672,8 @@ static void test_multi_refusals(void **state)
         { { "tokenizer_config.json", "{\"additional_special_tokens\": \"eng_Latn\"}" }, MT_ERR_FORMAT, "not a list" },
         { { "tokenizer_config.json", "{\"added_tokens_decoder\": {\"5\": {\"content\": \"eng_Latn\"}}}" },
           MT_ERR_UNSUPPORTED, "eng_Latn" },
+        { { "tokenizer_config.json", "{\"added_tokens_decoder\": {\"7\": {\"content\": \"<zz>\"}}}" },
+          MT_ERR_UNSUPPORTED, "<zz>" },
         { { "tokenizer_config.json", "{\"added_tokens_decoder\": {\"x\": {\"content\": \"<s>\"}}}" },
           MT_ERR_FORMAT, "added_tokens_decoder" },
         { { "tokenizer_config.json", "{\"legacy_behaviour\": 3}" }, MT_ERR_FORMAT, "legacy_behaviour" },
@@ -695,7 +697,8 @@ static void test_multi_refusals(void **state)
     char dir[64];
     const char *files[] = { "tokenizer_config.json",
                             "{\"legacy_behaviour\": true, \"added_tokens_decoder\": {\"0\": {\"content\": \"<s>\"}, "
-                            "\"3\": {\"content\": \"<unk>\"}, \"347\": {\"content\": \"eng_Latn\"}}}" };
+                            "\"3\": {\"content\": \"<unk>\"}, \"347\": {\"content\": \"eng_Latn\"}, "
+                            "\"503\": {\"content\": \"<mask>\"}, \"504\": {\"content\": \"<zz>\"}}}" };
     multi_dir(dir, files, 2);
     mt_multi_tokenizer *t = NULL;
     mt_err err;

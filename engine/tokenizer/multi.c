@@ -241,9 +241,12 @@ static mt_status check_added(const mt_multi_tokenizer *t, const json_t *cfg, mt_
         if (*end || end == key || !s)
             return mt_err_set(err, MT_ERR_FORMAT, "tokenizer_config.json: added_tokens_decoder entry \"%.32s\" "
                               "is not an id with a content string", key);
-        if (token_id(t, s) != id)
+        /* a token of its own (M2M-100's "madeupword0000"...) may only sit past the
+         * ids this layout defines */
+        int32_t want = token_id(t, s), first_free = t->lang_base + t->n_langs + (t->mask >= 0);
+        if (want < 0 ? id < first_free : want != id)
             return mt_err_set(err, MT_ERR_UNSUPPORTED, "tokenizer_config.json: added token \"%.32s\" has id %ld, "
-                              "the %s layout gives %d", s, id, mt_multi_kind_name(t->kind), (int)token_id(t, s));
+                              "the %s layout gives %d", s, id, mt_multi_kind_name(t->kind), (int)want);
     }
     return MT_OK;
 }

@@ -309,7 +309,8 @@ size_t      mt_prompt_keep(const mt_prompt *p, const char *text, size_t len);
  * Checked, else refused naming the file: additional_special_tokens (in
  * tokenizer_config.json or special_tokens_map.json) must be NLLB's codes in
  * order (other lists: MT_ERR_UNSUPPORTED); added_tokens_decoder, when
- * present, must give each token the id above; language_codes only "m2m100";
+ * present, must give each token the id above (a token unknown here only an
+ * id past them: M2M-100's "madeupword0000"...); language_codes only "m2m100";
  * legacy_behaviour a boolean.
  * Encode (src_lang: a code, "eng_Latn" / "en", or its token "__en__"):
  *   [lang] + pieces + [</s>] (NLLB with legacy_behaviour: pieces + [</s>, lang]).
