@@ -464,8 +464,8 @@ static void test_fixtures_fr_en(void **state)
 static void test_fixtures_tiny(void **state)
 {
     (void)state;
-    static const char *names[] = { "uni-bytes", "uni-suffix", "uni-rules", "bpe" };
-    for (int i = 0; i < 4; i++) {
+    static const char *names[] = { "uni-bytes", "uni-suffix", "uni-rules", "bpe", "bpe-unused" };
+    for (int i = 0; i < 5; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "/spm/%s.spm", names[i]);
         fixture_model m = { names[i], NULL, path, NULL, { "hard", NULL } };

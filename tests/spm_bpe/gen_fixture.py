@@ -11,12 +11,12 @@ model), from the repository root:
       hard case the NLLB source ids for eng_Latn and the decode of
       [</s>, fra_Latn] + those ids ("ids<TAB>decode hash"; "-<TAB>-" for
       malformed UTF-8, which mtserve refuses)
+  tests/fixtures/tokenizer/spm/bpe-unused.spm, bpe-unused/hard.txt   bpe.spm with
+      every 5th multi-character NORMAL piece made UNUSED, and its expected outputs
   tests/fixtures/tokenizer/spm/char.spm   a tiny CHAR model, which the loader refuses
 Only spm/bpe.spm and inputs/hard.txt are read; rerun when they change."""
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, "models/recipe")
 sys.path.insert(0, "tests/spm_bpe")
@@ -32,10 +32,28 @@ def main():
     sets = {"hard": [tf.unescape(line.decode("utf-8")) for line in hard]}
     sp = spm.SentencePieceProcessor(model_file=f"{OUT}/spm/bpe.spm")
 
-    def row(b):
+    def row(b, sp=sp):
         ids, ph, raw = tf.spm_fields(sp, b)
         return [ids, ph, tf.fnv1a64(sp.decode(raw).encode("utf-8"))]
     tf.write_expected("bpe", ["spm", "pieces", "spm_decode"], sets, row)
+
+    # every 5th multi-character NORMAL piece rewritten to UNUSED: merged, then
+    # split back along the pair that made it (spm's rev_merge)
+    with open(f"{OUT}/spm/bpe.spm", "rb") as f:
+        top = tf.pb_fields(f.read())
+    k = 0
+    for i, (fld, w, v) in enumerate(top):
+        if fld == 1:
+            piece = tf.pb_fields(v)
+            text = next((x[2] for x in piece if x[0] == 1), b"")
+            typ = next((x[2] for x in piece if x[0] == 3), 1)
+            if typ == 1 and len(text.decode("utf-8")) > 1 and k % 5 == 0:
+                top[i] = (fld, w, tf.pb_join(tf.pb_set(piece, 3, 0, 5)))
+            k += typ == 1 and len(text.decode("utf-8")) > 1
+    with open(f"{OUT}/spm/bpe-unused.spm", "wb") as f:
+        f.write(tf.pb_join(top))
+    spu = spm.SentencePieceProcessor(model_file=f"{OUT}/spm/bpe-unused.spm")
+    tf.write_expected("bpe-unused", ["spm", "pieces", "spm_decode"], sets, lambda b: row(b, spu))
 
     nllb = ref.Nllb(f"{OUT}/spm/bpe.spm")
     with open(f"{OUT}/bpe/nllb.txt", "w", encoding="utf-8", newline="\n") as f:
@@ -50,13 +68,11 @@ def main():
             dec = nllb.decode([2, nllb.lang_code_to_id["fra_Latn"]] + ids)
             f.write(tf.ids_field(ids) + "\t" + tf.fnv1a64(dec.encode("utf-8")) + "\n")
 
-    with tempfile.TemporaryDirectory() as d:
-        with open(f"{d}/t.txt", "w") as f:
-            f.write("a tiny text for a character model\nwith two lines\n")
-        subprocess.run(["spm_train", f"--input={d}/t.txt", f"--model_prefix={d}/c", "--model_type=char",
-                        "--vocab_size=25", "--normalization_rule_name=identity", "--minloglevel=2"], check=True)
-        os.replace(f"{d}/c.model", f"{OUT}/spm/char.spm")
-    print("bpe/hard.txt, bpe/nllb.txt, spm/char.spm written")
+    char = tf.train("char", [b"a tiny text for a character model", b"with two lines"], model_type="char",
+                    vocab_size=25, normalization_rule_name="identity")      # fixed paths: reproducible
+    with open(f"{OUT}/spm/char.spm", "wb") as f:
+        f.write(char)
+    print("bpe/hard.txt, bpe/nllb.txt, spm/bpe-unused.spm, bpe-unused/hard.txt, spm/char.spm written")
 
 
 if __name__ == "__main__":
