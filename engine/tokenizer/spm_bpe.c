@@ -63,23 +63,28 @@ static void heap_push(bpe_state *st, cand c)
     st->heap[i] = c;
 }
 
-static cand heap_pop(bpe_state *st)
+/* c sifted down from slot i of a heap of n entries. */
+static void sift_down(cand *heap, size_t n, size_t i, cand c)
 {
-    cand top = st->heap[0], last = st->heap[--st->n_heap];
-    size_t i = 0, n = st->n_heap;
     for (;;) {
         size_t l = 2 * i + 1, best = l;
         if (l >= n)
             break;
-        if (l + 1 < n && cand_first(&st->heap[l + 1], &st->heap[l]))
+        if (l + 1 < n && cand_first(&heap[l + 1], &heap[l]))
             best = l + 1;
-        if (!cand_first(&st->heap[best], &last))
+        if (!cand_first(&heap[best], &c))
             break;
-        st->heap[i] = st->heap[best];
+        heap[i] = heap[best];
         i = best;
     }
-    if (n)
-        st->heap[i] = last;
+    heap[i] = c;
+}
+
+static cand heap_pop(bpe_state *st)
+{
+    cand top = st->heap[0];
+    if (--st->n_heap)
+        sift_down(st->heap, st->n_heap, 0, st->heap[st->n_heap]);
     return top;
 }
 
@@ -94,7 +99,7 @@ static int32_t trie_exact(const mt_ptrie *t, const uint8_t *s, size_t n)
 
 /* MaybeAddNewSymbolPair: the pair (left, right) as a candidate when its
  * concatenation is a piece. */
-static void maybe_add(bpe_state *st, int32_t left, int32_t right)
+static void maybe_add(bpe_state *st, int32_t left, int32_t right, int append)
 {
     if (left < 0 || right < 0 || st->sy[left].freeze || st->sy[right].freeze)
         return;
@@ -103,7 +108,11 @@ static void maybe_add(bpe_state *st, int32_t left, int32_t right)
     int32_t id = trie_exact(st->m->match, st->s + l->off, size);
     if (id < 0)
         return;
-    heap_push(st, (cand){ st->m->score[id], left, right, size });
+    cand c = { st->m->score[id], left, right, size };
+    if (append)
+        st->heap[st->n_heap++] = c;
+    else
+        heap_push(st, c);
     if (st->rev && st->m->type[id] == MT_SPM_UNUSED) {
         st->rev[st->n_rev] = (revm){ id, l->len, (uint32_t)st->n_rev };
         st->n_rev++;
@@ -144,8 +153,8 @@ static void merge_all(bpe_state *st)
         if (r->next >= 0)
             st->sy[r->next].prev = top.left;
         r->len = 0;
-        maybe_add(st, l->prev, top.left);
-        maybe_add(st, top.left, l->next);
+        maybe_add(st, l->prev, top.left, 0);
+        maybe_add(st, top.left, l->next, 0);
     }
 }
 
@@ -221,8 +230,10 @@ int mt_spm_bpe_encode(const mt_spm_bpe *m, const uint8_t *s, size_t n, uint32_t 
         st.rev = (revm *)(void *)((char *)stk + (n + 1) * 2 * sizeof(uint32_t));
 
     int32_t k = split_symbols(&st, n);
-    for (int32_t i = 1; i < k; i++)
-        maybe_add(&st, i - 1, i);
+    for (int32_t i = 1; i < k; i++)                 /* every first pair, then heapified: O(n) */
+        maybe_add(&st, i - 1, i, 1);
+    for (size_t i = st.n_heap / 2; i-- > 0;)
+        sift_down(st.heap, st.n_heap, i, st.heap[i]);
     merge_all(&st);
     if (st.n_rev)
         qsort(st.rev, st.n_rev, sizeof *st.rev, revm_cmp);
