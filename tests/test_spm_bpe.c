@@ -2,8 +2,8 @@
  * tokenizers (multi.c) against python3-sentencepiece 0.1.97 and an
  * independent Python re-implementation of transformers' published tokenizers
  * (tests/spm_bpe/ref_fairseq.py), over the models and lines that
- * tests/spm_bpe/gen_ref.py generates into $MT_SPM_BPE_DIR (default
- * build/spm-bpe; `make spm-bpe-ref`): 6,020 lines of six scripts and hard
+ * tests/spm_bpe/gen_ref.py generates into $MT_SPM_BPE_DIR (default: spm-bpe
+ * beside the program's tests/ folder; `make spm-bpe-ref`): 6,020 lines of six scripts and hard
  * cases, four BPE models, two wrapped directories.  Not a unit test: it needs
  * the generated models (tests/spm_bpe/README.md).  Run from the repository root. */
 #include <setjmp.h>
@@ -25,10 +25,14 @@
 #define MIN_LINES 5000
 #define MAX_IDS   4096
 
+/* $MT_SPM_BPE_DIR, else B/spm-bpe for the program B/tests/test_spm_bpe (make
+ * valgrind runs build-vg/tests/... without the environment), else build/spm-bpe. */
+static char default_dir[1024] = "build/spm-bpe";
+
 static const char *dir(void)
 {
     const char *d = getenv("MT_SPM_BPE_DIR");
-    return d && *d ? d : "build/spm-bpe";
+    return d && *d ? d : default_dir;
 }
 
 typedef struct {
@@ -64,7 +68,7 @@ static void lines_free(lines_t *l)
 
 static char *path_of(const char *name)
 {
-    static char p[4][1024];
+    static char p[4][1200];
     static int k;
     k = (k + 1) % 4;
     snprintf(p[k], sizeof p[k], "%s/%s", dir(), name);
@@ -190,8 +194,11 @@ static void check_wrap(const char *name, const char *subdir, mt_multi_kind kind)
 static void test_wrap_nllb(void **state) { (void)state; check_wrap("nllb", "nllb-dir", MT_MULTI_NLLB); }
 static void test_wrap_m2m(void **state) { (void)state; check_wrap("m2m", "m2m-dir", MT_MULTI_M2M100); }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *t = argc > 0 ? strstr(argv[0], "/tests/test_spm_bpe") : NULL;
+    if (t && (size_t)(t - argv[0]) + 9 < sizeof default_dir)
+        snprintf(default_dir, sizeof default_dir, "%.*s/spm-bpe", (int)(t - argv[0]), argv[0]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bpe_nllb_settings),
         cmocka_unit_test(test_bpe_m2m_settings),
