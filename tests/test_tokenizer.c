@@ -464,13 +464,269 @@ static void test_fixtures_fr_en(void **state)
 static void test_fixtures_tiny(void **state)
 {
     (void)state;
-    static const char *names[] = { "uni-bytes", "uni-suffix", "uni-rules" };
-    for (int i = 0; i < 3; i++) {
+    static const char *names[] = { "uni-bytes", "uni-suffix", "uni-rules", "bpe", "bpe-unused" };
+    for (int i = 0; i < 5; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "/spm/%s.spm", names[i]);
         fixture_model m = { names[i], NULL, path, NULL, { "hard", NULL } };
         run_fixture_model(&m, 3000);
     }
+}
+
+
+/* ---- NLLB-200 / M2M-100 tokenizers (multi.c) on spm/bpe.spm --------------------------- */
+
+/* A directory holding spm/bpe.spm as sentencepiece.bpe.model and the named
+ * files (name, content pairs; content NULL: not written). */
+static void multi_dir(char *dir, const char *const *files, int n)
+{
+    strcpy(dir, "/tmp/mt_multi_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    size_t len;
+    char *d = slurp(FIX "/spm/bpe.spm", &len);
+    snprintf(path, sizeof path, "%s/sentencepiece.bpe.model", dir);
+    spit(path, d, len);
+    free(d);
+    for (int i = 0; i < n; i += 2) {
+        if (!files[i + 1])
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        spit(path, files[i + 1], strlen(files[i + 1]));
+    }
+}
+
+static void multi_rmdir(const char *dir)
+{
+    static const char *files[] = { "sentencepiece.bpe.model", "tokenizer_config.json", "special_tokens_map.json",
+                                   "vocab.json", "tokenizer.json" };
+    char path[256];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* NLLB ids and decode of every hard case against bpe/nllb.txt (ref_fairseq.Nllb). */
+static void test_nllb_fixture(void **state)
+{
+    (void)state;
+    static const char *const files[] = { "tokenizer_config.json", "{\"tokenizer_class\": \"NllbTokenizer\"}" };
+    char dir[64];
+    multi_dir(dir, files, 2);
+    mt_multi_tokenizer *t = NULL;
+    mt_err err;
+    if (mt_multi_load(dir, &t, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(mt_multi_kind_of(t), MT_MULTI_NLLB);
+    assert_int_equal(mt_multi_n_langs(t), 202);
+    int sp_n = mt_spm_size(mt_multi_spm(t));
+    assert_int_equal(mt_multi_lang_id(t, "ace_Arab"), sp_n + 1);
+    assert_int_equal(mt_multi_lang_id(t, "eng_Latn"), sp_n + 1 + 46);
+    assert_int_equal(mt_multi_lang_id(t, "zul_Latn"), sp_n + 202);
+    assert_int_equal(mt_multi_vocab_size(t), sp_n + 1 + 202 + 1);
+    assert_int_equal(mt_multi_lang_id(t, "xx_Latn"), -1);
+    lines_t in, ex;
+    lines_read(FIX "/inputs/hard.txt", &in);
+    lines_read(FIX "/bpe/nllb.txt", &ex);
+    assert_int_equal(ex.n - 1, in.n);
+    buf_t b = { 0 };
+    char *raw = NULL;
+    int compared = 0, refused = 0, bad = 0;
+    static int32_t ids[4098];
+    for (int l = 0; l < in.n; l++) {
+        char *f[4];
+        assert_int_equal(split_tabs(ex.line[l + 1], f, 4), 2);
+        raw = realloc(raw, strlen(in.line[l]) + 1);
+        size_t n = unescape(in.line[l], raw);
+        int n_ids = 0;
+        mt_status st = mt_multi_encode(t, "eng_Latn", raw, n, ids + 2, 4096, &n_ids, &err);
+        if (!strcmp(f[0], "-")) {                    /* malformed UTF-8 */
+            assert_int_equal(st, MT_ERR_INPUT);
+            refused++;
+            continue;
+        }
+        assert_int_equal(st, MT_OK);
+        ids[0] = mt_multi_eos(t);
+        ids[1] = mt_multi_lang_id(t, "fra_Latn");
+        char *text = NULL;
+        size_t tl = 0;
+        assert_int_equal(mt_multi_decode(t, ids, n_ids + 2, &text, &tl, &err), MT_OK);
+        if (!ids_match(f[0], &b, ids + 2, n_ids) || !hash_is(f[1], text, tl)) {
+            if (bad++ < 5)
+                print_error("MISMATCH nllb line %d: %.200s\n  C: %.200s\n", l + 1, in.line[l], b.p);
+        }
+        free(text);
+        compared++;
+    }
+    print_message("nllb (bpe.spm): %d lines equal to ref_fairseq.py, %d malformed refused\n", compared - bad, refused);
+    assert_int_equal(bad, 0);
+    assert_true(compared >= 3000 && refused > 0);
+    free(raw);
+    free(b.p);
+    lines_free(&in);
+    lines_free(&ex);
+    mt_multi_free(t);
+    multi_rmdir(dir);
+}
+
+/* M2M-100: a vocab.json in an order of its own (piece k of the spm at id
+ * 4 + (size - 1 - k), every tenth piece left out): the ids are the spm
+ * pieces looked up in it, __xx__ from len(vocab.json), </s> last. */
+static void test_multi_m2m(void **state)
+{
+    (void)state;
+    mt_spm *sp = NULL;
+    mt_err err;
+    assert_int_equal(mt_spm_load(FIX "/spm/bpe.spm", &sp, &err), MT_OK);
+    int sn = mt_spm_size(sp), entries = 4;
+    json_t *v = json_pack("{s:i, s:i, s:i, s:i}", "<s>", 0, "<pad>", 1, "</s>", 2, "<unk>", 3);
+    int32_t *map = calloc((size_t)sn, sizeof *map);
+    int kept = 0;
+    for (int k = 3; k < sn; k++)
+        kept += k % 10 != 0;
+    for (int k = 3, r = 0; k < sn; k++) {
+        map[k] = 3;
+        if (k % 10 == 0)
+            continue;
+        map[k] = 4 + (kept - 1 - r++);
+        json_object_set_new(v, mt_spm_piece(sp, k, NULL), json_integer(map[k]));
+        entries++;
+    }
+    char *vs = json_dumps(v, 0);
+    const char *files[] = { "vocab.json", vs, "tokenizer_config.json",
+                            "{\"tokenizer_class\": \"M2M100Tokenizer\", \"language_codes\": \"m2m100\"}" };
+    char dir[64];
+    multi_dir(dir, files, 4);
+    mt_multi_kind kind;
+    assert_int_equal(mt_multi_detect(dir, &kind, &err), MT_OK);
+    assert_int_equal(kind, MT_MULTI_M2M100);
+    mt_multi_tokenizer *t = NULL;
+    if (mt_multi_load(dir, &t, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(mt_multi_n_langs(t), 100);
+    assert_string_equal(mt_multi_lang(t, 18), "en");
+    assert_string_equal(mt_multi_lang_token(t, 18), "__en__");
+    assert_int_equal(mt_multi_lang_id(t, "en"), entries + 18);
+    assert_int_equal(mt_multi_lang_id(t, "__en__"), entries + 18);
+    assert_int_equal(mt_multi_vocab_size(t), entries + 100 + 8);
+    static const char *texts[] = { "Hello world, the quick brown fox.", "  spaces   and \xe2\x98\x83 snow ", "" };
+    mt_pieces pc = { 0 };
+    for (int i = 0; i < 3; i++) {
+        int32_t ids[256];
+        int n = 0;
+        assert_int_equal(mt_multi_encode(t, "__fr__", texts[i], strlen(texts[i]), ids, 256, &n, &err), MT_OK);
+        assert_int_equal(mt_spm_encode(sp, texts[i], strlen(texts[i]), &pc, &err), MT_OK);
+        assert_int_equal(n, pc.n + 2);
+        assert_int_equal(ids[0], mt_multi_lang_id(t, "fr"));
+        assert_int_equal(ids[n - 1], 2);
+        for (int k = 0; k < pc.n; k++)
+            assert_int_equal(ids[k + 1], pc.id[k] == mt_spm_unk_id(sp) ? 3 : map[pc.id[k]]);
+        /* decode: the spm decode of the pieces that have an id of their own (unknown and
+         * left-out pieces are <unk>, a special id, skipped) */
+        char *text = NULL, *want = NULL;
+        assert_int_equal(mt_multi_decode(t, ids, n, &text, NULL, &err), MT_OK);
+        int32_t sids[256];
+        int m = 0;
+        for (int k = 0; k < pc.n; k++)
+            if (pc.id[k] != mt_spm_unk_id(sp) && map[pc.id[k]] != 3)
+                sids[m++] = pc.id[k];
+        assert_int_equal(mt_spm_decode(sp, sids, m, &want, NULL, &err), MT_OK);
+        assert_string_equal(text, want);
+        free(text);
+        free(want);
+    }
+    /* TOO_LONG with the count; a language is needed */
+    int32_t few[3];
+    int n = 0;
+    assert_int_equal(mt_multi_encode(t, "en", texts[0], strlen(texts[0]), few, 3, &n, &err), MT_ERR_TOO_LONG);
+    assert_true(n > 3);
+    assert_int_equal(mt_multi_encode(t, "eng_Latn", "x", 1, few, 3, &n, &err), MT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "eng_Latn"));
+    assert_int_equal(mt_multi_encode(t, "en", "\xff", 1, few, 3, &n, &err), MT_ERR_INPUT);
+    mt_pieces_free(&pc);
+    mt_multi_free(t);
+    mt_spm_free(sp);
+    free(vs);
+    free(map);
+    json_decref(v);
+    multi_rmdir(dir);
+}
+
+/* Every file checked: a refusal names the file and the problem. */
+static void test_multi_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *files[6];
+        mt_status   st;
+        const char *msg;
+    } cases[] = {
+        { { "tokenizer_config.json", "{\"tokenizer_class\": \"T5Tokenizer\"}" }, MT_ERR_UNSUPPORTED, "T5Tokenizer" },
+        { { "tokenizer_config.json", "{\"tokenizer_class\": \"M2M100Tokenizer\"}" }, MT_ERR_IO, "vocab.json" },
+        { { "tokenizer_config.json", "{\"tokenizer_class\": " }, MT_ERR_FORMAT, "tokenizer_config.json" },
+        { { "tokenizer_config.json", "[1]" }, MT_ERR_FORMAT, "not a JSON object" },
+        { { "special_tokens_map.json", "{\"additional_special_tokens\": [\"ace_Arab\", \"eng_Latn\"]}" },
+          MT_ERR_UNSUPPORTED, "entry 1" },
+        { { "tokenizer_config.json", "{\"additional_special_tokens\": \"eng_Latn\"}" }, MT_ERR_FORMAT, "not a list" },
+        { { "tokenizer_config.json", "{\"added_tokens_decoder\": {\"5\": {\"content\": \"eng_Latn\"}}}" },
+          MT_ERR_UNSUPPORTED, "eng_Latn" },
+        { { "tokenizer_config.json", "{\"added_tokens_decoder\": {\"7\": {\"content\": \"<zz>\"}}}" },
+          MT_ERR_UNSUPPORTED, "<zz>" },
+        { { "tokenizer_config.json", "{\"added_tokens_decoder\": {\"x\": {\"content\": \"<s>\"}}}" },
+          MT_ERR_FORMAT, "added_tokens_decoder" },
+        { { "tokenizer_config.json", "{\"legacy_behaviour\": 3}" }, MT_ERR_FORMAT, "legacy_behaviour" },
+        { { "vocab.json", "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 9}" }, MT_ERR_FORMAT, "collide" },
+        { { "vocab.json", "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2}" }, MT_ERR_FORMAT, "vocab.json" },
+        { { "vocab.json", "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3}", "tokenizer_config.json",
+            "{\"language_codes\": \"wmt21\"}" }, MT_ERR_UNSUPPORTED, "wmt21" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[64];
+        multi_dir(dir, cases[i].files, 6);
+        mt_multi_tokenizer *t = (mt_multi_tokenizer *)1;
+        mt_err err = { 0 };
+        mt_status st = mt_multi_load(dir, &t, &err);
+        if (st != cases[i].st || !strstr(err.msg, cases[i].msg))
+            fail_msg("case %zu: status %d, \"%s\"", i, st, err.msg);
+        assert_null(t);
+        multi_rmdir(dir);
+    }
+    /* the published layout's added_tokens_decoder is accepted; legacy order */
+    char dir[64];
+    const char *files[] = { "tokenizer_config.json",
+                            "{\"legacy_behaviour\": true, \"added_tokens_decoder\": {\"0\": {\"content\": \"<s>\"}, "
+                            "\"3\": {\"content\": \"<unk>\"}, \"347\": {\"content\": \"eng_Latn\"}, "
+                            "\"503\": {\"content\": \"<mask>\"}, \"504\": {\"content\": \"<zz>\"}}}" };
+    multi_dir(dir, files, 2);
+    mt_multi_tokenizer *t = NULL;
+    mt_err err;
+    if (mt_multi_load(dir, &t, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    int32_t ids[64];
+    int n = 0;
+    assert_int_equal(mt_multi_encode(t, "eng_Latn", "", 0, ids, 64, &n, &err), MT_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], mt_multi_lang_id(t, "eng_Latn"));
+    int32_t neg = -1;
+    char *out = NULL;
+    assert_int_equal(mt_multi_decode(t, &neg, 1, &out, NULL, &err), MT_ERR_INPUT);
+    mt_multi_free(t);
+    multi_rmdir(dir);
+    /* no spm model; only a tokenizer.json */
+    strcpy(dir, "/tmp/mt_multi_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_IO);
+    assert_non_null(strstr(err.msg, "sentencepiece.bpe.model"));
+    char path[128];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    spit(path, "{}", 2);
+    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "tokenizer.json"));
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* ---- known answers (docs/MARIAN.md 6.4, 6.6) ---------------------------------------- */
@@ -621,8 +877,11 @@ static void test_hand_made_models(void **state)
     assert_int_equal(mt_spm_decode(sp, &bad_id, 1, &text, NULL, &err), MT_ERR_INPUT);
     mt_spm_free(sp);
 
-    static const struct { int type; const char *name; } unsup[] = { { 2, "BPE" }, { 3, "WORD" }, { 4, "CHAR" } };
-    for (int i = 0; i < 3; i++) {
+    n = tiny_model(b, 2, NULL, 0);              /* BPE loads (spm_bpe.c) */
+    assert_int_equal(mt_spm_load_mem(b, n, &sp, &err), MT_OK);
+    mt_spm_free(sp);
+    static const struct { int type; const char *name; } unsup[] = { { 3, "WORD" }, { 4, "CHAR" } };
+    for (int i = 0; i < 2; i++) {
         n = tiny_model(b, unsup[i].type, NULL, 0);
         assert_int_equal(mt_spm_load_mem(b, n, &sp, &err), MT_ERR_UNSUPPORTED);
         assert_null(sp);
@@ -681,10 +940,10 @@ static void test_refuse_files(void **state)
     (void)state;
     mt_spm *sp = (mt_spm *)1;
     mt_err err;
-    assert_int_equal(mt_spm_load(FIX "/spm/bpe.spm", &sp, &err), MT_ERR_UNSUPPORTED);
+    assert_int_equal(mt_spm_load(FIX "/spm/char.spm", &sp, &err), MT_ERR_UNSUPPORTED);
     assert_null(sp);
-    assert_non_null(strstr(err.msg, "BPE"));
-    assert_non_null(strstr(err.msg, "bpe.spm"));
+    assert_non_null(strstr(err.msg, "CHAR"));
+    assert_non_null(strstr(err.msg, "char.spm"));
     assert_int_equal(mt_spm_load(FIX "/no/such.spm", &sp, &err), MT_ERR_IO);
     assert_non_null(strstr(err.msg, "such.spm"));
 
@@ -1117,6 +1376,9 @@ int main(void)
         cmocka_unit_test(test_marian_dirs),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_fixtures_tiny),
+        cmocka_unit_test(test_nllb_fixture),
+        cmocka_unit_test(test_multi_m2m),
+        cmocka_unit_test(test_multi_refusals),
         cmocka_unit_test(test_fixtures_ours),
         cmocka_unit_test(test_fixtures_en_mg),
         cmocka_unit_test(test_fixtures_fr_en),

@@ -28,7 +28,7 @@ UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfil
               test_zip test_openai_units
 
 .PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served \
-        opus-models
+        opus-models spm-bpe-ref
 
 $(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -45,7 +45,8 @@ $(B)/tests/test_%: $(B)/tests/obj/test_%.o $(TEST_SUPPORT:tests/%.c=$(B)/tests/o
 
 # One phony target a program, so that `make -j2 unit` runs two at once; each one's output
 # is kept in $(B)/tests/log/ and printed whole when it ends (no interleaved lines).
-TEST_ENV = MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_LLM_SERVED=$(LLM_SERVED) MT_OPUS_DIR=$(CURDIR)/$(B)/opus-mt
+TEST_ENV = MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_LLM_SERVED=$(LLM_SERVED) MT_OPUS_DIR=$(CURDIR)/$(B)/opus-mt \
+           MT_SPM_BPE_DIR=$(CURDIR)/$(B)/spm-bpe
 run-%: $(B)/tests/%
 	@mkdir -p $(B)/tests/log; s=$$(date +%s); \
 	$(TEST_ENV) $< > $(B)/tests/log/$*.log 2>&1; rc=$$?; \
@@ -148,6 +149,16 @@ $(B)/hf-ref/%.jsonl: $(HF_FIX)/%/tokenizer.json $(HF_TOK_DIR)/ref_ids.mjs $(HF_I
 
 hf-ref: $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
 $(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json)
+
+# SentencePiece BPE and the NLLB-200 / M2M-100 tokenizers (tests/spm_bpe/README.md): lines of
+# six scripts from this machine's gettext catalogues, BPE models trained with NLLB's and
+# M2M-100's settings by python3-sentencepiece, their ids, and the ids of a Python
+# re-implementation of transformers' tokenizers, into $(B)/spm-bpe (about 2 minutes).
+SPM_BPE_REF := $(B)/spm-bpe/m2m-wrap.jsonl
+$(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/ref_fairseq.py
+	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D)
+spm-bpe-ref: $(SPM_BPE_REF)
+$(B)/tests/test_spm_bpe: | $(SPM_BPE_REF)
 
 # Hugging Face's own JavaScript client, @huggingface/hub (tests/hubjs/README.md): installed by
 # `make deps` with the committed lock into tests/hubjs/node_modules; test_hub_cache has it

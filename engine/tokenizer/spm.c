@@ -1,12 +1,12 @@
-/* spm.c: one SentencePiece unigram model (spm_api.h's mt_spm_*, spm.h).
+/* spm.c: one SentencePiece model, unigram or BPE (spm_api.h's mt_spm_*, spm.h).
  *
  * Reference behaviour: sentencepiece 0.1.97 (Debian's python3-sentencepiece);
  * algorithm notes in docs/MARIAN.md section 6.
  *
  *   load        the ModelProto (spm_proto.c) checked as spm's InitializePieces:
- *               one UNKNOWN piece, no duplicates, byte pieces; unigram only
+ *               one UNKNOWN piece, no duplicates, byte pieces; unigram or BPE
  *   normalize   spm_norm.c
- *   encode      unigram Viterbi over the normalized bytes with spm's exact
+ *   encode      BPE: spm_bpe.c's merges; unigram: Viterbi over the normalized bytes with spm's exact
  *               float/double arithmetic and first-wins tie-breaking; runs of
  *               unknown characters merged (or split into <0xXX> byte pieces)
  *   decode      SentencePieceProcessor::Decode on piece strings
@@ -16,6 +16,7 @@
  * Everything loaded is immutable; per-call scratch is malloc'd per call.
  */
 #include "spm.h"
+#include "spm_bpe.h"
 #include "spm_norm.h"
 #include "spm_proto.h"
 #include "util/check.h"
@@ -50,6 +51,7 @@ struct mt_spm {
     mt_smap       ids;          /* piece -> id (PieceToId: reserved pieces win) */
     int32_t       byte_id[256]; /* <0xXX> piece ids (byte_fallback)    */
     int16_t      *byte_val;     /* [n_pieces] byte of a BYTE piece, or -1 (NULL without byte_fallback) */
+    mt_spm_bpe    bpe;          /* model_type BPE: what spm_bpe.c reads (bpe.match NULL for unigram) */
 };
 
 static int is_reserved_type(int t)
@@ -255,6 +257,16 @@ static mt_status spm_init_pieces(mt_spm *sp, mt_err *err)
     return build_tries(sp, &c, err);
 }
 
+/* What spm_bpe.c reads of a BPE model. */
+static void spm_init_bpe(mt_spm *sp)
+{
+    int has_unused = 0;
+    for (int i = 0; i < sp->m.n_pieces; i++)
+        has_unused |= sp->m.type[i] == MT_SPM_UNUSED;
+    sp->bpe = (mt_spm_bpe){ &sp->match, sp->has_user ? &sp->user : NULL, &sp->ids, sp->m.score, sp->m.type,
+                            sp->unk_id, has_unused };
+}
+
 void mt_spm_free(mt_spm *sp)
 {
     if (!sp)
@@ -298,12 +310,14 @@ static mt_status spm_load_owned(uint8_t *buf, size_t len, const char *name, mt_s
     sp->name = strdup(name);
     st = sp->name ? mt_spm_proto_parse(sp->buf, len, name, &sp->m, err)
                   : mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory", name);
-    if (!st && sp->m.model_type != MT_SPM_UNIGRAM)
+    if (!st && sp->m.model_type != MT_SPM_UNIGRAM && sp->m.model_type != MT_SPM_BPE)
         st = mt_err_set(err, MT_ERR_UNSUPPORTED,
-                        "%s: SentencePiece model type %s is not supported (only unigram models are)",
+                        "%s: SentencePiece model type %s is not supported (only unigram and BPE models are)",
                         name, model_type_name(sp->m.model_type));
     if (!st)
         st = spm_init_pieces(sp, err);
+    if (!st && sp->m.model_type == MT_SPM_BPE)
+        spm_init_bpe(sp);
     if (!st)
         st = mt_spm_norm_init(&sp->norm, &sp->m.normalizer, sp->m.treat_whitespace_as_suffix,
                               sp->has_user ? &sp->user : NULL, name, "normalizer", err);
@@ -344,6 +358,11 @@ mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err)
     if (st)
         return st;
     return spm_load_owned((uint8_t *)b.p, b.n, path, out, err);
+}
+
+int mt_spm_is_bpe(const mt_spm *sp)
+{
+    return sp && sp->bpe.match;
 }
 
 int mt_spm_size(const mt_spm *sp)
@@ -500,6 +519,30 @@ static mt_status best_pieces(const mt_spm *sp, const vnode *best, size_t n, mt_p
     return MT_OK;
 }
 
+/* Unigram: the Viterbi best path over the normalized s[0..n). */
+static mt_status viterbi_pieces(const mt_spm *sp, const uint8_t *s, size_t n, mt_pieces *out, size_t *count,
+                                mt_err *err)
+{
+    vnode *best = malloc((n + 1) * sizeof *best);
+    if (!best)
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+    viterbi(sp, s, n, best);
+    mt_status st = best_pieces(sp, best, n, out, count, err);
+    free(best);
+    return st;
+}
+
+/* BPE: spm_bpe.c's merges over the normalized s[0..n) (at most n pieces). */
+static mt_status bpe_pieces(const mt_spm *sp, const uint8_t *s, size_t n, mt_pieces *out, size_t *count,
+                            mt_err *err)
+{
+    int c = pieces_reserve(out, n) ? -1 : mt_spm_bpe_encode(&sp->bpe, s, n, out->off, out->len, out->id);
+    if (c < 0)
+        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
+    *count = (size_t)c;
+    return MT_OK;
+}
+
 static mt_status spm_encode_pieces(const mt_spm *sp, const uint8_t *text, size_t len, mt_pieces *out,
                                    mt_err *err)
 {
@@ -517,13 +560,9 @@ static mt_status spm_encode_pieces(const mt_spm *sp, const uint8_t *text, size_t
     if (n == 0)
         return MT_OK;
 
-    vnode *best = malloc((n + 1) * sizeof *best);
-    if (!best)
-        return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory for %zu bytes", sp->name, n);
-    viterbi(sp, (const uint8_t *)o.p, n, best);
     size_t count = 0;
-    mt_status st = best_pieces(sp, best, n, out, &count, err);
-    free(best);
+    mt_status st = sp->bpe.match ? bpe_pieces(sp, (const uint8_t *)o.p, n, out, &count, err)
+                                 : viterbi_pieces(sp, (const uint8_t *)o.p, n, out, &count, err);
     if (st != MT_OK)
         return st;
 
@@ -618,6 +657,9 @@ mt_status mt_spm_log_prob(const mt_spm *sp, const char *text, size_t len, double
     if (!sp || (!text && len) || !logp)
         return mt_err_set(err, MT_ERR_INPUT, "mt_spm_log_prob: bad arguments");
     *logp = 0.0;
+    if (sp->bpe.match)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: a BPE model is not a language model (no log-probability)",
+                          sp->name);
     if (len > MT_SPM_LOG_PROB_MAX)
         return mt_err_set(err, MT_ERR_TOO_LONG, "%s: %zu bytes to score, at most %d", sp->name, len,
                           MT_SPM_LOG_PROB_MAX);

@@ -28,4 +28,10 @@ int     mt_spm_has_denorm(const mt_spm *sp);
 int     mt_spm_is_byte(const mt_spm *sp, int32_t id);
 int     mt_spm_decode_pieces(const mt_spm *sp, const mt_spm_dpiece *pc, int n, mt_sbuf *o);
 
+/* Shared by tokenizer.c and multi.c (defined in tokenizer.c): Python's
+ * str.strip() (all Unicode whitespace) and HF v4's clean_up_tokenization
+ * (" ." -> "." ...), in place on a NUL-terminated buffer. */
+void    mt_tok_py_strip(mt_sbuf *b);
+void    mt_tok_clean_up(mt_sbuf *b);
+
 #endif

@@ -1,4 +1,4 @@
-/* spm_api: the public calls of one SentencePiece unigram model (spm.c):
+/* spm_api: the public calls of one SentencePiece model, unigram or BPE (spm.c):
  * load and check a .spm file, normalize, encode to pieces, decode ids, and
  * the log-probability of a text (the model read as a unigram language model).
  * tokenizer.h includes it, so the rest of the tree reaches these calls
@@ -32,6 +32,8 @@ mt_status mt_spm_load(const char *path, mt_spm **out, mt_err *err);
 mt_status mt_spm_load_mem(const void *data, size_t len, mt_spm **out, mt_err *err);
 void      mt_spm_free(mt_spm *sp);
 int       mt_spm_size(const mt_spm *sp);
+/* 1 for a BPE model (spm_bpe.c's merges), 0 for unigram (Viterbi). */
+int       mt_spm_is_bpe(const mt_spm *sp);
 /* Piece string of spm id (NUL-terminated, owned by sp; *len may be NULL), NULL if out of range. */
 const char *mt_spm_piece(const mt_spm *sp, int32_t id, size_t *len);
 /* Id of the UNKNOWN piece (spm's unk_id). */
@@ -50,7 +52,8 @@ mt_status mt_spm_decode(const mt_spm *sp, const int32_t *ids, int n, char **out,
 /* The longest text mt_spm_log_prob takes, in bytes. */
 #define MT_SPM_LOG_PROB_MAX 4096
 
-/* The natural-log probability of text[0..len) under the unigram model, as the
+/* The natural-log probability of text[0..len) under a unigram model (a BPE
+ * model: MT_ERR_UNSUPPORTED, it has no probabilities), as the
  * score of its best segmentation: the path mt_spm_encode takes (spm's Viterbi
  * over the normalized text, before runs of unknown characters are merged), the
  * sum of its pieces' scores, which are log-probabilities for NORMAL pieces;

@@ -48,7 +48,7 @@ static int py_isspace(uint32_t c)
 }
 
 /* Python's str.strip() on valid UTF-8, in place. */
-static void py_strip(mt_sbuf *b)
+void mt_tok_py_strip(mt_sbuf *b)
 {
     size_t i = 0, end = b->n;
     uint32_t cp;
@@ -288,7 +288,7 @@ static void replace_all(mt_sbuf *b, const char *from, const char *to)
 }
 
 /* HF v4 PreTrainedTokenizerBase.clean_up_tokenization. */
-static void clean_up_tokenization(mt_sbuf *b)
+void mt_tok_clean_up(mt_sbuf *b)
 {
     static const char *const rep[][2] = {
         { " .", "." }, { " ?", "?" }, { " !", "!" }, { " ,", "," }, { " ' ", "'" },
@@ -332,9 +332,9 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
         free(o.p);
         return mt_err_set(err, MT_ERR_NOMEM, "mt_tokenizer_decode: out of memory");
     }
-    py_strip(&o);
+    mt_tok_py_strip(&o);
     if (tok->clean_up)
-        clean_up_tokenization(&o);
+        mt_tok_clean_up(&o);
     *out = o.p;
     return MT_OK;
 }

@@ -1,15 +1,19 @@
 /* SentencePiece unigram tokenizer + Marian vocabulary, and Hugging Face
  * tokenizer.json BPE: the one public header of the tokenizer files.
  *
- * mt_spm       one .spm file (SentencePiece ModelProto): normalizer + Viterbi.
+ * mt_spm       one .spm file (SentencePiece ModelProto): normalizer + Viterbi (unigram)
+ *              or merges (BPE).
  * mt_tokenizer a Marian model directory's source.spm, target.spm, vocab.json
  *              (and target_vocab.json when the vocabularies are separate).
  * mt_hf_tokenizer  a tokenizer.json BPE (Llama 2, Qwen2/Qwen3): at the end.
- * mt_prompt    a translation prompt for a decoder-only LM on an mt_hf_tokenizer: last.
+ * mt_prompt    a translation prompt for a decoder-only LM on an mt_hf_tokenizer.
+ * mt_multi_tokenizer  NLLB-200 / M2M-100 (fairseq ids, language codes): last.
  *
  * The files (their internal headers are for engine/ only):
  *   tokenizer.c  mt_tokenizer_*: load a model directory, encode, decode, piece lookups
- *   spm.c        mt_spm_*: one unigram model: load and check, Viterbi encode, decode
+ *   spm.c        mt_spm_*: one model: load and check, Viterbi encode, decode
+ *   spm_bpe.c    BPE encoding (spm_bpe.h)
+ *   multi.c      mt_multi_*: NLLB-200 and M2M-100 tokenizers
  *                (spm_api.h, included below: the public calls; spm.h: tokenizer.c's extras)
  *   spm_norm.c   spm's Normalizer: precompiled charsmap, whitespace (spm_norm.h)
  *   spm_proto.c  the ModelProto wire-format reader (spm_proto.h)
@@ -24,7 +28,8 @@
  *
  * Reference: Debian's python3-sentencepiece 0.1.97 and models/recipe/marian_tok.py
  * (tests/test_tokenizer.c checks both, bit for bit).  Details of that contract:
- *  - Only unigram .spm models load; BPE/WORD/CHAR give MT_ERR_UNSUPPORTED.  A
+ *  - Unigram and BPE .spm models load (BPE: spm_bpe.c, sentencepiece's
+ *    bpe_model.cc); WORD/CHAR give MT_ERR_UNSUPPORTED.  A
  *    malformed, truncated or inconsistent file gives MT_ERR_FORMAT naming it.
  *  - Special-token strings typed in the text ("</s>", "<pad>") are NOT split out
  *    as HF's tokenizer() does; they are ordinary text, as in marian_tok.py.
@@ -313,5 +318,75 @@ mt_status   mt_prompt_chat_render(const mt_prompt *p, const mt_chat_msg *msgs, i
  * and the needed count in *n_ids when they do not fit in max_ids. */
 mt_status   mt_prompt_chat_encode(const mt_prompt *p, const mt_chat_msg *msgs, int n, int32_t *ids, int max_ids,
                                   int *n_ids, mt_err *err);
+
+/* ---- Multilingual tokenizers: NLLB-200, M2M-100 (multi.c) ------------------------ */
+/* mt_multi_tokenizer: a Hugging Face directory of fairseq's multilingual
+ * models, as transformers' NllbTokenizer and M2M100Tokenizer read it (the
+ * published files: sentencepiece.bpe.model, a SentencePiece model of type
+ * BPE or unigram; tokenizer_config.json, special_tokens_map.json; M2M-100
+ * also vocab.json).  Immutable after load; safe to share between threads.
+ *
+ * Kind (mt_multi_detect, from the files present): tokenizer_config.json's
+ * tokenizer_class NllbTokenizer / NllbTokenizerFast -> nllb, M2M100Tokenizer
+ * -> m2m100, another class refused; no class: vocab.json present -> m2m100,
+ * else nllb.  No sentencepiece.bpe.model: MT_ERR_IO (MT_ERR_UNSUPPORTED when
+ * only a tokenizer.json is there: not read for these models yet).
+ *
+ * Ids:
+ *   nllb    fairseq's dictionary: <s>=0 <pad>=1 </s>=2 <unk>=3, spm piece k
+ *           -> k + 1 (spm's <unk>, which must be id 0, with <s> 1 and </s> 2,
+ *           -> 3), then the 202 codes of engine/tokenizer/nllb_langs.txt
+ *           ("eng_Latn" = spm size + 1 + 46), then <mask>.
+ *   m2m100  vocab.json (its <s>, <pad>, </s>, <unk>: tokenizer_config.json's
+ *           names, defaults those; every id below its entry count), spm piece
+ *           strings looked up in it (absent -> <unk>); "__xx__" for the 100
+ *           codes of engine/tokenizer/m2m100_langs.txt from id len(vocab.json),
+ *           then 8 "madeup" ids.
+ * Checked, else refused naming the file: additional_special_tokens (in
+ * tokenizer_config.json or special_tokens_map.json) must be NLLB's codes in
+ * order (other lists: MT_ERR_UNSUPPORTED); added_tokens_decoder, when
+ * present, must give each token the id above (a token unknown here only an
+ * id past them: M2M-100's "madeupword0000"...); language_codes only "m2m100";
+ * legacy_behaviour a boolean.
+ * Encode (src_lang: a code, "eng_Latn" / "en", or its token "__en__"):
+ *   [lang] + pieces + [</s>] (NLLB with legacy_behaviour: pieces + [</s>, lang]).
+ *   Special-token strings typed in the text are ordinary text (as for Marian:
+ *   "</s>" in a text is never the eos id).
+ * The decoder starts from </s>; the target language's id (mt_multi_lang_id)
+ * is the forced first generated token.
+ * Decode: special ids (bos, pad, eos, unk, mask, languages) skipped; nllb:
+ *   "".join(pieces).replace("\u2581", " ").strip() (the slow NllbTokenizer's
+ *   convert_tokens_to_string; ids past <mask>, the padding rows of the
+ *   published embeddings, are skipped too); m2m100: the pieces through the
+ *   spm decoder (an id without a vocab.json entry is the piece "<unk>").  Then
+ *   HF's clean-up when clean_up_tokenization_spaces is true (absent: false).
+ *   A negative id: MT_ERR_INPUT. */
+typedef struct mt_multi_tokenizer mt_multi_tokenizer;
+typedef enum { MT_MULTI_NONE = 0, MT_MULTI_NLLB = 1, MT_MULTI_M2M100 = 2 } mt_multi_kind;
+
+mt_status     mt_multi_detect(const char *dir, mt_multi_kind *kind, mt_err *err);
+mt_status     mt_multi_load(const char *dir, mt_multi_tokenizer **out, mt_err *err);
+void          mt_multi_free(mt_multi_tokenizer *t);
+/* Text -> ids as above.  Writes at most max_ids ids; MT_ERR_TOO_LONG (and the
+ * needed count in *n_ids) when they do not fit; MT_ERR_INPUT for invalid
+ * UTF-8 or an unknown language. */
+mt_status     mt_multi_encode(const mt_multi_tokenizer *t, const char *src_lang, const char *text, size_t len,
+                              int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+/* *out malloc'd, NUL-terminated; *out_len may be NULL. */
+mt_status     mt_multi_decode(const mt_multi_tokenizer *t, const int32_t *ids, int n, char **out, size_t *out_len,
+                              mt_err *err);
+int32_t       mt_multi_lang_id(const mt_multi_tokenizer *t, const char *code);   /* -1 if not a language */
+int           mt_multi_n_langs(const mt_multi_tokenizer *t);
+const char   *mt_multi_lang(const mt_multi_tokenizer *t, int i);        /* "eng_Latn", "en"; NULL past the end */
+const char   *mt_multi_lang_token(const mt_multi_tokenizer *t, int i);  /* "eng_Latn", "__en__"             */
+int           mt_multi_is_special(const mt_multi_tokenizer *t, int32_t id);
+mt_multi_kind mt_multi_kind_of(const mt_multi_tokenizer *t);
+const char   *mt_multi_kind_name(mt_multi_kind kind);                     /* "nllb", "m2m100", "none" */
+int32_t       mt_multi_vocab_size(const mt_multi_tokenizer *t);           /* ids defined: <mask> + 1; m2m100 incl. madeup */
+int32_t       mt_multi_bos(const mt_multi_tokenizer *t);
+int32_t       mt_multi_eos(const mt_multi_tokenizer *t);                  /* also the decoder start */
+int32_t       mt_multi_pad(const mt_multi_tokenizer *t);
+int32_t       mt_multi_unk(const mt_multi_tokenizer *t);
+const mt_spm *mt_multi_spm(const mt_multi_tokenizer *t);
 
 #endif
