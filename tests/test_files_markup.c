@@ -231,6 +231,67 @@ static void test_refused(void **state)
     expect_refused("deep.xlf", deep, 413, "deep");
 }
 
+/* The form's overwrite=true (srv_doc_options): an XLIFF target that holds
+ * text is translated again, as POST /translate translates its source, its
+ * state set; translate="no" still kept.  Without it the target is kept
+ * (test_untouched_bytes); a value other than a boolean is 400.  The CLI's
+ * --overwrite does the same. */
+static void test_overwrite(void **state)
+{
+    const char *x = "<?xml version=\"1.0\"?>\n<xliff version=\"1.2\"><file target-language=\"de\"><body>\n"
+                    "<trans-unit id=\"a\" translate=\"no\"><source>The house</source><target>Das Haus</target></trans-unit>\n"
+                    "<trans-unit id=\"b\"><source>The garden is green.</source><target>Le jardin</target></trans-unit>\n"
+                    "</body></file></xliff>\n";
+    char *want = translate("The garden is green.");
+    assert_non_null(want);
+    char target[512];
+    snprintf(target, sizeof target, "<target state=\"needs-review-translation\">%s</target>", want);
+    http_buf b;
+    long st = post_file(&srv, "ow.xlf", x, strlen(x), &b, 300000L, "source", "en", "target", "fr", "overwrite", "true",
+                        NULL);
+    assert_int_equal(st, 200);
+    json_t *j = json_loads(b.p, 0, NULL);
+    const char *url = json_string_value(json_object_get(j, "translatedFileUrl"));
+    assert_non_null(url);
+    reply r = get(&srv, strchr(strstr(url, "://") + 3, '/'));
+    assert_int_equal(r.status, 200);
+    char *out = strndup(r.body, r.len);
+    if (!strstr(out, target))
+        print_error("'%s' not in:\n%s\n", target, out);
+    assert_non_null(strstr(out, target));
+    assert_null(strstr(out, "Le jardin<"));
+    assert_non_null(strstr(out, "<source>The house</source><target>Das Haus</target>"));
+    assert_non_null(strstr(out, "target-language=\"fr\""));
+    free(out);
+    reply_free(&r);
+    json_decref(j);
+    free(b.p);
+    st = post_file(&srv, "ow.xlf", x, strlen(x), &b, 300000L, "source", "en", "target", "fr", "overwrite", "maybe",
+                   NULL);
+    assert_int_equal(st, 400);
+    assert_non_null(strstr(b.p, "overwrite"));
+    free(b.p);
+
+    char path[] = "/tmp/markup_owXXXXXX.xlf", cmd[512];
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, x, strlen(x)), (ssize_t)strlen(x));
+    close(fd);
+    for (int ow = 0; ow < 2; ow++) {
+        snprintf(cmd, sizeof cmd, "%s translate --model models/en-fr --file %s%s 2>/dev/null", getenv("MTSERVE_BIN"),
+                 path, ow ? " --overwrite" : "");
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        char buf[4096];
+        size_t n = fread(buf, 1, sizeof buf - 1, p);
+        buf[n] = 0;
+        assert_int_equal(pclose(p), 0);
+        assert_true(ow ? strstr(buf, target) != NULL : strstr(buf, "<target>Le jardin</target>") != NULL);
+    }
+    unlink(path);
+    free(want);
+}
+
 /* `mtserve translate --file`: the CLI reads the same formats. */
 static void test_cli(void **state)
 {
@@ -279,6 +340,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_markdown),       cmocka_unit_test(test_xliff12), cmocka_unit_test(test_xliff20),
         cmocka_unit_test(test_untouched_bytes), cmocka_unit_test(test_refused), cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_overwrite),
         cmocka_unit_test(test_frontend_lists),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);

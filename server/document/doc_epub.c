@@ -521,7 +521,7 @@ static mt_status documents(epub *e, mt_err *err)
 }
 
 static mt_status epub_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                            void **state, mt_err *err)
+                            const srv_doc_options *opt, void **state, mt_err *err)
 {
     *state = NULL;
     epub e = { .lim = lim };

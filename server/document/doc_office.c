@@ -678,8 +678,8 @@ static int other_part(srv_doc_kind kind, const char *name, srv_part_kind *pk)
     }
 }
 
-static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                         mt_err *err)
+static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                         const srv_doc_options *opt, void **state, mt_err *err)
 {
     *state = NULL;
     if (kind != SRV_DOC_DOCX && kind != SRV_DOC_ODT && kind != SRV_DOC_PPTX && kind != SRV_DOC_XLSX &&
