@@ -31,7 +31,8 @@
  *          ods cell only when it holds a string) (doc_office.c)
  *   epub   EPUB 2 and 3: the spine's XHTML through the HTML path, written
  *          back well-formed; the package's title and description, the NCX's
- *          titles; dc:language set to the target (doc_epub.c)
+ *          titles; dc:language, and the XHTML roots' lang and xml:lang,
+ *          set to the target (doc_epub.c)
  *   json   i18next JSON; arb Flutter's ARB: string values, not keys nor ARB's
  *          "@" metadata; "@@locale" set to the target (doc_json.c)
  *   properties  Java .properties (doc_properties.c); strings  Apple .strings
