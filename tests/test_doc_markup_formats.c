@@ -397,6 +397,51 @@ static void xliff12(void **state)
     free(x);
 }
 
+/* srv_doc_options.overwrite: a target that holds text is kept without it,
+ * translated again with it (1.2: its state "needs-review-translation"; 2.x:
+ * the segment's "translated"); translate="no" is kept either way. */
+static void xliff_overwrite(void **state)
+{
+    (void)state;
+    const char *files[] = { "tests/fixtures/xliff/messages.en-fr.xlf", "tests/fixtures/xliff/app.en-fr.xlf" };
+    const char *kept[] = { "<target state=\"final\">La maison est petite.</target>",
+                           "<segment state=\"final\">\n        <source>The house is small.</source>\n"
+                           "        <target>La maison est petite.</target>" };
+    const char *redone[] = { "<source>The house is small.</source>\n"
+                             "        <target state=\"needs-review-translation\">Le logis est petit.</target>",
+                             "<segment state=\"translated\">\n        <source>The house is small.</source>\n"
+                             "        <target>Le logis est petit.</target>" };
+    for (int f = 0; f < 2; f++) {
+        size_t len;
+        char *x = slurp(files[f], &len);
+        srv_doc_options opt = srv_doc_default_options();
+        assert_int_equal(opt.overwrite, 0);
+        for (int ow = 0; ow < 2; ow++) {
+            opt.overwrite = ow;
+            srv_doc *d = NULL;
+            mt_err err = { 0 };
+            assert_int_equal(srv_doc_parse_opt(SRV_DOC_XLIFF, x, len, NULL, &opt, &d, &err), MT_OK);
+            int house = -1;
+            for (int i = 0; i < srv_doc_units(d); i++) {
+                assert_string_not_equal(srv_doc_unit(d, i), "Acme Garden Tools");     /* translate="no" */
+                if (!strcmp(srv_doc_unit(d, i), "The house is small."))
+                    house = i;
+            }
+            assert_int_equal(srv_doc_units(d), (f ? 4 : 5) + ow);
+            assert_true(ow ? house >= 0 : house < 0);
+            for (int i = 0; i < srv_doc_units(d); i++)
+                set_linked(d, i, i == house ? "Le logis est petit." : srv_doc_unit(d, i));
+            char *out = render(d);
+            if (!strstr(out, ow ? redone[f] : kept[f]))
+                fail_msg("overwrite=%d: '%s' not in:\n%s", ow, ow ? redone[f] : kept[f], out);
+            assert_null(strstr(out, ow ? "La maison est petite." : "Le logis est petit."));
+            free(out);
+            srv_doc_free(d);
+        }
+        free(x);
+    }
+}
+
 static void xliff20(void **state)
 {
     (void)state;
@@ -464,6 +509,7 @@ int main(void)
         cmocka_unit_test(md_sniff_and_refuse),
         cmocka_unit_test(xliff12),
         cmocka_unit_test(xliff20),
+        cmocka_unit_test(xliff_overwrite),
         cmocka_unit_test(xliff_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1227,6 +1227,52 @@ static void test_xlsx(void **state)
     free(z);
 }
 
+/* The shared strings part found through xl/_rels/workbook.xml.rels: a Target
+ * relative to xl/ or from the top ("/..."), not the usual name (a decoy part
+ * there is not read); without rels, xl/sharedStrings.xml (test_xlsx). */
+static void test_xlsx_rels(void **state)
+{
+    static const char DECOY[] = "<sst xmlns=\"" S_NS "\"><si><t>Not the workbook's strings</t></si></sst>";
+    const char *targets[] = { "strings/shared.xml", "/xl/strings/shared.xml" };
+    for (int k = 0; k < 2; k++) {
+        char rels[1024];
+        snprintf(rels, sizeof rels,
+                 "<?xml version=\"1.0\"?>\n<Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/"
+                 "relationships\"><Relationship Id=\"rId1\" Type=\"http://schemas.openxmlformats.org/officeDocument/"
+                 "2006/relationships/worksheet\" Target=\"worksheets/sheet2.xml\"/><Relationship Id=\"rId9\" "
+                 "Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings\" "
+                 "Target=\"%s\"/></Relationships>", targets[k]);
+        entry e[] = { { "[Content_Types].xml", CT, 0, 0 },
+                      { "xl/workbook.xml", "<workbook xmlns=\"" S_NS "\"><sheets><sheet name=\"Plans\" "
+                                           "sheetId=\"1\"/></sheets></workbook>", 0, 0 },
+                      { "xl/_rels/workbook.xml.rels", rels, 0, 0 },
+                      { "xl/sharedStrings.xml", DECOY, 0, 0 },
+                      { "xl/strings/shared.xml", SST, 0, 0 },
+                      { "xl/worksheets/sheet2.xml", SHEET2, 0, 0 } };
+        size_t n, m;
+        char *z = mkzip(e, 6, &n), *out;
+        const char *want[] = { "Office rent", "The order was delayed by the supplier.", "Tokyo office" };
+        const char *changed[] = { "xl/strings/shared.xml" };
+        zip_round_trip(SRV_DOC_XLSX, z, n, want, 3, changed, 1, &out, &m);
+        entry_has(out, m, "xl/strings/shared.xml", "<t>OFFICE RENT</t>", NULL);
+        free(out);
+        free(z);
+    }
+    /* rels that name no shared strings: the usual part */
+    entry e[] = { { "[Content_Types].xml", CT, 0, 0 },
+                  { "xl/workbook.xml", "<workbook xmlns=\"" S_NS "\"><sheets/></workbook>", 0, 0 },
+                  { "xl/_rels/workbook.xml.rels", "<Relationships xmlns=\"http://schemas.openxmlformats.org/package/"
+                                                  "2006/relationships\"/>", 0, 0 },
+                  { "xl/sharedStrings.xml", DECOY, 0, 0 } };
+    size_t n;
+    char *z = mkzip(e, 4, &n);
+    srv_doc *d = parse_ok(SRV_DOC_XLSX, z, n);
+    assert_int_equal(srv_doc_units(d), 1);
+    assert_string_equal(srv_doc_unit(d, 0), "Not the workbook's strings");
+    srv_doc_free(d);
+    free(z);
+}
+
 static void test_odp_ods(void **state)
 {
     size_t n, m;
@@ -1315,6 +1361,47 @@ static void test_epub(void **state)
     srv_doc_free(d);
     free(z);
     free(opf2);
+}
+
+/* The XHTML root's lang and xml:lang set to the target, as dc:language is,
+ * where the root has them: that document rewritten even with no unit set
+ * (its DOCTYPE kept), one without them left byte for byte; without a target
+ * they stay the source's. */
+static void test_epub_lang(void **state)
+{
+    char *ch1 = strdup(CH1);
+    static const char ROOT[] = "<html xmlns=\"http://www.w3.org/1999/xhtml\"";
+    const char *at = strstr(ch1, ROOT) + strlen(ROOT);
+    char lang_ch1[4096];
+    snprintf(lang_ch1, sizeof lang_ch1, "%.*s xml:lang=\"en\" lang=\"en-GB\"%s", (int)(at - ch1), ch1, at);
+    size_t n, m;
+    char *z = mkepub(lang_ch1, NULL, &n);
+    srv_doc *d = parse_ok(SRV_DOC_EPUB, z, n);
+    char *out = render_ok(d, &m);
+    char *s = entry_of(out, m, "OEBPS/text/ch1.xhtml");
+    assert_string_equal(s, lang_ch1);                   /* no target: as it was */
+    free(s);
+    free(out);
+    srv_doc_target(d, "pt-BR");
+    out = render_ok(d, &m);
+    s = entry_of(out, m, "OEBPS/text/ch1.xhtml");
+    assert_true(well_formed(s));
+    assert_memory_equal(s, CH1, strstr(CH1, "<html") - CH1);        /* the declaration and DOCTYPE kept */
+    assert_non_null(strstr(s, "xml:lang=\"pt-BR\""));
+    assert_non_null(strstr(s, " lang=\"pt-BR\""));
+    assert_null(strstr(s, "\"en"));
+    assert_non_null(strstr(s, "The keeper was <em>very</em> happy."));   /* untranslated */
+    free(s);
+    s = entry_of(out, m, "OEBPS/text/chapter 2.xhtml");
+    assert_string_equal(s, CH2);                        /* no lang: not rewritten */
+    free(s);
+    s = entry_of(out, m, "OEBPS/content.opf");
+    assert_non_null(strstr(s, "<dc:language>pt-BR</dc:language>"));
+    free(s);
+    free(out);
+    srv_doc_free(d);
+    free(z);
+    free(ch1);
 }
 
 /* EPUB 2's XHTML with the XHTML DTD's entities (declared by the DTD its DOCTYPE
@@ -1442,8 +1529,10 @@ int main(void)
         cmocka_unit_test(test_zipformats_sniff),
         cmocka_unit_test(test_pptx),
         cmocka_unit_test(test_xlsx),
+        cmocka_unit_test(test_xlsx_rels),
         cmocka_unit_test(test_odp_ods),
         cmocka_unit_test(test_epub),
+        cmocka_unit_test(test_epub_lang),
         cmocka_unit_test(test_epub_entities),
         cmocka_unit_test(test_zipformats_refused),
     };

@@ -150,7 +150,7 @@ void srv_handle_deepl_document(srv_request *req, srv_response *resp)
     srv_doc *doc = NULL;
     srv_file_route r = { 0 };
     if (read_upload(req, resp, &d) || upload_glossary(req, resp, &d) ||
-        srv_file_parse(srv, resp, d.data, d.len, d.kind, &copy, &doc) ||
+        srv_file_parse(srv, resp, d.data, d.len, d.kind, NULL, &copy, &doc) ||
         srv_file_route_doc(srv, resp, doc, d.target, &d.source, &d.guess, d.terms, &r) ||
         bill(req, resp, srv_file_chars(doc)))
         goto done;

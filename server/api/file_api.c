@@ -2,7 +2,8 @@
  * /translate_file/ID (progress, cancel: ours), GET /download_file/ID/NAME.
  *
  *   POST /translate_file   multipart/form-data: file, target, source (or
- *                          "auto", the default), api_key; and ours: async.
+ *                          "auto", the default), api_key; and ours: async,
+ *                          overwrite (XLIFF: targets that hold text translated again).
  *       The file's format is read from its bytes (document/document.h); it
  *       becomes a file job (service/file_job.h) that goes through the
  *       decoders in batches beside every other request.  As LibreTranslate:
@@ -94,7 +95,8 @@ static void finish_sync(srv_request *req, srv_response *resp)
 }
 
 /* A POST /translate_file's form, checked: the file's bytes (in the request's
- * body), its name and format, the languages, and whether to reply at once. */
+ * body), its name and format, the languages, whether to reply at once, and
+ * the per-file choices of the format (document.h's srv_doc_options). */
 typedef struct {
     const char    *data;
     size_t         len;
@@ -102,8 +104,17 @@ typedef struct {
     srv_doc_kind   kind;
     const char    *target, *source;     /* source: "auto" or a code (guess.code once detected) */
     int            async;
+    srv_doc_options opt;
     srv_lang_guess guess;
 } file_form;
+
+/* The form's fields for srv_doc_options, over its defaults: "overwrite"
+ * (true/false).  0, or -1 with resp failed. */
+static int read_doc_options(srv_request *req, srv_response *resp, srv_doc_options *o)
+{
+    *o = srv_doc_default_options();
+    return srv_field_bool(req, resp, "overwrite", &o->overwrite) < 0 ? -1 : 0;
+}
 
 /* The form's file part and fields: 0, or -1 with resp failed. */
 static int read_form(srv_request *req, srv_response *resp, file_form *f)
@@ -124,7 +135,7 @@ static int read_form(srv_request *req, srv_response *resp, file_form *f)
     f->source = "auto";
     f->async = 0;
     if (srv_field_string(req, resp, "target", &f->target) < 0 || srv_field_string(req, resp, "source", &f->source) < 0 ||
-        srv_field_bool(req, resp, "async", &f->async) < 0)
+        srv_field_bool(req, resp, "async", &f->async) < 0 || read_doc_options(req, resp, &f->opt) < 0)
         return -1;
     if (!f->target)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Invalid request: missing target parameter");
@@ -154,7 +165,7 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
     waiting *w = NULL;
     srv_glossary *terms = NULL;         /* the form's "glossary", a JSON object as a string */
     int rc = share_ready(req, resp) || read_form(req, resp, &f) ||
-             srv_file_parse(srv, resp, f.data, f.len, f.kind, &copy, &doc) ||
+             srv_file_parse(srv, resp, f.data, f.len, f.kind, &f.opt, &copy, &doc) ||
              srv_request_glossary(req, resp, &terms) ||
              srv_file_route_doc(srv, resp, doc, f.target, &f.source, &f.guess, terms, &r);
     srv_glossary_free(terms);

@@ -39,6 +39,7 @@ typedef struct {
     const char *glossary;       /* --glossary FILE.tsv: terms every line keeps */
     const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
     int no_placeholders;        /* --no-placeholders: %s, {name}, URLs... sent to the model as text */
+    srv_doc_options doc;        /* --file's per-file choices: --overwrite */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -74,7 +75,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
                "                         [--kv-cache f32|f16] [--json] [--glossary F.tsv] [--no-placeholders]\n"
-               "                         [--format html | --file IN [--out OUT]]\n"
+               "                         [--format html | --file IN [--out OUT] [--overwrite]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s), or a Hugging Face name org/name[@rev]\n"
                "  --threads N       compute threads (default 1)\n"
@@ -92,6 +93,8 @@ static void usage(FILE *f)
                "                    ods, epub, i18n resources, Markdown, XLIFF: read from its bytes and\n"
                "                    name), its structure kept; --out OUT writes it (default stdout), with a\n"
                "                    progress bar on a terminal\n"
+               "  --overwrite       with --file: XLIFF targets that already hold text are translated again\n"
+               "                    (default: kept)\n"
                "decoding (POST /translate's fields; config.* and limits.* are the model's, as GET /models says):\n"
                "  --sample          draw each token (beam 1) with the sampling flags below; the seed, unless\n"
                "                    given, is drawn and printed on stderr; line i draws with seed + i\n",
@@ -165,7 +168,8 @@ static int parse_feature(const char *a, const char *v, int *i, options *o)
 /* 0 = ok, 1 = exit 0 (help), 2 = usage error */
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){.model = DEFAULT_MODEL, .threads = 1, .dp = mt_decode_default_params()};
+    *o = (options){.model = DEFAULT_MODEL, .threads = 1, .dp = mt_decode_default_params(),
+              .doc = srv_doc_default_options()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int r = parse_decode_flag(a, v, &i, o);
@@ -195,6 +199,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->json = 1;
         } else if (!strcmp(a, "--no-placeholders")) {
             o->no_placeholders = 1;
+        } else if (!strcmp(a, "--overwrite")) {
+            o->doc.overwrite = 1;
         } else if (!strcmp(a, "--model") && v) {
             o->model = v;
             i++;
@@ -475,7 +481,7 @@ static int run_file(mt_session *s, const srv_tr_model *tm, const srv_tr_params *
     srv_doc_limits lim = srv_doc_default_limits();
     lim.max_bytes = (size_t)1 << 30;    /* the operator's own file: only its format's bounds */
     lim.max_units = 10000000;
-    if (srv_doc_parse(kind, data, len, &lim, &d, &err) != MT_OK) {
+    if (srv_doc_parse_opt(kind, data, len, &lim, &o->doc, &d, &err) != MT_OK) {
         fprintf(stderr, "mtserve translate: %s: %s\n", name, err.msg);
         goto done;
     }

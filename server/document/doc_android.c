@@ -493,7 +493,7 @@ static void a_free(void *state)
 }
 
 static mt_status android_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                               void **state, mt_err *err)
+                               const srv_doc_options *opt, void **state, mt_err *err)
 {
     droid p = { .max_depth = lim->max_depth };
     srv_xml_doc *x = NULL;

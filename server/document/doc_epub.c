@@ -7,7 +7,8 @@
  *       to the target (srv_doc_target)
  *   the spine's XHTML documents, in reading order, then the EPUB 3
  *       navigation document (manifest item with properties "nav") when it is
- *       not in the spine (SRV_PART_XHTML: markup/html.h's units)
+ *       not in the spine (SRV_PART_XHTML: markup/html.h's units); the root's
+ *       lang and xml:lang, where it has them, set to the target too
  *   the EPUB 2 table of contents (the spine's toc, or the manifest's
  *       application/x-dtbncx+xml item; SRV_PART_NCX): docTitle and navLabel
  *       texts
@@ -118,7 +119,10 @@ struct srv_xhtml {
     size_t      len, root;      /* its root element's first byte */
     char       *src;            /* what the HTML parser reads: the root on, empty non-void elements opened */
     srv_html   *h;
+    int         has_lang;       /* the root has lang or xml:lang */
 };
+
+static const char *const LANG_ATTRS[] = { "lang", "xml:lang" };
 
 static int void_element(const char *name)
 {
@@ -158,7 +162,7 @@ static mt_status trial_render(const srv_xhtml *x, mt_err *err)
 {
     char *out;
     size_t n;
-    mt_status st = srv_xhtml_render(x, &out, &n, err);
+    mt_status st = srv_xhtml_render(x, NULL, &out, &n, err);
     free(out);
     if (st == MT_ERR_INTERNAL && err)
         err->status = MT_ERR_INPUT;
@@ -272,7 +276,9 @@ mt_status srv_xhtml_open(const char *name, const char *xml, size_t len, const sr
         goto done;
     }
     *x = (srv_xhtml){ .name = name, .xml = xml, .own = own, .len = len, .root = srv_xml_root(doc)->start };
-    size_t at = x->root;
+    size_t at = x->root, an;
+    for (int k = 0; k < 2; k++)
+        x->has_lang |= srv_xml_attr(doc, srv_xml_root(doc), LANG_ATTRS[k], &an) != NULL;
     if (open_empty(srv_xml_root(doc), xml, &at, &b) || mt_sb_add(&b, xml + at, len - at) || mt_sb_add(&b, "", 0)) {
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         goto done;
@@ -294,6 +300,7 @@ done:
 }
 
 int srv_xhtml_units(const srv_xhtml *x) { return srv_html_units(x->h); }
+int srv_xhtml_has_lang(const srv_xhtml *x) { return x->has_lang; }
 const char *srv_xhtml_unit(const srv_xhtml *x, int i) { return srv_html_unit(x->h, i); }
 
 mt_status srv_xhtml_set(srv_xhtml *x, int i, const char *text, size_t len, const long *links, int n_links,
@@ -302,7 +309,36 @@ mt_status srv_xhtml_set(srv_xhtml *x, int i, const char *text, size_t len, const
     return srv_html_set(x->h, i, text, len, links, n_links, err);
 }
 
-mt_status srv_xhtml_render(const srv_xhtml *x, char **out, size_t *len, mt_err *err)
+/* b (the rendered document, doc its tree over a copy with the DOCTYPE
+ * blanked) with the root's lang and xml:lang, those it has, set to lang.
+ * Only the root's start tag changes, so the bytes before it are b's own
+ * (the DOCTYPE written back). */
+static mt_status set_lang(srv_xml_doc *doc, const char *lang, mt_sbuf *b, mt_err *err)
+{
+    const srv_xml_node *root = srv_xml_root(doc);
+    size_t n, wn;
+    for (int k = 0; k < 2; k++)
+        if (srv_xml_attr(doc, root, LANG_ATTRS[k], &n) && srv_xml_set_attr(doc, root, LANG_ATTRS[k], lang))
+            return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    char *w;
+    mt_status st = srv_xml_write(doc, &w, &wn, err);
+    if (st != MT_OK)
+        return st;
+    mt_sbuf nb = { 0 };
+    if (mt_sb_add(&nb, b->p, root->start) || mt_sb_add(&nb, w + root->start, wn - root->start) ||
+        mt_sb_add(&nb, "", 0))
+        st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    free(w);
+    if (st != MT_OK) {
+        free(nb.p);
+        return st;
+    }
+    free(b->p);
+    *b = nb;
+    return MT_OK;
+}
+
+mt_status srv_xhtml_render(const srv_xhtml *x, const char *lang, char **out, size_t *len, mt_err *err)
 {
     *out = NULL;
     *len = 0;
@@ -325,7 +361,7 @@ mt_status srv_xhtml_render(const srv_xhtml *x, char **out, size_t *len, mt_err *
         char pb[96];
         st = mt_err_set(err, MT_ERR_INTERNAL, "%s: its markup, read as HTML, cannot be written back as XHTML: %s",
                         srv_printable(x->name, pb, sizeof pb), xe.msg);
-    } else {
+    } else if (!lang || !x->has_lang || (st = set_lang(doc, lang, &b, err)) == MT_OK) {
         *out = b.p;
         *len = b.n;
         b.p = NULL;
@@ -521,7 +557,7 @@ static mt_status documents(epub *e, mt_err *err)
 }
 
 static mt_status epub_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                            void **state, mt_err *err)
+                            const srv_doc_options *opt, void **state, mt_err *err)
 {
     *state = NULL;
     epub e = { .lim = lim };

@@ -11,9 +11,9 @@
 #include "util/status.h"
 
 typedef struct {
-    /* MT_OK and *state, or a failure with err (nothing to free) */
-    mt_status   (*parse)(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                         mt_err *err);
+    /* MT_OK and *state, or a failure with err (nothing to free); lim and opt never NULL */
+    mt_status   (*parse)(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                         const srv_doc_options *opt, void **state, mt_err *err);
     int         (*units)(const void *state);
     const char *(*unit)(const void *state, int i);
     mt_status   (*set)(void *state, int i, const char *text, size_t len, const long *links, int n_links,

@@ -5,8 +5,8 @@
 #include "doc_format.h"
 #include "markup/html.h"
 
-static mt_status html_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                            mt_err *err)
+static mt_status html_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                            const srv_doc_options *opt, void **state, mt_err *err)
 {
     srv_html *h = NULL;
     mt_status st = srv_html_parse(data, len, lim->max_depth, &h, err);

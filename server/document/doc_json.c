@@ -215,8 +215,8 @@ static mt_status validate(const char *d, size_t n, mt_err *err)
     return MT_OK;
 }
 
-static mt_status json_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                            mt_err *err)
+static mt_status json_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                            const srv_doc_options *opt, void **state, mt_err *err)
 {
     srv_res *r = NULL;
     mt_status st = srv_res_new(data, len, lim, &r, err);

@@ -651,8 +651,8 @@ static cmark_node *cmark_read(const char *s, size_t n)
     return doc;
 }
 
-static mt_status md_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                          mt_err *err)
+static mt_status md_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                          const srv_doc_options *opt, void **state, mt_err *err)
 {
     if (memchr(data, 0, len))
         return mt_err_set(err, MT_ERR_INPUT, "not Markdown: a NUL byte at offset %zu",

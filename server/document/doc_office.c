@@ -8,8 +8,10 @@
  *   pptx  ppt/slides/slide*.xml and ppt/notesSlides/notesSlide*.xml (their
  *         text boxes and tables; not the layouts' and masters' placeholder
  *         texts); ppt/presentation.xml must be there
- *   xlsx  xl/sharedStrings.xml and the sheets xl/worksheets/sheet*.xml that
- *         hold inline strings; xl/workbook.xml (the sheet names) must be there
+ *   xlsx  the shared strings part (the one xl/_rels/workbook.xml.rels names;
+ *         xl/sharedStrings.xml when it names none) and the sheets
+ *         xl/worksheets/sheet*.xml that hold inline strings; xl/workbook.xml
+ *         (the sheet names) must be there
  *   odt, ods  content.xml, then the headers and footers of styles.xml (the
  *         paragraphs inside office:master-styles)
  *   odp   content.xml (pages, their tables, the speaker notes)
@@ -115,6 +117,7 @@ struct srv_parts {
     int            n_units;
     size_t         cap_units;
     char          *lang;        /* the target's code (srv_doc_target), for SRV_PART_OPF's dc:language */
+    char           shared[256]; /* xlsx: the shared strings part's name (shared_strings) */
 };
 typedef srv_parts office;
 
@@ -540,6 +543,7 @@ mt_status srv_parts_new(srv_doc_kind kind, const char *data, size_t len, const s
     o->data = data;
     o->len = len;
     o->lim = *lim;
+    snprintf(o->shared, sizeof o->shared, "xl/sharedStrings.xml");
     return MT_OK;
 }
 
@@ -608,7 +612,7 @@ mt_status srv_parts_add(srv_parts *o, srv_zip *z, int entry, srv_part_kind pk, m
     if (p->len > o->lim.max_xml_part)       /* its tree would take many times that */
         return mt_err_set(err, MT_ERR_TOO_LONG, "%s is %zu bytes of XML; the limit of a part is %zu (max_xml_part)",
                           srv_printable(p->name, pb, sizeof pb), p->len, o->lim.max_xml_part);
-    if (pk == SRV_PART_XLSX && strcmp(p->name, "xl/sharedStrings.xml") && !memmem(p->xml, p->len, "inlineStr", 9)) {
+    if (pk == SRV_PART_XLSX && strcmp(p->name, o->shared) && !memmem(p->xml, p->len, "inlineStr", 9)) {
         free(p->name);              /* a sheet of numbers, formulas and shared strings: nothing of its own */
         free(p->xml);
         o->n_parts--;
@@ -656,8 +660,46 @@ static const char *main_entry(srv_doc_kind kind, int *is_part, srv_part_kind *pk
     }
 }
 
+/* The workbook's shared strings part into o->shared: the Target of the
+ * Relationship whose Type ends in "/sharedStrings" in
+ * xl/_rels/workbook.xml.rels (relative to xl/, or from the archive's top
+ * when it starts with "/"); without that file or such a Relationship, the
+ * usual xl/sharedStrings.xml (srv_parts_new). */
+static mt_status shared_strings(office *o, srv_zip *z, mt_err *err)
+{
+    static const char RELS[] = "xl/_rels/workbook.xml.rels";
+    int e = srv_zip_find(z, RELS);
+    if (e < 0)
+        return MT_OK;
+    char *xml = NULL;
+    size_t len, tn, gn;
+    srv_xml_doc *doc = NULL;
+    mt_status st = srv_zip_read(z, e, &xml, &len, err);
+    if (st == MT_OK && len > o->lim.max_xml_part)
+        st = mt_err_set(err, MT_ERR_TOO_LONG, "%s is %zu bytes of XML; the limit of a part is %zu (max_xml_part)",
+                        RELS, len, o->lim.max_xml_part);
+    if (st == MT_OK)
+        st = srv_xml_parse(RELS, xml, len, o->lim.max_depth, &doc, err);
+    const srv_xml_node *root = st == MT_OK ? srv_xml_root(doc) : NULL;
+    for (const srv_xml_node *c = root ? root->children : NULL; c; c = c->next) {
+        const char *type = c->type == SRV_XML_ELEMENT && !strcmp(c->name, "Relationship")
+                               ? srv_xml_attr(doc, c, "Type", &tn) : NULL;
+        const char *target = type ? srv_xml_attr(doc, c, "Target", &gn) : NULL;
+        if (!target || !gn || tn < 14 || memcmp(type + tn - 14, "/sharedStrings", 14))
+            continue;
+        if (target[0] == '/')
+            snprintf(o->shared, sizeof o->shared, "%.*s", (int)(gn - 1), target + 1);
+        else
+            snprintf(o->shared, sizeof o->shared, "xl/%.*s", (int)gn, target);
+        break;
+    }
+    srv_xml_free(doc);
+    free(xml);
+    return st;
+}
+
 /* The other parts translated, in the archive's order. */
-static int other_part(srv_doc_kind kind, const char *name, srv_part_kind *pk)
+static int other_part(const office *o, srv_doc_kind kind, const char *name, srv_part_kind *pk)
 {
     switch (kind) {
     case SRV_DOC_DOCX:
@@ -672,14 +714,14 @@ static int other_part(srv_doc_kind kind, const char *name, srv_part_kind *pk)
         return numbered(name, "ppt/slides/slide") || numbered(name, "ppt/notesSlides/notesSlide");
     case SRV_DOC_XLSX:
         *pk = SRV_PART_XLSX;
-        return !strcmp(name, "xl/sharedStrings.xml") || numbered(name, "xl/worksheets/sheet");
+        return !strcmp(name, o->shared) || numbered(name, "xl/worksheets/sheet");
     default:
         return 0;
     }
 }
 
-static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                         mt_err *err)
+static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                         const srv_doc_options *opt, void **state, mt_err *err)
 {
     *state = NULL;
     if (kind != SRV_DOC_DOCX && kind != SRV_DOC_ODT && kind != SRV_DOC_PPTX && kind != SRV_DOC_XLSX &&
@@ -702,8 +744,10 @@ static mt_status o_parse(srv_doc_kind kind, const char *data, size_t len, const 
                         main_name);
     else if (is_part)
         st = srv_parts_add(o, z, first, pk, err);
+    if (st == MT_OK && kind == SRV_DOC_XLSX)
+        st = shared_strings(o, z, err);
     for (int i = 0; st == MT_OK && i < srv_zip_entries(z); i++)
-        if (i != first && other_part(kind, srv_zip_name(z, i), &pk))
+        if (i != first && other_part(o, kind, srv_zip_name(z, i), &pk))
             st = srv_parts_add(o, z, i, pk, err);
     srv_zip_close(z);
     if (st != MT_OK)
@@ -748,7 +792,7 @@ void srv_parts_target(void *state, const char *lang)
 static mt_status write_part(const office *o, const part *p, char **out, size_t *len, mt_err *err)
 {
     if (p->kind == SRV_PART_XHTML)
-        return srv_xhtml_render(p->html, out, len, err);
+        return srv_xhtml_render(p->html, o->lang, out, len, err);
     srv_xml_doc *doc;
     mt_status st = srv_xml_parse(p->name, p->xml, p->len, o->lim.max_depth, &doc, err);
     if (st != MT_OK)
@@ -765,7 +809,7 @@ static mt_status write_part(const office *o, const part *p, char **out, size_t *
 
 static int part_changed(const office *o, const part *p)
 {
-    if (p->kind == SRV_PART_OPF && o->lang)
+    if (o->lang && (p->kind == SRV_PART_OPF || (p->kind == SRV_PART_XHTML && srv_xhtml_has_lang(p->html))))
         return 1;
     for (int i = p->first; i < p->first + p->n; i++)
         if (o->units[i].tgt)

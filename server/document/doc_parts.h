@@ -68,8 +68,11 @@ const char *srv_xhtml_unit(const srv_xhtml *x, int i);
 mt_status   srv_xhtml_set(srv_xhtml *x, int i, const char *text, size_t len, const long *links, int n_links,
                           mt_err *err);
 /* The document with its translations, well-formed XML (else MT_ERR_INTERNAL
- * naming it): malloc'd. */
-mt_status   srv_xhtml_render(const srv_xhtml *x, char **out, size_t *len, mt_err *err);
+ * naming it), the root's lang and xml:lang, those it has, set to lang (NULL:
+ * kept): malloc'd. */
+mt_status   srv_xhtml_render(const srv_xhtml *x, const char *lang, char **out, size_t *len, mt_err *err);
+/* Whether the root has a lang or xml:lang (which a target language changes). */
+int         srv_xhtml_has_lang(const srv_xhtml *x);
 
 /* doc_epub.c: a DOCTYPE that declares nothing (no internal subset, as XHTML
  * and NCX files have) blanked out in xml[0..len) with spaces, so that every

@@ -715,8 +715,8 @@ static void po_free(void *state)
     free(t);
 }
 
-static mt_status po_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                          mt_err *err)
+static mt_status po_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                          const srv_doc_options *opt, void **state, mt_err *err)
 {
     const char *z = memchr(data, 0, len);
     if (z) {                            /* a unit is a C string: a NUL would cut it */

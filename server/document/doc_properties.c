@@ -170,8 +170,8 @@ static mt_status entry(props *p, size_t end, mt_err *err)
     return st != MT_OK ? st : srv_res_value(p->r, &p->v, end, SRV_RES_PROPS, SRV_RES_LEAD, p->l.map[k], err);
 }
 
-static mt_status props_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                             mt_err *err)
+static mt_status props_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                             const srv_doc_options *opt, void **state, mt_err *err)
 {
     props p = { .d = data, .n = len, .line = 1 };
     mt_status st = srv_res_new(data, len, lim, &p.r, err);

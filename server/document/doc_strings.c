@@ -181,7 +181,7 @@ static mt_status entry(strs *s, mt_err *err)
 }
 
 static mt_status strings_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                               void **state, mt_err *err)
+                               const srv_doc_options *opt, void **state, mt_err *err)
 {
     strs s = { .d = data, .n = len, .i = len >= 3 && !memcmp(data, "\xef\xbb\xbf", 3) ? 3 : 0 };
     mt_status st = srv_res_new(data, len, lim, &s.r, err);

@@ -618,7 +618,7 @@ static mt_status blocks(subs *t, mt_err *err)
 }
 
 static mt_status subs_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                            void **state, mt_err *err)
+                            const srv_doc_options *opt, void **state, mt_err *err)
 {
     mt_status st = check_bytes(data, len, err);
     if (st != MT_OK)

@@ -142,7 +142,7 @@ static void text_free(void *state)
 }
 
 static mt_status text_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                            void **state, mt_err *err)
+                            const srv_doc_options *opt, void **state, mt_err *err)
 {
     if (memchr(data, 0, len))
         return mt_err_set(err, MT_ERR_INPUT, "the text holds a NUL byte at offset %zu",

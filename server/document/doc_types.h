@@ -41,4 +41,11 @@ typedef struct {
     int    max_depth;           /* HTML and XML element nesting */
 } srv_doc_limits;
 
+/* What a caller chooses for one file (the limits are the server's): the
+ * defaults from srv_doc_default_options (document.h), filled from POST
+ * /translate_file's form (file_api.c) or `mtserve translate --file`'s flags. */
+typedef struct {
+    int overwrite;              /* XLIFF: a <target> that already holds text translated again (default 0: kept) */
+} srv_doc_options;
+
 #endif

@@ -5,8 +5,8 @@
  * …:document:2.0) or its version attribute.  Units: in 1.2 each
  * <trans-unit>'s <source>, in 2.x each <segment>'s <source>; never those
  * under translate="no" (on <file>, <group>, <unit> or <trans-unit>), nor
- * those whose <target> already holds something (kept: there is no
- * "overwrite" yet, document.h has no per-file options).  The translation goes
+ * those whose <target> already holds something (kept, unless the caller's
+ * srv_doc_options.overwrite: then its content is replaced).  The translation goes
  * into the <target>: an empty one is filled, a missing one is created after
  * the <source> (after 1.2's <seg-source>) on a line of its own with the
  * source's indentation and line ending, its prefix the source's.  Set on
@@ -57,6 +57,7 @@ typedef struct {
     size_t       cap_files;
     char        *lang;                      /* the target language, once set */
     size_t       max_unit;
+    int          overwrite;                 /* srv_doc_options: targets that hold text translated again */
 } xdoc;
 
 /* ---- reading ------------------------------------------------------------------------ */
@@ -116,11 +117,12 @@ static int empty_target(const srv_xml_node *t)
     return 1;
 }
 
-/* The source of a trans-unit (1.2) or a segment (2.x): a unit when it has words and no target yet. */
+/* The source of a trans-unit (1.2) or a segment (2.x): a unit when it has
+ * words and no target yet (or overwrite: whatever its target holds). */
 static mt_status unit(xdoc *d, const srv_xml_node *holder, const srv_xml_node *segment, mt_err *err)
 {
     const srv_xml_node *source = child(holder, "source"), *target = child(holder, "target");
-    if (!source || (target && !empty_target(target)))
+    if (!source || (target && !d->overwrite && !empty_target(target)))
         return MT_OK;
     const srv_xml_node *seg = d->v2 ? NULL : child(holder, "seg-source");
     xunit u = { .source = source, .target = target, .segment = segment,
@@ -184,8 +186,8 @@ static void x_free(void *state)
     free(d);
 }
 
-static mt_status x_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, void **state,
-                         mt_err *err)
+static mt_status x_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                         const srv_doc_options *opt, void **state, mt_err *err)
 {
     xdoc *d = calloc(1, sizeof *d);
     if (!d)
@@ -193,6 +195,7 @@ static mt_status x_parse(srv_doc_kind kind, const char *data, size_t len, const 
     d->src = data;
     d->len = len;
     d->max_unit = lim->max_unit_bytes;
+    d->overwrite = opt->overwrite;
     mt_status st = srv_xml_parse_flags("the XLIFF file", data, len, lim->max_depth, SRV_XML_KEEP_MISC, &d->x, err);
     if (st != MT_OK)
         goto fail;

@@ -274,7 +274,7 @@ done:
 }
 
 static mt_status yaml_parse_doc(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
-                                void **state, mt_err *err)
+                                const srv_doc_options *opt, void **state, mt_err *err)
 {
     (void)kind;
     srv_res *r;

@@ -53,6 +53,8 @@ srv_doc_limits srv_doc_default_limits(void)
                              .max_depth = 256 };
 }
 
+srv_doc_options srv_doc_default_options(void) { return (srv_doc_options){ .overwrite = 0 }; }
+
 static int valid_kind(srv_doc_kind k) { return k >= 0 && k < SRV_DOC_N; }
 
 const char *srv_doc_kind_name(srv_doc_kind k) { return valid_kind(k) ? KINDS[k].name : NULL; }
@@ -273,12 +275,20 @@ srv_doc_kind srv_doc_sniff(const char *data, size_t len, const char *name)
 mt_status srv_doc_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim, srv_doc **out,
                         mt_err *err)
 {
+    return srv_doc_parse_opt(kind, data, len, lim, NULL, out, err);
+}
+
+mt_status srv_doc_parse_opt(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                            const srv_doc_options *opt, srv_doc **out, mt_err *err)
+{
     *out = NULL;
     if (!valid_kind(kind))
         return mt_err_set(err, MT_ERR_INPUT, "unknown document format %d", (int)kind);
     srv_doc_limits def = srv_doc_default_limits();
     if (!lim)
         lim = &def;
+    srv_doc_options o = opt ? *opt : srv_doc_default_options();
+    o.overwrite = !!o.overwrite;
     if (len > lim->max_bytes)
         return mt_err_set(err, MT_ERR_TOO_LONG, "the file is %zu bytes; the limit is %zu", len, lim->max_bytes);
     srv_doc *d = calloc(1, sizeof *d);
@@ -287,7 +297,7 @@ mt_status srv_doc_parse(srv_doc_kind kind, const char *data, size_t len, const s
     d->kind = kind;
     d->f = KINDS[kind].f;
     /* every parser sets d->state only on success, so srv_doc_free below is right either way */
-    mt_status st = d->f->parse(kind, data, len, lim, &d->state, err);
+    mt_status st = d->f->parse(kind, data, len, lim, &o, &d->state, err);
     if (st != MT_OK)
         goto fail;
     if (d->f->units(d->state) > lim->max_units) {

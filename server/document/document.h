@@ -31,7 +31,8 @@
  *          ods cell only when it holds a string) (doc_office.c)
  *   epub   EPUB 2 and 3: the spine's XHTML through the HTML path, written
  *          back well-formed; the package's title and description, the NCX's
- *          titles; dc:language set to the target (doc_epub.c)
+ *          titles; dc:language, and the XHTML roots' lang and xml:lang,
+ *          set to the target (doc_epub.c)
  *   json   i18next JSON; arb Flutter's ARB: string values, not keys nor ARB's
  *          "@" metadata; "@@locale" set to the target (doc_json.c)
  *   properties  Java .properties (doc_properties.c); strings  Apple .strings
@@ -43,7 +44,8 @@
  *   md     Markdown, CommonMark + GFM tables (cmark-gfm): paragraphs,
  *          headings, table cells; inline markup placed by the alignment,
  *          code, link targets, HTML, front matter kept (doc_markdown.c)
- *   xliff  XLIFF 1.2 and 2.x: sources into targets, inline codes kept, the
+ *   xliff  XLIFF 1.2 and 2.x: sources into targets (a filled target kept
+ *          unless srv_doc_options.overwrite), inline codes kept, the
  *          target language and state set (doc_xliff.c)
  *
  * Sniffing never takes structured text for prose: XML with another root,
@@ -65,6 +67,9 @@
 /* Defaults: 16 MB, 100,000 units, 64 KB a unit, 2,000 entries, 256 MB
  * inflated, 32 MB an XML part, nesting 256. */
 srv_doc_limits srv_doc_default_limits(void);
+
+/* Overwrite off. */
+srv_doc_options srv_doc_default_options(void);
 
 typedef struct srv_doc srv_doc;
 
@@ -89,6 +94,10 @@ const char  *srv_doc_supported(void);
  * MT_ERR_TOO_LONG (over a limit: which), MT_ERR_NOMEM. */
 mt_status    srv_doc_parse(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
                            srv_doc **out, mt_err *err);
+/* The same with the caller's options (NULL: srv_doc_default_options): what
+ * a format reads as a unit may depend on them (XLIFF's overwrite). */
+mt_status    srv_doc_parse_opt(srv_doc_kind kind, const char *data, size_t len, const srv_doc_limits *lim,
+                               const srv_doc_options *opt, srv_doc **out, mt_err *err);
 void         srv_doc_free(srv_doc *d);
 srv_doc_kind srv_doc_kind_of(const srv_doc *d);
 

@@ -48,7 +48,7 @@ int srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, s
 }
 
 int srv_file_parse(const srv_server *srv, srv_response *resp, const char *data, size_t len, srv_doc_kind kind,
-                   char **copy, srv_doc **doc)
+                   const srv_doc_options *opt, char **copy, srv_doc **doc)
 {
     *copy = malloc(len + 1);
     if (!*copy)
@@ -60,7 +60,7 @@ int srv_file_parse(const srv_server *srv, srv_response *resp, const char *data, 
     lim.max_units = srv->opts.max_file_units;
     lim.max_depth = srv->opts.max_html_depth;
     mt_err err = { 0 };
-    if (srv_doc_parse(kind, *copy, len, &lim, doc, &err) != MT_OK) {
+    if (srv_doc_parse_opt(kind, *copy, len, &lim, opt, doc, &err) != MT_OK) {
         free(*copy);
         *copy = NULL;
         return srv_file_fail(resp, &err);

@@ -19,11 +19,12 @@ int  srv_file_kind(const srv_server *srv, srv_response *resp, const char *data, 
                    srv_doc_kind *kind);
 
 /* The document in data[0..len) (the request's body: it goes with the
- * request) parsed from a copy, which the job will keep: 0 with *copy and
- * *doc, or -1 with resp failed (413 past --max-file-bytes or
- * --max-file-units, 400 for a file that is not what it says) and nothing held. */
+ * request) parsed from a copy, which the job will keep, with the request's
+ * options (NULL: srv_doc_default_options): 0 with *copy and *doc, or -1 with
+ * resp failed (413 past --max-file-bytes or --max-file-units, 400 for a file
+ * that is not what it says) and nothing held. */
 int  srv_file_parse(const srv_server *srv, srv_response *resp, const char *data, size_t len, srv_doc_kind kind,
-                    char **copy, srv_doc **doc);
+                    const srv_doc_options *opt, char **copy, srv_doc **doc);
 
 /* The job's route for doc into target: *source a code, or "auto" (detected on
  * the first units, then *source = guess->code); one model (no pivot: the

@@ -1,5 +1,6 @@
 /* fuzz_doc_xliff: XLIFF 1.2 and 2.x (server/document/doc_xliff.c on expat).
- * Byte 0 picks the translation, the rest is the file:
+ * Byte 0 picks the translation (bit 3: srv_doc_options.overwrite, filled
+ * targets are units too), the rest is the file:
  *   - srv_doc_sniff never fails; a parse refuses only with MT_ERR_INPUT or
  *     MT_ERR_TOO_LONG and a message; units are non-blank UTF-8;
  *   - a render with nothing set gives the input back byte for byte;
@@ -30,7 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_unit_bytes = 4096;
     srv_doc *d = NULL, *d2 = NULL;
     mt_err err = { 0 };
-    mt_status st = srv_doc_parse(SRV_DOC_XLIFF, file, n, &lim, &d, &err);
+    srv_doc_options opt = srv_doc_default_options();
+    opt.overwrite = (data[0] & 8) != 0;
+    mt_status st = srv_doc_parse_opt(SRV_DOC_XLIFF, file, n, &lim, &opt, &d, &err);
     if (st != MT_OK) {
         FUZZ_CHECK((st == MT_ERR_INPUT || st == MT_ERR_TOO_LONG) && !d && err.msg[0]);
         return 0;

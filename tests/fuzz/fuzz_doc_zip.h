@@ -5,7 +5,8 @@
  *   - parsing fails only with MT_ERR_INPUT or MT_ERR_TOO_LONG (and a message);
  *   - every unit is non-blank, valid UTF-8;
  *   - under a fake translation (the words upper-cased, in place or reversed,
- *     each linked to its source word) the output is a file of the same kind
+ *     each linked to its source word; the target language set: EPUB's
+ *     dc:language and XHTML lang attributes) the output is a file of the same kind
  *     again that parses to the same number of units; with the words in
  *     place, to the same units upper-cased (ASCII letters). */
 #ifndef FUZZ_DOC_ZIP_H
@@ -126,6 +127,7 @@ static void fuzz_doc_check(srv_doc_kind kind, char *file, size_t n, int reversed
         FUZZ_CHECK(!blank);
         fake_translate(d, i, reversed, &sb);
     }
+    srv_doc_target(d, "pt-BR");
     char *out = NULL;
     size_t len = 0;
     st = srv_doc_render(d, &out, &len, &err);
