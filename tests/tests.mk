@@ -27,7 +27,7 @@ UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfil
               test_document test_glossary test_loader test_marian test_placeholders test_server_units test_splitter \
               test_zip
 
-.PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served \
+.PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served gemma3-models \
         opus-models
 
 $(B)/tests/obj/%.o: tests/%.c
@@ -45,7 +45,7 @@ $(B)/tests/test_%: $(B)/tests/obj/test_%.o $(TEST_SUPPORT:tests/%.c=$(B)/tests/o
 
 # One phony target a program, so that `make -j2 unit` runs two at once; each one's output
 # is kept in $(B)/tests/log/ and printed whole when it ends (no interleaved lines).
-TEST_ENV = MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_LLM_SERVED=$(LLM_SERVED) MT_OPUS_DIR=$(CURDIR)/$(B)/opus-mt
+TEST_ENV = MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_GEMMA3_DIR=$(GEMMA3_DIR) MT_LLM_SERVED=$(LLM_SERVED) MT_OPUS_DIR=$(CURDIR)/$(B)/opus-mt
 run-%: $(B)/tests/%
 	@mkdir -p $(B)/tests/log; s=$$(date +%s); \
 	$(TEST_ENV) $< > $(B)/tests/log/$*.log 2>&1; rc=$$?; \
@@ -193,6 +193,17 @@ $(LLM_DIR)/.done: tests/llm/gen_llm.py
 	rm -rf $(LLM_DIR) && mkdir -p $(LLM_DIR)
 	/usr/bin/python3 tests/llm/gen_llm.py $(LLM_DIR)
 	touch $@
+
+# Gemma 3 text models (issue 54, tests/test_gemma3.c): random weights at the published
+# gemma-3-1b-it and gemma-3-4b-it text configs, 2 layers at the published widths (window 16,
+# vocabulary 8,192), the 1b at full depth, a tiny one; the float64 reference and the
+# published configs in tests/llm/gen_gemma3.py.  ~3 GB; never committed.
+GEMMA3_DIR ?= $(CURDIR)/build/gemma3
+gemma3-models: $(GEMMA3_DIR)/.done
+$(GEMMA3_DIR)/.done: tests/llm/gen_gemma3.py tests/llm/gen_llm.py
+	rm -rf $(GEMMA3_DIR) && mkdir -p $(GEMMA3_DIR)
+	/usr/bin/python3 tests/llm/gen_gemma3.py $(GEMMA3_DIR) full
+integration: gemma3-models
 
 # The decoder-only model tests/test_llm_server.c serves beside en-fr: Llama-shaped, tiny, random
 # weights, the real Llama-2-format tokenizer; its expected replies from numpy and @lenml/tokenizers

@@ -260,6 +260,8 @@ static mt_status parse_eos(lload *L, json_t *cfg, int *eos, mt_err *err)
                           f, json_array_size(je));
     if (json_is_integer(je))
         *eos = (int)json_integer_value(je);
+    else if (!je && L->n->family == MT_LLM_GEMMA3)
+        *eos = 1;                      /* Gemma3TextConfig's default (<eos>); a text_config omits it */
     if (*eos < 0 || *eos >= L->n->V)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: eos_token_id missing or outside the vocabulary (%d ids)", f,
                           L->n->V);
@@ -291,7 +293,7 @@ static void set_info(mt_model *m, const mt_llm *n, int eos)
     m->enc_ffn = 0;
     m->dec_ffn = n->F;
     m->act = n->geglu ? MT_ACT_GELU : MT_ACT_SWISH;
-    snprintf(m->act_name, sizeof m->act_name, "%s", n->geglu ? "gelu_pytorch_tanh" : "silu");
+    snprintf(m->act_name, sizeof m->act_name, "%s", n->geglu ? "gelu_tanh" : "silu");
 }
 
 /* sqrt(hidden) rounded to the published dtype: HF multiplies by
