@@ -16,7 +16,9 @@
  *    32 prompts decoded together (8 rows) for 20 ids: IDENTICAL to the
  *    reference.  The forms hold the same values, one reference serves all.
  *    Then mt_score over prompt + reference ids: every row's argmax is the
- *    reference's id (the prefill path with its window mask).
+ *    reference's id (the prefill path with its window mask), and the
+ *    first-step logits of 5 prompts (1, 2, 40, 17, 33 ids) within LOGIT_TOL:
+ *    the greedy margins are wide here, the logits pin the values.
  *  - the F16 K/V cache: agreement printed, a floor asserted.
  *  - full depth (1b, 26 layers, BF16, F32 held): first-step logits within
  *    LOGIT_TOL of the reference, same argmax, the step path's first id too.
@@ -196,6 +198,42 @@ static void score_rows(mt_session *s, const mt_model *m, const expected *e, cons
     }
 }
 
+/* The first-step logits of the first n prompts (file: the reference's, [n][V] float32)
+ * within LOGIT_TOL (max |engine - reference| over the vocabulary / max |reference|);
+ * returns the largest relative difference. */
+static double logits_check(mt_session *s, const mt_model *m, const expected *e, int n, const char *file,
+                           const char *label)
+{
+    int V = mt_model_get_info(m)->vocab_size;
+    float *ref = malloc(sizeof(float) * (size_t)V * n), *lg = malloc(sizeof(float) * (size_t)V);
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        fail_msg("%s: missing: run `make gemma3-models`", file);
+    assert_int_equal(fread(ref, sizeof(float), (size_t)V * n, f), (size_t)V * n);
+    fclose(f);
+    double worst = 0;
+    for (int i = 0; i < n && i < e->n; i++) {
+        const float *r = ref + (long)i * V;
+        int32_t any = 0;
+        float lp;
+        mt_err err = {0};
+        if (mt_score(s, e->prompt[i], e->plen[i], &any, 1, &lp, lg, &err) != MT_OK)
+            fail_msg("mt_score: %s", err.msg);
+        double maxd = 0, maxr = 0;
+        for (int v = 0; v < V; v++) {
+            maxd = fmax(maxd, fabs((double)lg[v] - r[v]));
+            maxr = fmax(maxr, fabs((double)r[v]));
+        }
+        printf("   %s prompt %d (%2d ids): max |logit - ref| %.2e (max |ref| %.2f, rel %.2e)\n", label, i, e->plen[i],
+               maxd, maxr, maxd / maxr);
+        assert_true(maxd / maxr <= LOGIT_TOL);
+        worst = fmax(worst, maxd / maxr);
+    }
+    free(ref);
+    free(lg);
+    return worst;
+}
+
 static void greedy_model(const char *name, const char *const *forms, int nforms)
 {
     char path[4200], sub[256];
@@ -227,8 +265,11 @@ static void greedy_model(const char *name, const char *const *forms, int nforms)
                mt_model_get_info(m)->dtype, mt_model_get_info(m)->architecture, seq_eq, e->n, tok_eq, tok_all);
         if (bad >= 0)
             fail_msg("%s: prompt %d (%d ids) differs from the reference", sub, bad, e->plen[bad]);
-        if (f == 0)
+        if (f == 0) {
             score_rows(s, m, e, sub);
+            snprintf(path, sizeof path, "%s/%s-2l/logits.f32", gdir(), name);
+            logits_check(s, m, e, 5, path, sub);
+        }
         mt_hyps_free(out, e->n);
         mt_session_free(s);
         /* the F16 K/V cache: approximate, its agreement printed, a floor asserted */

@@ -122,7 +122,7 @@ e2e: $(B)/mtserve $(E2E_MODULES) llm-served
 HF_TOK_DIR     := tests/tokenizers
 HF_TOK_MODULES := $(HF_TOK_DIR)/node_modules/.package-lock.json
 HF_FIX         := tests/fixtures/hf-tokenizers
-HF_MODELS      := llama2 qwen3
+HF_MODELS      := llama2 qwen3 gemma3
 HF_INPUTS      := tests/fixtures/tokenizer/inputs/test.en.txt tests/fixtures/tokenizer/inputs/test.fr.txt \
                   tests/fixtures/tokenizer/inputs/hard.txt $(HF_FIX)/hard.txt
 $(HF_TOK_MODULES): $(HF_TOK_DIR)/package.json $(HF_TOK_DIR)/package-lock.json

@@ -44,11 +44,13 @@ What is written (OUT, default build/gemma3):
                                    the defaults, language_model.model.* names,
                                    2 shards + index, vision tensors to skip
   <model>-2l/expected.txt          greedy ids (GEN) of N_PROMPTS prompts
+  <model>-2l/logits.f32            the first-step logits of the first N_LOGIT2
   gemma3-1b-full/bf16, logits.*    (with `full`) all 26 layers, BF16, the
                                    first-step logits of N_LOGIT prompts
   gemma3-tiny/                     a small model (hidden 64) for valgrind
   bad/<case>/                      configs the loader must refuse, by name
-Weights: N(0, 0.02), norm weights 0.1 N(0, 1) (held as 1 + w), rounded to BF16
+Weights: N(0, 0.02), norm weights 0.1 N(0, 1) (held as 1 + w; the post-attention and
+post-feedforward ones 4 + that, see POST_NORM), rounded to BF16
 with |w| < 2^-14 set to 0 so every form holds the same numbers (gen_llm.py's
 round_weights).  torch_dtype "bfloat16" as published: the embedding scale is
 sqrt(hidden) rounded to BF16 (34.0 for 1152, 50.5 for 2560).
@@ -89,14 +91,22 @@ TEST_WINDOW = 16
 N_PROMPTS = 32
 GEN = 20
 N_LOGIT = 4
+N_LOGIT2 = 5           # 2-layer models: first-step logits of the first 5 prompts
 MARGIN = 1e-3
 STD = 0.02
+# post_attention / post_feedforward norm weights are POST_NORM + 0.1 N(0, 1) (applied as 1 + w, ~5):
+# with all norms near 1 the tied random embedding outweighs both layers and every greedy step
+# repeats its input id (the own-token logit), so the window and the layers would not show.
+POST_NORM = 4.0
 
 
 def tensor(seed, name, shape, kind):
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     scale = 0.1 if kind == "norm" else STD          # Gemma norms hold w, applied as 1 + w
-    return round_weights(scale * rng.standard_normal(shape, dtype=np.float32))
+    w = scale * rng.standard_normal(shape, dtype=np.float32)
+    if "post_attention_layernorm" in name or "post_feedforward_layernorm" in name:
+        w += POST_NORM
+    return round_weights(w)
 
 
 def dims(cfg):
@@ -287,6 +297,15 @@ def reduced(out, name, seed, forms, summary):
         for p, ids in rows:
             f.write("prompt " + " ".join(map(str, p)) + "\n")
             f.write("greedy " + " ".join(map(str, ids)) + "\n")
+    # first-step logits of the first N_LOGIT2 prompts (1, 2, 40, 17, 33 ids): the greedy ids hold
+    # however close the logits are (margins here are wide); these pin the values
+    lg = []
+    for p, _ in rows[:N_LOGIT2]:
+        x = ref.embed(p)
+        for k in range(ref.L):
+            x = ref.layer(k, x, list(range(len(p))), None)[0]
+        lg.append(ref.logits(x[-1:])[0])
+    np.stack(lg).astype(np.float32).tofile(os.path.join(base, "logits.f32"))
     summary[f"{name}-2l"] = {
         "prompts": len(rows), "distinct_outputs": len({tuple(i) for _, i in rows}),
         "distinct_first_ids": len({i[0] for _, i in rows}),
