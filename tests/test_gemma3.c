@@ -410,10 +410,12 @@ int main(void)
         fprintf(stderr, "test_gemma3: %s: no fixtures (run `make gemma3-models`: tests/llm/gen_gemma3.py)\n", gdir());
         return 1;
     }
-    if (getenv("TEST_FILTER"))          /* e.g. TEST_FILTER=test_tiny (valgrind) */
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    /* TEST_FILTER, or MT_TEST_FILTER="*[tiny]" (`make valgrind`: the small model alone) */
+    const char *filter = getenv("TEST_FILTER") ? getenv("TEST_FILTER") : getenv("MT_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny),
+        {.name = "test_tiny [tiny]", .test_func = test_tiny},
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_greedy_1b),
         cmocka_unit_test(test_greedy_4b),
