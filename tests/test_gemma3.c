@@ -288,11 +288,16 @@ static void greedy_model(const char *name, const char *const *forms, int nforms)
     free(e);
 }
 
+/* MT_GEMMA3_FULL=1 (`make gemma3-full-check`): the fixtures of `make gemma3-full` (~3 GB),
+ * with the 1b's F32 form, the 4b and the 1b at full depth; else `make gemma3-models`'s
+ * (~250 MB, `make check`), whose tests are these alone (none of the others listed). */
+static int full_fixtures(void) { return getenv("MT_GEMMA3_FULL") && !strcmp(getenv("MT_GEMMA3_FULL"), "1"); }
+
 static void test_greedy_1b(void **st)
 {
     (void)st;
-    static const char *const forms[] = {"f32", "f16", "bf16"};
-    greedy_model("gemma3-1b", forms, 3);
+    static const char *const forms[] = {"bf16", "f16", "f32"};
+    greedy_model("gemma3-1b", forms, full_fixtures() ? 3 : 2);
 }
 
 static void test_greedy_4b(void **st)
@@ -418,8 +423,9 @@ int main(void)
         {.name = "test_tiny [tiny]", .test_func = test_tiny},
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_greedy_1b),
-        cmocka_unit_test(test_greedy_4b),
+        cmocka_unit_test(test_greedy_4b),          /* these two: the full fixtures only */
         cmocka_unit_test(test_logits_1b_full),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    size_t n = sizeof tests / sizeof tests[0] - (full_fixtures() ? 0 : 2);
+    return _cmocka_run_group_tests("test_gemma3", tests, n, NULL, NULL);
 }

@@ -195,14 +195,23 @@ $(LLM_DIR)/.done: tests/llm/gen_llm.py
 	touch $@
 
 # Gemma 3 text models (issue 54, tests/test_gemma3.c): random weights at the published
-# gemma-3-1b-it and gemma-3-4b-it text configs, 2 layers at the published widths (window 16,
-# vocabulary 8,192), the 1b at full depth, a tiny one; the float64 reference and the
-# published configs in tests/llm/gen_gemma3.py.  ~3 GB; never committed.
+# gemma-3-1b-it text config, 2 layers at the published widths (window 16, vocabulary 8,192)
+# in BF16 and F16, a tiny one; the float64 reference and the published configs in
+# tests/llm/gen_gemma3.py.  ~250 MB, never committed; `make check` runs these.
+# `make gemma3-full-check`: ~3 GB more (the 1b's F32 form, the gemma-3-4b-it text config at
+# 2 layers, the 1b at full depth; ~20 min to generate here), test_gemma3 on all of them.
 GEMMA3_DIR ?= $(CURDIR)/build/gemma3
+GEMMA3_FULL_DIR ?= $(CURDIR)/build/gemma3-full
 gemma3-models: $(GEMMA3_DIR)/.done
 $(GEMMA3_DIR)/.done: tests/llm/gen_gemma3.py tests/llm/gen_llm.py
 	rm -rf $(GEMMA3_DIR) && mkdir -p $(GEMMA3_DIR)
-	/usr/bin/python3 tests/llm/gen_gemma3.py $(GEMMA3_DIR) full
+	/usr/bin/python3 tests/llm/gen_gemma3.py $(GEMMA3_DIR)
+$(GEMMA3_FULL_DIR)/.done: tests/llm/gen_gemma3.py tests/llm/gen_llm.py
+	rm -rf $(GEMMA3_FULL_DIR) && mkdir -p $(GEMMA3_FULL_DIR)
+	/usr/bin/python3 tests/llm/gen_gemma3.py $(GEMMA3_FULL_DIR) full
+.PHONY: gemma3-full-check
+gemma3-full-check: $(GEMMA3_FULL_DIR)/.done $(B)/tests/test_gemma3
+	MT_GEMMA3_DIR=$(GEMMA3_FULL_DIR) MT_GEMMA3_FULL=1 $(B)/tests/test_gemma3
 integration: gemma3-models
 
 # The decoder-only model tests/test_llm_server.c serves beside en-fr: Llama-shaped, tiny, random
