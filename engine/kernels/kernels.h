@@ -122,6 +122,8 @@ int mt_k_topk(const float *v, int n, int k, float *tv, int *ti);
  * SwiGLU in place: gu [rows][2F] = gate | up -> [rows][F] silu(gate) * up. */
 void mt_k_rmsnorm(const float *x, int rows, int d, const float *w, float eps, float *y);
 void mt_k_swiglu(float *gu, int rows, int F);
+/* GeGLU in place (Gemma 3): [rows][2F] gate | up -> [rows][F] gelu_tanh(gate) * up. */
+void mt_k_geglu(float *gu, int rows, int F);
 
 /* alloc.c: zeroed, 2 MB-aligned, MADV_HUGEPAGE mappings for the big buffers
  * (packed weights); free with the size that was allocated. */

@@ -308,6 +308,21 @@ void mt_k_rmsnorm(const float *x, int rows, int d, const float *w, float eps, fl
  * gu + r*F, rows packed as [rows][F]) = silu(gate) * up.  Row r's output
  * lies at or before its input and after every earlier row's input: writing
  * rows in order reads each element before it is overwritten. */
+/* GeGLU (Gemma 3's MLP): gelu_pytorch_tanh(gate) * up, the tanh approximation
+ * 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), as torch's approximate='tanh'. */
+void mt_k_geglu(float *gu, int rows, int F)
+{
+    const float c = 0.7978845608028654f;     /* sqrt(2 / pi) */
+    for (int r = 0; r < rows; r++) {
+        const float *g = gu + (long)r * 2 * F, *u = g + F;
+        float *o = gu + (long)r * F;
+        for (int j = 0; j < F; j++) {
+            float gj = g[j];
+            o[j] = 0.5f * gj * (1.0f + tanhf(c * (gj + 0.044715f * gj * gj * gj))) * u[j];
+        }
+    }
+}
+
 void mt_k_swiglu(float *gu, int rows, int F)
 {
     for (int r = 0; r < rows; r++) {

@@ -1,5 +1,6 @@
-/* llm.c: the decoder-only network (Llama / Qwen2 / Qwen3; HF modeling_llama,
- * modeling_qwen2, modeling_qwen3), on the kernels the Marian network uses.
+/* llm.c: the decoder-only network (Llama / Qwen2 / Qwen3 / Gemma 3; HF
+ * modeling_llama, modeling_qwen2, modeling_qwen3, modeling_gemma3), on the
+ * kernels the Marian network uses.
  *
  * A layer, pre-norm:
  *   h = RMSNorm(x) * ln_in;  q|k|v = h [Wq;Wk;Wv]^T (+ Qwen2's biases)
@@ -8,6 +9,20 @@
  *   grouped-query attention: query head h reads K/V head h / (H / KV), causal
  *   x += ctx Wo^T;  h = RMSNorm(x) * ln_post;  x += down(silu(gate(h)) * up(h))
  * then logits = (RMSNorm(x) * norm) lm_head^T (tied: the embedding table).
+ *
+ * Gemma 3 (modeling_gemma3.Gemma3DecoderLayer), the same skeleton with:
+ *   x = embedding * sqrt(hidden) (emb_scale); every RMSNorm weight is 1 + w (held so);
+ *   q, k = RMSNorm per head * q_norm / k_norm before RoPE (as Qwen3);
+ *   scores * query_pre_attn_scalar^-0.5 (attn_scale);
+ *   x += RMSNorm(ctx Wo^T) * post_attention_layernorm   (attn_out)
+ *   x += RMSNorm(down(gelu_tanh(gate(h)) * up(h))) * post_feedforward_layernorm
+ *        with h = RMSNorm(x) * pre_feedforward_layernorm (ln_post);
+ *   sliding_attention layers: a query at p sees keys p - window < k <= p and
+ *   rotates with rope_local_base_freq; full_attention layers see every earlier
+ *   key and rotate with rope_theta, inv_freq / rope_scaling's linear factor;
+ *   logits = cap * tanh(logits / cap) when final_logit_softcapping is set.
+ * A sliding layer's cache keeps every position (the mask, not the cache, is
+ * the window's).
  *
  * The K/V cache: s->kv.self [layer][slot][max_src_len + max_tgt_len][2 kvd],
  * position p of a slot holding k | v of that position, k already rotated;
@@ -37,17 +52,31 @@ static char *kv_row(const mt_session *s, int li, int slot, long pos)
     return (char *)s->kv.self + (((long)li * s->p.max_batch + slot) * slot_len(s) + pos) * row * (long)mt_kv_bytes(s);
 }
 
+/* The RoPE tables: [global, then (Gemma 3) local][S + T][hd / 2]. */
+int mt_llm_rope_tables(const mt_llm *n) { return n->theta_local > 0 ? 2 : 1; }
+
 void mt_llm_rope_init(mt_session *s)
 {
     const mt_llm *n = s->m->llm;
     int half = n->hd / 2;
-    for (long p = 0; p < slot_len(s); p++)
-        for (int i = 0; i < half; i++) {
-            /* HF: inv_freq = 1 / theta^(2i / hd); the angle in double, rounded once */
-            double a = (double)p / pow(n->theta, (2.0 * i) / n->hd);
-            s->rope_cos[p * half + i] = (float)cos(a);
-            s->rope_sin[p * half + i] = (float)sin(a);
-        }
+    for (int t = 0; t < mt_llm_rope_tables(n); t++) {
+        double theta = t ? n->theta_local : n->theta, factor = t ? 1.0 : n->rope_factor;
+        float *cs = s->rope_cos + (long)t * slot_len(s) * half, *sn = s->rope_sin + (long)t * slot_len(s) * half;
+        for (long p = 0; p < slot_len(s); p++)
+            for (int i = 0; i < half; i++) {
+                /* HF: inv_freq = 1 / theta^(2i / hd) (linear rope_scaling: / factor); the angle
+                 * in double, rounded once */
+                double a = (double)p / pow(theta, (2.0 * i) / n->hd) / factor;
+                cs[p * half + i] = (float)cos(a);
+                sn[p * half + i] = (float)sin(a);
+            }
+    }
+}
+
+/* The first key position a query at pos sees in layer l (a sliding layer's window). */
+static long first_key(const mt_llm *n, const mt_llm_layer *l, long pos)
+{
+    return l->local && n->window && pos >= n->window ? pos - n->window + 1 : 0;
 }
 
 /* One row of q|k|v [qd + 2 kvd] at position pos: Qwen3's per-head norms, then
@@ -56,7 +85,8 @@ static void rotate_row(const mt_session *s, const mt_llm_layer *l, float *qkv, l
 {
     const mt_llm *n = s->m->llm;
     int hd = n->hd, half = hd / 2;
-    const float *c = s->rope_cos + pos * half, *sn = s->rope_sin + pos * half;
+    long at = ((l->local ? slot_len(s) : 0) + pos) * half;          /* a sliding layer's local table */
+    const float *c = s->rope_cos + at, *sn = s->rope_sin + at;
     for (int h = 0; h < n->H + n->KV; h++) {
         float *x = qkv + (long)h * hd;            /* q heads, then k heads (contiguous) */
         if (l->q_norm)
@@ -67,6 +97,12 @@ static void rotate_row(const mt_session *s, const mt_llm_layer *l, float *qkv, l
             x[i + half] = x2 * c[i] + x1 * sn[i];
         }
     }
+}
+
+static void add(float *x, const float *h, long n)
+{
+    for (long i = 0; i < n; i++)
+        x[i] += h[i];
 }
 
 static void embed(const mt_model *m, const int32_t *ids, int n, float *x)
@@ -82,29 +118,50 @@ static void embed(const mt_model *m, const int32_t *ids, int n, float *x)
         } else {
             memcpy(xi, l->emb + (long)ids[i] * d, sizeof(float) * (size_t)d);
         }
+        for (int j = 0; l->emb_scale != 1.0f && j < d; j++)      /* Gemma 3: * sqrt(hidden) */
+            xi[j] *= l->emb_scale;
     }
 }
 
-static void add(float *x, const float *h, long n)
+/* final_logit_softcapping: cap * tanh(logit / cap) (HF, in float). */
+static void softcap(const mt_llm *n, float *logits, long count)
 {
-    for (long i = 0; i < n; i++)
-        x[i] += h[i];
+    for (long i = 0; n->final_cap > 0 && i < count; i++)
+        logits[i] = n->final_cap * tanhf(logits[i] / n->final_cap);
 }
 
-/* The MLP half of a layer over N rows: x += down(silu(gate(h)) * up(h)), h = RMSNorm(x). */
+/* The attention half's output s->h (ctx Wo^T) onto the residual: Gemma 3
+ * normalizes it first (post_attention_layernorm). */
+static void attn_residual(mt_session *s, const mt_llm_layer *l, int N)
+{
+    const mt_llm *n = s->m->llm;
+    if (l->attn_out)
+        mt_k_rmsnorm(s->h, N, n->d, l->attn_out, n->eps, s->h);
+    add(s->x, s->h, (long)N * n->d);
+}
+
+
+/* The MLP half of a layer over N rows: x += down(silu(gate(h)) * up(h)), h = RMSNorm(x)
+ * (Gemma 3: gelu_tanh for silu, the output normalized before the residual). */
 static void mlp(mt_session *s, const mt_llm_layer *l, int N)
 {
     const mt_llm *n = s->m->llm;
     mt_k_rmsnorm(s->x, N, n->d, l->ln_post, n->eps, s->h);
     mt_lin_apply(s->q8, &l->gate_up, s->h, N, s->ffn, MT_ACT_NONE);           /* [N][2F] */
-    mt_k_swiglu(s->ffn, N, n->F);                                             /* [N][F] */
+    if (n->geglu)
+        mt_k_geglu(s->ffn, N, n->F);                                          /* [N][F] */
+    else
+        mt_k_swiglu(s->ffn, N, n->F);
     mt_lin_apply(s->q8, &l->down, s->ffn, N, s->h, MT_ACT_NONE);              /* [N][d] */
+    if (l->mlp_out)
+        mt_k_rmsnorm(s->h, N, n->d, l->mlp_out, n->eps, s->h);
     add(s->x, s->h, (long)N * n->d);
 }
 
 /* ---- whole prompts: causal attention within each -------------------------------- */
 typedef struct {
     mt_session *s;
+    const mt_llm_layer *l;
     const float *qkv;     /* the sequence's first row */
     float *ctx;
     float *cap;           /* NULL, or mt_attention_run's [H][N][N] of this layer */
@@ -121,9 +178,12 @@ static void prompt_head(void *ctx, int h)
     int W = n->qd + 2 * n->kvd, hd = n->hd, g = h / (n->H / n->KV), N = j->N;
     float *sc = s->scores + (long)h * s->rows_max * s->rows_max;             /* [N][N] */
     const float *q = j->qkv + (long)h * hd, *k = j->qkv + n->qd + (long)g * hd, *v = k + n->kvd;
-    mt_k_gemm_nt(N, N, hd, (float)(1.0 / sqrt((double)hd)), q, W, k, W, 0.0f, sc, N);
-    for (int i = 0; i < N; i++)
-        mt_k_softmax(sc + (long)i * N, i + 1, N);                             /* causal */
+    mt_k_gemm_nt(N, N, hd, n->attn_scale, q, W, k, W, 0.0f, sc, N);
+    for (int i = 0; i < N; i++) {                                             /* causal (and the window) */
+        long lo = first_key(n, j->l, i);
+        memset(sc + (long)i * N, 0, sizeof(float) * (size_t)lo);
+        mt_k_softmax(sc + (long)i * N + lo, i + 1 - (int)lo, N - (int)lo);
+    }
     if (j->cap)                                                               /* upper triangle 0 */
         memcpy(j->cap + (long)h * N * N, sc, sizeof(float) * (size_t)N * (size_t)N);
     mt_k_gemm_nn(N, hd, N, sc, N, v, W, 0.0f, j->ctx + (long)h * hd, n->qd);
@@ -158,12 +218,12 @@ static void forward_rows(mt_session *s, int k, const int32_t *tok, const int *le
         for (int j = 0; j < k; j++) {
             if (!len[j])
                 continue;
-            heads_job hj = {.s = s, .qkv = s->qkv + (long)row0[j] * W, .ctx = s->ctx + (long)row0[j] * n->qd,
+            heads_job hj = {.s = s, .l = l, .qkv = s->qkv + (long)row0[j] * W, .ctx = s->ctx + (long)row0[j] * n->qd,
                             .cap = cap ? cap + (long)li * n->H * N * N : NULL, .N = len[j]};
             mt_par_for(n->H, prompt_head, &hj);
         }
         mt_lin_apply(s->q8, &l->o, s->ctx, N, s->h, MT_ACT_NONE);            /* [N][d] */
-        add(s->x, s->h, (long)N * n->d);
+        attn_residual(s, l, N);
         mlp(s, l, N);
     }
 }
@@ -210,23 +270,25 @@ static void step_rows(void *ctx, int c)
     const mt_llm *n = s->m->llm;
     const mt_llm_layer *l = &n->layers[j->li];
     int W = n->qd + 2 * n->kvd, hd = n->hd, G = n->H / n->KV, hi = (c + 1) * j->per < j->n ? (c + 1) * j->per : j->n;
-    float scale = (float)(1.0 / sqrt((double)hd));
+    float scale = n->attn_scale;
     for (int r = c * j->per; r < hi; r++) {
         long pos = (long)s->src_len[j->row_src[r]] - 1 + j->pos[r];
         float *row = s->qkv + (long)r * W, *out = s->ctx + (long)r * n->qd, *sc = s->scores + (long)r * slot_len(s);
         rotate_row(s, l, row, pos);
         char *kv = kv_row(s, j->li, j->row_slot[r], 0);
         mt_kv_put(s, kv, pos * 2 * n->kvd, row + n->qd, 2L * n->kvd);
-        for (int h = 0; h < n->H; h++) {            /* query head h over K/V head h / G, positions 0..pos */
+        long lo = first_key(n, l, pos), at = lo * 2 * n->kvd;
+        int nk = (int)(pos + 1 - lo);
+        for (int h = 0; h < n->H; h++) {            /* query head h over K/V head h / G, positions lo..pos */
             long g = h / G;
             if (s->p.kv_f16) {
-                const uint16_t *K = (const uint16_t *)kv;
-                mt_k_attend_row_f16(row + (long)h * hd, K + g * hd, K + n->kvd + g * hd, 2 * n->kvd, (int)pos + 1, 1,
-                                    hd, scale, sc, out + (long)h * hd);
+                const uint16_t *K = (const uint16_t *)kv + at;
+                mt_k_attend_row_f16(row + (long)h * hd, K + g * hd, K + n->kvd + g * hd, 2 * n->kvd, nk, 1, hd, scale,
+                                    sc, out + (long)h * hd);
             } else {
-                const float *K = (const float *)kv;
-                mt_k_attend_row(row + (long)h * hd, K + g * hd, K + n->kvd + g * hd, 2 * n->kvd, (int)pos + 1, 1, hd,
-                                scale, sc, out + (long)h * hd);
+                const float *K = (const float *)kv + at;
+                mt_k_attend_row(row + (long)h * hd, K + g * hd, K + n->kvd + g * hd, 2 * n->kvd, nk, 1, hd, scale, sc,
+                                out + (long)h * hd);
             }
         }
     }
@@ -247,11 +309,12 @@ void mt_llm_step(mt_session *s, int n_rows, const int32_t *tok, const int *pos, 
         j.li = li;
         mt_par_for((n_rows + j.per - 1) / j.per, step_rows, &j);
         mt_lin_apply(s->q8, &l->o, s->ctx, n_rows, s->h, MT_ACT_NONE);
-        add(s->x, s->h, (long)n_rows * n->d);
+        attn_residual(s, l, n_rows);
         mlp(s, l, n_rows);
     }
     mt_k_rmsnorm(s->x, n_rows, n->d, n->norm, n->eps, s->h);
     mt_lm_head(m, s->h, n_rows, s->logits, s->q8);
+    softcap(n, s->logits, (long)n_rows * m->V);
 }
 
 /* ---- teacher-forced: mt_score ----------------------------------------------------------- */
@@ -274,6 +337,7 @@ mt_status mt_llm_score(mt_session *s, const int32_t *src, int src_len, const int
         float *rows = logits ? logits + (long)t0 * V : s->logits;
         mt_k_rmsnorm(s->x + (long)(src_len - 1 + t0) * n->d, nr, n->d, n->norm, n->eps, s->h);
         mt_lm_head(m, s->h, nr, rows, s->q8);
+        softcap(n, rows, (long)nr * V);
         for (int i = 0; logp && i < nr; i++) {
             const float *r = rows + (long)i * V;
             logp[t0 + i] = (float)((double)r[tgt[t0 + i]] - mt_k_logsumexp_skip(r, V, -1));

@@ -1,6 +1,7 @@
 /* llm_load.c: load a Hugging Face decoder-only LM directory (LlamaForCausalLM,
- * Qwen2ForCausalLM, Qwen3ForCausalLM) into an immutable mt_model (arch
- * MT_ARCH_LLM; the network is llm.c).
+ * Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM; and the text model of
+ * a Gemma3ForConditionalGeneration, its vision tower ignored) into an
+ * immutable mt_model (arch MT_ARCH_LLM; the network is llm.c).
  *
  * config.json is read key by key: the settings the network implements are
  * taken, every other setting that changes the computation is refused by name
@@ -42,6 +43,10 @@ typedef struct {
     uint8_t    *pk_at;             /* next free byte of m->packed */
     size_t      mapped_bytes, owned_bytes;
     uint8_t   **used;              /* [n_shards][n_tensors]: tensors the network took */
+    int         multimodal;        /* model_type gemma3: config.json's text_config is the network */
+    char        pfx[32];           /* the text model's tensor prefix: "model." (multimodal: below) */
+    char        head[48];          /* the untied head's name: "lm_head.weight" */
+    char        dtype[32];         /* config.json's torch_dtype (or dtype), "" when absent */
 } lload;
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -60,8 +65,9 @@ static json_t *read_json(const char *path, mt_err *err)
     return root;
 }
 
-static const char *FAMILY[] = {"llama", "qwen2", "qwen3"};
-static const char *ARCH[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+#define N_FAMILY 4
+static const char *FAMILY[N_FAMILY] = {"llama", "qwen2", "qwen3", "gemma3_text"};
+static const char *ARCH[N_FAMILY] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Gemma3ForCausalLM"};
 
 int mt_llm_detect(const json_t *cfg)
 {
@@ -69,8 +75,9 @@ int mt_llm_detect(const json_t *cfg)
         return 0;
     int yes = 0;
     json_t *mt = json_object_get(cfg, "model_type"), *ar = json_object_get(cfg, "architectures");
-    for (int i = 0; i < 3 && json_is_string(mt); i++)
+    for (int i = 0; i < N_FAMILY && json_is_string(mt); i++)
         yes |= !strcmp(json_string_value(mt), FAMILY[i]);
+    yes |= json_is_string(mt) && !strcmp(json_string_value(mt), "gemma3");      /* its text_config */
     if (json_is_array(ar) && json_is_string(json_array_get(ar, 0))) {
         const char *a = json_string_value(json_array_get(ar, 0));
         size_t n = strlen(a), k = strlen("ForCausalLM");
@@ -116,12 +123,63 @@ static mt_status cfg_num(lload *L, json_t *cfg, const char *key, double def, dou
 
 static int cfg_true(json_t *cfg, const char *key) { return json_is_true(json_object_get(cfg, key)); }
 
+/* Gemma 3 (Gemma3TextConfig): hidden_activation (or hidden_act) gelu_pytorch_tanh;
+ * rope_scaling null or linear (its factor, on the global layers: the 4b..27b
+ * configs' {"rope_type": "linear", "factor": 8.0}); attn_logit_softcapping
+ * null (Gemma 2's; final_logit_softcapping is implemented); no attention bias,
+ * no bidirectional attention; layer_types of sliding_attention / full_attention. */
+static mt_status gemma_unsupported(lload *L, json_t *cfg, mt_err *err)
+{
+    const char *f = L->cfg_file, *acts[] = {"hidden_activation", "hidden_act"};
+    for (int i = 0; i < 2; i++) {
+        json_t *j = json_object_get(cfg, acts[i]);
+        if (j && !json_is_null(j) && !(json_is_string(j) && !strcmp(json_string_value(j), "gelu_pytorch_tanh")))
+            return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: %s '%s' is not supported for gemma3 (only "
+                              "gelu_pytorch_tanh: the GeGLU MLP)", f, acts[i], json_is_string(j) ? json_string_value(j) : "?");
+    }
+    json_t *j = json_object_get(cfg, "rope_scaling");
+    if (j && !json_is_null(j)) {
+        json_t *t = json_object_get(j, "rope_type");
+        if (!t)
+            t = json_object_get(j, "type");
+        if (!json_is_string(t) || strcmp(json_string_value(t), "linear") != 0)
+            return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: rope_scaling (type '%s') is not supported for gemma3: "
+                              "only null or linear", f, json_is_string(t) ? json_string_value(t) : "?");
+    }
+    if (json_object_get(cfg, "rope_parameters"))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: rope_parameters is not read for gemma3 (write rope_theta, "
+                          "rope_local_base_freq and rope_scaling, as the published configs do)", f);
+    j = json_object_get(cfg, "attn_logit_softcapping");
+    if (j && !json_is_null(j))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: attn_logit_softcapping is not supported (Gemma 3 sets it "
+                          "null)", f);
+    if (cfg_true(cfg, "attention_bias"))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: attention_bias true is not supported for gemma3", f);
+    if (cfg_true(cfg, "use_bidirectional_attention"))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: use_bidirectional_attention true is not supported (an "
+                          "encoder: EmbeddingGemma)", f);
+    if (json_object_get(cfg, "quantization_config"))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: quantization_config is not supported (quantized "
+                          "checkpoints; the engine quantizes at load with --weights int8)", f);
+    j = json_object_get(cfg, "layer_types");
+    for (size_t i = 0; json_is_array(j) && i < json_array_size(j); i++) {
+        json_t *t = json_array_get(j, i);
+        if (!json_is_string(t) || (strcmp(json_string_value(t), "full_attention") != 0 &&
+                                   strcmp(json_string_value(t), "sliding_attention") != 0))
+            return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: layer_types[%zu] '%s' is not supported (only "
+                              "sliding_attention and full_attention)", f, i, json_is_string(t) ? json_string_value(t) : "?");
+    }
+    return MT_OK;
+}
+
 /* The settings of these families that change the computation and that the
  * network does not implement: each is refused by its name. */
 static mt_status refuse_unsupported(lload *L, json_t *cfg, mt_err *err)
 {
     mt_llm *n = L->n;
     const char *f = L->cfg_file;
+    if (n->family == MT_LLM_GEMMA3)
+        return gemma_unsupported(L, cfg, err);
     json_t *j = json_object_get(cfg, "hidden_act");
     if (j && !(json_is_string(j) && !strcmp(json_string_value(j), "silu")))
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (only silu: the SwiGLU MLP)",
@@ -170,13 +228,15 @@ static mt_status parse_family(lload *L, json_t *cfg, mt_err *err)
 {
     const char *f = L->cfg_file;
     json_t *mt = json_object_get(cfg, "model_type"), *ar = json_object_get(cfg, "architectures");
-    int fam = -1;
-    for (int i = 0; i < 3 && json_is_string(mt); i++)
+    int fam = L->multimodal ? MT_LLM_GEMMA3 : -1;      /* a text_config may omit its model_type */
+    for (int i = 0; i < N_FAMILY && json_is_string(mt); i++)
         if (!strcmp(json_string_value(mt), FAMILY[i]))
             fam = i;
     if (fam < 0)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (decoder-only: llama, qwen2, "
-                          "qwen3)", f, json_is_string(mt) ? json_string_value(mt) : "(none)");
+                          "qwen3, gemma3_text, gemma3)", f, json_is_string(mt) ? json_string_value(mt) : "(none)");
+    if (L->multimodal)      /* text_config names no architecture; the outer one was checked */
+        ar = NULL;
     if (json_is_array(ar) && json_is_string(json_array_get(ar, 0)) &&
         strcmp(json_string_value(json_array_get(ar, 0)), ARCH[fam]) != 0)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: architectures '%s' is not supported for model_type '%s' "
@@ -191,13 +251,17 @@ static mt_status parse_eos(lload *L, json_t *cfg, int *eos, mt_err *err)
     const char *f = L->cfg_file;
     json_t *je = json_object_get(cfg, "eos_token_id");
     *eos = -1;
-    if (json_is_array(je) && json_array_size(je) == 1)
+    /* Gemma 3 publishes [1, 106]: <eos> and the chat's <end_of_turn>; eos is the
+     * first, <end_of_turn> ends a chat prompt's reply (the prompt's end ids). */
+    if (json_is_array(je) && (json_array_size(je) == 1 || (L->n->family == MT_LLM_GEMMA3 && json_array_size(je) > 1)))
         je = json_array_get(je, 0);
     if (json_is_array(je))
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: eos_token_id lists %zu ids: only one stop id is supported",
                           f, json_array_size(je));
     if (json_is_integer(je))
         *eos = (int)json_integer_value(je);
+    else if (!je && L->n->family == MT_LLM_GEMMA3)
+        *eos = 1;                      /* Gemma3TextConfig's default (<eos>); a text_config omits it */
     if (*eos < 0 || *eos >= L->n->V)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: eos_token_id missing or outside the vocabulary (%d ids)", f,
                           L->n->V);
@@ -228,8 +292,61 @@ static void set_info(mt_model *m, const mt_llm *n, int eos)
     m->enc_heads = m->dec_heads = n->H;
     m->enc_ffn = 0;
     m->dec_ffn = n->F;
-    m->act = MT_ACT_SWISH;
-    snprintf(m->act_name, sizeof m->act_name, "silu");
+    m->act = n->geglu ? MT_ACT_GELU : MT_ACT_SWISH;
+    snprintf(m->act_name, sizeof m->act_name, "%s", n->geglu ? "gelu_tanh" : "silu");
+}
+
+/* sqrt(hidden) rounded to the published dtype: HF multiplies by
+ * embed_scale.to(weight.dtype) (BF16: sqrt(1152) = 33.94 becomes 34). */
+static float emb_scale(const lload *L, int d)
+{
+    float s = (float)sqrt((double)d);
+    if (!strcmp(L->dtype, "bfloat16")) {     /* round to nearest even, 8 bits of mantissa */
+        uint32_t u;
+        memcpy(&u, &s, 4);
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        memcpy(&s, &u, 4);
+        return s;
+    }
+    if (!strcmp(L->dtype, "float16"))
+        return mt_f16_to_f32(mt_f32_to_f16(s));
+    return s;
+}
+
+/* Gemma3TextConfig's keys beyond Llama's (its defaults when absent, as the 4b
+ * text_config, which names 6 keys): query_pre_attn_scalar, sliding_window,
+ * rope_local_base_freq, rope_scaling's linear factor, layer_types or
+ * sliding_window_pattern (layer i local unless (i + 1) % pattern == 0),
+ * final_logit_softcapping. */
+static mt_status gemma_config(lload *L, json_t *cfg, mt_err *err)
+{
+    mt_llm *n = L->n;
+    mt_status st;
+    int pattern;
+    double qpas, cap = 0;
+    if ((st = cfg_num(L, cfg, "query_pre_attn_scalar", 256.0, &qpas, err)) != MT_OK ||
+        (st = cfg_int(L, cfg, "sliding_window", 4096, 1, 1 << 24, &n->window, err)) != MT_OK ||
+        (st = cfg_int(L, cfg, "sliding_window_pattern", 6, 1, 1 << 16, &pattern, err)) != MT_OK ||
+        (st = cfg_num(L, cfg, "rope_local_base_freq", 10000.0, &n->theta_local, err)) != MT_OK ||
+        (st = cfg_num(L, cfg, "final_logit_softcapping", 0, &cap, err)) != MT_OK)
+        return st;
+    json_t *rs = json_object_get(cfg, "rope_scaling");
+    n->rope_factor = 1.0;
+    if (json_is_object(rs) && (st = cfg_num(L, rs, "factor", 1.0, &n->rope_factor, err)) != MT_OK)
+        return st;
+    json_t *lt = json_object_get(cfg, "layer_types");
+    if (lt && !json_is_null(lt) && (!json_is_array(lt) || json_array_size(lt) != (size_t)n->L))
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: layer_types must list num_hidden_layers (%d) entries", L->cfg_file,
+                          n->L);
+    for (int i = 0; i < n->L; i++)
+        n->layers[i].local = json_is_array(lt) ? !strcmp(json_string_value(json_array_get(lt, (size_t)i)),
+                                                         "sliding_attention")
+                                               : (i + 1) % pattern != 0;
+    n->attn_scale = (float)(1.0 / sqrt(qpas));
+    n->final_cap = (float)cap;
+    n->geglu = 1;
+    n->emb_scale = emb_scale(L, n->d);
+    return MT_OK;
 }
 
 static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
@@ -240,24 +357,26 @@ static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
     mt_status st;
     if ((st = parse_family(L, cfg, err)) != MT_OK || (st = refuse_unsupported(L, cfg, err)) != MT_OK)
         return st;
-    int tied, eos = -1;
+    int tied, eos = -1, g = n->family == MT_LLM_GEMMA3;
     double eps, theta;
-#define INT(key, def, lo, hi, dst) if ((st = cfg_int(L, cfg, key, def, lo, hi, dst, err)) != MT_OK) return st
-    INT("hidden_size", REQUIRED, 2, 1 << 16, &n->d);
-    INT("intermediate_size", REQUIRED, 1, 1 << 20, &n->F);
-    INT("num_hidden_layers", REQUIRED, 1, 1024, &n->L);
-    INT("num_attention_heads", REQUIRED, 1, 1024, &n->H);
-    INT("num_key_value_heads", n->H, 1, n->H, &n->KV);
-    INT("head_dim", n->d / n->H, 2, 1024, &n->hd);     /* Qwen3: 128 where hidden / heads is 64 */
-    INT("vocab_size", REQUIRED, 2, 1 << 24, &n->V);
-    INT("max_position_embeddings", REQUIRED, 2, 1 << 22, &info->max_positions);
+    /* Gemma3TextConfig has a default for every key (the 4b text_config relies on them) */
+#define INT(key, def, gdef, lo, hi, dst) \
+    if ((st = cfg_int(L, cfg, key, g ? (gdef) : (def), lo, hi, dst, err)) != MT_OK) return st
+    INT("hidden_size", REQUIRED, 2304, 2, 1 << 16, &n->d);
+    INT("intermediate_size", REQUIRED, 9216, 1, 1 << 20, &n->F);
+    INT("num_hidden_layers", REQUIRED, 26, 1, 1024, &n->L);
+    INT("num_attention_heads", REQUIRED, 8, 1, 1024, &n->H);
+    INT("num_key_value_heads", n->H, 4, 1, n->H, &n->KV);
+    INT("head_dim", n->d / n->H, 256, 2, 1024, &n->hd);     /* Qwen3: 128 where hidden / heads is 64 */
+    INT("vocab_size", REQUIRED, 262208, 2, 1 << 24, &n->V);
+    INT("max_position_embeddings", REQUIRED, 131072, 2, 1 << 22, &info->max_positions);
 #undef INT
     json_t *jt = json_object_get(cfg, "tie_word_embeddings");
     if (jt && !json_is_boolean(jt) && !json_is_null(jt))
         return mt_err_set(err, MT_ERR_FORMAT, "%s: 'tie_word_embeddings' must be true or false", f);
-    tied = json_is_true(jt);           /* LlamaConfig, Qwen2Config, Qwen3Config: default false */
+    tied = jt && !json_is_null(jt) ? json_is_true(jt) : g;  /* Llama/Qwen: default false; Gemma 3 true */
     if ((st = cfg_num(L, cfg, "rms_norm_eps", 1e-6, &eps, err)) != MT_OK ||
-        (st = cfg_num(L, cfg, "rope_theta", 10000.0, &theta, err)) != MT_OK)
+        (st = cfg_num(L, cfg, "rope_theta", g ? 1e6 : 10000.0, &theta, err)) != MT_OK)
         return st;
     json_t *rp = json_object_get(cfg, "rope_parameters");
     if (json_is_object(rp) && json_object_get(rp, "rope_theta") &&
@@ -275,6 +394,13 @@ static mt_status parse_config(lload *L, json_t *cfg, mt_err *err)
     n->eps = (float)eps;
     n->theta = theta;
     n->tied = tied;
+    n->rope_factor = 1.0;
+    n->emb_scale = 1.0f;
+    n->attn_scale = (float)(1.0 / sqrt((double)n->hd));
+    if (!(n->layers = calloc((size_t)n->L, sizeof *n->layers)))
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (g && (st = gemma_config(L, cfg, err)) != MT_OK)
+        return st;
     set_info(L->m, n, eos);
     return MT_OK;
 }
@@ -488,11 +614,22 @@ static mt_status get_lin(lload *L, const char *prefix, const char *const *parts,
     return MT_OK;
 }
 
+/* An RMSNorm weight; Gemma 3's held as 1 + w (HF: output * (1.0 + weight.float()), in F32). */
 static mt_status get_norm(lload *L, const char *prefix, const char *name, int d, const float **out, mt_err *err)
 {
     char full[256];
     snprintf(full, sizeof full, "%s.%s.weight", prefix, name);
-    return get_f32(L, full, d, 0, out, err);
+    mt_status st = get_f32(L, full, d, 0, out, err);
+    if (st != MT_OK || L->n->family != MT_LLM_GEMMA3)
+        return st;
+    float *w = own(L, sizeof(float) * (size_t)d, err);
+    if (!w)
+        return MT_ERR_NOMEM;
+    for (int i = 0; i < d; i++)
+        w[i] = 1.0f + (*out)[i];
+    drop(L, *out, sizeof(float) * (size_t)d);
+    *out = w;
+    return MT_OK;
 }
 
 static mt_status load_layers(lload *L, mt_err *err)
@@ -501,22 +638,27 @@ static mt_status load_layers(lload *L, mt_err *err)
     static const char *const QKV[] = {"q_proj", "k_proj", "v_proj"}, *const GU[] = {"gate_proj", "up_proj"},
                              *const O[] = {"o_proj"}, *const DOWN[] = {"down_proj"};
     int rq[3] = {n->qd, n->kvd, n->kvd}, rgu[2] = {n->F, n->F}, rd = n->d;
+    int g = n->family == MT_LLM_GEMMA3;
     for (int i = 0; i < n->L; i++) {
-        char p[64], pa[96], pm[96];
+        char p[96], pa[128], pm[128];
         mt_llm_layer *l = &n->layers[i];
         mt_status st;
-        snprintf(p, sizeof p, "model.layers.%d", i);
+        snprintf(p, sizeof p, "%slayers.%d", L->pfx, i);
         snprintf(pa, sizeof pa, "%s.self_attn", p);
         snprintf(pm, sizeof pm, "%s.mlp", p);
         if ((st = get_norm(L, p, "input_layernorm", n->d, &l->ln_in, err)) != MT_OK ||
-            (st = get_norm(L, p, "post_attention_layernorm", n->d, &l->ln_post, err)) != MT_OK ||
+            (st = get_norm(L, p, g ? "pre_feedforward_layernorm" : "post_attention_layernorm", n->d, &l->ln_post,
+                           err)) != MT_OK ||
             (st = get_lin(L, pa, QKV, rq, 3, n->d, n->family == MT_LLM_QWEN2, &l->qkv, err)) != MT_OK ||
             (st = get_lin(L, pa, O, &rd, 1, n->qd, 0, &l->o, err)) != MT_OK ||
             (st = get_lin(L, pm, GU, rgu, 2, n->d, 0, &l->gate_up, err)) != MT_OK ||
             (st = get_lin(L, pm, DOWN, &rd, 1, n->F, 0, &l->down, err)) != MT_OK)
             return st;
-        if (n->family == MT_LLM_QWEN3 && ((st = get_norm(L, pa, "q_norm", n->hd, &l->q_norm, err)) != MT_OK ||
-                                          (st = get_norm(L, pa, "k_norm", n->hd, &l->k_norm, err)) != MT_OK))
+        if ((n->family == MT_LLM_QWEN3 || g) && ((st = get_norm(L, pa, "q_norm", n->hd, &l->q_norm, err)) != MT_OK ||
+                                                 (st = get_norm(L, pa, "k_norm", n->hd, &l->k_norm, err)) != MT_OK))
+            return st;
+        if (g && ((st = get_norm(L, p, "post_attention_layernorm", n->d, &l->attn_out, err)) != MT_OK ||
+                  (st = get_norm(L, p, "post_feedforward_layernorm", n->d, &l->mlp_out, err)) != MT_OK))
             return st;
     }
     return MT_OK;
@@ -529,11 +671,14 @@ static mt_status load_head(lload *L, mt_err *err)
     mt_llm *n = L->n;
     mt_status st;
     const float *emb, *head;
-    if ((st = get_f32(L, "model.embed_tokens.weight", n->V, n->d, &emb, err)) != MT_OK ||
-        (st = get_f32(L, "model.norm.weight", n->d, 0, &n->norm, err)) != MT_OK)
+    char ename[64], nname[64];
+    snprintf(ename, sizeof ename, "%sembed_tokens.weight", L->pfx);
+    snprintf(nname, sizeof nname, "%.*s", (int)strlen(L->pfx) - 1, L->pfx);   /* without its dot */
+    if ((st = get_f32(L, ename, n->V, n->d, &emb, err)) != MT_OK ||
+        (st = get_norm(L, nname, "norm", n->d, &n->norm, err)) != MT_OK)
         return st;
     head = emb;
-    if (!n->tied && (st = get_f32(L, "lm_head.weight", n->V, n->d, &head, err)) != MT_OK)
+    if (!n->tied && (st = get_f32(L, L->head, n->V, n->d, &head, err)) != MT_OK)
         return st;
     pack(L, head, n->d, n->V, &m->lm_pk);
     size_t count = (size_t)n->V * n->d;
@@ -554,13 +699,25 @@ static mt_status load_head(lload *L, mt_err *err)
     return MT_OK;
 }
 
+/* A multimodal Gemma 3's vision tower and projector: present, not used (text only). */
+static int vision_tensor(const lload *L, const char *name)
+{
+    static const char *const V[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                    "model.multi_modal_projector."};
+    for (int i = 0; L->multimodal && i < 4; i++)
+        if (!strncmp(name, V[i], strlen(V[i])))
+            return 1;
+    return 0;
+}
+
 /* Every tensor of the checkpoint must be one the network took. */
 static mt_status check_all_used(lload *L, mt_err *err)
 {
     const mt_llm *n = L->n;
     for (int k = 0; k < n->n_shards; k++)
         for (int i = 0; i < n->shards[k]->n_tensors; i++)
-            if (!L->used[k][i] && !(n->tied && !strcmp(n->shards[k]->tensors[i].name, "lm_head.weight")))
+            if (!L->used[k][i] && !(n->tied && !strcmp(n->shards[k]->tensors[i].name, L->head)) &&
+                !vision_tensor(L, n->shards[k]->tensors[i].name))
                 return mt_err_set(err, MT_ERR_FORMAT, "%s: unexpected tensor '%s' (not part of the %s network "
                                   "config.json describes)", n->shards[k]->path, n->shards[k]->tensors[i].name,
                                   FAMILY[n->family]);
@@ -575,12 +732,64 @@ static size_t arena_bytes(const lload *L)
     return per * (size_t)n->L + pk_bytes(L, n->d, n->V);
 }
 
-static const char *weights_dtype(const mt_llm *n)
+static const mt_tensor *find_any(const mt_llm *n, const char *name)
 {
-    const mt_tensor *t = mt_wfile_find(n->shards[0], "model.embed_tokens.weight");
-    for (int k = 1; !t && k < n->n_shards; k++)
-        t = mt_wfile_find(n->shards[k], "model.embed_tokens.weight");
+    const mt_tensor *t = NULL;
+    for (int k = 0; !t && k < n->n_shards; k++)
+        t = mt_wfile_find(n->shards[k], name);
+    return t;
+}
+
+static const char *weights_dtype(const lload *L)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%sembed_tokens.weight", L->pfx);
+    const mt_tensor *t = find_any(L->n, name);
     return t ? t->dtype_name : "F32";
+}
+
+/* A multimodal Gemma 3 names its text model language_model.model.* and
+ * language_model.lm_head (transformers < 4.52) or model.language_model.* and
+ * lm_head (>= 4.52): the one whose embedding the weights hold. */
+static void text_prefix(lload *L)
+{
+    if (!L->multimodal)
+        return;
+    int old = find_any(L->n, "language_model.model.embed_tokens.weight") != NULL;
+    snprintf(L->pfx, sizeof L->pfx, "%s", old ? "language_model.model." : "model.language_model.");
+    snprintf(L->head, sizeof L->head, "%s", old ? "language_model.lm_head.weight" : "lm_head.weight");
+}
+
+/* config.json of model_type gemma3 (Gemma3ForConditionalGeneration): the
+ * network is its text_config (model_type gemma3_text); vision_config and the
+ * image token settings describe the vision tower, which is not run (its
+ * tensors are skipped): a text-only model of the same weights.  *net is the
+ * config the network is read from. */
+static mt_status unwrap_gemma3(lload *L, json_t *cfg, json_t **net, mt_err *err)
+{
+    json_t *mt = json_object_get(cfg, "model_type"), *ar = json_object_get(cfg, "architectures");
+    const char *dt = json_string_value(json_object_get(cfg, "torch_dtype"));
+    if (!dt)
+        dt = json_string_value(json_object_get(cfg, "dtype"));
+    snprintf(L->dtype, sizeof L->dtype, "%s", dt ? dt : "");
+    *net = cfg;
+    if (!json_is_string(mt) || strcmp(json_string_value(mt), "gemma3") != 0)
+        return MT_OK;
+    if (json_is_array(ar) && json_is_string(json_array_get(ar, 0)) &&
+        strcmp(json_string_value(json_array_get(ar, 0)), "Gemma3ForConditionalGeneration") != 0)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: architectures '%s' is not supported for model_type 'gemma3' "
+                          "(expected Gemma3ForConditionalGeneration)", L->cfg_file,
+                          json_string_value(json_array_get(ar, 0)));
+    json_t *tc = json_object_get(cfg, "text_config");
+    if (!json_is_object(tc))
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: model_type gemma3 without a text_config object", L->cfg_file);
+    json_t *tmt = json_object_get(tc, "model_type");
+    if (tmt && !(json_is_string(tmt) && !strcmp(json_string_value(tmt), "gemma3_text")))
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: text_config.model_type '%s' is not supported (expected "
+                          "gemma3_text)", L->cfg_file, json_is_string(tmt) ? json_string_value(tmt) : "?");
+    L->multimodal = 1;
+    *net = tc;
+    return MT_OK;
 }
 
 /* dir/tokenizer.json (and tokenizer_config.json) when present: the model's
@@ -613,16 +822,22 @@ mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weight
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     m->arch = MT_ARCH_LLM;
     m->llm = n;
-    lload L = {.m = m, .n = n, .dir = dir, .held = held, .isa = isa, .l2 = l2};
+    lload L = {.m = m, .n = n, .dir = dir, .held = held, .isa = isa, .l2 = l2, .pfx = "model.",
+               .head = "lm_head.weight"};
     snprintf(L.cfg_file, sizeof L.cfg_file, "%s/config.json", dir);
-    mt_status st = parse_config(&L, (json_t *)cfg, err);
+    json_t *net = NULL;
+    mt_status st = unwrap_gemma3(&L, (json_t *)cfg, &net, err);
+    if (st == MT_OK)
+        st = parse_config(&L, net, err);
     if (st == MT_OK)
         st = load_tokenizer(&L, err);
     if (st == MT_OK)
         st = open_weights(&L, err);
+    if (st == MT_OK)
+        text_prefix(&L);
     if (st == MT_OK && !card) {
         m->packed_bytes = arena_bytes(&L);
-        if (!(n->layers = calloc((size_t)n->L, sizeof *n->layers)) || !(m->packed = mt_huge_alloc(m->packed_bytes)))
+        if (!(m->packed = mt_huge_alloc(m->packed_bytes)))
             st = mt_err_set(err, MT_ERR_NOMEM, "cannot allocate %zu MB of packed weights", m->packed_bytes >> 20);
         L.pk_at = m->packed;
         if (st == MT_OK && (st = load_layers(&L, err)) == MT_OK && (st = load_head(&L, err)) == MT_OK)
@@ -636,7 +851,7 @@ mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weight
     free(L.used);
     if (st != MT_OK)
         return st;
-    snprintf(m->dtype, sizeof m->dtype, "%s", weights_dtype(n));
+    snprintf(m->dtype, sizeof m->dtype, "%s", weights_dtype(&L));
     snprintf(m->held, sizeof m->held, "%s", held == MT_WEIGHTS_I8 ? "INT8" : held == MT_WEIGHTS_F16 ? "F16" : "F32");
     m->info.activation = m->act_name;
     m->info.source_lang = m->src_lang;
@@ -647,7 +862,7 @@ mt_status mt_llm_load(mt_model *m, const char *dir, const json_t *cfg, mt_weight
     m->info.weight_bytes = card ? 0 : L.mapped_bytes + L.owned_bytes + m->packed_bytes;
     m->info.file_bytes = file_bytes;
     m->info.format = "safetensors";
-    m->info.architecture = FAMILY[n->family];
+    m->info.architecture = L.multimodal ? "gemma3" : FAMILY[n->family];
     m->info.head_dim = n->hd;
     m->info.rope_theta = n->theta;
     m->info.weights_file = m->weights_file;

@@ -57,25 +57,39 @@ typedef struct {
  * prefill (llm.c), and every decoder step extends each row's own K/V cache. */
 typedef enum { MT_ARCH_MARIAN = 0, MT_ARCH_LLM } mt_arch;
 
-/* A decoder-only layer (llm.c; Llama / Qwen2 / Qwen3, pre-norm).  qd = heads
- * x head_dim, kvd = kv_heads x head_dim, F = intermediate size. */
+/* A decoder-only layer (llm.c; Llama / Qwen2 / Qwen3 / Gemma 3, pre-norm).  qd =
+ * heads x head_dim, kvd = kv_heads x head_dim, F = intermediate size.  Gemma 3's
+ * RMSNorm weights are held as (1 + weight), computed once at load, so one
+ * kernel serves every family. */
 typedef struct {
     mt_lin qkv;                /* [qd + 2 kvd][d]: q, k, v fused at load; biases (Qwen2) or NULL */
     mt_lin o;                  /* [d][qd], no bias */
     mt_lin gate_up;            /* [2F][d]: gate then up, fused; no bias */
     mt_lin down;               /* [d][F] */
-    const float *ln_in, *ln_post;     /* [d] RMSNorm weights: input_layernorm, post_attention_layernorm */
-    const float *q_norm, *k_norm;     /* [hd] per-head RMSNorm before RoPE (Qwen3); NULL otherwise */
+    const float *ln_in, *ln_post;     /* [d] RMSNorm weights before attention and before the MLP:
+                                         input_layernorm, post_attention_layernorm (Gemma 3:
+                                         pre_feedforward_layernorm) */
+    const float *attn_out, *mlp_out;  /* [d] Gemma 3: post_attention_layernorm, post_feedforward_layernorm
+                                         (on the attention / MLP output before the residual); else NULL */
+    const float *q_norm, *k_norm;     /* [hd] per-head RMSNorm before RoPE (Qwen3, Gemma 3); NULL otherwise */
+    int local;                        /* Gemma 3 sliding_attention: keys window-1 back at most, local RoPE */
 } mt_llm_layer;
 
-typedef enum { MT_LLM_LLAMA = 0, MT_LLM_QWEN2, MT_LLM_QWEN3 } mt_llm_family;
+typedef enum { MT_LLM_LLAMA = 0, MT_LLM_QWEN2, MT_LLM_QWEN3, MT_LLM_GEMMA3 } mt_llm_family;
 
 typedef struct mt_llm {
     mt_llm_family family;
     int L, d, H, KV, hd, F, V;        /* layers, hidden, query heads, K/V heads, head_dim, intermediate, vocab */
     int qd, kvd;                      /* H * hd, KV * hd */
     float eps;                        /* rms_norm_eps */
-    double theta;                     /* rope_theta */
+    double theta;                     /* rope_theta (Gemma 3: of the global layers) */
+    double theta_local;               /* Gemma 3: rope_local_base_freq, the sliding layers' RoPE base */
+    double rope_factor;               /* Gemma 3: rope_scaling linear factor of the global layers (else 1) */
+    int window;                       /* Gemma 3: sliding_window (keys q-window < k <= q); 0 none */
+    float emb_scale;                  /* Gemma 3: sqrt(hidden) in the published dtype; else 1 */
+    float attn_scale;                 /* query_pre_attn_scalar^-0.5 (Gemma 3), else head_dim^-0.5 */
+    float final_cap;                  /* final_logit_softcapping (cap * tanh(logit / cap)); 0 none */
+    int geglu;                        /* MLP gelu_pytorch_tanh(gate) * up (Gemma 3), else SwiGLU */
     int tied;                         /* lm_head = embed_tokens */
     mt_llm_layer *layers;             /* [L] */
     const float *emb;                 /* [V][d] F32 (NULL with MT_WEIGHTS_F16) */
@@ -462,6 +476,7 @@ void      mt_llm_free(mt_model *m);
 /* llm.c */
 /* The session's RoPE tables (session.c init_state). */
 void mt_llm_rope_init(mt_session *s);
+int  mt_llm_rope_tables(const struct mt_llm *n);   /* 2 with Gemma 3's local RoPE base, else 1 */
 /* The prefill of k started sequences (ids[j]: their sequence ids): every
  * prompt position but the last through every layer as one batch of rows,
  * its rotated K and V into the slot of each of the sequence's rows. */

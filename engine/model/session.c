@@ -63,8 +63,9 @@ static void layout_llm(mt_session *s, carver *c)
     s->kv.self = carve(c, NL * B * (S + T) * 2 * (size_t)n->kvd, mt_kv_bytes(s));
     s->kv.cross = NULL;
     s->kv.cross_f32 = NULL;
-    s->rope_cos = carve(c, (S + T) * (size_t)(n->hd / 2), sizeof(float));
-    s->rope_sin = carve(c, (S + T) * (size_t)(n->hd / 2), sizeof(float));
+    size_t tabs = (size_t)mt_llm_rope_tables(n);      /* Gemma 3: a global and a local table */
+    s->rope_cos = carve(c, tabs * (S + T) * (size_t)(n->hd / 2), sizeof(float));
+    s->rope_sin = carve(c, tabs * (S + T) * (size_t)(n->hd / 2), sizeof(float));
     s->llm_tok = carve(c, R, sizeof(int32_t));
     (void)V;
 }

@@ -608,6 +608,22 @@ static mt_status byte_level_opts(ctx *c, json_t *obj, const char *what)
 }
 
 /* One pre-tokenizer; *stage counts what came before (0 none, 1 Split, 2 ByteLevel, 3 Metaspace). */
+/* Gemma 3: normalizer Replace " " -> "▁", then Split on the String " "
+ * (MergedWithPrevious).  No " " survives the last Replace (its content does
+ * not hold one), so that split never cuts: the text stays one piece, and the
+ * pre-tokenizer is accepted as the identity.  Any other String split is refused. */
+static int split_is_identity(const ctx *c, json_t *pat, const char *beh, int inv)
+{
+    const char *str = json_string_value(json_object_get(pat, "String"));
+    const mt_hf_tokenizer *t = c->tok;
+    if (!str || !*str || inv || !beh || strcmp(beh, "MergedWithPrevious") != 0 || t->n_norm == 0)
+        return 0;
+    const hf_norm *n = &t->norm[t->n_norm - 1];
+    size_t ns = strlen(str);
+    return n->kind == HF_NORM_REPLACE && n->na == ns && !memcmp(n->a, str, ns) &&
+           !memmem(n->b, n->nb, str, ns);
+}
+
 static mt_status load_pre_one(ctx *c, json_t *obj, int *stage)
 {
     mt_hf_tokenizer *tok = c->tok;
@@ -629,6 +645,8 @@ static mt_status load_pre_one(ctx *c, json_t *obj, int *stage)
                               "supported", c->name);
         if (!json_is_object(pat))
             return fmt(c, "pre_tokenizer Split", "\"pattern\" must be an object");
+        if (!rx && split_is_identity(c, pat, beh, inv))
+            return MT_OK;
         if (!rx)
             return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: pre_tokenizer Split: only a Regex pattern is supported",
                               c->name);
