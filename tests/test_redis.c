@@ -22,6 +22,11 @@
  *     state published again once the new, empty Redis takes it);
  *   - a file job submitted to one replica is polled on a second and
  *     downloaded from a third (its bytes equal the first's);
+ *   - a DeepL glossary made through one replica is listed and read on the
+ *     others and applied there (as the same terms given inline), an edit
+ *     through a second is read on a third, a delete removes it on all (the
+ *     replicas that used it too); Redis stopped: making one is 503 with
+ *     Retry-After, and works again once Redis resumes;
  *   - a server's --usage-file counts seed Redis when it starts with --redis.
  * Every child is tracked by the harness and killed at the end.
  */
@@ -779,6 +784,153 @@ static void test_file_jobs(void **state)
     }
 }
 
+/* ---- stored glossaries (DeepL's API) through Redis ---------------------------------- */
+
+/* method path on s with key and a JSON body (NULL: none): the reply. */
+static reply req_json(const server *s, const char *method, const char *path, const char *key, const char *body)
+{
+    char auth[128];
+    snprintf(auth, sizeof auth, "Authorization: DeepL-Auth-Key %s", key);
+    req_opts o = { .method = method, .body = body, .content_type = "application/json", .extra = { auth },
+                   .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* The text of a translation of text on s: through DeepL's /v2/translate with
+ * glossary_id (NULL: /translate with terms as "glossary"); malloc'd. */
+static char *translated(const server *s, const char *text, const char *glossary_id, const char *terms)
+{
+    char body[600];
+    if (glossary_id)
+        snprintf(body, sizeof body, "{\"text\": [\"%s\"], \"source_lang\": \"EN\", \"target_lang\": \"FR\", "
+                 "\"glossary_id\": \"%s\"}", text, glossary_id);
+    else
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"source\": \"en\", \"target\": \"fr\", \"glossary\": %s}",
+                 text, terms);
+    reply r = req_json(s, "POST", glossary_id ? "/v2/translate" : "/translate", FREE_KEY, body);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    const char *t = json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "text"));
+    assert_non_null(t);
+    char *out = strdup(t);
+    json_decref(j);
+    return out;
+}
+
+/* GET /v2/glossaries/ID/entries on s: its status, and the body into out. */
+static long entries_on(const server *s, const char *id, char *out, size_t len)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v2/glossaries/%s/entries", id);
+    reply r = req_json(s, "GET", path, FREE_KEY, NULL);
+    long st = r.status;
+    snprintf(out, len, "%s", r.body ? r.body : "");
+    reply_free(&r);
+    return st;
+}
+
+static void test_glossaries(void **state)
+{
+    const char *text = "The cat sleeps on the sofa.";
+    reply r = req_json(&rep[0], "POST", "/v2/glossaries", FREE_KEY,
+                       "{\"name\": \"Pets\", \"source_lang\": \"en\", \"target_lang\": \"fr\", "
+                       "\"entries\": \"cat\\tchaton\\nsofa\\tdivan\", \"entries_format\": \"tsv\"}");
+    json_t *g = expect_json(&r, 201);
+    reply_free(&r);
+    char id[64], path[128], body[400];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(g, "glossary_id")));
+    assert_int_equal(strlen(id), 36);
+    /* made on replica 1: listed on 2, read on 3, the same JSON */
+    r = req_json(&rep[1], "GET", "/v2/glossaries", FREE_KEY, NULL);
+    json_t *all = expect_json(&r, 200);
+    reply_free(&r);
+    assert_int_equal(json_array_size(json_object_get(all, "glossaries")), 1);
+    assert_true(json_equal(json_array_get(json_object_get(all, "glossaries"), 0), g));
+    json_decref(all);
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = req_json(&rep[2], "GET", path, FREE_KEY, NULL);
+    json_t *again = expect_json(&r, 200);
+    reply_free(&r);
+    assert_true(json_equal(again, g));
+    json_decref(again);
+    assert_int_equal(entries_on(&rep[2], id, body, sizeof body), 200);
+    assert_string_equal(body, "cat\tchaton\nsofa\tdivan");
+    /* another key sees none of it */
+    r = req_json(&rep[1], "GET", path, RL_KEY, NULL);
+    assert_int_equal(r.status, 404);
+    reply_free(&r);
+    /* applied on replica 3 as the same terms given inline */
+    char *with = translated(&rep[2], text, id, NULL);
+    char *inline_terms = translated(&rep[2], text, NULL, "{\"cat\": \"chaton\", \"sofa\": \"divan\"}");
+    print_message("# glossary made on replica 1, applied on replica 3: '%s' (inline terms: '%s')\n", with,
+                  inline_terms);
+    assert_string_equal(with, inline_terms);
+    free(with);
+    free(inline_terms);
+    /* edited through replica 2 (v3 PUT: a pair's entries replaced): replica 3,
+     * which holds the old copy, reads the new one */
+    snprintf(path, sizeof path, "/v3/glossaries/%s/dictionaries", id);
+    r = req_json(&rep[1], "PUT", path, FREE_KEY,
+                 "{\"dictionaries\": [{\"source_lang\": \"en\", \"target_lang\": \"fr\", "
+                 "\"entries\": \"cat\\tmatou\", \"entries_format\": \"tsv\"}]}");
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    assert_int_equal(entries_on(&rep[2], id, body, sizeof body), 200);
+    assert_string_equal(body, "cat\tmatou");
+    /* deleted through replica 2: gone on every replica, the ones that used it too */
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = req_json(&rep[1], "DELETE", path, FREE_KEY, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+    for (int i = 0; i < N_REPLICAS; i++) {
+        assert_int_equal(entries_on(&rep[i], id, body, sizeof body), 404);
+        snprintf(body, sizeof body, "{\"text\": [\"x\"], \"source_lang\": \"EN\", \"target_lang\": \"FR\", "
+                 "\"glossary_id\": \"%s\"}", id);
+        r = req_json(&rep[i], "POST", "/v2/translate", FREE_KEY, body);
+        assert_int_equal(r.status, 404);        /* as an id never made */
+        reply_free(&r);
+        r = req_json(&rep[i], "GET", "/v2/glossaries", FREE_KEY, NULL);
+        json_t *none = expect_json(&r, 200);
+        reply_free(&r);
+        assert_int_equal(json_array_size(json_object_get(none, "glossaries")), 0);
+        json_decref(none);
+    }
+    json_decref(g);
+    /* Redis stopped: a new glossary is refused with 503 + Retry-After, at once
+     * once the client knows it is down; back after */
+    kill(rs.pid, SIGSTOP);
+    const char *make = "{\"name\": \"x\", \"source_lang\": \"en\", \"target_lang\": \"fr\", \"entries\": \"a\\tb\"}";
+    double t0 = now_s();
+    r = req_json(&rep[0], "POST", "/v2/glossaries", FREE_KEY, make);
+    double dt = now_s() - t0;
+    char retry[16] = "";
+    header(&r, "Retry-After", retry, sizeof retry);
+    print_message("# POST /v2/glossaries with Redis stopped: %ld in %.0f ms, Retry-After %s: %s\n", r.status,
+                  dt * 1e3, retry, r.body ? r.body : "");
+    assert_int_equal(r.status, 503);
+    assert_true(atoi(retry) > 0);
+    assert_non_null(strstr(r.body, "Redis"));
+    reply_free(&r);
+    kill(rs.pid, SIGCONT);
+    for (t0 = now_s(); now_s() - t0 < 10; sleep_ms(200)) {
+        r = req_json(&rep[0], "POST", "/v2/glossaries", FREE_KEY, make);
+        long st = r.status;
+        if (st == 201) {
+            json_t *j = expect_json(&r, 201);
+            snprintf(path, sizeof path, "/v2/glossaries/%s", json_string_value(json_object_get(j, "glossary_id")));
+            json_decref(j);
+        }
+        reply_free(&r);
+        if (st == 201)
+            break;
+        assert_int_equal(st, 503);
+    }
+    print_message("# a glossary made again %.1f s after Redis resumed\n", now_s() - t0);
+    r = req_json(&rep[2], "DELETE", path, FREE_KEY, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+}
+
 /* "state" of /health's redis on s: 1 up, 0 down, -1 none. */
 static int health_redis(const server *s, char *limits, size_t len)
 {
@@ -997,6 +1149,7 @@ int main(void)
         cmocka_unit_test_setup(test_rate_limit, replicas_setup),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_file_jobs),
+        cmocka_unit_test(test_glossaries),
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
     };

@@ -224,6 +224,8 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
         snprintf(err, err_len, "out of memory");
         return -1;
     }
+    if (srv->redis)
+        srv_gstore_share(srv->gstore, srv->redis);     /* DeepL's stored glossaries: every replica's */
     if (!(*proxies = srv_proxies_parse(srv->opts.trusted_proxy, err, err_len)))
         return -1;
     return 0;
