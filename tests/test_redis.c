@@ -27,6 +27,9 @@
  *     through a second is read on a third, a delete removes it on all (the
  *     replicas that used it too); Redis stopped: making one is 503 with
  *     Retry-After, and works again once Redis resumes;
+ *   - a DeepL document uploaded to one replica: its status on a second, a
+ *     wrong key 404 on all, its result from a third (each paragraph as
+ *     /translate has it), then gone on all;
  *   - a server's --usage-file counts seed Redis when it starts with --redis.
  * Every child is tracked by the harness and killed at the end.
  */
@@ -784,6 +787,94 @@ static void test_file_jobs(void **state)
     }
 }
 
+/* ---- DeepL's documents through Redis ----------------------------------------------- */
+
+/* POST /v2/document/ID[suffix] on s with document_key. */
+static reply doc_call(const server *s, const char *id, const char *suffix, const char *doc_key)
+{
+    char path[128], body[128];
+    snprintf(path, sizeof path, "/v2/document/%s%s", id, suffix);
+    snprintf(body, sizeof body, "document_key=%s", doc_key);
+    req_opts o = { .method = "POST", .body = body, .content_type = "application/x-www-form-urlencoded",
+                   .extra = { "Authorization: DeepL-Auth-Key " FREE_KEY }, .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* text through /translate on s (en -> fr): malloc'd. */
+static char *plain_translation(const server *s, const char *text)
+{
+    char body[300];
+    snprintf(body, sizeof body, "{\"text\": \"%s\", \"source\": \"en\", \"target\": \"fr\"}", text);
+    req_opts o = { .body = body, .extra = { "Authorization: Bearer " FREE_KEY }, .timeout_ms = 30000 };
+    reply r = http_req(s, "/translate", &o);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char *t = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
+                                                       "text")));
+    json_decref(j);
+    return t;
+}
+
+static void test_documents(void **state)
+{
+    const char *b = "----mtserve-test-boundary";
+    char body[1024], ct[96];
+    int n = snprintf(body, sizeof body, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n"
+                     "Content-Type: text/plain\r\n\r\nThe cat sleeps on the sofa.\n\nIt is a nice day.\n\r\n"
+                     "--%s\r\nContent-Disposition: form-data; name=\"target_lang\"\r\n\r\nFR\r\n"
+                     "--%s\r\nContent-Disposition: form-data; name=\"source_lang\"\r\n\r\nEN\r\n--%s--\r\n", b, b, b, b);
+    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s", b);
+    req_opts o = { .method = "POST", .body = body, .body_len = (size_t)n, .content_type = ct,
+                   .extra = { "Authorization: DeepL-Auth-Key " FREE_KEY }, .timeout_ms = 30000 };
+    reply r = http_req(&rep[0], "/v2/document", &o);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char id[40], key[40];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "document_id")));
+    snprintf(key, sizeof key, "%s", json_string_value(json_object_get(j, "document_key")));
+    json_decref(j);
+    /* uploaded to replica 1: its status on replica 2 until done */
+    const char *status = "";
+    int polls = 0;
+    for (double t0 = now_s(); now_s() - t0 < 120 && strcmp(status, "done"); polls++) {
+        r = doc_call(&rep[1], id, "", key);
+        j = expect_json(&r, 200);
+        reply_free(&r);
+        status = strcmp(json_string_value(json_object_get(j, "status")), "done") ? "" : "done";
+        if (*status)
+            assert_int_equal(json_integer_value(json_object_get(j, "billed_characters")), 44);
+        json_decref(j);
+        if (!*status)
+            sleep_ms(50);
+    }
+    assert_string_equal(status, "done");
+    /* a wrong key: as an unknown document, on the replica that runs it and on the others */
+    for (int i = 0; i < N_REPLICAS; i++) {
+        r = doc_call(&rep[i], id, "", "0123456789abcdef0123456789abcdef");
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+    }
+    /* the result from replica 3: each paragraph as /translate has it */
+    r = doc_call(&rep[2], id, "/result", key);
+    assert_int_equal(r.status, 200);
+    char *t1 = plain_translation(&rep[2], "The cat sleeps on the sofa.");
+    char *t2 = plain_translation(&rep[2], "It is a nice day.");
+    char want[2048];
+    snprintf(want, sizeof want, "%s\n\n%s\n", t1, t2);
+    print_message("# document uploaded to replica 1: done after %d polls on replica 2, %zu bytes from replica 3\n",
+                  polls, r.len);
+    assert_string_equal(r.body, want);
+    free(t1);
+    free(t2);
+    reply_free(&r);
+    /* downloaded once: gone on every replica, the one that ran it too */
+    for (int i = 0; i < N_REPLICAS; i++) {
+        r = doc_call(&rep[i], id, "/result", key);
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+    }
+}
+
 /* ---- stored glossaries (DeepL's API) through Redis ---------------------------------- */
 
 /* method path on s with key and a JSON body (NULL: none): the reply. */
@@ -1150,6 +1241,7 @@ int main(void)
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_file_jobs),
         cmocka_unit_test(test_glossaries),
+        cmocka_unit_test(test_documents),
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
     };
