@@ -27,6 +27,11 @@
  *     through a second is read on a third, a delete removes it on all (the
  *     replicas that used it too); Redis stopped: making one is 503 with
  *     Retry-After, and works again once Redis resumes;
+ *   - the shared cache's bound: 1000 binary entries into 256 KiB, the oldest
+ *     dropped, the count within the bound, an entry over 1/256 not written;
+ *   - the shared translation cache (--redis-cache-mb): a sentence decoded on
+ *     one replica is a shared-cache hit on each other (its metric counts
+ *     one), the same output, and then a local hit there;
  *   - a DeepL document uploaded to one replica: its status on a second, a
  *     wrong key 404 on all, its result from a third (each paragraph as
  *     /translate has it), then gone on all;
@@ -519,6 +524,65 @@ static void test_client_down(void **state)
     srv_redis_free(r);
 }
 
+/* The shared cache's bound (rcache.c) against a real Redis: entries of
+ * binary keys and values (NUL bytes in both), 256 KiB in all, 1 KiB each at
+ * most; written past the bound, the oldest go first and the count stays
+ * within it; a hit is the key's, byte for byte. */
+static void test_rcache(void **state)
+{
+    rserver own = { 0 };
+    assert_int_equal(redis_start(&own), 0);
+    srv_redis *r = client_of(own.url);
+    srv_rcache *c = srv_rcache_new(r, 256 * 1024);
+    assert_non_null(c);
+    char key[64], val[900];
+    void *got;
+    size_t len;
+    int n = 1000;
+    for (int i = 0; i < n; i++) {
+        memset(key, 0, sizeof key);
+        snprintf(key + 1, sizeof key - 1, "k%d", i);            /* a NUL first: binary-safe or nothing */
+        memset(val, 'a' + i % 26, sizeof val);
+        val[7] = 0;
+        srv_rcache_put(c, key, sizeof key, val, sizeof val);
+    }
+    int first_kept = -1, kept = 0;
+    for (int i = 0; i < n; i++) {
+        memset(key, 0, sizeof key);
+        snprintf(key + 1, sizeof key - 1, "k%d", i);
+        if (srv_rcache_get(c, key, sizeof key, &got, &len)) {
+            assert_int_equal(len, sizeof val);
+            assert_int_equal(((char *)got)[0], 'a' + i % 26);
+            assert_int_equal(((char *)got)[7], 0);
+            free(got);
+            first_kept = first_kept < 0 ? i : first_kept;
+            kept++;
+        } else {
+            assert_true(first_kept < 0);        /* dropped: only the oldest, none after a kept one */
+        }
+    }
+    srv_redis_value v;
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "GET", "t:tc:bytes", NULL), OK_);
+    print_message("# shared cache of 256 KiB: %d of %d entries of 0.9 KiB kept (from #%d), %lld bytes counted\n",
+                  kept, n, first_kept, v.i);
+    assert_true(v.i <= 256 * 1024 && v.i > 200 * 1024);
+    assert_true(kept > 200 && kept < 300 && first_kept == n - kept);
+    /* over 1/256 of the budget: not written */
+    char big[2000] = { 0 };
+    srv_rcache_put(c, "big", 3, big, sizeof big);
+    assert_int_equal(srv_rcache_get(c, "big", 3, &got, &len), 0);
+    size_t mlen = 0;
+    char *m = srv_rcache_metrics(c, &mlen);
+    assert_non_null(strstr(m, "mtserve_redis_cache_skipped_total 1\n"));
+    assert_non_null(strstr(m, "mtserve_redis_cache_puts_total 1000\n"));
+    free(m);
+    srv_rcache_free(c);
+    srv_redis_free(r);
+    redis_kill(&own);
+    unlink(own.sock);
+    rmdir(own.dir);
+}
+
 /* ---- replicas ------------------------------------------------------------------------- */
 
 #define RL_KEY     "rl-key"
@@ -537,7 +601,7 @@ static int replicas_start(void)
     snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
     /* 250 ms: the load here crowds two cores; the timeout's own test is test_client_down's (100 ms) */
     const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-timeout", tsan() ? "1000" : "250",
-                                 "--api-keys", keys_file, NULL };
+                                 "--api-keys", keys_file, "--cache-mb", "16", "--redis-cache-mb", "8", NULL };
     for (int i = 0; i < N_REPLICAS; i++)
         if (server_start(&rep[i], args))
             return -1;
@@ -1022,6 +1086,64 @@ static void test_glossaries(void **state)
     reply_free(&r);
 }
 
+/* ---- the shared translation cache (--redis-cache-mb) ------------------------------- */
+
+/* text through /translate on s with FREE_KEY (en -> fr, max_length MAX_LENGTH): malloc'd. */
+static char *cached_translation(const server *s, const char *text)
+{
+    char body[400];
+    snprintf(body, sizeof body, "{\"text\": \"%s\", \"source\": \"en\", \"target\": \"fr\", \"max_length\": "
+             MAX_LENGTH "}", text);
+    req_opts o = { .body = body, .extra = { "Authorization: Bearer " FREE_KEY }, .timeout_ms = 30000 };
+    reply r = http_req(s, "/translate", &o);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char *t = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
+                                                       "text")));
+    json_decref(j);
+    return t;
+}
+
+static double rcache_metric(const server *s, const char *name)
+{
+    return metric_auth(s, name, "Authorization: Bearer " FREE_KEY);
+}
+
+static void test_shared_cache(void **state)
+{
+    char text[128];
+    snprintf(text, sizeof text, "The shared cache test number %d-%ld works.", (int)getpid(), (long)now_s());
+    double hits0[N_REPLICAS], puts0 = rcache_metric(&rep[0], "mtserve_redis_cache_puts_total");
+    for (int i = 0; i < N_REPLICAS; i++)
+        hits0[i] = rcache_metric(&rep[i], "mtserve_redis_cache_hits_total");
+    char *first = cached_translation(&rep[0], text);       /* decoded on replica 1, written to Redis */
+    double puts1 = rcache_metric(&rep[0], "mtserve_redis_cache_puts_total");
+    print_message("# shared-cache writes on replica 1: %.0f -> %.0f\n", puts0, puts1);
+    assert_true(puts1 == puts0 + 1);
+    assert_true(rcache_metric(&rep[0], "mtserve_redis_cache_hits_total") == hits0[0]);
+    for (int i = 1; i < N_REPLICAS; i++) {
+        char *again = cached_translation(&rep[i], text);    /* a local miss there, Redis's hit */
+        double hits = rcache_metric(&rep[i], "mtserve_redis_cache_hits_total");
+        print_message("# '%s' translated on replica 1, then on replica %d: shared-cache hits %.0f -> %.0f, "
+                      "output %s\n", text, i + 1, hits0[i], hits, strcmp(again, first) ? "DIFFERENT" : "identical");
+        assert_string_equal(again, first);
+        assert_true(hits == hits0[i] + 1);
+        free(again);
+        again = cached_translation(&rep[i], text);          /* now in its own cache: Redis not asked */
+        assert_string_equal(again, first);
+        assert_true(rcache_metric(&rep[i], "mtserve_redis_cache_hits_total") == hits0[i] + 1);
+        free(again);
+    }
+    free(first);
+    /* the entry is the local key's: PREFIX tc:<64 hex>, holding that key and the byte count */
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *k = redisCommand(c, "GET mtserve:tc:bytes");
+    assert_true(k && k->type == REDIS_REPLY_STRING && atol(k->str) > 0 && atol(k->str) <= 8L << 20);
+    print_message("# shared cache: %s bytes of entries in Redis\n", k->str);
+    freeReplyObject(k);
+    redisFree(c);
+}
+
 /* "state" of /health's redis on s: 1 up, 0 down, -1 none. */
 static int health_redis(const server *s, char *limits, size_t len)
 {
@@ -1237,11 +1359,13 @@ int main(void)
         cmocka_unit_test(test_client),
         cmocka_unit_test(test_client_down),
         cmocka_unit_test(test_bad_url),
+        cmocka_unit_test(test_rcache),
         cmocka_unit_test_setup(test_rate_limit, replicas_setup),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_file_jobs),
         cmocka_unit_test(test_glossaries),
         cmocka_unit_test(test_documents),
+        cmocka_unit_test(test_shared_cache),
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
     };

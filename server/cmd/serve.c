@@ -268,6 +268,8 @@ static void teardown(srv_server *srv, srv_proxies *proxies)
     srv_glossaries_free(srv);
     srv_cache_free(srv->cache);
     srv->cache = NULL;
+    srv_rcache_free(srv->rcache);       /* before the client it calls through (access_free) */
+    srv->rcache = NULL;
     access_free(srv, proxies);
 }
 
@@ -282,6 +284,11 @@ static int build(srv_server *srv, srv_proxies **proxies)
         return -1;
     }
     srv->cache = srv_cache_new((size_t)srv->opts.cache_mb << 20);
+    if (srv->cache && srv->redis && srv->opts.redis_cache_mb > 0 &&
+        !(srv->rcache = srv_rcache_new(srv->redis, (size_t)srv->opts.redis_cache_mb << 20))) {
+        fprintf(stderr, "mtserve: out of memory\n");
+        return -1;
+    }
     if (!(srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue, srv->opts.decode_nice))) {
         fprintf(stderr, "mtserve: cannot start %d worker threads (queue %d)\n", srv->workers, srv->opts.queue);
         return -1;
