@@ -7,6 +7,7 @@
 # keep-alive, the first SENTENCES lines of the test split, default 200, sent
 # in turn for SECONDS, default 20: every sentence repeated) against:
 #   one     one replica, alone (its local cache, --cache-mb 64);
+#   one-nginx  one replica with --redis behind nginx (the proxy's own cost);
 #   three   three replicas behind Debian's nginx (least_conn, as
 #           docker/nginx and tests/test_lb.c), --redis, no shared cache:
 #           each replica decodes every sentence once for its own cache;
@@ -95,13 +96,21 @@ start one 18771
 run one 18771 18771
 stop one
 
-for mode in three shared; do
+for mode in one-nginx three shared; do
     redis-cli -p $RPORT FLUSHALL >/dev/null
-    extra=""
+    extra="" n=3
     [ "$mode" = shared ] && extra="--redis-cache-mb 64"
+    [ "$mode" = one-nginx ] && n=1
+    ports=""
+    for i in $(seq 1 $n); do
+        # shellcheck disable=SC2086
+        start "r$i" $((18771 + i)) --redis "redis://127.0.0.1:$RPORT" --redis-timeout 250 $extra
+        ports="$ports $((18771 + i))"
+    done
     # shellcheck disable=SC2086
-    for i in 1 2 3; do start "r$i" $((18771 + i)) --redis "redis://127.0.0.1:$RPORT" --redis-timeout 250 $extra; done
-    nginx_start 18772 18773 18774
-    run "$mode" $NPORT 18772 18773 18774
-    stop nginx r1 r2 r3
+    nginx_start $ports
+    # shellcheck disable=SC2086
+    run "$mode" $NPORT $ports
+    # shellcheck disable=SC2086
+    stop nginx $(for i in $(seq 1 $n); do echo "r$i"; done)
 done
