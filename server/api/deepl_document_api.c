@@ -229,7 +229,7 @@ static int find_document(srv_request *req, srv_response *resp, char id[SRV_FILE_
     if (*here && info->state == SRV_FILE_DONE && downloaded_elsewhere(req, id))
         *here = 0;
     if ((!*here && (!req->srv->redis || srv_file_share_info(req->srv->redis, id, info))) || !info->secret[0] ||
-        strcmp(info->secret, key) || info->state == SRV_FILE_CANCELLED)
+        strcmp(info->secret, key) || (!*here && info->state == SRV_FILE_CANCELLED))    /* downloaded */
         return srv_fail(resp, SRV_E_NOT_FOUND, "Document not found");
     return 0;
 }
