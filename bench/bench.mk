@@ -5,7 +5,7 @@
 #   make bench-llm        decoder-only LMs at their published shapes, C engine vs PyTorch
 #   make bench-ct2        mtserve vs CTranslate2 4.8.1
 #   make bench-server-rate, file-bench, cache-bench, html-bench, detect-load   the server's own figures
-.PHONY: bench bench-models bench-kernels bench-llm bench-ct2 bench-server-rate file-bench epub-bench cache-bench html-bench
+.PHONY: bench bench-models bench-kernels bench-llm bench-ct2 bench-server-rate file-bench epub-bench cache-bench redis-cache-bench html-bench
 
 # Issue 6 and 13 benchmarks (bench/run.py): prints a table and writes its parts of BENCHMARKS.md.
 # Three shapes: BENCH_MODEL (en-fr), and opus-mt-en-mg and opus-mt-tc-big-fr-en at full depth.
@@ -127,6 +127,12 @@ html-bench: $(B)/mtserve $(B)/bench/html_parsers
 # sentences with the cache on and off, replies compared, then 10 minutes of RSS.
 cache-bench: $(B)/mtserve $(B)/bench/loadgen
 	MTSERVE_BIN=$(B)/mtserve LOADGEN=$(B)/bench/loadgen bench/cache_bench.sh $(CACHE_BENCH_ARGS)
+
+# The shared translation cache (bench/redis_cache_bench.sh, issue 51): one replica, then
+# three behind nginx without and with --redis-cache-mb, repeated sentences.
+# REDIS_CACHE_BENCH_ARGS: SECONDS SENTENCES CLIENTS.
+redis-cache-bench: $(B)/mtserve $(B)/bench/loadgen
+	MTSERVE_BIN=$(B)/mtserve LOADGEN=$(B)/bench/loadgen bench/redis_cache_bench.sh $(REDIS_CACHE_BENCH_ARGS)
 
 # The server at 32 clients against the engine's batch 32, same sentences, interleaved
 # (BENCHMARKS.md, issue 32).  SERVER_RATE_ARGS: e.g. "--reps 9 --weights int8".

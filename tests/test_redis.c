@@ -22,6 +22,19 @@
  *     state published again once the new, empty Redis takes it);
  *   - a file job submitted to one replica is polled on a second and
  *     downloaded from a third (its bytes equal the first's);
+ *   - a DeepL glossary made through one replica is listed and read on the
+ *     others and applied there (as the same terms given inline), an edit
+ *     through a second is read on a third, a delete removes it on all (the
+ *     replicas that used it too); Redis stopped: making one is 503 with
+ *     Retry-After, and works again once Redis resumes;
+ *   - the shared cache's bound: 1000 binary entries into 256 KiB, the oldest
+ *     dropped, the count within the bound, an entry over 1/256 not written;
+ *   - the shared translation cache (--redis-cache-mb): a sentence decoded on
+ *     one replica is a shared-cache hit on each other (its metric counts
+ *     one), the same output, and then a local hit there;
+ *   - a DeepL document uploaded to one replica: its status on a second, a
+ *     wrong key 404 on all, its result from a third (each paragraph as
+ *     /translate has it), then gone on all;
  *   - a server's --usage-file counts seed Redis when it starts with --redis.
  * Every child is tracked by the harness and killed at the end.
  */
@@ -511,6 +524,65 @@ static void test_client_down(void **state)
     srv_redis_free(r);
 }
 
+/* The shared cache's bound (rcache.c) against a real Redis: entries of
+ * binary keys and values (NUL bytes in both), 256 KiB in all, 1 KiB each at
+ * most; written past the bound, the oldest go first and the count stays
+ * within it; a hit is the key's, byte for byte. */
+static void test_rcache(void **state)
+{
+    rserver own = { 0 };
+    assert_int_equal(redis_start(&own), 0);
+    srv_redis *r = client_of(own.url);
+    srv_rcache *c = srv_rcache_new(r, 256 * 1024);
+    assert_non_null(c);
+    char key[64], val[900];
+    void *got;
+    size_t len;
+    int n = 1000;
+    for (int i = 0; i < n; i++) {
+        memset(key, 0, sizeof key);
+        snprintf(key + 1, sizeof key - 1, "k%d", i);            /* a NUL first: binary-safe or nothing */
+        memset(val, 'a' + i % 26, sizeof val);
+        val[7] = 0;
+        srv_rcache_put(c, key, sizeof key, val, sizeof val);
+    }
+    int first_kept = -1, kept = 0;
+    for (int i = 0; i < n; i++) {
+        memset(key, 0, sizeof key);
+        snprintf(key + 1, sizeof key - 1, "k%d", i);
+        if (srv_rcache_get(c, key, sizeof key, &got, &len)) {
+            assert_int_equal(len, sizeof val);
+            assert_int_equal(((char *)got)[0], 'a' + i % 26);
+            assert_int_equal(((char *)got)[7], 0);
+            free(got);
+            first_kept = first_kept < 0 ? i : first_kept;
+            kept++;
+        } else {
+            assert_true(first_kept < 0);        /* dropped: only the oldest, none after a kept one */
+        }
+    }
+    srv_redis_value v;
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "GET", "t:tc:bytes", NULL), OK_);
+    print_message("# shared cache of 256 KiB: %d of %d entries of 0.9 KiB kept (from #%d), %lld bytes counted\n",
+                  kept, n, first_kept, v.i);
+    assert_true(v.i <= 256 * 1024 && v.i > 200 * 1024);
+    assert_true(kept > 200 && kept < 300 && first_kept == n - kept);
+    /* over 1/256 of the budget: not written */
+    char big[2000] = { 0 };
+    srv_rcache_put(c, "big", 3, big, sizeof big);
+    assert_int_equal(srv_rcache_get(c, "big", 3, &got, &len), 0);
+    size_t mlen = 0;
+    char *m = srv_rcache_metrics(c, &mlen);
+    assert_non_null(strstr(m, "mtserve_redis_cache_skipped_total 1\n"));
+    assert_non_null(strstr(m, "mtserve_redis_cache_puts_total 1000\n"));
+    free(m);
+    srv_rcache_free(c);
+    srv_redis_free(r);
+    redis_kill(&own);
+    unlink(own.sock);
+    rmdir(own.dir);
+}
+
 /* ---- replicas ------------------------------------------------------------------------- */
 
 #define RL_KEY     "rl-key"
@@ -529,7 +601,7 @@ static int replicas_start(void)
     snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
     /* 250 ms: the load here crowds two cores; the timeout's own test is test_client_down's (100 ms) */
     const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-timeout", tsan() ? "1000" : "250",
-                                 "--api-keys", keys_file, NULL };
+                                 "--api-keys", keys_file, "--cache-mb", "16", "--redis-cache-mb", "8", NULL };
     for (int i = 0; i < N_REPLICAS; i++)
         if (server_start(&rep[i], args))
             return -1;
@@ -779,6 +851,299 @@ static void test_file_jobs(void **state)
     }
 }
 
+/* ---- DeepL's documents through Redis ----------------------------------------------- */
+
+/* POST /v2/document/ID[suffix] on s with document_key. */
+static reply doc_call(const server *s, const char *id, const char *suffix, const char *doc_key)
+{
+    char path[128], body[128];
+    snprintf(path, sizeof path, "/v2/document/%s%s", id, suffix);
+    snprintf(body, sizeof body, "document_key=%s", doc_key);
+    req_opts o = { .method = "POST", .body = body, .content_type = "application/x-www-form-urlencoded",
+                   .extra = { "Authorization: DeepL-Auth-Key " FREE_KEY }, .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* text through /translate on s (en -> fr): malloc'd. */
+static char *plain_translation(const server *s, const char *text)
+{
+    char body[300];
+    snprintf(body, sizeof body, "{\"text\": \"%s\", \"source\": \"en\", \"target\": \"fr\"}", text);
+    req_opts o = { .body = body, .extra = { "Authorization: Bearer " FREE_KEY }, .timeout_ms = 30000 };
+    reply r = http_req(s, "/translate", &o);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char *t = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
+                                                       "text")));
+    json_decref(j);
+    return t;
+}
+
+static void test_documents(void **state)
+{
+    const char *b = "----mtserve-test-boundary";
+    char body[1024], ct[96];
+    int n = snprintf(body, sizeof body, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n"
+                     "Content-Type: text/plain\r\n\r\nThe cat sleeps on the sofa.\n\nIt is a nice day.\n\r\n"
+                     "--%s\r\nContent-Disposition: form-data; name=\"target_lang\"\r\n\r\nFR\r\n"
+                     "--%s\r\nContent-Disposition: form-data; name=\"source_lang\"\r\n\r\nEN\r\n--%s--\r\n", b, b, b, b);
+    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s", b);
+    req_opts o = { .method = "POST", .body = body, .body_len = (size_t)n, .content_type = ct,
+                   .extra = { "Authorization: DeepL-Auth-Key " FREE_KEY }, .timeout_ms = 30000 };
+    reply r = http_req(&rep[0], "/v2/document", &o);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char id[40], key[40];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "document_id")));
+    snprintf(key, sizeof key, "%s", json_string_value(json_object_get(j, "document_key")));
+    json_decref(j);
+    /* uploaded to replica 1: its status on replica 2 until done */
+    const char *status = "";
+    int polls = 0;
+    for (double t0 = now_s(); now_s() - t0 < 120 && strcmp(status, "done"); polls++) {
+        r = doc_call(&rep[1], id, "", key);
+        j = expect_json(&r, 200);
+        reply_free(&r);
+        status = strcmp(json_string_value(json_object_get(j, "status")), "done") ? "" : "done";
+        if (*status)
+            assert_int_equal(json_integer_value(json_object_get(j, "billed_characters")), 44);
+        json_decref(j);
+        if (!*status)
+            sleep_ms(50);
+    }
+    assert_string_equal(status, "done");
+    /* a wrong key: as an unknown document, on the replica that runs it and on the others */
+    for (int i = 0; i < N_REPLICAS; i++) {
+        r = doc_call(&rep[i], id, "", "0123456789abcdef0123456789abcdef");
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+    }
+    /* the result from replica 3: each paragraph as /translate has it */
+    r = doc_call(&rep[2], id, "/result", key);
+    assert_int_equal(r.status, 200);
+    char *t1 = plain_translation(&rep[2], "The cat sleeps on the sofa.");
+    char *t2 = plain_translation(&rep[2], "It is a nice day.");
+    char want[2048];
+    snprintf(want, sizeof want, "%s\n\n%s\n", t1, t2);
+    print_message("# document uploaded to replica 1: done after %d polls on replica 2, %zu bytes from replica 3\n",
+                  polls, r.len);
+    assert_string_equal(r.body, want);
+    free(t1);
+    free(t2);
+    reply_free(&r);
+    /* downloaded once: gone on every replica, the one that ran it too */
+    for (int i = 0; i < N_REPLICAS; i++) {
+        r = doc_call(&rep[i], id, "/result", key);
+        assert_int_equal(r.status, 404);
+        reply_free(&r);
+    }
+}
+
+/* ---- stored glossaries (DeepL's API) through Redis ---------------------------------- */
+
+/* method path on s with key and a JSON body (NULL: none): the reply. */
+static reply req_json(const server *s, const char *method, const char *path, const char *key, const char *body)
+{
+    char auth[128];
+    snprintf(auth, sizeof auth, "Authorization: DeepL-Auth-Key %s", key);
+    req_opts o = { .method = method, .body = body, .content_type = "application/json", .extra = { auth },
+                   .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* The text of a translation of text on s: through DeepL's /v2/translate with
+ * glossary_id (NULL: /translate with terms as "glossary"); malloc'd. */
+static char *translated(const server *s, const char *text, const char *glossary_id, const char *terms)
+{
+    char body[600];
+    if (glossary_id)
+        snprintf(body, sizeof body, "{\"text\": [\"%s\"], \"source_lang\": \"EN\", \"target_lang\": \"FR\", "
+                 "\"glossary_id\": \"%s\"}", text, glossary_id);
+    else
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"source\": \"en\", \"target\": \"fr\", \"glossary\": %s}",
+                 text, terms);
+    reply r = req_json(s, "POST", glossary_id ? "/v2/translate" : "/translate", FREE_KEY, body);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    const char *t = json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "text"));
+    assert_non_null(t);
+    char *out = strdup(t);
+    json_decref(j);
+    return out;
+}
+
+/* GET /v2/glossaries/ID/entries on s: its status, and the body into out. */
+static long entries_on(const server *s, const char *id, char *out, size_t len)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v2/glossaries/%s/entries", id);
+    reply r = req_json(s, "GET", path, FREE_KEY, NULL);
+    long st = r.status;
+    snprintf(out, len, "%s", r.body ? r.body : "");
+    reply_free(&r);
+    return st;
+}
+
+static void test_glossaries(void **state)
+{
+    const char *text = "The cat sleeps on the sofa.";
+    reply r = req_json(&rep[0], "POST", "/v2/glossaries", FREE_KEY,
+                       "{\"name\": \"Pets\", \"source_lang\": \"en\", \"target_lang\": \"fr\", "
+                       "\"entries\": \"cat\\tchaton\\nsofa\\tdivan\", \"entries_format\": \"tsv\"}");
+    json_t *g = expect_json(&r, 201);
+    reply_free(&r);
+    char id[64], path[128], body[400];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(g, "glossary_id")));
+    assert_int_equal(strlen(id), 36);
+    /* made on replica 1: listed on 2, read on 3, the same JSON */
+    r = req_json(&rep[1], "GET", "/v2/glossaries", FREE_KEY, NULL);
+    json_t *all = expect_json(&r, 200);
+    reply_free(&r);
+    assert_int_equal(json_array_size(json_object_get(all, "glossaries")), 1);
+    assert_true(json_equal(json_array_get(json_object_get(all, "glossaries"), 0), g));
+    json_decref(all);
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = req_json(&rep[2], "GET", path, FREE_KEY, NULL);
+    json_t *again = expect_json(&r, 200);
+    reply_free(&r);
+    assert_true(json_equal(again, g));
+    json_decref(again);
+    assert_int_equal(entries_on(&rep[2], id, body, sizeof body), 200);
+    assert_string_equal(body, "cat\tchaton\nsofa\tdivan");
+    /* another key sees none of it */
+    r = req_json(&rep[1], "GET", path, RL_KEY, NULL);
+    assert_int_equal(r.status, 404);
+    reply_free(&r);
+    /* applied on replica 3 as the same terms given inline */
+    char *with = translated(&rep[2], text, id, NULL);
+    char *inline_terms = translated(&rep[2], text, NULL, "{\"cat\": \"chaton\", \"sofa\": \"divan\"}");
+    print_message("# glossary made on replica 1, applied on replica 3: '%s' (inline terms: '%s')\n", with,
+                  inline_terms);
+    assert_string_equal(with, inline_terms);
+    free(with);
+    free(inline_terms);
+    /* edited through replica 2 (v3 PUT: a pair's entries replaced): replica 3,
+     * which holds the old copy, reads the new one */
+    snprintf(path, sizeof path, "/v3/glossaries/%s/dictionaries", id);
+    r = req_json(&rep[1], "PUT", path, FREE_KEY,
+                 "{\"dictionaries\": [{\"source_lang\": \"en\", \"target_lang\": \"fr\", "
+                 "\"entries\": \"cat\\tmatou\", \"entries_format\": \"tsv\"}]}");
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    assert_int_equal(entries_on(&rep[2], id, body, sizeof body), 200);
+    assert_string_equal(body, "cat\tmatou");
+    /* deleted through replica 2: gone on every replica, the ones that used it too */
+    snprintf(path, sizeof path, "/v2/glossaries/%s", id);
+    r = req_json(&rep[1], "DELETE", path, FREE_KEY, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+    for (int i = 0; i < N_REPLICAS; i++) {
+        assert_int_equal(entries_on(&rep[i], id, body, sizeof body), 404);
+        snprintf(body, sizeof body, "{\"text\": [\"x\"], \"source_lang\": \"EN\", \"target_lang\": \"FR\", "
+                 "\"glossary_id\": \"%s\"}", id);
+        r = req_json(&rep[i], "POST", "/v2/translate", FREE_KEY, body);
+        assert_int_equal(r.status, 404);        /* as an id never made */
+        reply_free(&r);
+        r = req_json(&rep[i], "GET", "/v2/glossaries", FREE_KEY, NULL);
+        json_t *none = expect_json(&r, 200);
+        reply_free(&r);
+        assert_int_equal(json_array_size(json_object_get(none, "glossaries")), 0);
+        json_decref(none);
+    }
+    json_decref(g);
+    /* Redis stopped: a new glossary is refused with 503 + Retry-After, at once
+     * once the client knows it is down; back after */
+    kill(rs.pid, SIGSTOP);
+    const char *make = "{\"name\": \"x\", \"source_lang\": \"en\", \"target_lang\": \"fr\", \"entries\": \"a\\tb\"}";
+    double t0 = now_s();
+    r = req_json(&rep[0], "POST", "/v2/glossaries", FREE_KEY, make);
+    double dt = now_s() - t0;
+    char retry[16] = "";
+    header(&r, "Retry-After", retry, sizeof retry);
+    print_message("# POST /v2/glossaries with Redis stopped: %ld in %.0f ms, Retry-After %s: %s\n", r.status,
+                  dt * 1e3, retry, r.body ? r.body : "");
+    assert_int_equal(r.status, 503);
+    assert_true(atoi(retry) > 0);
+    assert_non_null(strstr(r.body, "Redis"));
+    reply_free(&r);
+    kill(rs.pid, SIGCONT);
+    for (t0 = now_s(); now_s() - t0 < 10; sleep_ms(200)) {
+        r = req_json(&rep[0], "POST", "/v2/glossaries", FREE_KEY, make);
+        long st = r.status;
+        if (st == 201) {
+            json_t *j = expect_json(&r, 201);
+            snprintf(path, sizeof path, "/v2/glossaries/%s", json_string_value(json_object_get(j, "glossary_id")));
+            json_decref(j);
+        }
+        reply_free(&r);
+        if (st == 201)
+            break;
+        assert_int_equal(st, 503);
+    }
+    print_message("# a glossary made again %.1f s after Redis resumed\n", now_s() - t0);
+    r = req_json(&rep[2], "DELETE", path, FREE_KEY, NULL);
+    assert_int_equal(r.status, 204);
+    reply_free(&r);
+}
+
+/* ---- the shared translation cache (--redis-cache-mb) ------------------------------- */
+
+/* text through /translate on s with FREE_KEY (en -> fr, max_length MAX_LENGTH): malloc'd. */
+static char *cached_translation(const server *s, const char *text)
+{
+    char body[400];
+    snprintf(body, sizeof body, "{\"text\": \"%s\", \"source\": \"en\", \"target\": \"fr\", \"max_length\": "
+             MAX_LENGTH "}", text);
+    req_opts o = { .body = body, .extra = { "Authorization: Bearer " FREE_KEY }, .timeout_ms = 30000 };
+    reply r = http_req(s, "/translate", &o);
+    json_t *j = expect_json(&r, 200);
+    reply_free(&r);
+    char *t = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
+                                                       "text")));
+    json_decref(j);
+    return t;
+}
+
+static double rcache_metric(const server *s, const char *name)
+{
+    return metric_auth(s, name, "Authorization: Bearer " FREE_KEY);
+}
+
+static void test_shared_cache(void **state)
+{
+    char text[128];
+    snprintf(text, sizeof text, "The shared cache test number %d-%ld works.", (int)getpid(), (long)now_s());
+    double hits0[N_REPLICAS], puts0 = rcache_metric(&rep[0], "mtserve_redis_cache_puts_total");
+    for (int i = 0; i < N_REPLICAS; i++)
+        hits0[i] = rcache_metric(&rep[i], "mtserve_redis_cache_hits_total");
+    char *first = cached_translation(&rep[0], text);       /* decoded on replica 1, written to Redis */
+    double puts1 = rcache_metric(&rep[0], "mtserve_redis_cache_puts_total");
+    print_message("# shared-cache writes on replica 1: %.0f -> %.0f\n", puts0, puts1);
+    assert_true(puts1 == puts0 + 1);
+    assert_true(rcache_metric(&rep[0], "mtserve_redis_cache_hits_total") == hits0[0]);
+    for (int i = 1; i < N_REPLICAS; i++) {
+        char *again = cached_translation(&rep[i], text);    /* a local miss there, Redis's hit */
+        double hits = rcache_metric(&rep[i], "mtserve_redis_cache_hits_total");
+        print_message("# '%s' translated on replica 1, then on replica %d: shared-cache hits %.0f -> %.0f, "
+                      "output %s\n", text, i + 1, hits0[i], hits, strcmp(again, first) ? "DIFFERENT" : "identical");
+        assert_string_equal(again, first);
+        assert_true(hits == hits0[i] + 1);
+        free(again);
+        again = cached_translation(&rep[i], text);          /* now in its own cache: Redis not asked */
+        assert_string_equal(again, first);
+        assert_true(rcache_metric(&rep[i], "mtserve_redis_cache_hits_total") == hits0[i] + 1);
+        free(again);
+    }
+    free(first);
+    /* the entry is the local key's: PREFIX tc:<64 hex>, holding that key and the byte count */
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *k = redisCommand(c, "GET mtserve:tc:bytes");
+    assert_true(k && k->type == REDIS_REPLY_STRING && atol(k->str) > 0 && atol(k->str) <= 8L << 20);
+    print_message("# shared cache: %s bytes of entries in Redis\n", k->str);
+    freeReplyObject(k);
+    redisFree(c);
+}
+
 /* "state" of /health's redis on s: 1 up, 0 down, -1 none. */
 static int health_redis(const server *s, char *limits, size_t len)
 {
@@ -994,9 +1359,13 @@ int main(void)
         cmocka_unit_test(test_client),
         cmocka_unit_test(test_client_down),
         cmocka_unit_test(test_bad_url),
+        cmocka_unit_test(test_rcache),
         cmocka_unit_test_setup(test_rate_limit, replicas_setup),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_file_jobs),
+        cmocka_unit_test(test_glossaries),
+        cmocka_unit_test(test_documents),
+        cmocka_unit_test(test_shared_cache),
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
     };

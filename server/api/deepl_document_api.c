@@ -22,6 +22,10 @@
  * (document/document.h: txt, html, srt, vtt, po, docx, odt, pptx, xlsx, odp,
  * ods, epub, the i18n resources json, arb, properties, strings, android, yaml,
  * and md, xliff).
+ *
+ * With --redis the jobs are published there (service/file_share.h): status and
+ * result are answered by any replica, a downloaded document is deleted on
+ * all, and an upload while Redis does not answer gets 503 + Retry-After.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,7 @@
 #include "handlers.h"
 #include "http/body.h"
 #include "service/file_prep.h"
+#include "service/file_share.h"
 #include "service/glossary_store.h"
 #include "service/languages.h"
 #include "service/pairs.h"
@@ -142,6 +147,18 @@ static int bill(srv_request *req, srv_response *resp, long chars)
     return 0;
 }
 
+/* With --redis: 0 when it answers (the job's state can be shared), else resp
+ * failed with 503 + Retry-After, as POST /translate_file's. */
+static int share_ready(srv_request *req, srv_response *resp)
+{
+    char why[200];
+    if (!req->srv->redis || srv_file_share_ready(req->srv->redis, why, sizeof why))
+        return 0;
+    resp->retry_after = 5;
+    return srv_fail(resp, SRV_E_QUEUE_FULL, "documents are shared through Redis, which does not answer (%s); "
+                    "retry later", why);
+}
+
 void srv_handle_deepl_document(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
@@ -149,7 +166,7 @@ void srv_handle_deepl_document(srv_request *req, srv_response *resp)
     char *copy = NULL, name[256], id[SRV_FILE_ID_LEN];
     srv_doc *doc = NULL;
     srv_file_route r = { 0 };
-    if (read_upload(req, resp, &d) || upload_glossary(req, resp, &d) ||
+    if (share_ready(req, resp) || read_upload(req, resp, &d) || upload_glossary(req, resp, &d) ||
         srv_file_parse(srv, resp, d.data, d.len, d.kind, NULL, &copy, &doc) ||
         srv_file_route_doc(srv, resp, doc, d.target, &d.source, &d.guess, d.terms, &r) ||
         bill(req, resp, srv_file_chars(doc)))
@@ -181,11 +198,23 @@ done:
 
 /* ---- status and result ----------------------------------------------------------------- */
 
-/* /v2/document/ID[/result] with its document_key: the job's info and whether
- * the result was asked for.  0, or -1 with resp failed (404 for an unknown
- * id or a wrong key alike). */
+/* With --redis: 1 when this replica's finished document id was downloaded
+ * through another (its shared state "cancelled"): then dropped here too. */
+static int downloaded_elsewhere(srv_request *req, const char *id)
+{
+    srv_file_info shared;
+    if (!req->srv->redis || srv_file_share_info(req->srv->redis, id, &shared) || shared.state != SRV_FILE_CANCELLED)
+        return 0;
+    srv_files_cancel(req->srv->files, id);
+    return 1;
+}
+
+/* /v2/document/ID[/result] with its document_key: the job's info (this
+ * replica's, or with --redis another's as published there: *here 0) and
+ * whether the result was asked for.  0, or -1 with resp failed (404 for an
+ * unknown id or a wrong key alike). */
 static int find_document(srv_request *req, srv_response *resp, char id[SRV_FILE_ID_LEN], srv_file_info *info,
-                         int *result)
+                         int *result, int *here)
 {
     const char *p = req->path + strlen(DOC_PATH), *key = text_field(req, "document_key");
     size_t n = strspn(p, "0123456789abcdef");
@@ -196,7 +225,11 @@ static int find_document(srv_request *req, srv_response *resp, char id[SRV_FILE_
     id[n] = 0;
     if (!key || !*key)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "Parameter 'document_key' not specified.");
-    if (srv_files_info(req->srv->files, id, info) || !info->secret[0] || strcmp(info->secret, key))
+    *here = srv_files_info(req->srv->files, id, info) == 0;
+    if (*here && info->state == SRV_FILE_DONE && downloaded_elsewhere(req, id))
+        *here = 0;
+    if ((!*here && (!req->srv->redis || srv_file_share_info(req->srv->redis, id, info))) || !info->secret[0] ||
+        strcmp(info->secret, key) || (!*here && info->state == SRV_FILE_CANCELLED))    /* downloaded */
         return srv_fail(resp, SRV_E_NOT_FOUND, "Document not found");
     return 0;
 }
@@ -220,13 +253,24 @@ static json_t *status_json(const char *id, const srv_file_info *info)
     return o;
 }
 
-static void download(srv_request *req, srv_response *resp, const char *id)
+/* The result of another replica's document (info: as published): from Redis. */
+static mt_status shared_result(srv_request *req, const char *id, char **bytes, size_t *len, srv_file_info *info,
+                               mt_err *err)
+{
+    if (info->state != SRV_FILE_DONE)
+        return mt_err_set(err, MT_ERR_INPUT, "not done");
+    if (srv_file_share_result(req->srv->redis, id, bytes, len))
+        return mt_err_set(err, MT_ERR_INPUT, "its file is no longer in Redis");
+    return MT_OK;
+}
+
+static void download(srv_request *req, srv_response *resp, const char *id, srv_file_info info, int here)
 {
     char *bytes;
     size_t len;
-    srv_file_info info;
     mt_err err = { 0 };
-    mt_status st = srv_files_result(req->srv->files, id, &bytes, &len, &info, &err);
+    mt_status st = here ? srv_files_result(req->srv->files, id, &bytes, &len, &info, &err)
+                        : shared_result(req, id, &bytes, &len, &info, &err);
     if (st == MT_ERR_NOMEM) {
         srv_fail(resp, SRV_E_INTERNAL, "%s", err.msg);
     } else if (st != MT_OK && info.state == SRV_FILE_RUNNING) {
@@ -240,7 +284,10 @@ static void download(srv_request *req, srv_response *resp, const char *id)
         resp->text_len = len;
         resp->content_type = srv_doc_kind_mime(info.kind);
         snprintf(resp->attachment, sizeof resp->attachment, "%.250s", info.name);
-        srv_files_cancel(req->srv->files, id);      /* downloaded: deleted, as DeepL does */
+        if (here)
+            srv_files_cancel(req->srv->files, id);  /* downloaded: deleted, as DeepL does ... */
+        if (req->srv->redis)
+            srv_file_share_gone(&req->srv->file_share, id, &info);     /* ... on every replica */
     }
 }
 
@@ -248,11 +295,11 @@ void srv_handle_deepl_document_status(srv_request *req, srv_response *resp)
 {
     char id[SRV_FILE_ID_LEN];
     srv_file_info info;
-    int result;
-    if (find_document(req, resp, id, &info, &result))
+    int result, here = 0;
+    if (find_document(req, resp, id, &info, &result, &here))
         return;
     if (result)
-        download(req, resp, id);
+        download(req, resp, id, info, here);
     else
         srv_reply_json(resp, 200, status_json(id, &info));
 }

@@ -1,9 +1,10 @@
 /* DeepL's glossaries: made, listed, read and deleted by its clients, then
  * named by id in POST /v2/translate (glossary_id), where they are the
  * request's terms (the constraints of translate/glossary.h, as "glossary" in
- * our API).  Kept in memory (service/glossary_store.h), each seen only by
- * the key that made it.  What DeepL does is from its API reference
- * ("Manage glossaries", v2 and v3).
+ * our API).  Kept in memory (service/glossary_store.h), or with --redis in
+ * Redis for every replica (a change while it does not answer: 503 +
+ * Retry-After), each seen only by the key that made it.  What DeepL does is
+ * from its API reference ("Manage glossaries", v2 and v3).
  *
  * v2, one language pair a glossary:
  *   POST   /v2/glossaries  name, source_lang, target_lang, entries, entries_format (tsv | csv)
@@ -192,12 +193,22 @@ static int glossary_name(srv_request *req, srv_response *resp, const char **out)
     return 0;
 }
 
+/* --redis and Redis does not answer: 503 + Retry-After (nothing was changed). */
+static int redis_down(srv_response *resp, const char *why)
+{
+    resp->retry_after = 5;
+    return srv_fail(resp, SRV_E_QUEUE_FULL, "%s", why);
+}
+
 /* Stores g (freed on failure) and answers 201 with its JSON (v3 or v2). */
 static void store_and_reply(srv_request *req, srv_response *resp, srv_gstored *g, int v3)
 {
-    char err[160];
-    if (srv_gstore_add(req->srv->gstore, g, err, sizeof err)) {
-        srv_fail(resp, SRV_E_INVALID_FIELD, "%s", err);
+    char err[320];
+    int rc = srv_gstore_add(req->srv->gstore, g, err, sizeof err);
+    if (rc == -2)
+        redis_down(resp, err);
+    if (rc) {
+        srv_fail(resp, SRV_E_INVALID_FIELD, "%s", err);     /* no-op after redis_down */
         return;
     }
     srv_reply_json(resp, 201, v3 ? v3_json(g) : v2_json(g));    /* the store's reference: g lives on */
@@ -275,11 +286,14 @@ static void delete_glossary(srv_request *req, srv_response *resp)
 {
     char id[37];
     const char *rest;
+    int rc;
     if (path_id(req, resp, id, &rest))
         return;
     if (*rest)
         srv_fail(resp, SRV_E_NOT_FOUND, "no route %s %s", req->method, req->path);
-    else if (srv_gstore_remove(req->srv->gstore, id, req->key))
+    else if ((rc = srv_gstore_remove(req->srv->gstore, id, req->key)) == -2)
+        redis_down(resp, "glossaries are shared through Redis, which does not answer; retry later");
+    else if (rc)
         srv_fail(resp, SRV_E_NOT_FOUND, "Glossary not found");
     else
         resp->status = 204;
@@ -471,7 +485,10 @@ static void v3_edit(srv_request *req, srv_response *resp, const srv_gstored *g, 
         return;
     }
     json_t *out = v3_json(c);
-    if (srv_gstore_replace(req->srv->gstore, c)) {         /* deleted meanwhile */
+    if ((rc = srv_gstore_replace(req->srv->gstore, c)) == -2) {
+        json_decref(out);
+        redis_down(resp, "glossaries are shared through Redis, which does not answer; retry later");
+    } else if (rc) {                                        /* deleted meanwhile */
         json_decref(out);
         srv_fail(resp, SRV_E_NOT_FOUND, "Glossary not found");
     } else if (!strcmp(req->method, "DELETE")) {

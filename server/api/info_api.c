@@ -74,11 +74,12 @@ void srv_handle_health(srv_request *req, srv_response *resp)
     srv_reply_json(resp, ready ? 200 : 503, o);
 }
 
-/* The mtserve_redis_* lines after resp->text: 0, or -1 (out of memory: text freed). */
-static int append_redis_metrics(srv_redis *r, srv_response *resp)
+/* The mtserve_redis_* lines after resp->text (the shared cache's too, when
+ * on): 0, or -1 (out of memory: text freed). */
+static int append_redis_metrics(srv_redis *r, srv_rcache *rc, srv_response *resp)
 {
     size_t n = 0;
-    char *more = srv_redis_metrics(r, &n);
+    char *more = rc ? srv_rcache_metrics(rc, &n) : srv_redis_metrics(r, &n);
     char *all = more ? realloc(resp->text, resp->text_len + n + 1) : NULL;
     if (!all) {
         free(more);
@@ -199,7 +200,9 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.n_usage = usage ? srv_usage_slots(srv->usage) : 0;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     free(usage);
-    if (resp->text && srv->redis && append_redis_metrics(srv->redis, resp))
+    if (resp->text && srv->redis && append_redis_metrics(srv->redis, NULL, resp))
+        resp->text = NULL;
+    if (resp->text && srv->rcache && append_redis_metrics(srv->redis, srv->rcache, resp))
         resp->text = NULL;
     if (!resp->text) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");

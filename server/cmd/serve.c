@@ -240,6 +240,8 @@ static int access_start(srv_server *srv, srv_proxies **proxies, char *err, size_
         snprintf(err, err_len, "out of memory");
         return -1;
     }
+    if (srv->redis)
+        srv_gstore_share(srv->gstore, srv->redis);     /* DeepL's stored glossaries: every replica's */
     if (!(*proxies = srv_proxies_parse(srv->opts.trusted_proxy, err, err_len)))
         return -1;
     return 0;
@@ -282,6 +284,8 @@ static void teardown(srv_server *srv, srv_proxies *proxies)
     srv_glossaries_free(srv);
     srv_cache_free(srv->cache);
     srv->cache = NULL;
+    srv_rcache_free(srv->rcache);       /* before the client it calls through (access_free) */
+    srv->rcache = NULL;
     access_free(srv, proxies);
 }
 
@@ -296,6 +300,11 @@ static int build(srv_server *srv, srv_proxies **proxies)
         return -1;
     }
     srv->cache = srv_cache_new((size_t)srv->opts.cache_mb << 20);
+    if (srv->cache && srv->redis && srv->opts.redis_cache_mb > 0 &&
+        !(srv->rcache = srv_rcache_new(srv->redis, (size_t)srv->opts.redis_cache_mb << 20))) {
+        fprintf(stderr, "mtserve: out of memory\n");
+        return -1;
+    }
     if (!(srv->workers_pool = srv_workers_new(srv->workers, srv->opts.queue, srv->opts.decode_nice))) {
         fprintf(stderr, "mtserve: cannot start %d worker threads (queue %d)\n", srv->workers, srv->opts.queue);
         return -1;

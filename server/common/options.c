@@ -75,6 +75,9 @@ static const opt_def opt_table[] = {
       "\"\" = none (default)" },
     { "--redis-timeout", "MTSERVE_REDIS_TIMEOUT", OPT_INT, F(redis_timeout_ms), 0, 1, 60000,
       "ms a Redis call may take (connecting, then its reply); past it the request goes on with the local count" },
+    { "--redis-cache-mb", "MTSERVE_REDIS_CACHE_MB", OPT_INT, F(redis_cache_mb), 0, 0, 1 << 20,
+      "with --redis: megabytes of translations kept in Redis for every replica, a second level under "
+      "--cache-mb (the oldest written dropped first); 0 = off (default)" },
     { "--redis-prefix", "MTSERVE_REDIS_PREFIX", OPT_STR, F(redis_prefix), S(redis_prefix), 0, 0,
       "the prefix of every key mtserve writes in Redis (services sharing one Redis tell theirs apart)" },
     { "--cors-origins", "MTSERVE_CORS_ORIGINS", OPT_STR, F(cors_origins), S(cors_origins), 0, 0,

@@ -52,6 +52,7 @@ typedef struct {
     char   redis[1024];     /* --redis URL: limits and quotas shared through it (store/redis.h); "" = none */
     int    redis_timeout_ms;/* a Redis call's bound (connect, then reply) */
     char   redis_prefix[64];/* of every key written in Redis */
+    int    redis_cache_mb;  /* the shared translation cache's megabytes in Redis; 0 = off */
     char   cors_origins[1024]; /* "*" or a comma-separated list of origins */
     size_t max_body;        /* request body bytes; more gets 413 */
     int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */

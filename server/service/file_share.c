@@ -43,10 +43,12 @@ int srv_file_share_publish(void *share, const char *id, const srv_file_info *inf
     key_of(sh->r, id, ":data", key, sizeof key);
     if (info->state == SRV_FILE_DONE && (!result || set_ex(sh->r, key, result, info->bytes, sh->ttl_s)))
         return -1;
-    json_t *o = json_pack("{s:i,s:i,s:i,s:s,s:i,s:I,s:f,s:f,s:i,s:s}", "state", (int)info->state, "done", info->done,
-                          "total", info->total, "name", info->name, "kind", (int)info->kind, "bytes",
+    /* secret and chars: a DeepL document's key (what its reader must show) and its billed characters */
+    json_t *o = json_pack("{s:i,s:i,s:i,s:s,s:i,s:I,s:f,s:f,s:i,s:s,s:s,s:I}", "state", (int)info->state, "done",
+                          info->done, "total", info->total, "name", info->name, "kind", (int)info->kind, "bytes",
                           (json_int_t)info->bytes, "elapsed", elapsed, "at", wall_s(), "err_status",
-                          (int)info->err.status, "err", info->err.msg);
+                          (int)info->err.status, "err", info->err.msg, "secret", info->secret, "chars",
+                          (json_int_t)info->chars);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     key_of(sh->r, id, "", key, sizeof key);
@@ -78,12 +80,13 @@ int srv_file_share_info(srv_redis *r, const char *id, srv_file_info *info)
     json_t *o = text ? json_loadb(text, len, 0, NULL) : NULL;
     free(text);
     int state, done, total, kind, err_status;
-    json_int_t bytes;
+    json_int_t bytes, chars = 0;
     double elapsed, at;
-    const char *name, *msg;
-    int bad = !o || json_unpack(o, "{s:i,s:i,s:i,s:s,s:i,s:I,s:F,s:F,s:i,s:s}", "state", &state, "done", &done,
-                                "total", &total, "name", &name, "kind", &kind, "bytes", &bytes, "elapsed", &elapsed,
-                                "at", &at, "err_status", &err_status, "err", &msg) != 0 ||
+    const char *name, *msg, *secret = "";
+    int bad = !o || json_unpack(o, "{s:i,s:i,s:i,s:s,s:i,s:I,s:F,s:F,s:i,s:s,s?s,s?I}", "state", &state, "done",
+                                &done, "total", &total, "name", &name, "kind", &kind, "bytes", &bytes, "elapsed",
+                                &elapsed, "at", &at, "err_status", &err_status, "err", &msg, "secret", &secret,
+                                "chars", &chars) != 0 ||
               state < SRV_FILE_RUNNING || state > SRV_FILE_CANCELLED || bytes < 0;
     if (!bad) {
         memset(info, 0, sizeof *info);
@@ -95,6 +98,8 @@ int srv_file_share_info(srv_redis *r, const char *id, srv_file_info *info)
         snprintf(info->name, sizeof info->name, "%s", name);
         info->err.status = (mt_status)err_status;
         snprintf(info->err.msg, sizeof info->err.msg, "%s", msg);
+        snprintf(info->secret, sizeof info->secret, "%s", secret);
+        info->chars = (long)chars;
         if (state == SRV_FILE_RUNNING) {
             info->t_start = now - elapsed - (wall_s() > at ? wall_s() - at : 0);
         } else {
@@ -122,6 +127,20 @@ int srv_file_share_delete(srv_redis *r, const char *id)
     const char *argv[3] = { "DEL", k1, k2 };
     srv_redis_value v;
     return srv_redis_cmd(r, SRV_RW_INT, &v, 3, argv, NULL, err, sizeof err) == SRV_REDIS_OK ? 0 : -1;
+}
+
+int srv_file_share_gone(void *share, const char *id, const srv_file_info *info)
+{
+    const srv_file_share *sh = share;
+    char key[160], err[200];
+    key_of(sh->r, id, ":data", key, sizeof key);
+    const char *argv[2] = { "DEL", key };
+    srv_redis_value v;
+    if (srv_redis_cmd(sh->r, SRV_RW_INT, &v, 2, argv, NULL, err, sizeof err) != SRV_REDIS_OK)
+        return -1;
+    srv_file_info gone = *info;
+    gone.state = SRV_FILE_CANCELLED;
+    return srv_file_share_publish(share, id, &gone, NULL);
 }
 
 int srv_file_share_ready(srv_redis *r, char *why, size_t why_len)

@@ -6,7 +6,9 @@
  * once it is done the file's bytes, both expiring --file-ttl after their last
  * write.  Another replica asked for a job it does not hold reads them there:
  * GET /translate_file/ID and GET /download_file/ID/NAME answer from any
- * replica.  Keys: PREFIX file:ID (the state), PREFIX file:ID:data (the file).
+ * replica, and so do DeepL's POST /v2/document/ID and .../result (the job's
+ * document_key and billed characters are in its state).  Keys: PREFIX file:ID
+ * (the state), PREFIX file:ID:data (the file).
  *
  * Not in this slice: a job whose replica dies is not taken over (its state
  * stays "running" until it expires); DELETE of a job running on another
@@ -34,6 +36,10 @@ int  srv_file_share_info(srv_redis *r, const char *id, srv_file_info *info);
 int  srv_file_share_result(srv_redis *r, const char *id, char **out, size_t *len);
 /* Deletes both keys (a finished job deleted by its client): 0, or -1. */
 int  srv_file_share_delete(srv_redis *r, const char *id);
+/* A finished job's file taken away on every replica (a DeepL document,
+ * deleted once downloaded): its file deleted, its state "cancelled" for the
+ * ttl, so the replica that ran it, seeing that, drops its own copy.  0 or -1. */
+int  srv_file_share_gone(void *share, const char *id, const srv_file_info *info);
 /* 1 when Redis answers now (a new file job may be taken), else 0 with why. */
 int  srv_file_share_ready(srv_redis *r, char *why, size_t why_len);
 

@@ -1,6 +1,6 @@
 /* glossary_store: the glossaries clients create through the API (DeepL's
  * /v2/glossaries and /v3/glossaries), kept by id in memory for the server's
- * life, each seen only by the key that made it.
+ * life (or in Redis, below), each seen only by the key that made it.
  *
  * A stored glossary is a name and one or more dictionaries, each the terms
  * (translate/glossary.h) of one language pair.  Once added it never changes:
@@ -8,6 +8,9 @@
  * Readers hold a reference (srv_gstore_get, srv_gstore_list) for as long as
  * they use it, so a glossary deleted or replaced meanwhile stays whole for a
  * translation already using it; the last reference frees it.  Thread-safe.
+ *
+ * With --redis (srv_gstore_share) the glossaries live in Redis, shared by
+ * every replica (glossary_share.h); the store holds the copies it used.
  *
  * Usage:
  *     srv_gstored *g = srv_gstored_new("my terms", owner);
@@ -42,13 +45,21 @@ typedef struct srv_gstored {
     int       n_dicts;
     srv_gdict dicts[SRV_GSTORE_MAX_DICTS];
     int       refs;                 /* the store's lock guards it */
+    long      rev;                  /* with --redis: its revision there (glossary_share.h); else 0 */
 } srv_gstored;
 
 typedef struct srv_gstore srv_gstore;
+struct srv_redis;
 
 /* A store for at most max glossaries in all; NULL when out of memory. */
 srv_gstore *srv_gstore_new(int max);
 void        srv_gstore_free(srv_gstore *s);
+/* With --redis, before the first request: the glossaries are r's, shared by
+ * every replica (glossary_share.h), and the store holds the copies it has
+ * used (at most max), each checked against Redis at every get.  While Redis
+ * does not answer, get and list give the copies held here (a glossary this
+ * replica never used is unknown), and add, replace and remove fail with -2. */
+void        srv_gstore_share(srv_gstore *s, struct srv_redis *r);
 
 /* A new, empty glossary (not in a store); NULL when out of memory. */
 srv_gstored *srv_gstored_new(const char *name, int owner);
@@ -67,17 +78,17 @@ srv_gstored *srv_gstored_copy(const srv_gstored *g);
 void srv_gstored_free(srv_gstored *g);
 
 /* Adds g, giving it a fresh id: the store owns it now.  0, or -1 with err when
- * the store is full (g is then freed). */
+ * the store is full, -2 with err when Redis did not take it (g is then freed). */
 int  srv_gstore_add(srv_gstore *s, srv_gstored *g, char *err, size_t err_len);
 /* Puts g in place of the glossary with g's id and owner: 0, or -1 when there
- * is none any more (g is then freed). */
+ * is none any more, -2 when Redis did not answer (g is then freed). */
 int  srv_gstore_replace(srv_gstore *s, srv_gstored *g);
 /* The glossary id of owner, with a reference; NULL when there is none. */
 srv_gstored *srv_gstore_get(srv_gstore *s, const char *id, int owner);
 /* Owner's glossaries in creation order, each with a reference: *out (malloc'd,
  * free it after releasing each) and the count; -1 when out of memory. */
 int  srv_gstore_list(srv_gstore *s, int owner, srv_gstored ***out);
-/* Removes owner's glossary id: 0, or -1 when there is none. */
+/* Removes owner's glossary id: 0, or -1 when there is none, -2 when Redis did not answer. */
 int  srv_gstore_remove(srv_gstore *s, const char *id, int owner);
 /* Gives back a reference of get or list (NULL is a no-op). */
 void srv_gstore_release(srv_gstore *s, srv_gstored *g);

@@ -123,6 +123,7 @@ struct srv_server {
     srv_ratelimit *limits;          /* --req-limit / --char-limit and the keys' own; NULL: none at all */
     srv_usage   *usage;             /* characters per key against char-quota (usage.h) */
     srv_redis   *redis;             /* --redis (store/redis.h); NULL: none */
+    srv_rcache  *rcache;            /* --redis-cache-mb: cache's second level, in redis; NULL: off */
     srv_shared  *shared;            /* limits and usage: through redis when set, else limits' and usage's */
     srv_file_share file_share;      /* with redis: files' publish context (file_share.h) */
     srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */

@@ -47,7 +47,8 @@ srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw
     const srv_model *m = path->model[i];
     srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
                         .has_lang = path->lang_id[i] >= 0, .lang_id = path->lang_id[i],
-                        .cache = srv->cache, .cache_ns = m->cache_ns, .no_align = m->llm };
+                        .cache = srv->cache, .cache2 = srv->rcache, .cache_ns = m->cache_ns,
+                        .no_align = m->llm };
     if (m->llm && !raw && m->prompt) {
         const char *src, *tgt;
         srv_path_leg_langs(path, i, &src, &tgt);

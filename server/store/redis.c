@@ -281,6 +281,13 @@ void srv_redis_script_init(srv_redis_script *s)
 srv_redis_rc srv_redis_eval(srv_redis *r, const srv_redis_script *s, int nkeys, int argc, const char *const *argv,
                             srv_redis_want want, srv_redis_value *v, char *err, size_t err_len)
 {
+    return srv_redis_eval_len(r, s, nkeys, argc, argv, NULL, want, v, err, err_len);
+}
+
+srv_redis_rc srv_redis_eval_len(srv_redis *r, const srv_redis_script *s, int nkeys, int argc,
+                                const char *const *argv, const size_t *argvlen, srv_redis_want want,
+                                srv_redis_value *v, char *err, size_t err_len)
+{
     if (argc + 3 > MAX_ARGS) {
         snprintf(err, err_len, "a script call with %d arguments (at most %d)", argc, MAX_ARGS - 3);
         memset(v, 0, sizeof *v);
@@ -289,9 +296,24 @@ srv_redis_rc srv_redis_eval(srv_redis *r, const srv_redis_script *s, int nkeys, 
     char nk[16];
     snprintf(nk, sizeof nk, "%d", nkeys);
     const char *sha[MAX_ARGS] = { "EVALSHA", s->sha1, nk }, *eval[MAX_ARGS] = { "EVAL", s->source, nk };
-    for (int i = 0; i < argc; i++)
+    size_t lens[MAX_ARGS];
+    lens[1] = strlen(s->sha1);      /* EVAL's source has another length: without argvlen both are strlen'd */
+    for (int i = 0; i < argc; i++) {
         sha[3 + i] = eval[3 + i] = argv[i];
-    return call(r, argc + 3, sha, NULL, eval, want, v, err, err_len);
+        lens[3 + i] = argvlen ? argvlen[i] : 0;
+    }
+    if (!argvlen)
+        return call(r, argc + 3, sha, NULL, eval, want, v, err, err_len);
+    /* lengths given: EVALSHA's first (EVAL, sent on NOSCRIPT, has its own) */
+    lens[0] = 7;
+    lens[2] = strlen(nk);
+    srv_redis_rc rc = call(r, argc + 3, sha, lens, NULL, want, v, err, err_len);
+    if (rc != SRV_REDIS_NOSCRIPT)
+        return rc;
+    srv_redis_value_clear(v);
+    lens[0] = 4;
+    lens[1] = strlen(s->source);
+    return call(r, argc + 3, eval, lens, NULL, want, v, err, err_len);
 }
 
 void srv_redis_count_fallback(srv_redis *r, int quota)

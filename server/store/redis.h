@@ -115,6 +115,11 @@ typedef struct {
 void         srv_redis_script_init(srv_redis_script *s);
 srv_redis_rc srv_redis_eval(srv_redis *r, const srv_redis_script *s, int nkeys, int argc, const char *const *argv,
                             srv_redis_want want, srv_redis_value *v, char *err, size_t err_len);
+/* The same with binary-safe arguments: argv[i] is argvlen[i] bytes (NOSCRIPT
+ * then costs a second call: the script is sent whole in another command). */
+srv_redis_rc srv_redis_eval_len(srv_redis *r, const srv_redis_script *s, int nkeys, int argc,
+                                const char *const *argv, const size_t *argvlen, srv_redis_want want,
+                                srv_redis_value *v, char *err, size_t err_len);
 
 /* What the client has seen, for /metrics and /health. */
 typedef struct {
@@ -161,5 +166,30 @@ void srv_shared_usage_give_back(srv_shared *sh, int key, long chars);
 long srv_shared_usage_count(srv_shared *sh, int key);
 /* The same without a round trip (for /metrics): the last count known here. */
 long srv_shared_usage_known(srv_shared *sh, int key);
+
+/* ---- the shared translation cache (rcache.c) ------------------------------------ */
+
+/* A second level under the local translation cache (translate/cache.h), in
+ * Redis for every replica (serve --redis-cache-mb N): the same keys and
+ * values, looked up after a local miss and filled after a decode.  Each
+ * entry is stored under PREFIX tc:SHA256(key), its value the key itself (so
+ * that a hit is the key's, byte for byte) and the local value.  The entries
+ * written through this prefix hold at most max_bytes of keys and values in
+ * all (Redis's own overhead per key, ~100 bytes, not counted), the oldest
+ * written dropped first, by one Lua script per write; an entry is at most
+ * max_bytes / 256. */
+typedef struct srv_rcache srv_rcache;
+
+/* NULL when out of memory (r NULL or max_bytes 0: NULL, the cache off; every
+ * call below takes NULL). */
+srv_rcache *srv_rcache_new(srv_redis *r, size_t max_bytes);
+void        srv_rcache_free(srv_rcache *c);
+/* 1 with *val (malloc'd) and *vlen on a hit; 0 on a miss or while Redis
+ * does not answer. */
+int         srv_rcache_get(srv_rcache *c, const void *key, size_t klen, void **val, size_t *vlen);
+/* Stores it (not when over the entry bound, or when Redis does not answer). */
+void        srv_rcache_put(srv_rcache *c, const void *key, size_t klen, const void *val, size_t vlen);
+/* The mtserve_redis_cache_* lines of GET /metrics (malloc'd, *len bytes); NULL on OOM or c NULL. */
+char       *srv_rcache_metrics(srv_rcache *c, size_t *len);
 
 #endif

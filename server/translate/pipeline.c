@@ -665,8 +665,11 @@ static mt_status lookup(srv_tr *t, mt_err *err)
             continue;
         if (!(s->key = cache_key(t, i, &s->key_len)))
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
-        if (!srv_cache_get(t->m.cache, s->key, s->key_len, &val, &len))
-            continue;
+        if (!srv_cache_get(t->m.cache, s->key, s->key_len, &val, &len)) {
+            if (!srv_rcache_get(t->m.cache2, s->key, s->key_len, &val, &len))
+                continue;
+            srv_cache_put(t->m.cache, s->key, s->key_len, val, len);   /* another replica's: here too now */
+        }
         s->hyps = t->hyps + (long)i * t->p.dp.n_best;
         if (restore(t, s, val, len) == 0) {
             s->cached = 1;
@@ -689,8 +692,10 @@ static void store(srv_tr *t)
         if (!s->key || s->cached)
             continue;
         b.n = 0;
-        if (cache_value(t, s, &b) == 0)
+        if (cache_value(t, s, &b) == 0) {
             srv_cache_put(t->m.cache, s->key, s->key_len, b.p, b.n);
+            srv_rcache_put(t->m.cache2, s->key, s->key_len, b.p, b.n);
+        }
     }
     free(b.p);
 }

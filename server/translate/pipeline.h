@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "store/redis.h"
 #include "decode_job.h"
 #include "glossary.h"
 
@@ -36,6 +37,9 @@ typedef struct {
      * fixed while it is loaded) */
     srv_cache  *cache;
     const char *cache_ns;
+    /* NULL, or the cache's second level (--redis-cache-mb, store/redis.h):
+     * looked up after a miss in cache, filled with cache */
+    srv_rcache *cache2;
     /* A decoder-only model translating through a prompt: the prompt, the
      * leg's language names for it ("English", "French") and the ids that end
      * a translation (mt_decode_params.end_ids); output text is cut at the
