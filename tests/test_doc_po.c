@@ -28,6 +28,14 @@
 #include "document/document.h"
 #include "util/strbuf.h"
 
+/* The formats' parse hook takes the caller's options: the defaults here. */
+static const srv_doc_options *doc_opt(void)
+{
+    static srv_doc_options o;
+    o = srv_doc_default_options();
+    return &o;
+}
+
 static const srv_doc_format *F = &srv_doc_po_format;
 
 static int sp(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -104,7 +112,7 @@ static void *parse_lim(const char *s, size_t n, const srv_doc_limits *lim)
 {
     void *st = NULL;
     mt_err err = { 0 };
-    mt_status r = F->parse(SRV_DOC_PO, s, n, lim, &st, &err);
+    mt_status r = F->parse(SRV_DOC_PO, s, n, lim, doc_opt(), &st, &err);
     if (r != MT_OK)
         fprintf(stderr, "parse: %s\n", err.msg);
     assert_int_equal(r, MT_OK);
@@ -451,7 +459,7 @@ static void expect_error(const char *po, mt_status want, const char *msg_part)
     srv_doc_limits lim = srv_doc_default_limits();
     void *st = NULL;
     mt_err err = { 0 };
-    mt_status r = F->parse(SRV_DOC_PO, po, strlen(po), &lim, &st, &err);
+    mt_status r = F->parse(SRV_DOC_PO, po, strlen(po), &lim, doc_opt(), &st, &err);
     if (r == MT_OK)
         F->free(st);
     assert_int_equal(r, want);
@@ -487,11 +495,11 @@ static void test_limits(void **state)
     void *st = NULL;
     mt_err err = { 0 };
     lim.max_units = 1;
-    assert_int_equal(F->parse(SRV_DOC_PO, po, strlen(po), &lim, &st, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(F->parse(SRV_DOC_PO, po, strlen(po), &lim, doc_opt(), &st, &err), MT_ERR_TOO_LONG);
     assert_non_null(strstr(err.msg, "line 4"));
     lim = srv_doc_default_limits();
     lim.max_unit_bytes = 10;
-    assert_int_equal(F->parse(SRV_DOC_PO, po, strlen(po), &lim, &st, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(F->parse(SRV_DOC_PO, po, strlen(po), &lim, doc_opt(), &st, &err), MT_ERR_TOO_LONG);
     assert_non_null(strstr(err.msg, "limit of a unit is 10"));
     lim.max_unit_bytes = 100;
     lim.max_units = 2;

@@ -24,6 +24,14 @@
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
+/* The formats' parse hook takes the caller's options: the defaults here. */
+static const srv_doc_options *doc_opt(void)
+{
+    static srv_doc_options o;
+    o = srv_doc_default_options();
+    return &o;
+}
+
 static const srv_doc_format *F = &srv_doc_subtitles_format;
 
 static uint64_t rng(uint64_t *s)
@@ -95,7 +103,7 @@ static void *parse_kind(srv_doc_kind kind, const char *s, size_t n)
     srv_doc_limits lim = srv_doc_default_limits();
     void *st = NULL;
     mt_err err = { 0 };
-    mt_status r = F->parse(kind, s, n, &lim, &st, &err);
+    mt_status r = F->parse(kind, s, n, &lim, doc_opt(), &st, &err);
     if (r != MT_OK)
         fprintf(stderr, "parse: %s\n", err.msg);
     assert_int_equal(r, MT_OK);
@@ -314,7 +322,7 @@ static void expect_error(srv_doc_kind kind, const char *s, mt_status want, const
     srv_doc_limits lim = srv_doc_default_limits();
     void *st = NULL;
     mt_err err = { 0 };
-    assert_int_equal(F->parse(kind, s, strlen(s), &lim, &st, &err), want);
+    assert_int_equal(F->parse(kind, s, strlen(s), &lim, doc_opt(), &st, &err), want);
     if (!strstr(err.msg, msg_part))
         fprintf(stderr, "message \"%s\" lacks \"%s\"\n", err.msg, msg_part);
     assert_non_null(strstr(err.msg, msg_part));
@@ -336,7 +344,7 @@ static void test_malformed(void **state)
     srv_doc_limits lim = srv_doc_default_limits();
     void *st = NULL;
     mt_err err = { 0 };
-    assert_int_equal(F->parse(SRV_DOC_SRT, "1\n00:00:01,000 --> 00:00:02,000\na\0b\n", 36, &lim, &st, &err),
+    assert_int_equal(F->parse(SRV_DOC_SRT, "1\n00:00:01,000 --> 00:00:02,000\na\0b\n", 36, &lim, doc_opt(), &st, &err),
                      MT_ERR_INPUT);
     assert_non_null(strstr(err.msg, "line 3: a NUL"));
 }
@@ -350,15 +358,15 @@ static void test_limits(void **state)
     void *st = NULL;
     mt_err err = { 0 };
     lim.max_units = 1;
-    assert_int_equal(F->parse(SRV_DOC_SRT, s, strlen(s), &lim, &st, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(F->parse(SRV_DOC_SRT, s, strlen(s), &lim, doc_opt(), &st, &err), MT_ERR_TOO_LONG);
     assert_non_null(strstr(err.msg, "limit is 1"));
     lim = srv_doc_default_limits();
     lim.max_unit_bytes = 20;
-    assert_int_equal(F->parse(SRV_DOC_SRT, s, strlen(s), &lim, &st, &err), MT_ERR_TOO_LONG);
+    assert_int_equal(F->parse(SRV_DOC_SRT, s, strlen(s), &lim, doc_opt(), &st, &err), MT_ERR_TOO_LONG);
     assert_non_null(strstr(err.msg, "line 6"));
     lim.max_unit_bytes = 200;
     lim.max_units = 2;
-    assert_int_equal(F->parse(SRV_DOC_SRT, s, strlen(s), &lim, &st, &err), MT_OK);
+    assert_int_equal(F->parse(SRV_DOC_SRT, s, strlen(s), &lim, doc_opt(), &st, &err), MT_OK);
     F->free(st);
 }
 

@@ -21,6 +21,14 @@
 #include "document/document.h"
 #include "util/strbuf.h"
 
+/* The formats' parse hook takes the caller's options: the defaults here. */
+static const srv_doc_options *doc_opt(void)
+{
+    static srv_doc_options o;
+    o = srv_doc_default_options();
+    return &o;
+}
+
 static const srv_doc_format *F = &srv_doc_po_format;
 
 static int sp(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -105,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_unit_bytes = 8192;
     void *st = NULL;
     mt_err err = { 0 };
-    mt_status r = F->parse(SRV_DOC_PO, file, n, &lim, &st, &err);
+    mt_status r = F->parse(SRV_DOC_PO, file, n, &lim, doc_opt(), &st, &err);
     if (r != MT_OK) {
         FUZZ_CHECK((r == MT_ERR_INPUT || r == MT_ERR_TOO_LONG) && !st && err.msg[0]);
         return 0;
@@ -128,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(b.p);
     FUZZ_CHECK(F->render(st, &out, &len, &err) == MT_OK && out[len] == 0);
     void *again = NULL;
-    r = F->parse(SRV_DOC_PO, out, len, &lim, &again, &err);
+    r = F->parse(SRV_DOC_PO, out, len, &lim, doc_opt(), &again, &err);
     if (r != MT_OK)
         fprintf(stderr, "the render does not parse: %s\n%.*s\n", err.msg, (int)len, out);
     FUZZ_CHECK(r == MT_OK);

@@ -15,6 +15,14 @@
 #include "document/document.h"
 #include "util/strbuf.h"
 
+/* The formats' parse hook takes the caller's options: the defaults here. */
+static const srv_doc_options *doc_opt(void)
+{
+    static srv_doc_options o;
+    o = srv_doc_default_options();
+    return &o;
+}
+
 static const srv_doc_format *F = &srv_doc_subtitles_format;
 
 static uint64_t rng(uint64_t *s)
@@ -121,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_unit_bytes = 8192;
     void *st = NULL;
     mt_err err = { 0 };
-    mt_status r = F->parse(kind, file, n, &lim, &st, &err);
+    mt_status r = F->parse(kind, file, n, &lim, doc_opt(), &st, &err);
     if (r != MT_OK) {
         FUZZ_CHECK((r == MT_ERR_INPUT || r == MT_ERR_TOO_LONG) && !st && err.msg[0]);
         return 0;
@@ -135,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fake_translate(st, i, mode, size);
     FUZZ_CHECK(F->render(st, &out, &len, &err) == MT_OK && out[len] == 0);
     void *again = NULL;
-    r = F->parse(kind, out, len, &lim, &again, &err);
+    r = F->parse(kind, out, len, &lim, doc_opt(), &again, &err);
     if (r != MT_OK)
         fprintf(stderr, "the render does not parse: %s\n%.*s\n", err.msg, (int)len, out);
     FUZZ_CHECK(r == MT_OK);
