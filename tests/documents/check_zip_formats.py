@@ -18,7 +18,8 @@ POST /translate_file (the shipped en-fr model), each output read by independent 
              paragraph, an XHTML block, the title, the description, an NCX label)
              equals POST /translate of the source unit's text, whitespace runs made one
              space; what is not translated (numbers, formulas, dates, a slide-number
-             field, the author) is unchanged; the EPUB's dc:language is the target
+             field, the author) is unchanged; the EPUB's dc:language and its XHTML roots'
+             lang and xml:lang (where the source has them) are the target
 Prints one line per check and "doc-check (zip formats): N passed, M failed"; exits 1 on
 a failure.
 """
@@ -57,6 +58,18 @@ def shape(xml, skip_attrs=()):
     root = etree.fromstring(xml)
     return [(e.tag, sorted((k, v) for k, v in e.attrib.items() if etree.QName(k).localname not in skip_attrs))
             for e in root.iter() if isinstance(e.tag, str)]
+
+
+LANG_ATTRS = ("lang", "{http://www.w3.org/XML/1998/namespace}lang")
+
+
+def root_langs(sh):
+    """The root element's lang and xml:lang, from shape()'s list."""
+    return [(k, v) for k, v in sh[0][1] if k in LANG_ATTRS]
+
+
+def without_root_langs(sh):
+    return [(sh[0][0], [(k, v) for k, v in sh[0][1] if k not in LANG_ATTRS])] + sh[1:]
 
 
 def check_pptx(url, path):
@@ -207,8 +220,12 @@ def check_epub(url, path):
             continue
         a, b = za.read(n), zb.read(n)
         try:
-            sb = shape(b, ("alt", "title"))
-            ok = shape(a, ("alt", "title")) == sb
+            sa, sb = shape(a, ("alt", "title")), shape(b, ("alt", "title"))
+            # the root's lang and xml:lang, where the source has them, become the target's
+            la, lb = root_langs(sa), root_langs(sb)
+            cf.check(f"epub {n}: the root's lang attributes are the target", {k for k, _ in la} == {k for k, _ in lb}
+                     and all(v == "fr" for _, v in lb), f"{la} -> {lb}")
+            ok = without_root_langs(sa) == without_root_langs(sb)
         except etree.XMLSyntaxError as e:
             ok = False
             print("      ", n, e)
