@@ -546,3 +546,69 @@ long post_file(const server *s, const char *name, const char *data, size_t len, 
     curl_easy_cleanup(c);
     return status;
 }
+
+/* The model's translation of text, as POST /translate gives it (placeholders on, its default). */
+char *translate_en_fr(const server *s, const char *text)
+{
+    json_t *q = json_pack("{s:s,s:s}", "text", text, "model", "en-fr");
+    char *body = json_dumps(q, 0);
+    reply r = post(s, "/translate", body);
+    char why[256];
+    char *t = reply_text(&r, why, sizeof why);
+    if (!t)
+        print_error("%s\n", why);
+    reply_free(&r);
+    free(body);
+    json_decref(q);
+    return t;
+}
+
+static int ascii_sp(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* s without its leading and trailing ASCII whitespace (malloc'd). */
+char *trimmed_copy(const char *s)
+{
+    while (*s && ascii_sp(*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && ascii_sp(s[n - 1]))
+        n--;
+    return strndup(s, n);
+}
+
+void harness_write_file(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+/* The file translated: its rendering fetched; *len its size. */
+char *translate_file_en_fr(const server *s, const char *name, const char *data, size_t len, const char *want_name, const char *want_mime,
+                        size_t *out_len)
+{
+    http_buf b;
+    long st = post_file(s, name, data, len, &b, 300000L, "source", "en", "target", "fr", NULL);
+    if (st != 200)
+        print_error("%s: %ld %s\n", name, st, b.p ? b.p : "");
+    assert_int_equal(st, 200);
+    json_error_t e;
+    json_t *j = json_loads(b.p, 0, &e);
+    const char *url = json_string_value(json_object_get(j, "translatedFileUrl"));
+    assert_non_null(url);
+    assert_non_null(strstr(url, want_name));
+    reply r = get(s, strchr(strstr(url, "://") + 3, '/'));
+    assert_int_equal(r.status, 200);
+    char ct[128];
+    assert_true(header(&r, "Content-Type", ct, sizeof ct));
+    assert_non_null(strstr(ct, want_mime));
+    char *out = malloc(r.len + 1);
+    memcpy(out, r.body, r.len);
+    out[r.len] = 0;
+    *out_len = r.len;
+    reply_free(&r);
+    json_decref(j);
+    free(b.p);
+    return out;
+}

@@ -130,4 +130,15 @@ int log_clean(const server *s);
  * a sanitizer report. */
 int server_stop(server *s);
 
+/* The files tests (test_files_i18n, test_files_markup): the model en-fr's translation of
+ * text as POST /translate gives it (NULL and a printed reason on failure); s without its
+ * leading and trailing ASCII whitespace (malloc'd); bytes written to path (asserted); the
+ * file posted to /translate_file en->fr and its rendering fetched from translatedFileUrl,
+ * whose name holds want_name and Content-Type want_mime (asserted), *out_len its size. */
+char *translate_en_fr(const server *s, const char *text);
+char *trimmed_copy(const char *s);
+void  harness_write_file(const char *path, const char *data, size_t len);
+char *translate_file_en_fr(const server *s, const char *name, const char *data, size_t len, const char *want_name,
+                 const char *want_mime, size_t *out_len);
+
 #endif

@@ -50,72 +50,6 @@ static int teardown(void **state)
 }
 
 
-/* The model's translation of text, as POST /translate gives it (placeholders on, its default). */
-static char *translate(const char *text)
-{
-    json_t *q = json_pack("{s:s,s:s}", "text", text, "model", "en-fr");
-    char *body = json_dumps(q, 0);
-    reply r = post(&srv, "/translate", body);
-    char why[256];
-    char *t = reply_text(&r, why, sizeof why);
-    if (!t)
-        print_error("%s\n", why);
-    reply_free(&r);
-    free(body);
-    json_decref(q);
-    return t;
-}
-
-static int is_sp(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-/* s without its leading and trailing ASCII whitespace (malloc'd). */
-static char *trimmed(const char *s)
-{
-    while (*s && is_sp(*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && is_sp(s[n - 1]))
-        n--;
-    return strndup(s, n);
-}
-
-static void write_file(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    fclose(f);
-}
-
-/* The file translated: its rendering fetched; *len its size. */
-static char *translated(const char *name, const char *data, size_t len, const char *want_name, const char *want_mime,
-                        size_t *out_len)
-{
-    http_buf b;
-    long st = post_file(&srv, name, data, len, &b, 300000L, "source", "en", "target", "fr", NULL);
-    if (st != 200)
-        print_error("%s: %ld %s\n", name, st, b.p ? b.p : "");
-    assert_int_equal(st, 200);
-    json_error_t e;
-    json_t *j = json_loads(b.p, 0, &e);
-    const char *url = json_string_value(json_object_get(j, "translatedFileUrl"));
-    assert_non_null(url);
-    assert_non_null(strstr(url, want_name));
-    reply r = get(&srv, strchr(strstr(url, "://") + 3, '/'));
-    assert_int_equal(r.status, 200);
-    char ct[128];
-    assert_true(header(&r, "Content-Type", ct, sizeof ct));
-    assert_non_null(strstr(ct, want_mime));
-    char *out = malloc(r.len + 1);
-    memcpy(out, r.body, r.len);
-    out[r.len] = 0;
-    *out_len = r.len;
-    reply_free(&r);
-    json_decref(j);
-    free(b.p);
-    return out;
-}
-
 /* One fixture through the server and check_i18n.py; returns the values translated. */
 static int check_fixture(const char *fixture, const char *format, const char *want_name, const char *want_mime)
 {
@@ -124,13 +58,13 @@ static int check_fixture(const char *fixture, const char *format, const char *wa
     size_t len, out_len;
     char *data = slurp(path, &len);
     assert_non_null(data);
-    char *out = translated(fixture, data, len, want_name, want_mime, &out_len);
+    char *out = translate_file_en_fr(&srv, fixture, data, len, want_name, want_mime, &out_len);
     int fd1 = mkstemp(src_tmp), fd2 = mkstemp(out_tmp);
     assert_true(fd1 >= 0 && fd2 >= 0);
     close(fd1);
     close(fd2);
-    write_file(src_tmp, data, len);
-    write_file(out_tmp, out, out_len);
+    harness_write_file(src_tmp, data, len);
+    harness_write_file(out_tmp, out, out_len);
     char cmd[768];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/documents/check_i18n.py %s %s %s fr", format, src_tmp, out_tmp);
     FILE *p = popen(cmd, "r");
@@ -146,11 +80,11 @@ static int check_fixture(const char *fixture, const char *format, const char *wa
     json_t *pair;
     int same = 0;
     json_array_foreach(pairs, i, pair) {
-        char *src = trimmed(json_string_value(json_array_get(pair, 0)));
-        char *got = trimmed(json_string_value(json_array_get(pair, 1)));
-        char *want = translate(src);
+        char *src = trimmed_copy(json_string_value(json_array_get(pair, 0)));
+        char *got = trimmed_copy(json_string_value(json_array_get(pair, 1)));
+        char *want = translate_en_fr(&srv, src);
         assert_non_null(want);
-        char *want_t = trimmed(want);
+        char *want_t = trimmed_copy(want);
         if (strcmp(got, want_t))
             print_error("%s: '%s' -> '%s', POST /translate gives '%s'\n", fixture, src, got, want_t);
         assert_string_equal(got, want_t);
@@ -210,7 +144,7 @@ static void test_untouched_bytes(void **state)
 {
     const char *in = "{\r\n\t\"@@x\" : \"The house\" ,\"a\":[ \"\", \"  \" , 1.50e+2 ],\n\"@b\" :{\"description\":\"Cold\"}}\n";
     size_t n;
-    char *out = translated("keep.json", in, strlen(in), "keep.fr.json", "application/json", &n);
+    char *out = translate_file_en_fr(&srv, "keep.json", in, strlen(in), "keep.fr.json", "application/json", &n);
     assert_int_equal(n, strlen(in));
     assert_memory_equal(out, in, n);
     free(out);
