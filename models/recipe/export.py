@@ -2,7 +2,7 @@
 """Export a checkpoint to the Hugging Face MarianMT directory layout:
 config.json, generation_config.json, model.safetensors, source.spm, target.spm,
 vocab.json, tokenizer_config.json, special_tokens_map.json."""
-import argparse, json, os, shutil, sys
+import argparse, filecmp, json, os, shutil, sys
 import torch
 sys.path.insert(0, os.path.dirname(__file__))
 import safetensors_io
@@ -25,8 +25,16 @@ def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
            "renormalize_logits": True}
     with open(f"{out}/generation_config.json", "w") as f:
         json.dump(gen, f, indent=2, sort_keys=True); f.write("\n")
-    for name in ("source.spm", "target.spm", "vocab.json"):
+    for name in ("source.spm", "vocab.json"):
         shutil.copyfile(f"{tok_dir}/{name}", f"{out}/{name}")
+    # the joint SentencePiece model is both sides: target.spm a link to source.spm keeps
+    # Marian's two names without a second copy (375 KB a model in the Docker image)
+    if os.path.lexists(f"{out}/target.spm"):
+        os.remove(f"{out}/target.spm")
+    if filecmp.cmp(f"{tok_dir}/source.spm", f"{tok_dir}/target.spm", shallow=False):
+        os.symlink("source.spm", f"{out}/target.spm")
+    else:
+        shutil.copyfile(f"{tok_dir}/target.spm", f"{out}/target.spm")
     tc = {"source_lang": src_lang, "target_lang": tgt_lang, "unk_token": "<unk>", "eos_token": "</s>",
           "pad_token": "<pad>", "model_max_length": 512, "separate_vocabs": False,
           "clean_up_tokenization_spaces": False, "tokenizer_class": "MarianTokenizer"}
