@@ -1,4 +1,5 @@
 /* harness: child servers and a libcurl client for the integration tests (harness.h). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -611,4 +613,32 @@ char *translate_file_en_fr(const server *s, const char *name, const char *data, 
     json_decref(j);
     free(b.p);
     return out;
+}
+
+static void link_into(const char *from, const char *dir, const char *name)
+{
+    char src[1400], dst[1400], cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(src, sizeof src, "%s/%s/%s", cwd, from, name);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    unlink(dst);                                /* made again by a test that changes one file */
+    assert_int_equal(symlink(src, dst), 0);
+}
+
+void harness_model_link(const char *from, const char *dir, const char *source, const char *target)
+{
+    static const char *const files[] = { "config.json", "generation_config.json", "model.safetensors", "source.spm",
+                                         "target.spm", "special_tokens_map.json", "vocab.json" };
+    assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        link_into(from, dir, files[i]);
+    if (!source) {
+        link_into(from, dir, "tokenizer_config.json");
+        return;
+    }
+    char path[1400], json[256];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    int n = snprintf(json, sizeof json, "{\"source_lang\": \"%s\", \"target_lang\": \"%s\"}\n", source, target);
+    unlink(path);
+    harness_write_file(path, json, (size_t)n);
 }

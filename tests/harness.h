@@ -141,4 +141,9 @@ void  harness_write_file(const char *path, const char *data, size_t len);
 char *translate_file_en_fr(const server *s, const char *name, const char *data, size_t len, const char *want_name,
                  const char *want_mime, size_t *out_len);
 
+/* DIR (made if missing): links to the files of the Marian model directory FROM (a path
+ * from the current directory), relabelled SOURCE -> TARGET by a tokenizer_config.json of
+ * its own; with SOURCE NULL, FROM's tokenizer_config.json is linked too.  Asserted. */
+void harness_model_link(const char *from, const char *dir, const char *source, const char *target);
+
 #endif

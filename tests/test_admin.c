@@ -71,29 +71,12 @@ static int tsan;
 
 /* ---- setup ---------------------------------------------------------------------------- */
 
-static void link_file(const char *from_dir, const char *dir, const char *name)
-{
-    char from[1024], to[1024], cwd[512];
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    snprintf(from, sizeof from, "%s/%s/%s", cwd, from_dir, name);
-    snprintf(to, sizeof to, "%s/%s", dir, name);
-    assert_int_equal(symlink(from, to), 0);
-}
-
 /* tmp/id: models/tiny's files, labelled source -> target. */
 static void make_model(const char *id, const char *source, const char *target)
 {
-    static const char *const same[] = { "config.json", "generation_config.json", "model.safetensors", "source.spm",
-                                        "target.spm", "special_tokens_map.json", "vocab.json" };
-    char dir[700], path[800];
+    char dir[700];
     snprintf(dir, sizeof dir, "%s/%s", tmp, id);
-    assert_int_equal(mkdir(dir, 0755), 0);
-    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
-        link_file("models/tiny", dir, same[i]);
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    json_t *tc = json_pack("{s:s,s:s}", "source_lang", source, "target_lang", target);
-    assert_int_equal(json_dump_file(tc, path, 0), 0);
-    json_decref(tc);
+    harness_model_link("models/tiny", dir, source, target);
 }
 
 /* Writes text to path atomically (a reader sees the old file or the new one). */

@@ -101,18 +101,8 @@ static void test_shipped_short_strings(void **state)
 static void model_dir_with(char *dir, size_t cap, const char *src, long flip_at)
 {
     snprintf(dir, cap, "/tmp/test_detect_server_%d", (int)getpid());
-    mkdir(dir, 0700);
-    static const char *const files[] = {"config.json", "generation_config.json", "model.safetensors", "source.spm",
-                                        "target.spm", "special_tokens_map.json", "tokenizer_config.json",
-                                        "vocab.json"};
-    char cwd[1024], from[1400], to[1400];
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        snprintf(from, sizeof from, "%s/models/en-fr/%s", cwd, files[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
-        unlink(to);
-        assert_int_equal(symlink(from, to), 0);
-    }
+    harness_model_link("models/en-fr", dir, NULL, NULL);
+    char to[1400];
     snprintf(to, sizeof to, "%s/en.charlm", dir);
     FILE *in = fopen(src, "rb"), *out = fopen(to, "wb");
     assert_true(in && out);
