@@ -77,6 +77,15 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# KERNEL_OPT, when set, replaces OPT for the arithmetic kernels (not the thread pool, not
+# the allocator): `make tsan` builds them uninstrumented, as it already runs OpenBLAS,
+# because they only read shared weights and write the rows their caller hands them, and
+# instrumented they were most of a TSan test's time (tests/tests.mk says what it costs).
+KERNEL_OBJ := $(patsubst %,$(B)/engine/kernels/%.o,linear linear_q8 attn_kernels norm)
+$(KERNEL_OBJ): $(B)/engine/kernels/%.o: engine/kernels/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(if $(KERNEL_OPT),$(subst $(OPT),$(KERNEL_OPT),$(CFLAGS)),$(CFLAGS)) $(DEPFLAGS) -c $< -o $@
+
 $(B)/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
