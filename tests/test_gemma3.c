@@ -38,144 +38,35 @@
 
 #include "harness.h"
 #include "mt.h"
+#include "llm_expect.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SAN_PROMPTS 4
 #else
 #define SAN_PROMPTS 0
 #endif
-#define MAX_PROMPTS 64
-#define MAX_IDS     64
+#define MAX_PROMPTS LLM_MAX_PROMPTS
+#define MAX_IDS     LLM_MAX_IDS
 #define GEN         20
 #define WINDOW      16       /* gen_gemma3.py TEST_WINDOW */
 #define LOGIT_TOL   1e-4     /* full depth: max |engine - reference| / max |reference| */
 
 static char root[4096];
 
-static int is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static const char *gdir(void)
 {
-    if (root[0])
-        return root;
-    const char *e = getenv("MT_GEMMA3_DIR"), *bin = getenv("MTSERVE_BIN");
-    if (e && *e) {
-        snprintf(root, sizeof root, "%s", e);
-        return root;
-    }
-    if (bin && strrchr(bin, '/')) {
-        snprintf(root, sizeof root, "%.*s/gemma3", (int)(strrchr(bin, '/') - bin), bin);
-        if (is_dir(root))
-            return root;
-    }
-    snprintf(root, sizeof root, "build/gemma3");
-    return root;
+    return root[0] ? root : llm_set_dir(root, sizeof root, "MT_GEMMA3_DIR", "gemma3");
 }
 
-typedef struct {
-    int n;
-    int32_t prompt[MAX_PROMPTS][MAX_IDS], ids[MAX_PROMPTS][MAX_IDS];
-    int plen[MAX_PROMPTS], ilen[MAX_PROMPTS];
-} expected;
-
-static int read_ids(const char *s, int32_t *out)
-{
-    int n = 0;
-    char *end;
-    for (long v = strtol(s, &end, 10); end != s && n < MAX_IDS; v = strtol(s, &end, 10)) {
-        out[n++] = (int32_t)v;
-        s = end;
-    }
-    return n;
-}
+typedef llm_expected expected;
 
 static void read_expected(const char *path, expected *e)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("%s: missing: run `make gemma3-models` (tests/llm/gen_gemma3.py)", path);
-    char line[8192];
-    memset(e, 0, sizeof *e);
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "prompt ", 7)) {
-            assert_true(e->n < MAX_PROMPTS);
-            e->plen[e->n] = read_ids(line + 7, e->prompt[e->n]);
-            e->n++;
-        } else if (!strncmp(line, "greedy ", 7)) {
-            e->ilen[e->n - 1] = read_ids(line + 7, e->ids[e->n - 1]);
-        }
-    }
-    fclose(f);
-    if (SAN_PROMPTS && e->n > SAN_PROMPTS) {
-        printf("   (sanitizer build: the first %d of %d prompts of %s)\n", SAN_PROMPTS, e->n, path);
-        e->n = SAN_PROMPTS;
-    }
+    llm_expected_read(path, "greedy", e, SAN_PROMPTS, "`make gemma3-models` (tests/llm/gen_gemma3.py)");
 }
 
-static mt_model *load(const char *sub, mt_weights w)
-{
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/%s", gdir(), sub);
-    mt_model_params mp = mt_model_default_params();
-    mp.weights = w;
-    mt_model *m = NULL;
-    mt_err err = {0};
-    if (mt_model_load(dir, &mp, &m, &err) != MT_OK)
-        fail_msg("%s: %s", dir, err.msg);
-    return m;
-}
-
-static mt_session *session(const mt_model *m, int batch, int kv_f16)
-{
-    mt_session_params sp = {.max_batch = batch, .max_src_len = 48, .max_tgt_len = GEN + 2, .kv_f16 = kv_f16};
-    mt_session *s = NULL;
-    mt_err err = {0};
-    if (mt_session_new(m, &sp, &s, &err) != MT_OK)
-        fail_msg("session: %s", err.msg);
-    return s;
-}
-
-static void generate_all(mt_session *s, const expected *e, int gen, mt_hyp *out)
-{
-    const int32_t *src[MAX_PROMPTS];
-    for (int i = 0; i < e->n; i++)
-        src[i] = e->prompt[i];
-    mt_decode_params q = mt_decode_default_params();
-    q.beam_size = 1;
-    q.lengths.max_length = gen + 2;          /* gen free ids, then the forced eos of a full-length sequence */
-    mt_err err = {0};
-    if (mt_generate(s, src, e->plen, e->n, &q, out, &err) != MT_OK)
-        fail_msg("mt_generate: %s", err.msg);
-}
-
-static int cut(const mt_hyp *h, int32_t eos, int gen)
-{
-    int n = h->n_ids < gen ? h->n_ids : gen;
-    for (int i = 0; i < n; i++)
-        if (h->ids[i] == eos)
-            return i + 1;
-    return n;
-}
-
-/* Whole sequences equal, and ids equal before each one's first difference. */
-static void agreement(const expected *e, const mt_hyp *out, int32_t eos, int gen, int *seq_eq, int *tok_eq,
-                      int *tok_all)
-{
-    *seq_eq = *tok_eq = *tok_all = 0;
-    for (int i = 0; i < e->n; i++) {
-        int n = cut(&out[i], eos, gen), k = 0;
-        while (k < n && k < e->ilen[i] && out[i].ids[k] == e->ids[i][k])
-            k++;
-        *seq_eq += n == e->ilen[i] && k == e->ilen[i];
-        *tok_eq += k;
-        *tok_all += e->ilen[i];
-    }
-}
-
+static mt_model *load(const char *sub, mt_weights w) { return llm_load(gdir(), sub, w); }
+static mt_session *session(const mt_model *m, int batch, int kv_f16) { return llm_session(m, batch, 48, GEN, kv_f16); }
 /* Every row of mt_score over prompt + reference ids argmaxes to the reference's id. */
 static void score_rows(mt_session *s, const mt_model *m, const expected *e, const char *sub)
 {
@@ -255,11 +146,11 @@ static void greedy_model(const char *name, const char *const *forms, int nforms)
         mt_session *s = session(m, 8, 0);
         mt_hyp out[MAX_PROMPTS];
         int32_t eos = mt_model_get_info(m)->eos_id;
-        generate_all(s, e, GEN, out);
+        llm_generate_all(s, e, GEN, out);
         int seq_eq, tok_eq, tok_all, bad = -1;
-        agreement(e, out, eos, GEN, &seq_eq, &tok_eq, &tok_all);
+        llm_agreement(e, out, eos, GEN, &seq_eq, &tok_eq, &tok_all);
         for (int i = 0; i < e->n && bad < 0; i++)
-            if (cut(&out[i], eos, GEN) != e->ilen[i] || memcmp(out[i].ids, e->ids[i], sizeof(int32_t) * e->ilen[i]))
+            if (llm_cut(&out[i], eos, GEN) != e->ilen[i] || memcmp(out[i].ids, e->ids[i], sizeof(int32_t) * e->ilen[i]))
                 bad = i;
         printf("   %-18s %s (%s): %d/%d prompts identical to the float64 reference (%d/%d ids)\n", sub,
                mt_model_get_info(m)->dtype, mt_model_get_info(m)->architecture, seq_eq, e->n, tok_eq, tok_all);
@@ -275,8 +166,8 @@ static void greedy_model(const char *name, const char *const *forms, int nforms)
         /* the F16 K/V cache: approximate, its agreement printed, a floor asserted */
         if (f == 0) {
             s = session(m, 8, 1);
-            generate_all(s, e, GEN, out);
-            agreement(e, out, eos, GEN, &seq_eq, &tok_eq, &tok_all);
+            llm_generate_all(s, e, GEN, out);
+            llm_agreement(e, out, eos, GEN, &seq_eq, &tok_eq, &tok_all);
             printf("   %-18s F16 K/V cache: %d/%d sequences, %d/%d ids before the first difference\n", sub, seq_eq,
                    e->n, tok_eq, tok_all);
             assert_true(2 * seq_eq >= e->n);
@@ -320,9 +211,9 @@ static void test_tiny(void **st)
     assert_string_equal(info->architecture, "gemma3_text");
     mt_session *s = session(m, 4, 0);
     mt_hyp out[MAX_PROMPTS];
-    generate_all(s, e, 8, out);
+    llm_generate_all(s, e, 8, out);
     int seq_eq, tok_eq, tok_all;
-    agreement(e, out, info->eos_id, 8, &seq_eq, &tok_eq, &tok_all);
+    llm_agreement(e, out, info->eos_id, 8, &seq_eq, &tok_eq, &tok_all);
     printf("   gemma3-tiny: %d/%d prompts identical (%d/%d ids)\n", seq_eq, e->n, tok_eq, tok_all);
     assert_int_equal(seq_eq, e->n);
     mt_hyps_free(out, e->n);
@@ -411,7 +302,7 @@ static void test_refusals(void **st)
 
 int main(void)
 {
-    if (!is_dir(gdir())) {
+    if (!llm_is_dir(gdir())) {
         fprintf(stderr, "test_gemma3: %s: no fixtures (run `make gemma3-models`: tests/llm/gen_gemma3.py)\n", gdir());
         return 1;
     }

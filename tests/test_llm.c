@@ -51,6 +51,7 @@
 #include "mt.h"
 #include "kernels/parallel.h"
 #include "alloc_count.h"
+#include "llm_expect.h"
 
 /* Under AddressSanitizer / ThreadSanitizer (10x slower; the point there is
  * memory and threads): the first SAN_PROMPTS prompts of each model, the
@@ -60,8 +61,8 @@
 #else
 #define SAN_PROMPTS 0
 #endif
-#define MAX_PROMPTS 64
-#define MAX_IDS     64
+#define MAX_PROMPTS LLM_MAX_PROMPTS
+#define MAX_IDS     LLM_MAX_IDS
 #define GEN         20
 #define LOGIT_TOL   1e-4     /* full depth: max |engine - reference| / max |reference| (measured 2e-6 .. 7e-6) */
 #define ATTN_TOL    1e-5     /* attention probabilities: max |engine - reference| */
@@ -69,124 +70,23 @@
 
 static char root[4096];
 
-static int is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static const char *llm_dir(void)
 {
-    if (root[0])
-        return root;
-    const char *e = getenv("MT_LLM_DIR");
-    if (e && *e) {
-        snprintf(root, sizeof root, "%s", e);
-        return root;
-    }
-    const char *bin = getenv("MTSERVE_BIN");
-    if (bin && strrchr(bin, '/')) {
-        snprintf(root, sizeof root, "%.*s/llm", (int)(strrchr(bin, '/') - bin), bin);
-        if (is_dir(root))
-            return root;
-    }
-    snprintf(root, sizeof root, "build/llm");
-    return root;
+    return root[0] ? root : llm_set_dir(root, sizeof root, "MT_LLM_DIR", "llm");
 }
 
-typedef struct {
-    int n;
-    int32_t prompt[MAX_PROMPTS][MAX_IDS], ids[MAX_PROMPTS][MAX_IDS];
-    int plen[MAX_PROMPTS], ilen[MAX_PROMPTS];
-} expected;
+typedef llm_expected expected;
 
-static int read_ids(const char *s, int32_t *out)
-{
-    int n = 0;
-    char *end;
-    for (long v = strtol(s, &end, 10); end != s && n < MAX_IDS; v = strtol(s, &end, 10)) {
-        out[n++] = (int32_t)v;
-        s = end;
-    }
-    return n;
-}
-
-/* expected.txt / logits.txt: "prompt ids..." and "greedy ids..." lines */
 static void read_expected(const char *path, expected *e)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("%s: missing: run `make llm-models` (tests/llm/gen_llm.py)", path);
-    char line[8192];
-    memset(e, 0, sizeof *e);
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "prompt ", 7)) {
-            assert_true(e->n < MAX_PROMPTS);
-            e->plen[e->n] = read_ids(line + 7, e->prompt[e->n]);
-            e->n++;
-        } else if (!strncmp(line, "greedy ", 7)) {
-            e->ilen[e->n - 1] = read_ids(line + 7, e->ids[e->n - 1]);
-        }
-    }
-    fclose(f);
-    if (SAN_PROMPTS && e->n > SAN_PROMPTS) {
-        printf("   (sanitizer build: the first %d of %d prompts of %s)\n", SAN_PROMPTS, e->n, path);
-        e->n = SAN_PROMPTS;
-    }
+    llm_expected_read(path, "greedy", e, SAN_PROMPTS, "`make llm-models` (tests/llm/gen_llm.py)");
 }
 
-static mt_model *load(const char *sub, mt_weights w)
-{
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/%s", llm_dir(), sub);
-    mt_model_params mp = mt_model_default_params();
-    mp.weights = w;
-    mt_model *m = NULL;
-    mt_err err = {0};
-    if (mt_model_load(dir, &mp, &m, &err) != MT_OK)
-        fail_msg("%s: %s", dir, err.msg);
-    return m;
-}
-
-static mt_session *session(const mt_model *m, int batch, int kv_f16)
-{
-    mt_session_params sp = {.max_batch = batch, .max_src_len = 40, .max_tgt_len = GEN + 2, .kv_f16 = kv_f16};
-    mt_session *s = NULL;
-    mt_err err = {0};
-    if (mt_session_new(m, &sp, &s, &err) != MT_OK)
-        fail_msg("session: %s", err.msg);
-    return s;
-}
-
-static mt_decode_params greedy(void)
-{
-    mt_decode_params q = mt_decode_default_params();
-    q.beam_size = 1;
-    q.lengths.max_length = GEN + 2;          /* 20 free ids, then the forced eos of a full-length sequence */
-    return q;
-}
-
-/* All prompts as one continuous batch; out [n] hypotheses. */
-static void generate_all(mt_session *s, const expected *e, mt_hyp *out)
-{
-    const int32_t *src[MAX_PROMPTS];
-    for (int i = 0; i < e->n; i++)
-        src[i] = e->prompt[i];
-    mt_decode_params q = greedy();
-    mt_err err = {0};
-    if (mt_generate(s, src, e->plen, e->n, &q, out, &err) != MT_OK)
-        fail_msg("mt_generate: %s", err.msg);
-}
-
-/* ids as the reference would give them: at most GEN, up to and with eos */
-static int cut(const mt_hyp *h, int32_t eos)
-{
-    int n = h->n_ids < GEN ? h->n_ids : GEN;
-    for (int i = 0; i < n; i++)
-        if (h->ids[i] == eos)
-            return i + 1;
-    return n;
-}
+static mt_model *load(const char *sub, mt_weights w) { return llm_load(llm_dir(), sub, w); }
+static mt_session *session(const mt_model *m, int batch, int kv_f16) { return llm_session(m, batch, 40, GEN, kv_f16); }
+static mt_decode_params greedy(void) { return llm_greedy(GEN); }
+static void generate_all(mt_session *s, const expected *e, mt_hyp *out) { llm_generate_all(s, e, GEN, out); }
+static int cut(const mt_hyp *h, int32_t eos) { return llm_cut(h, eos, GEN); }
 
 /* mt_decode_params.end_ids: for each reference sequence, its id at k = 2 + i % 5
  * (one not seen before k) is made an end id: the sequence must stop right
@@ -255,20 +155,9 @@ static void test_end_ids(void **st)
     mt_model_free(m);
 }
 
-/* Agreement of out with the reference: whole sequences equal, and ids equal
- * before each sequence's first difference, over all ids of the reference. */
 static void agreement(const expected *e, const mt_hyp *out, int32_t eos, int *seq_eq, int *tok_eq, int *tok_all)
 {
-    *seq_eq = *tok_eq = *tok_all = 0;
-    for (int i = 0; i < e->n; i++) {
-        int n = cut(&out[i], eos), same = n == e->ilen[i], k = 0;
-        while (k < n && k < e->ilen[i] && out[i].ids[k] == e->ids[i][k])
-            k++;
-        same &= k == e->ilen[i];
-        *seq_eq += same;
-        *tok_eq += k;
-        *tok_all += e->ilen[i];
-    }
+    llm_agreement(e, out, eos, GEN, seq_eq, tok_eq, tok_all);
 }
 
 static const char *const MODELS[] = {"tinyllama", "qwen3", "qwen2"};
@@ -516,20 +405,7 @@ static void attention_model(const char *name)
     char path[4200], sub[256];
     expected *e = calloc(1, sizeof *e);      /* prompt lines; "target" lines into ids */
     snprintf(path, sizeof path, "%s/%s-2l/attention.txt", attn_dir(), name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("%s: missing: run tests/llm/gen_llm.py OUT attention [SRC]", path);
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "prompt ", 7)) {
-            assert_true(e->n < MAX_PROMPTS);
-            e->plen[e->n] = read_ids(line + 7, e->prompt[e->n]);
-            e->n++;
-        } else if (!strncmp(line, "target", 6)) {
-            e->ilen[e->n - 1] = read_ids(line + 6, e->ids[e->n - 1]);
-        }
-    }
-    fclose(f);
+    llm_expected_read(path, "target", e, 0, "tests/llm/gen_llm.py OUT attention [SRC]");
     assert_true(e->n >= 4);
     snprintf(path, sizeof path, "%s/%s-2l/attention.f64", attn_dir(), name);
     FILE *rf = fopen(path, "rb");
@@ -688,7 +564,7 @@ static void test_refusals(void **st)
     char dir[4200];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(dir, sizeof dir, "%s/bad/%s", llm_dir(), cases[i].dir);
-        assert_true(is_dir(dir));
+        assert_true(llm_is_dir(dir));
         mt_model *m = NULL;
         mt_err err = {0};
         mt_status s = mt_model_load(dir, NULL, &m, &err);
@@ -771,7 +647,7 @@ static void test_step_allocates_nothing(void **st)
 
 int main(void)
 {
-    if (!is_dir(llm_dir())) {
+    if (!llm_is_dir(llm_dir())) {
         fprintf(stderr, "test_llm: %s: no fixtures (run `make llm-models`: tests/llm/gen_llm.py)\n", llm_dir());
         return 1;
     }
