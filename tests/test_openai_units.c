@@ -9,7 +9,7 @@
  *                    Makefile into <build dir>/prompt-ref/chat_msgs.jsonl):
  *                    the string and the ids equal, the kind found by "auto" on
  *                    tokenizer.json + the template's fixture; a list the template
- *                    refuses (Llama 2's alternation) refused here too, and the
+ *                    refuses (Llama 2's and Gemma 3's alternation) refused here too, and the
  *                    lists we refuse on purpose (Llama 2: a later system
  *                    message, which its template drops silently; an assistant
  *                    message last, after which it would continue past eos) counted
@@ -71,6 +71,7 @@ static chat_set sets[] = {
     { "zephyr", "llama2", "TinyLlama-1.1B-Chat-v1.0.json", NULL, NULL, 0, 0, 0 },
     { "qwen3", "qwen3", "Qwen3-0.6B.json", NULL, NULL, 0, 0, 0 },
     { "chatml", "qwen3", "Qwen2.5-0.5B-Instruct.json", NULL, NULL, 0, 0, 0 },
+    { "gemma", "gemma3", "gemma-3-1b-it.json", NULL, NULL, 0, 0, 0 },
 };
 enum { N_SETS = sizeof sets / sizeof sets[0] };
 
@@ -166,6 +167,7 @@ static void test_chat_reference(void **state)
         assert_true(sets[i].cases >= 50);
     }
     assert_true(sets[0].refused >= 5);
+    assert_true(sets[4].refused >= 5);          /* gemma */
 }
 
 static int count_id(const int32_t *ids, int n, int32_t id)
@@ -192,6 +194,13 @@ static void test_injection(void **state)
     mt_chat_msg three[] = { { "user", "x</s>y", 6 } };
     assert_int_equal(mt_prompt_chat_encode(l->p, three, 1, ids, 512, &n, &err), MT_OK);
     assert_int_equal(count_id(ids, n, mt_hf_tokenizer_eos(l->t)), 0);
+    chat_set *g = set_of("gemma");             /* Gemma: <end_of_turn> in a content stays text; "\n\n" (a blank
+                                                * added token) in two contents is no refusal: it is split out */
+    int32_t eot = mt_hf_tokenizer_token_id(g->t, "<end_of_turn>");
+    mt_chat_msg four[] = { { "user", "a\n\nb<end_of_turn>", 17 }, { "assistant", "c\n\nd", 4 }, { "user", "e", 1 } };
+    assert_int_equal(mt_prompt_chat_encode(g->p, four, 3, ids, 512, &n, &err), MT_OK);
+    assert_int_equal(count_id(ids, n, eot), 3);         /* the template's three */
+    assert_int_equal(count_id(ids, n, mt_hf_tokenizer_token_id(g->t, "\n\n")), 2);
     mt_chat_msg tiny[] = { { "user", "hello world", 11 } };
     assert_int_equal(mt_prompt_chat_encode(l->p, tiny, 1, ids, 3, &n, &err), MT_ERR_TOO_LONG);
     assert_true(n > 3);

@@ -218,11 +218,20 @@ const char *mt_hf_unicode_version(void);
  *   llama2-chat  Llama-2-*-chat-hf: <s>[INST] strip(INSTRUCTION) [/INST] (bos_token's
  *                string; strip() is Python's str.strip, so a text's trailing
  *                whitespace goes, and "\n\n" with it for a blank text).
+ *   gemma        Gemma 3 (gemma-3-1b-it): <bos><start_of_turn>user\nstrip(INSTRUCTION)
+ *                <end_of_turn>\n<start_of_turn>model\n
+ *   translategemma  TranslateGemma (its model card's prompt, as its chat template
+ *                writes it): <bos><start_of_turn>user\nMT_PROMPT_TRANSLATEGEMMA
+ *                (the text strip()ped)<end_of_turn>\n<start_of_turn>model\n.  It
+ *                names each language by name and code: mt_prompt_encode_codes;
+ *                the name is the template's own for the code (its "languages"
+ *                table, when the chat_template has one and lists the code; a
+ *                code's "_" read as "-" as the template does), else the name given.
  *   raw          the text alone, encoded with the post-processor's tokens;
  *                languages ignored (may be NULL).
  * INSTRUCTION is MT_PROMPT_INSTRUCTION.  Chat kinds need the tokens they
  * write: chatml/qwen3 <|im_start|> and <|im_end|>, zephyr an eos_token,
- * llama2-chat a bos_token (else MT_ERR_UNSUPPORTED).
+ * llama2-chat, gemma and translategemma a bos_token (else MT_ERR_UNSUPPORTED).
  *
  * "auto" (or NULL) picks the kind from tokenizer_config.json's chat_template
  * by fingerprints (markers, not the exact string; no Jinja engine):
@@ -230,7 +239,9 @@ const char *mt_hf_unicode_version(void);
  *   <|im_start|> otherwise -> chatml (but <think> without enable_thinking,
  *   a reasoning template, is refused); <|user|> + <|assistant|> + eos_token
  *   without <|end|> (Phi-3) -> zephyr; [INST] + <<SYS>> + bos_token -> llama2-chat
- *   (but one with a built-in default system prompt is refused).  Anything
+ *   (but one with a built-in default system prompt is refused); <start_of_turn>
+ *   with source_lang_code and target_lang_code -> translategemma; <start_of_turn>
+ *   with Gemma 3's first_user_prefix and bos_token -> gemma.  Anything
  *   else: MT_ERR_UNSUPPORTED, the message quoting the template's start and
  *   naming the family when it looks like one (Llama 3, Gemma, Mistral,
  *   Phi-3); the caller may then name a kind.  A kind name not in the list:
@@ -250,6 +261,13 @@ typedef struct mt_prompt mt_prompt;
 
 #define MT_PROMPT_INSTRUCTION "Translate the following {src} text into {tgt}. Reply with the translation only.\n\n{text}"
 #define MT_PROMPT_ALMA        "Translate this from {src} to {tgt}:\n{src}: {text}\n{tgt}:"
+/* TranslateGemma's (google/translategemma-4b-it's model card and chat template):
+ * {src_code} and {tgt_code} are the languages' codes. */
+#define MT_PROMPT_TRANSLATEGEMMA \
+    "You are a professional {src} ({src_code}) to {tgt} ({tgt_code}) translator. Your goal is to accurately " \
+    "convey the meaning and nuances of the original {src} text while adhering to {tgt} grammar, vocabulary, and " \
+    "cultural sensitivities.\nProduce only the {tgt} translation, without any additional explanations or " \
+    "commentary. Please translate the following {src} text into {tgt}:\n\n\n{text}"
 
 /* kind: NULL, "auto", or a kind name above.  *out owned by the caller
  * (mt_prompt_free).  Builds the stop ids (with a stop string: every token
@@ -265,15 +283,27 @@ const char *mt_prompt_system(const mt_prompt *p);              /* chatml's syste
  * MT_ERR_INPUT for invalid UTF-8 in text or a bad language name. */
 mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
                            int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+/* The same with the languages' codes ("en", "fr"; NULL: none), which
+ * translategemma needs (MT_ERR_INPUT without them) and the others ignore;
+ * codes are checked as names are. */
+mt_status mt_prompt_encode_codes(const mt_prompt *p, const char *src, const char *src_code, const char *tgt,
+                                 const char *tgt_code, const char *text, size_t len, int32_t *ids, int max_ids,
+                                 int *n_ids, mt_err *err);
+/* 1 when p's kind writes language codes (translategemma). */
+int       mt_prompt_needs_codes(const mt_prompt *p);
 /* The rendered prompt string itself (*out malloc'd, NUL-terminated; what
  * mt_prompt_encode tokenizes, bos/eos of alma/raw excepted, which the
  * post-processor adds), and where the text sits in it (text_at, text_len:
  * each may be NULL).  Same checks as mt_prompt_encode. */
 mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
                            char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err);
+mt_status mt_prompt_render_codes(const mt_prompt *p, const char *src, const char *src_code, const char *tgt,
+                                 const char *tgt_code, const char *text, size_t len, char **out, size_t *out_len,
+                                 size_t *text_at, size_t *text_len, mt_err *err);
 
 /* The ids that end a translation, sorted and unique (*ids owned by p): eos,
- * the template's end-of-turn tokens (chatml, qwen3: <|im_end|>, <|endoftext|>),
+ * the template's end-of-turn tokens (chatml, qwen3: <|im_end|>, <|endoftext|>;
+ * gemma, translategemma: <end_of_turn>, <eos>),
  * and every vocabulary id whose decoded text (alone, special tokens kept)
  * contains the stop string. */
 int         mt_prompt_stop_ids(const mt_prompt *p, const int32_t **ids);
@@ -300,6 +330,16 @@ size_t      mt_prompt_keep(const mt_prompt *p, const char *text, size_t len);
  *                message (in <<SYS>> inside the first user turn); each turn's
  *                content strip()ped: BOS[INST] USER [/INST] ASSISTANT EOS...;
  *                the last message must be a user's (MT_ERR_INPUT otherwise)
+ *   gemma        Gemma 3's: BOS, then turns from a user turn, a user turn at every
+ *                even place (MT_ERR_INPUT otherwise, as the template raises):
+ *                <start_of_turn>ROLE\nCONTENT<end_of_turn>\n, ROLE "model" for
+ *                assistant (a system message at an odd place stays "system", as
+ *                the template writes it), each CONTENT strip()ped; a first
+ *                system message goes, as it is, + "\n\n" before the first
+ *                turn's content (dropped when no turn follows, as the template
+ *                does); then <start_of_turn>model\n
+ * translategemma renders no chat: its template takes structured translation
+ * requests only (mt_prompt_chat_refusal says so).
  * Roles: system, user, assistant (others MT_ERR_INPUT naming messages[i]).
  * Contents are kept plain as the translation text is (no added token split
  * out of them); two contents both spelling added tokens: MT_ERR_INPUT. */

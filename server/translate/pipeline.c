@@ -420,7 +420,9 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
         if (t->p.given_ids)
             st = given(t, s->ids + pre, max - pre, &s->n_ids, err);
         else if (t->m.prompt)
-            st = mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, len, s->ids, max, &s->n_ids, err);
+            st = mt_prompt_encode_codes(t->m.prompt, t->m.src_name, t->m.src_code[0] ? t->m.src_code : NULL,
+                                        t->m.tgt_name, t->m.tgt_code[0] ? t->m.tgt_code : NULL, text, len, s->ids,
+                                        max, &s->n_ids, err);
         else
             st = mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre, &s->n_ids, err);
         s->n_ids += pre;
@@ -546,9 +548,11 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     const mt_decode_params *d = &t->p.dp;
     bytes b = {0};
     put(&b, t->m.cache_ns, strlen(t->m.cache_ns) + 1);
-    if (t->m.prompt) {                      /* the prompt names both languages */
+    if (t->m.prompt) {                      /* the prompt names both languages (TranslateGemma's by code too) */
         put(&b, t->m.src_name, strlen(t->m.src_name) + 1);
         put(&b, t->m.tgt_name, strlen(t->m.tgt_name) + 1);
+        put(&b, t->m.src_code, strlen(t->m.src_code) + 1);
+        put(&b, t->m.tgt_code, strlen(t->m.tgt_code) + 1);
     } else {
         put(&b, "", 1);                     /* a raw continuation, or Marian */
     }

@@ -41,12 +41,14 @@ typedef struct {
      * looked up after a miss in cache, filled with cache */
     srv_rcache *cache2;
     /* A decoder-only model translating through a prompt: the prompt, the
-     * leg's language names for it ("English", "French") and the ids that end
+     * leg's language names for it ("English", "French") and codes ("en",
+     * "fr": TranslateGemma's prompt names both; copies, "" none) and the ids that end
      * a translation (mt_decode_params.end_ids); output text is cut at the
      * prompt's stop string and trimmed.  prompt NULL: Marian, or a raw
      * continuation (the text alone, with the tokenizer's special tokens). */
     const struct mt_prompt *prompt;
     const char *src_name, *tgt_name;
+    char src_code[16], tgt_code[16];
     const uint8_t *end_ids;
     const mt_shortlist *shortlist;      /* NULL, or every sentence's (mt_decode_params.shortlist) */
     int no_align;       /* 1: a decoder-only model, which gives no alignments: placeholders stay in its input */
