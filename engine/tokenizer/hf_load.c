@@ -1173,6 +1173,11 @@ const char *mt_hf_tokenizer_chat_template(const mt_hf_tokenizer *tok)
     return tok ? tok->chat_template : NULL;
 }
 
+int mt_hf_tokenizer_cleans_up(const mt_hf_tokenizer *tok)
+{
+    return tok && tok->clean_up;
+}
+
 double mt_hf_tokenizer_model_max_length(const mt_hf_tokenizer *tok)
 {
     return tok ? tok->model_max_length : 0;

@@ -96,6 +96,13 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
  * denormalization rules may rewrite what came before, so then 0.  (A
  * streaming caller emits per token when 1, per sentence when 0.) */
 int mt_tokenizer_decode_appends(const mt_tokenizer *tok);
+/* 1 when decoding grows by appending but for the end: the text of ids[0..k)
+ * is a prefix of the text of more ids once its trailing U+FFFD run (bytes of
+ * a character not complete yet: byte-level BPE) is left out, for k whose
+ * last kept id is not a byte piece.  A decoder-only model's tokenizer.json
+ * without HF's clean-up (which may rewrite what came before).  (A streaming
+ * caller then emits per token, holding back such a run.) */
+int mt_tokenizer_decode_grows(const mt_tokenizer *tok);
 /* 1 when a decoding id is a byte piece ("<0xE2>") of the target spm. */
 int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id);
 /* Marian id -> piece string from vocab.json (NULL when out of range). */
@@ -190,6 +197,7 @@ int32_t     mt_hf_tokenizer_pad(const mt_hf_tokenizer *tok);
 int32_t     mt_hf_tokenizer_unk(const mt_hf_tokenizer *tok);
 const char *mt_hf_tokenizer_chat_template(const mt_hf_tokenizer *tok);   /* NULL when absent */
 double      mt_hf_tokenizer_model_max_length(const mt_hf_tokenizer *tok); /* 0 when absent */
+int         mt_hf_tokenizer_cleans_up(const mt_hf_tokenizer *tok);        /* clean_up_tokenization_spaces */
 const char *mt_hf_unicode_version(void);
 
 
@@ -358,6 +366,34 @@ mt_status   mt_prompt_chat_render(const mt_prompt *p, const mt_chat_msg *msgs, i
  * and the needed count in *n_ids when they do not fit in max_ids. */
 mt_status   mt_prompt_chat_encode(const mt_prompt *p, const mt_chat_msg *msgs, int n, int32_t *ids, int max_ids,
                                   int *n_ids, mt_err *err);
+
+/* ---- Stop strings: a decoder-only model's output watched id by id (stop.c) -------- */
+/* mt_stop_match says when the text of the ids generated so far (as
+ * mt_hf_tokenizer_decode gives it, special tokens skipped: the server's
+ * reply) first holds one of up to MT_STOP_MAX stop strings, a stop string
+ * spanning several tokens included: the OpenAI-compatible API's "stop",
+ * which then ends decoding (mt_decode_params.stop_callback).  Feeding
+ * allocates nothing: each id's bytes go through the decoder's per-token steps
+ * into buffers sized at creation, and the last (longest stop - 1) bytes are
+ * kept.  What it cannot see token by token: Hugging Face's clean-up of
+ * spaces (clean_up_tokenization_spaces), a decoder step after Fuse other
+ * than Strip, Strip or Replace after ByteFallback (MT_ERR_UNSUPPORTED at
+ * creation: stop nothing early then); a stop string holding U+FFFD (found
+ * only in a decoded text); the trailing part of a Strip after Fuse (the end
+ * of a text that goes on is not known).  One per sequence; not shared
+ * between threads. */
+#define MT_STOP_MAX 8
+typedef struct mt_stop_match mt_stop_match;
+
+/* stops[0..n): 1..MT_STOP_MAX non-empty UTF-8 strings (copied). */
+mt_status mt_stop_match_new(const mt_hf_tokenizer *tok, const char *const *stops, int n, mt_stop_match **out,
+                            mt_err *err);
+void      mt_stop_match_free(mt_stop_match *m);                  /* NULL is fine */
+void      mt_stop_match_reset(mt_stop_match *m);                 /* a new sequence */
+/* ids[0..n): the sequence's ids so far, each call's a prefix of the next
+ * one's (ids[0..previous n) are not read again).  1 once the text holds a
+ * stop string (and from then on), else 0. */
+int       mt_stop_match_feed(mt_stop_match *m, const int32_t *ids, int n);
 
 /* ---- Multilingual tokenizers: NLLB-200, M2M-100 (multi.c) ------------------------ */
 /* mt_multi_tokenizer: a Hugging Face directory of fairseq's multilingual
