@@ -20,7 +20,8 @@
  *                    by one (and three at a time), it fires at the first prefix
  *                    whose decoded text (mt_hf_tokenizer_decode) holds a stop
  *                    string: pieces of the decoded text spanning tokens, the
- *                    text's own, blanks, absent ones, three stops at once
+ *                    text's own, blanks, absent ones, three stops at once;
+ *                    feeding allocates nothing (tests/alloc_count.h)
  *   parse_good       oai_parse (server/api/openai_req.c): every field read
  *   parse_bad        bad bodies: each refused, the message naming the problem
  * Run from the repository root. */
@@ -38,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_count.h"
 #include "api/openai_req.h"
 #include "fixture_file.h"
 #include "harness.h"
@@ -266,7 +268,7 @@ static size_t unescape_line(char *s, size_t n)
 }
 
 typedef struct {
-    long checks, fired, bad;
+    long checks, fired, bad, allocs;
 } stop_counts;
 
 /* The first k whose ids[0..k) decode (dec[k]) holds s, or 0. */
@@ -295,9 +297,17 @@ static void check_stops(const mt_hf_tokenizer *tok, const int32_t *ids, int n, c
     for (int jump = 1; jump <= 3; jump += 2) {
         mt_stop_match_reset(m);
         int got = 0;
+#if HAVE_ALLOC_COUNTER
+        long before = n_allocs;
+        counting = 1;                   /* feeding allocates nothing: it runs for every token */
+#endif
         for (int k = jump; !got && k < n + jump; k += jump)
             if (mt_stop_match_feed(m, ids, k < n ? k : n))
                 got = k < n ? k : n;
+#if HAVE_ALLOC_COUNTER
+        counting = 0;
+        c->allocs += n_allocs - before;
+#endif
         int ok = jump == 1 ? got == want : (want ? got >= want && got - want < 3 : !got);
         if (!ok && c->bad++ < 5)
             print_message("   %s: stop \"%s\" (+%d more): fired at %d ids, the decoded prefixes say %d (jump %d)\n",
@@ -402,8 +412,10 @@ static void test_stop_match(void **state)
         assert_int_equal(mt_stop_match_feed(m, ids, 3), 0);
         mt_stop_match_free(m);
         print_message("   stop strings, %s: %d texts, %ld checks (%ld fired) equal to the first decoded prefix "
-                      "holding one, %ld differ\n", names[t], texts, c.checks, c.fired, c.bad);
+                      "holding one, %ld differ; %ld allocations while feeding%s\n", names[t], texts, c.checks, c.fired,
+                      c.bad, c.allocs, HAVE_ALLOC_COUNTER ? "" : " (not counted under a sanitizer)");
         assert_int_equal(c.bad, 0);
+        assert_int_equal(c.allocs, 0);
         assert_true(c.checks > 1000 && c.fired > 500);
         mt_hf_tokenizer_free(tok);
     }

@@ -18,7 +18,12 @@
  * a message (or MT_ERR_TOO_LONG for the ids: the needed count, nothing written
  * past max_ids); the rendered string holds every content but llama2-chat's
  * and gemma's (strip()ped: their stripped middle) as a substring; ids are in
- * range; the encoding of the same list is the same twice. */
+ * range; the encoding of the same list is the same twice.  Stop strings
+ * (engine/tokenizer/stop.c): a body's stop strings watched in the ids of
+ * its first content or prompt (at most 48 of them, by the kind's tokenizer),
+ * fed one at a time: mt_stop_match fires first at the first prefix whose
+ * decoded text (mt_hf_tokenizer_decode, special tokens skipped) holds one
+ * (a stop string with U+FFFD left out: it is only found in decoded text). */
 #include "fuzz_common.h"
 
 #include <jansson.h>
@@ -109,6 +114,39 @@ static void chat(int k, const oai_req *r)
                !memcmp(ids[0], ids[1], sizeof(int32_t) * (size_t)n));
 }
 
+/* The body's stop strings against the decoded prefixes of text's ids. */
+static void stops(int k, const oai_req *r, const char *text, size_t len)
+{
+    const mt_hf_tokenizer *tok = toks[k];
+    for (int i = 0; i < r->n_stop; i++)
+        if (memmem(r->stop[i], strlen(r->stop[i]), "\xEF\xBF\xBD", 3))
+            return;
+    static int32_t ids[4096];
+    int n = 0;
+    mt_err err = { 0 };
+    if (mt_hf_tokenizer_encode(tok, text, len, 0, ids, 4096, &n, &err) != MT_OK)
+        return;
+    if (n > 48)                         /* the first 48 ids: ids all the same */
+        n = 48;
+    mt_stop_match *m = NULL;
+    FUZZ_CHECK(mt_stop_match_new(tok, r->stop, r->n_stop, &m, &err) == MT_OK);
+    int want = 0, got = 0;
+    for (int j = 1; j <= n && !want; j++) {
+        char *t = NULL;
+        size_t tl = 0;
+        FUZZ_CHECK(mt_hf_tokenizer_decode(tok, ids, j, 1, &t, &tl, &err) == MT_OK);
+        for (int i = 0; i < r->n_stop && !want; i++)
+            if (memmem(t, tl, r->stop[i], strlen(r->stop[i])))
+                want = j;
+        free(t);
+    }
+    for (int j = 1; j <= n && !got; j++)
+        if (mt_stop_match_feed(m, ids, j))
+            got = j;
+    FUZZ_CHECK(got == want);
+    mt_stop_match_free(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -138,8 +176,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(strlen(r.msgs[i].content) == r.msgs[i].len);
             }
             chat(k, &r);
+            if (r.n_stop)
+                stops(k, &r, r.msgs[0].content, r.msgs[0].len);
         } else {
             FUZZ_CHECK(r.prompt && strlen(r.prompt) == r.prompt_len);
+            if (r.n_stop)
+                stops(k, &r, r.prompt, r.prompt_len);
         }
     }
     oai_req_free(&r);
