@@ -293,6 +293,15 @@ typedef struct {
      * during the call; it must not block.  NULL: none.  Each sequence's own. */
     void (*progress_callback)(void *data, const int32_t *ids, int n, int final);
     void *progress_callback_data;
+    /* Asked by the decode loop (mt_decode_run) on its thread after every
+     * step (after the progress callback), with a running greedy or sampling
+     * sequence's ids so far: nonzero ends it there (mt_seq_stop), its ids as
+     * they stand, the last one kept.  The server's stop strings: the text of
+     * those ids holds one (mt_stop_match).  Beam sequences are not asked.  It
+     * must not block (and should not allocate: it runs for every token).
+     * NULL: never.  Each sequence's own. */
+    int (*stop_callback)(void *data, const int32_t *ids, int n);
+    void *stop_callback_data;
     /* ---- what the output must hold, each sequence's own (engine/decode/constraints.c,
      * engine/decode/sampling.c).  Defaults: none.  A sequence's result does not
      * depend on the sequences decoded beside it, nor on the thread count. */
@@ -453,6 +462,10 @@ MT_API const int32_t *mt_seq_ids(const mt_session *s, int seq, int *n);
 MT_API mt_status mt_seq_take(mt_session *s, int seq, mt_hyp *out, mt_err *err);
 /* Drops a sequence in any state and frees its rows (unknown ids: no-op). */
 MT_API void      mt_seq_cancel(mt_session *s, int seq);
+/* Ends a running greedy sequence now, as an end id would: it has finished
+ * (mt_seq_finished), its hypothesis the ids it has (mt_seq_ids), the last
+ * one kept.  No-op for a beam sequence or one not running. */
+MT_API void      mt_seq_stop(mt_session *s, int seq);
 /* The K/V cache bytes the next step's attention reads (every running
  * sequence's rows over their self positions and source), plus, with add_beam
  * > 0, those of a sequence of add_src_len source tokens and add_beam rows

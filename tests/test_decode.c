@@ -24,6 +24,10 @@
  *    quantile of chi-square with bins-1 degrees of freedom, Wilson-Hilferty),
  *    and no draw is ever outside the reference's support.
  *  - the decoder step allocates nothing with every feature on.
+ *  - a stop callback (mt_decode_params.stop_callback: the server's stop
+ *    strings) ends a greedy or sampling row where it says, its ids the first
+ *    ones of the row decoded without it, the rows beside it unchanged; a
+ *    beam row is never asked.
  */
 #include <errno.h>
 #include <math.h>
@@ -685,6 +689,77 @@ static void test_no_alloc_with_features(void **state)
 #endif
 }
 
+/* A stop callback: says stop once the row has *data ids; counts its calls. */
+typedef struct {
+    int after, calls;
+} stop_at;
+
+static int stop_after(void *data, const int32_t *ids, int n)
+{
+    stop_at *a = data;
+    a->calls++;
+    (void)ids;
+    return n >= a->after;
+}
+
+static void test_stop_callback(void **state)
+{
+    CTX_OR_RETURN(c);
+    int checked = 0;
+    for (int r = 0; r < c->n_rows && r < 8; r++) {
+        row_in in[2];
+        const int32_t *src[2];
+        int len[2];
+        mt_hyp plain[2], got[2];
+        stop_at at[2];
+        const mt_decode_params *each[2] = { &in[0].dp, &in[1].dp };
+        for (int k = 0; k < 2; k++) {           /* a greedy row and a sampling row, side by side */
+            row_params(c->rows[(r + k) % c->n_rows], &in[k], 0);
+            if (k)
+                in[k].dp = sampling_params(9 + (uint64_t)r, 1.0f, 0, 1.0f, in[k].dp.lengths.max_length);
+            in[k].dp.beam_size = in[k].dp.n_best = 1;
+            src[k] = in[k].src, len[k] = in[k].n_src;
+        }
+        assert_int_equal(mt_generate_each(c->s, src, len, 2, each, plain, NULL), MT_OK);
+        if (plain[0].n_ids < 3 || plain[1].n_ids < 3) {
+            mt_hyps_free(plain, 2);
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            at[k] = (stop_at){ .after = plain[k].n_ids / 2 + k };
+            in[k].dp.stop_callback = stop_after;
+            in[k].dp.stop_callback_data = &at[k];
+        }
+        in[1].dp.stop_callback = r % 2 ? stop_after : NULL;     /* the row beside: stopped, or not asked */
+        assert_int_equal(mt_generate_each(c->s, src, len, 2, each, got, NULL), MT_OK);
+        for (int k = 0; k < 2; k++) {
+            int want = in[k].dp.stop_callback ? at[k].after : plain[k].n_ids;
+            if (got[k].n_ids != want || memcmp(got[k].ids, plain[k].ids, sizeof(int32_t) * (size_t)want))
+                fail_msg("row %d/%d: %d ids, want the first %d of %d", r, k, got[k].n_ids, want, plain[k].n_ids);
+            if (in[k].dp.stop_callback)
+                assert_int_equal(at[k].calls, want);        /* once a step, from the first id */
+        }
+        mt_hyps_free(plain, 2);
+        mt_hyps_free(got, 2);
+        checked++;
+    }
+    /* a beam row is never asked */
+    row_in b;
+    row_params(c->rows[0], &b, 0);
+    b.dp.beam_size = b.dp.n_best = 2;
+    stop_at never = { .after = 1 };
+    b.dp.stop_callback = stop_after;
+    b.dp.stop_callback_data = &never;
+    const int32_t *sp = b.src;
+    mt_hyp h[2];
+    assert_int_equal(mt_generate(c->s, &sp, &b.n_src, 1, &b.dp, h, NULL), MT_OK);
+    assert_int_equal(never.calls, 0);
+    mt_hyps_free(h, 2);
+    print_message("  [%s] %d row pairs stopped where the callback said: the unstopped rows' first ids\n", c->name,
+                  checked);
+    assert_true(checked >= 3);
+}
+
 /* What a scheduler weighs before starting a sentence (scheduler.c fits):
  * the weight bytes of one decoder step against the model's shapes, and the
  * K/V bytes the next step reads as one greedy and one beam sequence start,
@@ -769,6 +844,7 @@ int main(void)
         PER_MODEL(test_bad_params),
         PER_MODEL(test_no_alloc_with_features),
         PER_MODEL(test_step_bytes),
+        PER_MODEL(test_stop_callback),
     };
     /* MT_TEST_FILTER="*[tiny]" (cmocka's wildcards): `make valgrind` on the
      * tiny model alone, the same code as en-fr's at shapes valgrind runs in minutes */

@@ -14,8 +14,11 @@
  *                 reply without stream; role first, finish_reason, usage, [DONE]
  *   seed          a seed gives the same draws again; n = 2 draws choice j with
  *                 seed + j (so choice 1 is the reply of seed + 1)
- *   stop          the text cut before the first stop string, finish_reason
- *                 "stop", streamed the same
+ *   stop          decoding ends at the id that completes a stop string (two
+ *                 characters mid-text, and four spanning two ids): the text
+ *                 cut before it, finish_reason "stop", completion_tokens the
+ *                 ids up to that one (the reference's ids decoded by the
+ *                 model's tokenizer say which), streamed the same
  *   concurrent    6 clients at once, plain and streamed: every reply the reference's
  *   errors        400 (bad bodies, a Marian model, a model without a chat
  *                 template, max_tokens over the decoder), 404 model_not_found,
@@ -41,6 +44,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "tokenizer/tokenizer.h"
 
 static server srv;
 static json_t *expected;
@@ -349,50 +353,136 @@ static void test_n_greedy(void **state)
 }
 
 /* A stop string from the middle of a reference text: the text before its first occurrence. */
+/* The first k whose ids[0..k) decode (special tokens skipped, as the
+ * server's reply) holds stop; 0: none. */
+static int stop_at(const mt_hf_tokenizer *tok, json_t *ids, const char *stop)
+{
+    int32_t v[512];
+    int n = (int)json_array_size(ids);
+    assert_true(n <= 512);
+    for (int i = 0; i < n; i++)
+        v[i] = (int32_t)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int k = 1; k <= n; k++) {
+        char *t = NULL;
+        size_t tl = 0;
+        mt_err err = { 0 };
+        assert_int_equal(mt_hf_tokenizer_decode(tok, v, k, 1, &t, &tl, &err), MT_OK);
+        int hit = memmem(t, tl, stop, strlen(stop)) != NULL;
+        free(t);
+        if (hit)
+            return k;
+    }
+    return 0;
+}
+
+/* Two stop strings of a reference text: two characters from its middle, and
+ * the two characters on each side of the boundary between two of its ids
+ * (a stop string spanning tokens). */
+static int pick_stops(const mt_hf_tokenizer *tok, json_t *c, char stops[2][32])
+{
+    const char *want = json_string_value(json_object_get(c, "expected"));
+    size_t len = strlen(want), at = len / 2;
+    int n = 0;
+    while (at < len && ((unsigned char)want[at] & 0xC0) == 0x80)
+        at++;
+    size_t k = at;
+    for (int chars = 0; k < len && chars < 2;)
+        for (k++, chars++; k < len && ((unsigned char)want[k] & 0xC0) == 0x80;)
+            k++;
+    if (at + 2 <= len && k - at < 16) {
+        memcpy(stops[n], want + at, k - at);
+        stops[n++][k - at] = 0;
+    }
+    json_t *ids = json_object_get(c, "ids");
+    int32_t v[512];
+    int ni = (int)json_array_size(ids);
+    for (int i = 0; i < ni && i < 512; i++)
+        v[i] = (int32_t)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int j = ni / 3; j < ni - 1 && n < 2; j++) {     /* a boundary with two characters on each side */
+        char *t = NULL;
+        size_t b = 0;
+        mt_err err = { 0 };
+        assert_int_equal(mt_hf_tokenizer_decode(tok, v, j, 1, &t, &b, &err), MT_OK);
+        int prefix = b <= len && !memcmp(t, want, b);  /* the boundary is a place in the text */
+        free(t);
+        if (!prefix || b < 2 || b + 2 > len)
+            continue;
+        size_t lo = b, hi = b;
+        for (int chars = 0; lo > 0 && chars < 2; chars++)
+            while (--lo > 0 && ((unsigned char)want[lo] & 0xC0) == 0x80)
+                ;
+        for (int chars = 0; hi < len && chars < 2; chars++)
+            for (hi++; hi < len && ((unsigned char)want[hi] & 0xC0) == 0x80;)
+                hi++;
+        if (hi - lo < 4 || hi - lo > 30 || memmem(want + lo, hi - lo, "\xEF\xBF\xBD", 3))
+            continue;
+        memcpy(stops[n], want + lo, hi - lo);
+        stops[n++][hi - lo] = 0;
+    }
+    return n;
+}
+
 static void test_stop(void **state)
 {
     size_t i;
     json_t *c;
-    int n = 0;
+    int n = 0, early = 0;
     json_array_foreach(json_object_get(expected, "chats"), i, c) {
         const char *want = json_string_value(json_object_get(c, "expected"));
-        size_t len = strlen(want), at = len / 2;
-        while (at < len && ((unsigned char)want[at] & 0xC0) == 0x80)
-            at++;
-        if (at + 2 > len)
-            continue;
-        size_t k = at;                                  /* two whole characters from there */
-        for (int chars = 0; k < len && chars < 2;)
-            for (k++, chars++; k < len && ((unsigned char)want[k] & 0xC0) == 0x80;)
-                k++;
-        char stop[16] = { 0 };
-        memcpy(stop, want + at, k - at < 15 ? k - at : 15);
-        size_t cut = (size_t)(strstr(want, stop) - want);
-        for (int stream = 0; stream < 2; stream++) {
-            json_t *body = chat_body(c, stream);
-            json_object_set_new(body, "stop", json_pack("[s,s]", "never-in-this-text", stop));
-            reply r = send_to(&srv, "/v1/chat/completions", body, NULL);
-            assert_int_equal(r.status, 200);
-            char got[4096];
-            if (stream) {
-                streamed s;
-                parse_stream(r.body, 1, &s);
-                snprintf(got, sizeof got, "%s", s.text[0]);
-                assert_string_equal(s.finish[0], "stop");
-            } else {
-                json_t *j = reply_json(&r);
-                snprintf(got, sizeof got, "%s", content_of(j, 0));
-                assert_string_equal(finish_of(j, 0), "stop");
-                json_decref(j);
+        char dir[1200], stops[2][32];
+        snprintf(dir, sizeof dir, "%s/%s", served_dir, json_string_value(json_object_get(c, "model")));
+        mt_hf_tokenizer *tok = NULL;
+        mt_err err = { 0 };
+        if (mt_hf_tokenizer_load(dir, &tok, &err))
+            fail_msg("%s: %s", dir, err.msg);
+        int ns = pick_stops(tok, c, stops);
+        for (int s = 0; s < ns; s++) {
+            const char *stop = stops[s];
+            int k = stop_at(tok, json_object_get(c, "ids"), stop);
+            assert_true(k > 0);
+            size_t cut = (size_t)(strstr(want, stop) - want);
+            long tokens[2] = { -1, -1 };
+            for (int stream = 0; stream < 2; stream++) {
+                json_t *body = chat_body(c, stream);
+                json_object_set_new(body, "stop", json_pack("[s,s]", "never-in-this-text", stop));
+                if (stream)
+                    json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
+                reply r = send_to(&srv, "/v1/chat/completions", body, NULL);
+                assert_int_equal(r.status, 200);
+                char got[4096];
+                if (stream) {
+                    streamed st;
+                    parse_stream(r.body, 1, &st);
+                    snprintf(got, sizeof got, "%s", st.text[0]);
+                    assert_string_equal(st.finish[0], "stop");
+                    assert_non_null(st.usage);
+                    tokens[1] = (long)json_integer_value(json_object_get(st.usage, "completion_tokens"));
+                    json_decref(st.usage);
+                } else {
+                    json_t *j = reply_json(&r);
+                    snprintf(got, sizeof got, "%s", content_of(j, 0));
+                    assert_string_equal(finish_of(j, 0), "stop");
+                    tokens[0] = usage(j, "completion_tokens");
+                    assert_int_equal(usage(j, "total_tokens"), usage(j, "prompt_tokens") + tokens[0]);
+                    json_decref(j);
+                }
+                assert_int_equal(strlen(got), cut);
+                assert_memory_equal(got, want, cut);
+                reply_free(&r);
             }
-            assert_int_equal(strlen(got), cut);
-            assert_memory_equal(got, want, cut);
-            reply_free(&r);
+            /* decoding ended at the id completing the stop string: the ids decoded, that one included */
+            if (tokens[0] != k || tokens[1] != k)
+                fail_msg("chat %zu, stop \"%s\": completion_tokens %ld (streamed %ld), the stop string is complete "
+                         "after %d of the reference's %zu ids", i, stop, tokens[0], tokens[1], k,
+                         json_array_size(json_object_get(c, "ids")));
+            early += (size_t)k < json_array_size(json_object_get(c, "ids"));
+            n++;
         }
-        n++;
+        mt_hf_tokenizer_free(tok);
     }
-    assert_true(n >= 3);
-    print_message("   %d chats cut at a stop string, plain and streamed\n", n);
+    assert_true(n >= 6 && early >= 6);
+    print_message("   %d stops (%d ended decoding before the reference's last id): text cut, finish_reason stop, "
+                  "completion_tokens = the ids up to the stop string's end, plain and streamed\n", n, early);
 }
 
 static void test_errors(void **state)

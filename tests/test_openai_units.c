@@ -9,12 +9,19 @@
  *                    Makefile into <build dir>/prompt-ref/chat_msgs.jsonl):
  *                    the string and the ids equal, the kind found by "auto" on
  *                    tokenizer.json + the template's fixture; a list the template
- *                    refuses (Llama 2's alternation) refused here too, and the
+ *                    refuses (Llama 2's and Gemma 3's alternation) refused here too, and the
  *                    lists we refuse on purpose (Llama 2: a later system
  *                    message, which its template drops silently; an assistant
  *                    message last, after which it would continue past eos) counted
  *   injection        a content spelling <|im_end|> stays text; two such contents refused
  *   chat_refusals    completion kinds (alma, raw), bad roles, bad UTF-8, no message
+ *   stop_match       mt_stop_match (engine/tokenizer/stop.c) on the published
+ *                    Llama 2, Qwen3 and Gemma 3 tokenizers: fed a text's ids one
+ *                    by one (and three at a time), it fires at the first prefix
+ *                    whose decoded text (mt_hf_tokenizer_decode) holds a stop
+ *                    string: pieces of the decoded text spanning tokens, the
+ *                    text's own, blanks, absent ones, three stops at once;
+ *                    feeding allocates nothing (tests/alloc_count.h)
  *   parse_good       oai_parse (server/api/openai_req.c): every field read
  *   parse_bad        bad bodies: each refused, the message naming the problem
  * Run from the repository root. */
@@ -32,10 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_count.h"
 #include "api/openai_req.h"
 #include "fixture_file.h"
 #include "harness.h"
 #include "tokenizer/tokenizer.h"
+#include "util/utf8.h"
 
 #define FIX  "tests/fixtures/hf-tokenizers"
 #define TPLS "tests/fixtures/chat-templates"
@@ -71,6 +80,7 @@ static chat_set sets[] = {
     { "zephyr", "llama2", "TinyLlama-1.1B-Chat-v1.0.json", NULL, NULL, 0, 0, 0 },
     { "qwen3", "qwen3", "Qwen3-0.6B.json", NULL, NULL, 0, 0, 0 },
     { "chatml", "qwen3", "Qwen2.5-0.5B-Instruct.json", NULL, NULL, 0, 0, 0 },
+    { "gemma", "gemma3", "gemma-3-1b-it.json", NULL, NULL, 0, 0, 0 },
 };
 enum { N_SETS = sizeof sets / sizeof sets[0] };
 
@@ -166,6 +176,7 @@ static void test_chat_reference(void **state)
         assert_true(sets[i].cases >= 50);
     }
     assert_true(sets[0].refused >= 5);
+    assert_true(sets[4].refused >= 5);          /* gemma */
 }
 
 static int count_id(const int32_t *ids, int n, int32_t id)
@@ -192,6 +203,13 @@ static void test_injection(void **state)
     mt_chat_msg three[] = { { "user", "x</s>y", 6 } };
     assert_int_equal(mt_prompt_chat_encode(l->p, three, 1, ids, 512, &n, &err), MT_OK);
     assert_int_equal(count_id(ids, n, mt_hf_tokenizer_eos(l->t)), 0);
+    chat_set *g = set_of("gemma");             /* Gemma: <end_of_turn> in a content stays text; "\n\n" (a blank
+                                                * added token) in two contents is no refusal: it is split out */
+    int32_t eot = mt_hf_tokenizer_token_id(g->t, "<end_of_turn>");
+    mt_chat_msg four[] = { { "user", "a\n\nb<end_of_turn>", 17 }, { "assistant", "c\n\nd", 4 }, { "user", "e", 1 } };
+    assert_int_equal(mt_prompt_chat_encode(g->p, four, 3, ids, 512, &n, &err), MT_OK);
+    assert_int_equal(count_id(ids, n, eot), 3);         /* the template's three */
+    assert_int_equal(count_id(ids, n, mt_hf_tokenizer_token_id(g->t, "\n\n")), 2);
     mt_chat_msg tiny[] = { { "user", "hello world", 11 } };
     assert_int_equal(mt_prompt_chat_encode(l->p, tiny, 1, ids, 3, &n, &err), MT_ERR_TOO_LONG);
     assert_true(n > 3);
@@ -224,6 +242,195 @@ static void test_chat_refusals(void **state)
     assert_int_equal(mt_prompt_chat_render(l->p, alt, 2, &out, NULL, &err), MT_ERR_INPUT);
     assert_non_null(strstr(err.msg, "alternate"));
     assert_null(out);
+}
+
+/* ---- stop strings (engine/tokenizer/stop.c) ------------------------------------------ */
+
+/* \\ \n \t \r \xHH of a fixture line, in place; the new length. */
+static size_t unescape_line(char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < n) {
+            char x = s[++i];
+            if (x == 'x' && i + 2 < n) {
+                char h[3] = { s[i + 1], s[i + 2], 0 };
+                c = (char)strtol(h, NULL, 16);
+                i += 2;
+            } else {
+                c = x == 'n' ? '\n' : x == 't' ? '\t' : x == 'r' ? '\r' : x;
+            }
+        }
+        s[o++] = c;
+    }
+    return o;
+}
+
+typedef struct {
+    long checks, fired, bad, allocs;
+} stop_counts;
+
+/* The first k whose ids[0..k) decode (dec[k]) holds s, or 0. */
+static int first_holding(char **dec, const size_t *dl, int n, const char *s)
+{
+    for (int k = 1; k <= n; k++)
+        if (memmem(dec[k], dl[k], s, strlen(s)))
+            return k;
+    return 0;
+}
+
+/* stops[0..ns) fed ids one by one, then in jumps of 3: the first call that
+ * says 1 is at the first prefix whose decoded text holds one of them. */
+static void check_stops(const mt_hf_tokenizer *tok, const int32_t *ids, int n, char **dec, const size_t *dl,
+                        const char *const *stops, int ns, const char *what, stop_counts *c)
+{
+    int want = 0;
+    for (int i = 0; i < ns; i++) {
+        int k = first_holding(dec, dl, n, stops[i]);
+        if (k && (!want || k < want))
+            want = k;
+    }
+    mt_stop_match *m = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(mt_stop_match_new(tok, stops, ns, &m, &err), MT_OK);
+    for (int jump = 1; jump <= 3; jump += 2) {
+        mt_stop_match_reset(m);
+        int got = 0;
+#if HAVE_ALLOC_COUNTER
+        long before = n_allocs;
+        counting = 1;                   /* feeding allocates nothing: it runs for every token */
+#endif
+        for (int k = jump; !got && k < n + jump; k += jump)
+            if (mt_stop_match_feed(m, ids, k < n ? k : n))
+                got = k < n ? k : n;
+#if HAVE_ALLOC_COUNTER
+        counting = 0;
+        c->allocs += n_allocs - before;
+#endif
+        int ok = jump == 1 ? got == want : (want ? got >= want && got - want < 3 : !got);
+        if (!ok && c->bad++ < 5)
+            print_message("   %s: stop \"%s\" (+%d more): fired at %d ids, the decoded prefixes say %d (jump %d)\n",
+                          what, stops[0], ns - 1, got, want, jump);
+        c->checks++;
+        c->fired += got > 0;
+    }
+    mt_stop_match_free(m);
+}
+
+/* Candidates from one text: pieces of its decoded text (which span tokens),
+ * the text's own pieces, a space before its start, a newline after a piece. */
+static void stop_text(const mt_hf_tokenizer *tok, const char *name, const char *x, size_t xl, stop_counts *c)
+{
+    static int32_t ids[512];
+    int n = 0;
+    mt_err err = { 0 };
+    if (mt_hf_tokenizer_encode(tok, x, xl, 0, ids, 512, &n, &err) != MT_OK || n < 1)
+        return;
+    char **dec = calloc((size_t)n + 1, sizeof *dec);
+    size_t *dl = calloc((size_t)n + 1, sizeof *dl);
+    for (int k = 1; k <= n; k++)
+        assert_int_equal(mt_hf_tokenizer_decode(tok, ids, k, 1, &dec[k], &dl[k], &err), MT_OK);
+    const char *full = dec[n];
+    size_t fl = dl[n];
+    char cand[64][40];
+    int nc = 0;
+    static const size_t lens[] = { 1, 2, 3, 5, 8, 13 };
+    for (size_t at = 0; at < fl && nc < 56; at += 3 + at % 5) {
+        if (((uint8_t)full[at] & 0xC0) == 0x80)
+            continue;
+        size_t L = lens[at % 6], e = at + L;
+        while (e < fl && ((uint8_t)full[e] & 0xC0) == 0x80)
+            e++;
+        if (e > fl)
+            e = fl;
+        if (e - at >= sizeof cand[0] || memmem(full + at, e - at, "\xEF\xBF\xBD", 3))
+            continue;
+        memcpy(cand[nc], full + at, e - at);
+        cand[nc++][e - at] = 0;
+    }
+    if (xl && xl + 2 < sizeof cand[0] && mt_utf8_valid(x, xl)) {
+        snprintf(cand[nc++], sizeof cand[0], " %.*s", (int)(xl < 6 ? xl : 6), x);
+        snprintf(cand[nc++], sizeof cand[0], "%.*s\n", (int)(xl < 4 ? xl : 4), x);
+    }
+    snprintf(cand[nc++], sizeof cand[0], "\x01never");
+    for (int i = 0; i < nc; i++) {
+        if (!cand[i][0] || !mt_utf8_valid(cand[i], strlen(cand[i])))
+            continue;
+        const char *one[1] = { cand[i] };
+        check_stops(tok, ids, n, dec, dl, one, 1, name, c);
+    }
+    if (nc >= 3) {                      /* three at once: the first that shows */
+        const char *three[3] = { cand[nc - 1], cand[nc / 2], cand[1] };
+        if (cand[1][0] && cand[nc / 2][0])
+            check_stops(tok, ids, n, dec, dl, three, 3, name, c);
+    }
+    for (int k = 1; k <= n; k++)
+        free(dec[k]);
+    free(dec);
+    free(dl);
+}
+
+static void test_stop_match(void **state)
+{
+    static const char *const names[3] = { "llama2", "qwen3", "gemma3" };
+    static const char *const files[4] = { "tests/fixtures/tokenizer/inputs/test.en.txt",
+                                          "tests/fixtures/tokenizer/inputs/test.fr.txt", FIX "/hard.txt",
+                                          TPLS "/texts.txt" };
+    for (int t = 0; t < 3; t++) {
+        char path[256];
+        snprintf(path, sizeof path, FIX "/%s", names[t]);
+        mt_hf_tokenizer *tok = NULL;
+        mt_err err = { 0 };
+        assert_int_equal(mt_hf_tokenizer_load(path, &tok, &err), MT_OK);
+        stop_counts c = { 0 };
+        int texts = 0;
+        for (int f = 0; f < 4; f++) {
+            size_t len;
+            char *all = slurp(files[f], &len);
+            int line = 0;
+            for (char *l = all, *e; l < all + len; l = e + 1, line++) {
+                e = memchr(l, '\n', (size_t)(all + len - l));
+                if (!e)
+                    e = all + len;
+                if (f < 2 && line % 23)         /* every 23rd line of the corpus files */
+                    continue;
+                size_t n = f >= 2 ? unescape_line(l, (size_t)(e - l)) : (size_t)(e - l);
+                if (!mt_utf8_valid(l, n))
+                    continue;
+                stop_text(tok, names[t], l, n, &c);
+                texts++;
+            }
+            free(all);
+        }
+        /* a special id in the stream gives no text: "<end_of_turn>", "</s>", "<|im_end|>" are no stop there */
+        int32_t eos = mt_hf_tokenizer_eos(tok), ids[3] = { 0, eos, 0 };
+        const char *sp[1] = { mt_hf_tokenizer_token(tok, eos) };
+        mt_stop_match *m = NULL;
+        assert_int_equal(mt_stop_match_new(tok, sp, 1, &m, &err), MT_OK);
+        ids[0] = ids[2] = mt_hf_tokenizer_token_id(tok, "a") >= 0 ? mt_hf_tokenizer_token_id(tok, "a") : 100;
+        assert_int_equal(mt_stop_match_feed(m, ids, 3), 0);
+        mt_stop_match_free(m);
+        print_message("   stop strings, %s: %d texts, %ld checks (%ld fired) equal to the first decoded prefix "
+                      "holding one, %ld differ; %ld allocations while feeding%s\n", names[t], texts, c.checks, c.fired,
+                      c.bad, c.allocs, HAVE_ALLOC_COUNTER ? "" : " (not counted under a sanitizer)");
+        assert_int_equal(c.bad, 0);
+        assert_int_equal(c.allocs, 0);
+        assert_true(c.checks > 1000 && c.fired > 500);
+        mt_hf_tokenizer_free(tok);
+    }
+    /* refusals */
+    mt_hf_tokenizer *tok = NULL;
+    mt_err err = { 0 };
+    assert_int_equal(mt_hf_tokenizer_load(FIX "/qwen3", &tok, &err), MT_OK);
+    mt_stop_match *m = NULL;
+    const char *bad[2] = { "ok", "" };
+    assert_int_equal(mt_stop_match_new(tok, bad, 2, &m, &err), MT_ERR_INPUT);
+    const char *inv[1] = { "\xff" };
+    assert_int_equal(mt_stop_match_new(tok, inv, 1, &m, &err), MT_ERR_INPUT);
+    assert_int_equal(mt_stop_match_new(tok, bad, 0, &m, &err), MT_ERR_INPUT);
+    assert_null(m);
+    mt_hf_tokenizer_free(tok);
 }
 
 static void test_parse_good(void **state)
@@ -357,6 +564,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_chat_reference),
         cmocka_unit_test(test_injection),
         cmocka_unit_test(test_chat_refusals),
+        cmocka_unit_test(test_stop_match),
         cmocka_unit_test(test_parse_good),
         cmocka_unit_test(test_parse_bad),
     };

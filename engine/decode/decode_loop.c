@@ -5,23 +5,27 @@
  * session decoder and the CLI call them) and the server's continuous-batching
  * scheduler (a feed over its queue, server/translate/scheduler.c).  So the
  * order of a step is written once: the feed starts sequences, one mt_step,
- * every sequence's progress callback, then each finished one taken and handed
- * to the feed.  Nothing here allocates; the takes allocate the results.
+ * every sequence's progress callback and stop callback (which may end it:
+ * mt_seq_stop), then each finished one taken and handed to the feed.
+ * Nothing here allocates; the takes allocate the results.
  */
 #include "model/mt_internal.h"
 
 #include <string.h>
 
 /* After a step: every greedy sequence's ids so far, for its progress
- * callback (final 0), the ones that finished in this step included. */
+ * callback (final 0), the ones that finished in this step included; then a
+ * running one's stop callback, which may end it here. */
 static void progress(mt_session *s)
 {
     for (int id = 0; id < s->p.max_batch; id++) {
         const mt_seq *q = &s->seqs[id];
         int n;
-        const int32_t *ids = q->progress ? mt_seq_ids(s, id, &n) : NULL;
-        if (ids)
+        const int32_t *ids = q->progress || q->stop ? mt_seq_ids(s, id, &n) : NULL;
+        if (ids && q->progress)
             q->progress(q->progress_data, ids, n, 0);
+        if (ids && q->stop && !mt_seq_finished(s, id) && q->stop(q->stop_data, ids, n))
+            mt_seq_stop(s, id);
     }
 }
 

@@ -498,7 +498,8 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
                            .token_scores = q->token_scores, .align = q->alignment.enabled,
                            .align_layer = q->alignment.layer, .align_heads = q->alignment.heads,
                            .n_cons = q->n_constraints, .end_ids = q->end_ids,
-                           .progress = q->progress_callback, .progress_data = q->progress_callback_data};
+                           .progress = q->progress_callback, .progress_data = q->progress_callback_data,
+                           .stop = q->stop_callback, .stop_data = q->stop_callback_data};
     mt_rng_seed(s->seqs[id].rng, q->sampling.seed);
     if (q->n_prefix)
         memcpy(s->prefix + (long)id * s->p.max_tgt_len, q->prefix, sizeof(int32_t) * (size_t)q->n_prefix);
@@ -692,6 +693,13 @@ size_t mt_session_kv_step_bytes(const mt_session *s, int add_src_len, int add_be
 }
 
 int mt_session_seqs(const mt_session *s) { return s->n_seqs; }
+
+void mt_seq_stop(mt_session *s, int seq)
+{
+    if (seq >= 0 && seq < s->p.max_batch && s->seqs[seq].state == MT_SEQ_RUN && s->seqs[seq].beam == 1 &&
+        !s->seqs[seq].broken)
+        s->seqs[seq].state = MT_SEQ_DONE;
+}
 
 void mt_seq_cancel(mt_session *s, int seq)
 {

@@ -212,6 +212,8 @@ typedef struct {
     uint64_t rng[4];         /* xoshiro256** state: the sequence's own stream */
     void (*progress)(void *data, const int32_t *ids, int n, int final);   /* mt_decode_run calls it */
     void *progress_data;
+    int  (*stop)(void *data, const int32_t *ids, int n);                  /* and this (stop_callback) */
+    void *stop_data;
 } mt_seq;
 
 /* The K/V caches (both F32, or F16 with p.kv_f16: mt_kv_put, mt_kv_bytes). */

@@ -370,16 +370,48 @@ static uint32_t first_char(const char *s, size_t n)
  * No match may touch s[ka..kb) (when ka < kb): one starting before ka must
  * end by ka, positions inside are skipped.  Returns the index in
  * tok->added, or -1. */
+/* The bytes of s[0..n)'s leading run of White_Space and U+2581 (what a blank
+ * added token may match). */
+static size_t blank_run(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!k || (c != 0x2581 && !(hfu_class(c) & HFU_WS)))
+            break;
+        i += k;
+    }
+    return i;
+}
+
+/* The longest added token of trie at s + i, at most lim bytes long, not
+ * one running into the kept span [ka, kb) unless blank: its length, 0 for none. */
+static size_t added_at(const mt_hf_tokenizer *tok, const mt_ptrie *trie, const char *s, size_t i, size_t lim,
+                       size_t ka, size_t kb)
+{
+    size_t len = mt_ptrie_longest(trie, (const uint8_t *)s + i, lim);
+    if (len && ka < kb && i < ka && i + len > ka && !tok->added[mt_smap_get(&tok->added_map, s + i, len)].blank)
+        len = mt_ptrie_longest(trie, (const uint8_t *)s + i, ka - i);     /* stop short of the span */
+    return len;
+}
+
 static int next_added(const mt_hf_tokenizer *tok, const mt_ptrie *trie, const char *s, size_t n, size_t from,
                       size_t ka, size_t kb, size_t *a, size_t *b)
 {
     int keep = ka < kb;
     for (size_t i = from; i < n;) {
+        size_t len;
         if (keep && i >= ka && i < kb) {
-            i = kb;
-            continue;
+            if (!tok->has_blank) {
+                i = kb;
+                continue;
+            }
+            size_t run = blank_run(s + i, n - i);          /* in the span: a blank token only */
+            len = run ? mt_ptrie_longest(trie, (const uint8_t *)s + i, run) : 0;
+        } else {
+            len = added_at(tok, trie, s, i, n - i, ka, kb);
         }
-        size_t len = mt_ptrie_longest(trie, (const uint8_t *)s + i, keep && i < ka ? ka - i : n - i);
         if (!len) {
             i++;
             continue;

@@ -23,6 +23,8 @@ typedef struct {
     uint32_t    len;
     int32_t     id;
     uint8_t     special, single_word, lstrip, rstrip, normalized;
+    uint8_t     blank;       /* only White_Space and U+2581 (Gemma's "\n\n", "▁▁"): closes no
+                              * turn, so split out of a kept span too (hf_encode_span) */
 } hf_added;
 
 /* Normalizer steps, applied in order (a Sequence flattened). */
@@ -70,6 +72,7 @@ struct mt_hf_tokenizer {
     mt_smap   added_map;      /* content -> index in added                   */
     mt_ptrie  trie_raw, trie_norm;
     int       has_raw, has_norm;
+    int       has_blank;      /* an added token is blank (hf_added.blank)            */
 
     hf_norm  *norm;
     int       n_norm;
@@ -107,7 +110,9 @@ const char *hf_strdup(mt_hf_tokenizer *tok, const char *s, size_t n);
  * match that would start inside it or run into it is not taken, so that
  * span is tokenized as plain text with what surrounds it.  prompt.c keeps
  * the user's text there; lstrip/rstrip of a token next to it may still take
- * its whitespace, as HF would. */
+ * its whitespace, as HF would.  A blank added token (hf_added.blank:
+ * Gemma's runs of newlines) is the exception: it is split out anywhere, as
+ * HF does, span or not: it is text the model reads as such, and ends no turn. */
 mt_status hf_encode_span(const mt_hf_tokenizer *tok, const char *text, size_t len, size_t keep_a, size_t keep_b,
                          int add_special_tokens, int32_t *ids, int max_ids, int *n_ids, mt_err *err);
 

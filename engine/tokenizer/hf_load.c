@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "hf_split.h"
+#include "hf_unicode.h"
 #include "util/check.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -363,6 +364,19 @@ static mt_status load_model(ctx *c, json_t *model)
 
 /* ---- added tokens ----------------------------------------------------------------- */
 
+/* 1 when s[0..n) is only White_Space and U+2581 (valid UTF-8). */
+static uint8_t blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!k || (c != 0x2581 && !(hfu_class(c) & HFU_WS)))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
 /* added_tokens[i] (t) into tok->added[i] and the added map, checked
  * against the vocabulary; tok->n_ids grows to hold its id. */
 static mt_status add_token(ctx *c, json_t *t, size_t i)
@@ -399,6 +413,7 @@ static mt_status add_token(ctx *c, json_t *t, size_t i)
     a->rstrip = (uint8_t)rs;
     a->normalized = (uint8_t)nz;
     a->special = (uint8_t)sp;
+    a->blank = blank(a->content, len);
     mt_smap_ent *e = mt_smap_slot(&tok->added_map, a->content, len);
     if (e->k)
         return mt_err_set(c->err, MT_ERR_FORMAT, "%s: %s: \"%.*s\" is an added token twice", c->name, what,
@@ -414,6 +429,7 @@ static mt_status add_token(ctx *c, json_t *t, size_t i)
         tok->n_ids = a->id + 1;
     tok->has_raw |= !nz;
     tok->has_norm |= nz;
+    tok->has_blank |= a->blank;
     return MT_OK;
 }
 
@@ -1155,6 +1171,11 @@ int32_t mt_hf_tokenizer_unk(const mt_hf_tokenizer *tok) { return !tok ? -1 : tok
 const char *mt_hf_tokenizer_chat_template(const mt_hf_tokenizer *tok)
 {
     return tok ? tok->chat_template : NULL;
+}
+
+int mt_hf_tokenizer_cleans_up(const mt_hf_tokenizer *tok)
+{
+    return tok && tok->clean_up;
 }
 
 double mt_hf_tokenizer_model_max_length(const mt_hf_tokenizer *tok)

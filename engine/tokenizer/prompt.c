@@ -23,11 +23,12 @@
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
-enum { PK_ALMA, PK_CHATML, PK_QWEN3, PK_ZEPHYR, PK_LLAMA2, PK_RAW, PK_COUNT };
+enum { PK_ALMA, PK_CHATML, PK_QWEN3, PK_ZEPHYR, PK_LLAMA2, PK_RAW, PK_GEMMA, PK_TGEMMA, PK_COUNT };
 
-static const char *const kind_name[PK_COUNT] = { "alma", "chatml", "qwen3", "zephyr", "llama2-chat", "raw" };
+static const char *const kind_name[PK_COUNT] = { "alma", "chatml", "qwen3", "zephyr", "llama2-chat", "raw",
+                                                 "gemma", "translategemma" };
 
-#define KIND_LIST "alma, chatml, qwen3, zephyr, llama2-chat, raw"
+#define KIND_LIST "alma, chatml, qwen3, zephyr, llama2-chat, raw, gemma, translategemma"
 #define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 #define LANG_MAX 64
 
@@ -38,6 +39,8 @@ struct mt_prompt {
     const char *bos, *eos;    /* the tokens' strings (llama2-chat, zephyr)      */
     int32_t    *stop;         /* sorted, unique                                 */
     int         n_stop;
+    char      **tg_code, **tg_name;   /* translategemma: its template's languages table */
+    int         n_tg;
 };
 
 /* ---- template fingerprints ---------------------------------------------------- */
@@ -97,7 +100,7 @@ static const char *family(const char *tpl)
     if (has(tpl, "<|start_header_id|>"))
         return "Llama 3 (<|start_header_id|>)";
     if (has(tpl, "<start_of_turn>"))
-        return "Gemma (<start_of_turn>)";
+        return "Gemma 1/2 (<start_of_turn> without Gemma 3's first_user_prefix)";
     if (has(tpl, "[INST]"))
         return "Mistral-style [INST] without <<SYS>>";
     if (has(tpl, "<|end|>"))
@@ -152,6 +155,10 @@ static int detect(const char *tpl, mt_err *err)
     }
     if (has(tpl, "<|user|>") && has(tpl, "<|assistant|>") && has(tpl, "eos_token") && !has(tpl, "<|end|>"))
         return PK_ZEPHYR;
+    if (has(tpl, "<start_of_turn>") && has(tpl, "source_lang_code") && has(tpl, "target_lang_code"))
+        return PK_TGEMMA;
+    if (has(tpl, "<start_of_turn>") && has(tpl, "first_user_prefix") && has(tpl, "bos_token"))
+        return PK_GEMMA;
     if (has(tpl, "[INST]") && has(tpl, "<<SYS>>") && has(tpl, "bos_token")) {
         if (!has(tpl, "system_message = '") && !has(tpl, "system_message = \""))
             return PK_LLAMA2;
@@ -161,8 +168,9 @@ static int detect(const char *tpl, mt_err *err)
     }
     const char *fam = family(tpl);
     mt_err_set(err, MT_ERR_UNSUPPORTED, "chat_template \"%s\" (%zu bytes%s%s) is not one we render (recognised: "
-               "ChatML <|im_start|>, Qwen3 enable_thinking, Zephyr <|user|>, Llama 2 [INST] <<SYS>>); name a prompt "
-               "kind (" KIND_LIST ")", ex, strlen(tpl), fam ? ", looks like " : "", fam ? fam : "");
+               "ChatML <|im_start|>, Qwen3 enable_thinking, Zephyr <|user|>, Llama 2 [INST] <<SYS>>, Gemma 3 "
+               "<start_of_turn> first_user_prefix, TranslateGemma source_lang_code); name a prompt kind (" KIND_LIST
+               ")", ex, strlen(tpl), fam ? ", looks like " : "", fam ? fam : "");
     return -1;
 }
 
@@ -215,6 +223,9 @@ static mt_status make_stops(mt_prompt *p, mt_err *err)
     if (p->kind == PK_CHATML || p->kind == PK_QWEN3)
         rc = rc || add_stop(p, mt_hf_tokenizer_token_id(tok, "<|im_end|>"), &cap) ||
              add_stop(p, mt_hf_tokenizer_token_id(tok, "<|endoftext|>"), &cap);
+    if (p->kind == PK_GEMMA || p->kind == PK_TGEMMA)      /* gemma-3-1b-it's eos is <eos>, its turns end <end_of_turn> */
+        rc = rc || add_stop(p, mt_hf_tokenizer_token_id(tok, "<end_of_turn>"), &cap) ||
+             add_stop(p, mt_hf_tokenizer_token_id(tok, "<eos>"), &cap);
     const char *ss = mt_prompt_stop_string(p);
     char pre[3][8];
     int npre = ss ? prefilter(tok, ss, pre) : 0;
@@ -250,6 +261,138 @@ static mt_status make_stops(mt_prompt *p, mt_err *err)
         return mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt %s: the tokenizer has no eos token and the template no "
                           "end-of-turn token: nothing would end a translation", kind_name[p->kind]);
     return MT_OK;
+}
+
+/* ---- TranslateGemma's languages table ------------------------------------------ */
+/* Its chat_template names each language code with a Jinja dict literal,
+ * {%- set languages = { "de": "German", ... } -%}, and writes the name it
+ * finds for a request's code.  The literal is read here, its string pairs
+ * only (quotes ' or ", escapes \\ \' \" \n \t); anything else ends the
+ * reading and no table is kept: the names given are used then. */
+
+#define TG_MAX_LANGS 4096
+
+static void skip_ws(const char **s)
+{
+    while (**s == ' ' || **s == '\t' || **s == '\n' || **s == '\r')
+        (*s)++;
+}
+
+/* A Jinja string literal at *s into out (cap bytes, NUL-terminated); 0, or
+ * -1 when it is not one or does not fit. */
+static int jinja_string(const char **s, char *out, size_t cap)
+{
+    char q = **s;
+    if (q != '"' && q != '\'')
+        return -1;
+    size_t n = 0;
+    for (const char *r = *s + 1; *r; r++) {
+        char c = *r;
+        if (c == q) {
+            out[n] = '\0';
+            *s = r + 1;
+            return 0;
+        }
+        if (c == '\\') {
+            char x = *++r;
+            c = x == 'n' ? '\n' : x == 't' ? '\t' : x == '\\' || x == '\'' || x == '"' ? x : 0;
+            if (!c)
+                return -1;
+        }
+        if (n + 1 >= cap)
+            return -1;
+        out[n++] = c;
+    }
+    return -1;
+}
+
+/* A table entry's string: 1..LANG_MAX bytes of UTF-8, no control character,
+ * no added token spelled in it (as a language name given: check_lang). */
+static int tg_usable(const mt_hf_tokenizer *tok, const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > LANG_MAX || !mt_utf8_valid(s, n))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((uint8_t)s[i] < 0x20 || s[i] == 0x7F)
+            return 0;
+    for (int i = 0; i < tok->n_added; i++)
+        if (tok->added[i].len && memmem(s, n, tok->added[i].content, tok->added[i].len))
+            return 0;
+    return 1;
+}
+
+static void tg_drop(mt_prompt *p)
+{
+    for (int i = 0; i < p->n_tg; i++)
+        free(p->tg_code[i]), free(p->tg_name[i]);
+    free(p->tg_code);
+    free(p->tg_name);
+    p->tg_code = p->tg_name = NULL;
+    p->n_tg = 0;
+}
+
+/* The table of tpl into p (none when tpl has no readable one); -1 out of memory. */
+static int languages_table(mt_prompt *p, const char *tpl)
+{
+    const char *s = strstr(tpl, "set languages");
+    if (!s)
+        return 0;
+    s += 13;
+    skip_ws(&s);
+    if (*s++ != '=')
+        return 0;
+    skip_ws(&s);
+    if (*s++ != '{')
+        return 0;
+    size_t cap = 0, ncap = 0;
+    char code[LANG_MAX * 4 + 1], name[LANG_MAX * 4 + 1];
+    for (;;) {
+        skip_ws(&s);
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s == '}')
+            return 0;
+        if (p->n_tg >= TG_MAX_LANGS || jinja_string(&s, code, sizeof code))
+            break;
+        skip_ws(&s);
+        if (*s++ != ':')
+            break;
+        skip_ws(&s);
+        if (jinja_string(&s, name, sizeof name))
+            break;
+        if (!tg_usable(p->tok, code) || !tg_usable(p->tok, name))
+            continue;
+        if (mt_grow(&p->tg_code, &cap, (size_t)p->n_tg + 1, sizeof *p->tg_code, 64) ||
+            mt_grow(&p->tg_name, &ncap, (size_t)p->n_tg + 1, sizeof *p->tg_name, 64))
+            return tg_drop(p), -1;
+        p->tg_code[p->n_tg] = strdup(code);
+        p->tg_name[p->n_tg] = strdup(name);
+        if (!p->tg_code[p->n_tg] || !p->tg_name[p->n_tg]) {
+            p->n_tg++;
+            return tg_drop(p), -1;
+        }
+        p->n_tg++;
+    }
+    tg_drop(p);                         /* not a literal we read: no table */
+    return 0;
+}
+
+/* The table's name of code (its "_" read as "-", as the template does), or NULL. */
+static const char *tg_name_of(const mt_prompt *p, const char *code)
+{
+    char c[LANG_MAX + 1];
+    size_t n = strlen(code);
+    if (n > LANG_MAX)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        c[i] = code[i] == '_' ? '-' : code[i];
+    for (int i = 0; i < p->n_tg; i++)
+        if (!strcmp(p->tg_code[i], c))
+            return p->tg_name[i];
+    return NULL;
 }
 
 /* ---- new / free --------------------------------------------------------------- */
@@ -289,8 +432,14 @@ mt_status mt_prompt_new(const mt_hf_tokenizer *tok, const char *kind, mt_prompt 
                         "tokenizer does not have", kind_name[k]);
     else if (k == PK_ZEPHYR && !p->eos)
         st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt zephyr needs an eos_token (tokenizer_config.json)");
-    else if (k == PK_LLAMA2 && !p->bos)
-        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt llama2-chat needs a bos_token (tokenizer_config.json)");
+    else if ((k == PK_LLAMA2 || k == PK_GEMMA || k == PK_TGEMMA) && !p->bos)
+        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt %s needs a bos_token (tokenizer_config.json)", kind_name[k]);
+    else if ((k == PK_GEMMA || k == PK_TGEMMA) && (mt_hf_tokenizer_token_id(tok, "<start_of_turn>") < 0 ||
+                                                   mt_hf_tokenizer_token_id(tok, "<end_of_turn>") < 0))
+        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "prompt %s needs the tokens <start_of_turn> and <end_of_turn>, "
+                        "which the tokenizer does not have", kind_name[k]);
+    else if (k == PK_TGEMMA && tpl && languages_table(p, tpl))
+        st = mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
     if (!st && k == PK_CHATML) {
         /* the default system message of the tokenizer's own ChatML template;
          * Qwen2.5's when its template is not ChatML (a named kind) */
@@ -318,6 +467,10 @@ void mt_prompt_free(mt_prompt *p)
         return;
     free(p->system);
     free(p->stop);
+    for (int i = 0; i < p->n_tg; i++)
+        free(p->tg_code[i]), free(p->tg_name[i]);
+    free(p->tg_code);
+    free(p->tg_name);
     free(p);
 }
 
@@ -367,6 +520,20 @@ static size_t rtrim(const char *s, size_t n, int (*ws)(uint32_t))
     return n;
 }
 
+/* The length of s[0..n)'s leading characters for which ws() holds. */
+static size_t ltrim_len(const char *s, size_t n, int (*ws)(uint32_t))
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t c;
+        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
+        if (!k || !ws(c))
+            break;
+        i += k;
+    }
+    return i;
+}
+
 static int white_space(uint32_t c)
 {
     return (hfu_class(c) & HFU_WS) != 0;
@@ -377,30 +544,37 @@ static int white_space(uint32_t c)
 static mt_status check_lang(const mt_prompt *p, const char *what, const char *s, mt_err *err)
 {
     if (!s || !*s)
-        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name is empty", what);
+        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s is empty", what);
     size_t n = strlen(s);
     if (n > LANG_MAX)
-        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name is %zu bytes (at most %d)", what, n,
+        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s is %zu bytes (at most %d)", what, n,
                           LANG_MAX);
     if (!mt_utf8_valid(s, n))
-        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name is not valid UTF-8", what);
+        return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s is not valid UTF-8", what);
     for (size_t i = 0; i < n; i++)
         if ((uint8_t)s[i] < 0x20 || s[i] == 0x7F)
-            return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name has a control character", what);
+            return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s has a control character", what);
     const mt_hf_tokenizer *tok = p->tok;
     for (int i = 0; i < tok->n_added; i++)
         if (tok->added[i].len && memmem(s, n, tok->added[i].content, tok->added[i].len))
-            return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s language name holds the token %s", what,
+            return mt_err_set(err, MT_ERR_INPUT, "prompt: the %s holds the token %s", what,
                               tok->added[i].content);
     return MT_OK;
 }
 
 #define ADD(s) (rc = rc || mt_sb_add(b, (s), strlen(s)))
 
-/* fmt with {src}, {tgt} and {text} replaced, appended to b; [*ka, *kb) the text. */
-static int fill(mt_sbuf *b, const char *fmt, const char *src, const char *tgt, const char *text, size_t len,
-                size_t *ka, size_t *kb)
+/* One translation's languages: names and codes (NULL when not given). */
+typedef struct {
+    const char *src, *tgt, *src_code, *tgt_code;
+} langs;
+
+/* fmt with {src}, {tgt}, {src_code}, {tgt_code} and {text} replaced, appended
+ * to b; [*ka, *kb) the text. */
+static int fill(mt_sbuf *b, const char *fmt, const langs *L, const char *text, size_t len, size_t *ka, size_t *kb)
 {
+    static const char *const key[] = { "{src}", "{tgt}", "{src_code}", "{tgt_code}" };
+    const char *val[] = { L->src, L->tgt, L->src_code, L->tgt_code };
     int rc = 0;
     for (const char *f = fmt; !rc && *f;) {
         const char *o = strchr(f, '{');
@@ -409,11 +583,13 @@ static int fill(mt_sbuf *b, const char *fmt, const char *src, const char *tgt, c
         f += lit;
         if (!o)
             break;
-        if (!strncmp(f, "{src}", 5))
-            ADD(src), f += 5;
-        else if (!strncmp(f, "{tgt}", 5))
-            ADD(tgt), f += 5;
-        else if (!strncmp(f, "{text}", 6)) {
+        int k = 0;
+        while (k < 4 && strncmp(f, key[k], strlen(key[k])))
+            k++;
+        if (k < 4) {
+            ADD(val[k] ? val[k] : "");
+            f += strlen(key[k]);
+        } else if (!strncmp(f, "{text}", 6)) {
             *ka = b->n;
             rc = rc || mt_sb_add(b, len ? text : "", len);
             *kb = b->n;
@@ -426,18 +602,52 @@ static int fill(mt_sbuf *b, const char *fmt, const char *src, const char *tgt, c
     return rc;
 }
 
+/* b's end from start strip()ped of trailing whitespace (Python's), [*ka, *kb) kept inside. */
+static void rstrip_from(mt_sbuf *b, size_t start, size_t *ka, size_t *kb)
+{
+    b->n = start + rtrim(b->p + start, b->n - start, py_space);
+    *kb = *kb < b->n ? *kb : b->n;
+    *ka = *ka < *kb ? *ka : *kb;
+}
+
+/* TranslateGemma: its table's names for the codes, the codes with "_" read
+ * as "-", the text strip()ped (the template's content["text"] | trim). */
+static int render_tgemma(const mt_prompt *p, const langs *in, const char *text, size_t len, mt_sbuf *b, size_t *ka,
+                         size_t *kb)
+{
+    char sc[LANG_MAX + 1], tc[LANG_MAX + 1];
+    snprintf(sc, sizeof sc, "%s", in->src_code);
+    snprintf(tc, sizeof tc, "%s", in->tgt_code);
+    for (char *c = sc; *c; c++)
+        *c = *c == '_' ? '-' : *c;
+    for (char *c = tc; *c; c++)
+        *c = *c == '_' ? '-' : *c;
+    const char *sn = tg_name_of(p, sc), *tn = tg_name_of(p, tc);
+    langs L = { sn ? sn : in->src, tn ? tn : in->tgt, sc, tc };
+    size_t lead = ltrim_len(text, len, py_space);
+    text += lead, len -= lead;
+    len = rtrim(text, len, py_space);
+    int rc = 0;
+    ADD(p->bos), ADD("<start_of_turn>user\n");
+    rc = rc || fill(b, MT_PROMPT_TRANSLATEGEMMA, &L, text, len, ka, kb);
+    ADD("<end_of_turn>\n<start_of_turn>model\n");
+    return rc;
+}
+
 /* The prompt of one translation into b; [*ka, *kb) the user's text in it;
  * *special: whether the post-processor's tokens go around it. */
-static int render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len, mt_sbuf *b,
-                  size_t *ka, size_t *kb, int *special)
+static int render(const mt_prompt *p, const langs *L, const char *text, size_t len, mt_sbuf *b, size_t *ka,
+                  size_t *kb, int *special)
 {
     int rc = 0;
     *special = p->kind == PK_ALMA || p->kind == PK_RAW;
     switch (p->kind) {
     case PK_ALMA:
-        return fill(b, MT_PROMPT_ALMA, src, tgt, text, len, ka, kb);
+        return fill(b, MT_PROMPT_ALMA, L, text, len, ka, kb);
     case PK_RAW:
-        return fill(b, "{text}", src, tgt, text, len, ka, kb);
+        return fill(b, "{text}", L, text, len, ka, kb);
+    case PK_TGEMMA:
+        return render_tgemma(p, L, text, len, b, ka, kb);
     case PK_CHATML:
         if (p->system)
             ADD("<|im_start|>system\n"), ADD(p->system), ADD("<|im_end|>\n");
@@ -451,9 +661,12 @@ static int render(const mt_prompt *p, const char *src, const char *tgt, const ch
     case PK_LLAMA2:
         ADD(p->bos), ADD("[INST] ");
         break;
+    case PK_GEMMA:
+        ADD(p->bos), ADD("<start_of_turn>user\n");
+        break;
     }
     size_t start = b->n;
-    rc = rc || fill(b, MT_PROMPT_INSTRUCTION, src, tgt, text, len, ka, kb);
+    rc = rc || fill(b, MT_PROMPT_INSTRUCTION, L, text, len, ka, kb);
     switch (p->kind) {
     case PK_CHATML:
         ADD("<|im_end|>\n<|im_start|>assistant\n");
@@ -465,21 +678,19 @@ static int render(const mt_prompt *p, const char *src, const char *tgt, const ch
         ADD(p->eos), ADD("\n<|assistant|>\n");
         break;
     case PK_LLAMA2:
-        /* content.strip(): the instruction never starts with a space; the end
-         * of the text (or of the instruction, for a blank text) loses its own */
-        if (!rc) {
-            b->n = start + rtrim(b->p + start, b->n - start, py_space);
-            *kb = *kb < b->n ? *kb : b->n;
-            *ka = *ka < *kb ? *ka : *kb;
-        }
-        ADD(" [/INST]");
+    case PK_GEMMA:
+        /* content.strip() (Llama 2), content | trim (Gemma): the instruction
+         * never starts with a space; the end of the text (or of the
+         * instruction, for a blank text) loses its own */
+        if (!rc)
+            rstrip_from(b, start, ka, kb);
+        ADD(p->kind == PK_LLAMA2 ? " [/INST]" : "<end_of_turn>\n<start_of_turn>model\n");
         break;
     }
     return rc;
 }
 
-static mt_status check_args(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
-                            mt_err *err)
+static mt_status check_args(const mt_prompt *p, const langs *L, const char *text, size_t len, mt_err *err)
 {
     if (!p || (!text && len))
         return mt_err_set(err, MT_ERR_INPUT, "mt_prompt: bad arguments");
@@ -488,20 +699,27 @@ static mt_status check_args(const mt_prompt *p, const char *src, const char *tgt
         return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
                           (uint8_t)text[bad], bad);
     mt_status st = MT_OK;
-    if (p->kind != PK_RAW && ((st = check_lang(p, "source", src, err)) || (st = check_lang(p, "target", tgt, err))))
+    if (p->kind != PK_RAW && ((st = check_lang(p, "source language name", L->src, err)) ||
+                              (st = check_lang(p, "target language name", L->tgt, err))))
+        return st;
+    if (p->kind == PK_TGEMMA && (!L->src_code || !L->tgt_code))
+        return mt_err_set(err, MT_ERR_INPUT, "prompt translategemma names the languages by code too: the codes are "
+                          "needed (mt_prompt_encode_codes)");
+    if (p->kind == PK_TGEMMA && ((st = check_lang(p, "source language code", L->src_code, err)) ||
+                                 (st = check_lang(p, "target language code", L->tgt_code, err))))
         return st;
     return MT_OK;
 }
 
 /* The arguments checked and the prompt rendered into b (empty on failure):
  * the text's bytes [*ka, *kb) in it, special: render's flag. */
-static mt_status render_checked(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
-                                mt_sbuf *b, size_t *ka, size_t *kb, int *special, mt_err *err)
+static mt_status render_checked(const mt_prompt *p, const langs *L, const char *text, size_t len, mt_sbuf *b,
+                                size_t *ka, size_t *kb, int *special, mt_err *err)
 {
-    mt_status st = check_args(p, src, tgt, text, len, err);
+    mt_status st = check_args(p, L, text, len, err);
     if (st)
         return st;
-    if (render(p, src, tgt, text, len, b, ka, kb, special)) {
+    if (render(p, L, text, len, b, ka, kb, special)) {
         free(b->p);
         *b = (mt_sbuf){ 0 };
         return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
@@ -509,16 +727,18 @@ static mt_status render_checked(const mt_prompt *p, const char *src, const char 
     return MT_OK;
 }
 
-mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
-                           char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err)
+mt_status mt_prompt_render_codes(const mt_prompt *p, const char *src, const char *src_code, const char *tgt,
+                                 const char *tgt_code, const char *text, size_t len, char **out, size_t *out_len,
+                                 size_t *text_at, size_t *text_len, mt_err *err)
 {
     if (!out)
         return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_render: bad arguments");
     *out = NULL;
     mt_sbuf b = { 0 };
-    size_t ka, kb;
+    size_t ka = 0, kb = 0;
     int special;
-    mt_status st = render_checked(p, src, tgt, text, len, &b, &ka, &kb, &special, err);
+    langs L = { src, tgt, src_code, tgt_code };
+    mt_status st = render_checked(p, &L, text, len, &b, &ka, &kb, &special, err);
     if (st == MT_OK && mt_sb_add(&b, "", 0))
         st = mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
     if (st != MT_OK) {
@@ -535,21 +755,40 @@ mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt,
     return MT_OK;
 }
 
-mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
-                           int32_t *ids, int max_ids, int *n_ids, mt_err *err)
+mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                           char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err)
+{
+    return mt_prompt_render_codes(p, src, NULL, tgt, NULL, text, len, out, out_len, text_at, text_len, err);
+}
+
+mt_status mt_prompt_encode_codes(const mt_prompt *p, const char *src, const char *src_code, const char *tgt,
+                                 const char *tgt_code, const char *text, size_t len, int32_t *ids, int max_ids,
+                                 int *n_ids, mt_err *err)
 {
     if (!n_ids || max_ids < 0 || (!ids && max_ids))
         return mt_err_set(err, MT_ERR_INPUT, "mt_prompt_encode: bad arguments");
     *n_ids = 0;
     mt_sbuf b = { 0 };
-    size_t ka, kb;
+    size_t ka = 0, kb = 0;
     int special;
-    mt_status st = render_checked(p, src, tgt, text, len, &b, &ka, &kb, &special, err);
+    langs L = { src, tgt, src_code, tgt_code };
+    mt_status st = render_checked(p, &L, text, len, &b, &ka, &kb, &special, err);
     if (st)
         return st;
     st = hf_encode_span(p->tok, b.p ? b.p : "", b.n, ka, kb, special, ids, max_ids, n_ids, err);
     free(b.p);
     return st;
+}
+
+mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
+                           int32_t *ids, int max_ids, int *n_ids, mt_err *err)
+{
+    return mt_prompt_encode_codes(p, src, NULL, tgt, NULL, text, len, ids, max_ids, n_ids, err);
+}
+
+int mt_prompt_needs_codes(const mt_prompt *p)
+{
+    return p && p->kind == PK_TGEMMA;
 }
 
 size_t mt_prompt_keep(const mt_prompt *p, const char *text, size_t len)
@@ -688,20 +927,6 @@ static int render_zephyr(const mt_prompt *p, const mt_chat_msg *m, int n, chat_o
     return rc;
 }
 
-/* The length of s[0..n)'s leading characters for which ws() holds. */
-static size_t ltrim_len(const char *s, size_t n, int (*ws)(uint32_t))
-{
-    size_t i = 0;
-    while (i < n) {
-        uint32_t c;
-        size_t k = mt_utf8_decode((const uint8_t *)s + i, n - i, &c);
-        if (!k || !ws(c))
-            break;
-        i += k;
-    }
-    return i;
-}
-
 /* Llama 2 chat: roles alternate user/assistant after an optional system
  * message, which goes into the first user turn; each content strip()ped. */
 static mt_status render_llama2(const mt_prompt *p, const mt_chat_msg *m, int n, chat_out *o, mt_err *err)
@@ -741,6 +966,34 @@ static mt_status render_llama2(const mt_prompt *p, const mt_chat_msg *m, int n, 
     return rc ? mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory") : MT_OK;
 }
 
+/* Gemma 3 (gemma-3-1b-it's template): bos; a first system message's
+ * content, as it is, + "\n\n" opens the first turn; the turns alternate
+ * from a user turn (an odd place: assistant as "model", or a system message
+ * under its own role, which the template lets through); each content
+ * trim()med (Python's strip); then the model's turn. */
+static mt_status render_gemma(const mt_prompt *p, const mt_chat_msg *m, int n, chat_out *o, mt_err *err)
+{
+    int i0 = is_role(&m[0], "system"), rc = 0;
+    CADD(p->bos);
+    for (int i = i0; !rc && i < n; i++) {
+        if (is_role(&m[i], "user") != ((i - i0) % 2 == 0))
+            return mt_err_set(err, MT_ERR_INPUT, "messages[%d]: Conversation roles must alternate user/assistant/"
+                              "user/assistant/... (Gemma's chat template; one system message may come first)", i);
+        CADD("<start_of_turn>"), CADD(is_role(&m[i], "assistant") ? "model" : m[i].role), CADD("\n");
+        if (i == i0 && i0) {
+            rc = rc || chat_add(o, m[0].content, m[0].len, 0);
+            CADD("\n\n");
+        }
+        const char *c = m[i].content;
+        size_t lead = ltrim_len(c, m[i].len, py_space);
+        c += lead;
+        rc = rc || chat_add(o, c, rtrim(c, m[i].len - lead, py_space), i);
+        CADD("<end_of_turn>\n");
+    }
+    CADD("<start_of_turn>model\n");
+    return rc ? mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory") : MT_OK;
+}
+
 const char *mt_prompt_chat_refusal(const mt_prompt *p)
 {
     if (!p)
@@ -748,6 +1001,9 @@ const char *mt_prompt_chat_refusal(const mt_prompt *p)
     if (p->kind == PK_ALMA || p->kind == PK_RAW)
         return "its tokenizer has no chat template we render (prompt kind alma / raw: a completion model); use "
                "/v1/completions";
+    if (p->kind == PK_TGEMMA)
+        return "its chat template is TranslateGemma's, which takes structured translation requests only (a content "
+               "list with source_lang_code and target_lang_code), no chat; translate with POST /translate";
     return NULL;
 }
 
@@ -773,6 +1029,8 @@ static mt_status chat_render(const mt_prompt *p, const mt_chat_msg *m, int n, ch
         return mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory");
     if (p->kind == PK_LLAMA2)
         return render_llama2(p, m, n, o, err);
+    if (p->kind == PK_GEMMA)
+        return render_gemma(p, m, n, o, err);
     int rc = p->kind == PK_ZEPHYR ? render_zephyr(p, m, n, o) : render_chatml(p, m, n, o);
     return rc ? mt_err_set(err, MT_ERR_NOMEM, "prompt: out of memory") : MT_OK;
 }
@@ -787,8 +1045,8 @@ static mt_status chat_keep(const mt_prompt *p, const chat_out *o, int *k, mt_err
         const char *c = o->b.p + o->sp[s].a;
         size_t n = o->sp[s].b - o->sp[s].a;
         for (int i = 0; i < tok->n_added; i++) {
-            if (!tok->added[i].len || !memmem(c, n, tok->added[i].content, tok->added[i].len))
-                continue;
+            if (!tok->added[i].len || tok->added[i].blank || !memmem(c, n, tok->added[i].content, tok->added[i].len))
+                continue;                       /* a blank one is split out anyway (hf_encode_span) */
             if (*k >= 0)
                 return mt_err_set(err, MT_ERR_INPUT, "messages[%d] and messages[%d] both spell added tokens (%s): "
                                   "text is never read as a token here, and only one message may hold such text",

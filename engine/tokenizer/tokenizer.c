@@ -344,6 +344,11 @@ int mt_tokenizer_decode_appends(const mt_tokenizer *tok)
     return tok && !tok->hf && !tok->clean_up && !mt_spm_has_denorm(tok->tgt);
 }
 
+int mt_tokenizer_decode_grows(const mt_tokenizer *tok)
+{
+    return mt_tokenizer_decode_appends(tok) || (tok && tok->hf && !mt_hf_tokenizer_cleans_up(tok->hf));
+}
+
 int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id)
 {
     if (tok && tok->hf) {

@@ -96,6 +96,13 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
  * denormalization rules may rewrite what came before, so then 0.  (A
  * streaming caller emits per token when 1, per sentence when 0.) */
 int mt_tokenizer_decode_appends(const mt_tokenizer *tok);
+/* 1 when decoding grows by appending but for the end: the text of ids[0..k)
+ * is a prefix of the text of more ids once its trailing U+FFFD run (bytes of
+ * a character not complete yet: byte-level BPE) is left out, for k whose
+ * last kept id is not a byte piece.  A decoder-only model's tokenizer.json
+ * without HF's clean-up (which may rewrite what came before).  (A streaming
+ * caller then emits per token, holding back such a run.) */
+int mt_tokenizer_decode_grows(const mt_tokenizer *tok);
 /* 1 when a decoding id is a byte piece ("<0xE2>") of the target spm. */
 int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id);
 /* Marian id -> piece string from vocab.json (NULL when out of range). */
@@ -190,6 +197,7 @@ int32_t     mt_hf_tokenizer_pad(const mt_hf_tokenizer *tok);
 int32_t     mt_hf_tokenizer_unk(const mt_hf_tokenizer *tok);
 const char *mt_hf_tokenizer_chat_template(const mt_hf_tokenizer *tok);   /* NULL when absent */
 double      mt_hf_tokenizer_model_max_length(const mt_hf_tokenizer *tok); /* 0 when absent */
+int         mt_hf_tokenizer_cleans_up(const mt_hf_tokenizer *tok);        /* clean_up_tokenization_spaces */
 const char *mt_hf_unicode_version(void);
 
 
@@ -218,11 +226,20 @@ const char *mt_hf_unicode_version(void);
  *   llama2-chat  Llama-2-*-chat-hf: <s>[INST] strip(INSTRUCTION) [/INST] (bos_token's
  *                string; strip() is Python's str.strip, so a text's trailing
  *                whitespace goes, and "\n\n" with it for a blank text).
+ *   gemma        Gemma 3 (gemma-3-1b-it): <bos><start_of_turn>user\nstrip(INSTRUCTION)
+ *                <end_of_turn>\n<start_of_turn>model\n
+ *   translategemma  TranslateGemma (its model card's prompt, as its chat template
+ *                writes it): <bos><start_of_turn>user\nMT_PROMPT_TRANSLATEGEMMA
+ *                (the text strip()ped)<end_of_turn>\n<start_of_turn>model\n.  It
+ *                names each language by name and code: mt_prompt_encode_codes;
+ *                the name is the template's own for the code (its "languages"
+ *                table, when the chat_template has one and lists the code; a
+ *                code's "_" read as "-" as the template does), else the name given.
  *   raw          the text alone, encoded with the post-processor's tokens;
  *                languages ignored (may be NULL).
  * INSTRUCTION is MT_PROMPT_INSTRUCTION.  Chat kinds need the tokens they
  * write: chatml/qwen3 <|im_start|> and <|im_end|>, zephyr an eos_token,
- * llama2-chat a bos_token (else MT_ERR_UNSUPPORTED).
+ * llama2-chat, gemma and translategemma a bos_token (else MT_ERR_UNSUPPORTED).
  *
  * "auto" (or NULL) picks the kind from tokenizer_config.json's chat_template
  * by fingerprints (markers, not the exact string; no Jinja engine):
@@ -230,7 +247,9 @@ const char *mt_hf_unicode_version(void);
  *   <|im_start|> otherwise -> chatml (but <think> without enable_thinking,
  *   a reasoning template, is refused); <|user|> + <|assistant|> + eos_token
  *   without <|end|> (Phi-3) -> zephyr; [INST] + <<SYS>> + bos_token -> llama2-chat
- *   (but one with a built-in default system prompt is refused).  Anything
+ *   (but one with a built-in default system prompt is refused); <start_of_turn>
+ *   with source_lang_code and target_lang_code -> translategemma; <start_of_turn>
+ *   with Gemma 3's first_user_prefix and bos_token -> gemma.  Anything
  *   else: MT_ERR_UNSUPPORTED, the message quoting the template's start and
  *   naming the family when it looks like one (Llama 3, Gemma, Mistral,
  *   Phi-3); the caller may then name a kind.  A kind name not in the list:
@@ -250,6 +269,13 @@ typedef struct mt_prompt mt_prompt;
 
 #define MT_PROMPT_INSTRUCTION "Translate the following {src} text into {tgt}. Reply with the translation only.\n\n{text}"
 #define MT_PROMPT_ALMA        "Translate this from {src} to {tgt}:\n{src}: {text}\n{tgt}:"
+/* TranslateGemma's (google/translategemma-4b-it's model card and chat template):
+ * {src_code} and {tgt_code} are the languages' codes. */
+#define MT_PROMPT_TRANSLATEGEMMA \
+    "You are a professional {src} ({src_code}) to {tgt} ({tgt_code}) translator. Your goal is to accurately " \
+    "convey the meaning and nuances of the original {src} text while adhering to {tgt} grammar, vocabulary, and " \
+    "cultural sensitivities.\nProduce only the {tgt} translation, without any additional explanations or " \
+    "commentary. Please translate the following {src} text into {tgt}:\n\n\n{text}"
 
 /* kind: NULL, "auto", or a kind name above.  *out owned by the caller
  * (mt_prompt_free).  Builds the stop ids (with a stop string: every token
@@ -265,15 +291,27 @@ const char *mt_prompt_system(const mt_prompt *p);              /* chatml's syste
  * MT_ERR_INPUT for invalid UTF-8 in text or a bad language name. */
 mt_status mt_prompt_encode(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
                            int32_t *ids, int max_ids, int *n_ids, mt_err *err);
+/* The same with the languages' codes ("en", "fr"; NULL: none), which
+ * translategemma needs (MT_ERR_INPUT without them) and the others ignore;
+ * codes are checked as names are. */
+mt_status mt_prompt_encode_codes(const mt_prompt *p, const char *src, const char *src_code, const char *tgt,
+                                 const char *tgt_code, const char *text, size_t len, int32_t *ids, int max_ids,
+                                 int *n_ids, mt_err *err);
+/* 1 when p's kind writes language codes (translategemma). */
+int       mt_prompt_needs_codes(const mt_prompt *p);
 /* The rendered prompt string itself (*out malloc'd, NUL-terminated; what
  * mt_prompt_encode tokenizes, bos/eos of alma/raw excepted, which the
  * post-processor adds), and where the text sits in it (text_at, text_len:
  * each may be NULL).  Same checks as mt_prompt_encode. */
 mt_status mt_prompt_render(const mt_prompt *p, const char *src, const char *tgt, const char *text, size_t len,
                            char **out, size_t *out_len, size_t *text_at, size_t *text_len, mt_err *err);
+mt_status mt_prompt_render_codes(const mt_prompt *p, const char *src, const char *src_code, const char *tgt,
+                                 const char *tgt_code, const char *text, size_t len, char **out, size_t *out_len,
+                                 size_t *text_at, size_t *text_len, mt_err *err);
 
 /* The ids that end a translation, sorted and unique (*ids owned by p): eos,
- * the template's end-of-turn tokens (chatml, qwen3: <|im_end|>, <|endoftext|>),
+ * the template's end-of-turn tokens (chatml, qwen3: <|im_end|>, <|endoftext|>;
+ * gemma, translategemma: <end_of_turn>, <eos>),
  * and every vocabulary id whose decoded text (alone, special tokens kept)
  * contains the stop string. */
 int         mt_prompt_stop_ids(const mt_prompt *p, const int32_t **ids);
@@ -300,6 +338,16 @@ size_t      mt_prompt_keep(const mt_prompt *p, const char *text, size_t len);
  *                message (in <<SYS>> inside the first user turn); each turn's
  *                content strip()ped: BOS[INST] USER [/INST] ASSISTANT EOS...;
  *                the last message must be a user's (MT_ERR_INPUT otherwise)
+ *   gemma        Gemma 3's: BOS, then turns from a user turn, a user turn at every
+ *                even place (MT_ERR_INPUT otherwise, as the template raises):
+ *                <start_of_turn>ROLE\nCONTENT<end_of_turn>\n, ROLE "model" for
+ *                assistant (a system message at an odd place stays "system", as
+ *                the template writes it), each CONTENT strip()ped; a first
+ *                system message goes, as it is, + "\n\n" before the first
+ *                turn's content (dropped when no turn follows, as the template
+ *                does); then <start_of_turn>model\n
+ * translategemma renders no chat: its template takes structured translation
+ * requests only (mt_prompt_chat_refusal says so).
  * Roles: system, user, assistant (others MT_ERR_INPUT naming messages[i]).
  * Contents are kept plain as the translation text is (no added token split
  * out of them); two contents both spelling added tokens: MT_ERR_INPUT. */
@@ -318,6 +366,34 @@ mt_status   mt_prompt_chat_render(const mt_prompt *p, const mt_chat_msg *msgs, i
  * and the needed count in *n_ids when they do not fit in max_ids. */
 mt_status   mt_prompt_chat_encode(const mt_prompt *p, const mt_chat_msg *msgs, int n, int32_t *ids, int max_ids,
                                   int *n_ids, mt_err *err);
+
+/* ---- Stop strings: a decoder-only model's output watched id by id (stop.c) -------- */
+/* mt_stop_match says when the text of the ids generated so far (as
+ * mt_hf_tokenizer_decode gives it, special tokens skipped: the server's
+ * reply) first holds one of up to MT_STOP_MAX stop strings, a stop string
+ * spanning several tokens included: the OpenAI-compatible API's "stop",
+ * which then ends decoding (mt_decode_params.stop_callback).  Feeding
+ * allocates nothing: each id's bytes go through the decoder's per-token steps
+ * into buffers sized at creation, and the last (longest stop - 1) bytes are
+ * kept.  What it cannot see token by token: Hugging Face's clean-up of
+ * spaces (clean_up_tokenization_spaces), a decoder step after Fuse other
+ * than Strip, Strip or Replace after ByteFallback (MT_ERR_UNSUPPORTED at
+ * creation: stop nothing early then); a stop string holding U+FFFD (found
+ * only in a decoded text); the trailing part of a Strip after Fuse (the end
+ * of a text that goes on is not known).  One per sequence; not shared
+ * between threads. */
+#define MT_STOP_MAX 8
+typedef struct mt_stop_match mt_stop_match;
+
+/* stops[0..n): 1..MT_STOP_MAX non-empty UTF-8 strings (copied). */
+mt_status mt_stop_match_new(const mt_hf_tokenizer *tok, const char *const *stops, int n, mt_stop_match **out,
+                            mt_err *err);
+void      mt_stop_match_free(mt_stop_match *m);                  /* NULL is fine */
+void      mt_stop_match_reset(mt_stop_match *m);                 /* a new sequence */
+/* ids[0..n): the sequence's ids so far, each call's a prefix of the next
+ * one's (ids[0..previous n) are not read again).  1 once the text holds a
+ * stop string (and from then on), else 0. */
+int       mt_stop_match_feed(mt_stop_match *m, const int32_t *ids, int n);
 
 /* ---- Multilingual tokenizers: NLLB-200, M2M-100 (multi.c) ------------------------ */
 /* mt_multi_tokenizer: a Hugging Face directory of fairseq's multilingual

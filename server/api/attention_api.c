@@ -275,8 +275,9 @@ static int llm_prompt_ids(attn_req *a, srv_response *resp, mt_err *err)
     int cap = m->sparams.max_src_len, n = 0;
     if (!(a->src = malloc(sizeof *a->src * (size_t)cap)))
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
-    mt_status st = mt_prompt_encode(m->prompt, srv_lang_name(m->pairs[k][0]), srv_lang_name(m->pairs[k][1]), a->text,
-                                    strlen(a->text), a->src, cap, &n, err);
+    mt_status st = mt_prompt_encode_codes(m->prompt, srv_lang_name(m->pairs[k][0]), m->pairs[k][0],
+                                          srv_lang_name(m->pairs[k][1]), m->pairs[k][1], a->text, strlen(a->text),
+                                          a->src, cap, &n, err);
     if (st == MT_ERR_TOO_LONG)
         mt_err_set(err, st, "the text's prompt has %d tokens; the limit is %d", n, cap);
     a->n_src = n;

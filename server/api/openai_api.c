@@ -14,11 +14,14 @@
  * continuation: n texts of the same prompt, sentence j drawing with seed + j.
  * "max_tokens" K is a decoder length of K + 2 (K free ids, then the forced
  * end: engine semantics); a reply of K ids ends with "length", an earlier
- * end (eos, the template's end of turn) or a stop string with "stop".  The
- * text is cut before the first stop string; decoding goes on to the end
- * (the ids after it are counted in usage).  "stream": OpenAI's chunks
- * through stream.c's dialect hooks, a stop string's possible start held
- * back until it is known not to be one.  Errors: OpenAI's shape (errors.c).
+ * end (eos, the template's end of turn) or a stop string with "stop".
+ * Decoding ends at the id whose text completes a stop string (the
+ * pipeline's srv_tr_params.stop: mt_stop_match in the decode loop, nothing
+ * allocated per token), and usage counts the ids decoded, that one
+ * included; the text is cut before the first stop string.  "stream":
+ * OpenAI's chunks through stream.c's dialect hooks, a stop string's possible
+ * start held back until it is known not to be one.  Errors: OpenAI's shape
+ * (errors.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +140,8 @@ static int decoding(srv_response *resp, oai_job *j)
         dp->sampling.top_p = mt_decode_limit_float(mt_decode_limit_find("sampling.top_p"), j->r.top_p);
         dp->sampling.seed = j->r.has_seed ? (uint64_t)j->r.seed : draw_seed();
     }
+    j->tp.stop = j->r.stop;             /* decoding ends at them */
+    j->tp.n_stop = j->r.n_stop;
     if (j->r.chat) {
         j->tp.given_ids = j->ids;
         j->tp.n_given = j->prompt_tokens;
@@ -185,9 +190,10 @@ static choice make_choice(const oai_job *j, const srv_tr_result *res)
 {
     const char *t = res->alts[0];
     int n = res->n_ids;
-    int ended = n < j->max_tokens;
+    int ended = n < j->max_tokens || res->stopped;
     int end_kept = n && j->tp.end_ids && j->tp.end_ids[res->ids[n - 1]];   /* an end id other than eos */
-    choice c = { strlen(t), ended ? "stop" : "length", n + (ended && !end_kept) };
+    /* ids: the pipeline drops eos, which counts; a stop string's last id is one of them */
+    choice c = { strlen(t), ended ? "stop" : "length", n + (ended && !end_kept && !res->stopped) };
     for (int k = 0; k < j->r.n_stop; k++) {
         const char *hit = memmem(t, c.len, j->r.stop[k], strlen(j->r.stop[k]));
         if (hit) {
@@ -368,7 +374,8 @@ static void stream_start(srv_request *req, srv_response *resp, oai_job *j)
     j->stopped = calloc(n, sizeof *j->stopped);
     j->role_sent = calloc(n, sizeof *j->role_sent);
     srv_stream_params sp = { .tok = j->m->tok, .eos_id = j->m->info->eos_id,
-                             .per_token = mt_tokenizer_decode_appends(j->m->tok), .reply = stream_reply,
+                             .per_token = mt_tokenizer_decode_appends(j->m->tok) ? 1 :
+                                          mt_tokenizer_decode_grows(j->m->tok) ? 2 : 0, .reply = stream_reply,
                              .owner_free = job_free, .owner = j, .delta_event = on_delta, .end_events = on_end };
     srv_stream *st = j->acc && j->sent && j->stopped && j->role_sent ? srv_stream_new(req, &sp) : NULL;
     if (!st) {

@@ -238,8 +238,18 @@ static void gaps(const srv_stream *st, int c, const char **before, size_t *nb, c
     }
 }
 
-/* The text of sentence c's first k ids, the part not sent yet into *delta. */
-static int grow(srv_stream *st, int c, int k, const char **delta, size_t *n)
+/* The length of text[0..len) without its trailing U+FFFD run (a character
+ * whose bytes have not all come yet). */
+static size_t complete_part(const char *text, size_t len)
+{
+    while (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3))
+        len -= 3;
+    return len;
+}
+
+/* The text of sentence c's first k ids, the part not sent yet into *delta
+ * (last: the sentence's last id; per_token 2 sends no unfinished end before). */
+static int grow(srv_stream *st, int c, int k, int last, const char **delta, size_t *n)
 {
     sentence *s = &st->s[c];
     char *text = NULL;
@@ -249,12 +259,18 @@ static int grow(srv_stream *st, int c, int k, const char **delta, size_t *n)
     if (mt_tokenizer_decode(st->p.tok, s->ids, k, &text, &err) != MT_OK)
         return -1;
     size_t len = strlen(text);
+    int grows = st->p.per_token == 2 && !last;
+    if (grows)
+        len = complete_part(text, len);
     if (len < s->sent_len || memcmp(text, s->sent ? s->sent : "", s->sent_len) != 0) {
+        free(text);
+        if (grows)                      /* not a continuation yet: wait for one */
+            return 0;
         /* decoding rewrote what was sent: cannot happen when it appends (stream.h) */
         fprintf(stderr, "mtserve: stream: the text of sentence %d is not a continuation of what was sent\n", c);
-        free(text);
         return -1;
     }
+    text[len] = '\0';
     free(s->sent);
     s->sent = text;
     *delta = text + s->sent_len;
@@ -285,7 +301,7 @@ static int sentence_events(srv_stream *st, int c)
     if (!st->p.per_token) {                             /* beam: the sentence at once */
         if (!final)
             return 0;
-        grow(st, c, n, &delta, &nd);
+        grow(st, c, n, 1, &delta, &nd);
         emit(st, s->text, before, nb, delta, nd, after, na);
         s->read = n;
         return s->complete = 1;
@@ -298,7 +314,7 @@ static int sentence_events(srv_stream *st, int c)
         size_t bl = s->read == 1 ? nb : 0, al = last ? na : 0;
         delta = "", nd = 0;
         if (last || !mt_tokenizer_is_byte_piece(st->p.tok, id))   /* a byte piece waits for its character */
-            grow(st, c, k, &delta, &nd);
+            grow(st, c, k, last, &delta, &nd);
         emit(st, s->text, b, bl, delta, nd, a, al);
         s->complete = last;
     }

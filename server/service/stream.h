@@ -58,7 +58,11 @@ typedef struct srv_stream srv_stream;
 typedef struct {
     const mt_tokenizer *tok;    /* the last leg's model's */
     int32_t eos_id;
-    int     per_token;          /* 1: an event per token (greedy, decoding that appends) */
+    /* 1: an event per token (greedy, decoding that appends: mt_tokenizer_decode_appends);
+     * 2: the same for decoding that grows but for its end (mt_tokenizer_decode_grows):
+     * a trailing U+FFFD run is held back, and a text that is not a continuation
+     * of what was sent waits for one that is; 0: a sentence at once */
+    int     per_token;
     /* On the HTTP thread, once the decoder is done: the reply the request
      * would get without stream, into resp (the final event, or the ordinary
      * reply of a job that failed before the stream began). */

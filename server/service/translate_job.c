@@ -55,6 +55,8 @@ srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw
         tm.prompt = m->prompt;
         tm.src_name = srv_lang_name(src);
         tm.tgt_name = srv_lang_name(tgt);
+        snprintf(tm.src_code, sizeof tm.src_code, "%s", src);
+        snprintf(tm.tgt_code, sizeof tm.tgt_code, "%s", tgt);
         tm.end_ids = m->end_ids;
     }
     return tm;

@@ -32,6 +32,8 @@ typedef struct {
     int      n_filled;
     long    *tmap;          /* the best one's code points -> filled[0]'s (protect.h) */
     size_t  *ph_at;         /* [ph.n] each placeholder's byte offset in filled[0] */
+    mt_stop_match *stop;    /* srv_tr_params.stop watched in its output (NULL: none) */
+    int      stopped;       /* its decoding ended at a stop string (the decoder's thread writes it) */
 } sentence;
 
 typedef struct {
@@ -68,6 +70,7 @@ static void sentences_free(sentence_list *l)
         free(l->v[i].filled);
         free(l->v[i].tmap);
         free(l->v[i].ph_at);
+        mt_stop_match_free(l->v[i].stop);
     }
     free(l->v);
 }
@@ -364,6 +367,8 @@ static int build_result(srv_tr *t, int text, srv_tr_result *r)
             return -1;
     if (join_ids(t->m.eos_id, &t->l, first, count, r))
         return -1;
+    for (int i = first; i < first + count; i++)
+        r->stopped |= t->l.v[i].stopped;
     return t->p.dp.alignment.enabled ? join_align(t, text, first, count, r) : 0;
 }
 
@@ -420,7 +425,9 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
         if (t->p.given_ids)
             st = given(t, s->ids + pre, max - pre, &s->n_ids, err);
         else if (t->m.prompt)
-            st = mt_prompt_encode(t->m.prompt, t->m.src_name, t->m.tgt_name, text, len, s->ids, max, &s->n_ids, err);
+            st = mt_prompt_encode_codes(t->m.prompt, t->m.src_name, t->m.src_code[0] ? t->m.src_code : NULL,
+                                        t->m.tgt_name, t->m.tgt_code[0] ? t->m.tgt_code : NULL, text, len, s->ids,
+                                        max, &s->n_ids, err);
         else
             st = mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre, &s->n_ids, err);
         s->n_ids += pre;
@@ -546,9 +553,11 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     const mt_decode_params *d = &t->p.dp;
     bytes b = {0};
     put(&b, t->m.cache_ns, strlen(t->m.cache_ns) + 1);
-    if (t->m.prompt) {                      /* the prompt names both languages */
+    if (t->m.prompt) {                      /* the prompt names both languages (TranslateGemma's by code too) */
         put(&b, t->m.src_name, strlen(t->m.src_name) + 1);
         put(&b, t->m.tgt_name, strlen(t->m.tgt_name) + 1);
+        put(&b, t->m.src_code, strlen(t->m.src_code) + 1);
+        put(&b, t->m.tgt_code, strlen(t->m.tgt_code) + 1);
     } else {
         put(&b, "", 1);                     /* a raw continuation, or Marian */
     }
@@ -561,6 +570,9 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     put(&b, ints, sizeof ints);
     put(&b, floats, sizeof floats);
     put(&b, &seed, sizeof seed);
+    put_i32(&b, t->p.n_stop);                   /* decoding ends at them */
+    for (int k = 0; k < t->p.n_stop; k++)
+        put(&b, t->p.stop[k], strlen(t->p.stop[k]) + 1);
     int np = s->prefix ? (int)s->prefix[0] : 0;
     put_i32(&b, np);
     put(&b, s->prefix ? s->prefix + 1 : NULL, sizeof(int32_t) * (size_t)np);
@@ -714,6 +726,62 @@ static int protecting(const srv_tr *t, int text)
     return t->p.placeholders && !t->m.no_align && !prefixed(t, text);
 }
 
+/* The engine's stop callback of a sentence: its text so far holds a stop string. */
+static int sentence_stop(void *data, const int32_t *ids, int n)
+{
+    sentence *s = data;
+    return s->stopped = mt_stop_match_feed(s->stop, ids, n);
+}
+
+/* Sentence s's stop strings watched (srv_tr_params.stop), when its tokenizer
+ * can be followed token by token; otherwise nothing ends early. */
+static mt_status watch_stops(const srv_tr *t, sentence *s, mt_err *err)
+{
+    const mt_hf_tokenizer *hf = mt_tokenizer_hf(t->m.tok);
+    if (!t->p.n_stop || !hf)
+        return MT_OK;
+    mt_err e = { 0 };
+    mt_status st = mt_stop_match_new(hf, t->p.stop, t->p.n_stop, &s->stop, &e);
+    if (st == MT_ERR_UNSUPPORTED)
+        return MT_OK;
+    if (st != MT_OK && err)
+        *err = e;
+    if (st == MT_OK) {
+        s->dp.stop_callback = sentence_stop;
+        s->dp.stop_callback_data = s;
+    }
+    return st;
+}
+
+/* Each sentence to decode: its own parameters (its prefix, its seed, its
+ * terms, its stop strings) and its item of the decode job. */
+static mt_status item_params(srv_tr *t, mt_err *err)
+{
+    const mt_decode_params *dp = &t->p.dp;
+    mt_status st = MT_OK;
+    for (int i = 0; i < t->l.n && st == MT_OK; i++) {
+        sentence *s = &t->l.v[i];
+        s->hyps = t->hyps + (long)i * t->p.dp.n_best;
+        if (s->cached || s->ph.verbatim)
+            continue;
+        s->dp = *dp;
+        s->dp.alignment.enabled |= s->ph.n > 0;     /* the placeholders go back by it */
+        s->dp.sampling.seed = dp->sampling.seed + (uint64_t)i;
+        s->dp.prefix = s->prefix;
+        s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
+        if (s->prefix)
+            s->dp.prefix = s->prefix + 1;
+        s->dp.constraints = s->n_cons ? s->cons : NULL;
+        s->dp.n_constraints = s->n_cons;
+        s->dp.end_ids = t->p.end_ids ? t->p.end_ids : t->m.end_ids;
+        s->dp.shortlist = t->m.shortlist;
+        st = watch_stops(t, s, err);
+        t->item_sent[t->n_items] = i;
+        t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };
+    }
+    return st;
+}
+
 mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, const srv_tr_params *p,
                      srv_tr **out, mt_err *err)
 {
@@ -756,27 +824,11 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
         srv_tr_free(t);
         return st;
     }
-    const mt_decode_params *dp = &t->p.dp;
-    for (int i = 0; i < t->l.n; i++) {          /* each sentence to decode: its prefix, its seed, its terms */
-        sentence *s = &t->l.v[i];
-        s->hyps = t->hyps + (long)i * t->p.dp.n_best;
-        if (s->cached || s->ph.verbatim)
-            continue;
-        s->dp = *dp;
-        s->dp.alignment.enabled |= s->ph.n > 0;     /* the placeholders go back by it */
-        s->dp.sampling.seed = dp->sampling.seed + (uint64_t)i;
-        s->dp.prefix = s->prefix;
-        s->dp.n_prefix = s->prefix ? (int)s->prefix[0] : 0;
-        if (s->prefix)
-            s->dp.prefix = s->prefix + 1;
-        s->dp.constraints = s->n_cons ? s->cons : NULL;
-        s->dp.n_constraints = s->n_cons;
-        s->dp.end_ids = t->p.end_ids ? t->p.end_ids : t->m.end_ids;
-        s->dp.shortlist = t->m.shortlist;
-        t->item_sent[t->n_items] = i;
-        t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };
+    if ((st = item_params(t, err)) != MT_OK) {
+        srv_tr_free(t);
+        return st;
     }
-    srv_decode_job_init(&t->job, t->items, t->n_items, dp);
+    srv_decode_job_init(&t->job, t->items, t->n_items, &t->p.dp);
     *out = t;
     return MT_OK;
 }

@@ -41,12 +41,14 @@ typedef struct {
      * looked up after a miss in cache, filled with cache */
     srv_rcache *cache2;
     /* A decoder-only model translating through a prompt: the prompt, the
-     * leg's language names for it ("English", "French") and the ids that end
+     * leg's language names for it ("English", "French") and codes ("en",
+     * "fr": TranslateGemma's prompt names both; copies, "" none) and the ids that end
      * a translation (mt_decode_params.end_ids); output text is cut at the
      * prompt's stop string and trimmed.  prompt NULL: Marian, or a raw
      * continuation (the text alone, with the tokenizer's special tokens). */
     const struct mt_prompt *prompt;
     const char *src_name, *tgt_name;
+    char src_code[16], tgt_code[16];
     const uint8_t *end_ids;
     const mt_shortlist *shortlist;      /* NULL, or every sentence's (mt_decode_params.shortlist) */
     int no_align;       /* 1: a decoder-only model, which gives no alignments: placeholders stay in its input */
@@ -100,6 +102,14 @@ typedef struct {
     /* NULL, or the ids that end each sentence instead of the model's (a chat
      * template's end of turn; mt_decode_params.end_ids) */
     const uint8_t *end_ids;
+    /* n_stop (0..MT_STOP_MAX) stop strings (the OpenAI API's "stop"): each
+     * greedy or sampling sentence of a decoder-only model ends as soon as the
+     * text of its ids holds one (mt_stop_match, its stop callback: nothing
+     * allocated per token); srv_tr_result.stopped says so.  The text is not
+     * cut here.  A tokenizer mt_stop_match cannot follow: nothing ends early.
+     * The strings must outlive the job; part of the cache key. */
+    const char *const *stop;
+    int n_stop;
 } srv_tr_params;
 
 typedef struct {
@@ -109,6 +119,7 @@ typedef struct {
     int      n_ids;
     double   score;     /* sum over the sentences of the best hypothesis' score */
     int      n_sentences;
+    int      stopped;   /* a sentence's decoding ended at a stop string (srv_tr_params.stop) */
     /* with dp.token_scores: log p of each of ids (the </s> dropped with them) */
     float   *token_logp;
     /* with dp.alignments: the source ids of every sentence (</s> and a language

@@ -109,6 +109,26 @@ await attempt("stop", async () => {
   });
   check("stop: cut before the stop string", r.choices[0].message.content === want.slice(0, want.indexOf(stop)) &&
         r.choices[0].finish_reason === "stop", `${JSON.stringify(stop)} -> ${JSON.stringify(r.choices[0].message.content)}`);
+  // decoding ends at the stop string: fewer ids decoded (and counted) than the same chat without it
+  check("stop: completion_tokens below the chat's without stop", plain &&
+        r.usage.completion_tokens < plain.usage.completion_tokens && r.usage.completion_tokens > 0,
+        `${r.usage.completion_tokens} < ${plain?.usage.completion_tokens}`);
+  const stream = await client.chat.completions.create({
+    model: chat.model, messages: chat.messages, max_tokens: chat.max_tokens, temperature: 0, stop: [stop],
+    stream: true, stream_options: { include_usage: true },
+  });
+  let text = "", finish = null, usage = null, chunks = 0;
+  for await (const c of stream) {
+    chunks++;
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) {
+      text += ch.delta?.content ?? "";
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  check("stop stream: chunks concatenate to the plain text with stop", text === r.choices[0].message.content &&
+        finish === "stop" && usage?.completion_tokens === r.usage.completion_tokens,
+        `${chunks} chunks, ${JSON.stringify(text)}, ${usage?.completion_tokens} tokens`);
 });
 
 await attempt("wrong key", async () => {

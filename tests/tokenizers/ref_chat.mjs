@@ -7,22 +7,26 @@
 //
 //   node tests/tokenizers/ref_chat.mjs TOKENIZERS_DIR TEMPLATES_DIR > chat.jsonl
 //
-// TOKENIZERS_DIR holds llama2/ and qwen3/ (tokenizer.json, tokenizer_config.json);
+// TOKENIZERS_DIR holds llama2/, qwen3/ and gemma3/ (tokenizer.json, tokenizer_config.json);
 // TEMPLATES_DIR the fixtures and texts.txt.  Texts: lines of the corpus test split
 // (tests/fixtures/tokenizer/inputs/test.{en,fr}.txt), the hand-written hard cases
 // of TEMPLATES_DIR/texts.txt and some of tests/fixtures/hf-tokenizers/hard.txt
 // (escapes: \\ \n \t \r \xHH, as tests/fixtures/tokenizer/README.md).
 // Output, one JSON object a line:
-//   {"kind", "tok", "src", "tgt", "text", "prompt", "ids"}   one case
+//   {"kind", "tok", "src", "tgt", "text", "prompt", "ids"}   one case (translategemma:
+//                                           also "src_code", "tgt_code"; its template
+//                                           gets the structured request its model card
+//                                           documents, and names the languages itself)
 //   {"stop": TOK, "newline_ids": [...]}     the ids whose decoding (alone, special
 //                                           tokens kept) contains "\n"
 //   {"summary": {...}}                      counts, and what was left out and why
 // Left out (counted in the summary): texts that spell one of the tokenizer's
-// added tokens (the C side keeps them plain on purpose: test_prompt checks those
+// added tokens other than blank ones (the C side keeps them plain on purpose: test_prompt checks those
 // separately), texts with U+FEFF or U+0085 (JavaScript's \s differs from the Rust
 // library's there, see test_hf_tokenizer), and for llama2-chat texts ending in
 // a character on which Python's str.strip and JavaScript's trim disagree
-// (U+001C..U+001F, U+0085, U+FEFF).
+// (U+001C..U+001F, U+0085, U+FEFF); for gemma the same, and for translategemma
+// texts starting or ending with one (its template trims the text itself).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
@@ -43,7 +47,7 @@ const fill = (fmt, src, tgt, text) =>
   fmt.replaceAll("{src}", src).replaceAll("{tgt}", tgt).replace("{text}", () => text);
 
 const toks = {};
-for (const name of ["llama2", "qwen3"]) {
+for (const name of ["llama2", "qwen3", "gemma3"]) {
   const cfg = readJSON(join(tokDir, name, "tokenizer_config.json"));
   toks[name] = {
     cfg,
@@ -51,7 +55,9 @@ for (const name of ["llama2", "qwen3"]) {
       tokenizerJSON: readJSON(join(tokDir, name, "tokenizer.json")),
       tokenizerConfig: cfg,
     }),
-    added: readJSON(join(tokDir, name, "tokenizer.json")).added_tokens.map((t) => t.content),
+    // the blank ones (Gemma's runs of newlines) are split out of the text by the C side too
+    added: readJSON(join(tokDir, name, "tokenizer.json")).added_tokens.map((t) => t.content)
+      .filter((a) => !/^[\p{White_Space}\u2581]+$/u.test(a)),
   };
 }
 
@@ -65,6 +71,18 @@ const SETS = [
   ["chatml", "qwen3", "Qwen2.5-0.5B-Instruct.json"],
   ["raw", "qwen3", null],
   ["alma", "qwen3", null],
+  ["gemma", "gemma3", "gemma-3-1b-it.json"],
+  ["translategemma", "gemma3", "TranslateGemma-4b-it.partial.json"],
+];
+
+// translategemma: names as a caller gives them and the codes; the template
+// writes its own table's names (so "Brazilian Portuguese" becomes "Portuguese").
+const CODE_PAIRS = [
+  ["English", "en", "French", "fr"],
+  ["French", "fr", "English", "en"],
+  ["German", "de", "Chinese (Simplified)", "zh-Hans"],
+  ["Japanese", "ja", "Brazilian Portuguese", "pt_BR"],
+  ["Spanish", "es", "Italian", "it"],
 ];
 
 // ---- texts ----
@@ -125,9 +143,24 @@ for (const [kind, tname, fixture] of SETS) {
   for (const [src, tgt, text] of cases) {
     if (added.some((a) => text.includes(a))) { leave(key, "spells an added token"); continue; }
     if (/[\ufeff\u0085]/u.test(text)) { leave(key, "U+FEFF or U+0085"); continue; }
-    if (kind === "llama2-chat" && /[\u001c-\u001f\u0085\ufeff]$/u.test(text)) { leave(key, "strip differs"); continue; }
-    let prompt, ids;
-    if (kind === "raw") {
+    if ((kind === "llama2-chat" || kind === "gemma") && /[\u001c-\u001f\u0085\ufeff]$/u.test(text)) {
+      leave(key, "strip differs");
+      continue;
+    }
+    if (kind === "translategemma" && /^[\u001c-\u001f\u0085\ufeff]|[\u001c-\u001f\u0085\ufeff]$/u.test(text)) {
+      leave(key, "strip differs");
+      continue;
+    }
+    let prompt, ids, codes = {};
+    if (kind === "translategemma") {
+      const [sn, sc, tn, tc] = CODE_PAIRS[n % CODE_PAIRS.length];
+      codes = { src: sn, tgt: tn, src_code: sc, tgt_code: tc };
+      prompt = new Template(cfgTpl.chat_template).render({
+        messages: [{ role: "user", content: [{ type: "text", source_lang_code: sc, target_lang_code: tc, text }] }],
+        add_generation_prompt: true, bos_token: cfgTpl.bos_token,
+      });
+      ids = tok.encode(prompt, { add_special_tokens: false });
+    } else if (kind === "raw") {
       prompt = text;
       ids = tok.encode(text, { add_special_tokens: true });
     } else if (kind === "alma") {
@@ -137,7 +170,7 @@ for (const [kind, tname, fixture] of SETS) {
       prompt = render(cfgTpl.chat_template, cfgTpl, fill(INSTRUCTION, src, tgt, text), kind);
       ids = tok.encode(prompt, { add_special_tokens: false });  // what apply_chat_template(tokenize=True) does
     }
-    out.push(JSON.stringify({ kind, tok: tname, src, tgt, text, prompt, ids }));
+    out.push(JSON.stringify({ kind, tok: tname, src, tgt, text, ...codes, prompt, ids }));
     n++;
   }
   summary.cases[key] = n;

@@ -13,10 +13,11 @@
 // turns holding <think> reasoning, contents from texts.txt and the corpus test
 // split.  A list the template refuses (raise_exception: Llama 2's alternation)
 // is written with "error" and the message, and the C side must refuse it too.
-// Left out (counted in the summary): contents that spell an added token (kept
+// Left out (counted in the summary): contents that spell an added token, not a blank one (kept
 // plain on purpose by the C side), with U+FEFF or U+0085, and for llama2-chat
 // contents ending in a character on which Python's strip and JavaScript's trim
-// disagree (as ref_chat.mjs), and Llama 2 lists whose system message JavaScript
+// disagree (as ref_chat.mjs; gemma: starting or ending, every content but a first
+// system message, which its template does not trim), and Llama 2 lists whose system message JavaScript
 // finds loosely equal to false ("", blanks, "0": see below), and Qwen3 lists with
 // an assistant content starting with a blank other than "\n" (@huggingface/jinja's
 // lstrip('\n') strips every blank: see below).
@@ -33,11 +34,11 @@ if (!tplDir) {
 }
 const readJSON = (p) => JSON.parse(readFileSync(p, "utf8"));
 const toks = {};
-for (const name of ["llama2", "qwen3"]) {
+for (const name of ["llama2", "qwen3", "gemma3"]) {
   const tj = readJSON(join(tokDir, name, "tokenizer.json"));
   toks[name] = {
     tok: TokenizerLoader.fromPreTrained({ tokenizerJSON: tj, tokenizerConfig: readJSON(join(tokDir, name, "tokenizer_config.json")) }),
-    added: tj.added_tokens.map((t) => t.content),
+    added: tj.added_tokens.map((t) => t.content).filter((a) => !/^[\p{White_Space}\u2581]+$/u.test(a)),
   };
 }
 const SETS = [
@@ -45,6 +46,7 @@ const SETS = [
   ["zephyr", "llama2", "TinyLlama-1.1B-Chat-v1.0.json"],
   ["qwen3", "qwen3", "Qwen3-0.6B.json"],
   ["chatml", "qwen3", "Qwen2.5-0.5B-Instruct.json"],
+  ["gemma", "gemma3", "gemma-3-1b-it.json"],
 ];
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -70,6 +72,8 @@ const SHAPES = [
   ["user", "system", "user"],             // a later system turn (Llama 2: refused)
   ["user", "user"],                       // not alternating (Llama 2: refused)
   ["system", "user", "assistant"],        // ends with the assistant (Llama 2: refused by us, not an error there)
+  ["user", "assistant", "system", "user"], // a system turn where a user one stands (Gemma: refused)
+  ["system"],                             // no turn (Gemma: the system message dropped, as its template does)
 ];
 const THINK = "<think>\nFirst I read it.\n</think>\n\nThe answer.";
 
@@ -96,7 +100,8 @@ for (const [kind, tname, fixture] of SETS) {
     const bad = messages.find((m) => added.some((a) => m.content.includes(a)) && m.content !== THINK);
     if (bad) { summary.left_out[key] = (summary.left_out[key] ?? 0) + 1; continue; }
     if (messages.some((m) => /[\ufeff\u0085]/u.test(m.content)) ||
-        (kind === "llama2-chat" && messages.some((m) => /^[\u001c-\u001f\u0085\ufeff]|[\u001c-\u001f\u0085\ufeff]$/u.test(m.content)))) {
+        ((kind === "llama2-chat" || kind === "gemma") &&
+         messages.some((m) => /^[\u001c-\u001f\u0085\ufeff]|[\u001c-\u001f\u0085\ufeff]$/u.test(m.content)))) {
       summary.left_out[key] = (summary.left_out[key] ?? 0) + 1;
       continue;
     }
