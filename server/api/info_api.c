@@ -26,9 +26,9 @@ static json_t *downloads(srv_server *srv)
     return list;
 }
 
-/* With --redis, what /health says of it: up or down, and where the limits
- * and quotas are counted meanwhile (a down Redis does not make the server
- * unhealthy: it serves on with local counts). */
+/* With --redis, what /health says of it: up or down, slow or not, and where
+ * the rate limits are counted meanwhile (a down or slow Redis does not make
+ * the server unhealthy: it serves on with local counts). */
 static json_t *redis_health(srv_redis *r)
 {
     srv_redis_stats st;
@@ -41,8 +41,11 @@ static json_t *redis_health(srv_redis *r)
         srv_redis_value_clear(&v);
         srv_redis_stats_get(r, &st);
     }
-    json_t *o = json_pack("{s:s,s:s,s:s}", "url", st.url, "state", st.up ? "up" : "down", "limits",
-                          st.up ? "shared" : "local (Redis down: each replica counts alone)");
+    const char *limits = !st.up ? "local (Redis down: each replica counts alone)"
+                         : st.slow ? "local (Redis slower than --redis-budget: each replica counts alone)"
+                                   : "shared";
+    json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "url", st.url, "state", st.up ? "up" : "down", "limits", limits,
+                          "slow", st.slow);
     if (o && !st.up)
         json_object_set_new(o, "error", json_string(st.last_error));
     if (o && !st.up && st.down_for_s > 0)

@@ -186,8 +186,8 @@ static int redis_start(srv_server *srv, char *err, size_t err_len)
         srv_redis_url url;
         if (srv_redis_url_parse(srv->opts.redis, &url, err, err_len))
             return -1;
-        srv_redis_params p = { .timeout_ms = srv->opts.redis_timeout_ms, .connections = srv->http_threads + 2,
-                               .prefix = srv->opts.redis_prefix };
+        srv_redis_params p = { .timeout_ms = srv->opts.redis_timeout_ms, .budget_ms = srv->opts.redis_budget_ms,
+                               .connections = srv->http_threads + 2, .prefix = srv->opts.redis_prefix };
         if (!(srv->redis = srv_redis_new(&url, &p)))
             goto oom;
         const char *ping[1] = { "PING" };

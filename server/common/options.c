@@ -75,6 +75,10 @@ static const opt_def opt_table[] = {
       "\"\" = none (default)" },
     { "--redis-timeout", "MTSERVE_REDIS_TIMEOUT", OPT_INT, F(redis_timeout_ms), 0, 1, 60000,
       "ms a Redis call may take (connecting, then its reply); past it the request goes on with the local count" },
+    { "--redis-budget", "MTSERVE_REDIS_BUDGET", OPT_INT, F(redis_budget_ms), 0, 1, 60000,
+      "ms the calls on a plain translation's path (the rate limit's script, the shared cache's lookup) wait for "
+      "Redis; past it that request decides locally and such calls skip Redis until a background PING is as quick "
+      "(at most --redis-timeout)" },
     { "--redis-cache-mb", "MTSERVE_REDIS_CACHE_MB", OPT_INT, F(redis_cache_mb), 0, 0, 1 << 20,
       "with --redis: megabytes of translations kept in Redis for every replica, a second level under "
       "--cache-mb (the oldest written dropped first); 0 = off (default)" },
@@ -171,6 +175,7 @@ static void defaults(srv_options *o)
                            256 clients queue instead of a 503 storm */
     o->queue_timeout_ms = 30000;
     o->redis_timeout_ms = 100;
+    o->redis_budget_ms = 20;
     snprintf(o->redis_prefix, sizeof o->redis_prefix, "mtserve:");
     o->max_body = 1 << 20;
     o->max_tokens = 1024;
