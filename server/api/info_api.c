@@ -8,6 +8,7 @@
 #include "handlers.h"
 #include "common/metrics.h"
 #include "service/admin.h"
+#include "service/file_takeover.h"
 #include "service/residency.h"
 #include "service/server.h"
 
@@ -77,12 +78,11 @@ void srv_handle_health(srv_request *req, srv_response *resp)
     srv_reply_json(resp, ready ? 200 : 503, o);
 }
 
-/* The mtserve_redis_* lines after resp->text (the shared cache's too, when
- * on): 0, or -1 (out of memory: text freed). */
-static int append_redis_metrics(srv_redis *r, srv_rcache *rc, srv_response *resp)
+/* more (n bytes, malloc'd: taken; NULL: out of memory) after resp->text:
+ * the mtserve_redis_* lines, the shared cache's, the file leases': 0, or -1
+ * (out of memory: text freed). */
+static int append_metrics(char *more, size_t n, srv_response *resp)
 {
-    size_t n = 0;
-    char *more = rc ? srv_rcache_metrics(rc, &n) : srv_redis_metrics(r, &n);
     char *all = more ? realloc(resp->text, resp->text_len + n + 1) : NULL;
     if (!all) {
         free(more);
@@ -203,9 +203,12 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.n_usage = usage ? srv_usage_slots(srv->usage) : 0;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     free(usage);
-    if (resp->text && srv->redis && append_redis_metrics(srv->redis, NULL, resp))
+    size_t more = 0;
+    if (resp->text && srv->redis && append_metrics(srv_redis_metrics(srv->redis, &more), more, resp))
         resp->text = NULL;
-    if (resp->text && srv->rcache && append_redis_metrics(srv->redis, srv->rcache, resp))
+    if (resp->text && srv->rcache && append_metrics(srv_rcache_metrics(srv->rcache, &more), more, resp))
+        resp->text = NULL;
+    if (resp->text && srv->takeover && append_metrics(srv_takeover_metrics(srv->takeover, &more), more, resp))
         resp->text = NULL;
     if (!resp->text) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");

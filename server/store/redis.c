@@ -24,7 +24,7 @@
 
 #define BACKOFF_MIN_S 0.1
 #define BACKOFF_MAX_S 5.0
-#define MAX_ARGS      16
+#define MAX_ARGS      24
 
 /* How a call may go: a full one (bounded by the timeout) skips while Redis is
  * down; a quick one (bounded by the budget) skips while it is down or slow;
