@@ -61,6 +61,7 @@
 #include <hiredis/hiredis.h>
 
 #include "harness.h"
+#include "nginx_harness.h"
 #include "store/redis.h"
 
 #define REDIS_BIN   "/usr/bin/redis-server"
@@ -1377,6 +1378,274 @@ static void test_usage_seed(void **state)
     unlink(file);
 }
 
+/* ---- file jobs taken over, through nginx ------------------------------------------- */
+
+#define TK_PREFIX   "tk:"       /* its own keys: the counts below are this test's alone */
+#define TK_JOBS     (tsan() ? 12 : 100)
+#define TK_FILES    (tsan() ? 4 : 20)       /* distinct files: job k sends file k % TK_FILES */
+#define TK_UNITS    (tsan() ? 2 : 4)
+#define TK_CLIENTS  4
+
+static server tk[N_REPLICAS];
+static lb     tk_lb;
+static char  *tk_src[20], *tk_ref[20];      /* each file, and its translation by one replica alone */
+static size_t tk_ref_len[20];
+
+static void tk_file(int k, char *out, size_t len)
+{
+    out[0] = 0;
+    for (int u = 0; u < TK_UNITS; u++)
+        snprintf(out + strlen(out), len - strlen(out), "File %d of the takeover test, paragraph %d, is here.\n\n",
+                 k + 1, u + 1);
+}
+
+/* GET path (a URL's path) on s: 200's body (malloc'd, *len), or NULL. */
+static char *tk_get(const server *s, const char *path, size_t *len, long *status)
+{
+    req_opts o = { .method = "GET", .timeout_ms = 30000 };
+    reply r = http_req(s, path, &o);
+    *status = r.status;
+    char *body = NULL;
+    if (r.status == 200 && r.body && (body = malloc(r.len + 1))) {
+        memcpy(body, r.body, r.len + 1);
+        *len = r.len;
+    }
+    reply_free(&r);
+    return body;
+}
+
+/* Each file translated by replica 0 alone (POST /translate_file straight to it, waiting). */
+static void tk_references(void)
+{
+    for (int k = 0; k < TK_FILES; k++) {
+        char text[1024], name[32];
+        tk_file(k, text, sizeof text);
+        snprintf(name, sizeof name, "t%d.txt", k);
+        http_buf b;
+        long st = post_file(&tk[0], name, text, strlen(text), &b, 0, "source", "en", "target", "fr", NULL);
+        json_t *j = st == 200 ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        free(b.p);
+        assert_non_null(j);
+        long got;
+        tk_ref[k] = tk_get(&tk[0], path_of(json_string_value(json_object_get(j, "translatedFileUrl"))),
+                           &tk_ref_len[k], &got);
+        json_decref(j);
+        assert_non_null(tk_ref[k]);
+        assert_null(strstr(tk_ref[k], "takeover test"));
+        tk_src[k] = strdup(text);
+    }
+}
+
+typedef struct {
+    char   status[96], file[160];   /* paths, through nginx */
+    int    k;                       /* its file */
+    _Atomic int state;              /* 0 polling, 1 equal to the reference, -1 failed */
+} tk_job;
+
+typedef struct {
+    tk_job     *jobs;
+    int         n, first, step;
+    double      deadline;
+    _Atomic int *done;
+    char        problem[400];
+} tk_poller;
+
+/* Polls this poller's jobs through nginx until each is done and downloaded
+ * (compared with its reference) or failed, or the deadline. */
+static void *tk_poll_main(void *arg)
+{
+    tk_poller *p = arg;
+    for (int left = 1; left && now_s() < p->deadline;) {
+        left = 0;
+        for (int i = p->first; i < p->n; i += p->step) {
+            tk_job *j = &p->jobs[i];
+            if (atomic_load(&j->state))
+                continue;
+            size_t len = 0;
+            long st;
+            char *body = tk_get(&tk_lb.s, j->status, &len, &st);
+            json_t *o = body ? json_loads(body, 0, NULL) : NULL;
+            free(body);
+            const char *state = json_string_value(json_object_get(o, "state"));
+            if (state && !strcmp(state, "done")) {
+                char *f = tk_get(&tk_lb.s, j->file, &len, &st);
+                int same = f && len == tk_ref_len[j->k] && !memcmp(f, tk_ref[j->k], len);
+                if (!same && !p->problem[0])
+                    snprintf(p->problem, sizeof p->problem, "job %d (file %d): download %ld, %zu bytes, %s", i,
+                             j->k, st, len, f ? "different from the reference" : "no body");
+                atomic_store(&j->state, same ? 1 : -1);
+                atomic_fetch_add(p->done, 1);
+                free(f);
+            } else if ((state && strcmp(state, "running")) || (!o && st != 0 && st != 502 && st != 504)) {
+                if (!p->problem[0])
+                    snprintf(p->problem, sizeof p->problem, "job %d: status %ld, state %s", i, st,
+                             state ? state : "?");
+                atomic_store(&j->state, -1);
+                atomic_fetch_add(p->done, 1);
+            } else {
+                left = 1;
+            }
+            json_decref(o);
+        }
+        sleep_ms(tsan() ? 200 : 50);
+    }
+    return NULL;
+}
+
+static long tk_stat(const char *field)
+{
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *r = c && !c->err ? redisCommand(c, "HGET " TK_PREFIX "files:stats %s", field) : NULL;
+    long v = r && r->type == REDIS_REPLY_STRING ? atol(r->str) : 0;
+    freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    return v;
+}
+
+typedef struct {
+    int    equal, failed, victim_held;
+    double seconds;
+    long   completed, refused, taken_over;
+    char   problem[400];
+} tk_round;
+
+/* TK_JOBS async jobs submitted through nginx, then polled and downloaded
+ * through it by TK_CLIENTS threads; with kill, the replica holding the most
+ * leases is SIGKILLed once a quarter are done. */
+static tk_round tk_run(int kill_one)
+{
+    long c0 = tk_stat("completed"), r0 = tk_stat("refused"), t0s = tk_stat("taken_over");
+    tk_job *jobs = calloc((size_t)TK_JOBS, sizeof *jobs);
+    double t0 = now_s();
+    for (int i = 0; i < TK_JOBS; i++) {
+        http_buf b;
+        char name[32];
+        jobs[i].k = i % TK_FILES;
+        snprintf(name, sizeof name, "t%d.txt", jobs[i].k);
+        long st = post_file(&tk_lb.s, name, tk_src[jobs[i].k], strlen(tk_src[jobs[i].k]), &b, 0, "source", "en",
+                            "target", "fr", "async", "true", NULL);
+        json_t *j = st == 202 ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        if (!j)
+            fail_msg("job %d: submitted through nginx: %ld %.*s", i, st, (int)b.n, b.p ? b.p : "");
+        free(b.p);
+        snprintf(jobs[i].status, sizeof jobs[i].status, "%s", json_string_value(json_object_get(j, "status_url")));
+        snprintf(jobs[i].file, sizeof jobs[i].file, "%s",
+                 path_of(json_string_value(json_object_get(j, "translatedFileUrl"))));
+        json_decref(j);
+    }
+    _Atomic int done = 0;
+    tk_poller p[TK_CLIENTS];
+    pthread_t th[TK_CLIENTS];
+    for (int i = 0; i < TK_CLIENTS; i++) {
+        p[i] = (tk_poller){ .jobs = jobs, .n = TK_JOBS, .first = i, .step = TK_CLIENTS,
+                            .deadline = now_s() + (tsan() ? 300 : 120), .done = &done };
+        pthread_create(&th[i], NULL, tk_poll_main, &p[i]);
+    }
+    tk_round res = { 0 };
+    if (kill_one) {
+        while (atomic_load(&done) < TK_JOBS / 4 && now_s() - t0 < 120)
+            sleep_ms(5);
+        int v = 0;
+        double most = -1;
+        for (int i = 0; i < N_REPLICAS; i++) {
+            double held = metric(&tk[i], "mtserve_file_leases_held");
+            if (held > most)
+                most = held, v = i;
+        }
+        kill(tk[v].pid, SIGKILL);
+        int ws = wait_child(tk[v].pid, 10);
+        untrack(tk[v].pid);
+        tk[v].pid = 0;
+        res.victim_held = (int)most;
+        print_message("# replica %d SIGKILLed after %d of %d jobs were done, holding %d running (wait status %d)\n",
+                      v + 1, atomic_load(&done), TK_JOBS, res.victim_held, ws);
+    }
+    for (int i = 0; i < TK_CLIENTS; i++)
+        pthread_join(th[i], NULL);
+    res.seconds = now_s() - t0;
+    for (int i = 0; i < TK_JOBS; i++) {
+        res.equal += atomic_load(&jobs[i].state) == 1;
+        res.failed += atomic_load(&jobs[i].state) != 1;
+    }
+    for (int i = 0; i < TK_CLIENTS && !res.problem[0]; i++)
+        snprintf(res.problem, sizeof res.problem, "%s", p[i].problem);
+    res.completed = tk_stat("completed") - c0;
+    res.refused = tk_stat("refused") - r0;
+    res.taken_over = tk_stat("taken_over") - t0s;
+    free(jobs);
+    return res;
+}
+
+static int tk_setup(void **state)
+{
+    replicas_stop();            /* the other tests' replicas: their cores are this test's */
+    if (!rs.pid && redis_start(&rs))
+        return -1;
+    static char redis_arg[200];
+    snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
+    const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-prefix", TK_PREFIX,
+                                 "--redis-timeout", tsan() ? "1000" : "250", "--redis-lease", tsan() ? "3000" : "1000",
+                                 "--max-file-jobs", "400", "--file-batch", "2", NULL };
+    int ports[N_REPLICAS];
+    for (int i = 0; i < N_REPLICAS; i++) {
+        if (server_start(&tk[i], args))
+            return -1;
+        ports[i] = tk[i].port;
+    }
+    return lb_start(&tk_lb, ports, N_REPLICAS);
+}
+
+static int tk_teardown(void **state)
+{
+    lb_stop(&tk_lb);
+    int rc = 0;
+    for (int i = 0; i < N_REPLICAS; i++)
+        if (tk[i].pid > 0 && server_stop(&tk[i]) != 0) {
+            print_error("replica %d (%s) did not stop cleanly\n", i, tk[i].log);
+            rc = -1;
+        }
+    for (int k = 0; k < 20; k++) {
+        free(tk_src[k]);
+        free(tk_ref[k]);
+        tk_src[k] = tk_ref[k] = NULL;
+    }
+    return rc;
+}
+
+static void test_takeover(void **state)
+{
+    tk_references();
+    tk_round a = tk_run(0);
+    print_message("# %d async file jobs (%d units each) through nginx, 3 replicas: %d equal to one replica's "
+                  "alone, %d failed, in %.1f s; results written %ld, refused %ld, taken over %ld\n", TK_JOBS, TK_UNITS,
+                  a.equal, a.failed, a.seconds, a.completed, a.refused, a.taken_over);
+    if (a.failed)
+        print_error("first problem: %s\n", a.problem);
+    assert_int_equal(a.equal, TK_JOBS);
+    assert_int_equal(a.completed, TK_JOBS);
+    assert_int_equal(a.refused, 0);
+    assert_int_equal(a.taken_over, 0);
+    tk_round b = tk_run(1);
+    double taken = 0, refused = 0;
+    for (int i = 0; i < N_REPLICAS; i++)
+        if (tk[i].pid > 0) {
+            taken += metric(&tk[i], "mtserve_file_takeovers_total");
+            refused += metric(&tk[i], "mtserve_file_results_refused_total");
+        }
+    print_message("# again with one replica SIGKILLed: %d equal, %d failed, in %.1f s; results written %ld, "
+                  "refused %ld; taken over %ld (the survivors' metrics: %.0f)\n", b.equal, b.failed, b.seconds,
+                  b.completed, b.refused, b.taken_over, taken);
+    if (b.failed)
+        print_error("first problem: %s\n", b.problem);
+    assert_int_equal(b.equal, TK_JOBS);
+    assert_int_equal(b.completed, TK_JOBS);     /* one result written a job ... */
+    assert_int_equal(b.refused, 0);             /* ... and none finished a second time */
+    assert_true(refused == 0);
+    assert_true(b.victim_held > 0 && b.taken_over >= 1 && b.taken_over <= b.victim_held);
+    assert_true(taken == b.taken_over);
+}
+
 static void test_bad_url(void **state)
 {
     /* a bad --redis stops the start with its reason */
@@ -1464,6 +1733,7 @@ int main(void)
         cmocka_unit_test(test_shared_cache),
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
+        cmocka_unit_test_setup_teardown(test_takeover, tk_setup, tk_teardown),
     };
     signal(SIGPIPE, SIG_IGN);       /* a write to a killed Redis: EPIPE, as in the server */
     const char *filter = getenv("MT_TEST_FILTER");  /* cmocka's wildcards: "test_client*" */

@@ -78,11 +78,15 @@ void srv_handle_health(srv_request *req, srv_response *resp)
     srv_reply_json(resp, ready ? 200 : 503, o);
 }
 
-/* more (n bytes, malloc'd: taken; NULL: out of memory) after resp->text:
- * the mtserve_redis_* lines, the shared cache's, the file leases': 0, or -1
- * (out of memory: text freed). */
-static int append_metrics(char *more, size_t n, srv_response *resp)
+/* The lines of one part after resp->text: the mtserve_redis_* lines, the
+ * shared cache's, the file leases' (0), or -1 (out of memory: text freed). */
+typedef enum { PART_REDIS, PART_RCACHE, PART_LEASES } metrics_part;
+static int append_metrics(srv_server *srv, metrics_part part, srv_response *resp)
 {
+    size_t n = 0;
+    char *more = part == PART_REDIS    ? srv_redis_metrics(srv->redis, &n)
+                 : part == PART_RCACHE ? srv_rcache_metrics(srv->rcache, &n)
+                                       : srv_takeover_metrics(srv->takeover, &n);
     char *all = more ? realloc(resp->text, resp->text_len + n + 1) : NULL;
     if (!all) {
         free(more);
@@ -203,12 +207,11 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.n_usage = usage ? srv_usage_slots(srv->usage) : 0;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     free(usage);
-    size_t more = 0;
-    if (resp->text && srv->redis && append_metrics(srv_redis_metrics(srv->redis, &more), more, resp))
+    if (resp->text && srv->redis && append_metrics(srv, PART_REDIS, resp))
         resp->text = NULL;
-    if (resp->text && srv->rcache && append_metrics(srv_rcache_metrics(srv->rcache, &more), more, resp))
+    if (resp->text && srv->rcache && append_metrics(srv, PART_RCACHE, resp))
         resp->text = NULL;
-    if (resp->text && srv->takeover && append_metrics(srv_takeover_metrics(srv->takeover, &more), more, resp))
+    if (resp->text && srv->takeover && append_metrics(srv, PART_LEASES, resp))
         resp->text = NULL;
     if (!resp->text) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");

@@ -33,6 +33,7 @@ struct job {
                                    once its batch is back */
     int            done_floor;  /* the progress shown never goes below this (a job taken over) */
     int            pub_any, pub_done;   /* srv_files_params.publish: what was published last, when */
+    int            pub_final;   /* its end was published (or tried: Redis down): shown as ended only then */
     srv_file_state pub_state;
     double         pub_at;
     srv_files     *owner;
@@ -69,12 +70,23 @@ static job *find(srv_files *f, const char *id)
     return NULL;
 }
 
-/* j's info as shown: its progress never below the floor. */
-static srv_file_info shown(const job *j)
+/* j's info with its progress never below the floor (what is published). */
+static srv_file_info progress(const job *j)
 {
     srv_file_info i = j->info;
     i.done = i.done > j->done_floor ? i.done : j->done_floor;
     i.done = i.done < i.total ? i.done : i.total;
+    return i;
+}
+
+/* j's info as shown here: with publish, its end only once that was
+ * published, so that a client told "done" here finds the file on every
+ * replica it asks next. */
+static srv_file_info shown(const srv_files *f, const job *j)
+{
+    srv_file_info i = progress(j);
+    if (f->p.publish && i.state != SRV_FILE_RUNNING && !j->pub_final)
+        i.state = SRV_FILE_RUNNING;
     return i;
 }
 
@@ -292,7 +304,8 @@ static void expire(srv_files *f, double now)
 {
     for (job **pj = &f->jobs; *pj;) {
         job *j = *pj;
-        if (j->info.state != SRV_FILE_RUNNING && !j->in_flight && (now >= j->info.expires || j->lost)) {
+        if (j->info.state != SRV_FILE_RUNNING && !j->in_flight && (now >= j->info.expires || j->lost) &&
+            (j->pub_final || j->lost || !f->p.publish)) {
             *pj = j->next;
             f->stored -= j->info.state == SRV_FILE_DONE ? j->info.bytes : 0;
             f->n_jobs--;
@@ -323,11 +336,12 @@ static void publish(srv_files *f)
         j->pub_state = j->info.state;
         j->pub_done = j->info.done;
         j->pub_at = now;
-        srv_file_info info = shown(j);
+        srv_file_info info = progress(j);
         const char *result = j->info.state == SRV_FILE_DONE ? j->result : NULL;
         pthread_mutex_unlock(&f->mu);
         int rc = f->p.publish(f->p.publish_ctx, j->id, &info, result);
         pthread_mutex_lock(&f->mu);
+        j->pub_final |= info.state != SRV_FILE_RUNNING;     /* tried: what is known is shown, shared or not */
         if (rc < 0)
             j->pub_any = 0;     /* Redis did not take it: again next turn (its client skips at once while down) */
         else if (rc > 0)
@@ -343,8 +357,8 @@ static void *runner(void *arg)
         for (job *j = f->jobs; j && !f->stop; j = j->next)
             if (j->info.state == SRV_FILE_RUNNING)
                 step(f, j);
-        tell_ended(f);
-        publish(f);
+        publish(f);             /* an end first published, then told: a waiting client's next request */
+        tell_ended(f);          /* may go to any replica */
         expire(f, mt_now_s());
         int busy = 0;
         for (job *j = f->jobs; j; j = j->next)
@@ -476,7 +490,7 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
         j->pub_state = SRV_FILE_RUNNING;
         j->pub_at = mt_now_s();
         pthread_mutex_unlock(&f->mu);
-        srv_file_info first = shown(j);
+        srv_file_info first = progress(j);
         if (f->p.publish(f->p.publish_ctx, j->id, &first, NULL) != 0)
             j->pub_any = 0;     /* the runner tries again (and learns then if it was lost) */
         pthread_mutex_lock(&f->mu);
@@ -494,7 +508,7 @@ int srv_files_info(srv_files *f, const char *id, srv_file_info *out)
     pthread_mutex_lock(&f->mu);
     job *j = find(f, id);
     if (j)
-        *out = shown(j);
+        *out = shown(f, j);
     pthread_mutex_unlock(&f->mu);
     return j ? 0 : -1;
 }
@@ -509,7 +523,7 @@ mt_status srv_files_result(srv_files *f, const char *id, char **out, size_t *len
     if (!j) {
         st = mt_err_set(err, MT_ERR_INPUT, "no file job %s (unknown, or deleted after it expired)", id);
     } else {
-        *info = shown(j);
+        *info = shown(f, j);
         if (j->info.state != SRV_FILE_DONE)
             st = mt_err_set(err, MT_ERR_INPUT, "file job %s is %s", id, srv_file_state_name(j->info.state));
         else if (!(*out = malloc(j->info.bytes + 1)))
