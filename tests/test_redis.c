@@ -1577,6 +1577,107 @@ static tk_round tk_run(int kill_one)
     return res;
 }
 
+/* POST /v2/document of text (a.txt, EN -> FR) to s: 0 with its id and key. */
+static int tk_doc_upload(const server *s, const char *text, char id[40], char key[40])
+{
+    const char *b = "----mtserve-takeover-boundary";
+    size_t cap = strlen(text) + 1024;
+    char *body = malloc(cap), ct[96];
+    int n = snprintf(body, cap, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n"
+                     "Content-Type: text/plain\r\n\r\n%s\r\n--%s\r\nContent-Disposition: form-data; "
+                     "name=\"target_lang\"\r\n\r\nFR\r\n--%s\r\nContent-Disposition: form-data; "
+                     "name=\"source_lang\"\r\n\r\nEN\r\n--%s--\r\n", b, text, b, b, b);
+    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s", b);
+    req_opts o = { .method = "POST", .body = body, .body_len = (size_t)n, .content_type = ct, .timeout_ms = 30000 };
+    reply r = http_req(s, "/v2/document", &o);
+    free(body);
+    json_t *j = r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+    reply_free(&r);
+    if (!j)
+        return -1;
+    snprintf(id, 40, "%s", json_string_value(json_object_get(j, "document_id")));
+    snprintf(key, 40, "%s", json_string_value(json_object_get(j, "document_key")));
+    json_decref(j);
+    return 0;
+}
+
+/* POST /v2/document/ID[suffix] with its key on s. */
+static reply tk_doc_call(const server *s, const char *id, const char *suffix, const char *key)
+{
+    char path[128], body[128];
+    snprintf(path, sizeof path, "/v2/document/%s%s", id, suffix);
+    snprintf(body, sizeof body, "document_key=%s", key);
+    req_opts o = { .method = "POST", .body = body, .content_type = "application/x-www-form-urlencoded",
+                   .timeout_ms = 30000 };
+    return http_req(s, path, &o);
+}
+
+/* Polls document id's status on s until it is done (bounded) or, with
+ * until_started, has units translated: its billed characters, or -1. */
+static long tk_doc_wait(const server *s, const char *id, const char *key, int until_started)
+{
+    for (double t0 = now_s(); now_s() - t0 < (tsan() ? 300 : 60); sleep_ms(until_started ? 5 : 50)) {
+        reply r = tk_doc_call(s, id, "", key);
+        json_t *j = r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+        reply_free(&r);
+        const char *st = json_string_value(json_object_get(j, "status"));
+        long billed = (long)json_integer_value(json_object_get(j, "billed_characters"));
+        int over = st && (!strcmp(st, "done") || !strcmp(st, "error") || (until_started && strcmp(st, "queued")));
+        json_decref(j);
+        if (over)
+            return st && !strcmp(st, "error") ? -1 : billed;
+    }
+    return -1;
+}
+
+/* A DeepL document taken over: uploaded to one replica, which is SIGKILLed
+ * once it translates; another replica reports it done and gives the same
+ * document and billed characters as one it ran alone. */
+static void test_takeover_document(void **state)
+{
+    int a = -1, b = -1;
+    for (int i = 0; i < N_REPLICAS; i++)
+        if (tk[i].pid > 0 && a < 0)
+            a = i;
+        else if (tk[i].pid > 0 && b < 0)
+            b = i;
+    assert_true(a >= 0 && b >= 0);
+    int units = tsan() ? 8 : 60;
+    char *text = malloc((size_t)units * 64 + 1), id[40], key[40], rid[40], rkey[40];
+    text[0] = 0;
+    for (int u = 0; u < units; u++)
+        sprintf(text + strlen(text), "Paragraph %d of the document taken over.\n\n", u + 1);
+    long c0 = tk_stat("completed"), r0 = tk_stat("refused"), t0 = tk_stat("taken_over");
+    assert_int_equal(tk_doc_upload(&tk[b], text, rid, rkey), 0);       /* the reference: replica b alone */
+    long ref_billed = tk_doc_wait(&tk[b], rid, rkey, 0);
+    reply ref = tk_doc_call(&tk[b], rid, "/result", rkey);
+    assert_int_equal(ref.status, 200);
+    assert_int_equal(tk_doc_upload(&tk[a], text, id, key), 0);
+    assert_true(tk_doc_wait(&tk[a], id, key, 1) >= 0);                  /* translating on a */
+    kill(tk[a].pid, SIGKILL);
+    wait_child(tk[a].pid, 10);
+    untrack(tk[a].pid);
+    tk[a].pid = 0;
+    double t_kill = now_s();
+    long billed = tk_doc_wait(&tk[b], id, key, 0);
+    double took = now_s() - t_kill;
+    reply got = tk_doc_call(&tk[b], id, "/result", key);
+    print_message("# a DeepL document of %d paragraphs uploaded to replica %d, SIGKILLed while translating: done on "
+                  "replica %d %.1f s later, %zu bytes (alone: %zu), billed %ld (alone: %ld); taken over %ld, "
+                  "results written %ld, refused %ld\n", units, a + 1, b + 1, took, got.len, ref.len, billed,
+                  ref_billed, tk_stat("taken_over") - t0, tk_stat("completed") - c0, tk_stat("refused") - r0);
+    assert_int_equal(got.status, 200);
+    assert_int_equal(got.len, ref.len);
+    assert_memory_equal(got.body, ref.body, ref.len);
+    assert_true(billed == ref_billed && billed > 0);
+    assert_int_equal(tk_stat("taken_over") - t0, 1);
+    assert_int_equal(tk_stat("completed") - c0, 2);
+    assert_int_equal(tk_stat("refused") - r0, 0);
+    reply_free(&got);
+    reply_free(&ref);
+    free(text);
+}
+
 static int tk_setup(void **state)
 {
     replicas_stop();            /* the other tests' replicas: their cores are this test's */
@@ -1733,7 +1834,8 @@ int main(void)
         cmocka_unit_test(test_shared_cache),
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
-        cmocka_unit_test_setup_teardown(test_takeover, tk_setup, tk_teardown),
+        cmocka_unit_test_setup(test_takeover, tk_setup),
+        cmocka_unit_test_teardown(test_takeover_document, tk_teardown),
     };
     signal(SIGPIPE, SIG_IGN);       /* a write to a killed Redis: EPIPE, as in the server */
     const char *filter = getenv("MT_TEST_FILTER");  /* cmocka's wildcards: "test_client*" */
