@@ -62,6 +62,7 @@
 
 #include "harness.h"
 #include "nginx_harness.h"
+#include "service/file_lease.h"
 #include "store/redis.h"
 
 #define REDIS_BIN   "/usr/bin/redis-server"
@@ -592,6 +593,78 @@ static void test_client_slow(void **state)
     assert_true(full > 0.1 && full < 1.0);
     assert_true(back >= 0 && back < 2);
     assert_true(!st.slow && st.probes >= 1);
+    srv_redis_free(r);
+}
+
+/* The lease scripts (service/file_lease.c) against a real Redis, two
+ * replicas A and B by their tokens: a store within the budget, renewals, a
+ * claim only once the lease expired and by one of two, a result written only
+ * by the holder and only once (a retry of its own is taken, another's
+ * refused and counted), the orphans listed, a drop giving the bytes back. */
+static void test_lease_scripts(void **state)
+{
+    srv_redis *r = client_of(rs.url);
+    srv_lease_ctx A = { .r = r, .me = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", .lease_ms = 200, .ttl_s = 60, .budget = 1000 };
+    srv_lease_ctx B = A;
+    memcpy(B.me, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", SRV_FILE_ID_LEN);
+    const char *id = "0123456789abcdef0123456789abcde1", *id2 = "0123456789abcdef0123456789abcde2";
+    srv_redis_value v;
+    cmd(r, SRV_RW_INT, &v, "DEL", "t:files:bytes", NULL);
+    cmd(r, SRV_RW_INT, &v, "DEL", "t:files:held", NULL);
+    cmd(r, SRV_RW_INT, &v, "DEL", "t:files:stats", NULL);
+    long used = 0;
+    char err[200], src[700];
+    memset(src, 'x', sizeof src);
+    src[3] = 0;                                 /* binary: a NUL inside */
+    assert_int_equal(srv_lease_store(&A, id, src, sizeof src, "{}", &used, err, sizeof err), SRV_LEASE_OK);
+    assert_int_equal(used, 702);
+    assert_int_equal(srv_lease_store(&B, id2, src, sizeof src, "{}", &used, err, sizeof err), SRV_LEASE_FULL);
+    assert_int_equal(used, 702);                /* 702 + 702 > 1000: nothing stored */
+    char ids[4][SRV_FILE_ID_LEN];
+    assert_int_equal(srv_lease_orphans(&B, ids, 4), 0);      /* A holds it */
+    assert_int_equal(srv_lease_claim(&B, id), SRV_LEASE_LOST);
+    assert_int_equal(srv_lease_hold(&A, id, "{\"s\":1}"), SRV_LEASE_OK);
+    sleep_ms(300);                              /* A stops renewing: its lease expires */
+    assert_int_equal(srv_lease_orphans(&B, ids, 4), 1);
+    assert_string_equal(ids[0], id);
+    assert_int_equal(srv_lease_claim(&B, id), SRV_LEASE_OK);
+    assert_int_equal(srv_lease_claim(&A, id), SRV_LEASE_LOST);    /* one winner */
+    char *opts, *got;
+    size_t olen, glen;
+    assert_int_equal(srv_lease_load(&B, id, &opts, &olen, &got, &glen), 0);
+    assert_int_equal(glen, sizeof src);
+    assert_memory_equal(got, src, sizeof src);
+    free(opts);
+    free(got);
+    assert_int_equal(srv_lease_hold(&A, id, "{\"s\":2}"), SRV_LEASE_LOST);              /* A was paused */
+    assert_int_equal(srv_lease_finish(&A, id, "{\"s\":3}", "A's", 3, 1), SRV_LEASE_LOST);
+    assert_int_equal(srv_lease_finish(&B, id, "{\"s\":4}", "B's", 3, 1), SRV_LEASE_OK);
+    assert_int_equal(srv_lease_finish(&B, id, "{\"s\":4}", "B's", 3, 1), SRV_LEASE_OK);  /* a retry of its own */
+    assert_int_equal(srv_lease_finish(&A, id, "{\"s\":5}", "A's", 3, 1), SRV_LEASE_LOST);
+    assert_int_equal(srv_lease_hold(&B, id, NULL), SRV_LEASE_GONE);     /* ended by B: not lost */
+    assert_int_equal(srv_lease_hold(&A, id, NULL), SRV_LEASE_LOST);
+    assert_int_equal(srv_lease_claim(&A, id), SRV_LEASE_GONE);
+    assert_int_equal(cmd(r, SRV_RW_STR, &v, "GET", "t:file:0123456789abcdef0123456789abcde1:data", NULL), OK_);
+    assert_string_equal(v.s, "B's");
+    srv_redis_value_clear(&v);
+    assert_int_equal(cmd(r, SRV_RW_STR, &v, "GET", "t:file:0123456789abcdef0123456789abcde1", NULL), OK_);
+    assert_string_equal(v.s, "{\"s\":4}");
+    srv_redis_value_clear(&v);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "HGET", "t:files:stats", "completed"), OK_);
+    assert_int_equal(v.i, 1);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "HGET", "t:files:stats", "refused"), OK_);
+    assert_int_equal(v.i, 2);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "HGET", "t:files:stats", "taken_over"), OK_);
+    assert_int_equal(v.i, 1);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "GET", "t:files:bytes", NULL), OK_);
+    assert_int_equal(v.i, 0);                   /* the finished job's bytes given back */
+    /* a store that never started is dropped: the room is back */
+    assert_int_equal(srv_lease_store(&B, id2, src, sizeof src, "{}", &used, err, sizeof err), SRV_LEASE_OK);
+    srv_lease_drop(&B, id2);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "GET", "t:files:bytes", NULL), OK_);
+    assert_int_equal(v.i, 0);
+    assert_int_equal(cmd(r, SRV_RW_INT, &v, "EXISTS", "t:file:0123456789abcdef0123456789abcde2:src", NULL), OK_);
+    assert_int_equal(v.i, 0);
     srv_redis_free(r);
 }
 
@@ -1577,6 +1650,105 @@ static tk_round tk_run(int kill_one)
     return res;
 }
 
+/* The two live takeover replicas into *a and *b. */
+static void tk_two(int *a, int *b)
+{
+    *a = *b = -1;
+    for (int i = 0; i < N_REPLICAS; i++) {
+        if (tk[i].pid > 0 && *a < 0)
+            *a = i;
+        else if (tk[i].pid > 0 && *b < 0)
+            *b = i;
+    }
+    assert_true(*a >= 0 && *b >= 0);
+}
+
+/* A replica paused (SIGSTOP) past its lease while it runs a job: another
+ * takes the job over; resumed, the first finds its lease taken and stops the
+ * job without writing a result: one result, the same as one replica alone. */
+static void test_takeover_paused(void **state)
+{
+    int a, b;
+    tk_two(&a, &b);
+    int units = tsan() ? 8 : 60;
+    char *text = malloc((size_t)units * 64 + 1);
+    text[0] = 0;
+    for (int u = 0; u < units; u++)
+        sprintf(text + strlen(text), "Paragraph %d of the paused replica's file.\n\n", u + 1);
+    http_buf rb;        /* the reference: replica b alone, waiting */
+    assert_int_equal(post_file(&tk[b], "p.txt", text, strlen(text), &rb, 0, "source", "en", "target", "fr", NULL),
+                     200);
+    json_t *rj = json_loadb(rb.p, rb.n, 0, NULL);
+    free(rb.p);
+    size_t ref_len = 0;
+    long st;
+    char *ref = tk_get(&tk[b], path_of(json_string_value(json_object_get(rj, "translatedFileUrl"))), &ref_len, &st);
+    json_decref(rj);
+    assert_non_null(ref);
+    long c0 = tk_stat("completed"), r0 = tk_stat("refused"), t0 = tk_stat("taken_over");
+    double lost0 = metric(&tk[a], "mtserve_file_leases_lost_total");
+    http_buf b1;
+    assert_int_equal(post_file(&tk[a], "p.txt", text, strlen(text), &b1, 0, "source", "en", "target", "fr", "async",
+                               "true", NULL), 202);
+    json_t *j = json_loadb(b1.p, b1.n, 0, NULL);
+    free(b1.p);
+    char status[96], file[160];
+    snprintf(status, sizeof status, "%s", json_string_value(json_object_get(j, "status_url")));
+    snprintf(file, sizeof file, "%s", path_of(json_string_value(json_object_get(j, "translatedFileUrl"))));
+    json_decref(j);
+    for (double tw = now_s(); now_s() - tw < 60; sleep_ms(5)) {     /* translating on a */
+        size_t len;
+        char *s = tk_get(&tk[a], status, &len, &st);
+        json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+        int started = json_integer_value(json_object_get(o, "done")) > 0;
+        json_decref(o);
+        free(s);
+        if (started)
+            break;
+    }
+    kill(tk[a].pid, SIGSTOP);
+    double t_stop = now_s();
+    while (tk_stat("taken_over") == t0 && now_s() - t_stop < (tsan() ? 120 : 30))
+        sleep_ms(20);
+    double taken_after = now_s() - t_stop;
+    kill(tk[a].pid, SIGCONT);
+    char *got = NULL;
+    size_t got_len = 0;
+    for (double tw = now_s(); !got && now_s() - tw < (tsan() ? 300 : 60); sleep_ms(50)) {
+        size_t len;
+        char *s = tk_get(&tk[b], status, &len, &st);
+        json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+        const char *js = json_string_value(json_object_get(o, "state"));
+        if (js && !strcmp(js, "done"))
+            got = tk_get(&tk[b], file, &got_len, &st);
+        json_decref(o);
+        free(s);
+    }
+    sleep_ms(tsan() ? 3000 : 1000);     /* a's renewal after SIGCONT: a quarter lease */
+    double lost = metric(&tk[a], "mtserve_file_leases_lost_total") - lost0;
+    reply here = get(&tk[a], status);   /* a forgot it: what it answers is Redis's */
+    json_t *o = here.status == 200 ? json_loadb(here.body, here.len, 0, NULL) : NULL;
+    const char *a_state = json_string_value(json_object_get(o, "state"));
+    print_message("# replica %d paused (SIGSTOP) while translating a file of %d paragraphs: taken over %.1f s later; "
+                  "resumed, it gave it up (leases lost %.0f); the file done on replica %d, %s to one replica's "
+                  "alone; replica %d now says %s; results written %ld, refused %ld\n", a + 1, units, taken_after, lost,
+                  b + 1, got && got_len == ref_len && !memcmp(got, ref, ref_len) ? "equal" : "NOT equal", a + 1,
+                  a_state ? a_state : "?", tk_stat("completed") - c0, tk_stat("refused") - r0);
+    assert_int_equal(tk_stat("taken_over") - t0, 1);
+    assert_non_null(got);
+    assert_int_equal(got_len, ref_len);
+    assert_memory_equal(got, ref, ref_len);
+    assert_int_equal(tk_stat("completed") - c0, 1);
+    assert_int_equal(tk_stat("refused") - r0, 0);
+    assert_true(lost == 1);
+    assert_string_equal(a_state, "done");
+    json_decref(o);
+    reply_free(&here);
+    free(got);
+    free(ref);
+    free(text);
+}
+
 /* POST /v2/document of text (a.txt, EN -> FR) to s: 0 with its id and key. */
 static int tk_doc_upload(const server *s, const char *text, char id[40], char key[40])
 {
@@ -1635,13 +1807,8 @@ static long tk_doc_wait(const server *s, const char *id, const char *key, int un
  * document and billed characters as one it ran alone. */
 static void test_takeover_document(void **state)
 {
-    int a = -1, b = -1;
-    for (int i = 0; i < N_REPLICAS; i++)
-        if (tk[i].pid > 0 && a < 0)
-            a = i;
-        else if (tk[i].pid > 0 && b < 0)
-            b = i;
-    assert_true(a >= 0 && b >= 0);
+    int a, b;
+    tk_two(&a, &b);
     int units = tsan() ? 8 : 60;
     char *text = malloc((size_t)units * 64 + 1), id[40], key[40], rid[40], rkey[40];
     text[0] = 0;
@@ -1824,6 +1991,7 @@ int main(void)
         cmocka_unit_test(test_client),
         cmocka_unit_test(test_client_down),
         cmocka_unit_test(test_client_slow),
+        cmocka_unit_test(test_lease_scripts),
         cmocka_unit_test(test_bad_url),
         cmocka_unit_test(test_rcache),
         cmocka_unit_test_setup(test_rate_limit, replicas_setup),
@@ -1835,6 +2003,7 @@ int main(void)
         cmocka_unit_test(test_outage),
         cmocka_unit_test(test_usage_seed),
         cmocka_unit_test_setup(test_takeover, tk_setup),
+        cmocka_unit_test(test_takeover_paused),
         cmocka_unit_test_teardown(test_takeover_document, tk_teardown),
     };
     signal(SIGPIPE, SIG_IGN);       /* a write to a killed Redis: EPIPE, as in the server */

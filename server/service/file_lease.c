@@ -19,11 +19,15 @@ static srv_redis_script store_script = { .source =
     "return {1, redis.call('INCRBY', KEYS[5], n)}\n" };
 
 /* KEYS lease, end, src, job, state; ARGV me, lease ms, ttl s, the state
- * ("": none).  1 held (renewed, the state written), 0 lost. */
+ * ("": none).  1 held (renewed, the state written), 0 lost (another holds
+ * it, or ended it), -1 ended by this replica (a renewal racing its end). */
 static srv_redis_script hold_script = { .source =
     "local v = redis.call('GET', KEYS[1])\n"
     "if v and v ~= ARGV[1] then return 0 end\n"
-    "if not v and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
+    "if not v then\n"
+    "  local e = redis.call('GET', KEYS[2])\n"
+    "  if e then return e == ARGV[1] and -1 or 0 end\n"
+    "end\n"
     "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
     "redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
     "redis.call('EXPIRE', KEYS[4], ARGV[3])\n"
@@ -31,10 +35,12 @@ static srv_redis_script hold_script = { .source =
     "return 1\n" };
 
 /* KEYS lease, end, state, data, src, job, held, bytes, stats; ARGV me, the
- * state, the file, ttl s, id, done (1/0).  1 written, 0 lost. */
+ * state, the file, ttl s, id, done (1/0).  1 written (or by this replica
+ * already: a retry after an answer that did not come back), 0 lost. */
 static srv_redis_script finish_script = { .source =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if (v and v ~= ARGV[1]) or redis.call('EXISTS', KEYS[2]) == 1 then\n"
+    "local v, e = redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])\n"
+    "if e == ARGV[1] then return 1 end\n"
+    "if (v and v ~= ARGV[1]) or e then\n"
     "  if ARGV[6] == '1' then redis.call('HINCRBY', KEYS[9], 'refused', 1) end\n"
     "  return 0\n"
     "end\n"

@@ -50,13 +50,16 @@ typedef enum {
 srv_lease_rc srv_lease_store(const srv_lease_ctx *c, const char *id, const char *src, size_t len, const char *opts,
                              long *used, char *err, size_t err_len);
 /* The lease renewed (and the source and options kept), and state (JSON;
- * NULL: none) published, while id is still this replica's: OK, LOST, DOWN.
- * A lease that expired unclaimed is taken back. */
+ * NULL: none) published, while id is still this replica's: OK, LOST
+ * (another replica holds it or ended it), GONE (this replica ended it: a
+ * renewal that crossed its end), DOWN.  A lease that expired unclaimed is
+ * taken back. */
 srv_lease_rc srv_lease_hold(const srv_lease_ctx *c, const char *id, const char *state);
 /* The job ended: its state (and, done, its file result[0..len)) written,
  * the lease, source and options deleted, the end marked -- only while id is
- * this replica's and never ended: OK, LOST (nothing written; a done result
- * counted as refused), DOWN. */
+ * this replica's and never ended: OK (also when this replica ended it
+ * already: a retry), LOST (nothing written; a done result counted as
+ * refused), DOWN. */
 srv_lease_rc srv_lease_finish(const srv_lease_ctx *c, const char *id, const char *state, const char *result,
                               size_t len, int done);
 /* Up to max ids held in Redis whose lease expired (their replica died, or

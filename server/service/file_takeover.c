@@ -81,13 +81,15 @@ static int held_add(srv_takeover *t, const char *id)
     return ok ? 0 : -1;
 }
 
-static void held_remove(srv_takeover *t, const char *id)
+/* 1 when id was held (removed now), 0 when not (another path removed it first). */
+static int held_remove(srv_takeover *t, const char *id)
 {
     pthread_mutex_lock(&t->mu);
     int i = held_find(t, id);
     if (i >= 0)
         memcpy(t->held[i], t->held[--t->n_held], SRV_FILE_ID_LEN);
     pthread_mutex_unlock(&t->mu);
+    return i >= 0;
 }
 
 /* A copy of the ids held (malloc'd, *n of them), or NULL. */
@@ -184,10 +186,13 @@ int srv_takeover_publish(void *ctx, const char *id, const srv_file_info *info, c
     free(state);
     if (rc == SRV_LEASE_DOWN)
         return -1;              /* again next turn */
-    if (rc == SRV_LEASE_LOST || info->state != SRV_FILE_RUNNING)
-        held_remove(t, id);
+    int was_held = 1;
+    if (rc == SRV_LEASE_LOST || rc == SRV_LEASE_GONE || info->state != SRV_FILE_RUNNING)
+        was_held = held_remove(t, id);
     if (rc != SRV_LEASE_LOST)
         return 0;
+    if (!was_held)
+        return 1;               /* the renewing thread found it lost first: counted there */
     atomic_fetch_add(&t->lost, 1);
     if (done)
         atomic_fetch_add(&t->refused, 1);
@@ -312,9 +317,10 @@ static int renew(srv_takeover *t)
     for (int i = 0; i < n; i++) {
         srv_lease_rc rc = srv_lease_hold(&t->c, ids[i], NULL);
         down |= rc == SRV_LEASE_DOWN;
-        if (rc != SRV_LEASE_LOST)
-            continue;
-        held_remove(t, ids[i]);
+        if (rc == SRV_LEASE_GONE)
+            held_remove(t, ids[i]);     /* it ended here meanwhile: its runner published that */
+        if (rc != SRV_LEASE_LOST || !held_remove(t, ids[i]))
+            continue;                   /* held, or its runner found it lost first */
         srv_files_forget(t->srv->files, ids[i]);
         atomic_fetch_add(&t->lost, 1);
         fprintf(stderr, "mtserve: file job %s: its lease is another replica's now; stopped here\n", ids[i]);
