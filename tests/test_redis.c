@@ -50,6 +50,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -1456,7 +1457,7 @@ static void test_usage_seed(void **state)
 #define TK_PREFIX   "tk:"       /* its own keys: the counts below are this test's alone */
 #define TK_JOBS     (tsan() ? 12 : 100)
 #define TK_FILES    (tsan() ? 4 : 20)       /* distinct files: job k sends file k % TK_FILES */
-#define TK_UNITS    (tsan() ? 2 : 4)
+#define TK_UNITS    (tsan() ? 2 : 8)
 #define TK_CLIENTS  4
 
 static server tk[N_REPLICAS];
@@ -1583,15 +1584,40 @@ typedef struct {
     char   problem[400];
 } tk_round;
 
-/* TK_JOBS async jobs submitted through nginx, then polled and downloaded
- * through it by TK_CLIENTS threads; with kill, the replica holding the most
- * leases is SIGKILLed once a quarter are done. */
+/* The replica holding the most leases (running jobs) SIGKILLed: its index,
+ * *held those it held (bounded wait for one holding any). */
+static int tk_kill_busiest(int *held)
+{
+    int v = -1;
+    double most = 0;
+    for (double t0 = now_s(); v < 0 && now_s() - t0 < 10; sleep_ms(v < 0 ? 5 : 0))
+        for (int i = 0; i < N_REPLICAS; i++) {
+            double h = tk[i].pid > 0 ? metric(&tk[i], "mtserve_file_leases_held") : -1;
+            if (h > most)
+                most = h, v = i;
+        }
+    assert_true(v >= 0);
+    kill(tk[v].pid, SIGKILL);
+    int ws = wait_child(tk[v].pid, 10);
+    untrack(tk[v].pid);
+    tk[v].pid = 0;
+    *held = (int)most;
+    print_message("# replica %d SIGKILLed holding %d running jobs (wait status %d)\n", v + 1, *held, ws);
+    return v;
+}
+
+/* TK_JOBS async jobs submitted through nginx (with kill, the replica holding
+ * the most leases SIGKILLed once half are submitted: the rest go to the
+ * others), then polled and downloaded through it by TK_CLIENTS threads. */
 static tk_round tk_run(int kill_one)
 {
     long c0 = tk_stat("completed"), r0 = tk_stat("refused"), t0s = tk_stat("taken_over");
     tk_job *jobs = calloc((size_t)TK_JOBS, sizeof *jobs);
+    tk_round res = { 0 };
     double t0 = now_s();
     for (int i = 0; i < TK_JOBS; i++) {
+        if (kill_one && i == TK_JOBS / 2)
+            tk_kill_busiest(&res.victim_held);
         http_buf b;
         char name[32];
         jobs[i].k = i % TK_FILES;
@@ -1614,25 +1640,6 @@ static tk_round tk_run(int kill_one)
         p[i] = (tk_poller){ .jobs = jobs, .n = TK_JOBS, .first = i, .step = TK_CLIENTS,
                             .deadline = now_s() + (tsan() ? 300 : 120), .done = &done };
         pthread_create(&th[i], NULL, tk_poll_main, &p[i]);
-    }
-    tk_round res = { 0 };
-    if (kill_one) {
-        while (atomic_load(&done) < TK_JOBS / 4 && now_s() - t0 < 120)
-            sleep_ms(5);
-        int v = 0;
-        double most = -1;
-        for (int i = 0; i < N_REPLICAS; i++) {
-            double held = metric(&tk[i], "mtserve_file_leases_held");
-            if (held > most)
-                most = held, v = i;
-        }
-        kill(tk[v].pid, SIGKILL);
-        int ws = wait_child(tk[v].pid, 10);
-        untrack(tk[v].pid);
-        tk[v].pid = 0;
-        res.victim_held = (int)most;
-        print_message("# replica %d SIGKILLed after %d of %d jobs were done, holding %d running (wait status %d)\n",
-                      v + 1, atomic_load(&done), TK_JOBS, res.victim_held, ws);
     }
     for (int i = 0; i < TK_CLIENTS; i++)
         pthread_join(th[i], NULL);
@@ -1794,10 +1801,11 @@ static long tk_doc_wait(const server *s, const char *id, const char *key, int un
         reply_free(&r);
         const char *st = json_string_value(json_object_get(j, "status"));
         long billed = (long)json_integer_value(json_object_get(j, "billed_characters"));
-        int over = st && (!strcmp(st, "done") || !strcmp(st, "error") || (until_started && strcmp(st, "queued")));
+        int error = st && !strcmp(st, "error");
+        int over = st && (!strcmp(st, "done") || error || (until_started && strcmp(st, "queued")));
         json_decref(j);
         if (over)
-            return st && !strcmp(st, "error") ? -1 : billed;
+            return error ? -1 : billed;
     }
     return -1;
 }
@@ -1845,6 +1853,58 @@ static void test_takeover_document(void **state)
     free(text);
 }
 
+/* models/tiny with a shorter decode (greedy, at most TK_MAX_LENGTH tokens: its
+ * random weights never end a sentence): <dir of MTSERVE_BIN>/tests/tiny-tk-PID,
+ * its files links to the model's but generation_config.json.  Its path, or NULL. */
+#define TK_MAX_LENGTH (tsan() ? 8 : 24)
+static char tk_model_dir[PATH_MAX];
+
+static const char *tk_model(void)
+{
+    const char *bin = bin_path(), *slash = strrchr(bin, '/');
+    char from[PATH_MAX], to[PATH_MAX + 64];
+    snprintf(tk_model_dir, sizeof tk_model_dir, "%.*stests/tiny-tk-%d", slash ? (int)(slash - bin + 1) : 0, bin,
+             (int)getpid());
+    if (mkdir(tk_model_dir, 0755) && errno != EEXIST)
+        return NULL;
+    const char *files[] = { "config.json", "model.safetensors", "source.spm", "target.spm", "special_tokens_map.json",
+                            "tokenizer_config.json", "vocab.json" };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(to, sizeof to, "%s/%s", tk_model_dir, files[i]);
+        snprintf(from, sizeof from, MODEL "/%s", files[i]);
+        char *abs = realpath(from, NULL);
+        unlink(to);
+        int bad = !abs || symlink(abs, to);
+        free(abs);
+        if (bad)
+            return NULL;
+    }
+    snprintf(to, sizeof to, "%s/generation_config.json", tk_model_dir);
+    FILE *f = fopen(to, "w");
+    if (!f)
+        return NULL;
+    fprintf(f, "{\"bad_words_ids\": [[7999]], \"decoder_start_token_id\": 7999, \"eos_token_id\": 0, "
+               "\"forced_eos_token_id\": 0, \"max_length\": %d, \"num_beams\": 1, \"pad_token_id\": 7999}\n",
+            TK_MAX_LENGTH);
+    fclose(f);
+    return tk_model_dir;
+}
+
+static void tk_model_remove(void)
+{
+    if (!tk_model_dir[0])
+        return;
+    const char *files[] = { "config.json", "model.safetensors", "source.spm", "target.spm", "special_tokens_map.json",
+                            "tokenizer_config.json", "vocab.json", "generation_config.json" };
+    char p[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p, sizeof p, "%s/%s", tk_model_dir, files[i]);
+        unlink(p);
+    }
+    rmdir(tk_model_dir);
+    tk_model_dir[0] = 0;
+}
+
 static int tk_setup(void **state)
 {
     replicas_stop();            /* the other tests' replicas: their cores are this test's */
@@ -1852,7 +1912,10 @@ static int tk_setup(void **state)
         return -1;
     static char redis_arg[200];
     snprintf(redis_arg, sizeof redis_arg, "%s", rs.url);
-    const char *const args[] = { "--model", MODEL, "--redis", redis_arg, "--redis-prefix", TK_PREFIX,
+    const char *model = tk_model();
+    if (!model)
+        return -1;
+    const char *const args[] = { "--model", model, "--redis", redis_arg, "--redis-prefix", TK_PREFIX,
                                  "--redis-timeout", tsan() ? "1000" : "250", "--redis-lease", tsan() ? "3000" : "1000",
                                  "--max-file-jobs", "400", "--file-batch", "2", NULL };
     int ports[N_REPLICAS];
@@ -1878,6 +1941,7 @@ static int tk_teardown(void **state)
         free(tk_ref[k]);
         tk_src[k] = tk_ref[k] = NULL;
     }
+    tk_model_remove();
     return rc;
 }
 
@@ -1901,8 +1965,8 @@ static void test_takeover(void **state)
             taken += metric(&tk[i], "mtserve_file_takeovers_total");
             refused += metric(&tk[i], "mtserve_file_results_refused_total");
         }
-    print_message("# again with one replica SIGKILLed: %d equal, %d failed, in %.1f s; results written %ld, "
-                  "refused %ld; taken over %ld (the survivors' metrics: %.0f)\n", b.equal, b.failed, b.seconds,
+    print_message("# again with one replica SIGKILLed once half were submitted: %d equal, %d failed, in %.1f s; "
+                  "results written %ld, refused %ld; taken over %ld (the survivors' metrics: %.0f)\n", b.equal, b.failed, b.seconds,
                   b.completed, b.refused, b.taken_over, taken);
     if (b.failed)
         print_error("first problem: %s\n", b.problem);
@@ -1975,6 +2039,7 @@ static int group_teardown(void **state)
     kill_all_children();
     if (keys_file[0])
         unlink(keys_file);
+    tk_model_remove();
     if (rs.dir[0]) {
         unlink(rs.sock);
         rmdir(rs.dir);
