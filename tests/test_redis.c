@@ -304,7 +304,23 @@ static void test_reply(void **state)
     redisReply errnull = { .type = REDIS_REPLY_ERROR, .str = NULL, .len = 0 };
     const srv_redis_rc all_err[4] = { ERR, ERR, ERR, ERR };
     check_reply("error without text", &errnull, all_err, 0, NULL);
-    print_message("# %d RESP replies x 4 wanted types, and 4 made by hand\n", n);
+    /* an array declared far larger than any reply of ours: the bounded
+     * reader's error (hiredis 0.14 would allocate it all first), while one
+     * within the bound still reads */
+    const char *huge = "*1159580954\r\n:1\r\n", *fine = "*3\r\n:1\r\n:2\r\n:3\r\n";
+    redisReader *rd = redisReaderCreate();
+    srv_redis_reader_bound(rd);
+    void *rep = NULL;
+    redisReaderFeed(rd, fine, strlen(fine));
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+    assert_true(rep && ((redisReply *)rep)->elements == 3);
+    freeReplyObject(rep);
+    rep = NULL;
+    redisReaderFeed(rd, huge, strlen(huge));
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_ERR);
+    assert_null(rep);
+    redisReaderFree(rd);
+    print_message("# %d RESP replies x 4 wanted types, and 4 made by hand; an array of 1,159,580,954 refused\n", n);
 }
 
 /* ---- redis-server ---------------------------------------------------------------- */

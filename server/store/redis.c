@@ -277,6 +277,7 @@ static int connect_slot(srv_redis *r, slot *s, int ms, char *err, size_t err_len
         snprintf(err, err_len, "cannot set the timeout: %s", c->errstr);
         goto fail;
     }
+    srv_redis_reader_bound(c->reader);
     const char *auth[3] = { "AUTH", r->url.user[0] ? r->url.user : r->url.password, r->url.password };
     if (r->url.password[0] && must_ok(c, r->url.user[0] ? 3 : 2, auth, err, err_len))
         goto fail;

@@ -36,6 +36,7 @@
 #include "common/usage.h"
 
 struct redisReply;
+struct redisReader;
 
 /* ---- the URL ---------------------------------------------------------------------- */
 
@@ -91,6 +92,12 @@ typedef enum {
 srv_redis_rc srv_redis_reply_read(const struct redisReply *r, srv_redis_want want, srv_redis_value *v, char *err,
                                   size_t err_len);
 void         srv_redis_value_clear(srv_redis_value *v);
+
+/* A reader (every connection's, and the fuzz target's) made to refuse an
+ * array of more than SRV_REDIS_MAX_ELEMENTS (hiredis 0.14 allocates the
+ * declared count up front): such a reply is a protocol error, not 9 GB. */
+#define SRV_REDIS_MAX_ELEMENTS 65536
+void         srv_redis_reader_bound(struct redisReader *rd);
 
 /* ---- the client ------------------------------------------------------------------- */
 
