@@ -25,7 +25,10 @@
  *
  * With --redis the jobs are published there (service/file_share.h): status and
  * result are answered by any replica, a downloaded document is deleted on
- * all, and an upload while Redis does not answer gets 503 + Retry-After.
+ * all, and an upload while Redis does not answer gets 503 + Retry-After.  The
+ * document and its options are kept there under this replica's lease, so
+ * that another replica takes it over if this one dies
+ * (service/file_takeover.h; over --redis-file-mb: 413, no room now: 503).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,7 @@
 #include "http/body.h"
 #include "service/file_prep.h"
 #include "service/file_share.h"
+#include "service/file_takeover.h"
 #include "service/glossary_store.h"
 #include "service/languages.h"
 #include "service/pairs.h"
@@ -177,12 +181,19 @@ void srv_handle_deepl_document(srv_request *req, srv_response *resp)
         goto done;
     }
     srv_file_result_name(d.filename[0] ? d.filename : "file", d.target, d.kind, name, sizeof name);
+    srv_takeover_job job = { .kind = d.kind, .name = name, .target = d.target, .source = d.source,
+                             .opt = srv_doc_default_options(), .terms = d.terms, .secret = r.secret,
+                             .chars = r.chars };
+    if (srv->takeover && srv_takeover_store(srv->takeover, &job, d.data, d.len, r.id, resp))
+        goto done;                      /* kept in Redis for another replica to take over: refused */
     mt_err err = { 0 };
     mt_status st = srv_files_start(srv->files, doc, copy, name, &r, id, &err);
     doc = NULL;                         /* the job's now, also on failure */
     copy = NULL;
     r.glossary = NULL;
     if (st != MT_OK) {
+        if (r.id[0])
+            srv_takeover_abandon(srv->takeover, r.id);
         if (err.status == MT_ERR_BUSY)
             resp->retry_after = 5;
         srv_fail(resp, srv_code_from_mt(err.status), "%s", err.msg);

@@ -24,7 +24,10 @@
  * With --redis (service/file_share.h) a job is published there as it runs,
  * and GET /translate_file/ID and /download_file/ID/NAME of a job another
  * replica holds are answered from it; while Redis does not answer, new jobs
- * get 503 + Retry-After (their state could not be shared).
+ * get 503 + Retry-After (their state could not be shared).  An async job's
+ * file and form are kept there too, under this replica's lease, so that
+ * another replica takes it over if this one dies (service/file_takeover.h):
+ * a file over --redis-file-mb alone gets 413, one that does not fit now 503.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@
 #include "http/body.h"
 #include "service/detect_source.h"
 #include "service/file_prep.h"
+#include "service/file_takeover.h"
 #include "service/glossaries.h"
 #include "service/pairs.h"
 #include "service/server.h"
@@ -155,28 +159,40 @@ static int share_ready(srv_request *req, srv_response *resp)
                     "retry later", why);
 }
 
+/* With --redis, an asynchronous job's source and form kept in Redis under
+ * this replica's lease (service/file_takeover.h), its id into r->id: 0, or -1
+ * with resp failed (413 over --redis-file-mb, 503 no room now or Redis down). */
+static int keep_job(srv_request *req, srv_response *resp, const file_form *f, const char *name,
+                    const srv_glossary *terms, srv_file_route *r)
+{
+    if (!f->async || !req->srv->takeover)
+        return 0;                       /* a synchronous job's client waits on this replica: nothing to take over */
+    srv_takeover_job job = { .kind = f->kind, .name = name, .target = f->target, .source = f->source,
+                             .opt = f->opt, .terms = terms, .secret = "" };
+    return srv_takeover_store(req->srv->takeover, &job, f->data, f->len, r->id, resp);
+}
+
 void srv_handle_translate_file(srv_request *req, srv_response *resp)
 {
     srv_server *srv = req->srv;
     file_form f;
-    char *copy = NULL;
+    char *copy = NULL, name[256];
     srv_doc *doc = NULL;
     srv_file_route r = { 0 };
     waiting *w = NULL;
     srv_glossary *terms = NULL;         /* the form's "glossary", a JSON object as a string */
-    int rc = share_ready(req, resp) || read_form(req, resp, &f) ||
-             srv_file_parse(srv, resp, f.data, f.len, f.kind, &f.opt, &copy, &doc) ||
-             srv_request_glossary(req, resp, &terms) ||
-             srv_file_route_doc(srv, resp, doc, f.target, &f.source, &f.guess, terms, &r);
-    srv_glossary_free(terms);
-    if (rc)
+    if (share_ready(req, resp) || read_form(req, resp, &f) ||
+        srv_file_parse(srv, resp, f.data, f.len, f.kind, &f.opt, &copy, &doc) ||
+        srv_request_glossary(req, resp, &terms) ||
+        srv_file_route_doc(srv, resp, doc, f.target, &f.source, &f.guess, terms, &r))
         goto done;
     if (!(w = calloc(1, sizeof *w))) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         goto done;
     }
-    char name[256];
     srv_file_result_name(f.filename[0] ? f.filename : "file", f.target, f.kind, name, sizeof name);
+    if (keep_job(req, resp, &f, name, terms, &r))
+        goto done;
     w->files = srv->files;
     if (!f.async) {                     /* LibreTranslate's: the reply waits for the file */
         r.on_end = job_ended;
@@ -196,6 +212,8 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
         req->finish = NULL;
         req->pending = NULL;
         req->pending_free = NULL;
+        if (r.id[0])
+            srv_takeover_abandon(srv->takeover, r.id);
         if (err.status == MT_ERR_BUSY)
             resp->retry_after = 5;
         srv_fail(resp, srv_code_from_mt(err.status), "%s", err.msg);
@@ -213,6 +231,7 @@ void srv_handle_translate_file(srv_request *req, srv_response *resp)
                                         "detectedLanguage", f.source));
 done:
     free(w);
+    srv_glossary_free(terms);
     srv_glossary_free(r.glossary);
     srv_doc_free(doc);
     free(copy);

@@ -8,6 +8,7 @@
 #include "handlers.h"
 #include "common/metrics.h"
 #include "service/admin.h"
+#include "service/file_takeover.h"
 #include "service/residency.h"
 #include "service/server.h"
 
@@ -26,9 +27,9 @@ static json_t *downloads(srv_server *srv)
     return list;
 }
 
-/* With --redis, what /health says of it: up or down, and where the limits
- * and quotas are counted meanwhile (a down Redis does not make the server
- * unhealthy: it serves on with local counts). */
+/* With --redis, what /health says of it: up or down, slow or not, and where
+ * the rate limits are counted meanwhile (a down or slow Redis does not make
+ * the server unhealthy: it serves on with local counts). */
 static json_t *redis_health(srv_redis *r)
 {
     srv_redis_stats st;
@@ -41,8 +42,11 @@ static json_t *redis_health(srv_redis *r)
         srv_redis_value_clear(&v);
         srv_redis_stats_get(r, &st);
     }
-    json_t *o = json_pack("{s:s,s:s,s:s}", "url", st.url, "state", st.up ? "up" : "down", "limits",
-                          st.up ? "shared" : "local (Redis down: each replica counts alone)");
+    const char *limits = !st.up ? "local (Redis down: each replica counts alone)"
+                         : st.slow ? "local (Redis slower than --redis-budget: each replica counts alone)"
+                                   : "shared";
+    json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "url", st.url, "state", st.up ? "up" : "down", "limits", limits,
+                          "slow", st.slow);
     if (o && !st.up)
         json_object_set_new(o, "error", json_string(st.last_error));
     if (o && !st.up && st.down_for_s > 0)
@@ -74,12 +78,15 @@ void srv_handle_health(srv_request *req, srv_response *resp)
     srv_reply_json(resp, ready ? 200 : 503, o);
 }
 
-/* The mtserve_redis_* lines after resp->text (the shared cache's too, when
- * on): 0, or -1 (out of memory: text freed). */
-static int append_redis_metrics(srv_redis *r, srv_rcache *rc, srv_response *resp)
+/* The lines of one part after resp->text: the mtserve_redis_* lines, the
+ * shared cache's, the file leases' (0), or -1 (out of memory: text freed). */
+typedef enum { PART_REDIS, PART_RCACHE, PART_LEASES } metrics_part;
+static int append_metrics(srv_server *srv, metrics_part part, srv_response *resp)
 {
     size_t n = 0;
-    char *more = rc ? srv_rcache_metrics(rc, &n) : srv_redis_metrics(r, &n);
+    char *more = part == PART_REDIS    ? srv_redis_metrics(srv->redis, &n)
+                 : part == PART_RCACHE ? srv_rcache_metrics(srv->rcache, &n)
+                                       : srv_takeover_metrics(srv->takeover, &n);
     char *all = more ? realloc(resp->text, resp->text_len + n + 1) : NULL;
     if (!all) {
         free(more);
@@ -200,9 +207,11 @@ void srv_handle_metrics(srv_request *req, srv_response *resp)
     g.n_usage = usage ? srv_usage_slots(srv->usage) : 0;
     resp->text = srv_metrics_render(&g, &resp->text_len);
     free(usage);
-    if (resp->text && srv->redis && append_redis_metrics(srv->redis, NULL, resp))
+    if (resp->text && srv->redis && append_metrics(srv, PART_REDIS, resp))
         resp->text = NULL;
-    if (resp->text && srv->rcache && append_redis_metrics(srv->redis, srv->rcache, resp))
+    if (resp->text && srv->rcache && append_metrics(srv, PART_RCACHE, resp))
+        resp->text = NULL;
+    if (resp->text && srv->takeover && append_metrics(srv, PART_LEASES, resp))
         resp->text = NULL;
     if (!resp->text) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory rendering metrics");

@@ -25,6 +25,7 @@
 #include "common/metrics.h"
 #include "api/routes.h"
 #include "service/admin.h"
+#include "service/file_takeover.h"
 #include "service/glossaries.h"
 #include "service/reload.h"
 #include "service/residency.h"
@@ -186,8 +187,8 @@ static int redis_start(srv_server *srv, char *err, size_t err_len)
         srv_redis_url url;
         if (srv_redis_url_parse(srv->opts.redis, &url, err, err_len))
             return -1;
-        srv_redis_params p = { .timeout_ms = srv->opts.redis_timeout_ms, .connections = srv->http_threads + 2,
-                               .prefix = srv->opts.redis_prefix };
+        srv_redis_params p = { .timeout_ms = srv->opts.redis_timeout_ms, .budget_ms = srv->opts.redis_budget_ms,
+                               .connections = srv->http_threads + 2, .prefix = srv->opts.redis_prefix };
         if (!(srv->redis = srv_redis_new(&url, &p)))
             goto oom;
         const char *ping[1] = { "PING" };
@@ -270,8 +271,11 @@ static void teardown(srv_server *srv, srv_proxies *proxies)
 {
     srv_admin_free(srv->admin);             /* an add still running (a download) ends first */
     srv->admin = NULL;
+    srv_takeover_stop(srv->takeover);       /* its leases given up: the other replicas take the jobs over */
     srv_files_free(srv->files);             /* its batches in flight come back first */
     srv->files = NULL;
+    srv_takeover_free(srv->takeover);
+    srv->takeover = NULL;
     srv_residency_free(srv->residency);     /* on demand: unloads them (no request is left) */
     srv->residency = NULL;
     srv_workers_free(srv->workers_pool);
@@ -314,14 +318,23 @@ static int build(srv_server *srv, srv_proxies **proxies)
     fp.max_store = srv->opts.file_store;
     fp.ttl_s = srv->opts.file_ttl_s;
     fp.batch_units = srv->opts.file_batch;
-    if (srv->redis) {                       /* file jobs readable by every replica */
+    if (srv->redis) {                       /* file jobs readable by every replica, taken over from one that died */
         srv->file_share = (srv_file_share){ .r = srv->redis, .ttl_s = srv->opts.file_ttl_s };
-        fp.publish = srv_file_share_publish;
-        fp.publish_ctx = &srv->file_share;
+        if (!(srv->takeover = srv_takeover_new(srv, &srv->file_share, srv->opts.redis_lease_ms,
+                                               (size_t)srv->opts.redis_file_mb << 20))) {
+            fprintf(stderr, "mtserve: out of memory\n");
+            return -1;
+        }
+        fp.publish = srv_takeover_publish;
+        fp.publish_ctx = srv->takeover;
     }
     mt_err ferr = { 0 };
     if (!(srv->files = srv_files_new(&fp, &ferr))) {
         fprintf(stderr, "mtserve: %s\n", ferr.msg);
+        return -1;
+    }
+    if (srv->takeover && srv_takeover_start(srv->takeover)) {
+        fprintf(stderr, "mtserve: cannot start the file jobs' lease thread\n");
         return -1;
     }
     if ((srv->opts.admin_key[0] || later.n > 0) && !(srv->admin = srv_admin_new(srv))) {

@@ -75,9 +75,20 @@ static const opt_def opt_table[] = {
       "\"\" = none (default)" },
     { "--redis-timeout", "MTSERVE_REDIS_TIMEOUT", OPT_INT, F(redis_timeout_ms), 0, 1, 60000,
       "ms a Redis call may take (connecting, then its reply); past it the request goes on with the local count" },
+    { "--redis-budget", "MTSERVE_REDIS_BUDGET", OPT_INT, F(redis_budget_ms), 0, 1, 60000,
+      "ms the calls on a plain translation's path (the rate limit's script, the shared cache's lookup) wait for "
+      "Redis; past it that request decides locally and such calls skip Redis until a background PING is as quick "
+      "(at most --redis-timeout); default 20" },
     { "--redis-cache-mb", "MTSERVE_REDIS_CACHE_MB", OPT_INT, F(redis_cache_mb), 0, 0, 1 << 20,
       "with --redis: megabytes of translations kept in Redis for every replica, a second level under "
       "--cache-mb (the oldest written dropped first); 0 = off (default)" },
+    { "--redis-file-mb", "MTSERVE_REDIS_FILE_MB", OPT_INT, F(redis_file_mb), 0, 1, 1 << 20,
+      "with --redis: megabytes of running asynchronous file jobs' sources (and options) kept in Redis, every "
+      "replica's together, so that another replica takes a job over when its own dies; a file over it alone "
+      "gets 413, one that does not fit now 503 + Retry-After; default 64" },
+    { "--redis-lease", "MTSERVE_REDIS_LEASE", OPT_INT, F(redis_lease_ms), 0, 100, 3600000,
+      "with --redis: ms of an asynchronous file job's lease, renewed by its replica while it runs; another "
+      "replica takes the job over once it expired (its replica died); default 5000" },
     { "--redis-prefix", "MTSERVE_REDIS_PREFIX", OPT_STR, F(redis_prefix), S(redis_prefix), 0, 0,
       "the prefix of every key mtserve writes in Redis (services sharing one Redis tell theirs apart)" },
     { "--cors-origins", "MTSERVE_CORS_ORIGINS", OPT_STR, F(cors_origins), S(cors_origins), 0, 0,
@@ -171,6 +182,9 @@ static void defaults(srv_options *o)
                            256 clients queue instead of a 503 storm */
     o->queue_timeout_ms = 30000;
     o->redis_timeout_ms = 100;
+    o->redis_budget_ms = 20;
+    o->redis_file_mb = 64;
+    o->redis_lease_ms = 5000;
     snprintf(o->redis_prefix, sizeof o->redis_prefix, "mtserve:");
     o->max_body = 1 << 20;
     o->max_tokens = 1024;

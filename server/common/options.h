@@ -51,8 +51,11 @@ typedef struct {
     int    char_limit;      /* characters of text per minute per client; 0 = no limit */
     char   redis[1024];     /* --redis URL: limits and quotas shared through it (store/redis.h); "" = none */
     int    redis_timeout_ms;/* a Redis call's bound (connect, then reply) */
+    int    redis_budget_ms; /* the bound of the calls on a plain translation's path (rate limit, cache lookup) */
     char   redis_prefix[64];/* of every key written in Redis */
     int    redis_cache_mb;  /* the shared translation cache's megabytes in Redis; 0 = off */
+    int    redis_file_mb;   /* running asynchronous file jobs' sources kept in Redis (all replicas) */
+    int    redis_lease_ms;  /* a file job's lease: taken over this long after its replica stopped renewing it */
     char   cors_origins[1024]; /* "*" or a comma-separated list of origins */
     size_t max_body;        /* request body bytes; more gets 413 */
     int    max_tokens;      /* source tokens per request (all sentences); more gets 413 */

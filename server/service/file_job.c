@@ -29,7 +29,11 @@ struct job {
     int            ended;       /* finished: on_end still to be called */
     int            back;        /* done() was called: the runner takes the results */
     _Atomic int    cancel;      /* asked for: the runner ends the job (the decoder polls it) */
+    int            lost;        /* another replica holds it now (srv_files_forget): found no more, freed
+                                   once its batch is back */
+    int            done_floor;  /* the progress shown never goes below this (a job taken over) */
     int            pub_any, pub_done;   /* srv_files_params.publish: what was published last, when */
+    int            pub_final;   /* its end was published (or tried: Redis down): shown as ended only then */
     srv_file_state pub_state;
     double         pub_at;
     srv_files     *owner;
@@ -61,9 +65,41 @@ const char *srv_file_state_name(srv_file_state s)
 static job *find(srv_files *f, const char *id)
 {
     for (job *j = f->jobs; j; j = j->next)
-        if (!strcmp(j->id, id))
+        if (!j->lost && !strcmp(j->id, id))
             return j;
     return NULL;
+}
+
+/* j's info with its progress never below the floor (what is published). */
+static srv_file_info progress(const job *j)
+{
+    srv_file_info i = j->info;
+    i.done = i.done > j->done_floor ? i.done : j->done_floor;
+    i.done = i.done < i.total ? i.done : i.total;
+    return i;
+}
+
+/* j's info as shown here: with publish, its end only once that was
+ * published, so that a client told "done" here finds the file on every
+ * replica it asks next. */
+static srv_file_info shown(const srv_files *f, const job *j)
+{
+    srv_file_info i = progress(j);
+    if (f->p.publish && i.state != SRV_FILE_RUNNING && !j->pub_final)
+        i.state = SRV_FILE_RUNNING;
+    return i;
+}
+
+/* Under the lock: j is another replica's now: it ends here and is never found again. */
+static void lose(srv_files *f, job *j)
+{
+    j->lost = 1;
+    atomic_store(&j->cancel, 1);
+    j->r.on_end = NULL;
+    j->r.gone = NULL;
+    if (j->info.state != SRV_FILE_RUNNING)
+        j->info.expires = 0;
+    pthread_cond_broadcast(&f->cv);
 }
 
 static void job_free(job *j)
@@ -82,7 +118,7 @@ static void finish(srv_files *f, job *j, srv_file_state state)
 {
     j->info.state = state;
     j->info.t_end = mt_now_s();
-    j->info.expires = j->info.t_end + f->p.ttl_s;
+    j->info.expires = j->lost ? 0 : j->info.t_end + f->p.ttl_s;
     srv_doc_free(j->doc);
     j->doc = NULL;
     free(j->data);
@@ -268,7 +304,8 @@ static void expire(srv_files *f, double now)
 {
     for (job **pj = &f->jobs; *pj;) {
         job *j = *pj;
-        if (j->info.state != SRV_FILE_RUNNING && !j->in_flight && now >= j->info.expires) {
+        if (j->info.state != SRV_FILE_RUNNING && !j->in_flight && (now >= j->info.expires || j->lost) &&
+            (j->pub_final || j->lost || !f->p.publish)) {
             *pj = j->next;
             f->stored -= j->info.state == SRV_FILE_DONE ? j->info.bytes : 0;
             f->n_jobs--;
@@ -288,6 +325,8 @@ static void publish(srv_files *f)
 {
     double now = mt_now_s();
     for (job *j = f->jobs; j && f->p.publish; j = j->next) {
+        if (j->lost)
+            continue;
         int running = j->info.state == SRV_FILE_RUNNING;
         int changed = !j->pub_any || j->info.state != j->pub_state ||
                       (j->info.done != j->pub_done && now - j->pub_at >= 0.5) || (running && now - j->pub_at >= 2.0);
@@ -297,13 +336,16 @@ static void publish(srv_files *f)
         j->pub_state = j->info.state;
         j->pub_done = j->info.done;
         j->pub_at = now;
-        srv_file_info info = j->info;
+        srv_file_info info = progress(j);
         const char *result = j->info.state == SRV_FILE_DONE ? j->result : NULL;
         pthread_mutex_unlock(&f->mu);
-        int failed = f->p.publish(f->p.publish_ctx, j->id, &info, result) != 0;
+        int rc = f->p.publish(f->p.publish_ctx, j->id, &info, result);
         pthread_mutex_lock(&f->mu);
-        if (failed)
+        j->pub_final |= info.state != SRV_FILE_RUNNING;     /* tried: what is known is shown, shared or not */
+        if (rc < 0)
             j->pub_any = 0;     /* Redis did not take it: again next turn (its client skips at once while down) */
+        else if (rc > 0)
+            lose(f, j);         /* another replica took it over: its result is that one's */
     }
 }
 
@@ -315,8 +357,8 @@ static void *runner(void *arg)
         for (job *j = f->jobs; j && !f->stop; j = j->next)
             if (j->info.state == SRV_FILE_RUNNING)
                 step(f, j);
-        tell_ended(f);
-        publish(f);
+        publish(f);             /* an end first published, then told: a waiting client's next request */
+        tell_ended(f);          /* may go to any replica */
         expire(f, mt_now_s());
         int busy = 0;
         for (job *j = f->jobs; j; j = j->next)
@@ -408,7 +450,10 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
                           char id[SRV_FILE_ID_LEN], mt_err *err)
 {
     job *j = calloc(1, sizeof *j);
-    if (!j || !(j->texts = calloc((size_t)f->p.batch_units, sizeof *j->texts)) || srv_files_random_id(j->id)) {
+    if (j && r->id[0])
+        memcpy(j->id, r->id, SRV_FILE_ID_LEN);
+    if (!j || !(j->texts = calloc((size_t)f->p.batch_units, sizeof *j->texts)) ||
+        (!r->id[0] && srv_files_random_id(j->id))) {
         if (j)
             free(j->texts);
         free(j);
@@ -424,15 +469,18 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
     j->info.state = SRV_FILE_RUNNING;
     j->info.total = srv_doc_units(doc);
     j->info.kind = srv_doc_kind_of(doc);
-    j->info.t_start = mt_now_s();
+    j->info.t_start = r->t_start > 0 ? r->t_start : mt_now_s();
+    j->done_floor = r->done_floor;
     memcpy(j->info.secret, r->secret, sizeof j->info.secret);
     j->info.chars = r->chars;
     snprintf(j->info.name, sizeof j->info.name, "%s", name && name[0] ? name : "file");
     pthread_mutex_lock(&f->mu);
-    if (f->n_jobs >= f->p.max_jobs) {
+    if (f->n_jobs >= f->p.max_jobs || find(f, j->id)) {
+        int held = f->p.max_jobs, dup = f->n_jobs < held;
         pthread_mutex_unlock(&f->mu);
-        int held = f->p.max_jobs;
         job_free(j);
+        if (dup)
+            return mt_err_set(err, MT_ERR_INPUT, "file job %s is held here already", r->id);
         return mt_err_set(err, MT_ERR_BUSY, "the server holds %d file jobs, its limit; retry later", held);
     }
     f->n_jobs++;                /* its place, held while it is published */
@@ -442,8 +490,9 @@ mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *na
         j->pub_state = SRV_FILE_RUNNING;
         j->pub_at = mt_now_s();
         pthread_mutex_unlock(&f->mu);
-        if (f->p.publish(f->p.publish_ctx, j->id, &j->info, NULL) != 0)
-            j->pub_any = 0;     /* the runner tries again */
+        srv_file_info first = progress(j);
+        if (f->p.publish(f->p.publish_ctx, j->id, &first, NULL) != 0)
+            j->pub_any = 0;     /* the runner tries again (and learns then if it was lost) */
         pthread_mutex_lock(&f->mu);
     }
     j->next = f->jobs;
@@ -459,7 +508,7 @@ int srv_files_info(srv_files *f, const char *id, srv_file_info *out)
     pthread_mutex_lock(&f->mu);
     job *j = find(f, id);
     if (j)
-        *out = j->info;
+        *out = shown(f, j);
     pthread_mutex_unlock(&f->mu);
     return j ? 0 : -1;
 }
@@ -474,7 +523,7 @@ mt_status srv_files_result(srv_files *f, const char *id, char **out, size_t *len
     if (!j) {
         st = mt_err_set(err, MT_ERR_INPUT, "no file job %s (unknown, or deleted after it expired)", id);
     } else {
-        *info = j->info;
+        *info = shown(f, j);
         if (j->info.state != SRV_FILE_DONE)
             st = mt_err_set(err, MT_ERR_INPUT, "file job %s is %s", id, srv_file_state_name(j->info.state));
         else if (!(*out = malloc(j->info.bytes + 1)))
@@ -514,6 +563,23 @@ void srv_files_detach(srv_files *f, const char *id, int cancel)
     }
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
+}
+
+void srv_files_forget(srv_files *f, const char *id)
+{
+    pthread_mutex_lock(&f->mu);
+    job *j = find(f, id);
+    if (j)
+        lose(f, j);
+    pthread_mutex_unlock(&f->mu);
+}
+
+int srv_files_room(srv_files *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int room = f->p.max_jobs - f->n_jobs;
+    pthread_mutex_unlock(&f->mu);
+    return room > 0 ? room : 0;
 }
 
 void srv_files_usage(srv_files *f, int *held, int *running, size_t *bytes)

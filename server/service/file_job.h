@@ -39,7 +39,9 @@ typedef struct {
      * runner thread (progress at most twice a second, a running job every 2 s
      * anyway; result: the finished file, of info->bytes, when done).  --redis's file_share.h makes jobs
      * readable by other replicas with it: it must be thread-safe.  It returns
-     * 0, or -1 when nothing was published: the runner tries again next turn */
+     * 0, or -1 when nothing was published: the runner tries again next turn;
+     * or 1 when the job is no longer this process's (another replica took it
+     * over: file_takeover.h): it is dropped here as srv_files_forget does */
     int  (*publish)(void *ctx, const char *id, const srv_file_info *info, const char *result);
     void  *publish_ctx;
 } srv_files_params;
@@ -82,6 +84,14 @@ typedef struct {
     /* polled on the runner thread: 1 once nobody wants the result (NULL: never) */
     int  (*gone)(void *ctx);
     void  *gone_ctx;
+    /* A job that has an id already (its source stored in Redis before it
+     * starts, or taken over from another replica: file_takeover.h): that id
+     * ("": a new random one), when it began (srv_now() clock; 0: now) and the
+     * progress its last owner had published (what is shown never goes below
+     * it, as "done" is monotonic) */
+    char    id[SRV_FILE_ID_LEN];
+    double  t_start;
+    int     done_floor;
 } srv_file_route;
 
 typedef struct srv_files srv_files;
@@ -93,7 +103,8 @@ void       srv_files_free(srv_files *f);
 
 /* A job for doc, parsed from data (both taken: freed by the job, also on
  * failure); name is the source file's name (the result is named after it).
- * MT_OK and id, or MT_ERR_BUSY (max_jobs held: retry later), MT_ERR_NOMEM. */
+ * MT_OK and id (r->id when given), or MT_ERR_BUSY (max_jobs held: retry
+ * later), MT_ERR_INPUT (r->id is held here already), MT_ERR_NOMEM. */
 mt_status srv_files_start(srv_files *f, srv_doc *doc, char *data, const char *name, const srv_file_route *r,
                           char id[SRV_FILE_ID_LEN], mt_err *err);
 /* The job's state: 0, or -1 when no job has that id (never was, or deleted). */
@@ -109,6 +120,12 @@ int       srv_files_cancel(srv_files *f, const char *id);
  * the job was detached before it ended: a suspended HTTP request does (it
  * cannot complete before it is resumed).  cancel: the job is cancelled too. */
 void      srv_files_detach(srv_files *f, const char *id, int cancel);
+/* Job id is another replica's now (its lease was lost: file_takeover.h): it
+ * is cancelled, no longer found (info, result: the other replica's, from
+ * Redis) and freed once its batch in flight is back.  No job: nothing. */
+void      srv_files_forget(srv_files *f, const char *id);
+/* How many more jobs may be held now (max_jobs less those held). */
+int       srv_files_room(srv_files *f);
 /* 128 random bits as 32 hex digits (a job's id; a route's secret): 0, or -1
  * when the system has no randomness to give. */
 int       srv_files_random_id(char id[SRV_FILE_ID_LEN]);

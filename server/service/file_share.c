@@ -34,15 +34,9 @@ static int set_ex(srv_redis *r, const char *key, const char *value, size_t len, 
     return rc == SRV_REDIS_OK ? 0 : -1;
 }
 
-int srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result)
+char *srv_file_share_state(const srv_file_info *info)
 {
-    const srv_file_share *sh = share;
-    char key[160];
     double elapsed = (info->t_end > 0 ? info->t_end : mt_now_s()) - info->t_start;
-    /* the file first: a reader that sees "done" finds it */
-    key_of(sh->r, id, ":data", key, sizeof key);
-    if (info->state == SRV_FILE_DONE && (!result || set_ex(sh->r, key, result, info->bytes, sh->ttl_s)))
-        return -1;
     /* secret and chars: a DeepL document's key (what its reader must show) and its billed characters */
     json_t *o = json_pack("{s:i,s:i,s:i,s:s,s:i,s:I,s:f,s:f,s:i,s:s,s:s,s:I}", "state", (int)info->state, "done",
                           info->done, "total", info->total, "name", info->name, "kind", (int)info->kind, "bytes",
@@ -51,6 +45,18 @@ int srv_file_share_publish(void *share, const char *id, const srv_file_info *inf
                           (json_int_t)info->chars);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
+    return text;
+}
+
+int srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result)
+{
+    const srv_file_share *sh = share;
+    char key[160];
+    /* the file first: a reader that sees "done" finds it */
+    key_of(sh->r, id, ":data", key, sizeof key);
+    if (info->state == SRV_FILE_DONE && (!result || set_ex(sh->r, key, result, info->bytes, sh->ttl_s)))
+        return -1;
+    char *text = srv_file_share_state(info);
     key_of(sh->r, id, "", key, sizeof key);
     int rc = text ? set_ex(sh->r, key, text, strlen(text), sh->ttl_s) : -1;
     free(text);

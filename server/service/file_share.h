@@ -10,8 +10,9 @@
  * document_key and billed characters are in its state).  Keys: PREFIX file:ID
  * (the state), PREFIX file:ID:data (the file).
  *
- * Not in this slice: a job whose replica dies is not taken over (its state
- * stays "running" until it expires); DELETE of a job running on another
+ * An asynchronous job (async=true, a DeepL document) is published through
+ * its lease instead (file_lease.h), so that another replica can take it over
+ * when its own dies (file_takeover.h).  DELETE of a job running on another
  * replica is refused (it is cancelled where it runs).
  */
 #ifndef SRV_FILE_SHARE_H
@@ -28,6 +29,9 @@ typedef struct {
     int        ttl_s;
 } srv_file_share;
 int  srv_file_share_publish(void *share, const char *id, const srv_file_info *info, const char *result);
+
+/* The JSON published for info (malloc'd), or NULL when out of memory. */
+char *srv_file_share_state(const srv_file_info *info);
 
 /* The state of job id as published: 0 with *info (t_start, t_end on this
  * process's clock, as if it ran here), -1 when Redis has none (or is down). */

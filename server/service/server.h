@@ -43,6 +43,7 @@
 
 typedef struct srv_residency srv_residency;
 typedef struct srv_admin srv_admin;
+typedef struct srv_takeover srv_takeover;
 
 /* Detection language models one model may hold (one per source language it has). */
 #define SRV_MODEL_MAX_CHARLM 8
@@ -126,6 +127,8 @@ struct srv_server {
     srv_rcache  *rcache;            /* --redis-cache-mb: cache's second level, in redis; NULL: off */
     srv_shared  *shared;            /* limits and usage: through redis when set, else limits' and usage's */
     srv_file_share file_share;      /* with redis: files' publish context (file_share.h) */
+    srv_takeover *takeover;         /* with redis: asynchronous file jobs' sources and leases, taken over
+                                       from a replica that died (file_takeover.h); NULL: none */
     srv_gstore  *gstore;            /* the glossaries clients made (DeepL's API: glossary_store.h) */
     int          cores, workers, blas_threads, http_threads;
     double       t_start;

@@ -34,12 +34,64 @@ static srv_redis_script put_script = { .source =
 static pthread_once_t script_once = PTHREAD_ONCE_INIT;
 static void script_init(void) { srv_redis_script_init(&put_script); }
 
+/* A write waiting for the writer thread: the entry's Redis key and value. */
+typedef struct pending pending;
+struct pending {
+    pending *next;
+    char     ek[160];
+    size_t   len;
+    char     stored[];          /* the key's length (8 bytes, big-endian), the key, the value */
+};
+
 struct srv_rcache {
     srv_redis *r;
-    size_t     max_bytes, max_entry;
+    size_t     max_bytes, max_entry, max_queued;
     char       list[96], count[96];
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;         /* a write queued, or stop (the writer); the queue drained (flush) */
+    pthread_t       writer;
+    pending        *head, *tail;
+    size_t          queued;     /* bytes of the writes waiting */
+    int             writing, stop;
     _Atomic long hits, misses, puts, skipped, dropped;
 };
+
+/* The queued writes, one script each, on this thread: a decoded sentence is
+ * answered without waiting for Redis to take it. */
+static void *writer_main(void *arg)
+{
+    srv_rcache *c = arg;
+    char budget[24], err[200];
+    snprintf(budget, sizeof budget, "%zu", c->max_bytes);
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->head && !c->stop)
+            pthread_cond_wait(&c->cv, &c->mu);
+        if (!c->head)
+            break;              /* stopped, and nothing left */
+        pending *w = c->head;
+        c->head = w->next;
+        c->tail = c->head ? c->tail : NULL;
+        c->queued -= w->len;
+        c->writing = 1;
+        pthread_mutex_unlock(&c->mu);
+        const char *argv[5] = { w->ek, c->list, c->count, w->stored, budget };
+        const size_t lens[5] = { strlen(w->ek), strlen(c->list), strlen(c->count), w->len, strlen(budget) };
+        srv_redis_value v;
+        if (srv_redis_eval_len(c->r, &put_script, 3, 5, argv, lens, SRV_RW_INT, &v, err, sizeof err) ==
+                SRV_REDIS_OK && v.i >= 0) {
+            atomic_fetch_add(&c->puts, 1);
+            atomic_fetch_add(&c->dropped, (long)v.i);
+        }
+        srv_redis_value_clear(&v);
+        free(w);
+        pthread_mutex_lock(&c->mu);
+        c->writing = 0;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
 
 srv_rcache *srv_rcache_new(srv_redis *r, size_t max_bytes)
 {
@@ -52,12 +104,43 @@ srv_rcache *srv_rcache_new(srv_redis *r, size_t max_bytes)
     c->r = r;
     c->max_bytes = max_bytes;
     c->max_entry = max_bytes / 256;
+    c->max_queued = max_bytes < (4u << 20) ? max_bytes : (4u << 20);
     snprintf(c->list, sizeof c->list, "%stc:order", srv_redis_prefix(r));
     snprintf(c->count, sizeof c->count, "%stc:bytes", srv_redis_prefix(r));
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (pthread_create(&c->writer, NULL, writer_main, c) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return NULL;
+    }
     return c;
 }
 
-void srv_rcache_free(srv_rcache *c) { free(c); }
+void srv_rcache_flush(srv_rcache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    while (c->head || c->writing)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void srv_rcache_free(srv_rcache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);     /* the writes queued go first (each bounded by the timeout) */
+    c->stop = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->writer, NULL);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
 
 /* PREFIX tc:SHA256(key) in hex. */
 static void entry_key(const srv_rcache *c, const void *key, size_t klen, char out[160])
@@ -79,8 +162,8 @@ int srv_rcache_get(srv_rcache *c, const void *key, size_t klen, void **val, size
     char ek[160], err[200];
     entry_key(c, key, klen, ek);
     const char *argv[2] = { "GET", ek };
-    srv_redis_value v;
-    int hit = srv_redis_cmd(c->r, SRV_RW_STR, &v, 2, argv, NULL, err, sizeof err) == SRV_REDIS_OK && !v.nil &&
+    srv_redis_value v;          /* quick: a Redis slower than the budget is a miss */
+    int hit = srv_redis_cmd_quick(c->r, SRV_RW_STR, &v, 2, argv, NULL, err, sizeof err) == SRV_REDIS_OK && !v.nil &&
               v.len >= 8 + klen;
     uint64_t kl = 0;
     for (int i = 0; hit && i < 8; i++)
@@ -99,52 +182,54 @@ void srv_rcache_put(srv_rcache *c, const void *key, size_t klen, const void *val
 {
     if (!c)
         return;
-    if (8 + klen + vlen > c->max_entry) {
+    size_t len = 8 + klen + vlen;
+    pending *w = len <= c->max_entry ? malloc(sizeof *w + len) : NULL;
+    if (!w) {
         atomic_fetch_add(&c->skipped, 1);
         return;
     }
-    char ek[160], budget[24], err[200];
-    char *stored = malloc(8 + klen + vlen);
-    if (!stored)
-        return;
     for (int i = 0; i < 8; i++)             /* the key's length, big-endian */
-        stored[i] = (char)((uint64_t)klen >> (56 - 8 * i));
-    memcpy(stored + 8, key, klen);
-    memcpy(stored + 8 + klen, val, vlen);
-    entry_key(c, key, klen, ek);
-    snprintf(budget, sizeof budget, "%zu", c->max_bytes);
-    const char *argv[5] = { ek, c->list, c->count, stored, budget };
-    const size_t lens[5] = { strlen(ek), strlen(c->list), strlen(c->count), 8 + klen + vlen, strlen(budget) };
-    srv_redis_value v;
-    if (srv_redis_eval_len(c->r, &put_script, 3, 5, argv, lens, SRV_RW_INT, &v, err, sizeof err) == SRV_REDIS_OK &&
-        v.i >= 0) {
-        atomic_fetch_add(&c->puts, 1);
-        atomic_fetch_add(&c->dropped, (long)v.i);
+        w->stored[i] = (char)((uint64_t)klen >> (56 - 8 * i));
+    memcpy(w->stored + 8, key, klen);
+    memcpy(w->stored + 8 + klen, val, vlen);
+    entry_key(c, key, klen, w->ek);
+    w->len = len;
+    w->next = NULL;
+    pthread_mutex_lock(&c->mu);
+    int full = c->queued + len > c->max_queued;     /* Redis slower than the writes come: dropped */
+    if (!full) {
+        *(c->tail ? &c->tail->next : &c->head) = w;
+        c->tail = w;
+        c->queued += len;
+        pthread_cond_broadcast(&c->cv);
     }
-    srv_redis_value_clear(&v);
-    free(stored);
+    pthread_mutex_unlock(&c->mu);
+    if (full) {
+        free(w);
+        atomic_fetch_add(&c->skipped, 1);
+    }
 }
 
 char *srv_rcache_metrics(srv_rcache *c, size_t *len)
 {
     if (!c)
         return NULL;
-    char *out = malloc(1024);
+    char *out = malloc(1536);
     if (!out)
         return NULL;
-    int n = snprintf(out, 1024,
+    int n = snprintf(out, 1536,
         "# HELP mtserve_redis_cache_hits_total Sentences found in the shared cache (--redis-cache-mb) after a local miss\n"
         "# TYPE mtserve_redis_cache_hits_total counter\nmtserve_redis_cache_hits_total %ld\n"
-        "# HELP mtserve_redis_cache_misses_total Shared-cache lookups without a hit (Redis down included)\n"
+        "# HELP mtserve_redis_cache_misses_total Shared-cache lookups without a hit (Redis down or slow included)\n"
         "# TYPE mtserve_redis_cache_misses_total counter\nmtserve_redis_cache_misses_total %ld\n"
         "# HELP mtserve_redis_cache_puts_total Translations this replica wrote to the shared cache\n"
         "# TYPE mtserve_redis_cache_puts_total counter\nmtserve_redis_cache_puts_total %ld\n"
-        "# HELP mtserve_redis_cache_skipped_total Translations over the entry bound, not written\n"
+        "# HELP mtserve_redis_cache_skipped_total Translations not written: over the entry bound, or 4 MB of writes already waiting\n"
         "# TYPE mtserve_redis_cache_skipped_total counter\nmtserve_redis_cache_skipped_total %ld\n"
         "# HELP mtserve_redis_cache_dropped_total Oldest entries dropped by this replica's writes for room\n"
         "# TYPE mtserve_redis_cache_dropped_total counter\nmtserve_redis_cache_dropped_total %ld\n",
         atomic_load(&c->hits), atomic_load(&c->misses), atomic_load(&c->puts), atomic_load(&c->skipped),
         atomic_load(&c->dropped));
-    *len = n > 0 && n < 1024 ? (size_t)n : 0;
+    *len = n > 0 && n < 1536 ? (size_t)n : 0;
     return out;
 }

@@ -5,9 +5,17 @@
  * a call takes one for itself, under a mutex), and every call is bounded:
  * connecting and each reply wait at most the call timeout.  A failed call
  * (refused, reset, timed out) drops its connection and marks Redis down;
- * while it is down calls fail at once without touching the network, and one
- * call at a time probes it again after a backoff (0.1 s doubling to 5 s), so
- * a dead or stopped Redis costs a request nothing but the local fallback.
+ * while it is down calls fail at once without touching the network, and the
+ * client's own thread probes it (PING) after a backoff (0.1 s doubling to
+ * 5 s), so a dead or stopped Redis costs a request nothing but the local
+ * fallback: no request ever waits on a probe.
+ *
+ * Quick calls (the ones on a plain translation's path: the rate limit's
+ * script, the shared cache's lookup) are bounded by a shorter budget
+ * (--redis-budget, 20 ms): one that passes it drops its connection and marks
+ * Redis slow; while it is slow quick calls fail at once (SRV_REDIS_SLOW: the
+ * caller decides locally) until a probe is answered within the budget.  The
+ * other calls (file jobs, glossaries, quotas) still wait up to the timeout.
  *
  * What is shared (srv_shared, shared.c): the rate-limit buckets (one Lua
  * script per request: the token bucket of ratelimit.h kept in a Redis hash,
@@ -28,6 +36,7 @@
 #include "common/usage.h"
 
 struct redisReply;
+struct redisReader;
 
 /* ---- the URL ---------------------------------------------------------------------- */
 
@@ -74,6 +83,7 @@ typedef enum {
     SRV_REDIS_ERROR,            /* Redis answered an error (its text in err) */
     SRV_REDIS_NOSCRIPT,         /* ... the error NOSCRIPT: EVALSHA of a script it has not loaded */
     SRV_REDIS_BAD_REPLY,        /* an answer of another type or shape than wanted */
+    SRV_REDIS_SLOW,             /* a quick call: no answer within the budget, or skipped while Redis is slow */
 } srv_redis_rc;
 
 /* Reads reply r as want into *v (cleared first): every reply type
@@ -83,12 +93,19 @@ srv_redis_rc srv_redis_reply_read(const struct redisReply *r, srv_redis_want wan
                                   size_t err_len);
 void         srv_redis_value_clear(srv_redis_value *v);
 
+/* A reader (every connection's, and the fuzz target's) made to refuse an
+ * array of more than SRV_REDIS_MAX_ELEMENTS (hiredis 0.14 allocates the
+ * declared count up front): such a reply is a protocol error, not 9 GB. */
+#define SRV_REDIS_MAX_ELEMENTS 65536
+void         srv_redis_reader_bound(struct redisReader *rd);
+
 /* ---- the client ------------------------------------------------------------------- */
 
 typedef struct srv_redis srv_redis;
 
 typedef struct {
     int         timeout_ms;     /* connecting, and each reply; >= 1 */
+    int         budget_ms;      /* the same for quick calls; 0 or over timeout_ms: timeout_ms */
     int         connections;    /* held at most; >= 1 */
     const char *prefix;         /* of every key ("mtserve:") */
 } srv_redis_params;
@@ -104,6 +121,11 @@ const char *srv_redis_prefix(const srv_redis *r);
  * when it has to connect first). */
 srv_redis_rc srv_redis_cmd(srv_redis *r, srv_redis_want want, srv_redis_value *v, int argc, const char *const *argv,
                            const size_t *argvlen, char *err, size_t err_len);
+
+/* The same bounded by the budget: SRV_REDIS_SLOW past it, or at once while
+ * Redis is slow (or down: SRV_REDIS_DOWN). */
+srv_redis_rc srv_redis_cmd_quick(srv_redis *r, srv_redis_want want, srv_redis_value *v, int argc,
+                                 const char *const *argv, const size_t *argvlen, char *err, size_t err_len);
 
 /* A Lua script, run by its sha1 (EVALSHA) and sent whole (EVAL) when Redis
  * answers NOSCRIPT (first use, after a restart or SCRIPT FLUSH): one round
@@ -121,13 +143,22 @@ srv_redis_rc srv_redis_eval_len(srv_redis *r, const srv_redis_script *s, int nke
                                 const char *const *argv, const size_t *argvlen, srv_redis_want want,
                                 srv_redis_value *v, char *err, size_t err_len);
 
+/* srv_redis_eval bounded by the budget, as srv_redis_cmd_quick. */
+srv_redis_rc srv_redis_eval_quick(srv_redis *r, const srv_redis_script *s, int nkeys, int argc,
+                                  const char *const *argv, srv_redis_want want, srv_redis_value *v, char *err,
+                                  size_t err_len);
+
 /* What the client has seen, for /metrics and /health. */
 typedef struct {
     int    configured;          /* 0: no --redis (every other field 0) */
     int    up;                  /* the last call (or probe) got an answer */
+    int    slow;                /* quick calls skip it: one passed the budget, no probe was quick since */
+    int    budget_ms;
     long   calls;               /* commands sent */
     long   errors;              /* of them, without an answer (timed out, reset, refused) */
-    long   skipped;             /* calls not sent: Redis down, its backoff not over */
+    long   skipped;             /* calls not sent: Redis down (or slow, for quick calls) */
+    long   late;                /* quick calls not answered within the budget */
+    long   probes;              /* PINGs of the prober thread */
     long   connects;            /* connections made */
     long   fallbacks_limit;     /* rate-limit verdicts taken locally (shared.c) */
     long   fallbacks_quota;     /* quota counts taken locally */
@@ -139,7 +170,7 @@ typedef struct {
     char   url[400];            /* srv_redis_url_print */
 } srv_redis_stats;
 void  srv_redis_stats_get(srv_redis *r, srv_redis_stats *st);
-/* One verdict taken locally because Redis was down (shared.c): quota 0 a rate limit's, 1 a quota's. */
+/* One verdict taken locally because Redis was down or slow (shared.c): quota 0 a rate limit's, 1 a quota's. */
 void  srv_redis_count_fallback(srv_redis *r, int quota);
 /* The mtserve_redis_* lines of GET /metrics (malloc'd, *len bytes); NULL on OOM. */
 char *srv_redis_metrics(srv_redis *r, size_t *len);
@@ -185,10 +216,14 @@ typedef struct srv_rcache srv_rcache;
 srv_rcache *srv_rcache_new(srv_redis *r, size_t max_bytes);
 void        srv_rcache_free(srv_rcache *c);
 /* 1 with *val (malloc'd) and *vlen on a hit; 0 on a miss or while Redis
- * does not answer. */
+ * does not answer within the budget (a quick call). */
 int         srv_rcache_get(srv_rcache *c, const void *key, size_t klen, void **val, size_t *vlen);
-/* Stores it (not when over the entry bound, or when Redis does not answer). */
+/* Stores it: a copy queued for the cache's writer thread (the caller does not
+ * wait for Redis); not when over the entry bound, when 4 MB of writes (at
+ * most max_bytes) already wait, or when Redis does not answer. */
 void        srv_rcache_put(srv_rcache *c, const void *key, size_t klen, const void *val, size_t vlen);
+/* Waits until every queued write was sent (tests; srv_rcache_free sends them too). */
+void        srv_rcache_flush(srv_rcache *c);
 /* The mtserve_redis_cache_* lines of GET /metrics (malloc'd, *len bytes); NULL on OOM or c NULL. */
 char       *srv_rcache_metrics(srv_rcache *c, size_t *len);
 

@@ -9,6 +9,7 @@
 #include "redis.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,4 +147,36 @@ void srv_redis_value_clear(srv_redis_value *v)
 {
     free(v->s);
     memset(v, 0, sizeof *v);
+}
+
+/* hiredis 0.14's reader allocates an array's declared count of elements
+ * before any of them arrives (1.x has maxelements for it): "*1159580954"
+ * from whatever answers at Redis's address would ask for 9 GB.  Its
+ * createArray is wrapped so that a count over SRV_REDIS_MAX_ELEMENTS is the
+ * reader's error (out of memory: the connection dropped) instead. */
+static redisReplyObjectFunctions bounded_fns;
+static void *(*default_array)(const redisReadTask *, int);
+
+static void *bounded_array(const redisReadTask *task, int elements)
+{
+    return elements > SRV_REDIS_MAX_ELEMENTS ? NULL : default_array(task, elements);
+}
+
+static pthread_once_t bounded_once = PTHREAD_ONCE_INIT;
+static void bounded_init(void)
+{
+    redisReader *rd = redisReaderCreate();      /* hiredis's own functions, whatever they are */
+    if (rd && rd->fn) {
+        bounded_fns = *rd->fn;
+        default_array = bounded_fns.createArray;
+        bounded_fns.createArray = default_array ? bounded_array : NULL;
+    }
+    redisReaderFree(rd);
+}
+
+void srv_redis_reader_bound(struct redisReader *rd)
+{
+    pthread_once(&bounded_once, bounded_init);
+    if (rd && default_array)
+        rd->fn = &bounded_fns;
 }

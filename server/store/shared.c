@@ -2,7 +2,10 @@
  * the local ones (common/ratelimit.h, common/usage.h) while it is down (redis.h).
  *
  * Each verdict is one script run by Redis (EVALSHA): a read-modify-write
- * there is atomic, so no two replicas can both take the last token.
+ * there is atomic, so no two replicas can both take the last token.  The rate
+ * limit's is a quick call (a Redis slower than --redis-budget: the local
+ * bucket decides); a quota's waits up to the timeout (what a key is billed
+ * must not be counted twice, and an answer given up on might still count).
  */
 #include "redis.h"
 
@@ -65,9 +68,12 @@ struct srv_shared {
     srv_ratelimit *local;
     srv_usage     *usage;
     pthread_mutex_t mu;
+    pthread_cond_t  wake;       /* the flusher's: stop */
+    pthread_t       flusher;
+    int             flusher_started, stop;
     long          *known;       /* [slot] the last count Redis gave */
-    long          *owed;        /* [slot] counted here while Redis was down, not yet added there */
-    double        *flushed;     /* [slot] when a slot without a quota last added its owed count */
+    long          *owed;        /* [slot] counted here (while Redis was down, or without a quota), not yet
+                                   added there */
     int            n;
 };
 
@@ -98,6 +104,52 @@ static void seed_counts(srv_shared *sh)
         fprintf(stderr, "mtserve: redis: the counts of %d keys seeded from the usage file\n", seeded);
 }
 
+static int quota_call(srv_shared *sh, int key, long chars);
+
+/* The owed counts into Redis (each slot's with one quota script), while it
+ * answers: 0, or -1 when it did not (the rest stay owed). */
+static int flush_owed(srv_shared *sh)
+{
+    for (int s = 0; s < sh->n; s++) {
+        pthread_mutex_lock(&sh->mu);
+        long owed = sh->owed[s];
+        pthread_mutex_unlock(&sh->mu);
+        if (owed && quota_call(sh, s == sh->n - 1 ? -1 : s, 0) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Once a second, what was counted here goes to Redis: the keys without a
+ * quota (no verdict to wait for, so their requests never call Redis for it),
+ * and what every key used while Redis was down.  On this thread: a request
+ * never waits for it. */
+static void *flush_main(void *arg)
+{
+    srv_shared *sh = arg;
+    pthread_mutex_lock(&sh->mu);
+    while (!sh->stop) {
+        struct timespec t = mt_abstime_after_ms(1000);
+        pthread_cond_timedwait(&sh->wake, &sh->mu, &t);
+        if (sh->stop)
+            break;
+        pthread_mutex_unlock(&sh->mu);
+        flush_owed(sh);
+        pthread_mutex_lock(&sh->mu);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return NULL;
+}
+
+static void shared_release(srv_shared *sh)
+{
+    pthread_mutex_destroy(&sh->mu);
+    pthread_cond_destroy(&sh->wake);
+    free(sh->known);
+    free(sh->owed);
+    free(sh);
+}
+
 srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage)
 {
     pthread_once(&scripts_once, scripts_init);
@@ -108,34 +160,39 @@ srv_shared *srv_shared_new(srv_redis *r, srv_ratelimit *local, srv_usage *usage)
     sh->n = srv_usage_slots(usage);
     sh->known = calloc((size_t)sh->n, sizeof *sh->known);
     sh->owed = calloc((size_t)sh->n, sizeof *sh->owed);
-    sh->flushed = calloc((size_t)sh->n, sizeof *sh->flushed);
-    if (!sh->known || !sh->owed || !sh->flushed) {
-        free(sh->known);
-        free(sh->owed);
-        free(sh->flushed);
-        free(sh);
+    pthread_mutex_init(&sh->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sh->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!sh->known || !sh->owed) {
+        shared_release(sh);
         return NULL;
     }
-    pthread_mutex_init(&sh->mu, NULL);
     if (r)
         seed_counts(sh);
+    if (r && !(sh->flusher_started = pthread_create(&sh->flusher, NULL, flush_main, sh) == 0)) {
+        shared_release(sh);
+        return NULL;
+    }
     return sh;
 }
-
-static int quota_call(srv_shared *sh, int key, long chars);
 
 void srv_shared_free(srv_shared *sh)
 {
     if (!sh)
         return;
-    for (int s = 0; sh->r && s < sh->n; s++)    /* what is owed, while Redis answers (bounded) */
-        if (sh->owed[s] && quota_call(sh, s == sh->n - 1 ? -1 : s, 0) < 0)
-            break;
-    pthread_mutex_destroy(&sh->mu);
-    free(sh->known);
-    free(sh->owed);
-    free(sh->flushed);
-    free(sh);
+    if (sh->flusher_started) {
+        pthread_mutex_lock(&sh->mu);
+        sh->stop = 1;
+        pthread_cond_broadcast(&sh->wake);
+        pthread_mutex_unlock(&sh->mu);
+        pthread_join(sh->flusher, NULL);
+    }
+    if (sh->r)
+        flush_owed(sh);     /* what is owed, while Redis answers (bounded) */
+    shared_release(sh);
 }
 
 srv_limit_verdict srv_shared_limit_take(srv_shared *sh, const char *client, const srv_limit *lim, long chars,
@@ -153,8 +210,8 @@ srv_limit_verdict srv_shared_limit_take(srv_shared *sh, const char *client, cons
         snprintf(a[1], sizeof a[1], "%ld", lim->chars_per_min > 0 ? lim->chars_per_min : 0);
         snprintf(a[2], sizeof a[2], "%ld", chars);
         const char *argv[4] = { key, a[0], a[1], a[2] };
-        srv_redis_value v;
-        srv_redis_rc rc = srv_redis_eval(sh->r, &bucket_script, 1, 4, argv, SRV_RW_INTS, &v, err, sizeof err);
+        srv_redis_value v;      /* quick: a Redis slower than the budget is decided here */
+        srv_redis_rc rc = srv_redis_eval_quick(sh->r, &bucket_script, 1, 4, argv, SRV_RW_INTS, &v, err, sizeof err);
         if (rc == SRV_REDIS_OK && v.n == 2 && v.ints[0] >= 0 && v.ints[0] <= 2) {
             *retry_s = (int)v.ints[1];
             return v.ints[0] == 0 ? SRV_LIMIT_OK : v.ints[0] == 1 ? SRV_LIMIT_REQUESTS : SRV_LIMIT_CHARS;
@@ -212,20 +269,14 @@ static int quota_local(srv_shared *sh, int key, long chars)
 }
 
 /* A slot without a quota has no verdict to wait for: its count goes to Redis
- * with its next call after a second (one round trip a request stays the
- * rate limit's), and when the server stops. */
+ * from the flusher thread within a second (a request's one round trip stays
+ * the rate limit's), and when the server stops. */
 static void count_unlimited(srv_shared *sh, int key, long chars)
 {
-    int s = slot_of(sh, key), due;
-    double now = mt_now_s();
+    int s = slot_of(sh, key);
     pthread_mutex_lock(&sh->mu);
     sh->owed[s] += chars;
-    due = now - sh->flushed[s] >= 1.0;
-    if (due)
-        sh->flushed[s] = now;
     pthread_mutex_unlock(&sh->mu);
-    if (due)
-        quota_call(sh, key, 0);
 }
 
 int srv_shared_usage_take(srv_shared *sh, int key, long chars)

@@ -99,6 +99,7 @@ static void replies(const uint8_t *data, size_t size, size_t chunk)
 {
     redisReader *rd = redisReaderCreate();
     FUZZ_CHECK(rd);
+    srv_redis_reader_bound(rd);         /* as every connection's: no array of 2^30 elements allocated */
     for (size_t at = 0; at < size; at += chunk) {
         size_t n = size - at < chunk ? size - at : chunk;
         if (redisReaderFeed(rd, (const char *)data + at, n) != REDIS_OK)
