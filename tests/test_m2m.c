@@ -322,12 +322,213 @@ static void test_batching(void **state)
     }
 }
 
+/* Held weights and K/V cache of other precisions: the greedy rows' agreement
+ * with the reference.  F16: the checkpoints' values are exact in F16, so the
+ * products are the F32 ones: identical ids.  INT8 (per-row quantized weights
+ * and inputs) and the F16 K/V cache (K and V rounded once) change the
+ * numbers: at least INT8_FLOOR / KV_FLOOR of the sequences identical and
+ * FIRST_FLOOR of the first free ids (docs/M2M100.md, measured there). */
+#define INT8_FLOOR  0.60
+#define FIRST_FLOOR 0.85
+#define KV_FLOOR    0.90
+
+typedef struct { int seq, first, n; } agree;
+
+static agree precision_run(const char *model, const expected *e, mt_weights w, int kv_f16)
+{
+    mt_model *m = load(model, "f32", w);
+    mt_session *s = session(m, 16, kv_f16);
+    mt_hyp *out = calloc((size_t)e->n_greedy, sizeof *out);
+    decode_rows(s, e, 0, e->n_greedy, out);
+    agree a = {.n = e->n_greedy};
+    for (int i = 0; i < e->n_greedy; i++) {
+        a.seq += same_ids(&out[i], &e->r[i]);
+        a.first += out[i].n_ids > 1 && e->r[i].n_ids > 1 && out[i].ids[1] == e->r[i].ids[1];
+    }
+    mt_hyps_free(out, e->n_greedy);
+    free(out);
+    mt_session_free(s);
+    mt_model_free(m);
+    return a;
+}
+
+static void test_precisions(void **state)
+{
+    (void)state;
+    const char *names[2];
+    int nm = models(names);
+    for (int k = 0; k < nm; k++) {
+        expected *e = calloc(1, sizeof *e);
+        read_expected(names[k], e);
+        agree f16 = precision_run(names[k], e, MT_WEIGHTS_F16, 0), i8 = precision_run(names[k], e, MT_WEIGHTS_I8, 0),
+              kv = precision_run(names[k], e, MT_WEIGHTS_F32, 1);
+        printf("   %s greedy vs the reference: F16 weights %d/%d sequences (%d first free ids), INT8 %d/%d (%d), "
+               "F16 K/V cache %d/%d (%d)\n", names[k], f16.seq, f16.n, f16.first, i8.seq, i8.n, i8.first, kv.seq, kv.n,
+               kv.first);
+        assert_int_equal(f16.seq, f16.n);
+        assert_true(i8.seq >= INT8_FLOOR * i8.n && i8.first >= FIRST_FLOOR * i8.n);
+        assert_true(kv.seq >= KV_FLOOR * kv.n && kv.first >= FIRST_FLOOR * kv.n);
+        json_decref(e->json);
+        free(e);
+    }
+}
+
+/* `mtserve translate --source --target` on the first sentence of each source
+ * language into each target: the reference's text.  Small models only. */
+static void test_cli(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    const char *names[2];
+    int nm = models(names), checked = 0;
+    for (int k = 0; k < nm; k++) {
+        expected *e = calloc(1, sizeof *e);
+        read_expected(names[k], e);
+        for (int i = 0; i < e->n_greedy; i += 7) {
+            const row *r = &e->r[i];
+            char in[4400], cmd[9000], out[4096] = "";
+            snprintf(in, sizeof in, "%s/cli-in.txt", mdir());
+            FILE *f = fopen(in, "w");
+            assert_non_null(f);
+            fprintf(f, "%s\n", r->text);
+            fclose(f);
+            snprintf(cmd, sizeof cmd, "%s translate --model %s/%s/pt --source %s --target %s --max-length %d --beam 1 --no-placeholders < %s",
+                     bin_path(), mdir(), names[k], r->src_lang, r->tgt_lang, MAX_LEN, in);
+            FILE *p = popen(cmd, "r");
+            assert_non_null(p);
+            size_t n = fread(out, 1, sizeof out - 1, p);
+            out[n] = 0;
+            assert_int_equal(pclose(p), 0);
+            if (n && out[n - 1] == '\n')
+                out[n - 1] = 0;
+            if (strcmp(out, r->dec))
+                fail_msg("%s %s -> %s: \"%s\", the reference \"%s\"", names[k], r->src_lang, r->tgt_lang, out, r->dec);
+            checked++;
+        }
+        json_decref(e->json);
+        free(e);
+    }
+    printf("   %d translations by mtserve translate equal the reference's text\n", checked);
+}
+
+/* Configs the loader refuses, each naming what it refuses (gen_m2m.py bad()). */
+static void test_refusals(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    static const struct { const char *dir, *says; mt_status st; } cases[] = {
+        {"nllb-moe", "NLLB-MoE", MT_ERR_UNSUPPORTED},
+        {"moe-keys", "'num_experts'", MT_ERR_UNSUPPORTED},
+        {"activation", "'gelu_new'", MT_ERR_UNSUPPORTED},
+        {"unshared", "'share_encoder_decoder_embeddings'", MT_ERR_UNSUPPORTED},
+        {"not-encoder-decoder", "'is_encoder_decoder'", MT_ERR_UNSUPPORTED},
+        {"decoder-vocab", "'decoder_vocab_size'", MT_ERR_UNSUPPORTED},
+        {"d-model", "'d_model' = 2", MT_ERR_FORMAT},
+        {"emb-norm", "'normalize_embedding'", MT_ERR_UNSUPPORTED},
+        {"no-final-norm", "'model.encoder.layer_norm.weight'", MT_ERR_FORMAT},
+    };
+    char dir[4400];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(dir, sizeof dir, "%s/bad/%s/f32", mdir(), cases[i].dir);
+        mt_model *m = NULL;
+        mt_err err = {0};
+        mt_status st = mt_model_load(dir, NULL, &m, &err);
+        printf("   %-20s %s\n", cases[i].dir, err.msg);
+        assert_int_equal(st, cases[i].st);
+        assert_non_null(strstr(err.msg, cases[i].says));
+        assert_null(m);
+    }
+    snprintf(dir, sizeof dir, "%s/bad/good/f32", mdir());
+    mt_model *m = NULL;
+    mt_err err = {0};
+    if (mt_model_load(dir, NULL, &m, &err) != MT_OK)      /* the cases' base: it loads */
+        fail_msg("%s: %s", dir, err.msg);
+    mt_model_free(m);
+}
+
+/* Full run: the published config at full depth (F16 safetensors, held in
+ * F16: the file's values exactly): the logits of the first free step (after
+ * [</s>, target language]) within LOGIT_TOL of the reference (max |engine -
+ * reference| / max |reference|), the same argmax, and the first id greedy
+ * decoding chooses there. */
+#define LOGIT_TOL 1e-4
+
+static void test_deep(void **state)
+{
+    (void)state;
+    if (!full_run())
+        return;
+    const char *names[1];
+    models(names);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s/logits.jsonl", mdir(), names[0]);
+    json_t *rows = load_jsonl(path);
+    mt_model *m = load(names[0], "deep", MT_WEIGHTS_F16);
+    const mt_model_info *in = mt_model_get_info(m);
+    int V = in->vocab_size, n = (int)json_array_size(rows);
+    printf("   %s at full depth: %d + %d layers, d_model %d, vocabulary %d\n", names[0], in->enc_layers, in->dec_layers,
+           in->d_model, V);
+    float *ref = malloc(sizeof(float) * (size_t)V * n), *lg = malloc(sizeof(float) * (size_t)V * 2);
+    snprintf(path, sizeof path, "%s/%s/logits.f32", mdir(), names[0]);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(ref, sizeof(float), (size_t)V * n, f), (size_t)V * n);
+    fclose(f);
+    mt_session *s = session(m, 4, 0);
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_array_get(rows, (size_t)i);
+        int32_t src[MAX_IDS], tgt[2] = {(int32_t)json_integer_value(json_object_get(o, "tgt_id")), 0}, am = 0;
+        int ns = ids_of(json_object_get(o, "src"), src, MAX_IDS);
+        float lp[2];
+        mt_err err = {0};
+        if (mt_score(s, src, ns, tgt, 2, lp, lg, &err) != MT_OK)
+            fail_msg("mt_score: %s", err.msg);
+        const float *row1 = lg + V, *r = ref + (long)i * V;
+        double maxd = 0, maxr = 0;
+        for (int v = 0; v < V; v++) {
+            if (v == in->pad_id)
+                continue;
+            maxd = fmax(maxd, fabs((double)row1[v] - r[v]));
+            maxr = fmax(maxr, fabs((double)r[v]));
+            am = row1[v] > row1[am] || am == in->pad_id ? v : am;
+        }
+        mt_decode_params q = mt_decode_default_params();
+        q.beam_size = 1;
+        q.lengths.max_length = 4;             /* the forced id, one free id, the forced </s> */
+        q.forced_bos.enabled = 1;
+        q.forced_bos.id = tgt[0];
+        mt_hyp h;
+        const int32_t *sp = src;
+        if (mt_generate(s, &sp, &ns, 1, &q, &h, &err) != MT_OK)
+            fail_msg("mt_generate: %s", err.msg);
+        int want = (int)json_integer_value(json_object_get(o, "argmax"));
+        printf("   source %d (%d ids): max |logit - ref| %.2e (max |ref| %.2f, rel %.2e), argmax %d (reference %d, "
+               "gap %.3f), generated %d\n", i, ns, maxd, maxr, maxd / maxr, am, want,
+               json_number_value(json_object_get(o, "gap")), h.n_ids > 1 ? h.ids[1] : -1);
+        assert_true(maxd / maxr <= LOGIT_TOL);
+        assert_int_equal(am, want);
+        assert_true(h.n_ids > 1 && h.ids[0] == tgt[0] && h.ids[1] == want);
+        mt_hyps_free(&h, 1);
+    }
+    free(ref);
+    free(lg);
+    mt_session_free(s);
+    mt_model_free(m);
+    json_decref(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer),
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_batching),
+        cmocka_unit_test(test_precisions),
+        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

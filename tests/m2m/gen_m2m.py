@@ -572,6 +572,104 @@ def bad(out, toks, summary):
     summary["bad"] = sorted(os.listdir(root))
 
 
+# ---- the published configs ---------------------------------------------------------
+N_DEEP = 4               # sources of the full-depth logits check
+
+
+def decoder_layer_full(ref, i, x, enc):
+    """Decoder layer i over all positions of x [T][d] at once (causal), against enc."""
+    p, H = f"model.decoder.layers.{i}", ref.cfg["decoder_attention_heads"]
+    T = x.shape[0]
+    h = ref.ln(x, p + ".self_attn_layer_norm")
+    a = p + ".self_attn"
+    q, k, v = ref.lin(h, a + ".q_proj"), ref.lin(h, a + ".k_proj"), ref.lin(h, a + ".v_proj")
+    ctx = np.stack([attend(q[t:t + 1], k[:t + 1], v[:t + 1], H)[0] for t in range(T)])
+    x = x + ref.lin(ctx, a + ".out_proj")
+    h = ref.ln(x, p + ".encoder_attn_layer_norm")
+    a = p + ".encoder_attn"
+    x = x + ref.lin(attend(ref.lin(h, a + ".q_proj"), ref.lin(enc, a + ".k_proj"), ref.lin(enc, a + ".v_proj"), H),
+                    a + ".out_proj")
+    return ref.ffn(x, p)
+
+
+def deep(out, cfg, seed, prompts, summary, name, tok_dir):
+    """The full-depth model in F16 safetensors, streamed: each tensor drawn, written,
+    and used by the reference on the prompts ([eos, forced id] after each source)
+    once its layer is complete, then dropped.  Writes the first free step's logits."""
+    base = os.path.join(out, name, "deep")
+    os.makedirs(base, exist_ok=True)
+    gen_llm.write_config(base, dict(cfg, torch_dtype="float16"))
+    for f in os.listdir(tok_dir):
+        shutil.copy(os.path.join(tok_dir, f), base)
+    sp = specs(cfg)
+    W = {}
+    ref = Ref(cfg, W)
+    st = {"enc": None, "dec": None}
+
+    def layer_done(prefix, names):
+        return all(n in W for n in names if n.startswith(prefix))
+
+    names = [n for n, _, _ in sp]
+
+    def get(n, s, k):
+        w = draw(cfg, seed, n, s, k)
+        W[n] = w.astype(np.float64)
+        if n == "model.shared.weight":
+            st["enc"] = [ref.embed(src, 0) for src, _ in prompts]
+            st["dec"] = [ref.embed([ref.eos, b], 0) for _, b in prompts]
+        for i in range(max(cfg["encoder_layers"], cfg["decoder_layers"])):
+            for side in ("encoder", "decoder"):
+                pre = f"model.{side}.layers.{i}."
+                if n.startswith(pre) and layer_done(pre, names):
+                    if side == "encoder":
+                        st["enc"] = [ref.encoder_layer(i, x) for x in st["enc"]]
+                    else:
+                        st["dec"] = [decoder_layer_full(ref, i, x, e) for x, e in zip(st["dec"], st["encf"])]
+                    for m in [m for m in names if m.startswith(pre)]:
+                        W.pop(m, None)
+        if n == "model.encoder.layer_norm.bias":
+            st["encf"] = [ref.ln(x, "model.encoder.layer_norm") for x in st["enc"]]
+        return w
+
+    gen_llm.write_safetensors(os.path.join(base, "model.safetensors"), sp, "F16", get)
+    lg = np.stack([ref.ln(x, "model.decoder.layer_norm")[1] @ W["model.shared.weight"].T for x in st["dec"]])
+    lg[:, cfg["pad_token_id"]] = -np.inf
+    fin = np.where(np.isfinite(lg), lg, 0.0)
+    fin.astype("<f4").tofile(os.path.join(out, name, "logits.f32"))
+    top = np.argsort(-lg, axis=1, kind="stable")[:, :2]
+    rows = [{"src": [int(x) for x in p[0]], "tgt_id": int(p[1]), "argmax": int(t[0]),
+             "gap": float(l[t[0]] - l[t[1]])} for p, t, l in zip(prompts, top, lg)]
+    write_expected(os.path.join(out, name, "logits.jsonl"), rows)
+    summary[name + "-deep"] = {"prompts": len(rows), "argmax": [r["argmax"] for r in rows],
+                               "gaps": [r["gap"] for r in rows], "logit_std": float(fin.std())}
+
+
+def full(out, spm_dir, name, summary):
+    cfg0, kind = FULL[name]
+    seed = 200 + list(FULL).index(name)
+    tok, tok_dir = tokenizers(spm_dir)[kind]
+    cfg = dict(cfg0, encoder_layers=2, decoder_layers=2, num_hidden_layers=2)
+    sp = specs(cfg, with_positions=True)
+    W = {n: draw(cfg, seed, n, s, k) for n, s, k in sp}
+    base = os.path.join(out, name)
+    write_forms(base, cfg, sp, W, tok_dir)
+    ref = Ref(cfg, {n: w.astype(np.float64) for n, w in W.items()})
+    del W
+    summ = {}
+    rows = choose(ref, tok, kind, True, summ)
+    rows += beams(ref, rows, N_BEAM["full"], bool(cfg.get("early_stopping")))
+    add_decodes(rows, tok, True)
+    write_expected(os.path.join(base, "expected.jsonl"), rows)
+    summ.update(decodes=len(rows), distinct_outputs=len({tuple(r["ids"]) for r in rows if r["kind"] == "greedy"}))
+    summary[name] = summ
+    print(name, summ, flush=True)
+    del ref
+    greedy = [r for r in rows if r["kind"] == "greedy"]          # one per source language, targets in turn
+    picks = [greedy[i * len(greedy) // N_DEEP + i % 3] for i in range(N_DEEP)]
+    deep(out, cfg0, seed, [(r["src"], r["tgt_id"]) for r in picks], summary, name, tok_dir)
+    print(name, "deep", summary[name + "-deep"], flush=True)
+
+
 def main():
     out, spm_dir = sys.argv[1], sys.argv[2]
     what = sys.argv[3] if len(sys.argv) > 3 else "small"
@@ -580,8 +678,7 @@ def main():
     if what == "small":
         small(out, spm_dir, summary)
     else:
-        import gen_m2m_full
-        gen_m2m_full.full(out, spm_dir, sys.argv[4], summary)
+        full(out, spm_dir, sys.argv[4], summary)
     path = os.path.join(out, "summary.json")
     old = json.load(open(path)) if os.path.exists(path) else {}
     old.update(summary)
