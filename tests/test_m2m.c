@@ -27,6 +27,7 @@
  *  - configs refused, each naming its key.
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -519,6 +520,153 @@ static void test_deep(void **state)
     json_decref(rows);
 }
 
+/* ---- served: one NLLB-shaped model, every pair it covers ------------------------------ */
+#define SERVED 20
+
+typedef struct {
+    const server *srv;
+    json_t *row;             /* served.jsonl's */
+    char *text;              /* the reply's translation (malloc'd), NULL */
+    char why[256];
+} served_call;
+
+static void *served_client(void *arg)
+{
+    served_call *c = arg;
+    json_t *r = c->row;
+    json_t *body = json_pack("{s:s,s:s,s:s,s:i,s:i,s:b,s:b,s:b}", "text", json_string_value(json_object_get(r, "text")),
+                             "source", json_string_value(json_object_get(r, "source")), "target",
+                             json_string_value(json_object_get(r, "target")), "max_length", MAX_LEN, "beam_size", 1,
+                             "split", 0, "placeholders", 0, "cache", 0);
+    char *b = json_dumps(body, JSON_COMPACT);
+    reply rep = post(c->srv, "/translate", b);
+    c->text = rep.status == 200 ? reply_text(&rep, c->why, sizeof c->why) : NULL;
+    if (rep.status != 200)
+        snprintf(c->why, sizeof c->why, "status %ld: %.200s", rep.status, rep.body ? rep.body : "");
+    reply_free(&rep);
+    free(b);
+    json_decref(body);
+    return NULL;
+}
+
+/* The largest decoder step so far: the first bucket of mtserve_batch_rows holding every step. */
+static int largest_step(const server *srv)
+{
+    static const int le[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    double all = metric(srv, "mtserve_batch_rows_count");
+    for (size_t i = 0; i < sizeof le / sizeof *le; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "mtserve_batch_rows_bucket{le=\"%d\"}", le[i]);
+        if (metric(srv, name) >= all)
+            return le[i];
+    }
+    return -1;
+}
+
+/* GET /models, the LibreTranslate and DeepL lists and their translate shapes,
+ * for the served model (pair: one served.jsonl entry, its reference). */
+static void served_listings(const server *srv, json_t *pair)
+{
+    reply r = get(srv, "/models");
+    json_t *o = expect_json(&r, 200), *m = json_array_get(json_object_get(o, "models"), 0);
+    assert_string_equal(json_string_value(json_object_get(m, "architecture")), "m2m_100");
+    assert_int_equal(json_integer_value(json_object_get(m, "languages")), 202);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(m, "model_languages"), 46)), "eng_Latn");
+    json_decref(o);
+    reply_free(&r);
+    r = get(srv, "/languages");
+    o = expect_json(&r, 200);
+    size_t i, fr_targets = 0, zh_hant = 0;
+    json_t *e;
+    json_array_foreach(o, i, e) {
+        const char *code = json_string_value(json_object_get(e, "code"));
+        if (!strcmp(code, "fr"))
+            fr_targets = json_array_size(json_object_get(e, "targets"));
+        zh_hant |= !strcmp(code, "zho_Hant");       /* a second script keeps the model's code */
+    }
+    printf("   /languages: %zu languages, French into %zu of them\n", json_array_size(o), fr_targets);
+    assert_int_equal(json_array_size(o), 202);
+    assert_int_equal(fr_targets, 201);
+    assert_true(zh_hant);
+    json_decref(o);
+    reply_free(&r);
+    r = get(srv, "/v2/languages?type=target");
+    o = expect_json(&r, 200);
+    printf("   /v2/languages?type=target: %zu entries\n", json_array_size(o));
+    assert_true(json_array_size(o) >= 202);
+    json_decref(o);
+    reply_free(&r);
+    /* the LibreTranslate shape (no max_length there: the text goes on past the
+     * reference's 18 ids, which it starts with) and DeepL's */
+    const char *text = json_string_value(json_object_get(pair, "text")), *dec = json_string_value(json_object_get(pair, "dec"));
+    json_t *q = json_pack("{s:s,s:s,s:s}", "q", text, "source", json_string_value(json_object_get(pair, "source")),
+                          "target", json_string_value(json_object_get(pair, "target")));
+    char *b = json_dumps(q, JSON_COMPACT);
+    r = post(srv, "/translate", b);
+    o = expect_json(&r, 200);
+    const char *lt = json_string_value(json_object_get(o, "translatedText"));
+    assert_non_null(lt);
+    assert_memory_equal(lt, dec, strlen(dec));
+    json_decref(o);
+    reply_free(&r);
+    free(b);
+    json_decref(q);
+    q = json_pack("{s:[s],s:s,s:s}", "text", text, "source_lang", "FR", "target_lang", "JA");
+    b = json_dumps(q, JSON_COMPACT);
+    req_opts ro = {.body = b, .extra = {"Authorization: DeepL-Auth-Key x"}};
+    r = http_req(srv, "/v2/translate", &ro);
+    printf("   DeepL FR -> JA: %ld\n", r.status);
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    free(b);
+    json_decref(q);
+}
+
+/* 20 requests, each its own pair (4 sources x 5 targets, the codes clients send:
+ * "fr" -> "ja"), at once to a server of one NLLB-shaped model: each returns
+ * the reference's text; then the listings and the other API shapes. */
+static void test_served(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    char dir[4400], path[4400], arg[4500];
+    snprintf(dir, sizeof dir, "%s/nllb-small/f32", mdir());
+    snprintf(path, sizeof path, "%s/nllb-small/served.jsonl", mdir());
+    json_t *rows = load_jsonl(path);
+    assert_int_equal(json_array_size(rows), SERVED);
+    snprintf(arg, sizeof arg, "nllb=%s", dir);
+    const char *args[] = {"--model", arg, "--max-batch", "32", NULL};
+    server srv;
+    assert_int_equal(server_start(&srv, args), 0);
+    served_call calls[SERVED];
+    pthread_t th[SERVED];
+    for (int i = 0; i < SERVED; i++) {
+        calls[i] = (served_call){.srv = &srv, .row = json_array_get(rows, (size_t)i)};
+        assert_int_equal(pthread_create(&th[i], NULL, served_client, &calls[i]), 0);
+    }
+    int same = 0;
+    for (int i = 0; i < SERVED; i++) {
+        pthread_join(th[i], NULL);
+        const char *want = json_string_value(json_object_get(calls[i].row, "dec"));
+        if (!calls[i].text || strcmp(calls[i].text, want))
+            printf("   %s -> %s: %s (reference \"%s\")\n", json_string_value(json_object_get(calls[i].row, "source")),
+                   json_string_value(json_object_get(calls[i].row, "target")),
+                   calls[i].text ? calls[i].text : calls[i].why, want);
+        else
+            same++;
+        free(calls[i].text);
+    }
+    int step = largest_step(&srv);
+    printf("   %d/%d pairs served at once equal the reference; the largest decoder step held up to %d rows\n", same,
+           SERVED, step);
+    assert_int_equal(same, SERVED);
+    assert_true(step >= 2);
+    served_listings(&srv, json_array_get(rows, 0));
+    assert_int_equal(server_stop(&srv), 0);
+    json_decref(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_deep),
+        cmocka_unit_test(test_served),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -533,6 +533,7 @@ def small(out, spm_dir, summary):
         rows += beams(ref, rows, N_BEAM["small"], bool(cfg.get("early_stopping")))
         add_decodes(rows, tok, False)
         write_expected(os.path.join(base, "expected.jsonl"), rows)
+        served(ref, tok, kind, base, summ)
         summ.update(decodes=len(rows), distinct_outputs=len({tuple(r["ids"]) for r in rows if r["kind"] == "greedy"}),
                     eos_ended=sum(r["ids"][-1] == 2 and len(r["ids"]) < MAX_LENGTH - 1 for r in rows),
                     beam_differs_from_greedy=sum(b["ids"] != g["ids"] for b, g in
@@ -540,6 +541,32 @@ def small(out, spm_dir, summary):
         summary[name] = summ
         print(name, summ, flush=True)
     bad(out, toks, summary)
+
+
+SERVED_TGTS = {"nllb": ["eng_Latn", "deu_Latn", "arb_Arab", "spa_Latn", "jpn_Jpan"], "m2m": ["en", "de", "ar", "es", "ja"]}
+SERVED_CODES = {"fra_Latn": "fr", "rus_Cyrl": "ru", "ell_Grek": "el", "zho_Hans": "zh", "eng_Latn": "en",
+                "deu_Latn": "de", "arb_Arab": "ar", "spa_Latn": "es", "jpn_Jpan": "ja"}
+
+
+def served(ref, tok, kind, base, summary):
+    """served.jsonl: 20 pairs (4 sources x 5 targets), one sentence each, for the
+    server test (test_m2m.c test_served): the request's codes as clients send them
+    ("fr", "de"), the model's, the greedy ids and their text."""
+    rows, skipped = [], 0
+    for lang, pool in sentence_pool(tok, kind):
+        for tgt in SERVED_TGTS[kind]:
+            while True:
+                text = pool.pop()
+                src, b = tok.encode(text, lang), lang_id(tok, kind, tgt)
+                (ids, gap, score), = ref.greedy([src], [b], MAX_LENGTH)
+                if gap >= MARGIN and "." not in text and "%" not in text and "{" not in text:
+                    break
+                skipped += 1
+            rows.append({"text": text, "source": SERVED_CODES.get(lang, lang), "target": SERVED_CODES.get(tgt, tgt),
+                         "src_lang": lang, "tgt_lang": tgt, "src": src, "tgt_id": b, "ids": ids,
+                         "dec": tok.decode([2] + ids)})
+    write_expected(os.path.join(base, "served.jsonl"), rows)
+    summary["served_pairs"], summary["served_redrawn"] = len(rows), skipped
 
 
 def bad(out, toks, summary):
