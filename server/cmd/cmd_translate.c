@@ -23,6 +23,7 @@
 #include "document/document.h"
 #include "mt.h"
 #include "translate/pipeline.h"
+#include "service/languages.h"
 #include "service/result_json.h"
 #include "translate/session_decoder.h"
 
@@ -81,7 +82,8 @@ static void usage(FILE *f)
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s), or a Hugging Face name org/name[@rev]\n"
                "  --source L --target L   the languages of a multilingual model (NLLB-200: eng_Latn, fra_Latn..;\n"
-               "                    M2M-100: en, fr..), required with one; refused with a one-pair model\n"
+               "                    M2M-100: en, fr..; or ISO codes: fr, fra), required with one; refused\n"
+               "                    with a one-pair model\n"
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
                "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
@@ -549,10 +551,26 @@ done:
     return failed;
 }
 
-/* A multilingual model (NLLB-200, M2M-100) needs --source and --target, in
- * its own codes: the source's token goes first in every sentence, the
- * target's is the first id generated (forced_bos).  Another model refuses
- * them.  0, or 1 with the reason on stderr. */
+/* A language of a multilingual model: its own code ("fra_Latn", "fr") or
+ * token, else the first of its languages that code names (languages.h:
+ * "fr" or "fra" for fra_Latn); -1. */
+static int32_t multi_lang(const mt_multi_tokenizer *mt, const char *code)
+{
+    int32_t id = mt_multi_lang_id(mt, code);
+    for (int i = 0; id < 0 && i < mt_multi_n_langs(mt); i++) {
+        const char *c = mt_multi_lang(mt, i), *us = strchr(c, '_');
+        char base[16];
+        snprintf(base, sizeof base, "%.*s", us ? (int)(us - c) : (int)strlen(c), c);
+        if (srv_lang_same(base, code))
+            id = mt_multi_lang_id(mt, c);
+    }
+    return id;
+}
+
+/* A multilingual model (NLLB-200, M2M-100) needs --source and --target: the
+ * source's token goes first in every sentence, the target's is the first id
+ * generated (forced_bos).  Another model refuses them.  0, or 1 with the
+ * reason on stderr. */
 static int languages(const mt_model *m, options *o)
 {
     const mt_multi_tokenizer *mt = mt_tokenizer_multi(mt_model_tokenizer(m));
@@ -573,8 +591,8 @@ static int languages(const mt_model *m, options *o)
                 o->model);
         return 1;
     }
-    o->src_id = mt_multi_lang_id(mt, o->source);
-    int32_t tgt = mt_multi_lang_id(mt, o->target);
+    o->src_id = multi_lang(mt, o->source);
+    int32_t tgt = multi_lang(mt, o->target);
     if (o->src_id < 0 || tgt < 0) {
         fprintf(stderr, "mtserve translate: --%s '%s' is not a language of %s (%d codes: %s, %s, ...)\n",
                 o->src_id < 0 ? "source" : "target", o->src_id < 0 ? o->source : o->target, o->model,
