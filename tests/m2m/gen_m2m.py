@@ -152,11 +152,14 @@ def gain(target):
 
 def draw(cfg, seed, name, shape, kind):
     """gen_llm.tensor's values (norms around 1, biases 0.1, weights 0.02), the
-    weights scaled by a power of two: embeddings to about 1 / sqrt(d) (about 1
-    once scaled by sqrt(d)), a Linear [out][in] to about 1.5 / sqrt(in), so
-    that every block adds as much to the residual stream as it holds and the
-    output depends on the source (with 0.02 it hardly did: summary.json's
-    distinct outputs)."""
+    weights scaled by powers of two: embeddings to about 1 / sqrt(d) (about 1
+    once scaled by sqrt(d)), a Linear [out][in] to about 1.5 / sqrt(in), the
+    blocks' last products (out_proj, fc2) 4 times that and cross-attention's
+    out_proj 8 times, so that each block adds more to the residual stream than
+    the token's embedding holds and the output depends on the source: with
+    HF's 0.02 every source gave the same output (3 distinct of 96: one per
+    target), with the blocks at 1x the published widths still did (3 of 96 at
+    d_model 1024)."""
     if kind == "pos":                              # what an old checkpoint saved: the table, pad row 0
         return positions(cfg["d_model"], shape[0], cfg["pad_token_id"]).astype(np.float32)
     w = gen_llm.tensor(seed, name, shape, "w" if kind == "emb" else kind)
@@ -165,6 +168,8 @@ def draw(cfg, seed, name, shape, kind):
         w[cfg["pad_token_id"]] = 0.0              # nn.Embedding(padding_idx) starts the pad row at zero
     elif kind == "w":
         w = w * gain(1.5 / math.sqrt(shape[1]))
+        if name.endswith(("out_proj.weight", "fc2.weight")):
+            w = w * np.float32(8.0 if ".encoder_attn." in name else 4.0)
     return w
 
 
