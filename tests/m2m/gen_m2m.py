@@ -107,6 +107,7 @@ LOCALES = ["fr", "ru", "el", "zh_CN"]
 PER_LANG = 8
 MAX_LENGTH = 20          # decoder length, start token included: forced id, 17 free, forced </s>
 MARGIN = 1e-3
+POOL = 400               # candidate sentences kept per source language
 N_BEAM = {"small": 24, "full": 12}     # beam 4 decodes (the first sources x targets)
 BEAM = 4
 
@@ -206,6 +207,15 @@ def attend(q, k, v, H):
     return np.einsum("hts,shd->thd", s, vh).reshape(T, d)
 
 
+def top2(v):
+    """The first index of v's maximum, and the largest value at another index."""
+    y = int(np.argmax(v))
+    keep, v[y] = v[y], -np.inf
+    second = v.max()
+    v[y] = keep
+    return y, second
+
+
 class Ref:
     """M2M100ForConditionalGeneration in float64; W: name -> array (float64)."""
 
@@ -301,9 +311,8 @@ class Ref:
                 elif t == max_length - 2:
                     y, lp = self.eos, 0.0
                 else:
-                    top = np.argsort(-lg[j], kind="stable")[:2]
-                    gap[r] = min(gap[r], lg[j][top[0]] - lg[j][top[1]])
-                    y = int(top[0])
+                    y, second = top2(lg[j])
+                    gap[r] = min(gap[r], lg[j][y] - second)
                     m = lg[j].max()
                     lp = lg[j][y] - (m + math.log(np.exp(lg[j] - m).sum()))
                 out[r].append(int(y))
@@ -377,14 +386,29 @@ def tokenizers(spm_dir):
             "m2m": (ref_fairseq.M2M100(os.path.join(md, "sentencepiece.bpe.model"), enc), md)}
 
 
+_CATALOGUES = {}
+
+
+def catalogue(loc):
+    """corpus.catalogue_lines(loc), read once (it parses every .mo of the locale)."""
+    if loc not in _CATALOGUES:
+        _CATALOGUES[loc] = sorted({l for l in corpus.catalogue_lines(loc) if "\t" not in l})
+    return _CATALOGUES[loc]
+
+
 def sentence_pool(tok, kind):
     """Per source language, catalogue lines of 5..40 pieces, in a seeded order."""
     rng = random.Random(4949)
     pools = []
     for loc, lang in zip(LOCALES, SRC_LANGS[kind]):
-        lines = sorted({l for l in corpus.catalogue_lines(loc) if "\t" not in l})
+        lines = list(catalogue(loc))
         rng.shuffle(lines)
-        ok = [l for l in lines if 5 <= len(tok.encode(l, lang)) - 2 <= 40]
+        ok = []
+        for l in lines:                     # the first POOL that fit: enough for every use, and fast
+            if 5 <= len(tok.encode(l, lang)) - 2 <= 40:
+                ok.append(l)
+                if len(ok) == POOL:
+                    break
         if len(ok) < PER_LANG * 4:
             sys.exit(f"gen_m2m.py: only {len(ok)} usable {loc} lines on this machine")
         pools.append((lang, ok))
