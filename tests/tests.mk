@@ -165,9 +165,9 @@ $(B)/tests/test_spm_bpe: | $(SPM_BPE_REF)
 # trains) in three file forms, with their expected outputs from a float64 numpy reference,
 # by tests/m2m/gen_m2m.py (~40 MB, about a minute); never committed.
 # `make m2m-full-check`: the published NLLB-200-distilled-600M, NLLB-200-1.3B and M2M-100-418M
-# configs at full width (2 layers in the three forms, the first step at full depth), one model
-# at a time: generated into $(M2M_FULL_DIR), tested, removed (M2M_KEEP=1 keeps them; up to
-# ~6 GB each, about N minutes each here).
+# configs at full width (2 layers in the three forms, then the first step at full depth), one
+# model at a time: generated into $(M2M_FULL_DIR), tested, removed (M2M_KEEP=1 keeps them; at
+# most 3.5 GB at once (NLLB-1.3B's forms); M2M-100-418M: 16 min to generate, 4 min to test here).
 M2M_DIR ?= $(CURDIR)/build/m2m
 M2M_FULL_DIR ?= $(CURDIR)/build/m2m-full
 M2M_FULL_MODELS ?= nllb-600m m2m-418m nllb-1.3b
@@ -183,6 +183,9 @@ integration: m2m-models
 m2m-full-check: $(B)/tests/test_m2m $(SPM_BPE_REF)
 	@for m in $(M2M_FULL_MODELS); do rm -rf $(M2M_FULL_DIR)/$$m && mkdir -p $(M2M_FULL_DIR) && \
 	    /usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_FULL_DIR) $(B)/spm-bpe full $$m && \
+	    MT_M2M_DIR=$(M2M_FULL_DIR) MT_M2M_FULL=1 MT_M2M_MODEL=$$m $(B)/tests/test_m2m && \
+	    { [ "$(M2M_KEEP)" = 1 ] || rm -rf $(M2M_FULL_DIR)/$$m/f32 $(M2M_FULL_DIR)/$$m/f16 $(M2M_FULL_DIR)/$$m/pt; } && \
+	    /usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_FULL_DIR) $(B)/spm-bpe deep $$m && \
 	    MT_M2M_DIR=$(M2M_FULL_DIR) MT_M2M_FULL=1 MT_M2M_MODEL=$$m $(B)/tests/test_m2m || exit 1; \
 	    [ "$(M2M_KEEP)" = 1 ] || rm -rf $(M2M_FULL_DIR)/$$m; done
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_m2m.py OUT SPM_DIR [small | full NAME]: random-weight M2M-100 / NLLB-200
+"""gen_m2m.py OUT SPM_DIR [small | full NAME | deep NAME]: random-weight M2M-100 / NLLB-200
 checkpoints in the published Hugging Face layout and their expected outputs
 from an independent float64 reference written here from the published
 equations (transformers' modeling_m2m_100.py: M2M100SinusoidalPositionalEmbedding,
@@ -29,7 +29,8 @@ full NAME (make m2m-full-check, GBs): one published config, NAME =
   published,
   OUT/NAME/{f32,f16,pt}/         at 2 encoder + 2 decoder layers, in the three
                                  forms the hub ships
-  OUT/NAME/deep/                 at full depth, safetensors F16
+  OUT/NAME/deep/                 (deep NAME, after full NAME: its sources come from
+                                 expected.jsonl) at full depth, safetensors F16
   OUT/NAME/expected.jsonl        greedy and beam results of the 2-layer model
   OUT/NAME/logits.jsonl, .f32    the full-depth model's logits at the first
                                  free step ([n][V] float32)
@@ -719,8 +720,16 @@ def full(out, spm_dir, name, summary):
     summ.update(decodes=len(rows), distinct_outputs=len({tuple(r["ids"]) for r in rows if r["kind"] == "greedy"}))
     summary[name] = summ
     print(name, summ, flush=True)
-    del ref
-    greedy = [r for r in rows if r["kind"] == "greedy"]          # one per source language, targets in turn
+
+
+def full_deep(out, spm_dir, name, summary):
+    """The full-depth model of `full NAME`'s config (its 2-layer forms may be gone:
+    its expected.jsonl gives the sources)."""
+    cfg0, kind = FULL[name]
+    seed = 200 + list(FULL).index(name)
+    tok_dir = tokenizers(spm_dir)[kind][1]
+    with open(os.path.join(out, name, "expected.jsonl"), encoding="utf-8") as f:
+        greedy = [r for r in map(json.loads, f) if r["kind"] == "greedy"]   # one per source language, targets in turn
     picks = [greedy[i * len(greedy) // N_DEEP + i % 3] for i in range(N_DEEP)]
     deep(out, cfg0, seed, [(r["src"], r["tgt_id"]) for r in picks], summary, name, tok_dir)
     print(name, "deep", summary[name + "-deep"], flush=True)
@@ -733,8 +742,10 @@ def main():
     summary = {}
     if what == "small":
         small(out, spm_dir, summary)
-    else:
+    elif what == "full":
         full(out, spm_dir, sys.argv[4], summary)
+    else:
+        full_deep(out, spm_dir, sys.argv[4], summary)
     path = os.path.join(out, "summary.json")
     old = json.load(open(path)) if os.path.exists(path) else {}
     old.update(summary)
