@@ -313,7 +313,7 @@ asan:
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
            %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
-           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis %/test_openai
+           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis %/test_openai %/test_m2m
 # test_engine and test_decode under valgrind: the tiny model's cases (the same code
 # as en-fr's; en-fr's took over an hour), VG_FILTER= for all of them.
 VG_FILTER ?= *[tiny]
