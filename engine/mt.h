@@ -135,10 +135,13 @@ typedef struct {
     const char *format;         /* the form loaded: "safetensors", "pytorch" (pytorch_model.bin),
                                    "marian-npz" (an original Marian/OPUS-MT release) */
     const char *weights_file;   /* its file name in the model directory */
-    const char *architecture;   /* "marian" (encoder-decoder), or a decoder-only LM's
+    const char *architecture;   /* "marian" (encoder-decoder), "m2m_100" (M2M-100 and NLLB-200:
+                                   pre-LN encoder-decoder, docs/M2M100.md), or a decoder-only LM's
                                    config.json model_type: "llama", "qwen2", "qwen3" */
     double rope_theta;          /* a decoder-only LM's RoPE base (0: none, sinusoidal positions) */
     int head_dim;               /* a decoder-only LM's attention head size (0: Marian) */
+    int early_stopping;         /* generation_config.json / config.json early_stopping: 1 = a beam
+                                   search ends once beam_size hypotheses are finished (HF's True) */
 } mt_model_info;
 
 MT_API const mt_model_info *mt_model_get_info(const mt_model *model);
@@ -306,7 +309,15 @@ typedef struct {
      * engine/decode/sampling.c).  Defaults: none.  A sequence's result does not
      * depend on the sequences decoded beside it, nor on the thread count. */
     const int32_t *prefix;      /* target prefix: ids forced first (no </s>, no pad); copied by mt_seq_start */
-    int   n_prefix;             /* 0..max_length-2 */
+    int   n_prefix;             /* 0..max_length-2 (max_length-3 with forced_bos) */
+    /* Hugging Face's forced_bos_token_id: the first generated id is `id`, with
+     * log p 0 (every other id's logit -inf), before the prefix.  NLLB-200 and
+     * M2M-100 are told the target language so (its token, mt_multi_lang_id);
+     * decoding then goes on as from a decoder input [start, id]. */
+    struct {
+        int     enabled;
+        int32_t id;             /* a target id, not pad or </s> */
+    } forced_bos;
     /* Lexical constraints (glossary terms, engine/decode/constraints.c): each
      * constraint's target ids appear in every hypothesis, as a contiguous run.
      * A constraint is started, and then forced to its end, at the step whose

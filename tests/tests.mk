@@ -28,7 +28,7 @@ UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfil
               test_zip test_openai_units
 
 .PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served gemma3-models \
-        opus-models spm-bpe-ref
+        opus-models spm-bpe-ref m2m-models
 
 $(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -46,7 +46,7 @@ $(B)/tests/test_%: $(B)/tests/obj/test_%.o $(TEST_SUPPORT:tests/%.c=$(B)/tests/o
 # One phony target a program, so that `make -j2 unit` runs two at once; each one's output
 # is kept in $(B)/tests/log/ and printed whole when it ends (no interleaved lines).
 TEST_ENV = MTSERVE_BIN=$(B)/mtserve MT_LLM_DIR=$(LLM_DIR) MT_GEMMA3_DIR=$(GEMMA3_DIR) MT_LLM_SERVED=$(LLM_SERVED) MT_OPUS_DIR=$(CURDIR)/$(B)/opus-mt \
-           MT_SPM_BPE_DIR=$(CURDIR)/$(B)/spm-bpe
+           MT_SPM_BPE_DIR=$(CURDIR)/$(B)/spm-bpe MT_M2M_DIR=$(M2M_DIR)
 run-%: $(B)/tests/%
 	@mkdir -p $(B)/tests/log; s=$$(date +%s); \
 	$(TEST_ENV) $< > $(B)/tests/log/$*.log 2>&1; rc=$$?; \
@@ -159,6 +159,35 @@ $(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/r
 	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D)
 spm-bpe-ref: $(SPM_BPE_REF)
 $(B)/tests/test_spm_bpe: | $(SPM_BPE_REF)
+
+# M2M-100 / NLLB-200 (issue 49, tests/test_m2m.c, tests/m2m/README.md): random-weight checkpoints
+# of NLLB's and M2M-100's layouts (d_model 128 and 64, 2+2 layers, the tokenizers spm-bpe-ref
+# trains) in three file forms, with their expected outputs from a float64 numpy reference,
+# by tests/m2m/gen_m2m.py (~40 MB, about a minute); never committed.
+# `make m2m-full-check`: the published NLLB-200-distilled-600M, NLLB-200-1.3B and M2M-100-418M
+# configs at full width (2 layers in the three forms, then the first step at full depth), one
+# model at a time: generated into $(M2M_FULL_DIR), tested, removed (M2M_KEEP=1 keeps them; at
+# most 3.5 GB at once (NLLB-1.3B's forms); M2M-100-418M: 16 min to generate, 4 min to test here).
+M2M_DIR ?= $(CURDIR)/build/m2m
+M2M_FULL_DIR ?= $(CURDIR)/build/m2m-full
+M2M_FULL_MODELS ?= nllb-600m m2m-418m nllb-1.3b
+m2m-models: $(M2M_DIR)/.done
+$(M2M_DIR)/.done: tests/m2m/gen_m2m.py tests/m2m/ptwrite.py tests/llm/gen_llm.py tests/spm_bpe/ref_fairseq.py \
+                  tests/spm_bpe/corpus.py $(SPM_BPE_REF)
+	rm -rf $(M2M_DIR) && mkdir -p $(M2M_DIR)
+	/usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_DIR) $(B)/spm-bpe
+	touch $@
+$(B)/tests/test_m2m: | $(M2M_DIR)/.done
+integration: m2m-models
+.PHONY: m2m-full-check
+m2m-full-check: $(B)/tests/test_m2m $(SPM_BPE_REF)
+	@for m in $(M2M_FULL_MODELS); do rm -rf $(M2M_FULL_DIR)/$$m && mkdir -p $(M2M_FULL_DIR) && \
+	    /usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_FULL_DIR) $(B)/spm-bpe full $$m && \
+	    MT_M2M_DIR=$(M2M_FULL_DIR) MT_M2M_FULL=1 MT_M2M_MODEL=$$m $(B)/tests/test_m2m && \
+	    { [ "$(M2M_KEEP)" = 1 ] || rm -rf $(M2M_FULL_DIR)/$$m/f32 $(M2M_FULL_DIR)/$$m/f16 $(M2M_FULL_DIR)/$$m/pt; } && \
+	    /usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_FULL_DIR) $(B)/spm-bpe deep $$m && \
+	    MT_M2M_DIR=$(M2M_FULL_DIR) MT_M2M_FULL=1 MT_M2M_MODEL=$$m $(B)/tests/test_m2m || exit 1; \
+	    [ "$(M2M_KEEP)" = 1 ] || rm -rf $(M2M_FULL_DIR)/$$m; done
 
 # Hugging Face's own JavaScript client, @huggingface/hub (tests/hubjs/README.md): installed by
 # `make deps` with the committed lock into tests/hubjs/node_modules; test_hub_cache has it
@@ -288,7 +317,7 @@ asan:
 # that drive a server process (whose threads valgrind would not follow) are left out.
 VG_SKIP := %/test_server %/test_load %/test_hostile %/test_lb %/test_routing %/test_score %/test_stream \
            %/test_server_decode %/test_frontend %/test_files %/test_terms %/test_limits %/test_fairness \
-           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis %/test_openai
+           %/test_models_demand %/test_memory %/test_llm_server %/test_admin %/test_redis %/test_openai %/test_m2m
 # test_engine and test_decode under valgrind: the tiny model's cases (the same code
 # as en-fr's; en-fr's took over an hour), VG_FILTER= for all of them.
 VG_FILTER ?= *[tiny]

@@ -172,9 +172,17 @@ static mt_status check_prefix(const mt_model *m, const mt_decode_params *q, mt_e
 {
     if (q->n_prefix < 0 || (q->n_prefix > 0 && !q->prefix))
         return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix': %d ids without an array", q->n_prefix);
-    if (q->n_prefix > q->lengths.max_length - 2)
+    int room = q->lengths.max_length - 2 - (q->forced_bos.enabled != 0);    /* the forced first id takes one */
+    if (q->forced_bos.enabled && (q->forced_bos.id < 0 || q->forced_bos.id >= m->V || q->forced_bos.id == m->info.pad_id ||
+                                  q->forced_bos.id == m->info.eos_id))
+        return mt_err_set(err, MT_ERR_INPUT, "forced_bos: id %d is outside the vocabulary, pad or </s>",
+                          (int)q->forced_bos.id);
+    if (q->forced_bos.enabled && q->lengths.max_length < 3)
+        return mt_err_set(err, MT_ERR_INPUT, "field 'max_length' must be at least 3 for a model whose first "
+                          "generated token is its target language (the start token, that token, </s>)");
+    if (q->n_prefix > room)
         return mt_err_set(err, MT_ERR_INPUT, "field 'target_prefix' has %d tokens; max_length %d leaves room for %d",
-                          q->n_prefix, q->lengths.max_length, q->lengths.max_length - 2);
+                          q->n_prefix, q->lengths.max_length, room);
     for (int i = 0; i < q->n_prefix; i++)
         if (q->prefix[i] < 0 || q->prefix[i] >= m->V || q->prefix[i] == m->info.pad_id ||
             q->prefix[i] == m->info.eos_id)
@@ -190,7 +198,7 @@ static mt_status check_constraints(const mt_model *m, const mt_decode_params *q,
     if (q->n_constraints < 0 || q->n_constraints > MT_MAX_CONSTRAINTS || (q->n_constraints > 0 && !q->constraints))
         return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': %d terms in a sentence; the limit is %d",
                           q->n_constraints, MT_MAX_CONSTRAINTS);
-    int total = q->n_prefix;
+    int total = q->n_prefix + (q->forced_bos.enabled != 0);
     for (int i = 0; i < q->n_constraints; i++) {
         const mt_constraint *c = &q->constraints[i];
         if (c->src_start < 0 || c->src_end <= c->src_start || c->n_ids < 1 || !c->ids)

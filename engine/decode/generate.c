@@ -210,6 +210,8 @@ static int greedy_seq_step(mt_session *s, mt_seq *seq, int at)
         s->row.cst[row] = mt_cons_advance(s, seq, s->row.cst[row], tok, x.which);
         double lse = mt_k_logsumexp_skip(v, x.view.n, x.view.skip);
         lp = lse > -INFINITY ? (double)x.lg[tok] - lse : -INFINITY;     /* -inf: every id was banned */
+        if (t == 0 && seq->bos_lp0)
+            lp = 0.0;                                    /* a forced_bos: every other id at -inf */
         s->row.gscore[row] += lp;
     }
     mt_hyp_put(mt_hyp_row(s->hist, row, s->p.max_tgt_len), s->row.glen[row]++, tok, (float)lp, s->step.al[at]);
@@ -322,7 +324,8 @@ static void beam_score_row(mt_session *s, const mt_seq *seq, int b, int at, int 
             return;
         }
     }
-    float own = forced_eos ? 0.0f : id == s->m->info.pad_id ? -INFINITY : (float)((double)x.lg[id] - *lse);
+    int lp0 = forced_eos || (x.t == 0 && seq->bos_lp0);       /* a forced </s> or forced_bos: log p 0 */
+    float own = lp0 ? 0.0f : id == s->m->info.pad_id ? -INFINITY : (float)((double)x.lg[id] - *lse);
     for (int i = 0; i < places; i++)
         out[i] = -INFINITY;
     out[view_place(x.view, id)] = own;
@@ -351,7 +354,8 @@ static int beam_candidates(mt_session *s, const mt_seq *seq, int at, const float
         all_stop &= c->stop[k];
         c->alive[k] = top_v[k] + (c->stop[k] ? NEG_BIG : 0.0f);
         /* the id's own log p, as the log-softmax wrote it (forced </s>: 0) */
-        c->lp[k] = forced_eos ? 0.0f : (float)((double)s->logits[(long)(at + pb) * s->m->V + id] - lse[pb]);
+        c->lp[k] = forced_eos || (seq->cur == 1 && seq->bos_lp0) ? 0.0f
+                                                                 : (float)((double)s->logits[(long)(at + pb) * s->m->V + id] - lse[pb]);
         c->al[k] = s->step.al[at + pb];
     }
     return all_stop;
@@ -415,7 +419,10 @@ static int beam_seq_step(mt_session *s, mt_seq *seq, int at)
     float score[MT_MAX_BEAM];
     beam_advance(s, seq, &c, which, score);
     seq->unsat = seq->unsat && beam_can_improve(s, seq, score[0]);
-    return seq->unsat && !all_stop;
+    int full = seq->early;                                     /* early_stopping: every finished slot taken */
+    for (int j = 0; full && j < beam; j++)
+        full = s->row.fin[seq->base + j].n >= 0;
+    return seq->unsat && !all_stop && !full;
 }
 
 /* ---- sequences ----------------------------------------------------------------- */
@@ -491,7 +498,9 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
     }
     s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .beam = q->beam_size, .n_best = q->n_best,
                            .max_length = q->lengths.max_length, .min_length = q->lengths.min_length,
-                           .cur = 1, .unsat = 1, .lpen = q->length_penalty, .n_prefix = q->n_prefix,
+                           .cur = 1, .unsat = 1, .lpen = q->length_penalty,
+                           .n_prefix = q->n_prefix + (q->forced_bos.enabled != 0), .bos_lp0 = q->forced_bos.enabled != 0,
+                           .early = s->m->info.early_stopping,
                            .rep_pen = q->penalties.repetition, .ngram = q->penalties.no_repeat_ngram_size,
                            .sample = q->sampling.enabled, .top_k = q->sampling.top_k,
                            .temperature = q->sampling.temperature, .top_p = q->sampling.top_p,
@@ -501,8 +510,11 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
                            .progress = q->progress_callback, .progress_data = q->progress_callback_data,
                            .stop = q->stop_callback, .stop_data = q->stop_callback_data};
     mt_rng_seed(s->seqs[id].rng, q->sampling.seed);
+    int32_t *pf = s->prefix + (long)id * s->p.max_tgt_len;
+    if (q->forced_bos.enabled)
+        *pf++ = q->forced_bos.id;
     if (q->n_prefix)
-        memcpy(s->prefix + (long)id * s->p.max_tgt_len, q->prefix, sizeof(int32_t) * (size_t)q->n_prefix);
+        memcpy(pf, q->prefix, sizeof(int32_t) * (size_t)q->n_prefix);
     copy_constraints(s, id, q);
     mt_sl_seq_start(s, id, q, src, src_len);
     s->n_seqs++;

@@ -53,6 +53,8 @@ void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int
                 mt_bit_set(b, sl->ids[j]);
     for (int i = 0; i < q->n_prefix; i++)
         mt_bit_set(b, q->prefix[i]);
+    if (q->forced_bos.enabled)
+        mt_bit_set(b, q->forced_bos.id);
     for (int c = 0; c < q->n_constraints; c++)
         for (int i = 0; i < q->constraints[c].n_ids; i++)
             mt_bit_set(b, q->constraints[c].ids[i]);

@@ -33,14 +33,21 @@ void mt_lm_head(const mt_model *m, const float *h, int n, float *logits, void *q
         mt_k_linear_packed(h, n, &m->lm_pk, m->final_bias, logits, MT_ACT_NONE);
 }
 
-/* residual + LN after the feed-forward block, shared by both paths; x [n][d]. */
+/* The feed-forward block, shared by both paths; x [n][d]. */
 static void feed_forward(mt_session *s, const mt_dec_layer *l, int n)
 {
     const mt_model *m = s->m;
-    int d = m->d;
-    mt_lin_apply(s->q8, &l->fc1, s->x, n, s->ffn, m->act);                                   /* [n][F], activation fused */
+    mt_lin_apply(s->q8, &l->fc1, mt_block_in(s, &l->ffn_ln, n), n, s->ffn, m->act);   /* [n][F], activation fused */
     mt_lin_apply(s->q8, &l->fc2, s->ffn, n, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, n, d, l->ffn_ln.g, l->ffn_ln.b);
+    mt_block_out(s, &l->ffn_ln, n);
+}
+
+/* M2M-100: the decoder's closing LayerNorm over x [n][d], before the head. */
+static void final_norm(mt_session *s, int n)
+{
+    const mt_model *m = s->m;
+    if (m->prenorm)
+        mt_k_add_layernorm(s->x, NULL, n, m->d, m->dec_final_ln.g, m->dec_final_ln.b);
 }
 
 /* The head average of the first s->step.al_heads[r] heads of gathered row r's
@@ -107,16 +114,15 @@ static void step_layer(mt_session *s, int li, int n, const int *pos, const int *
 {
     const mt_model *m = s->m;
     const mt_dec_layer *l = &m->dec[li];
-    int d = m->d;
-    mt_lin_apply(s->q8, &l->self_qkv, s->x, n, s->qkv, MT_ACT_NONE);                         /* [n][3d] */
+    mt_lin_apply(s->q8, &l->self_qkv, mt_block_in(s, &l->self_ln, n), n, s->qkv, MT_ACT_NONE);   /* [n][3d] */
     step_attention(s, li, n, 0, pos, row_slot, row_src);                            /* ctx [n][d] */
     mt_lin_apply(s->q8, &l->self_out, s->ctx, n, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, n, d, l->self_ln.g, l->self_ln.b);
+    mt_block_out(s, &l->self_ln, n);
     /* cross-attention over the row's source (K/V computed once per source) */
-    mt_lin_apply(s->q8, &l->cross_q, s->x, n, s->qkv, MT_ACT_NONE);                          /* [n][d] */
+    mt_lin_apply(s->q8, &l->cross_q, mt_block_in(s, &l->cross_ln, n), n, s->qkv, MT_ACT_NONE);   /* [n][d] */
     step_attention(s, li, n, 1, pos, row_slot, row_src);
     mt_lin_apply(s->q8, &l->cross_out, s->ctx, n, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, n, d, l->cross_ln.g, l->cross_ln.b);
+    mt_block_out(s, &l->cross_ln, n);
     feed_forward(s, l, n);
 }
 
@@ -133,6 +139,7 @@ void mt_decoder_step(mt_session *s, int n, const int32_t *tok, const int *pos, c
         mt_embed_tokens(m, 1, tok + r, 1, pos[r], s->x + (long)r * d);
     for (int l = 0; l < m->info.dec_layers; l++)
         step_layer(s, l, n, pos, row_slot, row_src);
+    final_norm(s, n);
     mt_lm_head_step(s, n);
 }
 
@@ -216,14 +223,14 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
         /* capture: one sequence only (mt_attention_run) */
         float *cs = cap && cap->dec ? cap->dec + (long)li * H * T[0] * T[0] : NULL;
         float *cc = cap && cap->cross ? cap->cross + (long)li * H * T[0] * s->src_len[src[0]] : NULL;
-        mt_lin_apply(s->q8, &l->self_qkv, s->x, N, s->qkv, MT_ACT_NONE);                   /* [N][3d] */
+        mt_lin_apply(s->q8, &l->self_qkv, mt_block_in(s, &l->self_ln, N), N, s->qkv, MT_ACT_NONE);   /* [N][3d] */
         for (int j = 0; j < k; j++) {
             const float *q = s->qkv + (long)row0[j] * 3 * d;
             mt_attend(s, q, 3 * d, T[j], q + d, q + 2 * d, 3 * d, T[j], H, 1, s->ctx + (long)row0[j] * d, d, cs);
         }
         mt_lin_apply(s->q8, &l->self_out, s->ctx, N, s->h, MT_ACT_NONE);
-        mt_k_add_layernorm(s->x, s->h, N, d, l->self_ln.g, l->self_ln.b);
-        mt_lin_apply(s->q8, &l->cross_q, s->x, N, s->qkv, MT_ACT_NONE);                    /* [N][d] */
+        mt_block_out(s, &l->self_ln, N);
+        mt_lin_apply(s->q8, &l->cross_q, mt_block_in(s, &l->cross_ln, N), N, s->qkv, MT_ACT_NONE);  /* [N][d] */
         for (int j = 0; j < k; j++) {
             const float *c = (const float *)cross_cache(s, li, src[j]);
             if (s->p.kv_f16) {                      /* the sgemm path reads F32 */
@@ -234,7 +241,8 @@ void mt_decoder_full_packed(mt_session *s, int k, const int32_t *tgt_in, const i
                       s->ctx + (long)row0[j] * d, d, cc);
         }
         mt_lin_apply(s->q8, &l->cross_out, s->ctx, N, s->h, MT_ACT_NONE);
-        mt_k_add_layernorm(s->x, s->h, N, d, l->cross_ln.g, l->cross_ln.b);
+        mt_block_out(s, &l->cross_ln, N);
         feed_forward(s, l, N);
     }
+    final_norm(s, N);
 }

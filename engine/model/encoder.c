@@ -42,25 +42,49 @@ void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, 
     }
 }
 
-/* One post-LN encoder layer over x [N][d], the rows of k sources packed one
- * after another (source j at rows row0[j] .. + len[j]): the products run over
- * all N rows at once, the attention over each source's own rows. */
+const float *mt_block_in(mt_session *s, const mt_ln *ln, int n)
+{
+    if (!s->m->prenorm)
+        return s->x;
+    size_t bytes = sizeof(float) * (size_t)n * (size_t)s->m->d;
+    memcpy(s->h, s->x, bytes);
+    mt_k_add_layernorm(s->h, NULL, n, s->m->d, ln->g, ln->b);       /* LN(x + nothing): LN(x)'s bits */
+    return s->h;
+}
+
+void mt_block_out(mt_session *s, const mt_ln *ln, int n)
+{
+    int d = s->m->d;
+    if (!s->m->prenorm) {
+        mt_k_add_layernorm(s->x, s->h, n, d, ln->g, ln->b);
+        return;
+    }
+    float *x = s->x;
+    const float *h = s->h;
+    for (long i = 0, e = (long)n * d; i < e; i++)     /* the residual: x + block(LN(x)) */
+        x[i] += h[i];
+}
+
+/* One encoder layer over x [N][d], the rows of k sources packed one after
+ * another (source j at rows row0[j] .. + len[j]): the products run over all
+ * N rows at once, the attention over each source's own rows.  Marian's
+ * blocks are post-LN, M2M-100's pre-LN (mt_block_in, mt_block_out). */
 static void encoder_layer(mt_session *s, const mt_enc_layer *l, int N, int k, const int *row0, const int *len,
                           float *cap)
 {
     const mt_model *m = s->m;
     int d = m->d;
-    mt_lin_apply(s->q8, &l->qkv, s->x, N, s->qkv, MT_ACT_NONE);                              /* [N][3d] */
+    mt_lin_apply(s->q8, &l->qkv, mt_block_in(s, &l->attn_ln, N), N, s->qkv, MT_ACT_NONE);  /* [N][3d] */
     for (int j = 0; j < k; j++) {
         const float *q = s->qkv + (long)row0[j] * 3 * d;
         mt_attend(s, q, 3 * d, len[j], q + d, q + 2 * d, 3 * d, len[j], m->enc_heads, 0,
                   s->ctx + (long)row0[j] * d, d, cap);
     }
     mt_lin_apply(s->q8, &l->out, s->ctx, N, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, N, d, l->attn_ln.g, l->attn_ln.b);
-    mt_lin_apply(s->q8, &l->fc1, s->x, N, s->ffn, m->act);                                   /* [N][F] */
+    mt_block_out(s, &l->attn_ln, N);
+    mt_lin_apply(s->q8, &l->fc1, mt_block_in(s, &l->ffn_ln, N), N, s->ffn, m->act);          /* [N][F] */
     mt_lin_apply(s->q8, &l->fc2, s->ffn, N, s->h, MT_ACT_NONE);
-    mt_k_add_layernorm(s->x, s->h, N, d, l->ffn_ln.g, l->ffn_ln.b);
+    mt_block_out(s, &l->ffn_ln, N);
 }
 
 /* k sources as one batch (sum of lengths <= rows_max), each then holding its
@@ -80,6 +104,8 @@ static void encode_packed(mt_session *s, int k, const int32_t *const *src, const
     }
     for (int l = 0; l < m->info.enc_layers; l++)
         encoder_layer(s, &m->enc[l], N, k, row0, len, cap_enc ? cap_enc + (long)l * H * N * N : NULL);
+    if (m->prenorm)                                 /* M2M-100: the encoder's closing LayerNorm */
+        mt_k_add_layernorm(s->x, NULL, N, d, m->enc_final_ln.g, m->enc_final_ln.b);
     /* Cross K/V once per source, for every decoder layer: [N][2d] = k | v, then
      * each source's rows to its place in the cache. */
     int direct = k == 1 && !s->p.kv_f16;            /* straight into the cache, no copy */

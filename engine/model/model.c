@@ -101,7 +101,8 @@ static void cfg_str(json_t *root, const char *key, const char *def, char *out, s
 /* ---- config.json ------------------------------------------------------------------ */
 static mt_status parse_activation(mt_model *m, const char *file, json_t *cfg, mt_err *err)
 {
-    cfg_str(cfg, "activation_function", "gelu", m->act_name, sizeof m->act_name);   /* MarianConfig default */
+    /* the class defaults: MarianConfig's gelu, M2M100Config's relu */
+    cfg_str(cfg, "activation_function", m->prenorm ? "relu" : "gelu", m->act_name, sizeof m->act_name);
     if (!strcmp(m->act_name, "swish") || !strcmp(m->act_name, "silu"))
         m->act = MT_ACT_SWISH;
     else if (!strcmp(m->act_name, "relu"))
@@ -114,23 +115,28 @@ static mt_status parse_activation(mt_model *m, const char *file, json_t *cfg, mt
     return MT_OK;
 }
 
-/* The legacy BART-era switches must have the Marian values. */
-static mt_status check_architecture(const char *file, json_t *cfg, mt_err *err)
+/* model_type: "marian" (or none: Marian releases' configs), or "m2m_100"
+ * (M2M-100 and NLLB-200: *m2m = 1, their checks in m2m.c).  The legacy
+ * BART-era switches must have the Marian values. */
+static mt_status check_architecture(const char *file, json_t *cfg, int *m2m, mt_err *err)
 {
+    json_t *mt = json_object_get(cfg, "model_type");
+    *m2m = json_is_string(mt) && !strcmp(json_string_value(mt), "m2m_100");
+    if (*m2m)
+        return mt_m2m_check_config(file, cfg, err);
     static const char *must_be_false[] = {"normalize_before", "add_final_layer_norm"};
     for (size_t i = 0; i < sizeof must_be_false / sizeof *must_be_false; i++)
         if (json_is_true(json_object_get(cfg, must_be_false[i])))
             return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: '%s' = true is not a Marian architecture", file,
                               must_be_false[i]);
-    json_t *mt = json_object_get(cfg, "model_type");
     if (json_is_string(mt) && strcmp(json_string_value(mt), "marian") != 0)
-        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: model_type '%s' is not 'marian'", file,
-                          json_string_value(mt));
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: model_type '%s' is not 'marian' or 'm2m_100'%s", file,
+                          json_string_value(mt), mt_m2m_refusal_hint(json_string_value(mt)));
     return MT_OK;
 }
 
 /* config.json's switches and special ids, as read (checked by check_config). */
-typedef struct { int scale, dvocab, sh, tie, pad, eos, start, norm_emb; } marian_cfg;
+typedef struct { int m2m, scale, dvocab, sh, tie, pad, eos, start, norm_emb; } marian_cfg;
 
 static mt_status read_config(const char *file, json_t *cfg, mt_model_info *info, marian_cfg *c, mt_err *err)
 {
@@ -147,13 +153,16 @@ static mt_status read_config(const char *file, json_t *cfg, mt_model_info *info,
     INT("max_position_embeddings", REQUIRED, &info->max_positions);
     INT("pad_token_id", REQUIRED, &c->pad);
     INT("eos_token_id", REQUIRED, &c->eos);
-    INT("decoder_start_token_id", c->pad, &c->start);
-    INT("scale_embedding", 0, &c->scale);                    /* MarianConfig default: False */
+    /* the class defaults: Marian starts from pad, M2M-100 from eos; MarianConfig's
+     * scale_embedding is False, M2M100Config's True */
+    INT("decoder_start_token_id", c->m2m ? c->eos : c->pad, &c->start);
+    INT("scale_embedding", c->m2m, &c->scale);
     INT("decoder_vocab_size", info->vocab_size, &c->dvocab);
     INT("share_encoder_decoder_embeddings", 1, &c->sh);
     INT("tie_word_embeddings", 1, &c->tie);
     INT("normalize_embedding", 0, &c->norm_emb);
     INT("num_beams", 1, &info->default_beam);
+    INT("early_stopping", 0, &info->early_stopping);
     INT("max_length", 20, &info->default_max_length);           /* GenerationConfig default */
 #undef INT
     return MT_OK;
@@ -178,6 +187,9 @@ static mt_status check_config(const char *file, const mt_model_info *info, const
     RANGE("eos_token_id", c->eos, 0, c->dvocab - 1);
     RANGE("decoder_start_token_id", c->start, 0, c->dvocab - 1);
 #undef RANGE
+    if (c->m2m && info->d_model < 4)           /* fairseq's frequencies divide by d_model / 2 - 1 */
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: 'd_model' = %d: M2M-100's positions need at least 4", file,
+                          info->d_model);
     if (info->d_model % info->enc_heads || info->d_model % info->dec_heads)
         return mt_err_set(err, MT_ERR_FORMAT, "%s: d_model %d is not divisible by the attention heads (encoder %d, "
                           "decoder %d)", file, info->d_model, info->enc_heads, info->dec_heads);
@@ -196,6 +208,7 @@ static mt_status parse_generation(const loader *L, json_t *gen, mt_model_info *i
         char gfile[4096];
         snprintf(gfile, sizeof gfile, "%s/generation_config.json", L->dir);
         if ((st = cfg_int(gfile, gen, "num_beams", info->default_beam, &info->default_beam, err)) != MT_OK ||
+            (st = cfg_int(gfile, gen, "early_stopping", info->early_stopping, &info->early_stopping, err)) != MT_OK ||
             (st = cfg_int(gfile, gen, "max_length", info->default_max_length, &info->default_max_length, err)) != MT_OK)
             return st;
     }
@@ -212,10 +225,12 @@ static mt_status parse_config(loader *L, json_t *cfg, json_t *gen, mt_err *err)
     mt_model_info *info = &m->info;
     const char *file = L->cfg_file;
     mt_status st;
-    marian_cfg c;
+    marian_cfg c = {0};
+    if ((st = check_architecture(file, cfg, &c.m2m, err)) != MT_OK)
+        return st;
+    m->prenorm = c.m2m;
     if ((st = read_config(file, cfg, info, &c, err)) != MT_OK || (st = check_config(file, info, &c, err)) != MT_OK ||
-        (st = parse_activation(m, file, cfg, err)) != MT_OK || (st = check_architecture(file, cfg, err)) != MT_OK ||
-        (st = parse_generation(L, gen, info, err)) != MT_OK)
+        (st = parse_activation(m, file, cfg, err)) != MT_OK || (st = parse_generation(L, gen, info, err)) != MT_OK)
         return st;
     info->pad_id = c.pad;
     info->eos_id = c.eos;
@@ -423,7 +438,7 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
         m->lm_head = m->dec_emb;
     else if ((st = get_vocab_f32(L, "lm_head.weight", V, d, &m->lm_head, err)) != MT_OK)
         return st;
-    if (mt_wfile_find(m->st, "final_logits_bias"))
+    if (!m->prenorm && mt_wfile_find(m->st, "final_logits_bias"))    /* M2M-100's head has no bias */
         return get_vocab_f32(L, "final_logits_bias", V, 0, &m->final_bias, err);
     float *zeros = own(L, sizeof(float) * (size_t)V, err);   /* HF: missing bias = zeros */
     if (!zeros)
@@ -432,7 +447,8 @@ static mt_status load_embeddings(loader *L, int shared, int tied, mt_err *err)
     return MT_OK;
 }
 
-/* PE[pos][k] = sin(pos / 10000^(2k/d)), PE[pos][half + k] = cos(...), in double. */
+/* Marian: PE[pos][k] = sin(pos / 10000^(2k/d)), PE[pos][half + k] = cos(...),
+ * in double; M2M-100: fairseq's table from padding_idx + 1 (m2m.c). */
 static mt_status compute_positions(loader *L, mt_err *err)
 {
     mt_model *m = L->m;
@@ -440,6 +456,11 @@ static mt_status compute_positions(loader *L, mt_err *err)
     float *pe = own(L, sizeof(float) * (size_t)n * d, err);
     if (!pe)
         return MT_ERR_NOMEM;
+    m->pos = pe;
+    if (m->prenorm) {
+        mt_m2m_positions(d, m->info.pad_id, n, pe);
+        return MT_OK;
+    }
     for (int pos = 0; pos < n; pos++) {
         float *row = pe + (size_t)pos * d;
         for (int k = 0; k < half; k++)
@@ -447,7 +468,6 @@ static mt_status compute_positions(loader *L, mt_err *err)
         for (int k = 0; k < d / 2; k++)
             row[half + k] = (float)cos(pos / pow(10000.0, (2.0 * k) / d));
     }
-    m->pos = pe;
     return MT_OK;
 }
 
@@ -469,9 +489,12 @@ static mt_status check_tokenizer(loader *L, mt_err *err)
     return MT_OK;
 }
 
+/* Marian's source.spm / target.spm / vocab.json; M2M-100's and NLLB-200's
+ * sentencepiece.bpe.model with their fairseq ids (tokenizer.h, multi.c). */
 static mt_status load_tokenizer(loader *L, mt_err *err)
 {
-    mt_status st = mt_tokenizer_load(L->dir, &L->m->tok, err);
+    mt_status st = L->m->prenorm ? mt_tokenizer_load_multi(L->dir, &L->m->tok, err)
+                                 : mt_tokenizer_load(L->dir, &L->m->tok, err);
     return st != MT_OK ? st : check_tokenizer(L, err);
 }
 
@@ -523,6 +546,9 @@ static mt_status load_tensors(loader *L, json_t *cfg, json_t *gen, mt_err *err)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     if ((st = load_embeddings(L, m->shared_emb, m->tied_head, err)) != MT_OK || (st = load_encoder(L, err)) != MT_OK ||
         (st = load_decoder(L, err)) != MT_OK)
+        return st;
+    if (m->prenorm && ((st = get_ln(L, "model.encoder", "layer_norm", m->d, &m->enc_final_ln, err)) != MT_OK ||
+                       (st = get_ln(L, "model.decoder", "layer_norm", m->d, &m->dec_final_ln, err)) != MT_OK))
         return st;
     return compute_positions(L, err);
 }
@@ -760,7 +786,7 @@ static void fill_card_info(loader *L)
     m->info.weight_bytes = 0;
     m->info.file_bytes = L->card_file_bytes;
     m->info.format = L->card_format ? L->card_format : "";
-    m->info.architecture = "marian";
+    m->info.architecture = m->prenorm ? "m2m_100" : "marian";
     m->info.weights_file = m->weights_file;
 }
 
@@ -783,7 +809,7 @@ static void fill_info(loader *L)
     m->info.int8_kernel = m->lm_pk.i8 ? mt_k_q8_isa_name(m->lm_pk.isa) : "";
     m->info.file_bytes = m->st->size;
     m->info.format = m->st->format;
-    m->info.architecture = "marian";
+    m->info.architecture = m->prenorm ? "m2m_100" : "marian";
     m->info.weights_file = m->weights_file;
 }
 

@@ -113,6 +113,11 @@ struct mt_model {
     float embed_scale;           /* sqrt(d) when scale_embedding */
     int emb_ln;                  /* normalize_embedding: a LayerNorm after embedding + position */
     mt_ln enc_emb_ln, dec_emb_ln;
+    /* M2M-100 / NLLB-200 (config model_type "m2m_100", docs/M2M100.md): pre-LN
+     * layers (each block normalizes its input and adds its output to the
+     * residual), a LayerNorm closing each stack, fairseq positions. */
+    int prenorm;
+    mt_ln enc_final_ln, dec_final_ln;   /* model.encoder.layer_norm, model.decoder.layer_norm */
     const float *enc_emb;        /* [V_src][d] */
     const float *dec_emb;        /* [V][d] */
     const float *lm_head;        /* [V][d], = dec_emb when tied */
@@ -121,7 +126,8 @@ struct mt_model {
     void        *packed;         /* every packed matrix, one huge-page mapping (alloc.c) */
     size_t       packed_bytes;
     const uint16_t *enc_emb16, *dec_emb16;  /* MT_WEIGHTS_F16: the tables in F16 (the F32 ones NULL) */
-    float        *pos;           /* [max_positions][d], computed */
+    float        *pos;           /* [max_positions][d], computed: row i is position i of a stack
+                                  * (Marian's table; M2M-100's row padding_idx + 1 + i) */
     mt_enc_layer *enc;           /* [enc_layers] */
     mt_dec_layer *dec;           /* [dec_layers] */
     void  **owned;               /* malloc'd float arrays (converted, fused, positions) */
@@ -201,7 +207,9 @@ typedef struct {
     int   broken;            /* 1: mt_step met a broken invariant in it: DONE, its take fails */
     float lpen;
     /* decoding features (mt_decode_params; resolved by mt_decode_params_resolve, decode_params.c) */
-    int   n_prefix;          /* forced ids, in s->prefix row `id` */
+    int   n_prefix;          /* forced ids, in s->prefix row `id` (a forced_bos first, then the prefix) */
+    int   bos_lp0;           /* 1: s->prefix's first id is a forced_bos: its log p is 0 (HF's processor) */
+    int   early;             /* beam: HF early_stopping=True, done once beam hypotheses are finished */
     int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
     float rep_pen, temperature, top_p;
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
@@ -377,6 +385,14 @@ void mt_encode_source(mt_session *s, const int32_t *src, int n, int off, float *
 #define MT_ENC_MAX_PACK 64
 void mt_encode_sources(mt_session *s, int k, const int32_t *const *src, const int *len, const int *off);
 
+/* encoder.c: a block's input and its end, as the architecture puts its
+ * LayerNorm ln.  Marian (post-LN): the block reads the residual stream s->x
+ * and ends with x = LN(x + h).  M2M-100 (pre-LN): it reads h = LN(x) (in
+ * s->h, which the block's first product consumes before its last one writes
+ * h again) and ends with x = x + h.  n rows. */
+const float *mt_block_in(mt_session *s, const mt_ln *ln, int n);
+void         mt_block_out(mt_session *s, const mt_ln *ln, int n);
+
 /* encoder.c: x[i] = E[id_i] * embed_scale + PE[pos0 + i] ([n][d]), decoder or encoder table. */
 void mt_embed_tokens(const mt_model *m, int decoder, const int32_t *ids, int n, int pos0, float *x);
 
@@ -464,6 +480,16 @@ void      mt_held_pack(mt_weights held, mt_q8_isa isa, long l2, const float *w, 
 int       mt_path_exists(const char *dir, const char *name, char *path, size_t cap);   /* path = dir/name */
 /* A JSON object file; missing: MT_ERR_IO when required, else *out NULL and MT_OK. */
 mt_status mt_read_json_object(const char *path, int required, struct json_t **out, mt_err *err);
+
+/* m2m.c: M2M-100 / NLLB-200 (model_type "m2m_100") beside Marian in model.c.
+ * mt_m2m_check_config refuses, naming the key, what M2M100's network does
+ * not run (NLLB-MoE's keys, unshared tables, ...); mt_m2m_refusal_hint is
+ * the reason added when model_type names a relative this code does not run
+ * ("" otherwise); mt_m2m_positions fills pe [n][d] with fairseq's sinusoids
+ * for the stack positions 0..n-1 (their padding offset applied). */
+mt_status   mt_m2m_check_config(const char *file, struct json_t *cfg, mt_err *err);
+const char *mt_m2m_refusal_hint(const char *model_type);
+void        mt_m2m_positions(int d, int pad, int n, float *pe);
 
 /* llm_load.c: 1 when a directory's config.json (cfg, parsed once by model.c:
  * it may be a pipe) is a decoder-only LM's (model_type llama, qwen2, qwen3,

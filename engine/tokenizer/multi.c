@@ -396,16 +396,10 @@ static int32_t piece_id(const mt_multi_tokenizer *t, const char *p, size_t n)
     return id >= 0 ? id : t->unk;
 }
 
-mt_status mt_multi_encode(const mt_multi_tokenizer *t, const char *src_lang, const char *text, size_t len,
-                          int32_t *ids, int max_ids, int *n_ids, mt_err *err)
+/* [lang] + pieces + [</s>] (legacy: pieces + [</s>, lang]); lang < 0: pieces + [</s>]. */
+static mt_status encode(const mt_multi_tokenizer *t, int32_t lang, const char *text, size_t len, int32_t *ids,
+                        int max_ids, int *n_ids, mt_err *err)
 {
-    if (!t || !src_lang || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids))
-        return mt_err_set(err, MT_ERR_INPUT, "mt_multi_encode: bad arguments");
-    *n_ids = 0;
-    int32_t lang = mt_multi_lang_id(t, src_lang);
-    if (lang < 0)
-        return mt_err_set(err, MT_ERR_INPUT, "unknown language \"%.32s\" for this %s model", src_lang,
-                          mt_multi_kind_name(t->kind));
     size_t bad = mt_utf8_valid_prefix(text, len);
     if (bad < len)
         return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
@@ -418,12 +412,12 @@ mt_status mt_multi_encode(const mt_multi_tokenizer *t, const char *src_lang, con
     }
     int count = 0;
 #define EMIT(x) do { if (count < max_ids) ids[count] = (x); count++; } while (0)
-    if (!t->legacy)
+    if (lang >= 0 && !t->legacy)
         EMIT(lang);
     for (int i = 0; i < pc.n; i++)
         EMIT(piece_id(t, pc.text + pc.off[i], pc.len[i]));
     EMIT(t->eos);
-    if (t->legacy)
+    if (lang >= 0 && t->legacy)
         EMIT(lang);
 #undef EMIT
     mt_pieces_free(&pc);
@@ -431,6 +425,28 @@ mt_status mt_multi_encode(const mt_multi_tokenizer *t, const char *src_lang, con
     if (count > max_ids)
         return mt_err_set(err, MT_ERR_TOO_LONG, "the text needs %d ids, at most %d fit", count, max_ids);
     return MT_OK;
+}
+
+mt_status mt_multi_encode(const mt_multi_tokenizer *t, const char *src_lang, const char *text, size_t len,
+                          int32_t *ids, int max_ids, int *n_ids, mt_err *err)
+{
+    if (!t || !src_lang || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_multi_encode: bad arguments");
+    *n_ids = 0;
+    int32_t lang = mt_multi_lang_id(t, src_lang);
+    if (lang < 0)
+        return mt_err_set(err, MT_ERR_INPUT, "unknown language \"%.32s\" for this %s model", src_lang,
+                          mt_multi_kind_name(t->kind));
+    return encode(t, lang, text, len, ids, max_ids, n_ids, err);
+}
+
+mt_status mt_multi_encode_text(const mt_multi_tokenizer *t, const char *text, size_t len, int32_t *ids, int max_ids,
+                               int *n_ids, mt_err *err)
+{
+    if (!t || (!text && len) || !n_ids || max_ids < 0 || (!ids && max_ids))
+        return mt_err_set(err, MT_ERR_INPUT, "mt_multi_encode_text: bad arguments");
+    *n_ids = 0;
+    return encode(t, -1, text, len, ids, max_ids, n_ids, err);
 }
 
 int mt_multi_is_special(const mt_multi_tokenizer *t, int32_t id)
@@ -539,4 +555,58 @@ const char *mt_multi_lang(const mt_multi_tokenizer *t, int i)
 const char *mt_multi_lang_token(const mt_multi_tokenizer *t, int i)
 {
     return t && i >= 0 && i < t->n_langs ? t->token[i] : NULL;
+}
+
+int mt_multi_legacy(const mt_multi_tokenizer *t) { return t ? t->legacy : 0; }
+
+/* NLLB's special tokens by id (0..3), as fairseq_tokens_to_ids names them. */
+static const char *const NLLB_SPECIAL[4] = { "<s>", "<pad>", "</s>", "<unk>" };
+
+const char *mt_multi_piece(const mt_multi_tokenizer *t, int32_t id)
+{
+    if (!t || id < 0)
+        return NULL;
+    if (id >= t->lang_base && id < t->lang_base + t->n_langs)
+        return t->token[id - t->lang_base];
+    if (t->kind == MT_MULTI_M2M100)
+        return id < t->vocab.size ? t->vocab.piece[id] : NULL;
+    if (id < 4)
+        return NLLB_SPECIAL[id];
+    if (id == t->mask)
+        return "<mask>";
+    return mt_spm_piece(t->sp, id - 1, NULL);               /* NULL past the model (padding rows) */
+}
+
+int32_t mt_multi_piece_id(const mt_multi_tokenizer *t, const char *piece)
+{
+    if (!t || !piece)
+        return -1;
+    size_t n = strlen(piece);
+    int32_t i = mt_smap_get(&t->lang_map, piece, n);
+    if (i >= 0 && !strcmp(t->token[i], piece))               /* the token's spelling, not M2M's bare code */
+        return t->lang_base + i;
+    if (t->kind == MT_MULTI_M2M100)
+        return mt_vocab_id(&t->vocab, piece, n);
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(piece, NLLB_SPECIAL[k]))
+            return k;
+    if (!strcmp(piece, "<mask>"))
+        return t->mask;
+    int32_t sid = mt_spm_piece_to_id(t->sp, piece, n);
+    return sid >= 3 ? sid + 1 : -1;                           /* spm's <unk> <s> </s>: fairseq's own ids above */
+}
+
+int mt_multi_is_byte_piece(const mt_multi_tokenizer *t, int32_t id)
+{
+    const char *p = mt_multi_piece(t, id);
+    if (!p || mt_multi_is_special(t, id))
+        return 0;
+    return mt_spm_is_byte(t->sp, mt_spm_piece_to_id(t->sp, p, strlen(p)));
+}
+
+/* NLLB's join + strip and the spm decode only append; HF's clean-up and spm
+ * denormalization rules may rewrite what came before. */
+int mt_multi_decode_appends(const mt_multi_tokenizer *t)
+{
+    return t && !t->clean_up && (t->kind == MT_MULTI_NLLB || !mt_spm_has_denorm(t->sp));
 }

@@ -36,6 +36,7 @@ struct mt_tokenizer {
     int32_t   dec_unk_spm;    /* target spm id of "<unk>" (ids without a piece)  */
     int       clean_up;       /* clean_up_tokenization_spaces                    */
     mt_hf_tokenizer *hf;      /* a decoder-only model's tokenizer.json: then only this */
+    mt_multi_tokenizer *multi;  /* NLLB-200 / M2M-100 (multi.c): then only this */
 };
 
 /* Python's str.isspace() (what str.strip() removes). */
@@ -110,6 +111,7 @@ void mt_tokenizer_free(mt_tokenizer *tok)
     if (!tok)
         return;
     mt_hf_tokenizer_free(tok->hf);
+    mt_multi_free(tok->multi);
     mt_spm_free(tok->src);
     mt_spm_free(tok->tgt);
     mt_vocab_free(&tok->vocab);
@@ -223,6 +225,8 @@ mt_status mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t 
     *n_ids = 0;
     if (tok->hf)
         return hf_encode(tok, text, len, target, ids, max_ids, n_ids, err);
+    if (tok->multi)
+        return mt_multi_encode_text(tok->multi, text, len, ids, max_ids, n_ids, err);
     size_t bad = mt_utf8_valid_prefix(text, len);
     if (bad < len)
         return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
@@ -305,6 +309,8 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
     *out = NULL;
     if (tok->hf)
         return mt_hf_tokenizer_decode(tok->hf, ids, n, 1, out, NULL, err);
+    if (tok->multi)
+        return mt_multi_decode(tok->multi, ids, n, out, NULL, err);
     const mt_vocab *v = dec_vocab(tok);
     mt_spm_dpiece small[256], *pc = n <= 256 ? small : malloc((size_t)n * sizeof *pc);
     mt_sbuf o = { 0 };
@@ -341,6 +347,8 @@ mt_status mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n
 
 int mt_tokenizer_decode_appends(const mt_tokenizer *tok)
 {
+    if (tok && tok->multi)
+        return mt_multi_decode_appends(tok->multi);
     return tok && !tok->hf && !tok->clean_up && !mt_spm_has_denorm(tok->tgt);
 }
 
@@ -355,6 +363,8 @@ int mt_tokenizer_is_byte_piece(const mt_tokenizer *tok, int32_t id)
         const char *t = mt_hf_tokenizer_token(tok->hf, id);
         return t && strlen(t) == 6 && !strncmp(t, "<0x", 3) && t[5] == '>';
     }
+    if (tok && tok->multi)
+        return mt_multi_is_byte_piece(tok->multi, id);
     const mt_vocab *v = tok ? dec_vocab(tok) : NULL;
     return v && id >= 0 && id < v->size && v->piece[id] && mt_spm_is_byte(tok->tgt, tok->dec_spm[id]);
 }
@@ -363,6 +373,8 @@ const char *mt_tokenizer_piece(const mt_tokenizer *tok, int32_t id)
 {
     if (tok && tok->hf)
         return mt_hf_tokenizer_token(tok->hf, id);
+    if (tok && tok->multi)
+        return mt_multi_piece(tok->multi, id);
     if (!tok || id < 0 || id >= tok->vocab.size)
         return NULL;
     return tok->vocab.piece[id];
@@ -372,28 +384,66 @@ int32_t mt_tokenizer_piece_id(const mt_tokenizer *tok, const char *piece)
 {
     if (tok && tok->hf)
         return piece ? mt_hf_tokenizer_token_id(tok->hf, piece) : -1;
+    if (tok && tok->multi)
+        return mt_multi_piece_id(tok->multi, piece);
     return tok && piece ? mt_vocab_id(&tok->vocab, piece, strlen(piece)) : -1;
 }
 
 int mt_tokenizer_vocab_size(const mt_tokenizer *tok)
 {
-    return !tok ? 0 : tok->hf ? mt_hf_tokenizer_vocab_size(tok->hf) : tok->vocab.size;
+    return !tok ? 0 : tok->hf ? mt_hf_tokenizer_vocab_size(tok->hf) : tok->multi ? mt_multi_vocab_size(tok->multi)
+                                                                                 : tok->vocab.size;
 }
 int mt_tokenizer_target_vocab_size(const mt_tokenizer *tok)
 {
-    return !tok ? 0 : tok->hf ? mt_hf_tokenizer_vocab_size(tok->hf) : dec_vocab(tok)->size;
+    return tok && !tok->hf && !tok->multi ? dec_vocab(tok)->size : mt_tokenizer_vocab_size(tok);
 }
 int32_t mt_tokenizer_target_eos(const mt_tokenizer *tok)
 {
-    return !tok ? -1 : tok->hf ? mt_hf_tokenizer_eos(tok->hf) : dec_vocab(tok)->eos;
+    return tok && !tok->hf && !tok->multi ? dec_vocab(tok)->eos : mt_tokenizer_eos(tok);
 }
-int32_t mt_tokenizer_eos(const mt_tokenizer *tok) { return !tok ? -1 : tok->hf ? mt_hf_tokenizer_eos(tok->hf) : tok->vocab.eos; }
-int32_t mt_tokenizer_unk(const mt_tokenizer *tok) { return !tok ? -1 : tok->hf ? mt_hf_tokenizer_unk(tok->hf) : tok->vocab.unk; }
-int32_t mt_tokenizer_pad(const mt_tokenizer *tok) { return !tok ? -1 : tok->hf ? mt_hf_tokenizer_pad(tok->hf) : tok->vocab.pad; }
+int32_t mt_tokenizer_eos(const mt_tokenizer *tok)
+{
+    return !tok ? -1 : tok->hf ? mt_hf_tokenizer_eos(tok->hf) : tok->multi ? mt_multi_eos(tok->multi) : tok->vocab.eos;
+}
+int32_t mt_tokenizer_unk(const mt_tokenizer *tok)
+{
+    return !tok ? -1 : tok->hf ? mt_hf_tokenizer_unk(tok->hf) : tok->multi ? mt_multi_unk(tok->multi) : tok->vocab.unk;
+}
+int32_t mt_tokenizer_pad(const mt_tokenizer *tok)
+{
+    return !tok ? -1 : tok->hf ? mt_hf_tokenizer_pad(tok->hf) : tok->multi ? mt_multi_pad(tok->multi) : tok->vocab.pad;
+}
 
 const mt_spm *mt_tokenizer_spm(const mt_tokenizer *tok, int target)
 {
+    if (tok && tok->multi)
+        return mt_multi_spm(tok->multi);           /* one model for both sides */
     return tok ? (target ? tok->tgt : tok->src) : NULL;
+}
+
+/* ---- an NLLB-200 / M2M-100 tokenizer behind the same calls --------------------- */
+
+mt_status mt_tokenizer_load_multi(const char *model_dir, mt_tokenizer **out, mt_err *err)
+{
+    *out = NULL;
+    mt_multi_tokenizer *multi;
+    mt_status st = mt_multi_load(model_dir, &multi, err);
+    if (st != MT_OK)
+        return st;
+    mt_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok) {
+        mt_multi_free(multi);
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    }
+    tok->multi = multi;
+    *out = tok;
+    return MT_OK;
+}
+
+const mt_multi_tokenizer *mt_tokenizer_multi(const mt_tokenizer *tok)
+{
+    return tok ? tok->multi : NULL;
 }
 
 /* ---- a tokenizer.json behind the same calls -------------------------------------- */

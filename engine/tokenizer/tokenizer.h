@@ -130,6 +130,17 @@ mt_status mt_tokenizer_from_hf(mt_hf_tokenizer *hf, mt_tokenizer **out, mt_err *
 /* The tokenizer.json inside tok, or NULL (a Marian tokenizer). */
 const mt_hf_tokenizer *mt_tokenizer_hf(const mt_tokenizer *tok);
 
+/* An NLLB-200 / M2M-100 directory's tokenizer (mt_multi_load, below) behind
+ * the calls above; tok owns it.  Then: encode (target 0 or 1) = the text's
+ * pieces + [</s>] WITHOUT a language token (mt_multi_encode_text: the
+ * caller puts the source language's id, mt_tokenizer_multi); decode =
+ * mt_multi_decode (special and language ids skipped); pieces, ids, sizes,
+ * eos/unk/pad from it; both sides' spm is its sentencepiece.bpe.model. */
+typedef struct mt_multi_tokenizer mt_multi_tokenizer;
+mt_status mt_tokenizer_load_multi(const char *model_dir, mt_tokenizer **out, mt_err *err);
+/* The multilingual tokenizer inside tok, or NULL. */
+const mt_multi_tokenizer *mt_tokenizer_multi(const mt_tokenizer *tok);
+
 /* ---- Hugging Face tokenizer.json BPE (decoder-only models) ------------------ */
 /* mt_hf_tokenizer: a tokenizer.json of model type BPE and, when present,
  * the tokenizer_config.json beside it, as the Llama 2 and Qwen2/Qwen3
@@ -437,7 +448,6 @@ int       mt_stop_match_feed(mt_stop_match *m, const int32_t *ids, int n);
  *   spm decoder (an id without a vocab.json entry is the piece "<unk>").  Then
  *   HF's clean-up when clean_up_tokenization_spaces is true (absent: false).
  *   A negative id: MT_ERR_INPUT. */
-typedef struct mt_multi_tokenizer mt_multi_tokenizer;
 typedef enum { MT_MULTI_NONE = 0, MT_MULTI_NLLB = 1, MT_MULTI_M2M100 = 2 } mt_multi_kind;
 
 mt_status     mt_multi_detect(const char *dir, mt_multi_kind *kind, mt_err *err);
@@ -459,6 +469,19 @@ int           mt_multi_is_special(const mt_multi_tokenizer *t, int32_t id);
 mt_multi_kind mt_multi_kind_of(const mt_multi_tokenizer *t);
 const char   *mt_multi_kind_name(mt_multi_kind kind);                     /* "nllb", "m2m100", "none" */
 int32_t       mt_multi_vocab_size(const mt_multi_tokenizer *t);           /* ids defined: <mask> + 1; m2m100 incl. madeup */
+/* pieces + [</s>], no language token: the caller puts it (mt_multi_legacy
+ * says where: 0 first, 1 after </s>).  Errors as mt_multi_encode. */
+mt_status     mt_multi_encode_text(const mt_multi_tokenizer *t, const char *text, size_t len, int32_t *ids,
+                                   int max_ids, int *n_ids, mt_err *err);
+int           mt_multi_legacy(const mt_multi_tokenizer *t);
+/* An id's token string ("▁the", "<s>", "eng_Latn", "__en__"; NULL when it
+ * has none: M2M-100's madeup words, NLLB's padding rows) and back (-1: none;
+ * a language by its token's spelling only). */
+const char   *mt_multi_piece(const mt_multi_tokenizer *t, int32_t id);
+int32_t       mt_multi_piece_id(const mt_multi_tokenizer *t, const char *piece);
+int           mt_multi_is_byte_piece(const mt_multi_tokenizer *t, int32_t id);
+/* 1 when decoding grows by appending (mt_tokenizer_decode_appends). */
+int           mt_multi_decode_appends(const mt_multi_tokenizer *t);
 int32_t       mt_multi_bos(const mt_multi_tokenizer *t);
 int32_t       mt_multi_eos(const mt_multi_tokenizer *t);                  /* also the decoder start */
 int32_t       mt_multi_pad(const mt_multi_tokenizer *t);

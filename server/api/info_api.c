@@ -146,7 +146,16 @@ static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
         json_object_set_new(o, "target_languages", targets);
     }
     if (o)
-        json_object_set_new(o, "architecture", json_string(m->llm ? "decoder-only" : "marian"));
+        json_object_set_new(o, "architecture", json_string(m->llm ? "decoder-only" : m->multi ? "m2m_100" : "marian"));
+    if (o && m->multi) {                /* NLLB-200 / M2M-100: every language both ways, and the model's codes */
+        const mt_multi_tokenizer *mt = mt_tokenizer_multi(m->tok);
+        json_t *codes = json_array();
+        for (int k = 0; k < m->n_targets; k++)
+            json_array_append_new(codes, json_string(mt_multi_lang(mt, k)));
+        json_object_set_new(o, "languages", json_integer(m->n_targets));
+        json_object_set_new(o, "model_languages", codes);
+        json_object_set_new(o, "tokenizer", json_string(mt_multi_kind_name(mt_multi_kind_of(mt))));
+    }
     if (o && m->llm) {                  /* decoder-only: its family, pairs, prompt and positions */
         json_t *pairs = json_array();
         for (int k = 0; k < m->n_pairs; k++)

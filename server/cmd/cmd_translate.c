@@ -23,6 +23,7 @@
 #include "document/document.h"
 #include "mt.h"
 #include "translate/pipeline.h"
+#include "service/languages.h"
 #include "service/result_json.h"
 #include "translate/session_decoder.h"
 
@@ -40,6 +41,8 @@ typedef struct {
     const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
     int no_placeholders;        /* --no-placeholders: %s, {name}, URLs... sent to the model as text */
     srv_doc_options doc;        /* --file's per-file choices: --overwrite */
+    const char *source, *target;    /* --source, --target: a multilingual model's languages (its codes) */
+    int32_t src_id;             /* the source language's token, -1 (a Marian model) */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -78,6 +81,9 @@ static void usage(FILE *f)
                "                         [--format html | --file IN [--out OUT] [--overwrite]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s), or a Hugging Face name org/name[@rev]\n"
+               "  --source L --target L   the languages of a multilingual model (NLLB-200: eng_Latn, fra_Latn..;\n"
+               "                    M2M-100: en, fr..; or ISO codes: fr, fra), required with one; refused\n"
+               "                    with a one-pair model\n"
                "  --threads N       compute threads (default 1)\n"
                "  --weights f16     hold the weights rounded to half precision (default f32: as loaded)\n"
                "  --weights int8    hold them quantized to int8 per output row (the CPU's int8 kernel)\n"
@@ -169,7 +175,7 @@ static int parse_feature(const char *a, const char *v, int *i, options *o)
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.model = DEFAULT_MODEL, .threads = 1, .dp = mt_decode_default_params(),
-              .doc = srv_doc_default_options()};
+              .doc = srv_doc_default_options(), .src_id = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int r = parse_decode_flag(a, v, &i, o);
@@ -203,6 +209,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->doc.overwrite = 1;
         } else if (!strcmp(a, "--model") && v) {
             o->model = v;
+            i++;
+        } else if ((!strcmp(a, "--source") || !strcmp(a, "--target")) && v) {
+            *(a[2] == 's' ? &o->source : &o->target) = v;
             i++;
         } else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "int8"))) {
             o->weights = v[0] == 'i' ? MT_WEIGHTS_I8 : v[1] == '1' ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
@@ -513,7 +522,7 @@ static int run(mt_model *m, const options *o)
         return 1;
     }
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
-                        .max_src_len = sp.max_src_len };
+                        .max_src_len = sp.max_src_len, .has_lang = o->src_id >= 0, .lang_id = o->src_id };
     srv_glossary *g = NULL;
     int failed = 0;
     if (o->glossary && !(tp.glossary = g = load_glossary(o->glossary))) {
@@ -540,6 +549,59 @@ done:
     mt_session_free(s);
     srv_glossary_free(g);
     return failed;
+}
+
+/* A language of a multilingual model: its own code ("fra_Latn", "fr") or
+ * token, else the first of its languages that code names (languages.h:
+ * "fr" or "fra" for fra_Latn); -1. */
+static int32_t multi_lang(const mt_multi_tokenizer *mt, const char *code)
+{
+    int32_t id = mt_multi_lang_id(mt, code);
+    for (int i = 0; id < 0 && i < mt_multi_n_langs(mt); i++) {
+        const char *c = mt_multi_lang(mt, i), *us = strchr(c, '_');
+        char base[16];
+        snprintf(base, sizeof base, "%.*s", us ? (int)(us - c) : (int)strlen(c), c);
+        if (srv_lang_same(base, code))
+            id = mt_multi_lang_id(mt, c);
+    }
+    return id;
+}
+
+/* A multilingual model (NLLB-200, M2M-100) needs --source and --target: the
+ * source's token goes first in every sentence, the target's is the first id
+ * generated (forced_bos).  Another model refuses them.  0, or 1 with the
+ * reason on stderr. */
+static int languages(const mt_model *m, options *o)
+{
+    const mt_multi_tokenizer *mt = mt_tokenizer_multi(mt_model_tokenizer(m));
+    if (!mt) {
+        if (!o->source && !o->target)
+            return 0;
+        fprintf(stderr, "mtserve translate: --source and --target name the languages of a multilingual model "
+                        "(NLLB-200, M2M-100); %s translates one pair\n", o->model);
+        return 1;
+    }
+    if (!o->source || !o->target) {
+        fprintf(stderr, "mtserve translate: %s is a multilingual %s model: give --source and --target (%s, ...)\n",
+                o->model, mt_multi_kind_name(mt_multi_kind_of(mt)), mt_multi_lang(mt, 0));
+        return 1;
+    }
+    if (mt_multi_legacy(mt)) {          /* the language token after </s>: the pipeline puts it first */
+        fprintf(stderr, "mtserve translate: %s: tokenizer_config.json's legacy_behaviour true is not supported\n",
+                o->model);
+        return 1;
+    }
+    o->src_id = multi_lang(mt, o->source);
+    int32_t tgt = multi_lang(mt, o->target);
+    if (o->src_id < 0 || tgt < 0) {
+        fprintf(stderr, "mtserve translate: --%s '%s' is not a language of %s (%d codes: %s, %s, ...)\n",
+                o->src_id < 0 ? "source" : "target", o->src_id < 0 ? o->source : o->target, o->model,
+                mt_multi_n_langs(mt), mt_multi_lang(mt, 0), mt_multi_lang(mt, 1));
+        return 1;
+    }
+    o->dp.forced_bos.enabled = 1;
+    o->dp.forced_bos.id = tgt;
+    return 0;
 }
 
 int mt_cmd_translate(int argc, char **argv)
@@ -578,7 +640,9 @@ int mt_cmd_translate(int argc, char **argv)
     }
     mt_shortlist *sl = NULL;
     r = 1;
-    if (strcmp(mt_model_get_info(m)->architecture, "marian") != 0) {    /* its pairs and prompt are the server's */
+    if (languages(m, &o) != 0)
+        goto done;
+    if (strcmp(mt_model_get_info(m)->architecture, "marian") != 0 && o.src_id < 0) {   /* pairs, prompt: the server's */
         fprintf(stderr, "mtserve translate: %s is a decoder-only model (%s): `mtserve serve --model ID=%s` translates "
                         "with it, through its translation.json pairs and prompt\n", o.model,
                 mt_model_get_info(m)->architecture, o.model);

@@ -22,7 +22,7 @@ void srv_detect_lms_init(srv_detect_lms *l, const char *const *source_lang, cons
         while (k < l->n && !srv_lang_same(l->cand[k], s))
             k++;
         if (k == l->n) {
-            if (l->n == SRV_MAX_MODELS)
+            if (l->n == SRV_MAX_SOURCES)
                 continue;
             l->cand[l->n++] = s;
         }
@@ -30,7 +30,7 @@ void srv_detect_lms_init(srv_detect_lms *l, const char *const *source_lang, cons
         if (!l->spm[k] && src && !mt_spm_same(src, mt_tokenizer_spm(tok[i], 1)))
             l->spm[k] = src;            /* not a joint source+target model */
     }
-    int shared[SRV_MAX_MODELS] = { 0 };
+    int shared[SRV_MAX_SOURCES] = { 0 };
     for (int i = 0; i < l->n; i++)
         for (int j = 0; j < l->n; j++)
             shared[i] |= j != i && mt_spm_same(l->spm[i], l->spm[j]);
@@ -81,14 +81,14 @@ void srv_detect_lms_params(const srv_detect_lms *l, srv_detect_params *p)
 
 static void server_lms(const srv_server *srv, srv_detect_lms *l)
 {
-    const char *src[SRV_MAX_MODELS], *x;
-    const mt_tokenizer *tok[SRV_MAX_MODELS];
+    const char *src[SRV_MAX_SOURCES], *x;
+    const mt_tokenizer *tok[SRV_MAX_SOURCES];
     const srv_charlm *lm[SRV_MAX_MODELS];
     int n = 0, n_lm = 0;
     for (int i = 0; i < srv->n_models; i++) {  /* a decoder-only model: each declared source, no spm */
         if (!srv_model_listed(&srv->models[i]))
             continue;
-        for (int k = 0; n < SRV_MAX_MODELS && (x = srv_model_source_at(&srv->models[i], k)); k++) {
+        for (int k = 0; n < SRV_MAX_SOURCES && (x = srv_model_source_at(&srv->models[i], k)); k++) {
             src[n] = x;
             tok[n++] = srv->models[i].llm ? NULL : srv->models[i].tok;
         }
@@ -112,8 +112,8 @@ static int sources(const srv_server *srv, const char **out, int max)
 /* "English (en), French (fr)" */
 static void sources_text(const srv_server *srv, char *buf, size_t cap)
 {
-    const char *src[SRV_MAX_MODELS];
-    int n = sources(srv, src, SRV_MAX_MODELS);
+    const char *src[SRV_MAX_SOURCES];
+    int n = sources(srv, src, SRV_MAX_SOURCES);
     size_t k = 0;
     buf[0] = 0;
     for (int i = 0; i < n && k < cap; i++)
@@ -150,8 +150,8 @@ int srv_detect_texts(const srv_server *srv, const char *const *texts, int n, srv
  * (LibreTranslate's fallback); 0, or -1 when there is none. */
 static int fallback_source(srv_server *srv, const char *target, srv_lang_guess *out)
 {
-    const char *src[SRV_MAX_MODELS];
-    int n = sources(srv, src, SRV_MAX_MODELS);
+    const char *src[SRV_MAX_SOURCES];
+    int n = sources(srv, src, SRV_MAX_SOURCES);
     for (int i = 0; i < n; i++) {
         srv_path path;
         srv_response scratch = { 0 };       /* srv_fail only writes into it */

@@ -26,12 +26,16 @@
 #include "detect/detect.h"
 #include "server.h"
 
+/* Source languages detection chooses among, at most (an NLLB-200 model alone
+ * has 202). */
+#define SRV_MAX_SOURCES 512
+
 /* The candidates and their language models (a value: the pointers are the
  * tokenizers', which outlive it). */
 typedef struct {
-    const char   *cand[SRV_MAX_MODELS];     /* the distinct source languages, in model order */
-    const mt_spm *spm[SRV_MAX_MODELS];      /* cand[i]'s SentencePiece model, or NULL: none */
-    const srv_charlm *charlm[SRV_MAX_MODELS];   /* cand[i]'s character model, or NULL: none */
+    const char   *cand[SRV_MAX_SOURCES];    /* the distinct source languages, in model order */
+    const mt_spm *spm[SRV_MAX_SOURCES];     /* cand[i]'s SentencePiece model, or NULL: none */
+    const srv_charlm *charlm[SRV_MAX_SOURCES];  /* cand[i]'s character model, or NULL: none */
     int           n;
 } srv_detect_lms;
 

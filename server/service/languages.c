@@ -16,9 +16,10 @@ __asm__(".section .rodata\n"
         ".previous\n");
 extern const char srv_languages_tsv[];
 
-#define MAX_ROWS 256
+#define MAX_ROWS 512
 
-typedef struct { char c1[4], c3[4], name[48]; } lang_row;
+/* also: the other codes of the language, space-separated (NLLB's "arb", M2M-100's "ns") */
+typedef struct { char c1[4], c3[4], name[48], also[32]; } lang_row;
 
 static lang_row rows[MAX_ROWS];
 static int n_rows;
@@ -42,21 +43,44 @@ static void parse(void)
         const char *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(eol - t1 - 1)) : NULL;
         if (*p != '#' && t2) {
             lang_row *r = &rows[n_rows++];
+            const char *t3 = memchr(t2 + 1, '\t', (size_t)(eol - t2 - 1));
             field(r->c1, sizeof r->c1, p, t1);
             field(r->c3, sizeof r->c3, t1 + 1, t2);
-            field(r->name, sizeof r->name, t2 + 1, eol);
+            field(r->name, sizeof r->name, t2 + 1, t3 ? t3 : eol);
+            if (t3)
+                field(r->also, sizeof r->also, t3 + 1, eol);
         }
         p = *eol ? eol + 1 : eol;
     }
 }
 
+/* 1 when code is one of the space-separated codes of list. */
+static int in_list(const char *list, const char *code)
+{
+    size_t n = strlen(code);
+    for (const char *p = list; n && *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !memcmp(p, code, n))
+            return 1;
+        p += k + (e != NULL);
+    }
+    return 0;
+}
+
 static const lang_row *find(const char *code)
 {
     pthread_once(&once, parse);
-    for (int i = 0; i < n_rows; i++)
-        if (!strcmp(rows[i].c1, code) || !strcmp(rows[i].c3, code))
+    for (int i = 0; code[0] && i < n_rows; i++)
+        if (!strcmp(rows[i].c1, code) || !strcmp(rows[i].c3, code) || in_list(rows[i].also, code))
             return &rows[i];
     return NULL;
+}
+
+const char *srv_lang_short(const char *code)
+{
+    const lang_row *r = find(code);
+    return !r ? code : r->c1[0] ? r->c1 : r->c3;
 }
 
 const char *srv_lang_name(const char *code)

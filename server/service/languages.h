@@ -1,13 +1,18 @@
 /* languages: language codes and names, from the table server/service/languages.tsv
  * (ISO 639-1, ISO 639-3, English name), embedded in the binary.
  * LibreTranslate clients speak ISO 639-1 ("fr"); OPUS-MT's multilingual
- * models name their targets with tokens such as ">>fra<<" (mostly 639-3). */
+ * models name their targets with tokens such as ">>fra<<" (mostly 639-3);
+ * NLLB-200 with 639-3 and a script ("fra_Latn"), M2M-100 with 639-1 ("fr"). */
 #ifndef SRV_LANGUAGES_H
 #define SRV_LANGUAGES_H
 
 /* The English name of code (either form), or code itself when unknown. */
 const char *srv_lang_name(const char *code);
-/* 1 when a and b name the same language: equal, or the 639-1 and 639-3 codes of one row. */
+/* The code clients know a language by: its ISO 639-1 code, else its 639-3 one
+ * ("arb" and "ara" give "ar", "ast" "ast"); code itself when unknown. */
+const char *srv_lang_short(const char *code);
+/* 1 when a and b name the same language: equal, or two codes of one row (639-1,
+ * 639-3, the other codes NLLB-200 and M2M-100 use: "arb", "ns"). */
 int         srv_lang_same(const char *a, const char *b);
 
 #endif

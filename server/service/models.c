@@ -227,7 +227,7 @@ static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
     m->tok = mt_model_tokenizer(m->model);
     m->sparams = session_params(srv, m->model);
     mt_status st;
-    if (strcmp(m->info->architecture, "marian") != 0)
+    if (strcmp(m->info->architecture, "marian") != 0 && strcmp(m->info->architecture, "m2m_100") != 0)
         st = describe_llm(m, err);
     else if (srv_model_find_targets(m) != 0)
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);

@@ -26,8 +26,37 @@ static int target_token(const char *piece, char code[16])
     return 1;
 }
 
+/* An NLLB-200 / M2M-100 model: every language, by the code clients know it by
+ * (languages.h srv_lang_short of NLLB's 639-3 part or M2M-100's code; a code
+ * taken by an earlier language, a second script, stays the model's own). */
+static int find_multi(srv_model *m, const mt_multi_tokenizer *mt)
+{
+    int n = mt_multi_n_langs(mt);
+    m->targets = calloc((size_t)n, sizeof *m->targets);
+    m->target_ids = calloc((size_t)n, sizeof *m->target_ids);
+    if (!m->targets || !m->target_ids)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const char *code = mt_multi_lang(mt, i), *us = strchr(code, '_');
+        char base[16];
+        snprintf(base, sizeof base, "%.*s", us ? (int)(us - code) : (int)strlen(code), code);
+        const char *c = srv_lang_short(base);
+        for (int k = 0; k < i; k++)
+            if (!strcmp(m->targets[k], c))
+                c = code;
+        snprintf(m->targets[i], sizeof m->targets[i], "%s", c);
+        m->target_ids[i] = mt_multi_lang_id(mt, code);
+    }
+    m->n_targets = n;
+    m->multi = 1;
+    return 0;
+}
+
 int srv_model_find_targets(srv_model *m)
 {
+    const mt_multi_tokenizer *mt = mt_tokenizer_multi(m->tok);
+    if (mt)
+        return find_multi(m, mt);
     int V = mt_tokenizer_vocab_size(m->tok), n = 0;
     char code[16];
     for (int id = 0; id < V; id++)
@@ -66,6 +95,28 @@ void srv_model_free_targets(srv_model *m)
     m->targets = NULL;
     m->target_ids = NULL;
     m->n_targets = 0;
+    m->multi = 0;
+}
+
+/* An NLLB-200 / M2M-100 model's language named lang: by the code clients know,
+ * the model's own code ("fra_Latn", "fr") or its token ("__fr__"); -1. */
+static int multi_lang(const srv_model *m, const char *lang)
+{
+    for (int i = 0; i < m->n_targets; i++)          /* the listings' case: a code as listed */
+        if (!strcmp(m->targets[i], lang))
+            return i;
+    int32_t id = mt_multi_lang_id(mt_tokenizer_multi(m->tok), lang);
+    for (int i = 0; i < m->n_targets; i++)
+        if (m->target_ids[i] == id || srv_lang_same(m->targets[i], lang))
+            return i;
+    return -1;
+}
+
+/* An NLLB / M2M-100 leg's source token ("auto" undetected: -1, refused later). */
+static int32_t source_id(const srv_model *m, const char *source)
+{
+    int i = m && m->multi ? multi_lang(m, source) : -1;
+    return i >= 0 ? m->target_ids[i] : -1;
 }
 
 int srv_model_targets_lang(const srv_model *m, const char *lang, int32_t *lang_id)
@@ -76,6 +127,11 @@ int srv_model_targets_lang(const srv_model *m, const char *lang, int32_t *lang_i
             if (srv_lang_same(m->pairs[i][1], lang))
                 return 1;
         return 0;
+    }
+    if (m->multi) {
+        int i = multi_lang(m, lang);
+        *lang_id = i >= 0 ? m->target_ids[i] : -1;
+        return i >= 0;
     }
     if (!m->n_targets)
         return m->info->target_lang[0] && srv_lang_same(m->info->target_lang, lang);
@@ -95,6 +151,8 @@ int srv_model_sources_lang(const srv_model *m, const char *lang)
                 return 1;
         return 0;
     }
+    if (m->multi)
+        return !strcmp(lang, "auto") || multi_lang(m, lang) >= 0;
     if (!m->info->source_lang[0])
         return 0;
     return !strcmp(lang, "auto") || srv_lang_same(m->info->source_lang, lang);
@@ -151,11 +209,29 @@ static int llm_pair(srv_model *m, const char *source, const char *target, srv_pa
     return path_langs(out, m->pairs[found][0], m->pairs[found][1]);
 }
 
+/* An NLLB / M2M-100 model named by the request: both languages must be
+ * named, and be the model's (its codes or the clients'). */
+static int multi_pair(srv_model *m, const char *source, const char *target, srv_path *out, srv_response *resp)
+{
+    const char *first = m->targets[0], *second = m->n_targets > 1 ? m->targets[1] : "";
+    if (!source || !strcmp(source, "auto") || !target)
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "model '%s' is multilingual (%d languages: %s, %s, ...): name "
+                        "\"source\" and \"target\"", m->id, m->n_targets, first, second);
+    out->src_id[0] = source_id(m, source);
+    if (out->src_id[0] < 0 || !srv_model_targets_lang(m, target, &out->lang_id[0]))
+        return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "model '%s' does not know the language '%s' (%d "
+                        "languages: %s, %s, ...)", m->id, out->src_id[0] < 0 ? source : target, m->n_targets, first,
+                        second);
+    return path_langs(out, source, target);
+}
+
 int srv_path_for_model(srv_model *m, const char *source, const char *target, srv_path *out, srv_response *resp)
 {
-    *out = (srv_path){ .n_legs = 1, .model = { m, NULL }, .lang_id = { -1, -1 } };
+    *out = (srv_path){ .n_legs = 1, .model = { m, NULL }, .lang_id = { -1, -1 }, .src_id = { -1, -1 } };
     if (m->llm)
         return llm_pair(m, source, target, out, resp);
+    if (m->multi)
+        return multi_pair(m, source, target, out, resp);
     path_langs(out, m->info->source_lang, target ? target : m->info->target_lang);
     if (!m->n_targets)
         return 0;                               /* one target: "target" needs no token */
@@ -268,18 +344,24 @@ int srv_model_translates(const srv_model *m, const char *source, const char *tar
     return 0;
 }
 
-/* The first model from source into target (lang_id: its token), or NULL. */
-static srv_model *direct(srv_server *srv, const char *source, const char *target, int32_t *lang_id)
+/* The first model from source into target (lang_id: its token), or NULL;
+ * with no_multi, not an NLLB / M2M-100 model (a pivot's legs: a multilingual
+ * model covers its pairs directly, which is better). */
+static srv_model *direct(srv_server *srv, const char *source, const char *target, int32_t *lang_id, int no_multi)
 {
     for (int i = 0; i < srv->n_models; i++)
-        if (srv_model_listed(&srv->models[i]) && srv_model_translates(&srv->models[i], source, target, lang_id))
+        if (srv_model_listed(&srv->models[i]) && !(no_multi && srv->models[i].multi) &&
+            srv_model_translates(&srv->models[i], source, target, lang_id))
             return &srv->models[i];
     return NULL;
 }
 
+
 /* Model m's k-th source language (a Marian model has one), or NULL past the last. */
 const char *srv_model_source_at(const srv_model *m, int k)
 {
+    if (m->multi)                               /* every language both ways */
+        return k < m->n_targets ? m->targets[k] : NULL;
     if (m->llm)
         return k < m->n_pairs ? m->pairs[k][0] : NULL;
     return k == 0 && m->info->source_lang[0] ? m->info->source_lang : NULL;
@@ -291,13 +373,13 @@ static int pivot(srv_server *srv, const char *source, const char *target, srv_pa
     for (int b = 0; b < srv->n_models; b++) {
         srv_model *mb = &srv->models[b];
         const char *x;
-        for (int k = 0; srv_model_listed(mb) && (x = srv_model_source_at(mb, k)); k++) {
+        for (int k = 0; srv_model_listed(mb) && !mb->multi && (x = srv_model_source_at(mb, k)); k++) {
             int32_t id_b, id_a;
             if (srv_lang_same(x, source) || srv_lang_same(x, target) || !srv_model_translates(mb, x, target, &id_b))
                 continue;
-            srv_model *ma = direct(srv, source, x, &id_a);
+            srv_model *ma = direct(srv, source, x, &id_a, 1);
             if (ma && ma != mb) {
-                *out = (srv_path){ .n_legs = 2, .model = { ma, mb }, .lang_id = { id_a, id_b } };
+                *out = (srv_path){ .n_legs = 2, .model = { ma, mb }, .lang_id = { id_a, id_b }, .src_id = { -1, -1 } };
                 snprintf(out->pivot, sizeof out->pivot, "%s", x);
                 return 1;
             }
@@ -309,9 +391,11 @@ static int pivot(srv_server *srv, const char *source, const char *target, srv_pa
 int srv_path_for_pair(srv_server *srv, const char *source, const char *target, srv_path *out,
                       srv_response *resp)
 {
-    *out = (srv_path){ .n_legs = 1, .lang_id = { -1, -1 } };
-    if ((out->model[0] = direct(srv, source, target, &out->lang_id[0])))
+    *out = (srv_path){ .n_legs = 1, .lang_id = { -1, -1 }, .src_id = { -1, -1 } };
+    if ((out->model[0] = direct(srv, source, target, &out->lang_id[0], 0))) {
+        out->src_id[0] = source_id(out->model[0], source);
         return path_langs(out, source, target);
+    }
     if (strcmp(source, "auto") != 0 && pivot(srv, source, target, out))
         return path_langs(out, source, target);
     int source_known = !strcmp(source, "auto");

@@ -27,6 +27,7 @@ typedef struct {
     int        n_legs;           /* 1, or 2 through a pivot */
     srv_model *model[2];
     int32_t    lang_id[2];       /* each leg's target-language token id, or -1 */
+    int32_t    src_id[2];        /* each leg's source-language token id (NLLB / M2M-100), or -1 */
     char       pivot[16];        /* the language between the legs ("" when direct) */
     char       src[16], tgt[16]; /* the path's source and target ("auto" kept when not detected) */
 } srv_path;

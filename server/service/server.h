@@ -68,6 +68,12 @@ typedef struct {
     char             (*targets)[16];  /* a multilingual model's target languages (">>fra<<" -> "fra") ... */
     int32_t           *target_ids;    /* ... and their token ids (pairs.c); n_targets 0: not multilingual */
     int                n_targets;
+    /* An NLLB-200 / M2M-100 model (its tokenizer is mt_multi's): targets lists
+     * every language of the model in its order, by the code clients know it by
+     * ("fr" for fra_Latn; a second script of one language keeps the model's
+     * code, "zho_Hant"), target_ids their tokens; each is a source too: its
+     * token goes first in the source, the target's is generated first. */
+    int                multi;
     /* A decoder-only model (its tokenizer is a tokenizer.json): the pairs it
      * translates, declared in translation.json beside the checkpoint (pairs.c;
      * none: raw continuations only), its prompt (that file's "prompt", else the

@@ -49,6 +49,12 @@ srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw
                         .has_lang = path->lang_id[i] >= 0, .lang_id = path->lang_id[i],
                         .cache = srv->cache, .cache2 = srv->rcache, .cache_ns = m->cache_ns,
                         .no_align = m->llm };
+    if (m->multi) {                     /* NLLB / M2M-100: the source's token first, the target's generated first */
+        tm.has_lang = path->src_id[i] >= 0;
+        tm.lang_id = path->src_id[i];
+        tm.has_bos = 1;
+        tm.bos_id = path->lang_id[i];
+    }
     if (m->llm && !raw && m->prompt) {
         const char *src, *tgt;
         srv_path_leg_langs(path, i, &src, &tgt);

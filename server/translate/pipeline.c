@@ -564,7 +564,7 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->lengths.max_length, d->n_best,
                        d->lengths.min_length, d->penalties.no_repeat_ngram_size, d->sampling.enabled,
                        d->sampling.top_k, d->token_scores, d->alignment.enabled || s->ph.n, d->alignment.layer,
-                       d->alignment.heads };
+                       d->alignment.heads, t->m.has_bos ? t->m.bos_id : d->forced_bos.enabled ? d->forced_bos.id : -1 };
     float floats[] = { d->length_penalty, d->penalties.repetition, d->sampling.temperature, d->sampling.top_p };
     uint64_t seed = d->sampling.enabled ? d->sampling.seed + (uint64_t)i : 0;
     put(&b, ints, sizeof ints);
@@ -775,6 +775,10 @@ static mt_status item_params(srv_tr *t, mt_err *err)
         s->dp.n_constraints = s->n_cons;
         s->dp.end_ids = t->p.end_ids ? t->p.end_ids : t->m.end_ids;
         s->dp.shortlist = t->m.shortlist;
+        if (t->m.has_bos) {                         /* the target language, generated first */
+            s->dp.forced_bos.enabled = 1;
+            s->dp.forced_bos.id = t->m.bos_id;
+        }
         st = watch_stops(t, s, err);
         t->item_sent[t->n_items] = i;
         t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };

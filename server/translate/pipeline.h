@@ -30,8 +30,11 @@ typedef struct {
     int32_t eos_id;
     int     max_src_len;        /* source tokens per sentence, </s> included */
     long    max_tokens;         /* source tokens per request, all sentences; 0 = no limit */
-    int     has_lang;           /* 1: lang_id, a multilingual model's target-language token */
-    int32_t lang_id;            /* (">>fra<<"), goes before every sentence */
+    int     has_lang;           /* 1: lang_id, a multilingual model's language token */
+    int32_t lang_id;            /* (Marian's target ">>fra<<", NLLB / M2M-100's source "fra_Latn"),
+                                   goes before every sentence */
+    int     has_bos;            /* 1: bos_id, NLLB / M2M-100's target-language token, is every */
+    int32_t bos_id;             /* sentence's first generated id (mt_decode_params.forced_bos) */
     /* NULL, or the translation cache (cache.h) shared by every request, and
      * the name of this model in it (its id: a model's weights and form are
      * fixed while it is loaded) */

@@ -11,7 +11,9 @@
  *     gives [lang] + ids + [eos] (legacy: ids + [eos, lang]) with every id in
  *     range and (NLLB) no special id but <unk> in the text's part; MT_ERR_TOO_LONG writes nothing
  *     past max_ids and reports the count; decoding those ids and arbitrary ids
- *     read from the input succeeds (negative ones are refused). */
+ *     read from the input succeeds (negative ones are refused); the text alone
+ *     (mt_multi_encode_text) is those ids without the language; every id's
+ *     token string (mt_multi_piece) leads back to an id of that string. */
 #include "fuzz_common.h"
 
 #include "tokenizer/tokenizer.h"
@@ -86,12 +88,23 @@ static void use(const mt_multi_tokenizer *t, const uint8_t *data, size_t size)
         char *out = NULL;
         FUZZ_CHECK(mt_multi_decode(t, ids, n, &out, NULL, &err) == MT_OK && out);
         free(out);
+        int32_t txt[72];                   /* the text alone: the same ids without the language */
+        int nt = 0;
+        FUZZ_CHECK(mt_multi_encode_text(t, texts[k], strlen(texts[k]), txt, 64, &nt, &err) == MT_OK && nt == n - 1);
+        FUZZ_CHECK(!memcmp(txt, ids + from, sizeof *txt * (size_t)(n - 1)));
         if (n > 2) {                       /* too small a buffer: nothing written past it */
             int32_t few[3] = { -7, -7, -7 };
             int m = 0;
             FUZZ_CHECK(mt_multi_encode(t, lang, texts[k], strlen(texts[k]), few, 2, &m, &err) == MT_ERR_TOO_LONG);
             FUZZ_CHECK(m == n && few[2] == -7);
         }
+    }
+    /* every id's token string, found again by it (the engine's piece calls) */
+    for (int32_t id = 0; id < vs + 4; id++) {
+        const char *p = mt_multi_piece(t, id);
+        int32_t back = p ? mt_multi_piece_id(t, p) : -1;
+        FUZZ_CHECK(!p || (back >= 0 && back < vs && !strcmp(mt_multi_piece(t, back), p)));
+        FUZZ_CHECK(!mt_multi_is_byte_piece(t, id) || (p && !mt_multi_is_special(t, id)));
     }
     /* arbitrary ids from the input's bytes */
     int n = 0;
