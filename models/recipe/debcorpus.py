@@ -21,7 +21,9 @@ Kinds (what a package gives):
            entry's msgid -> msgstr[0] and msgid_plural -> msgstr[1].  A .mo holds
            no fuzzy entry (msgfmt leaves them out); the header and entries with
            an empty msgstr are dropped.  Catalogues of codes and names listed in
-           SKIP_DOMAINS are left out (ISO 3166-2 subdivisions, ISO 639-3/5).
+           SKIP_DOMAINS are left out (ISO 3166-2 subdivisions, 3166-3 former
+           countries, 639-3/5 rare languages, 15924 scripts: 10,000 names of no use
+           to an interface model).
   xpi-fr, xpi-en
            a Mozilla language pack pair (firefox-esr-l10n-fr with
            firefox-esr-l10n-en-gb): the Fluent (.ftl) messages and attributes
@@ -40,7 +42,9 @@ Filters, in order, on every pair (both sides):
      (doc_po.c: text/placeholders.h with SRV_PH_MARKUP is never shown to the
      model): printf %s %5.2f %1$s %%, %(name)s, %{name}, Qt %1, {0} {name}
      {{x}}, ${x}, :name, URLs, e-mail addresses; Chromium's $1 and Fluent
-     { $var } likewise; an ICU/Fluent select or plural message is dropped;
+     { $var } likewise, LibreOffice's $(ARG1), $name$ and %NAME (its
+     %PRODUCTNAME made "LibreOffice", what a user sees); an ICU/Fluent select
+     or plural message is dropped;
   2. markup: block tags (p, br, div, li, para ...) and line breaks split a
      string into units as html.h does (a pair whose two sides split into
      different numbers of units is dropped, else unit i pairs with unit i),
@@ -78,7 +82,7 @@ import argparse, collections, glob, gzip, hashlib, html, json, os, re, shutil, s
 
 import polib
 
-SKIP_DOMAINS = {"iso_3166-2", "iso_639-3", "iso_639-5", "iso_15924"}
+SKIP_DOMAINS = {"iso_3166-2", "iso_3166_2", "iso_3166-3", "iso_639-3", "iso_639_3", "iso_639-5", "iso_639_5", "iso_15924"}
 MAX_WORDS = 60
 EN_STOP = set("the of and to is are was were be been this that with for from by you your it its not have has "
               "will would can could should which what when there their they we our or an as at on if".split())
@@ -150,6 +154,7 @@ def unpack(deb, root):
 # ---- cleaning: what the model sees of a string ----------------------------------
 
 _PH = re.compile("|".join([
+    r"\$\(ARG\d\)", r"\$[A-Za-z_]+\$", r"%[A-Z][A-Z0-9_]{2,}\b",     # LibreOffice's
     r"%%",
     r"%\(\w+\)[-+ 0#]*\d*(?:\.\d+)?[a-zA-Z]",                      # python %(name)s
     r"%\{\w+\}", r"%<\w+>[a-zA-Z]",                                 # ruby
@@ -159,7 +164,7 @@ _PH = re.compile("|".join([
     r"\{[^{}\s]{0,64}\}",                                           # {0} {name} {}
     r"\$\{[^}\n]{1,64}\}", r"\$t\([^)\n]{1,128}\)",
     r"\$\d\b",                                                      # Chromium $1
-    r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s\"'<>\u0080-\U0010ffff]+",
+    r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s\"'<>\u0080-\U0010ffff]*[^\s\"'<>\u0080-\U0010ffff.,;:!?')\]]",
     r"\b[\w.%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+",
     r"(?<![\w:/]):[A-Za-z_]\w+",                                     # Laravel :name
 ]))
@@ -186,6 +191,7 @@ def units(s):
     """A string as the model sees it: its units (None: a select/plural message)."""
     if _ICU.search(s):
         return None
+    s = s.replace("%PRODUCTNAME", "LibreOffice")
     s = _PH.sub(" \x01 ", s)
     s = s.replace("\\n", "\n")
     s = _TAG.sub(lambda m: "\n" if m.group(1).lower() in BLOCK else " \x01 ", s)
