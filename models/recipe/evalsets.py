@@ -33,10 +33,17 @@ def c_translate(mtserve, model, lines, beam, max_length, threads):
 
 
 def examples(repo, sl):
+    """The demo page's examples in language sl, and README.md's "q"/"text" strings
+    that read as sl (more of sl's function words than of the other's: debcorpus.py's
+    lists; README also holds German and placeholder examples, left out)."""
+    from debcorpus import EN_STOP, FR_STOP
+    own, other = (EN_STOP, FR_STOP) if sl == "en" else (FR_STOP, EN_STOP)
     ex = json.load(open(f"{repo}/web/examples.json"))
     out = list(ex.get(sl, []))
-    for m in re.finditer(r'"(?:q|text)": "([^"<]+)"', open(f"{repo}/README.md", encoding="utf-8").read()):
-        out.append(m.group(1))
+    for m in re.finditer(r'"(?:q|text)": "([^"<%]+)"', open(f"{repo}/README.md", encoding="utf-8").read()):
+        w = [x.strip(".,;:!?").lower() for x in m.group(1).split()]
+        if sum(x in own for x in w) > sum(x in other for x in w):
+            out.append(m.group(1))
     return sorted(set(out))
 
 

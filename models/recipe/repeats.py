@@ -99,6 +99,7 @@ def main():
     ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
     ap.add_argument("--out", required=True, help="eval.json to add length_guard to")
     ap.add_argument("--hyp-dir", help="evaluate.py's translations: test.beam4.<tgt> is reused if there")
+    ap.add_argument("--split", default="test", help="the corpus files to measure (issue 53: test-ui, test-everyday)")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--no-repeat", default="3,4", help="no_repeat_ngram_size values to try (greedy; '' none)")
@@ -109,7 +110,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     sl, tl = a.direction.split("-")
-    src, ref = read_split(a.corpus, "test", a.direction, a.limit)
+    src, ref = read_split(a.corpus, a.split, a.direction, a.limit)
     tok = MarianTok(a.model)
     N = len(src)
 
@@ -162,7 +163,7 @@ def main():
         print(f"greedy cap {spec}", res[f"greedy_cap_{spec}"], flush=True)
 
     # beam 4, unguarded (evaluate.py's output if it is there) and capped
-    bfile = f"{a.hyp_dir}/test.beam4.{tl}" if a.hyp_dir else None
+    bfile = f"{a.hyp_dir}/{a.split}.beam4.{tl}" if a.hyp_dir else None
     if bfile and os.path.exists(bfile) and len(open(bfile).read().splitlines()) == N:
         b_text = open(bfile).read().splitlines()
     else:
