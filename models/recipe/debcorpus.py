@@ -32,6 +32,12 @@ Kinds (what a package gives):
            US ones by a word list learnt from the en_GB catalogues of the mo
            packages (en_GB msgstr against its US msgid, words that differ in
            otherwise equal strings, seen twice and never contradicted).
+  html-fr, html-en
+           a DocBook manual built in both languages (debian-reference-fr with
+           debian-reference-en): each chapter's HTML blocks (p, headings, table
+           cells, list items; pre left out) paired in order when both pages hold
+           the same blocks; paragraphs split into sentences as help pages are.
+           Its untranslated paragraphs go by filter 6.
   pak      Chromium's locale packs (chromium-l10n: fr.pak and en-GB.pak, paired by
            resource id; en-GB mapped to US spelling as above).
   dict     dict-freedict-eng-fra: each headword with the first translation of its
@@ -54,7 +60,8 @@ Filters, in order, on every pair (both sides):
      "&&" is a literal '&'), a trailing "(_X)";
   4. whitespace runs made one space, trimmed; empty quotes or brackets left by a
      placeholder ("“”", "« »", "()") removed;
-  5. kept only when each side has a letter, at most MAX_WORDS words, and
+  5. kept only when each side has two letters in a row (not "V:132, I:208"), at
+     most MAX_WORDS words, and
      (len(fr) + 5) / (len(en) + 5) within [1/3, 3] (length ratio);
   6. language check: a side of 4 words or more is dropped when it holds more of
      the other language's function words (EN_STOP / FR_STOP) than of its own;
@@ -231,7 +238,7 @@ def clean_pair(en, fr):
         return []
     out = []
     for e, f in zip(ue, uf):
-        if not re.search(r"[^\W\d_]", e) or not re.search(r"[^\W\d_]", f):
+        if not re.search(r"[^\W\d_]{2}", e) or not re.search(r"[^\W\d_]{2}", f):
             continue
         if len(words(e)) > MAX_WORDS or len(words(f)) > MAX_WORDS:
             continue
@@ -309,6 +316,60 @@ def help_pairs(root):
         if not be or not bf or [t for t, _ in be] != [t for t, _ in bf]:
             continue
         for (_, e), (_, f) in zip(be, bf):
+            se, sf = sentences(e), sentences(f)
+            out.extend(zip(se, sf) if len(se) == len(sf) and len(se) > 1 else [(e, f)])
+    return out
+
+
+class _Blocks(__import__("html.parser").parser.HTMLParser):
+    """The text blocks of an HTML page in order: (tag, text); pre and code blocks out."""
+    TAGS = {"p", "h1", "h2", "h3", "h4", "td", "th", "dt", "li", "title"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out, self.cur, self.tag, self.skip = [], None, None, 0
+
+    def flush(self):
+        if self.cur is not None:
+            self.out.append((self.tag, " ".join("".join(self.cur).split())))
+        self.cur = None
+
+    def handle_starttag(self, t, attrs):
+        if t == "pre":
+            self.flush(); self.skip += 1
+        elif t in self.TAGS:
+            self.flush(); self.cur, self.tag = [], t
+
+    def handle_endtag(self, t):
+        if t == "pre":
+            self.skip = max(0, self.skip - 1)
+        elif t in self.TAGS:
+            self.flush()
+
+    def handle_data(self, d):
+        if self.cur is not None and not self.skip:
+            self.cur.append(d)
+
+
+def html_pairs(fr_root, en_root):
+    """A DocBook manual built in both languages (debian-reference-fr against -en):
+    each chapter's blocks paired in order when the two pages hold the same blocks
+    (po4a keeps the structure); sentences as help_pairs does."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from corpus import sentences
+    out = []
+    for fr in sorted(glob.glob(f"{fr_root}/usr/share/*/*.fr.html")):
+        rel = os.path.relpath(fr, fr_root)[:-len(".fr.html")] + ".en.html"
+        en = f"{en_root}/{rel}"
+        if not os.path.exists(en):
+            continue
+        a, b = _Blocks(), _Blocks()
+        a.feed(open(en, encoding="utf-8").read()); b.feed(open(fr, encoding="utf-8").read())
+        if [t for t, _ in a.out] != [t for t, _ in b.out]:
+            continue
+        for (_, e), (_, f) in zip(a.out, b.out):
+            if not e or not f:
+                continue
             se, sf = sentences(e), sentences(f)
             out.extend(zip(se, sf) if len(se) == len(sf) and len(se) > 1 else [(e, f)])
     return out
@@ -505,11 +566,14 @@ def main():
         elif k == "xpi-fr":
             en = [x["package"] for x in rows if x["kind"] == "xpi-en" and x["note"] == r["note"]][0]
             raw = xpi_pairs(dirs[p], dirs[en], gbmap)
+        elif k == "html-fr":
+            en = [x["package"] for x in rows if x["kind"] == "html-en" and x["note"] == r["note"]][0]
+            raw = html_pairs(dirs[p], dirs[en])
         elif k == "pak":
             raw = pak_pairs(dirs[p], gbmap)
         elif k == "dict":
             raw = dict_pairs(dirs[p])
-        elif k == "xpi-en":
+        elif k in ("xpi-en", "html-en"):
             continue
         else:
             sys.exit(f"{p}: unknown kind {k}")
@@ -567,11 +631,12 @@ def main():
     write("test-ui", ui)
     count = collections.Counter(p for s in splits.values() for _, _, p, _ in s)
     for r in rows:
-        n = count.get(r["package"], 0) if r["kind"] != "xpi-en" else 0
+        half = r["kind"] in ("xpi-en", "html-en")
+        n = count.get(r["package"], 0) if not half else 0
         stats["by_package"][r["package"]] = n
         if a.write_manifest:
             r["pairs"] = n
-        elif r["kind"] != "xpi-en" and str(n) != r["pairs"]:
+        elif not half and str(n) != r["pairs"]:
             sys.exit(f"{r['package']}: {n} pairs, the manifest says {r['pairs']}")
     with open(f"{a.out}/stats.json", "w") as f:
         json.dump(stats, f, indent=1, sort_keys=True); f.write("\n")
