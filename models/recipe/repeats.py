@@ -160,7 +160,8 @@ def main():
     py_same = sum(tok.decode(i) == t for i, t in zip(g_ids, g_text))
     res["greedy"] = row(g_text, seconds=round(time.time() - t0, 1), decoder="c")
     print("greedy", res["greedy"], f"(python detokenizer equal on {py_same}/{N})", flush=True)
-    longest = max(range(N), key=lambda i: len(g_ids[i]) / n_src[i])
+    # a line that is only a placeholder (a URL) comes back as it is, no ids: max(1, ...)
+    longest = max(range(N), key=lambda i: len(g_ids[i]) / max(1, n_src[i]))
     res["greedy"]["longest_ratio"] = {"line": longest + 1, "source_tokens": n_src[longest],
                                       "output_tokens": len(g_ids[longest])}
 
@@ -190,7 +191,7 @@ def main():
             texts[i] = tok.decode(greedy_no_repeat(m, g[i]["source_ids"], a.max_length, n))
         res[f"greedy_loops_no_repeat_{n}"] = row(texts, g_text, decoded_again=len(hit), decoder="torch")
         print(f"loops -> no_repeat {n}", res[f"greedy_loops_no_repeat_{n}"], flush=True)
-    hit = [i for i in range(N) if g_text[i].strip() == src[i].strip()]
+    hit = [i for i in range(N) if g_text[i].strip() == src[i].strip() and g[i]["source_ids"]]
     if hit and m is None:
         m, _ = load_dir(a.model)
     texts = list(g_text)
