@@ -22,6 +22,13 @@ Measured on the test split, unguarded and with each guard:
                          </s> forced last (the steps before do not depend on it).
   beam 4, cap A:B        build/mtserve translate --beam 4 --max-length L, one run
                          per distinct L (exact, not a truncation).
+  greedy, loops -> no_repeat N
+                         only the outputs that loop decoded again with
+                         no_repeat_ngram_size N (PyTorch reference): a guard that
+                         fires on detection (issue 53).
+  greedy, copy guard     only the outputs equal to their source decoded again,
+                         the token that would go on copying the source banned
+                         while the output is a prefix of it (greedy_no_copy).
 The server can set max_length per request, not per sentence of a split text.
 
 Writes the figures under "length_guard" in --out (eval.json; other keys kept).
@@ -89,6 +96,29 @@ def greedy_no_repeat(m, src_ids, max_length, n):
     return out
 
 
+@torch.no_grad()
+def greedy_no_copy(m, src_ids, max_length):
+    """Greedy decoding that may not give the source back (issue 53's copy guard):
+    while the output so far is the source's first tokens (the vocabulary is joint,
+    so source and target ids are the same pieces), the token that would go on
+    copying it is banned; the next best is taken instead."""
+    src = torch.tensor([src_ids]); sm = torch.ones_like(src)
+    cache = m.new_cache(m.encode(src, sm))
+    seq, out = [m.pad], []
+    for t in range(max_length - 1):
+        lg = m.step(torch.tensor([seq[-1]]), t, cache, sm).float()[0]
+        lg[m.pad] = -math.inf
+        if out == src_ids[:len(out)] and len(out) < len(src_ids):
+            lg[src_ids[len(out)]] = -math.inf
+        if t + 1 == max_length - 1:
+            lg[:] = -math.inf; lg[m.eos] = 0
+        nxt = int(lg.argmax())
+        out.append(nxt); seq.append(nxt)
+        if nxt == m.eos:
+            break
+    return out
+
+
 def cap_of(n_src, a, b):
     return math.ceil(a * n_src) + b          # generated tokens, </s> included
 
@@ -99,6 +129,7 @@ def main():
     ap.add_argument("--direction", default="en-fr", choices=["en-fr", "fr-en"])
     ap.add_argument("--out", required=True, help="eval.json to add length_guard to")
     ap.add_argument("--hyp-dir", help="evaluate.py's translations: test.beam4.<tgt> is reused if there")
+    ap.add_argument("--split", default="test", help="the corpus files to measure (issue 53: test-ui, test-everyday)")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--no-repeat", default="3,4", help="no_repeat_ngram_size values to try (greedy; '' none)")
@@ -109,7 +140,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     sl, tl = a.direction.split("-")
-    src, ref = read_split(a.corpus, "test", a.direction, a.limit)
+    src, ref = read_split(a.corpus, a.split, a.direction, a.limit)
     tok = MarianTok(a.model)
     N = len(src)
 
@@ -129,7 +160,8 @@ def main():
     py_same = sum(tok.decode(i) == t for i, t in zip(g_ids, g_text))
     res["greedy"] = row(g_text, seconds=round(time.time() - t0, 1), decoder="c")
     print("greedy", res["greedy"], f"(python detokenizer equal on {py_same}/{N})", flush=True)
-    longest = max(range(N), key=lambda i: len(g_ids[i]) / n_src[i])
+    # a line that is only a placeholder (a URL) comes back as it is, no ids: max(1, ...)
+    longest = max(range(N), key=lambda i: len(g_ids[i]) / max(1, n_src[i]))
     res["greedy"]["longest_ratio"] = {"line": longest + 1, "source_tokens": n_src[longest],
                                       "output_tokens": len(g_ids[longest])}
 
@@ -147,6 +179,28 @@ def main():
                                            decoder="torch")
         print(f"no_repeat {n}", res[f"greedy_no_repeat_{n}"], flush=True)
 
+    # issue 53: only the outputs that loop (the definition above) decoded again with
+    # no_repeat_ngram_size N, and only the outputs equal to their source decoded
+    # again with the copy guard (greedy_no_copy): a guard that fires on detection
+    for n in [int(x) for x in a.no_repeat.split(",") if x]:
+        hit = [i for i in range(N) if any(loops(g_text[i]))]
+        if hit and m is None:
+            m, _ = load_dir(a.model)
+        texts = list(g_text)
+        for i in hit:
+            texts[i] = tok.decode(greedy_no_repeat(m, g[i]["source_ids"], a.max_length, n))
+        res[f"greedy_loops_no_repeat_{n}"] = row(texts, g_text, decoded_again=len(hit), decoder="torch")
+        print(f"loops -> no_repeat {n}", res[f"greedy_loops_no_repeat_{n}"], flush=True)
+    hit = [i for i in range(N) if g_text[i].strip() == src[i].strip() and g[i]["source_ids"]]
+    if hit and m is None:
+        m, _ = load_dir(a.model)
+    texts = list(g_text)
+    for i in hit:
+        texts[i] = tok.decode(greedy_no_copy(m, g[i]["source_ids"], a.max_length))
+    res["greedy_copy_guard"] = row(texts, g_text, decoded_again=len(hit), decoder="torch",
+                                   untranslated=sum(x.strip() == y.strip() for x, y in zip(texts, src)))
+    print("copy guard", res["greedy_copy_guard"], flush=True)
+
     # length caps on greedy: the unguarded ids cut, </s> forced last
     for spec in [x for x in a.caps.split(",") if x]:
         ca, cb = map(float, spec.split(":"))
@@ -162,7 +216,7 @@ def main():
         print(f"greedy cap {spec}", res[f"greedy_cap_{spec}"], flush=True)
 
     # beam 4, unguarded (evaluate.py's output if it is there) and capped
-    bfile = f"{a.hyp_dir}/test.beam4.{tl}" if a.hyp_dir else None
+    bfile = f"{a.hyp_dir}/{a.split}.beam4.{tl}" if a.hyp_dir else None
     if bfile and os.path.exists(bfile) and len(open(bfile).read().splitlines()) == N:
         b_text = open(bfile).read().splitlines()
     else:
