@@ -8,17 +8,22 @@ random-weight decoder-only checkpoints (issue 54 item 3), one table.
 
 For each model and dtype pairing (GGUF type : mtserve --weights), both servers run
 side by side on loopback with 2 threads each (llama-server -t 2 -tb 2 -np 8;
-mtserve --blas-threads 2, continuous batching) and are driven through the same
-OpenAI route, POST /v1/completions: the same prompts (English text of
-tests/fixtures/tokenizer/inputs/test.en.txt, about PROMPT_CHARS characters, a
-fresh one per request so no prompt cache can serve it; llama.cpp is also asked
-"cache_prompt": false), temperature 0 (greedy), the same max_tokens.
+mtserve --blas-threads 2, continuous batching) and are driven with the same
+prompts: mtserve through its OpenAI route POST /v1/completions, llama.cpp through its
+native POST /completion (its /v1/completions answers 500 "The model produced output that
+does not match the expected Content-only format" when random weights emit ids that are
+not whole UTF-8; the same slots and scheduler serve both routes): the same prompts (English text of
+tests/fixtures/tokenizer/inputs/test.en.txt, about PROMPT_CHARS characters, fresh
+ones for each measurement, the same for both engines; llama.cpp is asked
+"cache_prompt": false, mtserve has no prompt cache), temperature 0 (greedy), the same max_tokens.
 
-  prompt processing  `clients` requests at once with max_tokens 1: the sum of
-                     their prompt_tokens (each server's own count, from usage) /
-                     the wall time until the last reply
-  generation         the same with max_tokens 1 + gen: the extra completion
-                     tokens (usage) / the extra wall time (t(1 + gen) - t(1))
+`clients` requests at once, timed to the last reply (streaming cannot split the
+phases: mtserve sends a byte-level BPE model's text at the end):
+  prompt processing  prompts of ~PROMPT_CHARS characters, max_tokens 1: the sum of
+                     their prompt tokens (each server's own count) / the wall time
+  generation         prompts of ~SHORT_CHARS characters (5-10 tokens), max_tokens
+                     gen: the sum of completion tokens / the wall time (the short
+                     prompt's pass is in it for both: at most ~1 step of gen)
 Engines alternate (A B B A ...) within each round; each figure is the median of
 the rounds; the ratio (mtserve / llama.cpp) is taken per round, then the median.
 The machine's bounds are measured by build/bench/llamacpp_bounds between the
@@ -30,9 +35,11 @@ rounds (read bandwidth, FMA and VNNI loops; the best of the run):
                        (2 x the weights of the products a token goes through)
   8-client generation  the lower of both: 8 tokens need a step's bytes once and 8x
                        its operations
-A check first: on F32 both greedy continuations of one prompt (16 tokens) and
+A check first: both greedy continuations of one prompt (16 tokens) and
 both prompt_tokens are printed; equal ids mean the GGUF (bench/llamacpp/to_gguf.py)
-holds the same model and llama.cpp's tokenizer splits the prompt as mtserve's does.
+holds the same model and llama.cpp's tokenizer splits the prompt as mtserve's does
+(compared without the leading space, which mtserve drops from a completion's first
+token and llama.cpp keeps).
 """
 import argparse
 import concurrent.futures as cf
@@ -50,7 +57,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TEXT = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "inputs", "test.en.txt")
-PROMPT_CHARS = 600
+PROMPT_CHARS = 300
+SHORT_CHARS = 30
 BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0}
 
 
@@ -93,11 +101,12 @@ class Prompts:
         self.lines = [ln.strip() for ln in open(TEXT, encoding="utf-8") if ln.strip().isascii() and ln.strip()]
         self.rng = random.Random(seed)
 
-    def next(self):
+    def next(self, chars=None):
+        chars = chars or PROMPT_CHARS
         out = ""
-        while len(out) < PROMPT_CHARS:
+        while len(out) < chars:
             out += self.rng.choice(self.lines) + " "
-        return out[:PROMPT_CHARS].rsplit(" ", 1)[0]
+        return out[:chars].rsplit(" ", 1)[0]
 
 
 class Server:
@@ -120,10 +129,12 @@ class Server:
 
 
 def complete(srv, model, prompt, max_tokens):
-    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
-    if srv.name == "llama.cpp":
-        body["cache_prompt"] = False
-    r = post(srv.url + "/v1/completions", body)
+    """(prompt tokens, completion tokens, text) of one greedy completion."""
+    if srv.name == "llama.cpp":     # its native route: /v1/completions fails (500) on random ids' invalid UTF-8
+        r = post(srv.url + "/completion", {"prompt": prompt, "n_predict": max_tokens, "temperature": 0,
+                                           "cache_prompt": False})
+        return r["tokens_evaluated"], r["tokens_predicted"], r["content"]
+    r = post(srv.url + "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
     u = r["usage"]
     return u["prompt_tokens"], u["completion_tokens"], r["choices"][0]["text"]
 
@@ -136,13 +147,14 @@ def burst(srv, model, prompts, max_tokens):
     return time.perf_counter() - t0, sum(r[0] for r in res), sum(r[1] for r in res)
 
 
-def measure(srv, model, pr, clients, gen):
-    t1, p1, c1 = burst(srv, model, [pr.next() for _ in range(clients)], 1)
-    tn, pn, cn = burst(srv, model, [pr.next() for _ in range(clients)], 1 + gen)
-    # the second burst's prompt part: its own prompt tokens at the first burst's rate
-    tp = t1 * pn / p1
-    return {"pp_tok_s": p1 / t1, "gen_tok_s": (cn - clients) / (tn - tp), "prompt_tokens": pn / clients,
-            "completion_tokens": cn / clients, "t1": t1, "tn": tn}
+def measure(srv, model, long_prompts, short_prompts, gen):
+    """prompt tok/s: the long prompts at once, max_tokens 1, all prompt tokens / wall;
+    generation tok/s: the short prompts at once, max_tokens gen, all completion tokens / wall."""
+    tp, pp, _ = burst(srv, model, long_prompts, 1)
+    tg, pg, cg = burst(srv, model, short_prompts, gen)
+    return {"pp_tok_s": pp / tp, "gen_tok_s": cg / tg, "prompt_tokens": pp / len(long_prompts),
+            "short_prompt_tokens": pg / len(short_prompts), "completion_tokens": cg / len(short_prompts),
+            "t_pp": tp, "t_gen": tg}
 
 
 def bounds(binary, threads):
@@ -231,8 +243,10 @@ def main():
                 for rnd in range(a.rounds):
                     order = ["mtserve", "llama.cpp"] if rnd % 2 == 0 else ["llama.cpp", "mtserve"]
                     for c in clients:
+                        longp = [pr.next() for _ in range(c)]       # the same for both engines
+                        shortp = [pr.next(SHORT_CHARS) for _ in range(c)]
                         for e in order:
-                            r = measure(srv[e], model, pr, c, a.gen)
+                            r = measure(srv[e], model, longp, shortp, a.gen)
                             res[(e, c)].append(r)
                             rec = dict(r, model=model, engine=e, weights=gt if e == "llama.cpp" else mw, clients=c,
                                        round=rnd, load=load(), time=time.time())
@@ -246,6 +260,12 @@ def main():
                     s.stop()
             sb = {"llama.cpp": gguf_step_bytes(a.gguf_py, gpath), "mtserve": mt_step_bytes(cfg, mw)}
             rows.append((model, gt, mw, res, sb, matmul_params(cfg)))
+            report(a, start, load0, clients, bnd, rows, checks)
+    print(report(a, start, load0, clients, bnd, rows, checks))
+
+
+def report(a, start, load0, clients, bnd, rows, checks):
+    """The table so far (written after every model x pairing)."""
     # the bounds: the best of the run (the least disturbed)
     rd = max(b["read_GBs"] for b in bnd)
     fma = max(b["fma_GFLOPs"] for b in bnd)
@@ -279,12 +299,12 @@ def main():
     for model, gt, mw, chk in checks:
         l, m = chk["llama.cpp"], chk["mtserve"]
         out.append(f"- {model} {gt}/{mw}: prompt tokens {l[0]} / {m[0]}; completion tokens {l[1]} / {m[1]}; "
-                   f"same text: {'yes' if l[2] == m[2] else 'no'}")
+                   f"same text: {'yes' if l[2].strip() == m[2].strip() else 'no'}")
     text = "\n".join(out) + "\n"
-    print(text)
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)
+    return text
 
 
 if __name__ == "__main__":
