@@ -152,3 +152,41 @@ epub-bench: $(B)/mtserve $(B)/bench/loadgen
 $(B)/bench/html_parsers: bench/html_parsers.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 $< -o $@ $(shell pkg-config --cflags --libs gumbo libxml-2.0) -pthread
+
+# mtserve's server vs llama.cpp's llama-server on random-weight checkpoints at the TinyLlama-1.1B,
+# Qwen3-0.6B and gemma-3-1b shapes (issue 54; bench/llamacpp_bench.py, bench/llamacpp/README.md):
+#   make llamacpp-bench [LLAMACPP_DIR=/work/llamacpp] [BENCH_LLAMACPP_ARGS="--models qwen3 --rounds 3"]
+# LLAMACPP_DIR holds llama.cpp's source (src/, for gguf-py) and its CPU build (build/bin/llama-server,
+# llama-quantize), made outside the repository (bench/llamacpp/README.md: commit and flags).
+# The checkpoints (HF BF16, then GGUF F32 by bench/llamacpp/to_gguf.py, F16 and Q8_0 by
+# llama-quantize; ~20 GB, never committed) go to LLAMACPP_OUT.
+LLAMACPP_DIR ?= /work/llamacpp
+LLAMACPP_OUT ?= $(CURDIR)/build/llamacpp
+BENCH_LLAMACPP_ARGS ?=
+LLAMACPP_MODELS := tinyllama qwen3 gemma3
+.PHONY: llamacpp-bench llamacpp-models
+.PRECIOUS: $(LLAMACPP_OUT)/gguf/%.gguf $(LLAMACPP_OUT)/hf/%/config.json
+$(B)/bench/llamacpp_bounds: bench/llamacpp/bounds.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ -pthread
+$(LLAMACPP_OUT)/hf/%/config.json: bench/llamacpp/gen_models.py $(HF_FIX)/llama2/tokenizer.json \
+                                  $(HF_FIX)/qwen3/tokenizer.json $(HF_FIX)/gemma3/tokenizer.json
+	/usr/bin/python3 bench/llamacpp/gen_models.py $(LLAMACPP_OUT)/hf $(HF_FIX) $*
+$(LLAMACPP_OUT)/gguf/%-f32.gguf: $(LLAMACPP_OUT)/hf/%/config.json bench/llamacpp/to_gguf.py
+	@mkdir -p $(@D)
+	/usr/bin/python3 bench/llamacpp/to_gguf.py $(LLAMACPP_DIR)/src/gguf-py $(<D) $@.tmp && mv $@.tmp $@
+$(LLAMACPP_OUT)/gguf/%-f16.gguf: $(LLAMACPP_OUT)/gguf/%-f32.gguf
+	$(LLAMACPP_DIR)/build/bin/llama-quantize $< $@ F16 2
+$(LLAMACPP_OUT)/gguf/%-q8_0.gguf: $(LLAMACPP_OUT)/gguf/%-f32.gguf
+	$(LLAMACPP_DIR)/build/bin/llama-quantize $< $@ Q8_0 2
+llamacpp-models: $(foreach m,$(LLAMACPP_MODELS),$(foreach t,f32 f16 q8_0,$(LLAMACPP_OUT)/gguf/$(m)-$(t).gguf))
+llamacpp-bench: $(B)/mtserve $(B)/bench/llamacpp_bounds
+	@if [ ! -x $(LLAMACPP_DIR)/build/bin/llama-server ] || [ ! -d $(LLAMACPP_DIR)/src/gguf-py ]; then \
+	    echo "llamacpp-bench: no llama.cpp build in LLAMACPP_DIR=$(LLAMACPP_DIR) (build/bin/llama-server, src/gguf-py);"; \
+	    echo "build it outside the repository as bench/llamacpp/README.md records, then"; \
+	    echo "  make llamacpp-bench LLAMACPP_DIR=<its folder>"; exit 1; fi
+	$(MAKE) llamacpp-models
+	/usr/bin/python3 bench/llamacpp_bench.py --hf $(LLAMACPP_OUT)/hf --gguf $(LLAMACPP_OUT)/gguf \
+	    --gguf-py $(LLAMACPP_DIR)/src/gguf-py --llama-server $(LLAMACPP_DIR)/build/bin/llama-server \
+	    --mtserve $(B)/mtserve --bounds $(B)/bench/llamacpp_bounds --logs $(LLAMACPP_OUT)/logs \
+	    --jsonl $(LLAMACPP_OUT)/results.jsonl --out $(LLAMACPP_OUT)/table.md $(BENCH_LLAMACPP_ARGS)
