@@ -31,6 +31,8 @@ struct job {
     _Atomic int    cancel;      /* asked for: the runner ends the job (the decoder polls it) */
     int            lost;        /* another replica holds it now (srv_files_forget): found no more, freed
                                    once its batch is back */
+    int            deleted;     /* finished and deleted (srv_files_cancel): found no more at once, freed on
+                                   the runner's next turn (a GET right after the DELETE must not find it) */
     int            done_floor;  /* the progress shown never goes below this (a job taken over) */
     int            pub_any, pub_done;   /* srv_files_params.publish: what was published last, when */
     int            pub_final;   /* its end was published (or tried: Redis down): shown as ended only then */
@@ -65,7 +67,7 @@ const char *srv_file_state_name(srv_file_state s)
 static job *find(srv_files *f, const char *id)
 {
     for (job *j = f->jobs; j; j = j->next)
-        if (!j->lost && !strcmp(j->id, id))
+        if (!j->lost && !j->deleted && !strcmp(j->id, id))
             return j;
     return NULL;
 }
@@ -544,8 +546,10 @@ int srv_files_cancel(srv_files *f, const char *id)
     job *j = find(f, id);
     if (j && j->info.state == SRV_FILE_RUNNING)
         atomic_store(&j->cancel, 1);
-    else if (j)
-        j->info.expires = 0;            /* finished: deleted on the runner's next turn */
+    else if (j) {
+        j->info.expires = 0;            /* finished: freed on the runner's next turn */
+        j->deleted = 1;
+    }
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
     return j ? 0 : -1;
