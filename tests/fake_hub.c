@@ -475,12 +475,19 @@ int fake_hub_start(void)
             add_file_to(fake_hub.opus, &fake_hub.n_opus, mg[i].name, mg[i].lfs, path);
         }
     }
-    fake_hub.port = free_port();
-    fake_hub.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, (uint16_t)fake_hub.port,
-                             NULL, NULL, on_request, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-                             on_completed, NULL, MHD_OPTION_END);
-    if (!fake_hub.d)
+    /* free_port's port can be taken before MHD binds it (two test programs run at once):
+     * another port then, a few times */
+    fake_hub.d = NULL;
+    for (int attempt = 0; attempt < 20 && !fake_hub.d; attempt++) {
+        fake_hub.port = free_port();
+        fake_hub.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
+                                      (uint16_t)fake_hub.port, NULL, NULL, on_request, NULL,
+                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    }
+    if (!fake_hub.d) {
+        fprintf(stderr, "fake_hub: no port could be bound in 20 attempts\n");
         return -1;
+    }
     snprintf(fake_hub.endpoint, sizeof fake_hub.endpoint, "http://localhost:%d", fake_hub.port);
     return 0;
 }
