@@ -643,6 +643,103 @@ static void served_listings(const server *srv, json_t *pair)
     json_decref(q);
 }
 
+/* /translate's text for text, fr -> target, through DeepL's shape (code set)
+ * or the native one (code NULL: target as given).  Malloc'd. */
+static char *fr_to(const server *srv, const char *text, const char *target, const char *deepl_code)
+{
+    json_t *q = deepl_code ? json_pack("{s:[s],s:s,s:s}", "text", text, "source_lang", "FR", "target_lang", deepl_code)
+                           : json_pack("{s:s,s:s,s:s,s:i}", "text", text, "source", "fr", "target", target,
+                                       "max_length", MAX_LEN);
+    char *b = json_dumps(q, JSON_COMPACT);
+    req_opts ro = {.body = b, .extra = {"Authorization: DeepL-Auth-Key x"}};
+    reply r = http_req(srv, deepl_code ? "/v2/translate" : "/translate", &ro);
+    json_t *o = expect_json(&r, 200);
+    json_t *t = json_object_get(json_array_get(json_object_get(o, "translations"), 0), "text");
+    assert_non_null(t);
+    char *out = strdup(json_string_value(t));
+    json_decref(o);
+    reply_free(&r);
+    free(b);
+    json_decref(q);
+    return out;
+}
+
+/* DeepL's ZH-HANS / ZH-HANT: NLLB's two scripts (zho_Hans is "zh" here, zho_Hant
+ * keeps its code), listed and translated into; ids equal to naming the codes. */
+static void served_scripts(const server *srv, const char *text)
+{
+    reply r = get(srv, "/v2/languages?type=target");
+    json_t *o = expect_json(&r, 200), *e;
+    size_t i;
+    int hans = 0, hant = 0;
+    json_array_foreach(o, i, e) {
+        hans += !strcmp(json_string_value(json_object_get(e, "language")), "ZH-HANS");
+        hant += !strcmp(json_string_value(json_object_get(e, "language")), "ZH-HANT");
+    }
+    json_decref(o);
+    reply_free(&r);
+    assert_int_equal(hans, 1);
+    assert_int_equal(hant, 1);
+    char *dl_hant = fr_to(srv, text, NULL, "ZH-HANT"), *dl_hans = fr_to(srv, text, NULL, "ZH-HANS");
+    char *hant_t = fr_to(srv, text, "zho_Hant", NULL), *hans_t = fr_to(srv, text, "zho_Hans", NULL);
+    printf("   DeepL ZH-HANT = zho_Hant: %s, ZH-HANS = zho_Hans: %s (the two scripts' texts differ: %s)\n",
+           strncmp(dl_hant, hant_t, strlen(hant_t)) ? "no" : "yes", strncmp(dl_hans, hans_t, strlen(hans_t)) ? "no" : "yes",
+           strcmp(hant_t, hans_t) ? "yes" : "no");
+    assert_true(strcmp(hant_t, hans_t) != 0);          /* else this test could not tell the scripts apart */
+    assert_memory_equal(dl_hant, hant_t, strlen(hant_t));   /* DeepL's shape has no max_length: it goes on */
+    assert_memory_equal(dl_hans, hans_t, strlen(hans_t));
+    free(dl_hant);
+    free(dl_hans);
+    free(hant_t);
+    free(hans_t);
+}
+
+/* POST /score with NLLB's language tokens: the target language scored first;
+ * on a translation's own ids, the log-probs equal those its decoding gave. */
+static void served_score(const server *srv, const char *text)
+{
+    json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:b,s:b}", "text", text, "source", "fr", "target", "ja", "max_length",
+                          MAX_LEN, "return_tokens", 1, "return_token_scores", 1);
+    char *b = json_dumps(q, JSON_COMPACT);
+    reply r = post(srv, "/translate", b);
+    json_t *o = expect_json(&r, 200), *tr = json_array_get(json_object_get(o, "translations"), 0);
+    json_t *ids = json_object_get(tr, "token_ids"), *lp = json_object_get(tr, "token_scores");
+    json_t *sq = json_pack("{s:s,s:s,s:[{s:s,s:s}]}", "source_lang", "fr", "target_lang", "ja", "pairs", "source",
+                           text, "target", json_string_value(json_object_get(tr, "text")));
+    char *sb = json_dumps(sq, JSON_COMPACT);
+    reply rs = post(srv, "/score", sb);
+    json_t *so = expect_json(&rs, 200), *sc = json_array_get(json_object_get(so, "scores"), 0);
+    json_t *sids = json_object_get(sc, "token_ids"), *slp = json_object_get(sc, "log_probs");
+    size_t n = json_array_size(ids), same = 0;
+    double worst = 0;
+    assert_true(n > 1 && json_array_size(sids) >= n);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(sc, "tokens"), 0)), "jpn_Jpan");
+    for (size_t k = 0; k < n; k++)
+        same += json_integer_value(json_array_get(ids, k)) == json_integer_value(json_array_get(sids, k));
+    for (size_t k = 1; k < n; k++) {        /* 0: the forced token, 0 in a translation, its log-prob in a score */
+        double d = fabs(json_real_value(json_array_get(lp, k)) - json_real_value(json_array_get(slp, k)));
+        worst = d > worst ? d : worst;
+    }
+    printf("   /score fr -> ja of a translation's %zu ids: %zu the same ids, log-probs within %.2g of its decoding; "
+           "the language token's %.3f\n", n, same, worst, json_real_value(json_array_get(slp, 0)));
+    assert_int_equal(same, n);
+    assert_true(worst < 1e-4);
+    assert_true(json_real_value(json_array_get(slp, 0)) < 0);
+    json_decref(so);
+    reply_free(&rs);
+    free(sb);
+    json_decref(sq);
+    /* without the languages: refused, naming the fields */
+    rs = post(srv, "/score", "{\"pairs\": [{\"source\": \"a\", \"target\": \"b\"}]}");
+    assert_int_equal(rs.status, 400);
+    assert_non_null(strstr(rs.body, "source_lang"));
+    reply_free(&rs);
+    json_decref(o);
+    reply_free(&r);
+    free(b);
+    json_decref(q);
+}
+
 /* 20 requests, each its own pair (4 sources x 5 targets, the codes clients send:
  * "fr" -> "ja"), at once to a server of one NLLB-shaped model: each returns
  * the reference's text; then the listings and the other API shapes. */
@@ -684,6 +781,8 @@ static void test_served(void **state)
     assert_int_equal(same, SERVED);
     assert_true(step >= 2);
     served_listings(&srv, json_array_get(rows, 0));
+    served_scripts(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
+    served_score(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
     assert_int_equal(server_stop(&srv), 0);
     json_decref(rows);
 }

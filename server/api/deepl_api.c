@@ -94,22 +94,49 @@
 
 /* ---- language codes ------------------------------------------------------------- */
 
-/* The targets DeepL names by a variant, never by the bare code, and the
- * language each variant is here (the models translate into the language). */
+/* The targets DeepL names by a variant, never by the bare code, the
+ * language each variant is here (the models translate into the language) and,
+ * for Chinese, its script: NLLB-200 has a code for each ("zho_Hans",
+ * "zho_Hant"), a model of one "zh" (M2M-100, OPUS-MT) serves both variants. */
 static const struct {
-    const char *variant, *lang;
+    const char *variant, *lang, *script;
 } VARIANTS[] = {
-    { "EN-GB", "en" }, { "EN-US", "en" }, { "PT-BR", "pt" }, { "PT-PT", "pt" },
-    { "ZH-HANS", "zh" }, { "ZH-HANT", "zh" }, { "ES-419", "es" },
+    { "EN-GB", "en", NULL }, { "EN-US", "en", NULL }, { "PT-BR", "pt", NULL }, { "PT-PT", "pt", NULL },
+    { "ZH-HANS", "zh", "Hans" }, { "ZH-HANT", "zh", "Hant" }, { "ES-419", "es", NULL },
 };
 #define N_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
-/* A DeepL code ("EN-GB", "de", "PT-br") as the models spell its language. */
+/* 1 when code is lang written in script: NLLB's "zho_Hant" for ("zh", "Hant"). */
+static int code_in_script(const char *code, const char *lang, const char *script)
+{
+    const char *us = strchr(code, '_');
+    char base[16];
+    if (!us || strcmp(us + 1, script) || (size_t)(us - code) >= sizeof base)
+        return 0;
+    snprintf(base, sizeof base, "%.*s", (int)(us - code), code);
+    return srv_lang_same(base, lang);
+}
+
+/* The code a served model gives lang in script ("zho_Hant"), or NULL. */
+static const char *script_code(const srv_server *srv, const char *lang, const char *script)
+{
+    for (int i = 0; i < srv->n_models; i++) {
+        const srv_model *m = &srv->models[i];
+        for (int k = 0; srv_model_listed(m) && k < m->n_targets; k++)
+            if (code_in_script(m->targets[k], lang, script))
+                return m->targets[k];
+    }
+    return NULL;
+}
+
+/* A DeepL code ("EN-GB", "de", "PT-br", "ZH-HANT") as the models spell its language. */
 static const char *model_code(const srv_server *srv, const char *code)
 {
     for (int i = 0; i < N_VARIANTS; i++)
-        if (!strcasecmp(code, VARIANTS[i].variant))
-            return srv_served_code(srv, VARIANTS[i].lang);
+        if (!strcasecmp(code, VARIANTS[i].variant)) {
+            const char *in_script = VARIANTS[i].script ? script_code(srv, VARIANTS[i].lang, VARIANTS[i].script) : NULL;
+            return in_script ? in_script : srv_served_code(srv, VARIANTS[i].lang);
+        }
     return srv_served_code(srv, code);
 }
 
@@ -605,16 +632,26 @@ static void add_language(json_t *list, const char *code, const char *name, int t
     json_array_append_new(list, e);
 }
 
+/* The DeepL variant that lists code as a target (i of VARIANTS): DeepL lists
+ * ZH-HANS and ES, not ES-419 and ZH-HANT (newer, opt-in), but a model with a
+ * code for Traditional Chinese (NLLB's "zho_Hant") lists ZH-HANT for it. */
+static int lists_variant(const char *code, int i)
+{
+    if (VARIANTS[i].script && code_in_script(code, VARIANTS[i].lang, VARIANTS[i].script))
+        return 1;
+    return srv_lang_same(code, VARIANTS[i].lang) && strcmp(VARIANTS[i].variant, "ZH-HANT") &&
+           strcmp(VARIANTS[i].variant, "ES-419");
+}
+
 /* A language code the models name, as DeepL lists it (targets: the variants). */
 static void add_code(json_t *list, const char *code, int target)
 {
     int variants = 0;
     for (int i = 0; target && i < N_VARIANTS; i++) {
-        if (!srv_lang_same(code, VARIANTS[i].lang) || !strcmp(VARIANTS[i].variant, "ZH-HANT") ||
-            !strcmp(VARIANTS[i].variant, "ES-419"))
-            continue;           /* DeepL lists ZH-HANS and ES (ES-419 and ZH-HANT are newer, opt-in) */
+        if (!lists_variant(code, i))
+            continue;
         char name[96];
-        snprintf(name, sizeof name, "%s (%s)", srv_lang_name(code), VARIANTS[i].variant + 3);
+        snprintf(name, sizeof name, "%s (%s)", srv_lang_name(VARIANTS[i].lang), VARIANTS[i].variant + 3);
         add_language(list, VARIANTS[i].variant, name, 1);
         variants++;
     }

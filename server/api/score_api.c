@@ -1,4 +1,4 @@
-/* POST /score  {"pairs": [{"source": string, "target": string}, ...], "model"?}
+/* POST /score  {"pairs": [{"source": string, "target": string}, ...], "model"?, "source_lang"?, "target_lang"?}
  *   -> {"model", "scores": [{"tokens", "token_ids", "log_probs", "score", "normalized_score"}], "timing_ms"}
  *
  * Teacher-forced scoring (CTranslate2's score_batch): each target is tokenized
@@ -8,6 +8,15 @@
  * normalized_score their mean (per target token, </s> included).  The pairs
  * of a request are scored together (mt_score_batch: as few batched passes as
  * the session's rows allow), on a worker with a session of the model's pool.
+ * A multilingual model's language tokens go where translation puts them
+ * (srv_path_for_model names them): OPUS-MT's ">>fra<<" first in the source;
+ * NLLB-200 / M2M-100's source language first in the source and the target
+ * language first in the target, scored as its first token (the token a
+ * translation forces: its log-prob says how likely the model finds that
+ * language there).  "source_lang" / "target_lang" name them (the model's
+ * codes or the clients'): NLLB / M2M-100 need both; OPUS-MT's target_lang
+ * is optional (without it a source may lead with ">>fra<<" as written); a
+ * model of one pair needs neither.
  * Limits: SRV_SCORE_MAX_PAIRS pairs; a source within the model's source
  * length, a target within its decoder length (</s> included); the sources'
  * tokens, and the targets', each within --max-tokens.
@@ -18,6 +27,7 @@
 
 #include "http/body.h"
 #include "handlers.h"
+#include "service/pairs.h"
 #include "service/residency.h"
 #include "service/server.h"
 #include "translate/text_ids.h"
@@ -35,6 +45,7 @@ typedef struct {
     srv_model  *m;
     score_pair *p;
     int         n;
+    int32_t     src_lang, tgt_lang;     /* the language tokens put first in source / target; -1: none */
 } score_req;
 
 static void score_free(score_req *r)
@@ -61,6 +72,31 @@ static int pair_text(json_t *pair, int i, const char *name, const char **out, sr
     return 0;
 }
 
+/* The language tokens of a multilingual model, as translation places them. */
+static int languages(srv_request *req, srv_response *resp, score_req *r)
+{
+    const char *source = NULL, *target = NULL;
+    srv_path path;
+    r->src_lang = r->tgt_lang = -1;
+    if (srv_field_string(req, resp, "source_lang", &source) < 0 ||
+        srv_field_string(req, resp, "target_lang", &target) < 0)
+        return -1;
+    if (r->m->llm || (!r->m->multi && !r->m->n_targets))
+        return 0;                       /* no language token: the fields change nothing */
+    if (r->m->multi && (!source || !strcmp(source, "auto") || !target))
+        return srv_fail(resp, SRV_E_INVALID_FIELD, "model '%s' is multilingual (%d languages): name \"source_lang\" "
+                        "and \"target_lang\" (\"fr\" or the model's \"%s\")", r->m->id, r->m->n_targets, r->m->targets[0]);
+    if (!r->m->multi && !target)
+        return 0;                       /* OPUS-MT: a source may lead with its ">>fra<<" as written */
+    if (srv_path_for_model(r->m, source, target, &path, resp))
+        return -1;
+    if (r->m->multi)
+        r->src_lang = path.src_id[0], r->tgt_lang = path.lang_id[0];
+    else
+        r->src_lang = path.lang_id[0];
+    return 0;
+}
+
 static int parse(srv_request *req, srv_response *resp, score_req *r)
 {
     json_t *pairs = req->json ? json_object_get(req->json, "pairs") : NULL;
@@ -74,7 +110,7 @@ static int parse(srv_request *req, srv_response *resp, score_req *r)
     if (n > SRV_SCORE_MAX_PAIRS)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "field 'pairs' has %zu entries; the limit is %d", n,
                         SRV_SCORE_MAX_PAIRS);
-    if (!(r->m = srv_request_model(req, resp)))
+    if (!(r->m = srv_request_model(req, resp)) || languages(req, resp, r))
         return -1;
     if (!(r->p = calloc(n, sizeof *r->p)))
         return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
@@ -90,6 +126,24 @@ static int parse(srv_request *req, srv_response *resp, score_req *r)
     return 0;
 }
 
+/* srv_text_ids with lang (>= 0) put first, within max ids in all. */
+static mt_status lang_ids(const mt_tokenizer *tok, const char *text, int target, int32_t lang, int max,
+                          const char *what, int32_t **ids, int *n, mt_err *err)
+{
+    int pre = lang >= 0;
+    mt_status st = srv_text_ids(tok, text, target, max > 0 ? max - pre : 0, what, ids, n, err);
+    if (st != MT_OK || !pre)
+        return st;
+    int32_t *grown = realloc(*ids, sizeof **ids * (size_t)(*n + 1));
+    if (!grown)
+        return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    memmove(grown + 1, grown, sizeof *grown * (size_t)*n);
+    grown[0] = lang;
+    *ids = grown;
+    ++*n;
+    return MT_OK;
+}
+
 static int tokenize(const srv_request *req, score_req *r, srv_response *resp)
 {
     const srv_model *m = r->m;
@@ -100,8 +154,8 @@ static int tokenize(const srv_request *req, score_req *r, srv_response *resp)
         mt_err err = { 0 };
         snprintf(src_name, sizeof src_name, "field 'pairs[%d].source'", i);
         snprintf(tgt_name, sizeof tgt_name, "field 'pairs[%d].target'", i);
-        if (srv_text_ids(m->tok, p->source, 0, m->sparams.max_src_len, src_name, &p->src, &p->n_src, &err) ||
-            srv_text_ids(m->tok, p->target, 1, m->sparams.max_tgt_len, tgt_name, &p->tgt, &p->n_tgt, &err))
+        if (lang_ids(m->tok, p->source, 0, r->src_lang, m->sparams.max_src_len, src_name, &p->src, &p->n_src, &err) ||
+            lang_ids(m->tok, p->target, 1, r->tgt_lang, m->sparams.max_tgt_len, tgt_name, &p->tgt, &p->n_tgt, &err))
             return srv_fail_mt(resp, &err);
         if (!(p->logp = malloc(sizeof *p->logp * (size_t)p->n_tgt)))
             return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
