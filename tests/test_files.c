@@ -64,20 +64,7 @@ static const char *url_path(const char *url)
 }
 
 /* The model's translation of one unit, as POST /translate gives it. */
-static char *translate(const char *text)
-{
-    json_t *q = json_pack("{s:s,s:s}", "text", text, "model", "en-fr");
-    char *body = json_dumps(q, 0);
-    reply r = post(&srv, "/translate", body);
-    char why[256];
-    char *t = reply_text(&r, why, sizeof why);
-    if (!t)
-        print_error("%s\n", why);
-    reply_free(&r);
-    free(body);
-    json_decref(q);
-    return t;
-}
+static char *translate(const char *text) { return translate_en_fr(&srv, text); }
 
 static void test_text_file(void **state)
 {

@@ -712,9 +712,7 @@ static int dec_replace(const hf_dec *d, const char *s, size_t n, int drop, tlist
     return rc;
 }
 
-/* Strip: token s[0..n) without up to d->start leading and d->stop trailing
- * d->strip_char, as a new token of o. */
-static int dec_strip(const hf_dec *d, const char *s, size_t n, tlist *o)
+size_t hf_strip_span(const hf_dec *d, const char *s, size_t n, size_t *a_out)
 {
     size_t a = 0, b = n;
     for (int k = 0; k < d->start && a < b; k++) {
@@ -733,6 +731,15 @@ static int dec_strip(const hf_dec *d, const char *s, size_t n, tlist *o)
             break;
         b = j;
     }
+    *a_out = a;
+    return b;
+}
+
+/* Strip: token s[0..n) without up to d->start leading and d->stop trailing
+ * d->strip_char, as a new token of o. */
+static int dec_strip(const hf_dec *d, const char *s, size_t n, tlist *o)
+{
+    size_t a, b = hf_strip_span(d, s, n, &a);
     return tl_add(o, s + a, b - a);
 }
 

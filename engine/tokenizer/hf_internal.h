@@ -116,6 +116,11 @@ const char *hf_strdup(mt_hf_tokenizer *tok, const char *s, size_t n);
 mt_status hf_encode_span(const mt_hf_tokenizer *tok, const char *text, size_t len, size_t keep_a, size_t keep_b,
                          int add_special_tokens, int32_t *ids, int max_ids, int *n_ids, mt_err *err);
 
+/* A Strip decoder step on s[0..n): the span [*a, return) left once up to
+ * d->start leading and d->stop trailing d->strip_char are taken off (the
+ * decoder of hf_bpe.c and the stop-string matcher of stop.c agree on it). */
+size_t hf_strip_span(const hf_dec *d, const char *s, size_t n, size_t *a);
+
 /* The byte-level alphabet (GPT-2): byte b is written as code point hf_byte_char[b]. */
 extern const uint16_t hf_byte_char[256];
 

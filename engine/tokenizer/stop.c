@@ -232,23 +232,7 @@ static size_t step_byte_level(const char *in, size_t n, char *out)
 /* Up to d->start leading and d->stop trailing d->strip_char of in[0..n), into out. */
 static size_t step_strip(const hf_dec *d, const char *in, size_t n, char *out)
 {
-    size_t a = 0, b = n;
-    for (int k = 0; k < d->start && a < b; k++) {
-        uint32_t c;
-        size_t s = mt_utf8_decode((const uint8_t *)in + a, b - a, &c);
-        if (!s || c != d->strip_char)
-            break;
-        a += s;
-    }
-    for (int k = 0; k < d->stop && a < b; k++) {
-        size_t j = b - 1;
-        uint32_t c;
-        while (j > a && ((uint8_t)in[j] & 0xC0) == 0x80)
-            j--;
-        if (!mt_utf8_decode((const uint8_t *)in + j, b - j, &c) || c != d->strip_char)
-            break;
-        b = j;
-    }
+    size_t a, b = hf_strip_span(d, in, n, &a);
     memcpy(out, in + a, b - a);
     return b - a;
 }
