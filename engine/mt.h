@@ -142,6 +142,12 @@ typedef struct {
     int head_dim;               /* a decoder-only LM's attention head size (0: Marian) */
     int early_stopping;         /* generation_config.json / config.json early_stopping: 1 = a beam
                                    search ends once beam_size hypotheses are finished (HF's True) */
+    /* generation_config.json "max_length_factor" / "max_length_extra" (mtserve's keys,
+     * Marian's max-length-factor): an encoder-decoder's output is at most
+     * ceil(factor x source ids) + extra ids (</s> included); factor 0: no such cap
+     * (MT_LENGTH_FACTOR_NONE in requests).  The shipped models carry theirs. */
+    float default_length_factor;
+    int default_length_extra;
 } mt_model_info;
 
 MT_API const mt_model_info *mt_model_get_info(const mt_model *model);
@@ -262,6 +268,13 @@ typedef struct {
         int max_length;     /* HF max_length; 0 = min(model default, session max_tgt_len) */
         int min_length;     /* HF min_length: </s> banned while the decoder length (start token
                                included) is below it; 0 = off; at most max_length */
+        /* An encoder-decoder sentence's own cap (Marian's max-length-factor): at most
+         * ceil(max_length_factor x its source ids, </s> included) + the model's
+         * default_length_extra generated ids, </s> included, within max_length, never
+         * below what its prefix, constraints and min_length need.  0: the model's
+         * default_length_factor, else MT_LENGTH_FACTOR_NONE (no cap); ignored by
+         * decoder-only models (a prompt is no measure of its answer). */
+        float max_length_factor;
     } lengths;
     /* The rules apply to the logits before the log-softmax, for greedy, sampling and beam
      * alike (CTranslate2's order); token log-probabilities and scores are of the ruled logits.
@@ -366,7 +379,12 @@ typedef enum {
     MT_BOUND_MODEL_BEAM,        /* default: the model's num_beams (1 when sampling; at least n_best) */
     MT_BOUND_MODEL_MAX_LENGTH,  /* default: the model's max_length, at most max_tgt_len */
     MT_BOUND_DRAWN,             /* default: drawn by the caller (a seed) */
+    MT_BOUND_MODEL_LENGTH_FACTOR, /* default: the model's default_length_factor, else MT_LENGTH_FACTOR_NONE */
 } mt_bound;
+
+/* max_length_factor's largest value, and what it means: no cap (ceil(1000 x
+ * a source) + extra is past any max_length a session allows). */
+#define MT_LENGTH_FACTOR_NONE 1000.0
 
 typedef enum { MT_LIMIT_INT, MT_LIMIT_FLOAT, MT_LIMIT_U64 } mt_limit_type;
 

@@ -760,6 +760,64 @@ static void test_stop_callback(void **state)
     assert_true(checked >= 3);
 }
 
+/* Greedy ids under a length cap (lengths.max_length_factor): the uncapped
+ * ids cut at ceil(factor x source ids) + the model's extra generated ids,
+ * the last forced to </s> (the steps before never depend on the cap).  A
+ * factor of 0 is the model's default (generation_config.json: en-fr's 2). */
+static int capped_as_cut(ctx *c, row_in *in, float factor, int *was_cut)
+{
+    const mt_model_info *mi = mt_model_get_info(c->m);
+    const int32_t *src = in->src;
+    mt_hyp plain, capped;
+    in->dp.lengths.max_length_factor = MT_LENGTH_FACTOR_NONE;
+    assert_int_equal(mt_generate(c->s, &src, &in->n_src, 1, &in->dp, &plain, NULL), MT_OK);
+    in->dp.lengths.max_length_factor = factor;
+    assert_int_equal(mt_generate(c->s, &src, &in->n_src, 1, &in->dp, &capped, NULL), MT_OK);
+    double f = factor > 0 ? factor : mi->default_length_factor > 0 ? mi->default_length_factor : MT_LENGTH_FACTOR_NONE;
+    double limit = ceil(f * in->n_src) + mi->default_length_extra;
+    int ok;
+    *was_cut = plain.n_ids > limit;
+    if (!*was_cut)
+        ok = capped.n_ids == plain.n_ids && !memcmp(capped.ids, plain.ids, sizeof(int32_t) * (size_t)plain.n_ids);
+    else
+        ok = capped.n_ids == (int)limit && !memcmp(capped.ids, plain.ids, sizeof(int32_t) * (size_t)(limit - 1)) &&
+             capped.ids[capped.n_ids - 1] == mi->eos_id;
+    if (!ok)
+        print_message("    factor %g, %d source ids: %d ids capped, %d uncapped, limit %g\n", factor, in->n_src,
+                      capped.n_ids, plain.n_ids, limit);
+    mt_hyps_free(&plain, 1);
+    mt_hyps_free(&capped, 1);
+    return ok;
+}
+
+static void test_length_cap(void **state)
+{
+    CTX_OR_RETURN(c);
+    const mt_model_info *mi = mt_model_get_info(c->m);
+    if (!strcmp(c->name, "en-fr")) {            /* the shipped model's, measured (models/recipe/export.py) */
+        assert_true(mi->default_length_factor == 2.0f);
+        assert_int_equal(mi->default_length_extra, 10);
+    }
+    int rows = 0, cut = 0, cut_default = 0;
+    for (int r = 0; r < c->n_rows && rows < 24; r++) {
+        row_in in;
+        row_params(c->rows[r], &in, 0);
+        if (in.dp.beam_size != 1 || in.dp.n_prefix || in.dp.lengths.min_length)
+            continue;
+        int was_cut;
+        if (!capped_as_cut(c, &in, 0.25f, &was_cut))
+            fail_msg("row %d: the capped ids are not the uncapped ones cut", r);
+        cut += was_cut;
+        if (!capped_as_cut(c, &in, 0, &was_cut))
+            fail_msg("row %d: the model's default cap is not the uncapped ids cut", r);
+        cut_default += was_cut;
+        rows++;
+    }
+    print_message("  [%s] %d greedy rows: factor 0.25 cut %d, the model's default (%g, + %d) cut %d; the rest "
+                  "equal\n", c->name, rows, cut, mi->default_length_factor, mi->default_length_extra, cut_default);
+    assert_true(rows >= 4 && cut >= 1);
+}
+
 /* What a scheduler weighs before starting a sentence (scheduler.c fits):
  * the weight bytes of one decoder step against the model's shapes, and the
  * K/V bytes the next step reads as one greedy and one beam sequence start,
@@ -845,6 +903,7 @@ int main(void)
         PER_MODEL(test_no_alloc_with_features),
         PER_MODEL(test_step_bytes),
         PER_MODEL(test_stop_callback),
+        PER_MODEL(test_length_cap),
     };
     /* MT_TEST_FILTER="*[tiny]" (cmocka's wildcards): `make valgrind` on the
      * tiny model alone, the same code as en-fr's at shapes valgrind runs in minutes */

@@ -55,6 +55,7 @@
 #define MAX_CASES 1024
 
 #include "alloc_count.h"
+#include "ref_params.h"
 
 /* ---- fixtures --------------------------------------------------------------------- */
 typedef struct {
@@ -290,7 +291,7 @@ static int greedy_case(const ctx *c, mt_session *s, int i, mt_hyp *h)
     int32_t src[1024], ref[256];
     int ns = case_src(c, i, src), nr = ids_of(json_object_get(c->cases[i], "greedy_ids"), ref, 256);
     const int32_t *sp = src;
-    mt_decode_params dp = mt_decode_default_params();
+    mt_decode_params dp = ref_params();
     dp.beam_size = 1;
     dp.lengths.max_length = case_maxlen(c, i);
     mt_err err = {0};
@@ -352,7 +353,7 @@ static void test_beam(void **state)
         int32_t src[1024];
         int ns = case_src(c, i, src), b_ok;
         const int32_t *sp = src;
-        mt_decode_params dp = mt_decode_default_params();
+        mt_decode_params dp = ref_params();
         dp.beam_size = 4;
         dp.n_best = 4;
         dp.lengths.max_length = case_maxlen(c, i);
@@ -439,7 +440,7 @@ static void test_incremental_equals_full(void **state)
         int32_t src[1024];
         int ns = case_src(c, i, src), ml = case_maxlen(c, i);
         const int32_t *sp = src;
-        mt_decode_params dp = mt_decode_default_params();
+        mt_decode_params dp = ref_params();
         dp.beam_size = 1;
         dp.lengths.max_length = ml;
         mt_hyp h;
@@ -479,7 +480,7 @@ static void test_batch_invariance(void **state)
                 sp[k] = src[k];
                 assert_int_equal(case_maxlen(c, i0 + k), ml);
             }
-            mt_decode_params dp = mt_decode_default_params();
+            mt_decode_params dp = ref_params();
             dp.beam_size = beam;
             dp.n_best = beam;
             dp.lengths.max_length = ml;
@@ -517,7 +518,7 @@ static void test_session_reuse(void **state)
     int32_t src[1024];
     int i = c->n_cases > 50 ? 50 : c->n_cases - 1, ns = case_src(c, i, src);
     const int32_t *sp = src;
-    mt_decode_params dp = mt_decode_default_params();
+    mt_decode_params dp = ref_params();
     dp.beam_size = 4;
     dp.n_best = 4;
     dp.lengths.max_length = case_maxlen(c, i);
@@ -559,7 +560,7 @@ static int trim_decode(const ctx *c, mt_session *s, mt_hyp *out)
         int k = (i + 5) % c->n_cases;
         ns[i] = case_src(c, k, src[i]);
         sp[i] = src[i];
-        dp[i] = mt_decode_default_params();
+        dp[i] = ref_params();
         dp[i].beam_size = 1;
         dp[i].lengths.max_length = case_maxlen(c, k);
         dp[i].token_scores = 1;
@@ -571,7 +572,7 @@ static int trim_decode(const ctx *c, mt_session *s, mt_hyp *out)
         each[i] = &dp[i];
     }
     assert_int_equal(mt_generate_each(s, sp, ns, n, each, out, NULL), MT_OK);
-    mt_decode_params bp = mt_decode_default_params();
+    mt_decode_params bp = ref_params();
     bp.beam_size = 4;
     bp.n_best = 4;
     bp.lengths.max_length = case_maxlen(c, 5 % c->n_cases);
@@ -582,7 +583,7 @@ static int trim_decode(const ctx *c, mt_session *s, mt_hyp *out)
         if (term[t] == info->pad_id || term[t] == info->eos_id)
             term[t]++;
     mt_constraint con = {.src_start = 0, .src_end = 1, .ids = term, .n_ids = 2};
-    mt_decode_params gp = mt_decode_default_params();
+    mt_decode_params gp = ref_params();
     gp.beam_size = 1;
     gp.lengths.max_length = 32;
     gp.constraints = &con;
@@ -625,7 +626,7 @@ static void test_session_trim(void **state)
     int seq;                                    /* in flight: refused, nothing given back */
     int32_t one[1024];
     int n1 = case_src(c, 5 % c->n_cases, one);
-    mt_decode_params dp = mt_decode_default_params();
+    mt_decode_params dp = ref_params();
     assert_int_equal(mt_seq_start(c->s, one, n1, &dp, &seq, NULL), MT_OK);
     mt_err err = {0};
     assert_int_equal(mt_session_trim(c->s, 0, &err), MT_ERR_BUSY);
@@ -680,7 +681,7 @@ static void test_no_alloc_in_decode_loop(void **state)
         long counts[2];
         int lens[2] = {4, 30}, steps[2];
         for (int k = 0; k < 2; k++) {
-            mt_decode_params dp = mt_decode_default_params();
+            mt_decode_params dp = ref_params();
             dp.beam_size = beam;
             dp.n_best = beam;
             dp.lengths.max_length = lens[k];
@@ -736,7 +737,7 @@ static void test_staggered_joins(void **state)
         for (int j = 0; j < 1 + steps % 2 && next < c->n_cases; j++) {        /* 1 or 2 joins per step */
             int32_t src[1024];
             int ns = case_src(c, next, src), beam = next % 3 == 0 ? 4 : 1, id;
-            mt_decode_params dp = mt_decode_default_params();
+            mt_decode_params dp = ref_params();
             dp.beam_size = beam;
             dp.n_best = beam;
             dp.lengths.max_length = case_maxlen(c, next);
@@ -807,7 +808,7 @@ static void test_cancel_frees_rows(void **state)
     mt_session *s = c->s;
     int32_t src[1024];
     int ids[4], i = c->n_cases > 20 ? 20 : 0, ns = case_src(c, i, src);
-    mt_decode_params dp = mt_decode_default_params();
+    mt_decode_params dp = ref_params();
     dp.beam_size = 4;
     dp.n_best = 4;
     dp.lengths.max_length = case_maxlen(c, i);
@@ -860,7 +861,7 @@ static void test_broken_invariant(void **state)
     mt_session *s = c->s;
     int32_t src[1024];
     int ns = case_src(c, 0, src), id;
-    mt_decode_params dp = mt_decode_default_params();
+    mt_decode_params dp = ref_params();
     dp.beam_size = dp.n_best = 1;
     dp.lengths.max_length = case_maxlen(c, 0);
     assert_int_equal(mt_seq_start(s, src, ns, &dp, &id, NULL), MT_OK);
@@ -1082,7 +1083,7 @@ static void test_kv_f16(void **state)
         int32_t src[1024];
         int ns = case_src(c, i, src);
         const int32_t *p = src;
-        mt_decode_params dp = mt_decode_default_params();
+        mt_decode_params dp = ref_params();
         dp.beam_size = 4;
         dp.lengths.max_length = case_maxlen(c, i);
         mt_hyp h32, h16;
@@ -1164,7 +1165,7 @@ static void test_int8(void **state)
         int32_t src[1024], ref[256], tgt_lp_n;
         int ns = case_src(c, ci, src), nr = ids_of(json_object_get(q, "greedy_ids"), ref, 256);
         const int32_t *sp8 = src;
-        mt_decode_params dp = mt_decode_default_params();
+        mt_decode_params dp = ref_params();
         dp.beam_size = 1;
         dp.lengths.max_length = case_maxlen(c, ci);
         mt_hyp h;

@@ -77,8 +77,8 @@ static void *client_a(void *arg)
         reply r = http_req_on(c, &srv, "/translate", &o);
         if (r.status == 200)
             atomic_fetch_add(&a_done, 1);
-        else
-            atomic_fetch_add(&a_failed, 1);
+        else if (atomic_fetch_add(&a_failed, 1) < 3)
+            print_error("client A: status %ld: %.200s\n", r.status, r.body ? r.body : "");
         reply_free(&r);
     }
     curl_easy_cleanup(c);
@@ -103,7 +103,11 @@ static double p99(double *v, int n)
 static void test_backlog_does_not_delay_others(void **state)
 {
     (void)state;
-    const char *args[] = { "--model", "models/en-fr", "--max-batch", "64", "--max-tokens", "4096", NULL };
+    /* A's requests wait behind its own backlog: on a loaded machine (CI) 9 of
+     * them once waited past the default 30 s queue timeout (503); fairness, not
+     * that timeout, is what this test is about */
+    const char *args[] = { "--model", "models/en-fr", "--max-batch", "64", "--max-tokens", "4096",
+                           "--queue-timeout", "600000", NULL };
     assert_int_equal(server_start(&srv, args), 0);
     char one[256];
     double idle[IDLE_N], loaded[LOADED_N];

@@ -34,6 +34,7 @@
 #include "formats/shortlist_fmt.h"
 #include "model/mt_internal.h"
 #include "alloc_count.h"
+#include "ref_params.h"
 
 #define MAX_CASES 48
 #define MAX_IDS   512
@@ -183,7 +184,7 @@ static void test_every_id_identical(void **state)
     int V = mt_model_get_info(c->m)->vocab_size;
     mt_shortlist *sl = every_id(c->m);
     for (int beam = 1; beam <= 4; beam += 3) {
-        mt_decode_params q = mt_decode_default_params();
+        mt_decode_params q = ref_params();
         q.beam_size = beam;
         q.n_best = beam == 4 ? 2 : 1;
         q.token_scores = 1;
@@ -231,7 +232,7 @@ static void test_every_id_held(void **state)
         c->n = n < 12 ? n : 12;
         mt_shortlist *sl = every_id(m);
         for (int beam = 1; beam <= 4; beam += 3) {
-            mt_decode_params q = mt_decode_default_params();
+            mt_decode_params q = ref_params();
             q.beam_size = beam;
             q.token_scores = 1;
             mt_hyp ref[12], got[12];
@@ -300,7 +301,7 @@ static void test_reference_ids_same_greedy(void **state)
     mt_shortlist *sl = reference_shortlist(c, &avg);
     printf("[ info ] %s: %d cases, %.0f candidates per sentence on average of %d ids\n", c->name, c->n, avg,
            mt_model_get_info(c->m)->vocab_size);
-    mt_decode_params q = mt_decode_default_params();
+    mt_decode_params q = ref_params();
     q.beam_size = 1;
     q.shortlist = sl;
     mt_hyp *got = calloc((size_t)c->n, sizeof *got);
@@ -371,7 +372,7 @@ static void test_outside_ids_never(void **state)
     mt_shortlist *sl = small_shortlist(c->m);
     int n = c->n < 8 ? c->n : 8;
     for (int mode = 0; mode < 3; mode++) {
-        mt_decode_params q = mt_decode_default_params();
+        mt_decode_params q = ref_params();
         q.beam_size = mode == 1 ? 4 : 1;
         q.n_best = q.beam_size;
         q.sampling.enabled = mode == 2;
@@ -398,7 +399,7 @@ static void test_outside_ids_never(void **state)
     }
     /* one sequence with, one without, in one step; the one without = alone */
     mt_session *s = new_session(c->m, 8, 0, 0);
-    mt_decode_params with = mt_decode_default_params(), without = with;
+    mt_decode_params with = ref_params(), without = with;
     with.beam_size = without.beam_size = 1;
     with.shortlist = sl;
     const mt_decode_params *each[2] = {&with, &without};
@@ -442,7 +443,7 @@ static void test_tiny_set_beam(void **state)
     mt_shortlist *sl = NULL;
     mt_err err = {0};
     assert_int_equal(mt_shortlist_new(c->m, 1, off, NULL, &one, 1, &sl, &err), MT_OK);
-    mt_decode_params q = mt_decode_default_params();
+    mt_decode_params q = ref_params();
     q.beam_size = 4;
     q.n_best = 4;
     q.token_scores = 1;
@@ -480,7 +481,7 @@ static void test_list_search(void **state)
     double worst = 0.0;
     for (int k = 0; k < 2; k++)
         for (int mode = 0; mode < 6; mode++) {
-            mt_decode_params q = mt_decode_default_params();
+            mt_decode_params q = ref_params();
             q.beam_size = q.n_best = mode == 1 || mode == 5 ? 4 : 1;
             q.sampling.enabled = mode == 2 || mode == 3;
             q.sampling.seed = 11;
@@ -547,7 +548,7 @@ static void test_no_alloc_per_step(void **state)
     int sl_max[2] = {0, -1};
     for (int k = 0; k < 2; k++) {
         mt_session *s = new_session(c->m, 8, sl_max[k], 0);
-        mt_decode_params q = mt_decode_default_params();
+        mt_decode_params q = ref_params();
         q.shortlist = sl;
         q.lengths.max_length = 20;
         mt_err err = {0};

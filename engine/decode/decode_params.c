@@ -30,6 +30,10 @@ const mt_decode_limit mt_decode_limits[] = {
      .doc = "decoder length limit per sentence, start token included"},
     {.name = "min_length", .offset = F(lengths.min_length), .type = MT_LIMIT_INT, .max_of = MT_BOUND_MAX_LENGTH,
      .doc = "</s> banned while the decoder length (start token included) is below it"},
+    {.name = "max_length_factor", .offset = F(lengths.max_length_factor), .type = MT_LIMIT_FLOAT, .min = 0,
+     .min_open = 1, .max = MT_LENGTH_FACTOR_NONE, .dflt_of = MT_BOUND_MODEL_LENGTH_FACTOR,
+     .doc = "encoder-decoders: a sentence's output at most ceil(factor x its source ids) + the model's "
+            "max_length_extra ids; " STR(MT_LENGTH_FACTOR_NONE) " = no cap"},
     {.name = "repetition_penalty", .offset = F(penalties.repetition), .type = MT_LIMIT_FLOAT, .max = 100,
      .dflt = 1, .min_open = 1, .doc = "divides the logit of an id already in the output (> 1 discourages repeats)"},
     {.name = "no_repeat_ngram_size", .offset = F(penalties.no_repeat_ngram_size), .type = MT_LIMIT_INT,
@@ -83,6 +87,7 @@ const char *mt_decode_bound_name(mt_bound b)
     case MT_BOUND_MODEL_BEAM:       return "config.default_beam";
     case MT_BOUND_MODEL_MAX_LENGTH: return "config.default_max_length";
     case MT_BOUND_DRAWN:            return "drawn";
+    case MT_BOUND_MODEL_LENGTH_FACTOR: return "config.default_length_factor";
     default:                        return "";
     }
 }
@@ -138,6 +143,8 @@ static double default_of(const mt_decode_limit *l, const mt_model *m, const mt_s
     }
     case MT_BOUND_MODEL_MAX_LENGTH:
         return m->info.default_max_length < sp->max_tgt_len ? m->info.default_max_length : sp->max_tgt_len;
+    case MT_BOUND_MODEL_LENGTH_FACTOR:
+        return m->info.default_length_factor > 0 ? m->info.default_length_factor : MT_LENGTH_FACTOR_NONE;
     default:
         return l->dflt;
     }

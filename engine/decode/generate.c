@@ -464,6 +464,26 @@ static mt_status check_spans(const mt_decode_params *q, int src_len, mt_err *err
     return MT_OK;
 }
 
+/* A sentence's decoder length limit (HF max_length, the start token
+ * included): q's max_length, or less under the length cap (lengths.
+ * max_length_factor, mt.h), never below what the forced ids (target
+ * language, prefix, constraints) and min_length need. */
+static int seq_max_length(const mt_model *m, const mt_decode_params *q, int src_len)
+{
+    double f = q->lengths.max_length_factor;
+    if (m->arch == MT_ARCH_LLM || !(f > 0) || f >= MT_LENGTH_FACTOR_NONE)
+        return q->lengths.max_length;
+    double cap = ceil(f * src_len) + m->info.default_length_extra + 1;     /* + the start token */
+    int need = 2 + (q->forced_bos.enabled != 0) + q->n_prefix;            /* start, forced ids, </s> */
+    for (int i = 0; i < q->n_constraints; i++)
+        need += q->constraints[i].n_ids;
+    if (cap < need)
+        cap = need;
+    if (cap < q->lengths.min_length)
+        cap = q->lengths.min_length;
+    return cap < q->lengths.max_length ? (int)cap : q->lengths.max_length;
+}
+
 /* First fit: the lowest base of `beam` consecutive free rows, or -1. */
 static int find_rows(const mt_session *s, int beam)
 {
@@ -497,7 +517,7 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
         s->row.cst[r] = (mt_cstate){.active = -1};
     }
     s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .beam = q->beam_size, .n_best = q->n_best,
-                           .max_length = q->lengths.max_length, .min_length = q->lengths.min_length,
+                           .max_length = seq_max_length(s->m, q, src_len), .min_length = q->lengths.min_length,
                            .cur = 1, .unsat = 1, .lpen = q->length_penalty,
                            .n_prefix = q->n_prefix + (q->forced_bos.enabled != 0), .bos_lp0 = q->forced_bos.enabled != 0,
                            .early = s->m->info.early_stopping,

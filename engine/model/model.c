@@ -200,6 +200,24 @@ static mt_status check_config(const char *file, const mt_model_info *info, const
     return MT_OK;
 }
 
+/* generation_config.json's "max_length_factor" (a number in (0, 1000]) and
+ * "max_length_extra" (an integer in [0, 1024], default 10): the length cap. */
+static mt_status cfg_length_cap(const char *file, json_t *gen, mt_model_info *info, mt_err *err)
+{
+    json_t *f = json_object_get(gen, "max_length_factor");
+    mt_status st = cfg_int(file, gen, "max_length_extra", 10, &info->default_length_extra, err);
+    if (st == MT_OK)
+        st = cfg_range(file, "max_length_extra", info->default_length_extra, 0, 1024, err);
+    if (st != MT_OK || !f || json_is_null(f))
+        return st;
+    double x = json_number_value(f);
+    if (!json_is_number(f) || !(x > 0 && x <= MT_LENGTH_FACTOR_NONE))
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: 'max_length_factor' must be a number in (0, %g]", file,
+                          MT_LENGTH_FACTOR_NONE);
+    info->default_length_factor = (float)x;
+    return MT_OK;
+}
+
 /* generation_config.json (may be NULL) overrides the beam and max_length. */
 static mt_status parse_generation(const loader *L, json_t *gen, mt_model_info *info, mt_err *err)
 {
@@ -209,7 +227,8 @@ static mt_status parse_generation(const loader *L, json_t *gen, mt_model_info *i
         snprintf(gfile, sizeof gfile, "%s/generation_config.json", L->dir);
         if ((st = cfg_int(gfile, gen, "num_beams", info->default_beam, &info->default_beam, err)) != MT_OK ||
             (st = cfg_int(gfile, gen, "early_stopping", info->early_stopping, &info->early_stopping, err)) != MT_OK ||
-            (st = cfg_int(gfile, gen, "max_length", info->default_max_length, &info->default_max_length, err)) != MT_OK)
+            (st = cfg_int(gfile, gen, "max_length", info->default_max_length, &info->default_max_length, err)) != MT_OK ||
+            (st = cfg_length_cap(gfile, gen, info, err)) != MT_OK)
             return st;
     }
     if (info->default_beam < 1)

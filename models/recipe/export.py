@@ -11,6 +11,12 @@ DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 TORCH_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 
+# mtserve's length cap per direction (generation_config.json max_length_factor /
+# max_length_extra, engine/mt.h): measured by repeats.py on the UI, everyday and
+# package-description test sets (recipe/corpus-notes.md), where it cost no BLEU
+LENGTH_CAP = {"en-fr": (2, 10), "fr-en": (1.5, 10)}
+
+
 def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
     os.makedirs(out, exist_ok=True)
     tensors = {k: v.to(DTYPES[dtype]) for k, v in state.items() if k != "pos"}
@@ -23,6 +29,9 @@ def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
            "eos_token_id": cfg["eos_token_id"], "forced_eos_token_id": cfg["forced_eos_token_id"],
            "max_length": cfg["max_length"], "num_beams": cfg["num_beams"], "pad_token_id": cfg["pad_token_id"],
            "renormalize_logits": True}
+    cap = LENGTH_CAP.get(f"{src_lang}-{tgt_lang}")
+    if cap:
+        gen["max_length_factor"], gen["max_length_extra"] = cap
     with open(f"{out}/generation_config.json", "w") as f:
         json.dump(gen, f, indent=2, sort_keys=True); f.write("\n")
     for name in ("source.spm", "vocab.json"):
