@@ -148,6 +148,10 @@ typedef struct {
      * (MT_LENGTH_FACTOR_NONE in requests).  The shipped models carry theirs. */
     float default_length_factor;
     int default_length_extra;
+    /* generation_config.json "loop_no_repeat_ngram_size" (mtserve's key): an
+     * encoder-decoder output that loops (mt.h penalties.loop_no_repeat) is
+     * decoded again with that no_repeat_ngram_size; 0: no such guard. */
+    int default_loop_ngram;
 } mt_model_info;
 
 MT_API const mt_model_info *mt_model_get_info(const mt_model *model);
@@ -283,6 +287,14 @@ typedef struct {
         float repetition;   /* > 0 (0 or 1 = off): the logit of an id already in the output is
                                divided by it when positive, multiplied when negative (HF, CTranslate2) */
         int   no_repeat_ngram_size;   /* >= 0 (0 = off): no n-gram of the output occurs twice */
+        /* The loop guard of encoder-decoders: a sentence whose best output loops
+         * (some 4-gram of its ids 3 times, or one id 4 times in a row; </s> not
+         * counted) is decoded once more from the start with no_repeat_ngram_size
+         * this; the second output is the result.  0: the model's
+         * default_loop_ngram; -1: off.  Only where the request sets no
+         * no_repeat_ngram_size, samples not and streams not (a stream has sent
+         * the first output's ids), and not for decoder-only models. */
+        int   loop_no_repeat;
     } penalties;
     struct {
         int      enabled;   /* 1: draw each token (beam_size must be 1) instead of the argmax */

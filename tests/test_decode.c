@@ -180,6 +180,7 @@ static void row_params(json_t *r, row_in *in, int align_variant)
     dp.penalties.repetition = (float)num(r, "repetition_penalty");
     dp.penalties.no_repeat_ngram_size = inum(r, "no_repeat_ngram_size");
     dp.lengths.min_length = inum(r, "min_length");
+    dp.penalties.loop_no_repeat = -1;       /* the reference has no loop guard (test_loop_guard tests it) */
     dp.token_scores = 1;
     dp.alignment.enabled = 1;
     dp.alignment.layer = align_variant ? 0 : -1;
@@ -818,6 +819,71 @@ static void test_length_cap(void **state)
     assert_true(rows >= 4 && cut >= 1);
 }
 
+/* 1 when hyp h's ids, </s> aside, loop as the engine's guard says (generate.c
+ * ids_loop, written again here: a 4-gram 3 times or an id 4 times in a row). */
+static int hyp_loops(const mt_hyp *h, int32_t eos)
+{
+    int n = h->n_ids > 0 && h->ids[h->n_ids - 1] == eos ? h->n_ids - 1 : h->n_ids;
+    for (int i = 0; i + 4 <= n; i++) {
+        int same4 = 0, run = 1;
+        for (int j = i; j + 4 <= n; j++)
+            same4 += !memcmp(h->ids + i, h->ids + j, 4 * sizeof *h->ids);
+        while (i + run < n && h->ids[i + run] == h->ids[i])
+            run++;
+        if (same4 >= 3 || run >= 4)
+            return 1;
+    }
+    return 0;
+}
+
+static int same_hyp(const mt_hyp *a, const mt_hyp *b)
+{
+    return a->n_ids == b->n_ids && !memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)a->n_ids);
+}
+
+/* The loop guard (penalties.loop_no_repeat): an output that loops is the
+ * output of decoding with no_repeat_ngram_size 3 from the start; one that
+ * does not is the unguarded output; greedy and beam 4 (the best hypothesis). */
+static void test_loop_guard(void **state)
+{
+    CTX_OR_RETURN(c);
+    const mt_model_info *mi = mt_model_get_info(c->m);
+    int rows = 0, looped = 0;
+    for (int r = 0; r < c->n_rows && rows < 24; r++) {
+        row_in in;
+        row_params(c->rows[r], &in, 0);
+        if (in.dp.n_prefix || in.dp.penalties.no_repeat_ngram_size)
+            continue;
+        for (int beam = 1; beam <= 4; beam += 3) {
+            const int32_t *src = in.src;
+            mt_hyp plain[4], guarded[4], banned[4];
+            in.dp.beam_size = in.dp.n_best = beam;
+            in.dp.penalties.loop_no_repeat = -1;
+            assert_int_equal(mt_generate(c->s, &src, &in.n_src, 1, &in.dp, plain, NULL), MT_OK);
+            in.dp.penalties.loop_no_repeat = 3;
+            assert_int_equal(mt_generate(c->s, &src, &in.n_src, 1, &in.dp, guarded, NULL), MT_OK);
+            in.dp.penalties.loop_no_repeat = -1;
+            in.dp.penalties.no_repeat_ngram_size = 3;
+            assert_int_equal(mt_generate(c->s, &src, &in.n_src, 1, &in.dp, banned, NULL), MT_OK);
+            in.dp.penalties.no_repeat_ngram_size = 0;
+            int loops = hyp_loops(&plain[0], mi->eos_id);
+            if (!same_hyp(&guarded[0], loops ? &banned[0] : &plain[0]))
+                fail_msg("row %d beam %d: the guarded output is not the %s one", r, beam, loops ? "n-gram-banned" :
+                         "unguarded");
+            looped += loops;
+            mt_hyps_free(plain, beam);
+            mt_hyps_free(guarded, beam);
+            mt_hyps_free(banned, beam);
+        }
+        rows++;
+    }
+    print_message("  [%s] %d rows x greedy and beam 4: %d outputs looped and were decoded again with "
+                  "no_repeat_ngram_size 3 (= banning from the start), the rest unchanged\n", c->name, rows, looped);
+    assert_true(rows >= 4);
+    if (!strcmp(c->name, "tiny"))
+        assert_true(looped >= 1);       /* random weights loop: the retry path ran */
+}
+
 /* What a scheduler weighs before starting a sentence (scheduler.c fits):
  * the weight bytes of one decoder step against the model's shapes, and the
  * K/V bytes the next step reads as one greedy and one beam sequence start,
@@ -904,6 +970,7 @@ int main(void)
         PER_MODEL(test_step_bytes),
         PER_MODEL(test_stop_callback),
         PER_MODEL(test_length_cap),
+        PER_MODEL(test_loop_guard),
     };
     /* MT_TEST_FILTER="*[tiny]" (cmocka's wildcards): `make valgrind` on the
      * tiny model alone, the same code as en-fr's at shapes valgrind runs in minutes */

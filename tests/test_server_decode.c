@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mt.h"
 #include "util/utf8.h"
 
 static server main_srv, srv2, srv_off;
@@ -122,6 +123,9 @@ static char *row_request(json_t *row, const char *text, int variant)
                           "length_penalty", json_number_value(json_object_get(row, "length_penalty")),
                           "return_token_scores", 1, "return_alignments", 1, "alignment_layer", variant ? 0 : -1,
                           "alignment_heads", variant ? 1 : 0);
+    /* the reference has neither the shipped models' length cap nor their loop guard */
+    json_object_set_new(b, "max_length_factor", json_real(MT_LENGTH_FACTOR_NONE));
+    json_object_set_new(b, "loop_no_repeat_ngram_size", json_integer(-1));
     if (json_array_size(json_object_get(row, "prefix")) == 0)
         json_object_del(b, "target_prefix");
     char *s = json_dumps(b, JSON_COMPACT);

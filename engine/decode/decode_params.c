@@ -38,6 +38,9 @@ const mt_decode_limit mt_decode_limits[] = {
      .dflt = 1, .min_open = 1, .doc = "divides the logit of an id already in the output (> 1 discourages repeats)"},
     {.name = "no_repeat_ngram_size", .offset = F(penalties.no_repeat_ngram_size), .type = MT_LIMIT_INT,
      .max_of = MT_BOUND_MAX_TGT_LEN, .doc = "no n-gram of this size occurs twice in the output; 0 = off"},
+    {.name = "loop_no_repeat_ngram_size", .offset = F(penalties.loop_no_repeat), .type = MT_LIMIT_INT, .min = -1,
+     .max = 16, .doc = "encoder-decoders: an output that loops is decoded again with this no_repeat_ngram_size; "
+                       "0 = the model's default, -1 = off"},
     {.name = "length_penalty", .offset = F(length_penalty), .type = MT_LIMIT_FLOAT, .min = -10, .max = 10,
      .dflt = 1, .doc = "beam score: sum of log p / (generated length incl. </s>)^length_penalty"},
     {.name = "sampling.temperature", .offset = F(sampling.temperature), .type = MT_LIMIT_FLOAT, .max = 100, .dflt = 1,

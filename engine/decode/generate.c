@@ -484,6 +484,16 @@ static int seq_max_length(const mt_model *m, const mt_decode_params *q, int src_
     return cap < q->lengths.max_length ? (int)cap : q->lengths.max_length;
 }
 
+/* The loop guard's n-gram size for a sequence of q (mt.h penalties.loop_no_repeat): 0 when it does not apply. */
+static int seq_loop_ngram(const mt_model *m, const mt_decode_params *q)
+{
+    int n = q->penalties.loop_no_repeat ? q->penalties.loop_no_repeat : m->info.default_loop_ngram;
+    if (n <= 0 || m->arch == MT_ARCH_LLM || q->sampling.enabled || q->penalties.no_repeat_ngram_size ||
+        q->progress_callback || q->stop_callback)
+        return 0;
+    return n;
+}
+
 /* First fit: the lowest base of `beam` consecutive free rows, or -1. */
 static int find_rows(const mt_session *s, int beam)
 {
@@ -496,6 +506,22 @@ static int find_rows(const mt_session *s, int beam)
     return -1;
 }
 
+/* Rows [base, base + beam) at a sequence's start: the start token, no
+ * output, the first beam alone live, no finished hypothesis. */
+static void rows_start(mt_session *s, int base, int beam, int32_t start)
+{
+    for (int b = 0; b < beam; b++) {
+        int r = base + b;
+        s->row.slot[r] = r;
+        s->row.tok[r] = start;
+        s->row.score[r] = b == 0 ? 0.0f : NEG_BIG;
+        s->row.fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
+        s->row.glen[r] = 0;
+        s->row.gscore[r] = 0.0;
+        s->row.cst[r] = (mt_cstate){.active = -1};
+    }
+}
+
 /* Sequence id starts on rows [base, base + beam): its source (encoded by the
  * next mt_encode_started or mt_step, with every source started since the
  * last), its rows' state, its settings from q (resolved), its prefix,
@@ -505,23 +531,16 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
     s->src_off[id] = id * s->p.max_src_len;
     s->src_len[id] = src_len;
     memcpy(s->src_ids + (long)id * s->p.max_src_len, src, sizeof(int32_t) * (size_t)src_len);
-    for (int b = 0; b < q->beam_size; b++) {
-        int r = base + b;
-        s->row.owner[r] = id;
-        s->row.slot[r] = r;
-        s->row.tok[r] = mt_start_token(s->m, src, src_len);
-        s->row.score[r] = b == 0 ? 0.0f : NEG_BIG;
-        s->row.fin[r] = (mt_fin_slot){.score = -1e9, .n = -1};
-        s->row.glen[r] = 0;
-        s->row.gscore[r] = 0.0;
-        s->row.cst[r] = (mt_cstate){.active = -1};
-    }
+    for (int b = 0; b < q->beam_size; b++)
+        s->row.owner[base + b] = id;
+    rows_start(s, base, q->beam_size, mt_start_token(s->m, src, src_len));
     s->seqs[id] = (mt_seq){.state = MT_SEQ_ENCODE, .base = base, .beam = q->beam_size, .n_best = q->n_best,
                            .max_length = seq_max_length(s->m, q, src_len), .min_length = q->lengths.min_length,
                            .cur = 1, .unsat = 1, .lpen = q->length_penalty,
                            .n_prefix = q->n_prefix + (q->forced_bos.enabled != 0), .bos_lp0 = q->forced_bos.enabled != 0,
                            .early = s->m->info.early_stopping,
                            .rep_pen = q->penalties.repetition, .ngram = q->penalties.no_repeat_ngram_size,
+                           .loop_ngram = seq_loop_ngram(s->m, q),
                            .sample = q->sampling.enabled, .top_k = q->sampling.top_k,
                            .temperature = q->sampling.temperature, .top_p = q->sampling.top_p,
                            .token_scores = q->token_scores, .align = q->alignment.enabled,
@@ -588,14 +607,58 @@ mt_status mt_seq_start(mt_session *s, const int32_t *src, int src_len, const mt_
  * rows' logits; sequences touch only their own rows, slots and scratch, so
  * they run in parallel over the compute pool (for greedy rows the log-sum-exp
  * over the vocabulary is most of the work, for beams the top-k). */
+/* 1 when ids[0..n) loop: some 4-gram occurs 3 or more times (overlapping),
+ * or one id 4 or more times in a row (models/recipe/repeats.py's rule, on
+ * ids rather than words).  At most max_tgt_len ids, once a sequence. */
+static int ids_loop(const int32_t *ids, int n)
+{
+    for (int i = 0, run = 1; i < n; i++) {
+        run = i > 0 && ids[i] == ids[i - 1] ? run + 1 : 1;
+        if (run >= 4)
+            return 1;
+    }
+    for (int i = 0; i + 4 <= n; i++) {
+        int seen = 1;
+        for (int j = i + 1; j + 4 <= n && seen < 3; j++)
+            seen += !memcmp(ids + i, ids + j, 4 * sizeof *ids);
+        if (seen >= 3)
+            return 1;
+    }
+    return 0;
+}
+
+/* The loop guard (mt.h penalties.loop_no_repeat): a finished sequence whose
+ * best output loops starts over on its rows, its source as encoded, with the
+ * n-gram ban; 1 when it did. */
+static int seq_retry(mt_session *s, int id)
+{
+    mt_seq *seq = &s->seqs[id];
+    int T = s->p.max_tgt_len, base = seq->base;
+    if (!seq->loop_ngram || seq->retried)
+        return 0;
+    int n = seq->beam == 1 ? s->row.glen[base] : s->row.fin[base].n;
+    const int32_t *ids = (seq->beam == 1 ? mt_hyp_row(s->hist, base, T) : mt_hyp_row(s->fin, base, T)).ids;
+    if (n > 0 && ids[n - 1] == s->m->info.eos_id)
+        n--;
+    if (n < 4 || !ids_loop(ids, n))
+        return 0;
+    rows_start(s, base, seq->beam, mt_start_token(s->m, s->src_ids + (long)id * s->p.max_src_len, s->src_len[id]));
+    seq->cur = 1;
+    seq->unsat = 1;
+    seq->ngram = seq->loop_ngram;
+    seq->retried = 1;
+    return 1;
+}
+
 static void post_seq(void *ctx, int c)
 {
     mt_session *s = ctx;
-    mt_seq *seq = &s->seqs[s->step.seq[c]];
+    int id = s->step.seq[c];
+    mt_seq *seq = &s->seqs[id];
     int at = s->step.seq_row[c];
     int running = seq->beam == 1 ? greedy_seq_step(s, seq, at) : beam_seq_step(s, seq, at);
     seq->cur++;
-    if (!running)
+    if (!running && !seq_retry(s, id))
         seq->state = MT_SEQ_DONE;
 }
 

@@ -211,6 +211,9 @@ typedef struct {
     int   bos_lp0;           /* 1: s->prefix's first id is a forced_bos: its log p is 0 (HF's processor) */
     int   early;             /* beam: HF early_stopping=True, done once beam hypotheses are finished */
     int   min_length, ngram, sample, top_k, token_scores, align, align_layer, align_heads;
+    int   loop_ngram;        /* > 0: an output that loops (mt_ids_loop) is decoded once more, from the
+                              * start, with no_repeat_ngram_size loop_ngram (generate.c seq_retry) */
+    int   retried;           /* 1: that second decode is under way (the guard fires once) */
     float rep_pen, temperature, top_p;
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
     const uint8_t *end_ids;  /* NULL, or [V]: nonzero ids end the sequence as eos does */

@@ -15,6 +15,9 @@ TORCH_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 # max_length_extra, engine/mt.h): measured by repeats.py on the UI, everyday and
 # package-description test sets (recipe/corpus-notes.md), where it cost no BLEU
 LENGTH_CAP = {"en-fr": (2, 10), "fr-en": (1.5, 10)}
+# and its loop guard (generation_config.json loop_no_repeat_ngram_size): an output
+# that loops decoded again with no_repeat_ngram_size 3 (recipe/guard_eval.py)
+LOOP_NGRAM = 3
 
 
 def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
@@ -32,6 +35,7 @@ def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
     cap = LENGTH_CAP.get(f"{src_lang}-{tgt_lang}")
     if cap:
         gen["max_length_factor"], gen["max_length_extra"] = cap
+        gen["loop_no_repeat_ngram_size"] = LOOP_NGRAM
     with open(f"{out}/generation_config.json", "w") as f:
         json.dump(gen, f, indent=2, sort_keys=True); f.write("\n")
     for name in ("source.spm", "vocab.json"):

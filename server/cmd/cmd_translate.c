@@ -52,7 +52,7 @@ static const struct { const char *flag, *field; } decode_flags[] = {
     {"--top-k", "sampling.top_k"}, {"--top-p", "sampling.top_p"}, {"--seed", "sampling.seed"},
     {"--min-length", "min_length"}, {"--repetition-penalty", "repetition_penalty"},
     {"--no-repeat-ngram-size", "no_repeat_ngram_size"}, {"--length-penalty", "length_penalty"},
-    {"--max-length-factor", "max_length_factor"},
+    {"--max-length-factor", "max_length_factor"}, {"--loop-no-repeat-ngram-size", "loop_no_repeat_ngram_size"},
     {"--alignment-layer", "alignment_layer"}, {"--alignment-heads", "alignment_heads"},
 };
 #define N_DECODE_FLAGS (sizeof decode_flags / sizeof decode_flags[0])

@@ -564,7 +564,8 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     int32_t ints[] = { t->m.has_lang ? t->m.lang_id : -1, d->beam_size, d->lengths.max_length, d->n_best,
                        d->lengths.min_length, d->penalties.no_repeat_ngram_size, d->sampling.enabled,
                        d->sampling.top_k, d->token_scores, d->alignment.enabled || s->ph.n, d->alignment.layer,
-                       d->alignment.heads, t->m.has_bos ? t->m.bos_id : d->forced_bos.enabled ? d->forced_bos.id : -1 };
+                       d->alignment.heads, t->m.has_bos ? t->m.bos_id : d->forced_bos.enabled ? d->forced_bos.id : -1,
+                       d->penalties.loop_no_repeat };
     float floats[] = { d->length_penalty, d->penalties.repetition, d->sampling.temperature, d->sampling.top_p,
                        d->lengths.max_length_factor };
     uint64_t seed = d->sampling.enabled ? d->sampling.seed + (uint64_t)i : 0;
