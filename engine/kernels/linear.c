@@ -1,7 +1,9 @@
 /* linear.c: every Linear's product (kernels.h): the weights packed once at
  * load into panels (mt_k_pack), then y = act(x W^T + b) over those panels
  * (mt_k_linear_packed) in AVX-512 / AVX2 registers (simd.h) or the scalar
- * path of a portable build (target_clones), split over the compute pool. */
+ * path of a portable build (target_clones), split over the compute pool;
+ * a decode step (n <= 2) and an F16 prompt take paths of their own that give
+ * the same bits (pk_small, pk_scratch). */
 #include "kernels.h"
 #include "parallel.h"
 #include "formats/safetensors.h"
