@@ -61,6 +61,7 @@
 #define MAX_ITEMS 128
 #define MAX_REPS 31
 #define MAX_SAMPLES (MAX_REPS * 16)   /* a peak is timed between every kernel x shape group */
+#define NPEAKS 5                      /* items[0..NPEAKS): the peaks */
 
 static float *randbuf(size_t n, unsigned *seed)
 {
@@ -352,6 +353,39 @@ static int parse_list(const char *s, int *v, int max)
     return k;
 }
 
+/* --arena-mb: `bytes` of weights of the products' scale (no NaN, no subnormal sums), as
+ * halves (f16) or floats, for the F32/F16 products to read from a new place each call */
+static char *arena_new(size_t bytes, int f16, unsigned *seed)
+{
+    char *a = mt_huge_alloc(bytes);
+    for (size_t i = 0; i < bytes / (f16 ? 2 : 4); i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        float v = ((*seed >> 8) / 16777216.0f - 0.5f) * 0.1f;
+        if (f16)
+            ((uint16_t *)a)[i] = mt_f32_to_f16(v);
+        else
+            ((float *)a)[i] = v;
+    }
+    return a;
+}
+
+/* --ab: new / old per product; the ratio of medians would mix two moments, the median of
+ * the per-repetition ratios does not */
+static void print_ab(item *items, int ni)
+{
+    printf("\n| kernel | product | n | new / old (median of the repetitions' ratios) |\n|---|---|---:|---:|\n");
+    for (int i = NPEAKS; i + 1 < ni; i++) {
+        item *a = &items[i], *o = &items[i + 1];
+        if (a->kern == K_INT8 || a->generic || !o->generic)
+            continue;
+        double rr[MAX_SAMPLES];
+        int nr = a->ng < o->ng ? a->ng : o->ng;
+        for (int q = 0; q < nr; q++)
+            rr[q] = a->g[q] / o->g[q];
+        printf("| %s | %s | %d | %.3f |\n", KNAME[a->kern], SHAPES[a->shape].name, a->n, median(rr, nr));
+    }
+}
+
 int main(int argc, char **argv)
 {
     int int8_isa = -1;                           /* --int8-isa: the CPU's best unless given */
@@ -420,20 +454,9 @@ int main(int argc, char **argv)
     F.mem = mt_huge_alloc(F.mem_bytes);
     memset(F.mem, 1, F.mem_bytes);                /* real pages, not the zero page */
     F.arena_bytes = (size_t)(arena_mb > 0 ? arena_mb : 0) << 20;
-    for (int k = 0; k < 2 && F.arena_bytes; k++) {
-        if (!kern_on[k])
-            continue;
-        /* values of the products' scale (no NaN, no subnormal sums), as halves or floats */
-        F.arena[k] = mt_huge_alloc(F.arena_bytes);
-        for (size_t i = 0; i < F.arena_bytes / (k ? 2 : 4); i++) {
-            seed = seed * 1664525u + 1013904223u;
-            float v = ((seed >> 8) / 16777216.0f - 0.5f) * 0.1f;
-            if (k)
-                ((uint16_t *)F.arena[k])[i] = mt_f32_to_f16(v);
-            else
-                ((float *)F.arena[k])[i] = v;
-        }
-    }
+    for (int k = 0; k < 2 && F.arena_bytes; k++)
+        if (kern_on[k])
+            F.arena[k] = arena_new(F.arena_bytes, k == K_F16, &seed);
     F.A = randbuf(1024 * 1024, &seed), F.B = randbuf(1024 * 1024, &seed), F.C = randbuf(1024 * 1024, &seed);
     for (int s = 0; s < nshapes; s++) {
         int in = SHAPES[s].in, out = SHAPES[s].out;
@@ -461,7 +484,6 @@ int main(int argc, char **argv)
     items[ni++] = (item){.kind = IT_FMA, .ops = reg_ops(0) * threads};
     items[ni++] = (item){.kind = IT_INT8REG, .ops = reg_ops(1) * threads};
     items[ni++] = (item){.kind = IT_MEM, .ops = (double)F.mem_bytes};
-#define NPEAKS 5
     long l2_auto = mt_k_l2_bytes();
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < nshapes && kern_on[k]; s++)
@@ -538,20 +560,8 @@ int main(int argc, char **argv)
                    KNAME[it->kern], SHAPES[it->shape].name, it->n, it->kc, !ab ? "" : it->generic ? "old" : "new", g, 100 * g / sgT, sgT, 100 * g / fpeak,
                    wgb, att, bound, 100 * g / att);
     }
-    if (ab) {
-        /* the ratio of medians would mix two moments; the median of the per-repetition ratios does not */
-        printf("\n| kernel | product | n | new / old (median of the repetitions' ratios) |\n|---|---|---:|---:|\n");
-        for (int i = NPEAKS; i + 1 < ni; i++) {
-            item *a = &items[i], *o = &items[i + 1];
-            if (a->kern == K_INT8 || a->generic || !o->generic)
-                continue;
-            double rr[MAX_SAMPLES];
-            int nr = a->ng < o->ng ? a->ng : o->ng;
-            for (int q = 0; q < nr; q++)
-                rr[q] = a->g[q] / o->g[q];
-            printf("| %s | %s | %d | %.3f |\n", KNAME[a->kern], SHAPES[a->shape].name, a->n, median(rr, nr));
-        }
-    }
+    if (ab)
+        print_ab(items, ni);
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES; s++)
             if (F.buf[k][s])
