@@ -7,6 +7,16 @@
  *                 [--l2 auto,0,BYTES...]   (F32/F16: the L2 size their k blocks are sized for,
  *                 each a row of its own, timed in the same repetitions; auto = the machine's as
  *                 the engine reads it, 0 = no k blocks; the kc column gives the block)
+ *                 [--shapes opus|qwen3|tinyllama]   (the products' shapes, below)
+ *                 [--ab 1]   (F32/F16: each product also through the row-block tile alone,
+ *                 mt_k_packed_generic, the kernel before issue 54's n <= 2 and F16 prompt
+ *                 paths: "old" beside "new", one after the other in every repetition, which
+ *                 first alternating, each timing after an untimed call; the ratio is the
+ *                 median of the repetitions' ratios)
+ *                 [--arena-mb 0]   (F32/F16: each call reads its weights from the next place
+ *                 in an arena of that many MB, so that they stream from memory as a decode
+ *                 step's do, not from a cache that the last call filled; 0: one copy)
+ *                 [--mem-mb 256]   (mem-read's buffer)
  *
  * Peaks (each measured with the products, interleaved):
  *   sgemm     OpenBLAS sgemm 1024^3, 1 and `threads` threads: the F32 and F16 peak
@@ -19,7 +29,9 @@
  * Products: y [n][out] = x [n][in] W^T with W packed as the engine packs it
  * (mt_k_pack F32 / F16, mt_k_pack_q8 with the CPU's best ISA), the shapes
  * d x d (attention), d x 4d (FFN up), 4d x d (FFN down), d x vocab (output),
- * d = 1024, vocab 53017.  Every repetition times every product once (a few
+ * d = 1024, vocab 53017 (--shapes opus); the Qwen3-0.6B shapes (hidden 1024, q 2048,
+ * kv 1024, FFN 3072, the tied head 151936) or TinyLlama-1.1B's (2048, kv 256, FFN 5632,
+ * vocab 32000) with --shapes qwen3 / tinyllama.  Every repetition times every product once (a few
  * calls of at least ~20 ms) and the peaks before each kernel x shape group;
  * the table gives medians: GFLOP/s (2 n in out / s; INT8: GOP/s), % of the
  * kernel's peak (F32, F16: sgemm at `threads`; INT8: int8-reg) and, for the
@@ -43,11 +55,13 @@
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "formats/tensors.h"
 #include "bench_util.h"
 
 #define MAX_ITEMS 128
 #define MAX_REPS 31
 #define MAX_SAMPLES (MAX_REPS * 16)   /* a peak is timed between every kernel x shape group */
+#define NPEAKS 5                      /* items[0..NPEAKS): the peaks */
 
 static float *randbuf(size_t n, unsigned *seed)
 {
@@ -208,22 +222,43 @@ typedef struct {
     int threads;              /* IT_SGEMM: OpenBLAS threads */
     int kern, shape, n;       /* IT_LINEAR */
     int kc;                   /* IT_LINEAR F32/F16: the k block (mt_packed.kc) */
+    int generic;              /* IT_LINEAR F32/F16: the row-block tile alone (--ab's "old") */
     double ops;               /* per call */
     int calls;                /* per timing */
     int ng;
     double g[MAX_SAMPLES];    /* G(FL)OP/s per timing */
 } item;
 
-static const struct {
+typedef struct {
     const char *name;
     int in, out;
-} SHAPES[] = {
+} shape;
+#define NSHAPES 6
+static const shape OPUS[] = {
     {"attn 1024x1024", 1024, 1024},
     {"ffn-up 1024x4096", 1024, 4096},
     {"ffn-down 4096x1024", 4096, 1024},
     {"vocab 1024x53017", 1024, 53017},
+    {NULL, 0, 0},
 };
-#define NSHAPES 4
+static const shape QWEN3[] = {
+    {"q 1024x2048", 1024, 2048},
+    {"kv 1024x1024", 1024, 1024},
+    {"o 2048x1024", 2048, 1024},
+    {"gate/up 1024x3072", 1024, 3072},
+    {"down 3072x1024", 3072, 1024},
+    {"head 1024x151936", 1024, 151936},
+};
+static const shape TINYLLAMA[] = {
+    {"q/o 2048x2048", 2048, 2048},
+    {"kv 2048x256", 2048, 256},
+    {"gate/up 2048x5632", 2048, 5632},
+    {"down 5632x2048", 5632, 2048},
+    {"head 2048x32000", 2048, 32000},
+    {NULL, 0, 0},
+};
+static const shape *SHAPES = OPUS;
+static int nshapes = 4;
 
 typedef struct {
     mt_packed pk[3][NSHAPES];       /* F32, F16, INT8 */
@@ -231,6 +266,9 @@ typedef struct {
     size_t bytes[3][NSHAPES];
     float *x, *y, *b[NSHAPES], *A, *B, *C, *mem;
     void *scratch;
+    char *arena[2];                 /* --arena-mb: F32, F16 weights to stream from */
+    size_t arena_bytes, arena_at[2];
+    long mem_bytes;
 } fixture;
 
 static void run_item(fixture *F, item *it, int threads)
@@ -249,7 +287,7 @@ static void run_item(fixture *F, item *it, int threads)
         break;
     }
     case IT_MEM: {
-        mem_job j = {.p = F->mem, .n = MEM_BYTES / 4, .chunks = 8 * threads};
+        mem_job j = {.p = F->mem, .n = F->mem_bytes / 4, .chunks = 8 * threads};
         mt_par_for(j.chunks, mem_chunk, &j);
         break;
     }
@@ -259,15 +297,28 @@ static void run_item(fixture *F, item *it, int threads)
             mt_k_linear_q8(F->x, it->n, &W, F->b[it->shape], F->y, MT_ACT_NONE, F->scratch);
         else {
             W.kc = it->kc;
+            size_t bytes = F->bytes[it->kern][it->shape], *at = &F->arena_at[it->kern];
+            if (F->arena[it->kern] && 2 * bytes <= F->arena_bytes) {    /* the next place in the arena */
+                if (*at + bytes > F->arena_bytes)
+                    *at = 0;
+                W.data = F->arena[it->kern] + *at;
+                *at += (bytes + 4095) & ~(size_t)4095;
+            }
+            mt_k_packed_generic(it->generic);
             mt_k_linear_packed(F->x, it->n, &W, F->b[it->shape], F->y, MT_ACT_NONE);
+            mt_k_packed_generic(0);
         }
         break;
     }
     }
 }
 
+static int warm_first;       /* --ab: one untimed call before each product's timing */
+
 static void time_item(fixture *F, item *it, int threads)
 {
+    if (warm_first && it->kind == IT_LINEAR)
+        run_item(F, it, threads);           /* both of a pair start from the same caches */
     double t0 = bench_now();
     for (int c = 0; c < it->calls; c++)
         run_item(F, it, threads);
@@ -302,17 +353,61 @@ static int parse_list(const char *s, int *v, int max)
     return k;
 }
 
+/* --arena-mb: `bytes` of weights of the products' scale (no NaN, no subnormal sums), as
+ * halves (f16) or floats, for the F32/F16 products to read from a new place each call */
+static char *arena_new(size_t bytes, int f16, unsigned *seed)
+{
+    char *a = mt_huge_alloc(bytes);
+    for (size_t i = 0; i < bytes / (f16 ? 2 : 4); i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        float v = ((*seed >> 8) / 16777216.0f - 0.5f) * 0.1f;
+        if (f16)
+            ((uint16_t *)a)[i] = mt_f32_to_f16(v);
+        else
+            ((float *)a)[i] = v;
+    }
+    return a;
+}
+
+/* --ab: new / old per product; the ratio of medians would mix two moments, the median of
+ * the per-repetition ratios does not */
+static void print_ab(item *items, int ni)
+{
+    printf("\n| kernel | product | n | new / old (median of the repetitions' ratios) |\n|---|---|---:|---:|\n");
+    for (int i = NPEAKS; i + 1 < ni; i++) {
+        item *a = &items[i], *o = &items[i + 1];
+        if (a->kern == K_INT8 || a->generic || !o->generic)
+            continue;
+        double rr[MAX_SAMPLES];
+        int nr = a->ng < o->ng ? a->ng : o->ng;
+        for (int q = 0; q < nr; q++)
+            rr[q] = a->g[q] / o->g[q];
+        printf("| %s | %s | %d | %.3f |\n", KNAME[a->kern], SHAPES[a->shape].name, a->n, median(rr, nr));
+    }
+}
+
 int main(int argc, char **argv)
 {
     int int8_isa = -1;                           /* --int8-isa: the CPU's best unless given */
     int reps = 9, threads = 2, ns[8] = {1, 8, 32, 128}, nn = 4, kern_on[3] = {1, 1, 1};
     long l2s[4] = {-1};                          /* --l2: -1 = auto */
-    int nl2 = 1;
+    int nl2 = 1, ab = 0;
+    long arena_mb = 0, mem_mb = MEM_BYTES >> 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads"))
             threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--shapes")) {
+            SHAPES = !strcmp(argv[i + 1], "qwen3") ? QWEN3 : !strcmp(argv[i + 1], "tinyllama") ? TINYLLAMA : OPUS;
+            for (nshapes = 0; nshapes < NSHAPES && SHAPES[nshapes].name; nshapes++)
+                ;
+        } else if (!strcmp(argv[i], "--ab"))
+            ab = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--arena-mb"))
+            arena_mb = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mem-mb"))
+            mem_mb = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--n"))
             nn = parse_list(argv[i + 1], ns, 8);
         else if (!strcmp(argv[i], "--int8-isa"))
@@ -326,11 +421,13 @@ int main(int argc, char **argv)
             for (int k = 0; k < 3; k++)
                 kern_on[k] = strstr(argv[i + 1], k == 0 ? "f32" : k == 1 ? "f16" : "int8") != NULL;
         } else {
-            fprintf(stderr, "usage: bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8] [--int8-isa vnni|avx2|portable] [--l2 auto,0,BYTES]\n");
+            fprintf(stderr, "usage: bench_kernels [--reps 9] [--threads 2] [--n 1,8,32,128] [--kernels f32,f16,int8] [--int8-isa vnni|avx2|portable] [--l2 auto,0,BYTES]\n"
+                            "       [--shapes opus|qwen3|tinyllama] [--ab 1] [--arena-mb 0] [--mem-mb 256]\n");
             return 2;
         }
     }
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
+    warm_first = ab;
     __builtin_cpu_init();
     has512 = __builtin_cpu_supports("avx512f");
     mt_q8_isa isa = mt_k_q8_best_isa();
@@ -345,13 +442,23 @@ int main(int argc, char **argv)
     int maxn = 1;
     for (int i = 0; i < nn; i++)
         maxn = ns[i] > maxn ? ns[i] : maxn;
-    F.x = randbuf((size_t)maxn * 4096, &seed);
-    F.y = randbuf((size_t)maxn * 53017, &seed);
-    F.scratch = malloc(mt_k_q8_scratch_bytes(maxn, 4096));
-    F.mem = mt_huge_alloc(MEM_BYTES);
-    memset(F.mem, 1, MEM_BYTES);                  /* real pages, not the zero page */
+    int maxin = 1, maxout = 1;
+    for (int s = 0; s < nshapes; s++) {
+        maxin = SHAPES[s].in > maxin ? SHAPES[s].in : maxin;
+        maxout = SHAPES[s].out > maxout ? SHAPES[s].out : maxout;
+    }
+    F.x = randbuf((size_t)maxn * maxin, &seed);
+    F.y = randbuf((size_t)maxn * maxout, &seed);
+    F.scratch = malloc(mt_k_q8_scratch_bytes(maxn, maxin));
+    F.mem_bytes = (mem_mb > 0 ? mem_mb : MEM_BYTES >> 20) << 20;
+    F.mem = mt_huge_alloc(F.mem_bytes);
+    memset(F.mem, 1, F.mem_bytes);                /* real pages, not the zero page */
+    F.arena_bytes = (size_t)(arena_mb > 0 ? arena_mb : 0) << 20;
+    for (int k = 0; k < 2 && F.arena_bytes; k++)
+        if (kern_on[k])
+            F.arena[k] = arena_new(F.arena_bytes, k == K_F16, &seed);
     F.A = randbuf(1024 * 1024, &seed), F.B = randbuf(1024 * 1024, &seed), F.C = randbuf(1024 * 1024, &seed);
-    for (int s = 0; s < NSHAPES; s++) {
+    for (int s = 0; s < nshapes; s++) {
         int in = SHAPES[s].in, out = SHAPES[s].out;
         float *W = randbuf((size_t)in * out, &seed);
         F.b[s] = randbuf(out, &seed);
@@ -376,18 +483,18 @@ int main(int argc, char **argv)
     items[ni++] = (item){.kind = IT_SGEMM, .threads = threads, .ops = 2.0 * 1024 * 1024 * 1024};
     items[ni++] = (item){.kind = IT_FMA, .ops = reg_ops(0) * threads};
     items[ni++] = (item){.kind = IT_INT8REG, .ops = reg_ops(1) * threads};
-    items[ni++] = (item){.kind = IT_MEM, .ops = MEM_BYTES};
-#define NPEAKS 5
+    items[ni++] = (item){.kind = IT_MEM, .ops = (double)F.mem_bytes};
     long l2_auto = mt_k_l2_bytes();
     for (int k = 0; k < 3; k++)
-        for (int s = 0; s < NSHAPES && kern_on[k]; s++)
+        for (int s = 0; s < nshapes && kern_on[k]; s++)
             for (int i = 0; i < nn; i++)
-                for (int l = 0; l < (k == K_INT8 ? 1 : nl2) && ni < MAX_ITEMS; l++) {
-                    long l2 = l2s[l] < 0 ? l2_auto : l2s[l];
-                    int kc = k == K_INT8 || l2 == 0 ? 0 : mt_k_block_k(SHAPES[s].in, k == K_F16, l2);
-                    items[ni++] = (item){.kind = IT_LINEAR, .kern = k, .shape = s, .n = ns[i], .kc = kc,
-                                         .ops = 2.0 * ns[i] * SHAPES[s].in * SHAPES[s].out};
-                }
+                for (int l = 0; l < (k == K_INT8 ? 1 : nl2); l++)
+                    for (int g = 0; g <= (ab && k != K_INT8) && ni < MAX_ITEMS; g++) {
+                        long l2 = l2s[l] < 0 ? l2_auto : l2s[l];
+                        int kc = k == K_INT8 || l2 == 0 ? 0 : mt_k_block_k(SHAPES[s].in, k == K_F16, l2);
+                        items[ni++] = (item){.kind = IT_LINEAR, .kern = k, .shape = s, .n = ns[i], .kc = kc,
+                                             .generic = g, .ops = 2.0 * ns[i] * SHAPES[s].in * SHAPES[s].out};
+                    }
 
     /* calibration (also the warm-up): calls per timing for >= ~20 ms */
     for (int i = 0; i < ni; i++) {
@@ -404,7 +511,14 @@ int main(int argc, char **argv)
             int peaks = i == NPEAKS || (i > NPEAKS && items[i].shape != items[i - 1].shape);
             for (int q = peaks ? 0 : i; q < (peaks ? NPEAKS : i); q++)
                 time_item(&F, &items[q], threads);
+            /* --ab: a pair's first alternates between repetitions (the one right after the
+             * peaks meets colder caches: identical code timed 5-35 % slower there) */
+            int swap = ab && r % 2 && i + 1 < ni && items[i].kind == IT_LINEAR && !items[i].generic &&
+                       items[i + 1].generic;
+            if (swap)
+                time_item(&F, &items[i + 1], threads);
             time_item(&F, &items[i], threads);
+            i += swap;
         }
 
     double sg1 = median(items[0].g, items[0].ng), sgT = median(items[1].g, items[1].ng);
@@ -417,12 +531,18 @@ int main(int argc, char **argv)
            has512 ? "zmm" : "ymm", threads, fpeak);
     printf("# peak int8-reg (%s instruction throughput, %d threads): %.1f GOP/s\n",
            hasvnni ? "vpdpbusd zmm" : "vpmaddubsw ymm", threads, ipeak);
-    printf("# peak mem-read (%ld MB summed, %d threads): %.1f GB/s\n", MEM_BYTES >> 20, threads, mem);
+    printf("# peak mem-read (%ld MB summed, %d threads): %.1f GB/s\n", F.mem_bytes >> 20, threads, mem);
+    if (F.arena_bytes)
+        printf("# F32/F16 weights read from a %zu MB arena, each call at the next place (from memory)\n",
+               F.arena_bytes >> 20);
+    if (ab)
+        printf("# --ab: F32/F16 \"new\" (the kernel as the engine runs it) beside \"old\" (the row-block tile "
+               "alone, mt_k_packed_generic), timed alternately\n");
     printf("# L2 %ld KB as the engine reads it (mt_k_l2_bytes); kc: the F32/F16 k block (0: all of in)\n",
            l2_auto >> 10);
-    printf("| kernel | product | n | kc | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s "
+    printf("| kernel | product | n | kc | path | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s "
            "| attainable (bound) | %% of attainable |\n"
-           "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
+           "|---|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|\n");
     for (int i = NPEAKS; i < ni; i++) {
         item *it = &items[i];
         double g = median(it->g, it->ng);
@@ -433,18 +553,23 @@ int main(int argc, char **argv)
         double att = streamed < instr ? streamed : instr;
         const char *bound = streamed < instr ? "memory" : "instructions";
         if (it->kern == K_INT8)
-            printf("| INT8 | %s | %d | | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f | %.1f (%s) | %.0f%% |\n",
+            printf("| INT8 | %s | %d | | | %.1f GOP/s | %.0f%% | int8-reg %.1f | | %.1f | %.1f (%s) | %.0f%% |\n",
                    SHAPES[it->shape].name, it->n, g, 100 * g / ipeak, ipeak, wgb, att, bound, 100 * g / att);
         else
-            printf("| %s | %s | %d | %d | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f | %.1f (%s) | %.0f%% |\n",
-                   KNAME[it->kern], SHAPES[it->shape].name, it->n, it->kc, g, 100 * g / sgT, sgT, 100 * g / fpeak,
+            printf("| %s | %s | %d | %d | %s | %.1f | %.0f%% | sgemm %.1f | %.0f%% | %.1f | %.1f (%s) | %.0f%% |\n",
+                   KNAME[it->kern], SHAPES[it->shape].name, it->n, it->kc, !ab ? "" : it->generic ? "old" : "new", g, 100 * g / sgT, sgT, 100 * g / fpeak,
                    wgb, att, bound, 100 * g / att);
     }
+    if (ab)
+        print_ab(items, ni);
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NSHAPES; s++)
             if (F.buf[k][s])
                 mt_huge_free(F.buf[k][s], F.bytes[k][s]);
-    mt_huge_free(F.mem, MEM_BYTES);
+    mt_huge_free(F.mem, F.mem_bytes);
+    for (int k = 0; k < 2; k++)
+        if (F.arena[k])
+            mt_huge_free(F.arena[k], F.arena_bytes);
     free(F.x), free(F.y), free(F.scratch), free(F.A), free(F.B), free(F.C);
     for (int s = 0; s < NSHAPES; s++)
         free(F.b[s]);

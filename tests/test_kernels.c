@@ -1,6 +1,7 @@
 /* test_kernels.c: the kernels (engine/kernels/kernels.h) against the naive references
  * (tests/ref_kernels.h): the packed product of every Linear (odd sizes, F32
- * and F16, fused activation, batch- and thread-independent bits; INT8 with
+ * and F16, fused activation, batch- and thread-independent bits, the n <= 2
+ * and F16 prompt paths equal to the row-block tile; INT8 with
  * every kernel the CPU has against a plain reference, bit for bit), the attention's dot
  * products and a decode step's attention row, the strided gemm wrappers,
  * add+layernorm, masked softmax, activations, log-softmax with pad excluded,
@@ -246,6 +247,58 @@ static void test_linear_kblock(void **state)
         free(x), free(W), free(b), free(y0), free(y1);
     }
     mt_par_set_threads(1);
+}
+
+/* The n <= 2 path (panel streams with prefetch) and the F16 prompt path (k
+ * blocks converted once to an F32 scratch) of mt_k_linear_packed against the
+ * row-block tile alone (mt_k_packed_generic: the kernel before them), bit for
+ * bit, and against the plain reference: odd `in` (not a multiple of 16, 64 or
+ * the scratch's 128-input blocks), outputs not a multiple of MT_PANEL, n = 1,
+ * 2, 3, 17, 61, F32 and F16, with and without bias, every activation, k
+ * blocks, 1 and 2 threads. */
+static void test_linear_paths(void **state)
+{
+    (void)state;
+    static const int ins[] = {1, 7, 37, 129, 300}, outs[] = {1, 15, 17, 50, 203}, ns[] = {1, 2, 3, 17, 61};
+    int checked = 0;
+    for (size_t a = 0; a < sizeof ins / sizeof *ins; a++)
+        for (size_t c = 0; c < sizeof outs / sizeof *outs; c++) {
+            int in = ins[a], out = outs[c], nmax = 61;
+            size_t nw = (size_t)out * in, ny = (size_t)nmax * out;
+            float *x = rand_vec((size_t)nmax * in, 1), *W = rand_vec(nw, 0.5f), *b = rand_vec((size_t)out, 1);
+            float *y = malloc(sizeof(float) * ny), *g = malloc(sizeof(float) * ny), *r = malloc(sizeof(float) * ny);
+            float *Wh = malloc(sizeof(float) * nw);
+            for (size_t k = 0; k < nw; k++)
+                Wh[k] = mt_f16_to_f32(mt_f32_to_f16(W[k]));
+            for (int f16 = 0; f16 <= 1; f16++) {
+                mt_packed pk;
+                void *buf = packed_new(W, in, out, f16, &pk);
+                pk.kc = in > 48 ? 48 : 0;                  /* the tile's k blocks; the new paths take none */
+                for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+                    int n = ns[i];
+                    size_t m = (size_t)n * out;
+                    mt_par_set_threads(1 + (int)(i % 2));
+                    for (mt_act act = MT_ACT_SWISH; act <= MT_ACT_NONE; act++) {
+                        const float *bb = act == MT_ACT_RELU ? NULL : b;
+                        memset(y, 0xff, sizeof(float) * m);      /* NaN: nothing may be read before written */
+                        mt_k_linear_packed(x, n, &pk, bb, y, act);
+                        mt_k_packed_generic(1);
+                        mt_k_linear_packed(x, n, &pk, bb, g, act);
+                        mt_k_packed_generic(0);
+                        assert_memory_equal(y, g, sizeof(float) * m);
+                        checked++;
+                    }
+                    mt_k_linear_packed(x, n, &pk, b, y, MT_ACT_NONE);
+                    mt_ref_linear(x, n, in, f16 ? Wh : W, b, out, r);
+                    assert_true(nmse(y, r, m) <= 1e-10);
+                    assert_true(max_abs(y, r, m) <= 1e-4 * sqrt((double)in));
+                }
+                free(buf);
+            }
+            free(x), free(W), free(Wh), free(b), free(y), free(g), free(r);
+        }
+    mt_par_set_threads(1);
+    print_message("  linear paths: %d products equal to the tile's bits\n", checked);
 }
 
 /* The k block for a cache size: a multiple of 16 under `in` whose panel block
@@ -764,7 +817,7 @@ int main(void)
         cmocka_unit_test(test_gemm_strided),   cmocka_unit_test(test_linear_split_equals_serial),
         cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_log_softmax_skip),
-        cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_packed),
+        cmocka_unit_test(test_half_conversion), cmocka_unit_test(test_linear_packed), cmocka_unit_test(test_linear_paths),
         cmocka_unit_test(test_dots),      cmocka_unit_test(test_attend_row), cmocka_unit_test(test_kv_conversions),
         cmocka_unit_test(test_linear_q8_reference), cmocka_unit_test(test_linear_q8_properties),
         cmocka_unit_test(test_topk),           cmocka_unit_test(test_argmax_skip),
