@@ -9,7 +9,7 @@
  *                 the engine reads it, 0 = no k blocks; the kc column gives the block)
  *                 [--shapes opus|qwen3|tinyllama]   (the products' shapes, below)
  *                 [--ab 1]   (F32/F16: each product also through the row-block tile alone,
- *                 mt_k_packed_generic, the kernel before issue 54's n <= 2 and F16 prompt
+ *                 mt_k_linear_packed_generic, the kernel before issue 54's n <= 2 and F16 prompt
  *                 paths: "old" beside "new", one after the other in every repetition, which
  *                 first alternating, each timing after an untimed call; the ratio is the
  *                 median of the repetitions' ratios)
@@ -304,9 +304,8 @@ static void run_item(fixture *F, item *it, int threads)
                 W.data = F->arena[it->kern] + *at;
                 *at += (bytes + 4095) & ~(size_t)4095;
             }
-            mt_k_packed_generic(it->generic);
-            mt_k_linear_packed(F->x, it->n, &W, F->b[it->shape], F->y, MT_ACT_NONE);
-            mt_k_packed_generic(0);
+            (it->generic ? mt_k_linear_packed_generic : mt_k_linear_packed)(F->x, it->n, &W, F->b[it->shape], F->y,
+                                                                              MT_ACT_NONE);
         }
         break;
     }
@@ -537,7 +536,7 @@ int main(int argc, char **argv)
                F.arena_bytes >> 20);
     if (ab)
         printf("# --ab: F32/F16 \"new\" (the kernel as the engine runs it) beside \"old\" (the row-block tile "
-               "alone, mt_k_packed_generic), timed alternately\n");
+               "alone, mt_k_linear_packed_generic), timed alternately\n");
     printf("# L2 %ld KB as the engine reads it (mt_k_l2_bytes); kc: the F32/F16 k block (0: all of in)\n",
            l2_auto >> 10);
     printf("| kernel | product | n | kc | path | G(FL)OP/s | %% of peak | peak | %% of fma-reg | weights GB/s "

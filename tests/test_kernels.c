@@ -251,7 +251,7 @@ static void test_linear_kblock(void **state)
 
 /* The n <= 2 path (panel streams with prefetch) and the F16 prompt path (k
  * blocks converted once to an F32 scratch) of mt_k_linear_packed against the
- * row-block tile alone (mt_k_packed_generic: the kernel before them), bit for
+ * row-block tile alone (mt_k_linear_packed_generic: the kernel before them), bit for
  * bit, and against the plain reference: odd `in` (not a multiple of 16, 64 or
  * the scratch's 128-input blocks), outputs not a multiple of MT_PANEL, n = 1,
  * 2, 3, 17, 61, F32 and F16, with and without bias, every activation, k
@@ -282,9 +282,7 @@ static void test_linear_paths(void **state)
                         const float *bb = act == MT_ACT_RELU ? NULL : b;
                         memset(y, 0xff, sizeof(float) * m);      /* NaN: nothing may be read before written */
                         mt_k_linear_packed(x, n, &pk, bb, y, act);
-                        mt_k_packed_generic(1);
-                        mt_k_linear_packed(x, n, &pk, bb, g, act);
-                        mt_k_packed_generic(0);
+                        mt_k_linear_packed_generic(x, n, &pk, bb, g, act);
                         assert_memory_equal(y, g, sizeof(float) * m);
                         checked++;
                     }

@@ -67,10 +67,10 @@ void mt_k_pack_select(const mt_packed *src, const int32_t *ids, int n, void *dst
  * Each output is one FMA chain over k then + b: bit-identical in any batch and
  * with any number of threads. */
 void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
-/* For the bench and tests: on, every n takes the row-block tile (the kernel
- * before the n <= 2 and F16 prompt paths of linear.c), the same bits; set it
- * while no product runs. */
-void mt_k_packed_generic(int on);
+/* mt_k_linear_packed with every n through the row-block tile (the kernel
+ * before the n <= 2 and F16 prompt paths of linear.c): the same bits; for the
+ * bench's A/B and the tests that check those paths against it. */
+void mt_k_linear_packed_generic(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act);
 /* INT8 weights (linear_q8.c): W quantized per output row, each input row
  * quantized per row as the product needs it, the sums exact in int32, then
  * y = act((float)acc * (xs[r] * ws[o]) + b[o]); every ISA gives the same bits. */

@@ -113,13 +113,6 @@ void mt_k_pack(const float *W, int in, int out, int f16, void *dst)
 #define PK_SCRATCH_N (2 * PK_NR)
 #define PK_LANES ((PK_NR * PK_NP > 2 * PK_SNP ? PK_NR * PK_NP : 2 * PK_SNP) * MT_PANEL)
 
-static int pk_generic_only;   /* mt_k_packed_generic: every n through the tile */
-
-void mt_k_packed_generic(int on)
-{
-    pk_generic_only = on;
-}
-
 /* element el of W's panels, F32 or F16 */
 static inline const void *pk_at(const mt_packed *W, long el)
 {
@@ -437,9 +430,10 @@ static void pk_chunk(void *ctx, int c)
     pk_range(j->x, j->n, j->W, j->b, j->y, lo, hi, j->act, j->generic);
 }
 
-void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act)
+static void linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act,
+                          int generic)
 {
-    int threads = mt_par_threads(), np = (W->out + MT_PANEL - 1) / MT_PANEL, generic = pk_generic_only;
+    int threads = mt_par_threads(), np = (W->out + MT_PANEL - 1) / MT_PANEL;
     long work = (long)n * W->in * W->out;
     int chunks = threads < 2 ? 1 : (int)(work / CHUNK_MIN_WORK);
     if (chunks > 4 * threads)
@@ -452,6 +446,16 @@ void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *
     per = (per + PK_NP - 1) / PK_NP * PK_NP;
     pk_job j = {.x = x, .b = b, .W = W, .y = y, .n = n, .per = per, .generic = generic, .act = act};
     mt_par_for((np + per - 1) / per, pk_chunk, &j);
+}
+
+void mt_k_linear_packed(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act)
+{
+    linear_packed(x, n, W, b, y, act, 0);
+}
+
+void mt_k_linear_packed_generic(const float *x, int n, const mt_packed *W, const float *b, float *y, mt_act act)
+{
+    linear_packed(x, n, W, b, y, act, 1);
 }
 
 /* ---- a shortlist's outputs (kernels.h) ------------------------------------------------- */
