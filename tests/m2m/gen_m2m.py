@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_m2m.py OUT SPM_DIR [small | full NAME | deep NAME]: random-weight M2M-100 / NLLB-200
+"""gen_m2m.py OUT SPM_DIR [small | full NAME | deep NAME | bench NAME]: random-weight M2M-100 / NLLB-200
 checkpoints in the published Hugging Face layout and their expected outputs
 from an independent float64 reference written here from the published
 equations (transformers' modeling_m2m_100.py: M2M100SinusoidalPositionalEmbedding,
@@ -735,6 +735,22 @@ def full_deep(out, spm_dir, name, summary):
     print(name, "deep", summary[name + "-deep"], flush=True)
 
 
+def bench_weights(out, spm_dir, name):
+    """bench NAME (make m2m-vocab-bench): the full-depth model of a published config
+    in F16 safetensors, weights only (no reference: the benchmark times it, the
+    tests check the same code at 2 layers and the first step at full depth)."""
+    cfg, kind = FULL[name]
+    seed = 200 + list(FULL).index(name)
+    base = os.path.join(out, name, "deep")
+    os.makedirs(base, exist_ok=True)
+    gen_llm.write_config(base, dict(cfg, torch_dtype="float16"))
+    tok_dir = tokenizers(spm_dir)[kind][1]
+    for f in os.listdir(tok_dir):
+        shutil.copy(os.path.join(tok_dir, f), base)
+    gen_llm.write_safetensors(os.path.join(base, "model.safetensors"), specs(cfg), "F16",
+                              lambda n, s, k: draw(cfg, seed, n, s, k))
+
+
 def main():
     out, spm_dir = sys.argv[1], sys.argv[2]
     what = sys.argv[3] if len(sys.argv) > 3 else "small"
@@ -744,6 +760,8 @@ def main():
         small(out, spm_dir, summary)
     elif what == "full":
         full(out, spm_dir, sys.argv[4], summary)
+    elif what == "bench":
+        bench_weights(out, spm_dir, sys.argv[4])
     else:
         full_deep(out, spm_dir, sys.argv[4], summary)
     path = os.path.join(out, "summary.json")
