@@ -138,7 +138,12 @@ static mt_session *session(const mt_model *m, int batch, int kv_f16)
     return s;
 }
 
-/* Rows [from, from + n) of e decoded together (beam 1 or 4 as each row says). */
+/* The vocabulary restrictions of a decode (issue 49 item 4): NULL, NULL for none. */
+static const mt_shortlist *g_sl;
+static const mt_lang_vocab *g_lv;
+
+/* Rows [from, from + n) of e decoded together (beam 1 or 4 as each row says),
+ * with g_sl and g_lv. */
 static void decode_rows(mt_session *s, const expected *e, int from, int n, mt_hyp *out)
 {
     const int32_t *src[MAX_ROWS];
@@ -154,6 +159,8 @@ static void decode_rows(mt_session *s, const expected *e, int from, int n, mt_hy
         q[i].lengths.max_length = MAX_LEN;
         q[i].forced_bos.enabled = 1;
         q[i].forced_bos.id = r->tgt_id;
+        q[i].shortlist = g_sl;
+        q[i].lang_vocab = g_lv;
         qp[i] = &q[i];
     }
     mt_err err = {0};
@@ -688,6 +695,392 @@ static void test_served(void **state)
     json_decref(rows);
 }
 
+/* ---- issue 49 item 4: the shortlist and the target-language map ---------------- */
+
+/* Whether id can be named in a text file (a piece that maps back to it). */
+static int nameable(const mt_tokenizer *tok, int32_t id)
+{
+    const char *p = mt_tokenizer_piece(tok, id);
+    return p && *p && !strpbrk(p, " \t\r\n") && mt_tokenizer_piece_id(tok, p) == id;
+}
+
+/* The greedy rows whose every id (source and output) a file can name. */
+static int nameable_rows(const mt_tokenizer *tok, const expected *e, uint8_t *ok)
+{
+    int n = 0;
+    for (int i = 0; i < e->n_greedy; i++) {
+        const row *r = &e->r[i];
+        ok[i] = 1;
+        for (int k = 0; k < r->n_ids; k++)
+            ok[i] &= (uint8_t)nameable(tok, r->ids[k]);
+        for (int k = 0; k < r->n_src; k++)
+            ok[i] &= (uint8_t)nameable(tok, r->src[k]);
+        n += ok[i];
+    }
+    return n;
+}
+
+/* A shortlist holding the reference's output: each source id lists the
+ * output ids of every greedy row whose source holds it; no frequent ids but
+ * `freq` (may be NULL). */
+static mt_shortlist *reference_shortlist(const mt_model *m, const expected *e, const int32_t *freq, int n_freq)
+{
+    int V = mt_model_get_info(m)->src_vocab_size;
+    long *off = calloc((size_t)V + 1, sizeof *off);
+    int32_t *ids = malloc(sizeof *ids * (size_t)e->n_greedy * MAX_IDS * MAX_IDS);
+    long n = 0;
+    for (int w = 0; w < V; w++) {
+        for (int i = 0; i < e->n_greedy; i++) {
+            const row *r = &e->r[i];
+            int has = 0;
+            for (int k = 0; k < r->n_src; k++)
+                has |= r->src[k] == w;
+            for (int k = 0; has && k < r->n_ids; k++)
+                ids[n++] = r->ids[k];
+        }
+        off[w + 1] = n;
+    }
+    mt_shortlist *sl = NULL;
+    mt_err err = {0};
+    if (mt_shortlist_new(m, V, off, ids, freq, n_freq, &sl, &err) != MT_OK)
+        fail_msg("mt_shortlist_new: %s", err.msg);
+    free(off);
+    free(ids);
+    return sl;
+}
+
+/* The greedy rows (ok[i] set, all when ok is NULL) decoded with the current
+ * g_sl / g_lv: how many equal the reference. */
+static int restricted_agreement(const mt_model *m, const expected *e, const uint8_t *ok, const char *label, int *n_ok)
+{
+    mt_session *s = session(m, 16, 0);
+    mt_hyp *out = calloc((size_t)e->n_greedy, sizeof *out);
+    decode_rows(s, e, 0, e->n_greedy, out);
+    int eq = 0, n = 0;
+    for (int i = 0; i < e->n_greedy; i++)
+        if (!ok || ok[i]) {
+            n++;
+            eq += agreement(e, i, 1, out + i, 1, label);
+        }
+    mt_hyps_free(out, e->n_greedy);
+    free(out);
+    mt_session_free(s);
+    *n_ok = n;
+    return eq;
+}
+
+/* Writes sl's lists as a CTranslate2 vmap (pieces), the frequent ids on the
+ * empty source's line. */
+static void write_vmap(const mt_tokenizer *tok, const mt_shortlist *sl, int V_src, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    int n;
+    const int32_t *fr = mt_shortlist_frequent(sl, &n);
+    if (n) {
+        fputc('\t', f);
+        for (int j = 0; j < n; j++)
+            fprintf(f, j ? " %s" : "%s", mt_tokenizer_piece(tok, fr[j]));
+        fputc('\n', f);
+    }
+    for (int w = 0; w < V_src; w++) {
+        const int32_t *l = mt_shortlist_list(sl, w, &n);
+        if (!n || !nameable(tok, w))
+            continue;
+        fprintf(f, "%s\t", mt_tokenizer_piece(tok, w));
+        for (int j = 0; j < n; j++)
+            fprintf(f, j ? " %s" : "%s", nameable(tok, l[j]) ? mt_tokenizer_piece(tok, l[j]) : "</s>");
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+/* A shortlist holding the reference's tokens, in memory, in Marian's binary
+ * format and as a vmap: greedy ids equal the full-vocabulary reference. */
+static void test_shortlist(void **state)
+{
+    (void)state;
+    const char *names[2];
+    int nm = models(names);
+    for (int k = 0; k < nm; k++) {
+        if (absent(names[k], "f32"))
+            continue;
+        expected *e = calloc(1, sizeof *e);
+        read_expected(names[k], e);
+        mt_model *m = load(names[k], "f32", MT_WEIGHTS_F32);
+        const mt_tokenizer *tok = mt_model_tokenizer(m);
+        uint8_t ok[MAX_ROWS];
+        int named = nameable_rows(tok, e, ok), n;
+        mt_shortlist *sl = reference_shortlist(m, e, NULL, 0), *bin = NULL, *vm = NULL;
+        g_sl = sl;
+        int eq = restricted_agreement(m, e, NULL, "shortlist", &n);
+        printf("   %s: shortlist of the reference's tokens (%ld entries): greedy %d/%d identical\n", names[k],
+               mt_shortlist_get_info(sl)->entries, eq, n);
+        assert_int_equal(eq, n);
+        char path[4400];
+        mt_err err = {0};
+        snprintf(path, sizeof path, "%s/%s/ref-shortlist.bin", mdir(), names[k]);
+        assert_int_equal(mt_shortlist_write(sl, path, &err), MT_OK);
+        if (mt_shortlist_load(m, path, NULL, &bin, &err) != MT_OK)
+            fail_msg("%s: %s", path, err.msg);
+        g_sl = bin;
+        eq = restricted_agreement(m, e, NULL, "shortlist.bin", &n);
+        printf("   %s: the same as Marian's binary format: greedy %d/%d identical\n", names[k], eq, n);
+        assert_int_equal(eq, n);
+        snprintf(path, sizeof path, "%s/%s/ref-shortlist.vmap", mdir(), names[k]);
+        write_vmap(tok, sl, mt_model_get_info(m)->src_vocab_size, path);
+        if (mt_shortlist_load(m, path, NULL, &vm, &err) != MT_OK)
+            fail_msg("%s: %s", path, err.msg);
+        g_sl = vm;
+        eq = restricted_agreement(m, e, ok, "vmap", &n);
+        printf("   %s: as a CTranslate2 vmap: greedy %d/%d identical (%d of %d rows' pieces nameable)\n", names[k], eq,
+               n, named, e->n_greedy);
+        assert_int_equal(eq, n);
+        assert_true(named * 10 >= e->n_greedy * 9);
+        g_sl = NULL;
+        mt_shortlist_free(sl);
+        mt_shortlist_free(bin);
+        mt_shortlist_free(vm);
+        mt_model_free(m);
+        json_decref(e->json);
+        free(e);
+    }
+}
+
+/* The target languages of e's greedy rows: their codes and ids (at most 8). */
+typedef struct { const char *code[8]; int32_t id[8]; int n; } langs;
+
+static void target_langs(const expected *e, langs *L)
+{
+    L->n = 0;
+    for (int i = 0; i < e->n_greedy; i++) {
+        int j = 0;
+        while (j < L->n && L->id[j] != e->r[i].tgt_id)
+            j++;
+        if (j == L->n && L->n < 8) {
+            L->code[L->n] = e->r[i].tgt_lang;
+            L->id[L->n++] = e->r[i].tgt_id;
+        }
+    }
+}
+
+/* A map file: per target language the nameable output ids of its greedy rows
+ * (ok[i]), ids 4..4+filler (nameable ones) beside them, less drop[lang]
+ * (-1: none). */
+static void write_lang_map(const mt_tokenizer *tok, const expected *e, const langs *L, const uint8_t *ok,
+                           int filler, const int32_t *drop, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "mtserve-lang-vocab 1\n# test_m2m.c: the reference's output tokens\n");
+    for (int l = 0; l < L->n; l++) {
+        fprintf(f, "%s\t", L->code[l]);
+        for (int i = 0; i < e->n_greedy; i++)
+            for (int k = 0; ok[i] && e->r[i].tgt_id == L->id[l] && k < e->r[i].n_ids; k++)
+                if (e->r[i].ids[k] != drop[l])
+                    fprintf(f, " %s", mt_tokenizer_piece(tok, e->r[i].ids[k]));
+        for (int32_t id = 4; id < 4 + filler; id++)
+            if (nameable(tok, id) && id != drop[l])
+                fprintf(f, "  %s", mt_tokenizer_piece(tok, id));
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+static mt_lang_vocab *load_map(const mt_model *m, const char *path)
+{
+    mt_lang_vocab *lv = NULL;
+    mt_err err = {0};
+    if (mt_lang_vocab_load(m, path, &lv, &err) != MT_OK)
+        fail_msg("%s: %s", path, err.msg);
+    return lv;
+}
+
+/* Each of the first n greedy rows alone (a session of its own) against the batch of 16. */
+static int alone_same(const mt_model *m, const expected *e, int n)
+{
+    mt_session *s = session(m, 16, 0), *one = session(m, 4, 0);
+    mt_hyp *out = calloc((size_t)n, sizeof *out);
+    decode_rows(s, e, 0, n, out);
+    int same = 0;
+    for (int i = 0; i < n; i++) {
+        mt_hyp h;
+        decode_rows(one, e, i, 1, &h);
+        same += h.n_ids == out[i].n_ids && !memcmp(h.ids, out[i].ids, sizeof(int32_t) * (size_t)h.n_ids) &&
+                !memcmp(&h.score, &out[i].score, sizeof h.score);
+        mt_hyps_free(&h, 1);
+    }
+    mt_hyps_free(out, n);
+    free(out);
+    mt_session_free(one);
+    mt_session_free(s);
+    return same;
+}
+
+/* With map lv (a language lacking drop[l]): the greedy outputs' ids outside
+ * their language's list (eos and the forced id aside), the rows that differ
+ * from the reference, and the dropped ids produced. */
+static void outside_count(const mt_model *m, const expected *e, const langs *L, const mt_lang_vocab *lv,
+                          const int32_t *drop, int *outside, int *differ, int *dropped)
+{
+    mt_session *s = session(m, 16, 0);
+    mt_hyp *out = calloc((size_t)e->n_greedy, sizeof *out);
+    decode_rows(s, e, 0, e->n_greedy, out);
+    *outside = *differ = *dropped = 0;
+    int32_t eos = mt_model_get_info(m)->eos_id;
+    for (int i = 0; i < e->n_greedy; i++) {
+        const row *r = &e->r[i];
+        int l = 0;
+        while (L->id[l] != r->tgt_id)
+            l++;
+        for (int k = 0; k < out[i].n_ids; k++) {
+            int32_t id = out[i].ids[k];
+            *outside += id != eos && id != r->tgt_id && !mt_lang_vocab_has(lv, r->tgt_id, id);
+            *dropped += id == drop[l];
+        }
+        *differ += !same_ids(&out[i], r);
+    }
+    mt_hyps_free(out, e->n_greedy);
+    free(out);
+    mt_session_free(s);
+}
+
+/* Language map errors, each naming its line. */
+static void map_errors(const mt_model *m, const char *code)
+{
+    static const struct { const char *text; const char *want[2]; } cases[] = {
+        {"mtserve-lang-vocab 2\n", {"line 1", "mtserve-lang-vocab 1"}},
+        {"mtserve-lang-vocab 1\n\n%s\t</s>\nxxx_Zzzz\t</s>\n", {"line 4", "'xxx_Zzzz' is not a language code"}},
+        {"mtserve-lang-vocab 1\n%s\t</s> \xe2\x96\x81zzqqzzqq\n", {"line 2", "piece '\xe2\x96\x81zzqqzzqq' is not in"}},
+        {"mtserve-lang-vocab 1\n%s\t</s>\n# c\n%s\t<unk>\n", {"line 4", "line 2 has it already"}},
+        {"mtserve-lang-vocab 1\n%s </s>\n", {"line 2", "no TAB"}},
+        {"mtserve-lang-vocab 1\r\n%s\t  \r\n", {"line 2", "lists no piece"}},
+        {"mtserve-lang-vocab 1\n%s\t</s>\t<unk>\n", {"line 2", "a second TAB"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, cases[c].text, code, code);
+        mt_lang_vocab *lv = NULL;
+        mt_err err = {0};
+        assert_int_equal(mt_lang_vocab_parse(m, buf, strlen(buf), &lv, &err), MT_ERR_FORMAT);
+        assert_null(lv);
+        for (int w = 0; w < 2; w++)
+            if (!strstr(err.msg, cases[c].want[w]))
+                fail_msg("case %zu: \"%s\" lacks \"%s\"", c, err.msg, cases[c].want[w]);
+    }
+    char ok[256];
+    snprintf(ok, sizeof ok, "mtserve-lang-vocab 1\r\n# comment\r\n\r\n%s\t</s>   <unk> </s>\r\n", code);
+    mt_lang_vocab *lv = NULL;
+    mt_err err = {0};
+    assert_int_equal(mt_lang_vocab_parse(m, ok, strlen(ok), &lv, &err), MT_OK);
+    assert_int_equal(mt_lang_vocab_get_info(lv)->languages, 1);
+    assert_int_equal(mt_lang_vocab_get_info(lv)->ids, 2);
+    mt_lang_vocab_free(lv);
+    printf("   %zu malformed maps refused, each naming its line; CRLF, comments and repeats accepted\n",
+           sizeof cases / sizeof *cases);
+}
+
+/* The map against a model it was not made for, and the recipe's fixture. */
+static void map_other_checks(const mt_model *m, const char *name, const mt_lang_vocab *lv, const char *other)
+{
+    mt_model *o = load(other, "f32", MT_WEIGHTS_F32);
+    mt_decode_params q = mt_decode_default_params(), r;
+    q.lang_vocab = lv;
+    mt_err err = {0};
+    mt_session_params sp = mt_session_default_params(o);
+    assert_int_equal(mt_decode_params_resolve(o, &sp, &q, &r, &err), MT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "lang_vocab"));
+    mt_model_free(o);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s/lang_vocab.txt", mdir(), name);
+    mt_lang_vocab *fx = load_map(m, path);
+    const mt_lang_vocab_info *in = mt_lang_vocab_get_info(fx);
+    printf("   %s: the recipe's map (models/recipe/lang_vocab.py on gettext text): %d languages, %d..%d ids each\n",
+           name, in->languages, in->min_ids, in->max_ids);
+    assert_int_equal(in->languages, 4);
+    assert_true(in->min_ids >= 50);
+    mt_lang_vocab_free(fx);
+}
+
+/* A map holding the reference's output tokens: greedy ids equal the reference
+ * (mixed target languages in each batch), each decode alone bit-identical to
+ * the batch; a map lacking one id of each language: never produced, outputs
+ * inside the lists; with a shortlist too: the intersection. */
+static void test_lang_vocab(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    const char *names[2];
+    int nm = models(names);
+    for (int k = 0; k < nm; k++) {
+        expected *e = calloc(1, sizeof *e);
+        read_expected(names[k], e);
+        mt_model *m = load(names[k], "f32", MT_WEIGHTS_F32);
+        const mt_tokenizer *tok = mt_model_tokenizer(m);
+        uint8_t ok[MAX_ROWS];
+        langs L;
+        target_langs(e, &L);
+        int named = nameable_rows(tok, e, ok), n, outside, differ, dropped;
+        int32_t none[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, drop[8];
+        char path[4400], path2[4400];
+        snprintf(path, sizeof path, "%s/%s/ref-lang-vocab.txt", mdir(), names[k]);
+        write_lang_map(tok, e, &L, ok, 300, none, path);
+        mt_lang_vocab *lv = load_map(m, path);
+        g_lv = lv;
+        int eq = restricted_agreement(m, e, ok, "lang_vocab", &n);
+        const mt_lang_vocab_info *in = mt_lang_vocab_get_info(lv);
+        printf("   %s: map of the reference's tokens (%d languages, %d..%d ids of %d): greedy %d/%d identical\n",
+               names[k], in->languages, in->min_ids, in->max_ids, in->vocab, eq, n);
+        assert_int_equal(eq, n);
+        assert_true(named * 10 >= e->n_greedy * 9);
+        assert_int_equal(in->languages, L.n);
+        int same = alone_same(m, e, 32);
+        printf("   %s: %d/32 decodes alone bit-identical to a batch of mixed target languages\n", names[k], same);
+        assert_int_equal(same, 32);
+        /* each language loses its first row's first free id */
+        for (int l = 0; l < L.n; l++) {
+            drop[l] = -1;
+            for (int i = 0; i < e->n_greedy && drop[l] < 0; i++)
+                if (ok[i] && e->r[i].tgt_id == L.id[l] && e->r[i].n_ids > 2 &&
+                    e->r[i].ids[1] != mt_model_get_info(m)->eos_id)
+                    drop[l] = e->r[i].ids[1];
+            assert_true(drop[l] >= 0);
+        }
+        snprintf(path2, sizeof path2, "%s/%s/ref-lang-vocab-less.txt", mdir(), names[k]);
+        write_lang_map(tok, e, &L, ok, 300, drop, path2);
+        mt_lang_vocab *less = load_map(m, path2);
+        g_lv = less;
+        outside_count(m, e, &L, less, drop, &outside, &differ, &dropped);
+        printf("   %s: map lacking %d ids: %d rows differ, %d dropped ids and %d ids outside the lists produced\n",
+               names[k], L.n, differ, dropped, outside);
+        assert_int_equal(outside, 0);
+        assert_int_equal(dropped, 0);
+        assert_true(differ >= L.n);
+        /* with a shortlist: the reference's tokens and the dropped ids as frequent ones */
+        mt_shortlist *sl = reference_shortlist(m, e, drop, L.n);
+        g_sl = sl;
+        outside_count(m, e, &L, less, drop, &outside, &differ, &dropped);
+        printf("   %s: + a shortlist allowing them: %d dropped ids produced (intersection)\n", names[k], dropped);
+        assert_int_equal(dropped, 0);
+        assert_int_equal(outside, 0);
+        g_lv = lv;
+        eq = restricted_agreement(m, e, ok, "shortlist+lang_vocab", &n);
+        printf("   %s: shortlist and map of the reference's tokens: greedy %d/%d identical\n", names[k], eq, n);
+        assert_int_equal(eq, n);
+        g_sl = NULL;
+        g_lv = NULL;
+        map_errors(m, L.code[0]);
+        map_other_checks(m, names[k], lv, names[1 - k]);
+        mt_shortlist_free(sl);
+        mt_lang_vocab_free(less);
+        mt_lang_vocab_free(lv);
+        mt_model_free(m);
+        json_decref(e->json);
+        free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,7 +1091,12 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_deep),
+        cmocka_unit_test(test_shortlist),
+        cmocka_unit_test(test_lang_vocab),
         cmocka_unit_test(test_served),
     };
+    const char *filter = getenv("MT_M2M_TESTS");     /* cmocka's wildcards: "test_lang*" */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

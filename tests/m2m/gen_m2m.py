@@ -61,6 +61,7 @@ import math
 import os
 import random
 import shutil
+import subprocess
 import sys
 import zlib
 
@@ -568,9 +569,29 @@ def small(out, spm_dir, summary):
                     eos_ended=sum(r["ids"][-1] == 2 and len(r["ids"]) < MAX_LENGTH - 1 for r in rows),
                     beam_differs_from_greedy=sum(b["ids"] != g["ids"] for b, g in
                                                  zip([r for r in rows if r["kind"] == "beam"], rows)))
+        summ["lang_vocab"] = lang_vocab_fixture(base, kind, tok_dir)
         summary[name] = summ
         print(name, summ, flush=True)
     bad(out, toks, summary)
+
+
+FIXTURE_LANGS = {"nllb": ["fra_Latn", "rus_Cyrl", "ell_Grek", "zho_Hans"], "m2m": ["fr", "ru", "el", "zh"]}
+
+
+def lang_vocab_fixture(base, kind, tok_dir):
+    """OUT/<name>/lang_vocab.txt: a target-language vocabulary map built by
+    models/recipe/lang_vocab.py (the recipe itself, run here) from this
+    machine's gettext catalogues, one text per language (test_m2m.c loads it:
+    the recipe's output must be a file the engine accepts)."""
+    args = []
+    for code, loc in zip(FIXTURE_LANGS[kind], LOCALES):
+        path = os.path.join(base, "text-%s.txt" % code)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(catalogue(loc)[:3000]) + "\n")
+        args.append("%s=%s" % (code, path))
+    recipe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "recipe", "lang_vocab.py")
+    subprocess.run([sys.executable, recipe, tok_dir, os.path.join(base, "lang_vocab.txt")] + args, check=True)
+    return len(args)
 
 
 SERVED_TGTS = {"nllb": ["eng_Latn", "deu_Latn", "arb_Arab", "spa_Latn", "jpn_Jpan"], "m2m": ["en", "de", "ar", "es", "ja"]}
