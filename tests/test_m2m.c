@@ -566,9 +566,16 @@ static void *served_client(void *arg)
                              "source", json_string_value(json_object_get(r, "source")), "target",
                              json_string_value(json_object_get(r, "target")), "max_length", MAX_LEN, "beam_size", 1,
                              "split", 0, "placeholders", 0, "cache", 0);
+    if (json_is_false(json_object_get(r, "shortlist")))     /* the whole vocabulary */
+        json_object_set_new(body, "shortlist", json_false());
     char *b = json_dumps(body, JSON_COMPACT);
     reply rep = post(c->srv, "/translate", b);
-    c->text = rep.status == 200 ? reply_text(&rep, c->why, sizeof c->why) : NULL;
+    json_t *j = rep.status == 200 ? reply_json(&rep) : NULL;       /* the text, empty or not */
+    const char *t = json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "text"));
+    c->text = t ? strdup(t) : NULL;
+    if (rep.status == 200 && !t)
+        snprintf(c->why, sizeof c->why, "no text: %.200s", rep.body ? rep.body : "");
+    json_decref(j);
     if (rep.status != 200)
         snprintf(c->why, sizeof c->why, "status %ld: %.200s", rep.status, rep.body ? rep.body : "");
     reply_free(&rep);
@@ -600,6 +607,11 @@ static void served_listings(const server *srv, json_t *pair)
     assert_string_equal(json_string_value(json_object_get(m, "architecture")), "m2m_100");
     assert_int_equal(json_integer_value(json_object_get(m, "languages")), 202);
     assert_string_equal(json_string_value(json_array_get(json_object_get(m, "model_languages"), 46)), "eng_Latn");
+    json_t *lv = json_object_get(m, "lang_vocab");       /* serve --lang-vocab: the map of the served targets */
+    printf("   /models: lang_vocab of %d languages, %d..%d ids\n", (int)json_integer_value(json_object_get(lv, "languages")),
+           (int)json_integer_value(json_object_get(lv, "min_ids")), (int)json_integer_value(json_object_get(lv, "max_ids")));
+    assert_int_equal(json_integer_value(json_object_get(lv, "languages")), 6);
+    assert_true(json_integer_value(json_object_get(lv, "max_ids")) < 400);
     json_decref(o);
     reply_free(&r);
     r = get(srv, "/languages");
@@ -650,6 +662,72 @@ static void served_listings(const server *srv, json_t *pair)
     json_decref(q);
 }
 
+/* A map of the served rows' output tokens (and ids 4..303) per target
+ * language: the server decodes under it and must still give the reference. */
+static void write_served_map(const char *model_dir, json_t *rows, const char *path)
+{
+    mt_tokenizer *tok = NULL;
+    mt_err err = {0};
+    if (mt_tokenizer_load_multi(model_dir, &tok, &err) != MT_OK)
+        fail_msg("%s: %s", model_dir, err.msg);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "mtserve-lang-vocab 1\n");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        const char *lang = json_string_value(json_object_get(json_array_get(rows, i), "tgt_lang"));
+        size_t j = 0;
+        while (j < i && strcmp(lang, json_string_value(json_object_get(json_array_get(rows, j), "tgt_lang"))))
+            j++;
+        if (j < i)
+            continue;                               /* the language's line is written */
+        fprintf(f, "%s\t", lang);
+        for (j = i; j < json_array_size(rows); j++) {
+            json_t *r = json_array_get(rows, j), *id;
+            size_t k;
+            if (!strcmp(lang, json_string_value(json_object_get(r, "tgt_lang"))))
+                json_array_foreach(json_object_get(r, "ids"), k, id)
+                    fprintf(f, " %s", mt_tokenizer_piece(tok, (int32_t)json_integer_value(id)));
+        }
+        for (int32_t id = 4; id < 304; id++)
+            fprintf(f, " %s", mt_tokenizer_piece(tok, id));
+        fputc('\n', f);
+    }
+    /* French, no served target: one word (test_served asks for it) */
+    assert_true(mt_tokenizer_piece_id(tok, "\xe2\x96\x81le") > 0);
+    fprintf(f, "fra_Latn\t</s> \xe2\x96\x81le\n");
+    fclose(f);
+    mt_tokenizer_free(tok);
+}
+
+/* Into French, which the served map lists with one word: that word alone (or
+ * nothing); with "shortlist": false (the whole vocabulary) other text. */
+static void served_french(const server *srv, json_t *pair)
+{
+    char *text[2];
+    for (int whole = 0; whole < 2; whole++) {
+        served_call fr = {.srv = srv, .row = json_deep_copy(pair)};
+        json_object_set_new(fr.row, "source", json_string("de"));      /* any other source */
+        json_object_set_new(fr.row, "target", json_string("fr"));
+        if (whole)
+            json_object_set_new(fr.row, "shortlist", json_false());
+        served_client(&fr);
+        if (!fr.text)
+            fail_msg("into French: %s", fr.why);
+        text[whole] = fr.text;
+        json_decref(fr.row);
+    }
+    size_t other[2] = {0, 0};
+    for (int w = 0; w < 2; w++)
+        for (const char *c = text[w]; *c; c++)
+            other[w] += !(*c == ' ' || (!strncmp(c, "le", 2) && c++));
+    printf("   into French under the map's one-word list: \"%s\"; with \"shortlist\": false \"%.60s\"\n", text[0],
+           text[1]);
+    assert_int_equal(other[0], 0);
+    assert_true(other[1] > 0);
+    free(text[0]);
+    free(text[1]);
+}
+
 /* 20 requests, each its own pair (4 sources x 5 targets, the codes clients send:
  * "fr" -> "ja"), at once to a server of one NLLB-shaped model: each returns
  * the reference's text; then the listings and the other API shapes. */
@@ -664,7 +742,10 @@ static void test_served(void **state)
     json_t *rows = load_jsonl(path);
     assert_int_equal(json_array_size(rows), SERVED);
     snprintf(arg, sizeof arg, "nllb=%s", dir);
-    const char *args[] = {"--model", arg, "--max-batch", "32", NULL};
+    char map[4400];
+    snprintf(map, sizeof map, "%s/nllb-small/served-lang-vocab.txt", mdir());
+    write_served_map(dir, rows, map);
+    const char *args[] = {"--model", arg, "--max-batch", "32", "--lang-vocab", map, NULL};
     server srv;
     assert_int_equal(server_start(&srv, args), 0);
     served_call calls[SERVED];
@@ -691,6 +772,7 @@ static void test_served(void **state)
     assert_int_equal(same, SERVED);
     assert_true(step >= 2);
     served_listings(&srv, json_array_get(rows, 0));
+    served_french(&srv, json_array_get(rows, 0));
     assert_int_equal(server_stop(&srv), 0);
     json_decref(rows);
 }
@@ -945,6 +1027,45 @@ static void outside_count(const mt_model *m, const expected *e, const langs *L, 
     mt_session_free(s);
 }
 
+/* mtserve translate --lang-vocab map on row r: its text (json: its --json line) into out. */
+static void cli_text(const char *name, const row *r, const char *map, int json, char *out, size_t cap)
+{
+    char in[4400], cmd[14000];
+    snprintf(in, sizeof in, "%s/cli-in.txt", mdir());
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", r->text);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s translate --model %s/%s/f32 --source %s --target %s --max-length %d --beam 1 "
+             "--no-placeholders --lang-vocab %s%s < %s", bin_path(), mdir(), name, r->src_lang, r->tgt_lang, MAX_LEN,
+             map, json ? " --json" : "", in);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    if (n && out[n - 1] == '\n')
+        out[n - 1] = 0;
+}
+
+/* mtserve translate --lang-vocab on every 11th nameable greedy row: the reference's text. */
+static int cli_with_map(const char *name, const expected *e, const uint8_t *ok, const char *map)
+{
+    int checked = 0;
+    for (int i = 0; i < e->n_greedy; i += 11) {
+        const row *r = &e->r[i];
+        char out[4096];
+        if (!ok[i])
+            continue;
+        cli_text(name, r, map, 0, out, sizeof out);
+        if (strcmp(out, r->dec))
+            fail_msg("%s %s -> %s with --lang-vocab: \"%s\", the reference \"%s\"", name, r->src_lang, r->tgt_lang,
+                     out, r->dec);
+        checked++;
+    }
+    return checked;
+}
+
 /* Language map errors, each naming its line. */
 static void map_errors(const mt_model *m, const char *code)
 {
@@ -1035,6 +1156,9 @@ static void test_lang_vocab(void **state)
         assert_int_equal(eq, n);
         assert_true(named * 10 >= e->n_greedy * 9);
         assert_int_equal(in->languages, L.n);
+        int cli = cli_with_map(names[k], e, ok, path);
+        printf("   %s: %d translations by mtserve translate --lang-vocab equal the reference's text\n", names[k], cli);
+        assert_true(cli >= 6);
         int same = alone_same(m, e, 32);
         printf("   %s: %d/32 decodes alone bit-identical to a batch of mixed target languages\n", names[k], same);
         assert_int_equal(same, 32);
@@ -1057,6 +1181,21 @@ static void test_lang_vocab(void **state)
         assert_int_equal(outside, 0);
         assert_int_equal(dropped, 0);
         assert_true(differ >= L.n);
+        for (int i = 0; i < e->n_greedy; i++)        /* the CLI too: the row that lost its first free id */
+            if (ok[i] && e->r[i].tgt_id == L.id[0] && e->r[i].ids[1] == drop[0]) {
+                char out[8192];
+                cli_text(names[k], &e->r[i], path2, 1, out, sizeof out);
+                json_t *j = json_loads(out, 0, NULL);
+                int32_t ids[MAX_IDS];
+                int n_ids = ids_of(json_object_get(j, "ids"), ids, MAX_IDS), has = 0;
+                for (int t = 0; t < n_ids; t++)
+                    has |= ids[t] == drop[0];
+                printf("   %s: mtserve translate --lang-vocab lacking id %d: %d ids, the first free %d (reference %d)\n",
+                       names[k], (int)drop[0], n_ids, n_ids > 1 ? (int)ids[1] : -1, (int)e->r[i].ids[1]);
+                assert_true(n_ids > 1 && ids[0] == e->r[i].tgt_id && ids[1] != drop[0] && !has);
+                json_decref(j);
+                break;
+            }
         /* with a shortlist: the reference's tokens and the dropped ids as frequent ones */
         mt_shortlist *sl = reference_shortlist(m, e, drop, L.n);
         g_sl = sl;
