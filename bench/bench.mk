@@ -41,7 +41,7 @@ $(B)/bench-models/%/.done-gain$(BENCH_GAIN): $(B)/tests/gen_opus $(OPUS_FIX)/%/c
 # (bench/m2m_vocab.sh: F32 and INT8, 1 and 2 threads, alternating in each process; ~30 min here).
 M2M_BENCH_DIR ?= $(CURDIR)/build/m2m-bench
 M2M_BENCH_IDS ?= 20000
-M2M_BENCH_N ?= 4
+M2M_BENCH_N ?= 2
 M2M_BENCH_ROUNDS ?= 2
 .PHONY: bench-m2m-vocab
 bench-m2m-vocab: $(B)/bench/bench_engine $(SPM_BPE_REF)

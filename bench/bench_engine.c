@@ -563,7 +563,7 @@ static void ab_runs(mt_session *s, const sources *S, int k, int batch, int beam,
         for (int with = 0; with < 2; with++) {
             long ntok, nshort;
             g_lv = with ? lv : NULL;
-            run(s, S, batch < k ? batch : k, batch, beam, max_length, NULL, NULL, hyps, &ntok);    /* warm-up */
+            run(s, S, batch < k ? batch : k, batch, beam, short_len, NULL, NULL, hyps, &ntok);     /* warm-up */
             mt_hyps_free(hyps, batch < k ? batch : k);
             double ds = run(s, S, k, batch, beam, short_len, NULL, NULL, hyps, &nshort);
             mt_hyps_free(hyps, k);

@@ -6,7 +6,7 @@
 # 1 and 2 threads, one process each; in each, ROUNDS rounds of the whole vocabulary then a map of
 # LV_IDS ids (bench_engine --lang-vocab-ids: drawn uniformly, fixed seed), alternating.
 set -e
-out=$1 bench=$2 model=$3 ids=${4:-20000} n=${5:-4} rounds=${6:-2}
+out=$1 bench=$2 model=$3 ids=${4:-20000} n=${5:-2} rounds=${6:-2}
 mkdir -p "$out"
 res="$out/results-$ids.jsonl"
 {
