@@ -582,7 +582,10 @@ static void ab_runs(mt_session *s, const sources *S, int k, int batch, int beam,
         qsort(tps[w], (size_t)rounds, sizeof(double), cmp_double);
         qsort(step[w], (size_t)rounds, sizeof(double), cmp_double);
     }
-    double a = tps[0][rounds / 2], b = tps[1][rounds / 2], sa = step[0][rounds / 2], sb = step[1][rounds / 2];
+    /* medians (an even count: the mean of the middle two) */
+    int lo = (rounds - 1) / 2, hi = rounds / 2;
+    double a = (tps[0][lo] + tps[0][hi]) / 2, b = (tps[1][lo] + tps[1][hi]) / 2;
+    double sa = (step[0][lo] + step[0][hi]) / 2, sb = (step[1][lo] + step[1][hi]) / 2;
     printf("{\"summary\": {\"batch\": %d, \"beam\": %d, \"rounds\": %d, \"map_ids\": %d, \"full_tok_per_s\": %.2f, "
            "\"map_tok_per_s\": %.2f, \"speedup\": %.2f, \"full_step_ms\": %.2f, \"map_step_ms\": %.2f, "
            "\"step_speedup\": %.2f}}\n", batch, beam, rounds, mt_lang_vocab_count(lv, g_forced), a, b, b / a, sa, sb,

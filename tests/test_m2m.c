@@ -25,6 +25,19 @@
  *    printed; tolerances (docs/M2M100.md) asserted.
  *  - mtserve translate --source --target: the reference's texts.
  *  - configs refused, each naming its key.
+ *  - lexical shortlist (issue 49 item 4): one holding the reference's output
+ *    tokens, in memory, through Marian's binary format and as a CTranslate2
+ *    vmap: greedy ids identical to the full-vocabulary reference.
+ *  - target-language vocabulary map (mt_lang_vocab): one holding the
+ *    reference's tokens per target language: greedy ids identical (batches of
+ *    mixed target languages), each decode alone bit-identical to the batch;
+ *    a map lacking one id per language never produces it nor any id outside
+ *    its lists (with a shortlist allowing them too: the intersection); the CLI
+ *    (translate --lang-vocab) the same; malformed maps refused naming the
+ *    line; the recipe's fixture (models/recipe/lang_vocab.py) loads; served
+ *    (serve --lang-vocab): the 20 pairs still equal the reference, /models
+ *    shows the map, and a language listed with one word gives that word.
+ * MT_M2M_TESTS="test_lang*" runs only the tests its cmocka wildcards match.
  */
 #include <math.h>
 #include <pthread.h>
