@@ -54,6 +54,15 @@
 #include "harness.h"
 #include "mt.h"
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+/* under valgrind (~50x slower): the first VG_GREEDY greedy and VG_BEAM beam rows */
+#define VG_GREEDY 24
+#define VG_BEAM   4
+
 #define MAX_ROWS 160
 #define MAX_IDS  64
 #define MAX_LEN  20              /* gen_m2m.py MAX_LENGTH */
@@ -125,7 +134,14 @@ static void read_expected(const char *model, expected *e)
         r->score = json_number_value(json_object_get(o, "score"));
         e->n_greedy += !r->beam;
         e->n_beam += r->beam;
+        if (RUNNING_ON_VALGRIND && ((!r->beam && e->n_greedy > VG_GREEDY) || (r->beam && e->n_beam > VG_BEAM))) {
+            e->n--;                             /* greedy rows come first, then beams */
+            e->n_greedy -= !r->beam;
+            e->n_beam -= r->beam;
+        }
     }
+    if (RUNNING_ON_VALGRIND)
+        printf("   (under valgrind: the first %d greedy and %d beam rows of %s)\n", e->n_greedy, e->n_beam, model);
 }
 
 static mt_model *load(const char *model, const char *form, mt_weights w)
@@ -314,7 +330,7 @@ static void test_forms(void **state)
             continue;
         expected *e = calloc(1, sizeof *e);
         read_expected(names[k], e);
-        assert_true(e->n_greedy >= 96);
+        assert_true(e->n_greedy >= (RUNNING_ON_VALGRIND ? VG_GREEDY : 96));
         for (int f = 0; f < 3; f++)
             check_form(names[k], forms[f], e);
         json_decref(e->json);
@@ -1171,10 +1187,10 @@ static void test_lang_vocab(void **state)
         assert_int_equal(in->languages, L.n);
         int cli = cli_with_map(names[k], e, ok, path);
         printf("   %s: %d translations by mtserve translate --lang-vocab equal the reference's text\n", names[k], cli);
-        assert_true(cli >= 6);
-        int same = alone_same(m, e, 32);
-        printf("   %s: %d/32 decodes alone bit-identical to a batch of mixed target languages\n", names[k], same);
-        assert_int_equal(same, 32);
+        assert_true(cli >= (RUNNING_ON_VALGRIND ? 2 : 6));
+        int alone = e->n_greedy < 32 ? e->n_greedy : 32, same = alone_same(m, e, alone);
+        printf("   %s: %d/%d decodes alone bit-identical to a batch of mixed target languages\n", names[k], same, alone);
+        assert_int_equal(same, alone);
         /* each language loses its first row's first free id */
         for (int l = 0; l < L.n; l++) {
             drop[l] = -1;
