@@ -35,6 +35,21 @@ $(B)/bench-models/%/.done-gain$(BENCH_GAIN): $(B)/tests/gen_opus $(OPUS_FIX)/%/c
 	    > $(@D)/bench-model.json
 	touch $@
 
+# Issue 49 item 4: batch-1 greedy at the NLLB-200-distilled-600M shape (random weights at full
+# depth, F16 safetensors, by tests/m2m/gen_m2m.py's bench mode into $(M2M_BENCH_DIR), 1.2 GB,
+# about a minute; kept), the whole vocabulary against a target-language map of M2M_BENCH_IDS ids
+# (bench/m2m_vocab.sh: F32 and INT8, 1 and 2 threads, alternating in each process; ~30 min here).
+M2M_BENCH_DIR ?= $(CURDIR)/build/m2m-bench
+M2M_BENCH_IDS ?= 20000
+M2M_BENCH_N ?= 2
+M2M_BENCH_ROUNDS ?= 2
+.PHONY: bench-m2m-vocab
+bench-m2m-vocab: $(B)/bench/bench_engine $(SPM_BPE_REF)
+	[ -f $(M2M_BENCH_DIR)/nllb-600m/deep/model.safetensors ] || \
+	    /usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_BENCH_DIR) $(B)/spm-bpe bench nllb-600m
+	bench/m2m_vocab.sh $(M2M_BENCH_DIR) $(B)/bench/bench_engine $(M2M_BENCH_DIR)/nllb-600m/deep $(M2M_BENCH_IDS) \
+	    $(M2M_BENCH_N) $(M2M_BENCH_ROUNDS)
+
 $(B)/bench/bench_engine: bench/bench_engine.c bench/bench_util.h $(B)/libmt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(B)/libmt.a -o $@ $(LDLIBS)

@@ -32,6 +32,16 @@
  * quality), for source position [1, 2): the model ends no sentence before
  * the term is in, so runs with and without it generate different ids.
  *
+ * --src-lang CODE / --tgt-lang CODE (a multilingual model: M2M-100, NLLB-200)
+ * put the source language's token first in every source and force the target
+ * language's as the first generated id.  --lang-vocab FILE (a target-language
+ * vocabulary map, engine/formats/langvocab_fmt.h) or --lang-vocab-ids N (a
+ * map giving the target language N ids drawn uniformly, seed fixed, from the
+ * vocabulary: the step's cost depends on how many, and scattered rows are the
+ * gather's worst case) then runs each configuration --rounds R times (3) in
+ * turn without and with the map in this one process, one line per run
+ * ("lang_vocab": false / true), then the medians and their ratio.
+ *
  * --limits adds the machine's limits and where the engine stands:
  *   decode step at batch 1 (from greedy runs of two lengths over the first
  *   --limits-n sentences, best of --limits-reps, so the encoder cancels)
@@ -96,6 +106,8 @@ typedef struct {
     int n, max_len;
 } sources;
 
+static int32_t g_src_lang = -1;       /* --src-lang's token, put first in every source */
+
 static void read_sources(const mt_model *m, const char *path, int n_max, sources *S)
 {
     FILE *f = fopen(path, "rb");
@@ -118,6 +130,11 @@ static void read_sources(const mt_model *m, const char *path, int n_max, sources
         mt_err e;
         if (mt_tokenizer_encode(tok, line, (size_t)got, 0, buf, 1024, &nid, &e) != MT_OK)
             die("tokenize", &e);
+        if (g_src_lang >= 0 && nid < 1024) {        /* the source language's token first */
+            memmove(buf + 1, buf, sizeof *buf * (size_t)nid);
+            buf[0] = g_src_lang;
+            nid++;
+        }
         S->ids[S->n] = malloc(sizeof(int32_t) * (size_t)nid);
         memcpy(S->ids[S->n], buf, sizeof(int32_t) * (size_t)nid);
         S->len[S->n++] = nid;
@@ -146,11 +163,18 @@ static double cpu_seconds(void)
 }
 
 /* Decode sources [0, n) in chunks of `batch`; returns seconds, *ntok = ids generated. */
+/* --tgt-lang's token (forced first), -1 none; the map of this run (NULL: none). */
+static int32_t g_forced = -1;
+static const mt_lang_vocab *g_lv;
+
 static double run(mt_session *s, const sources *S, int n, int batch, int beam, int max_length,
                   const mt_shortlist *sl, const mt_constraint *term, mt_hyp *hyps, long *ntok)
 {
     mt_decode_params p = mt_decode_default_params();
     p.shortlist = sl;
+    p.forced_bos.enabled = g_forced >= 0;
+    p.forced_bos.id = g_forced;
+    p.lang_vocab = g_lv;
     p.constraints = term;
     p.n_constraints = term != NULL;
     p.beam_size = beam;
@@ -477,12 +501,105 @@ static void shortlist_build(const mt_model *m, mt_session *s, const sources *S, 
     free(h), free(tgt), free(tlen);
 }
 
+/* A language's token id (--src-lang, --tgt-lang); exits when the model has no such language. */
+static int32_t lang_id(const mt_model *m, const char *code)
+{
+    int32_t id = mt_multi_lang_id(mt_tokenizer_multi(mt_model_tokenizer(m)), code);
+    if (id < 0) {
+        fprintf(stderr, "bench_engine: '%s' is not a language of the model\n", code);
+        exit(2);
+    }
+    return id;
+}
+
+/* --lang-vocab-ids N: the target language's list, N distinct ids drawn from the
+ * vocabulary (splitmix64 from a fixed seed), pad left out. */
+static mt_lang_vocab *random_lang_vocab(const mt_model *m, int32_t lang, int n)
+{
+    const mt_model_info *mi = mt_model_get_info(m);
+    int V = mi->vocab_size, k = 0;
+    if (n < 1 || n >= V)
+        die("--lang-vocab-ids: outside [1, vocab)", NULL);
+    uint8_t *taken = calloc((size_t)V, 1);
+    int32_t *ids = malloc(sizeof *ids * (size_t)n);
+    uint64_t x = 49;
+    while (k < n) {
+        uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        int32_t id = (int32_t)((z ^ (z >> 31)) % (uint64_t)V);
+        if (!taken[id] && id != mi->pad_id)
+            taken[id] = 1, ids[k++] = id;
+    }
+    long off[2] = {0, n};
+    mt_lang_vocab *lv;
+    mt_err e;
+    if (mt_lang_vocab_new(m, 1, &lang, off, ids, &lv, &e) != MT_OK)
+        die("mt_lang_vocab_new", &e);
+    free(ids);
+    free(taken);
+    return lv;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A configuration without and with the map in turn, rounds times; the medians
+ * of tokens/s (every sentence's encoder, steps and all) and of the decoder
+ * step alone: each run is made at max_length and at a third of it, and the
+ * step is the difference of their times over the difference of their tokens
+ * (the encoders cancel). */
+static void ab_runs(mt_session *s, const sources *S, int k, int batch, int beam, int max_length,
+                    const mt_lang_vocab *lv, int rounds, mt_hyp *hyps)
+{
+    double tps[2][64], step[2][64];
+    if (rounds > 64)
+        rounds = 64;
+    int short_len = max_length / 3 > 2 ? max_length / 3 : 2;
+    for (int r = 0; r < rounds; r++)
+        for (int with = 0; with < 2; with++) {
+            long ntok, nshort;
+            g_lv = with ? lv : NULL;
+            run(s, S, batch < k ? batch : k, batch, beam, short_len, NULL, NULL, hyps, &ntok);     /* warm-up */
+            mt_hyps_free(hyps, batch < k ? batch : k);
+            double ds = run(s, S, k, batch, beam, short_len, NULL, NULL, hyps, &nshort);
+            mt_hyps_free(hyps, k);
+            double dt = run(s, S, k, batch, beam, max_length, NULL, NULL, hyps, &ntok);
+            tps[with][r] = ntok / dt;
+            step[with][r] = ntok > nshort ? (dt - ds) / (double)(ntok - nshort) * 1e3 : 0;
+            printf("{\"engine\": \"c\", \"batch\": %d, \"beam\": %d, \"sentences\": %d, \"round\": %d, "
+                   "\"lang_vocab\": %s, \"seconds\": %.3f, \"tok_per_s\": %.2f, \"target_tokens\": %ld, "
+                   "\"short_seconds\": %.3f, \"short_tokens\": %ld, \"step_ms\": %.2f}\n", batch, beam, k, r,
+                   with ? "true" : "false", dt, ntok / dt, ntok, ds, nshort, step[with][r]);
+            fflush(stdout);
+            mt_hyps_free(hyps, k);
+        }
+    g_lv = NULL;
+    for (int w = 0; w < 2; w++) {
+        qsort(tps[w], (size_t)rounds, sizeof(double), cmp_double);
+        qsort(step[w], (size_t)rounds, sizeof(double), cmp_double);
+    }
+    /* medians (an even count: the mean of the middle two) */
+    int lo = (rounds - 1) / 2, hi = rounds / 2;
+    double a = (tps[0][lo] + tps[0][hi]) / 2, b = (tps[1][lo] + tps[1][hi]) / 2;
+    double sa = (step[0][lo] + step[0][hi]) / 2, sb = (step[1][lo] + step[1][hi]) / 2;
+    printf("{\"summary\": {\"batch\": %d, \"beam\": %d, \"rounds\": %d, \"map_ids\": %d, \"full_tok_per_s\": %.2f, "
+           "\"map_tok_per_s\": %.2f, \"speedup\": %.2f, \"full_step_ms\": %.2f, \"map_step_ms\": %.2f, "
+           "\"step_speedup\": %.2f}}\n", batch, beam, rounds, mt_lang_vocab_count(lv, g_forced), a, b, b / a, sa, sb,
+           sb > 0 ? sa / sb : 0);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     const char *model = "models/en-fr", *input = "tests/fixtures/tokenizer/inputs/test.en.txt";
     const char *configs = "1:1,32:1,1:4,32:4", *ids_out = NULL, *src_out = NULL, *sl_file = NULL, *sl_build = NULL;
     int n = 64, max_length = 0, threads = 2, do_limits = 0, wi = 0, lim_n = 16, lim_reps = 3, kv_f16 = 0;
-    int term_n = 0;
+    int term_n = 0, lv_ids = 0, rounds = 3;
+    const char *src_lang = NULL, *tgt_lang = NULL, *lv_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--limits")) {
@@ -519,6 +636,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--shortlist")) sl_file = v;
         else if (!strcmp(a, "--shortlist-build")) sl_build = v;
         else if (!strcmp(a, "--term")) term_n = atoi(v);
+        else if (!strcmp(a, "--src-lang")) src_lang = v;
+        else if (!strcmp(a, "--tgt-lang")) tgt_lang = v;
+        else if (!strcmp(a, "--lang-vocab")) lv_file = v;
+        else if (!strcmp(a, "--lang-vocab-ids")) lv_ids = atoi(v);
+        else if (!strcmp(a, "--rounds")) rounds = atoi(v);
         else {
             fprintf(stderr, "bench_engine: unknown option %s\n", a);
             return 2;
@@ -546,6 +668,15 @@ int main(int argc, char **argv)
     }
     if (max_length == 0)
         max_length = MI->default_max_length;
+    g_src_lang = src_lang ? lang_id(m, src_lang) : -1;
+    g_forced = tgt_lang ? lang_id(m, tgt_lang) : -1;
+    mt_lang_vocab *lv = NULL;
+    if ((lv_file || lv_ids) && g_forced < 0)
+        die("--lang-vocab and --lang-vocab-ids need --tgt-lang", NULL);
+    if (lv_file && mt_lang_vocab_load(m, lv_file, &lv, &e) != MT_OK)
+        die(lv_file, &e);
+    if (!lv && lv_ids)
+        lv = random_lang_vocab(m, g_forced, lv_ids);
     sources S;
     read_sources(m, input, n, &S);
     n = S.n;
@@ -609,6 +740,10 @@ int main(int argc, char **argv)
     for (const char *c = configs; c;) {
         c = next_config(c, &batch, &beam, &sent);
         int k = sent && sent < n ? sent : n;
+        if (lv) {
+            ab_runs(s, &S, k, batch, beam, max_length, lv, rounds, hyps);
+            continue;
+        }
         long ntok;
         run(s, &S, batch < k ? batch : k, batch, beam, max_length, sl, term, hyps, &ntok);      /* warm-up */
         mt_hyps_free(hyps, batch < k ? batch : k);
@@ -639,6 +774,7 @@ int main(int argc, char **argv)
     free(hyps);
     mt_session_free(s);
     mt_shortlist_free(sl);
+    mt_lang_vocab_free(lv);
     for (int i = 0; i < n; i++)
         free(S.ids[i]);
     free(S.ids), free(S.len);

@@ -74,6 +74,7 @@ extern "C" {                     /* the headers below are plain C too */
 typedef struct mt_model   mt_model;
 typedef struct mt_session mt_session;
 typedef struct mt_shortlist mt_shortlist;
+typedef struct mt_lang_vocab mt_lang_vocab;
 
 /* ---- model ---------------------------------------------------------------- */
 /* How weights are held in memory.  F16 halves the bytes a decode step reads
@@ -216,6 +217,39 @@ MT_API mt_status mt_shortlist_build(const mt_model *m, int n, const int32_t *con
 /* Writes Marian's binary format (its frequent list must be ids 0..k-1). */
 MT_API mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path, mt_err *err);
 
+/* ---- target-language vocabulary map ------------------------------------------
+ * A multilingual model's (M2M-100, NLLB-200) target ids per language: a
+ * sequence whose forced first token (mt_decode_params.forced_bos) is language
+ * L's, given a map with a list for L, computes and searches L's ids alone
+ * (with eos, its forced token, its prefix and constraints' ids; intersected
+ * with its shortlist when it has one too).  The file format is defined in
+ * engine/formats/langvocab_fmt.h; models/recipe/lang_vocab.py builds one from
+ * text per language.  Immutable once made; shared as the model is. */
+typedef struct {
+    int languages;          /* languages listed */
+    int vocab;              /* the model's target vocabulary */
+    long ids;               /* ids over all the lists */
+    int min_ids, max_ids;   /* the shortest and the longest list */
+} mt_lang_vocab_info;
+
+/* Reads and checks the file against model m (a card will do): every code one
+ * of the model's languages (mt_multi_lang_id), once; every piece in its
+ * vocabulary; errors name the file and the line. */
+MT_API mt_status mt_lang_vocab_load(const mt_model *m, const char *path, mt_lang_vocab **out, mt_err *err);
+MT_API mt_status mt_lang_vocab_parse(const mt_model *m, const char *buf, size_t n, mt_lang_vocab **out,
+                                     mt_err *err);
+/* From memory: language lang_ids[i] (its token id) lists ids[off[i] .. off[i+1])
+ * (off[0] = 0); ids outside the vocabulary or a language twice refused.  Copied. */
+MT_API mt_status mt_lang_vocab_new(const mt_model *m, int n_lang, const int32_t *lang_ids, const long *off,
+                                   const int32_t *ids, mt_lang_vocab **out, mt_err *err);
+MT_API void      mt_lang_vocab_free(mt_lang_vocab *lv);
+MT_API const mt_lang_vocab_info *mt_lang_vocab_get_info(const mt_lang_vocab *lv);
+/* The ids listed for the language whose token id is lang_id; -1: none listed
+ * (its sequences are not restricted). */
+MT_API int       mt_lang_vocab_count(const mt_lang_vocab *lv, int32_t lang_id);
+/* 1: id is in that language's list. */
+MT_API int       mt_lang_vocab_has(const mt_lang_vocab *lv, int32_t lang_id, int32_t id);
+
 /* ---- session -------------------------------------------------------------- */
 typedef struct {
     int max_batch;      /* sequences decoded together: sentences x beams */
@@ -227,7 +261,9 @@ typedef struct {
     /* Lexical shortlists (mt_shortlist below): the most candidate ids one step's
      * LM head computes alone (the union over its rows); with more, or with a
      * row decoding without a shortlist, the step computes the whole head and
-     * masks.  0 = the default, min(vocab, 4096); -1 = always the whole head. */
+     * masks.  0 = the default, min(vocab, 4096), or vocab / 8 for a vocabulary
+     * over 65,536 ids (NLLB-200, M2M-100: a target language's list fits);
+     * -1 = always the whole head. */
     int shortlist_max;
     /* Where the step's candidate rows come from: 0 = the row-major F32 weights
      * when the model holds them (F32), else the packed ones; 1 = always the
@@ -362,8 +398,14 @@ typedef struct {
      * lists, the shortlist's frequent ids, eos, the prefix and the constraints'
      * ids; every other id's logit is -inf before anything reads the logits
      * (rules, softmax, argmax, top-k, sampling, beams: the same code).  Not
-     * copied: it must outlive the sequence.  Marian models only. */
+     * copied: it must outlive the sequence.  Encoder-decoders only. */
     const mt_shortlist *shortlist;
+    /* NULL (default), or a target-language vocabulary map of this model
+     * (mt_lang_vocab_load): with forced_bos on and a list for that language,
+     * the step's ids are the list's, with eos, the forced id, the prefix and
+     * the constraints' ids; with a shortlist too, the ids both allow (plus
+     * those).  A language the map does not list: no restriction.  Not copied. */
+    const mt_lang_vocab *lang_vocab;
 } mt_decode_params;
 
 typedef struct mt_constraint {

@@ -25,6 +25,19 @@
  *    printed; tolerances (docs/M2M100.md) asserted.
  *  - mtserve translate --source --target: the reference's texts.
  *  - configs refused, each naming its key.
+ *  - lexical shortlist (issue 49 item 4): one holding the reference's output
+ *    tokens, in memory, through Marian's binary format and as a CTranslate2
+ *    vmap: greedy ids identical to the full-vocabulary reference.
+ *  - target-language vocabulary map (mt_lang_vocab): one holding the
+ *    reference's tokens per target language: greedy ids identical (batches of
+ *    mixed target languages), each decode alone bit-identical to the batch;
+ *    a map lacking one id per language never produces it nor any id outside
+ *    its lists (with a shortlist allowing them too: the intersection); the CLI
+ *    (translate --lang-vocab) the same; malformed maps refused naming the
+ *    line; the recipe's fixture (models/recipe/lang_vocab.py) loads; served
+ *    (serve --lang-vocab): the 20 pairs still equal the reference, /models
+ *    shows the map, and a language listed with one word gives that word.
+ * MT_M2M_TESTS="test_lang*" runs only the tests its cmocka wildcards match.
  */
 #include <math.h>
 #include <pthread.h>
@@ -40,6 +53,15 @@
 
 #include "harness.h"
 #include "mt.h"
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+/* under valgrind (~50x slower): the first VG_GREEDY greedy and VG_BEAM beam rows */
+#define VG_GREEDY 24
+#define VG_BEAM   4
 
 #define MAX_ROWS 160
 #define MAX_IDS  64
@@ -112,7 +134,14 @@ static void read_expected(const char *model, expected *e)
         r->score = json_number_value(json_object_get(o, "score"));
         e->n_greedy += !r->beam;
         e->n_beam += r->beam;
+        if (RUNNING_ON_VALGRIND && ((!r->beam && e->n_greedy > VG_GREEDY) || (r->beam && e->n_beam > VG_BEAM))) {
+            e->n--;                             /* greedy rows come first, then beams */
+            e->n_greedy -= !r->beam;
+            e->n_beam -= r->beam;
+        }
     }
+    if (RUNNING_ON_VALGRIND)
+        printf("   (under valgrind: the first %d greedy and %d beam rows of %s)\n", e->n_greedy, e->n_beam, model);
 }
 
 static mt_model *load(const char *model, const char *form, mt_weights w)
@@ -138,7 +167,12 @@ static mt_session *session(const mt_model *m, int batch, int kv_f16)
     return s;
 }
 
-/* Rows [from, from + n) of e decoded together (beam 1 or 4 as each row says). */
+/* The vocabulary restrictions of a decode (issue 49 item 4): NULL, NULL for none. */
+static const mt_shortlist *g_sl;
+static const mt_lang_vocab *g_lv;
+
+/* Rows [from, from + n) of e decoded together (beam 1 or 4 as each row says),
+ * with g_sl and g_lv. */
 static void decode_rows(mt_session *s, const expected *e, int from, int n, mt_hyp *out)
 {
     const int32_t *src[MAX_ROWS];
@@ -154,6 +188,8 @@ static void decode_rows(mt_session *s, const expected *e, int from, int n, mt_hy
         q[i].lengths.max_length = MAX_LEN;
         q[i].forced_bos.enabled = 1;
         q[i].forced_bos.id = r->tgt_id;
+        q[i].shortlist = g_sl;
+        q[i].lang_vocab = g_lv;
         qp[i] = &q[i];
     }
     mt_err err = {0};
@@ -294,7 +330,7 @@ static void test_forms(void **state)
             continue;
         expected *e = calloc(1, sizeof *e);
         read_expected(names[k], e);
-        assert_true(e->n_greedy >= 96);
+        assert_true(e->n_greedy >= (RUNNING_ON_VALGRIND ? VG_GREEDY : 96));
         for (int f = 0; f < 3; f++)
             check_form(names[k], forms[f], e);
         json_decref(e->json);
@@ -559,9 +595,16 @@ static void *served_client(void *arg)
                              "source", json_string_value(json_object_get(r, "source")), "target",
                              json_string_value(json_object_get(r, "target")), "max_length", MAX_LEN, "beam_size", 1,
                              "split", 0, "placeholders", 0, "cache", 0);
+    if (json_is_false(json_object_get(r, "shortlist")))     /* the whole vocabulary */
+        json_object_set_new(body, "shortlist", json_false());
     char *b = json_dumps(body, JSON_COMPACT);
     reply rep = post(c->srv, "/translate", b);
-    c->text = rep.status == 200 ? reply_text(&rep, c->why, sizeof c->why) : NULL;
+    json_t *j = rep.status == 200 ? reply_json(&rep) : NULL;       /* the text, empty or not */
+    const char *t = json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0), "text"));
+    c->text = t ? strdup(t) : NULL;
+    if (rep.status == 200 && !t)
+        snprintf(c->why, sizeof c->why, "no text: %.200s", rep.body ? rep.body : "");
+    json_decref(j);
     if (rep.status != 200)
         snprintf(c->why, sizeof c->why, "status %ld: %.200s", rep.status, rep.body ? rep.body : "");
     reply_free(&rep);
@@ -593,6 +636,11 @@ static void served_listings(const server *srv, json_t *pair)
     assert_string_equal(json_string_value(json_object_get(m, "architecture")), "m2m_100");
     assert_int_equal(json_integer_value(json_object_get(m, "languages")), 202);
     assert_string_equal(json_string_value(json_array_get(json_object_get(m, "model_languages"), 46)), "eng_Latn");
+    json_t *lv = json_object_get(m, "lang_vocab");       /* serve --lang-vocab: the map of the served targets */
+    printf("   /models: lang_vocab of %d languages, %d..%d ids\n", (int)json_integer_value(json_object_get(lv, "languages")),
+           (int)json_integer_value(json_object_get(lv, "min_ids")), (int)json_integer_value(json_object_get(lv, "max_ids")));
+    assert_int_equal(json_integer_value(json_object_get(lv, "languages")), 6);
+    assert_true(json_integer_value(json_object_get(lv, "max_ids")) < 400);
     json_decref(o);
     reply_free(&r);
     r = get(srv, "/languages");
@@ -698,8 +746,10 @@ static void served_scripts(const server *srv, const char *text)
  * on a translation's own ids, the log-probs equal those its decoding gave. */
 static void served_score(const server *srv, const char *text)
 {
-    json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:b,s:b}", "text", text, "source", "fr", "target", "ja", "max_length",
-                          MAX_LEN, "return_tokens", 1, "return_token_scores", 1);
+    /* the whole vocabulary, as /score sees it ("shortlist": false: without the
+     * server's target-language map, whose log-probs are over its lists) */
+    json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:b,s:b,s:b}", "text", text, "source", "fr", "target", "ja", "max_length",
+                          MAX_LEN, "return_tokens", 1, "return_token_scores", 1, "shortlist", 0);
     char *b = json_dumps(q, JSON_COMPACT);
     reply r = post(srv, "/translate", b);
     json_t *o = expect_json(&r, 200), *tr = json_array_get(json_object_get(o, "translations"), 0);
@@ -740,6 +790,72 @@ static void served_score(const server *srv, const char *text)
     json_decref(q);
 }
 
+/* A map of the served rows' output tokens (and ids 4..303) per target
+ * language: the server decodes under it and must still give the reference. */
+static void write_served_map(const char *model_dir, json_t *rows, const char *path)
+{
+    mt_tokenizer *tok = NULL;
+    mt_err err = {0};
+    if (mt_tokenizer_load_multi(model_dir, &tok, &err) != MT_OK)
+        fail_msg("%s: %s", model_dir, err.msg);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "mtserve-lang-vocab 1\n");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        const char *lang = json_string_value(json_object_get(json_array_get(rows, i), "tgt_lang"));
+        size_t j = 0;
+        while (j < i && strcmp(lang, json_string_value(json_object_get(json_array_get(rows, j), "tgt_lang"))))
+            j++;
+        if (j < i)
+            continue;                               /* the language's line is written */
+        fprintf(f, "%s\t", lang);
+        for (j = i; j < json_array_size(rows); j++) {
+            json_t *r = json_array_get(rows, j), *id;
+            size_t k;
+            if (!strcmp(lang, json_string_value(json_object_get(r, "tgt_lang"))))
+                json_array_foreach(json_object_get(r, "ids"), k, id)
+                    fprintf(f, " %s", mt_tokenizer_piece(tok, (int32_t)json_integer_value(id)));
+        }
+        for (int32_t id = 4; id < 304; id++)
+            fprintf(f, " %s", mt_tokenizer_piece(tok, id));
+        fputc('\n', f);
+    }
+    /* French, no served target: one word (test_served asks for it) */
+    assert_true(mt_tokenizer_piece_id(tok, "\xe2\x96\x81le") > 0);
+    fprintf(f, "fra_Latn\t</s> \xe2\x96\x81le\n");
+    fclose(f);
+    mt_tokenizer_free(tok);
+}
+
+/* Into French, which the served map lists with one word: that word alone (or
+ * nothing); with "shortlist": false (the whole vocabulary) other text. */
+static void served_french(const server *srv, json_t *pair)
+{
+    char *text[2];
+    for (int whole = 0; whole < 2; whole++) {
+        served_call fr = {.srv = srv, .row = json_deep_copy(pair)};
+        json_object_set_new(fr.row, "source", json_string("de"));      /* any other source */
+        json_object_set_new(fr.row, "target", json_string("fr"));
+        if (whole)
+            json_object_set_new(fr.row, "shortlist", json_false());
+        served_client(&fr);
+        if (!fr.text)
+            fail_msg("into French: %s", fr.why);
+        text[whole] = fr.text;
+        json_decref(fr.row);
+    }
+    size_t other[2] = {0, 0};
+    for (int w = 0; w < 2; w++)
+        for (const char *c = text[w]; *c; c++)
+            other[w] += !(*c == ' ' || (!strncmp(c, "le", 2) && c++));
+    printf("   into French under the map's one-word list: \"%s\"; with \"shortlist\": false \"%.60s\"\n", text[0],
+           text[1]);
+    assert_int_equal(other[0], 0);
+    assert_true(other[1] > 0);
+    free(text[0]);
+    free(text[1]);
+}
+
 /* 20 requests, each its own pair (4 sources x 5 targets, the codes clients send:
  * "fr" -> "ja"), at once to a server of one NLLB-shaped model: each returns
  * the reference's text; then the listings and the other API shapes. */
@@ -754,7 +870,10 @@ static void test_served(void **state)
     json_t *rows = load_jsonl(path);
     assert_int_equal(json_array_size(rows), SERVED);
     snprintf(arg, sizeof arg, "nllb=%s", dir);
-    const char *args[] = {"--model", arg, "--max-batch", "32", NULL};
+    char map[4400];
+    snprintf(map, sizeof map, "%s/nllb-small/served-lang-vocab.txt", mdir());
+    write_served_map(dir, rows, map);
+    const char *args[] = {"--model", arg, "--max-batch", "32", "--lang-vocab", map, NULL};
     server srv;
     assert_int_equal(server_start(&srv, args), 0);
     served_call calls[SERVED];
@@ -781,10 +900,454 @@ static void test_served(void **state)
     assert_int_equal(same, SERVED);
     assert_true(step >= 2);
     served_listings(&srv, json_array_get(rows, 0));
+    served_french(&srv, json_array_get(rows, 0));
     served_scripts(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
     served_score(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
     assert_int_equal(server_stop(&srv), 0);
     json_decref(rows);
+}
+
+/* ---- issue 49 item 4: the shortlist and the target-language map ---------------- */
+
+/* Whether id can be named in a text file (a piece that maps back to it). */
+static int nameable(const mt_tokenizer *tok, int32_t id)
+{
+    const char *p = mt_tokenizer_piece(tok, id);
+    return p && *p && !strpbrk(p, " \t\r\n") && mt_tokenizer_piece_id(tok, p) == id;
+}
+
+/* The greedy rows whose every id (source and output) a file can name. */
+static int nameable_rows(const mt_tokenizer *tok, const expected *e, uint8_t *ok)
+{
+    int n = 0;
+    for (int i = 0; i < e->n_greedy; i++) {
+        const row *r = &e->r[i];
+        ok[i] = 1;
+        for (int k = 0; k < r->n_ids; k++)
+            ok[i] &= (uint8_t)nameable(tok, r->ids[k]);
+        for (int k = 0; k < r->n_src; k++)
+            ok[i] &= (uint8_t)nameable(tok, r->src[k]);
+        n += ok[i];
+    }
+    return n;
+}
+
+/* A shortlist holding the reference's output: each source id lists the
+ * output ids of every greedy row whose source holds it; no frequent ids but
+ * `freq` (may be NULL). */
+static mt_shortlist *reference_shortlist(const mt_model *m, const expected *e, const int32_t *freq, int n_freq)
+{
+    int V = mt_model_get_info(m)->src_vocab_size;
+    long *off = calloc((size_t)V + 1, sizeof *off);
+    int32_t *ids = malloc(sizeof *ids * (size_t)e->n_greedy * MAX_IDS * MAX_IDS);
+    long n = 0;
+    for (int w = 0; w < V; w++) {
+        for (int i = 0; i < e->n_greedy; i++) {
+            const row *r = &e->r[i];
+            int has = 0;
+            for (int k = 0; k < r->n_src; k++)
+                has |= r->src[k] == w;
+            for (int k = 0; has && k < r->n_ids; k++)
+                ids[n++] = r->ids[k];
+        }
+        off[w + 1] = n;
+    }
+    mt_shortlist *sl = NULL;
+    mt_err err = {0};
+    if (mt_shortlist_new(m, V, off, ids, freq, n_freq, &sl, &err) != MT_OK)
+        fail_msg("mt_shortlist_new: %s", err.msg);
+    free(off);
+    free(ids);
+    return sl;
+}
+
+/* The greedy rows (ok[i] set, all when ok is NULL) decoded with the current
+ * g_sl / g_lv: how many equal the reference. */
+static int restricted_agreement(const mt_model *m, const expected *e, const uint8_t *ok, const char *label, int *n_ok)
+{
+    mt_session *s = session(m, 16, 0);
+    mt_hyp *out = calloc((size_t)e->n_greedy, sizeof *out);
+    decode_rows(s, e, 0, e->n_greedy, out);
+    int eq = 0, n = 0;
+    for (int i = 0; i < e->n_greedy; i++)
+        if (!ok || ok[i]) {
+            n++;
+            eq += agreement(e, i, 1, out + i, 1, label);
+        }
+    mt_hyps_free(out, e->n_greedy);
+    free(out);
+    mt_session_free(s);
+    *n_ok = n;
+    return eq;
+}
+
+/* Writes sl's lists as a CTranslate2 vmap (pieces), the frequent ids on the
+ * empty source's line. */
+static void write_vmap(const mt_tokenizer *tok, const mt_shortlist *sl, int V_src, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    int n;
+    const int32_t *fr = mt_shortlist_frequent(sl, &n);
+    if (n) {
+        fputc('\t', f);
+        for (int j = 0; j < n; j++)
+            fprintf(f, j ? " %s" : "%s", mt_tokenizer_piece(tok, fr[j]));
+        fputc('\n', f);
+    }
+    for (int w = 0; w < V_src; w++) {
+        const int32_t *l = mt_shortlist_list(sl, w, &n);
+        if (!n || !nameable(tok, w))
+            continue;
+        fprintf(f, "%s\t", mt_tokenizer_piece(tok, w));
+        for (int j = 0; j < n; j++)
+            fprintf(f, j ? " %s" : "%s", nameable(tok, l[j]) ? mt_tokenizer_piece(tok, l[j]) : "</s>");
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+/* A shortlist holding the reference's tokens, in memory, in Marian's binary
+ * format and as a vmap: greedy ids equal the full-vocabulary reference. */
+static void test_shortlist(void **state)
+{
+    (void)state;
+    const char *names[2];
+    int nm = models(names);
+    for (int k = 0; k < nm; k++) {
+        if (absent(names[k], "f32"))
+            continue;
+        expected *e = calloc(1, sizeof *e);
+        read_expected(names[k], e);
+        mt_model *m = load(names[k], "f32", MT_WEIGHTS_F32);
+        const mt_tokenizer *tok = mt_model_tokenizer(m);
+        uint8_t ok[MAX_ROWS];
+        int named = nameable_rows(tok, e, ok), n;
+        mt_shortlist *sl = reference_shortlist(m, e, NULL, 0), *bin = NULL, *vm = NULL;
+        g_sl = sl;
+        int eq = restricted_agreement(m, e, NULL, "shortlist", &n);
+        printf("   %s: shortlist of the reference's tokens (%ld entries): greedy %d/%d identical\n", names[k],
+               mt_shortlist_get_info(sl)->entries, eq, n);
+        assert_int_equal(eq, n);
+        char path[4400];
+        mt_err err = {0};
+        snprintf(path, sizeof path, "%s/%s/ref-shortlist.bin", mdir(), names[k]);
+        assert_int_equal(mt_shortlist_write(sl, path, &err), MT_OK);
+        if (mt_shortlist_load(m, path, NULL, &bin, &err) != MT_OK)
+            fail_msg("%s: %s", path, err.msg);
+        g_sl = bin;
+        eq = restricted_agreement(m, e, NULL, "shortlist.bin", &n);
+        printf("   %s: the same as Marian's binary format: greedy %d/%d identical\n", names[k], eq, n);
+        assert_int_equal(eq, n);
+        snprintf(path, sizeof path, "%s/%s/ref-shortlist.vmap", mdir(), names[k]);
+        write_vmap(tok, sl, mt_model_get_info(m)->src_vocab_size, path);
+        if (mt_shortlist_load(m, path, NULL, &vm, &err) != MT_OK)
+            fail_msg("%s: %s", path, err.msg);
+        g_sl = vm;
+        eq = restricted_agreement(m, e, ok, "vmap", &n);
+        printf("   %s: as a CTranslate2 vmap: greedy %d/%d identical (%d of %d rows' pieces nameable)\n", names[k], eq,
+               n, named, e->n_greedy);
+        assert_int_equal(eq, n);
+        assert_true(named * 10 >= e->n_greedy * 9);
+        g_sl = NULL;
+        mt_shortlist_free(sl);
+        mt_shortlist_free(bin);
+        mt_shortlist_free(vm);
+        mt_model_free(m);
+        json_decref(e->json);
+        free(e);
+    }
+}
+
+/* The target languages of e's greedy rows: their codes and ids (at most 8). */
+typedef struct { const char *code[8]; int32_t id[8]; int n; } langs;
+
+static void target_langs(const expected *e, langs *L)
+{
+    L->n = 0;
+    for (int i = 0; i < e->n_greedy; i++) {
+        int j = 0;
+        while (j < L->n && L->id[j] != e->r[i].tgt_id)
+            j++;
+        if (j == L->n && L->n < 8) {
+            L->code[L->n] = e->r[i].tgt_lang;
+            L->id[L->n++] = e->r[i].tgt_id;
+        }
+    }
+}
+
+/* A map file: per target language the nameable output ids of its greedy rows
+ * (ok[i]), ids 4..4+filler (nameable ones) beside them, less drop[lang]
+ * (-1: none). */
+static void write_lang_map(const mt_tokenizer *tok, const expected *e, const langs *L, const uint8_t *ok,
+                           int filler, const int32_t *drop, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "mtserve-lang-vocab 1\n# test_m2m.c: the reference's output tokens\n");
+    for (int l = 0; l < L->n; l++) {
+        fprintf(f, "%s\t", L->code[l]);
+        for (int i = 0; i < e->n_greedy; i++)
+            for (int k = 0; ok[i] && e->r[i].tgt_id == L->id[l] && k < e->r[i].n_ids; k++)
+                if (e->r[i].ids[k] != drop[l])
+                    fprintf(f, " %s", mt_tokenizer_piece(tok, e->r[i].ids[k]));
+        for (int32_t id = 4; id < 4 + filler; id++)
+            if (nameable(tok, id) && id != drop[l])
+                fprintf(f, "  %s", mt_tokenizer_piece(tok, id));
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+static mt_lang_vocab *load_map(const mt_model *m, const char *path)
+{
+    mt_lang_vocab *lv = NULL;
+    mt_err err = {0};
+    if (mt_lang_vocab_load(m, path, &lv, &err) != MT_OK)
+        fail_msg("%s: %s", path, err.msg);
+    return lv;
+}
+
+/* Each of the first n greedy rows alone (a session of its own) against the batch of 16. */
+static int alone_same(const mt_model *m, const expected *e, int n)
+{
+    mt_session *s = session(m, 16, 0), *one = session(m, 4, 0);
+    mt_hyp *out = calloc((size_t)n, sizeof *out);
+    decode_rows(s, e, 0, n, out);
+    int same = 0;
+    for (int i = 0; i < n; i++) {
+        mt_hyp h;
+        decode_rows(one, e, i, 1, &h);
+        same += h.n_ids == out[i].n_ids && !memcmp(h.ids, out[i].ids, sizeof(int32_t) * (size_t)h.n_ids) &&
+                !memcmp(&h.score, &out[i].score, sizeof h.score);
+        mt_hyps_free(&h, 1);
+    }
+    mt_hyps_free(out, n);
+    free(out);
+    mt_session_free(one);
+    mt_session_free(s);
+    return same;
+}
+
+/* With map lv (a language lacking drop[l]): the greedy outputs' ids outside
+ * their language's list (eos and the forced id aside), the rows that differ
+ * from the reference, and the dropped ids produced. */
+static void outside_count(const mt_model *m, const expected *e, const langs *L, const mt_lang_vocab *lv,
+                          const int32_t *drop, int *outside, int *differ, int *dropped)
+{
+    mt_session *s = session(m, 16, 0);
+    mt_hyp *out = calloc((size_t)e->n_greedy, sizeof *out);
+    decode_rows(s, e, 0, e->n_greedy, out);
+    *outside = *differ = *dropped = 0;
+    int32_t eos = mt_model_get_info(m)->eos_id;
+    for (int i = 0; i < e->n_greedy; i++) {
+        const row *r = &e->r[i];
+        int l = 0;
+        while (L->id[l] != r->tgt_id)
+            l++;
+        for (int k = 0; k < out[i].n_ids; k++) {
+            int32_t id = out[i].ids[k];
+            *outside += id != eos && id != r->tgt_id && !mt_lang_vocab_has(lv, r->tgt_id, id);
+            *dropped += id == drop[l];
+        }
+        *differ += !same_ids(&out[i], r);
+    }
+    mt_hyps_free(out, e->n_greedy);
+    free(out);
+    mt_session_free(s);
+}
+
+/* mtserve translate --lang-vocab map on row r: its text (json: its --json line) into out. */
+static void cli_text(const char *name, const row *r, const char *map, int json, char *out, size_t cap)
+{
+    char in[4400], cmd[14000];
+    snprintf(in, sizeof in, "%s/cli-in.txt", mdir());
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", r->text);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s translate --model %s/%s/f32 --source %s --target %s --max-length %d --beam 1 "
+             "--no-placeholders --lang-vocab %s%s < %s", bin_path(), mdir(), name, r->src_lang, r->tgt_lang, MAX_LEN,
+             map, json ? " --json" : "", in);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    if (n && out[n - 1] == '\n')
+        out[n - 1] = 0;
+}
+
+/* mtserve translate --lang-vocab on every 11th nameable greedy row: the reference's text. */
+static int cli_with_map(const char *name, const expected *e, const uint8_t *ok, const char *map)
+{
+    int checked = 0;
+    for (int i = 0; i < e->n_greedy; i += 11) {
+        const row *r = &e->r[i];
+        char out[4096];
+        if (!ok[i])
+            continue;
+        cli_text(name, r, map, 0, out, sizeof out);
+        if (strcmp(out, r->dec))
+            fail_msg("%s %s -> %s with --lang-vocab: \"%s\", the reference \"%s\"", name, r->src_lang, r->tgt_lang,
+                     out, r->dec);
+        checked++;
+    }
+    return checked;
+}
+
+/* Language map errors, each naming its line. */
+static void map_errors(const mt_model *m, const char *code)
+{
+    static const struct { const char *text; const char *want[2]; } cases[] = {
+        {"mtserve-lang-vocab 2\n", {"line 1", "mtserve-lang-vocab 1"}},
+        {"mtserve-lang-vocab 1\n\n%s\t</s>\nxxx_Zzzz\t</s>\n", {"line 4", "'xxx_Zzzz' is not a language code"}},
+        {"mtserve-lang-vocab 1\n%s\t</s> \xe2\x96\x81zzqqzzqq\n", {"line 2", "piece '\xe2\x96\x81zzqqzzqq' is not in"}},
+        {"mtserve-lang-vocab 1\n%s\t</s>\n# c\n%s\t<unk>\n", {"line 4", "line 2 has it already"}},
+        {"mtserve-lang-vocab 1\n%s </s>\n", {"line 2", "no TAB"}},
+        {"mtserve-lang-vocab 1\r\n%s\t  \r\n", {"line 2", "lists no piece"}},
+        {"mtserve-lang-vocab 1\n%s\t</s>\t<unk>\n", {"line 2", "a second TAB"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, cases[c].text, code, code);
+        mt_lang_vocab *lv = NULL;
+        mt_err err = {0};
+        assert_int_equal(mt_lang_vocab_parse(m, buf, strlen(buf), &lv, &err), MT_ERR_FORMAT);
+        assert_null(lv);
+        for (int w = 0; w < 2; w++)
+            if (!strstr(err.msg, cases[c].want[w]))
+                fail_msg("case %zu: \"%s\" lacks \"%s\"", c, err.msg, cases[c].want[w]);
+    }
+    char ok[256];
+    snprintf(ok, sizeof ok, "mtserve-lang-vocab 1\r\n# comment\r\n\r\n%s\t</s>   <unk> </s>\r\n", code);
+    mt_lang_vocab *lv = NULL;
+    mt_err err = {0};
+    assert_int_equal(mt_lang_vocab_parse(m, ok, strlen(ok), &lv, &err), MT_OK);
+    assert_int_equal(mt_lang_vocab_get_info(lv)->languages, 1);
+    assert_int_equal(mt_lang_vocab_get_info(lv)->ids, 2);
+    mt_lang_vocab_free(lv);
+    printf("   %zu malformed maps refused, each naming its line; CRLF, comments and repeats accepted\n",
+           sizeof cases / sizeof *cases);
+}
+
+/* The map against a model it was not made for, and the recipe's fixture. */
+static void map_other_checks(const mt_model *m, const char *name, const mt_lang_vocab *lv, const char *other)
+{
+    mt_model *o = load(other, "f32", MT_WEIGHTS_F32);
+    mt_decode_params q = mt_decode_default_params(), r;
+    q.lang_vocab = lv;
+    mt_err err = {0};
+    mt_session_params sp = mt_session_default_params(o);
+    assert_int_equal(mt_decode_params_resolve(o, &sp, &q, &r, &err), MT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "lang_vocab"));
+    mt_model_free(o);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s/lang_vocab.txt", mdir(), name);
+    mt_lang_vocab *fx = load_map(m, path);
+    const mt_lang_vocab_info *in = mt_lang_vocab_get_info(fx);
+    printf("   %s: the recipe's map (models/recipe/lang_vocab.py on gettext text): %d languages, %d..%d ids each\n",
+           name, in->languages, in->min_ids, in->max_ids);
+    assert_int_equal(in->languages, 4);
+    assert_true(in->min_ids >= 50);
+    mt_lang_vocab_free(fx);
+}
+
+/* A map holding the reference's output tokens: greedy ids equal the reference
+ * (mixed target languages in each batch), each decode alone bit-identical to
+ * the batch; a map lacking one id of each language: never produced, outputs
+ * inside the lists; with a shortlist too: the intersection. */
+static void test_lang_vocab(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    const char *names[2];
+    int nm = models(names);
+    for (int k = 0; k < nm; k++) {
+        expected *e = calloc(1, sizeof *e);
+        read_expected(names[k], e);
+        mt_model *m = load(names[k], "f32", MT_WEIGHTS_F32);
+        const mt_tokenizer *tok = mt_model_tokenizer(m);
+        uint8_t ok[MAX_ROWS];
+        langs L;
+        target_langs(e, &L);
+        int named = nameable_rows(tok, e, ok), n, outside, differ, dropped;
+        int32_t none[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, drop[8];
+        char path[4400], path2[4400];
+        snprintf(path, sizeof path, "%s/%s/ref-lang-vocab.txt", mdir(), names[k]);
+        write_lang_map(tok, e, &L, ok, 300, none, path);
+        mt_lang_vocab *lv = load_map(m, path);
+        g_lv = lv;
+        int eq = restricted_agreement(m, e, ok, "lang_vocab", &n);
+        const mt_lang_vocab_info *in = mt_lang_vocab_get_info(lv);
+        printf("   %s: map of the reference's tokens (%d languages, %d..%d ids of %d): greedy %d/%d identical\n",
+               names[k], in->languages, in->min_ids, in->max_ids, in->vocab, eq, n);
+        assert_int_equal(eq, n);
+        assert_true(named * 10 >= e->n_greedy * 9);
+        assert_int_equal(in->languages, L.n);
+        int cli = cli_with_map(names[k], e, ok, path);
+        printf("   %s: %d translations by mtserve translate --lang-vocab equal the reference's text\n", names[k], cli);
+        assert_true(cli >= (RUNNING_ON_VALGRIND ? 2 : 6));
+        int alone = e->n_greedy < 32 ? e->n_greedy : 32, same = alone_same(m, e, alone);
+        printf("   %s: %d/%d decodes alone bit-identical to a batch of mixed target languages\n", names[k], same, alone);
+        assert_int_equal(same, alone);
+        /* each language loses its first row's first free id */
+        for (int l = 0; l < L.n; l++) {
+            drop[l] = -1;
+            for (int i = 0; i < e->n_greedy && drop[l] < 0; i++)
+                if (ok[i] && e->r[i].tgt_id == L.id[l] && e->r[i].n_ids > 2 &&
+                    e->r[i].ids[1] != mt_model_get_info(m)->eos_id)
+                    drop[l] = e->r[i].ids[1];
+            assert_true(drop[l] >= 0);
+        }
+        snprintf(path2, sizeof path2, "%s/%s/ref-lang-vocab-less.txt", mdir(), names[k]);
+        write_lang_map(tok, e, &L, ok, 300, drop, path2);
+        mt_lang_vocab *less = load_map(m, path2);
+        g_lv = less;
+        outside_count(m, e, &L, less, drop, &outside, &differ, &dropped);
+        printf("   %s: map lacking %d ids: %d rows differ, %d dropped ids and %d ids outside the lists produced\n",
+               names[k], L.n, differ, dropped, outside);
+        assert_int_equal(outside, 0);
+        assert_int_equal(dropped, 0);
+        assert_true(differ >= L.n);
+        for (int i = 0; i < e->n_greedy; i++)        /* the CLI too: the row that lost its first free id */
+            if (ok[i] && e->r[i].tgt_id == L.id[0] && e->r[i].ids[1] == drop[0]) {
+                char out[8192];
+                cli_text(names[k], &e->r[i], path2, 1, out, sizeof out);
+                json_t *j = json_loads(out, 0, NULL);
+                int32_t ids[MAX_IDS];
+                int n_ids = ids_of(json_object_get(j, "ids"), ids, MAX_IDS), has = 0;
+                for (int t = 0; t < n_ids; t++)
+                    has |= ids[t] == drop[0];
+                printf("   %s: mtserve translate --lang-vocab lacking id %d: %d ids, the first free %d (reference %d)\n",
+                       names[k], (int)drop[0], n_ids, n_ids > 1 ? (int)ids[1] : -1, (int)e->r[i].ids[1]);
+                assert_true(n_ids > 1 && ids[0] == e->r[i].tgt_id && ids[1] != drop[0] && !has);
+                json_decref(j);
+                break;
+            }
+        /* with a shortlist: the reference's tokens and the dropped ids as frequent ones */
+        mt_shortlist *sl = reference_shortlist(m, e, drop, L.n);
+        g_sl = sl;
+        outside_count(m, e, &L, less, drop, &outside, &differ, &dropped);
+        printf("   %s: + a shortlist allowing them: %d dropped ids produced (intersection)\n", names[k], dropped);
+        assert_int_equal(dropped, 0);
+        assert_int_equal(outside, 0);
+        g_lv = lv;
+        eq = restricted_agreement(m, e, ok, "shortlist+lang_vocab", &n);
+        printf("   %s: shortlist and map of the reference's tokens: greedy %d/%d identical\n", names[k], eq, n);
+        assert_int_equal(eq, n);
+        g_sl = NULL;
+        g_lv = NULL;
+        map_errors(m, L.code[0]);
+        map_other_checks(m, names[k], lv, names[1 - k]);
+        mt_shortlist_free(sl);
+        mt_lang_vocab_free(less);
+        mt_lang_vocab_free(lv);
+        mt_model_free(m);
+        json_decref(e->json);
+        free(e);
+    }
 }
 
 int main(void)
@@ -797,7 +1360,12 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_deep),
+        cmocka_unit_test(test_shortlist),
+        cmocka_unit_test(test_lang_vocab),
         cmocka_unit_test(test_served),
     };
+    const char *filter = getenv("MT_M2M_TESTS");     /* cmocka's wildcards: "test_lang*" */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,6 +255,9 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
         return mt_err_set(err, MT_ERR_INPUT, "field 'shortlist': made for vocabularies of %d (source) and %d "
                           "(target) ids, not this model's %d and %d", q.shortlist->V_src, q.shortlist->V, m->V_src,
                           m->V);
+    if (q.lang_vocab && (m->arch == MT_ARCH_LLM || mt_lang_vocab_vocab(q.lang_vocab) != m->V))
+        return mt_err_set(err, MT_ERR_INPUT, "field 'lang_vocab': made for a target vocabulary of %d ids, not this "
+                          "model's %d", mt_lang_vocab_vocab(q.lang_vocab), m->V);
     mt_status st = check_prefix(m, &q, err);
     if (st == MT_OK)
         st = check_constraints(m, &q, err);

@@ -1,7 +1,9 @@
 /* shortlist_step.c: a sequence's lexical shortlist (mt_decode_params.shortlist)
- * as the decode step uses it.  At mt_seq_start the sequence's candidate ids
+ * and its target language's vocabulary (mt_decode_params.lang_vocab) as the
+ * decode step uses them.  At mt_seq_start the sequence's candidate ids
  * become a bit set over the target vocabulary (its row of s->sl.bits): the
- * lists of its source's ids, the frequent ids, eos, its prefix and its
+ * lists of its source's ids and the frequent ids, or its language's list, or
+ * the ids both hold; then eos, its forced first id, its prefix and its
  * constraints' ids.  Before each step, mt_sl_prepare gives every gathered
  * row its sequence's set (NULL: a sequence without one) and, when every row
  * has one and their union holds at most s->sl.max ids, lists the union:
@@ -34,23 +36,37 @@ static void list_set(mt_session *s, int id, int count)
     q->sl_n = k;
 }
 
-void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len)
+/* The shortlist's ids for the source: its frequent ids and its source ids' lists. */
+static void shortlist_set(uint64_t *b, const mt_shortlist *sl, const int32_t *src, int src_len)
 {
-    s->seqs[id].shortlist = q->shortlist != NULL;
-    s->seqs[id].sl_n = 0;
-    s->seqs[id].sl_pad = -1;
-    if (!q->shortlist)
-        return;
-    const mt_shortlist *sl = q->shortlist;
-    uint64_t *b = s->sl.bits + (long)id * s->sl.words;
-    memset(b, 0, sizeof *b * (size_t)s->sl.words);
     for (int i = 0; i < sl->n_freq; i++)
         mt_bit_set(b, sl->freq[i]);
-    mt_bit_set(b, s->m->info.eos_id);
     for (int i = 0; i < src_len; i++)
         if (src[i] >= 0 && src[i] < sl->n_src)
             for (long j = sl->off[src[i]]; j < sl->off[src[i] + 1]; j++)
                 mt_bit_set(b, sl->ids[j]);
+}
+
+void mt_sl_seq_start(mt_session *s, int id, const mt_decode_params *q, const int32_t *src, int src_len)
+{
+    /* the target language's list (mt_lang_vocab): a language the map lists */
+    const uint64_t *lang = q->lang_vocab && q->forced_bos.enabled ? mt_lang_vocab_bits(q->lang_vocab, q->forced_bos.id)
+                                                                  : NULL;
+    s->seqs[id].shortlist = q->shortlist != NULL || lang != NULL;
+    s->seqs[id].sl_n = 0;
+    s->seqs[id].sl_pad = -1;
+    if (!s->seqs[id].shortlist)
+        return;
+    uint64_t *b = s->sl.bits + (long)id * s->sl.words;
+    memset(b, 0, sizeof *b * (size_t)s->sl.words);
+    if (q->shortlist)
+        shortlist_set(b, q->shortlist, src, src_len);
+    /* both: an id must be one the source may translate to AND one of the
+     * language's text (README "Multilingual models"); one: its ids */
+    for (int w = 0; lang && w < s->sl.words; w++)
+        b[w] = q->shortlist ? b[w] & lang[w] : lang[w];
+    /* what every sequence needs whatever the lists say */
+    mt_bit_set(b, s->m->info.eos_id);
     for (int i = 0; i < q->n_prefix; i++)
         mt_bit_set(b, q->prefix[i]);
     if (q->forced_bos.enabled)

@@ -351,6 +351,11 @@ struct mt_shortlist {
     char     format[16];
 };
 
+/* langvocab.c: the set of language lang_id (the language's token id), [words
+ * = (V + 63) / 64] bits over the target vocabulary; NULL when not listed. */
+const uint64_t *mt_lang_vocab_bits(const mt_lang_vocab *lv, int32_t lang_id);
+int             mt_lang_vocab_vocab(const mt_lang_vocab *lv);
+
 /* model.c */
 /* Row `id` of the positional table at position pos, [d]. */
 static inline const float *mt_pos_row(const mt_model *m, int pos) { return m->pos + (long)pos * m->d; }
@@ -374,6 +379,11 @@ static inline int mt_bit_has(const uint64_t *b, int32_t id) { return (int)(b[id 
  * runs over them alone.  The shipped shortlists give 539-554 ids per sentence
  * on average, 2,247 at most. */
 #define MT_SL_SEARCH_MAX 4096
+/* mt_session_params.shortlist_max's default: min(vocab, 4096), or vocab / 8
+ * over a vocabulary of more than 65,536 ids (NLLB-200's 256,206: 32,025), where
+ * a target language's list of 10-30k ids still costs a fraction of the whole
+ * head (BENCHMARKS.md, issue 49); Marian's vocabularies keep 4096. */
+static inline int mt_sl_default_max(int V) { return V > 65536 ? V / 8 : V < 4096 ? V : 4096; }
 
 /* session.c: the K/V caches' element size (4, or 2 with kv_f16), and a store
  * of n floats into them at element `at` of base, in their precision. */

@@ -273,7 +273,7 @@ mt_status mt_session_new(const mt_model *m, const mt_session_params *params, mt_
     s->m = m;
     s->p = p;
     s->sl.max = m->arch == MT_ARCH_LLM || p.shortlist_max < 0 ? 0 : p.shortlist_max ? p.shortlist_max
-                : m->V < 4096 ? m->V : 4096;
+                : mt_sl_default_max(m->V);
     s->rows_max = imax(imax(p.max_src_len, p.max_tgt_len), p.max_batch);
     if (m->arch == MT_ARCH_LLM)        /* a teacher-forced pass runs the prompt and the target as one sequence */
         s->rows_max = imax(p.max_src_len + p.max_tgt_len, p.max_batch);

@@ -137,6 +137,14 @@ static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
     } else if (o) {
         json_object_set_new(o, "shortlist", json_null());
     }
+    if (o && m->lang_vocab) {           /* serve --lang-vocab: what it holds */
+        const mt_lang_vocab_info *lv = mt_lang_vocab_get_info(m->lang_vocab);
+        json_object_set_new(o, "lang_vocab", json_pack("{s:s,s:i,s:I,s:i,s:i}", "file", m->lang_vocab_file,
+                                                       "languages", lv->languages, "ids", (json_int_t)lv->ids,
+                                                       "min_ids", lv->min_ids, "max_ids", lv->max_ids));
+    } else if (o) {
+        json_object_set_new(o, "lang_vocab", json_null());
+    }
     if (o && srv->residency)            /* on demand: requests holding it now (it is not unloaded meanwhile) */
         json_object_set_new(o, "in_use", json_integer(st.holders));
     if (o && m->n_targets) {            /* multilingual: the languages its target tokens name */

@@ -39,6 +39,7 @@ typedef struct {
     const char *file, *out;     /* --file IN (a document: document.h's formats), --out OUT (default stdout) */
     const char *glossary;       /* --glossary FILE.tsv: terms every line keeps */
     const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
+    const char *lang_vocab;     /* --lang-vocab FILE: a target-language vocabulary map (mt_lang_vocab_load) */
     int no_placeholders;        /* --no-placeholders: %s, {name}, URLs... sent to the model as text */
     srv_doc_options doc;        /* --file's per-file choices: --overwrite */
     const char *source, *target;    /* --source, --target: a multilingual model's languages (its codes) */
@@ -96,6 +97,8 @@ static void usage(FILE *f)
                "                    byte and placed by the word alignment, as the server's \"placeholders\")\n"
                "  --shortlist FILE  a lexical shortlist (Marian binary or text, CTranslate2 vmap): each step's\n"
                "                    output ids are its candidates for the line only (docs/SHORTLIST.md)\n"
+               "  --lang-vocab FILE a multilingual model's target-language vocabulary map: the output ids\n"
+               "                    are the target language's list (README \"Multilingual models\")\n"
                "  --file IN         translate a document (txt, html, srt, vtt, po, docx, odt, pptx, xlsx, odp,\n"
                "                    ods, epub, i18n resources, Markdown, XLIFF: read from its bytes and\n"
                "                    name), its structure kept; --out OUT writes it (default stdout), with a\n"
@@ -201,6 +204,9 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--shortlist") && v) {
             o->shortlist = v;
+            i++;
+        } else if (!strcmp(a, "--lang-vocab") && v) {
+            o->lang_vocab = v;
             i++;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
@@ -523,7 +529,10 @@ static int run(mt_model *m, const options *o)
         return 1;
     }
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
-                        .max_src_len = sp.max_src_len, .has_lang = o->src_id >= 0, .lang_id = o->src_id };
+                        .max_src_len = sp.max_src_len, .has_lang = o->src_id >= 0, .lang_id = o->src_id,
+                        /* the pipeline sets each sentence's from the model's (it was NULL here:
+                         * --shortlist had no effect) */
+                        .shortlist = o->dp.shortlist, .lang_vocab = o->dp.lang_vocab };
     srv_glossary *g = NULL;
     int failed = 0;
     if (o->glossary && !(tp.glossary = g = load_glossary(o->glossary))) {
@@ -640,6 +649,7 @@ int mt_cmd_translate(int argc, char **argv)
         return 1;
     }
     mt_shortlist *sl = NULL;
+    mt_lang_vocab *lv = NULL;
     r = 1;
     if (languages(m, &o) != 0)
         goto done;
@@ -654,8 +664,14 @@ int mt_cmd_translate(int argc, char **argv)
         goto done;
     }
     o.dp.shortlist = sl;
+    if (o.lang_vocab && mt_lang_vocab_load(m, o.lang_vocab, &lv, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: --lang-vocab: %s\n", err.msg);
+        goto done;
+    }
+    o.dp.lang_vocab = lv;
     r = run(m, &o);
 done:
+    mt_lang_vocab_free(lv);
     mt_shortlist_free(sl);
     mt_model_free(m);
     return r;

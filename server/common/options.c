@@ -141,6 +141,10 @@ static const opt_def opt_table[] = {
     { "--shortlist", "MTSERVE_SHORTLIST", OPT_STR, F(shortlist), S(shortlist), 0, 0,
       "lexical shortlists (docs/SHORTLIST.md): off (default); auto: each model's lex.s2t.bin beside it, when "
       "present; FILE: the default model's; or ID=FILE,ID=FILE (Marian binary or text, CTranslate2 vmap)" },
+    { "--lang-vocab", "MTSERVE_LANG_VOCAB", OPT_STR, F(lang_vocab), S(lang_vocab), 0, 0,
+      "target-language vocabulary maps of multilingual models (README \"Multilingual models\"): auto "
+      "(default): each M2M-100/NLLB-200 model's lang_vocab.txt beside it, when present; off; FILE: the "
+      "default model's; or ID=FILE,ID=FILE" },
     { "--glossary", "MTSERVE_GLOSSARY", OPT_GLOSSARY, 0, 0, 0, 0,
       "SRC-TGT=FILE.tsv: terms kept when translating SRC -> TGT (source<TAB>target lines, # comments); "
       "repeat for several (env: comma-separated); a request's \"glossary\" wins over it" },
@@ -174,6 +178,7 @@ static void defaults(srv_options *o)
     snprintf(o->host, sizeof o->host, "127.0.0.1");
     snprintf(o->cors_origins, sizeof o->cors_origins, "*");
     snprintf(o->web_dir, sizeof o->web_dir, "web");
+    snprintf(o->lang_vocab, sizeof o->lang_vocab, "auto");
     o->port = 8080;
     o->kv_budget = 100;
     o->decode_nice = 5; /* CFS weight 335 against 1024: a busy decoder leaves the HTTP threads

@@ -32,6 +32,7 @@ typedef struct {
     int    n_models;        /* the first is the default */
     char   host[256];
     char   shortlist[2048];     /* --shortlist: off, auto, FILE (the default model's) or ID=FILE,... */
+    char   lang_vocab[2048];    /* --lang-vocab: auto (default), off, FILE (the default model's) or ID=FILE,... */
     int    port;
     int    threads;         /* inference workers = sessions per model; 0 = auto
                                (batching: request threads waiting on the scheduler; 0 = max_batch) */

@@ -139,17 +139,17 @@ static mt_status describe_llm(srv_model *m, mt_err *err)
     return MT_OK;
 }
 
-/* The file --shortlist names for model m ("" none): off, auto (lex.s2t.bin
- * beside it, when present), FILE (the first model's), or ID=FILE,... */
-static void shortlist_file(const srv_server *srv, const srv_model *m, char *out, size_t cap)
+/* The file option v (--shortlist, --lang-vocab) names for model m ("" none):
+ * off, auto (the file auto_name beside it, when present), FILE (the first
+ * model's), or ID=FILE,... */
+static void option_file(const char *v, const char *auto_name, const srv_model *m, char *out, size_t cap)
 {
-    const char *v = srv->opts.shortlist;
     out[0] = 0;
     if (!v[0] || !strcmp(v, "off"))
         return;
     if (!strcmp(v, "auto")) {
         struct stat sb;
-        snprintf(out, cap, "%.1000s/lex.s2t.bin", m->dir);
+        snprintf(out, cap, "%.1000s/%s", m->dir, auto_name);
         if (stat(out, &sb) != 0)
             out[0] = 0;
         return;
@@ -171,17 +171,48 @@ static void shortlist_file(const srv_server *srv, const srv_model *m, char *out,
 
 static mt_status load_shortlist(srv_server *srv, srv_model *m, mt_err *err)
 {
-    shortlist_file(srv, m, m->shortlist_file, sizeof m->shortlist_file);
+    option_file(srv->opts.shortlist, "lex.s2t.bin", m, m->shortlist_file, sizeof m->shortlist_file);
     if (!m->shortlist_file[0])
         return MT_OK;
     mt_status st = mt_shortlist_load(m->model, m->shortlist_file, NULL, &m->shortlist, err);
     if (st != MT_OK)
         return st;
-    snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.79s+shortlist", m->cache_ns);
     const mt_shortlist_info *in = mt_shortlist_get_info(m->shortlist);
     fprintf(stderr, "mtserve: model %s: shortlist %s (%s, %ld entries, %d frequent)\n", m->id, m->shortlist_file,
             in->format, in->entries, in->frequent);
     return MT_OK;
+}
+
+/* A multilingual model's target-language map (--lang-vocab; default: its
+ * lang_vocab.txt, when there).  A file named for another kind of model is an
+ * error; auto skips them. */
+static mt_status load_lang_vocab(srv_server *srv, srv_model *m, mt_err *err)
+{
+    const char *v = srv->opts.lang_vocab;
+    if (strcmp(m->info->architecture, "m2m_100") != 0 && !strcmp(v, "auto"))
+        return MT_OK;
+    option_file(v, "lang_vocab.txt", m, m->lang_vocab_file, sizeof m->lang_vocab_file);
+    if (!m->lang_vocab_file[0])
+        return MT_OK;
+    mt_status st = mt_lang_vocab_load(m->model, m->lang_vocab_file, &m->lang_vocab, err);
+    if (st != MT_OK)
+        return st;
+    const mt_lang_vocab_info *in = mt_lang_vocab_get_info(m->lang_vocab);
+    fprintf(stderr, "mtserve: model %s: target-language vocabulary map %s (%d languages, %d..%d ids each)\n", m->id,
+            m->lang_vocab_file, in->languages, in->min_ids, in->max_ids);
+    return MT_OK;
+}
+
+/* The shortlist and the language map: what they change is cached apart. */
+static mt_status load_restrictions(srv_server *srv, srv_model *m, mt_err *err)
+{
+    mt_status st = load_shortlist(srv, m, err);
+    if (st == MT_OK)
+        st = load_lang_vocab(srv, m, err);
+    if (st == MT_OK && (m->shortlist || m->lang_vocab))
+        snprintf(m->cache_ns_sl, sizeof m->cache_ns_sl, "%.70s%s%s", m->cache_ns, m->shortlist ? "+shortlist" : "",
+                 m->lang_vocab ? "+langvocab" : "");
+    return st;
 }
 
 /* The detection language model of each source language of m that has one beside
@@ -232,7 +263,7 @@ static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
     else if (srv_model_find_targets(m) != 0)
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
     else
-        st = load_shortlist(srv, m, err);
+        st = load_restrictions(srv, m, err);
     return st == MT_OK ? load_charlms(m, err) : st;
 }
 
@@ -347,6 +378,8 @@ int srv_model_read_card(srv_server *srv, srv_model *m, const char *id, const cha
         srv_model_free_charlms(m);
         mt_shortlist_free(m->shortlist);
         m->shortlist = NULL;
+        mt_lang_vocab_free(m->lang_vocab);
+        m->lang_vocab = NULL;
         mt_model_free(m->model);
         memset(m, 0, sizeof *m);
         return -1;
@@ -431,6 +464,8 @@ void srv_models_free(srv_server *srv)
         srv_model_free_charlms(m);
         mt_shortlist_free(m->shortlist);
         m->shortlist = NULL;
+        mt_lang_vocab_free(m->lang_vocab);
+        m->lang_vocab = NULL;
         mt_model_free(m->model);
         m->model = NULL;
     }

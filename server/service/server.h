@@ -100,6 +100,11 @@ typedef struct {
      * such requests are cached under cache_ns_sl */
     mt_shortlist      *shortlist;
     char               shortlist_file[1024];
+    /* NULL, or its target-language vocabulary map (serve --lang-vocab; a
+     * multilingual model), read as the shortlist is, used alike (the same
+     * "shortlist": false turns both off; cache_ns_sl then names both) */
+    mt_lang_vocab     *lang_vocab;
+    char               lang_vocab_file[1024];
     char               cache_ns_sl[96];
     /* The loaded part: written once before `ready` (at start), or on demand
      * by the residency's loader while nobody holds the model (residency.c);

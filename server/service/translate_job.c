@@ -74,8 +74,9 @@ static mt_status submit_leg(srv_trjob *j, int i, const char *const *texts, const
     srv_model *m = j->path.model[i];
     srv_tr_model tm = srv_leg_model(j->req->srv, &j->path, i, p->raw);
     tm.max_tokens = j->req->srv->opts.max_tokens;
-    if (m->shortlist && !p->no_shortlist) {            /* its output differs: cached apart */
+    if ((m->shortlist || m->lang_vocab) && !p->no_shortlist) {     /* its output differs: cached apart */
         tm.shortlist = m->shortlist;
+        tm.lang_vocab = m->lang_vocab;
         tm.cache_ns = m->cache_ns_sl;
     }
     srv_tr_params lp = *p;

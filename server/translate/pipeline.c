@@ -777,6 +777,7 @@ static mt_status item_params(srv_tr *t, mt_err *err)
         s->dp.n_constraints = s->n_cons;
         s->dp.end_ids = t->p.end_ids ? t->p.end_ids : t->m.end_ids;
         s->dp.shortlist = t->m.shortlist;
+        s->dp.lang_vocab = t->m.lang_vocab;
         if (t->m.has_bos) {                         /* the target language, generated first */
             s->dp.forced_bos.enabled = 1;
             s->dp.forced_bos.id = t->m.bos_id;

@@ -54,6 +54,7 @@ typedef struct {
     char src_code[16], tgt_code[16];
     const uint8_t *end_ids;
     const mt_shortlist *shortlist;      /* NULL, or every sentence's (mt_decode_params.shortlist) */
+    const mt_lang_vocab *lang_vocab;    /* NULL, or every sentence's (mt_decode_params.lang_vocab) */
     int no_align;       /* 1: a decoder-only model, which gives no alignments: placeholders stay in its input */
 } srv_tr_model;
 

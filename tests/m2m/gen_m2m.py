@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_m2m.py OUT SPM_DIR [small | full NAME | deep NAME]: random-weight M2M-100 / NLLB-200
+"""gen_m2m.py OUT SPM_DIR [small | full NAME | deep NAME | bench NAME]: random-weight M2M-100 / NLLB-200
 checkpoints in the published Hugging Face layout and their expected outputs
 from an independent float64 reference written here from the published
 equations (transformers' modeling_m2m_100.py: M2M100SinusoidalPositionalEmbedding,
@@ -61,6 +61,7 @@ import math
 import os
 import random
 import shutil
+import subprocess
 import sys
 import zlib
 
@@ -568,9 +569,29 @@ def small(out, spm_dir, summary):
                     eos_ended=sum(r["ids"][-1] == 2 and len(r["ids"]) < MAX_LENGTH - 1 for r in rows),
                     beam_differs_from_greedy=sum(b["ids"] != g["ids"] for b, g in
                                                  zip([r for r in rows if r["kind"] == "beam"], rows)))
+        summ["lang_vocab"] = lang_vocab_fixture(base, kind, tok_dir)
         summary[name] = summ
         print(name, summ, flush=True)
     bad(out, toks, summary)
+
+
+FIXTURE_LANGS = {"nllb": ["fra_Latn", "rus_Cyrl", "ell_Grek", "zho_Hans"], "m2m": ["fr", "ru", "el", "zh"]}
+
+
+def lang_vocab_fixture(base, kind, tok_dir):
+    """OUT/<name>/lang_vocab.txt: a target-language vocabulary map built by
+    models/recipe/lang_vocab.py (the recipe itself, run here) from this
+    machine's gettext catalogues, one text per language (test_m2m.c loads it:
+    the recipe's output must be a file the engine accepts)."""
+    args = []
+    for code, loc in zip(FIXTURE_LANGS[kind], LOCALES):
+        path = os.path.join(base, "text-%s.txt" % code)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(catalogue(loc)[:3000]) + "\n")
+        args.append("%s=%s" % (code, path))
+    recipe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "recipe", "lang_vocab.py")
+    subprocess.run([sys.executable, recipe, tok_dir, os.path.join(base, "lang_vocab.txt")] + args, check=True)
+    return len(args)
 
 
 SERVED_TGTS = {"nllb": ["eng_Latn", "deu_Latn", "arb_Arab", "spa_Latn", "jpn_Jpan"], "m2m": ["en", "de", "ar", "es", "ja"]}
@@ -735,6 +756,22 @@ def full_deep(out, spm_dir, name, summary):
     print(name, "deep", summary[name + "-deep"], flush=True)
 
 
+def bench_weights(out, spm_dir, name):
+    """bench NAME (make m2m-vocab-bench): the full-depth model of a published config
+    in F16 safetensors, weights only (no reference: the benchmark times it, the
+    tests check the same code at 2 layers and the first step at full depth)."""
+    cfg, kind = FULL[name]
+    seed = 200 + list(FULL).index(name)
+    base = os.path.join(out, name, "deep")
+    os.makedirs(base, exist_ok=True)
+    gen_llm.write_config(base, dict(cfg, torch_dtype="float16"))
+    tok_dir = tokenizers(spm_dir)[kind][1]
+    for f in os.listdir(tok_dir):
+        shutil.copy(os.path.join(tok_dir, f), base)
+    gen_llm.write_safetensors(os.path.join(base, "model.safetensors"), specs(cfg), "F16",
+                              lambda n, s, k: draw(cfg, seed, n, s, k))
+
+
 def main():
     out, spm_dir = sys.argv[1], sys.argv[2]
     what = sys.argv[3] if len(sys.argv) > 3 else "small"
@@ -744,6 +781,8 @@ def main():
         small(out, spm_dir, summary)
     elif what == "full":
         full(out, spm_dir, sys.argv[4], summary)
+    elif what == "bench":
+        bench_weights(out, spm_dir, sys.argv[4])
     else:
         full_deep(out, spm_dir, sys.argv[4], summary)
     path = os.path.join(out, "summary.json")
