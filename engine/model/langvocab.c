@@ -119,6 +119,23 @@ static void finish(mt_lang_vocab *lv)
     }
 }
 
+/* The end of a build: the per-language counts on success, else lv freed;
+ * *out = lv on success. */
+static mt_status settle(mt_lang_vocab *lv, mt_status st, mt_lang_vocab **out, mt_err *err)
+{
+    if (st == MT_OK) {
+        finish(lv);
+        if (!lv->count)
+            st = mt_err_set(err, MT_ERR_NOMEM, "language vocabulary map: out of memory");
+    }
+    if (st != MT_OK) {
+        mt_lang_vocab_free(lv);
+        return st;
+    }
+    *out = lv;
+    return MT_OK;
+}
+
 mt_status mt_lang_vocab_parse(const mt_model *m, const char *buf, size_t n, mt_lang_vocab **out, mt_err *err)
 {
     if (!m || !buf || !out)
@@ -136,17 +153,7 @@ mt_status mt_lang_vocab_parse(const mt_model *m, const char *buf, size_t n, mt_l
     lv_build b = {.m = m, .multi = multi, .lv = lv};
     mt_langvocab_cb cb = {.lang = on_lang, .piece = on_piece, .ctx = &b};
     mt_status st = mt_langvocab_parse(buf, n, &cb, err);
-    if (st == MT_OK) {
-        finish(lv);
-        if (!lv->count)
-            st = mt_err_set(err, MT_ERR_NOMEM, "language vocabulary map: out of memory");
-    }
-    if (st != MT_OK) {
-        mt_lang_vocab_free(lv);
-        return st;
-    }
-    *out = lv;
-    return MT_OK;
+    return settle(lv, st, out, err);
 }
 
 mt_status mt_lang_vocab_new(const mt_model *m, int n_lang, const int32_t *lang_ids, const long *off,
@@ -184,17 +191,7 @@ mt_status mt_lang_vocab_new(const mt_model *m, int n_lang, const int32_t *lang_i
                     mt_bit_set(w, ids[j]);
         }
     }
-    if (st == MT_OK) {
-        finish(lv);
-        if (!lv->count)
-            st = mt_err_set(err, MT_ERR_NOMEM, "language vocabulary map: out of memory");
-    }
-    if (st != MT_OK) {
-        mt_lang_vocab_free(lv);
-        return st;
-    }
-    *out = lv;
-    return MT_OK;
+    return settle(lv, st, out, err);
 }
 
 mt_status mt_lang_vocab_load(const mt_model *m, const char *path, mt_lang_vocab **out, mt_err *err)
