@@ -879,7 +879,7 @@ static void test_loop_guard(void **state)
     }
     print_message("  [%s] %d rows x greedy and beam 4: %d outputs looped and were decoded again with "
                   "no_repeat_ngram_size 3 (= banning from the start), the rest unchanged\n", c->name, rows, looped);
-    assert_true(rows >= 4);
+    assert_true(rows >= 3);         /* valgrind loads 12 rows, 3 of them without a prefix or n-gram ban */
     if (!strcmp(c->name, "tiny"))
         assert_true(looped >= 1);       /* random weights loop: the retry path ran */
 }
