@@ -107,10 +107,11 @@ E2E_MODULES := $(E2E_DIR)/node_modules/.package-lock.json
 $(E2E_MODULES): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
 	cd $(E2E_DIR) && npm ci --no-audit --no-fund
 
-e2e: $(B)/mtserve $(E2E_MODULES) llm-served
+e2e: $(B)/mtserve $(E2E_MODULES) llm-served m2m-models
 	B=$(B) node $(E2E_DIR)/demo.mjs
 	B=$(B) MT_LLM_SERVED=$(LLM_SERVED) node $(E2E_DIR)/llm_page.mjs
 	B=$(B) node $(E2E_DIR)/libretranslate.mjs
+	B=$(B) MT_M2M_DIR=$(M2M_DIR) node $(E2E_DIR)/lt_nllb.mjs
 	B=$(B) node $(E2E_DIR)/lt_client.mjs
 	B=$(B) node $(E2E_DIR)/deepl_client.mjs
 

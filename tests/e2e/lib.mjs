@@ -45,12 +45,14 @@ export async function phase(name, fn) {
 
 let serverChild = null;      /* killed on every way out, so no server outlives the test */
 
-/* `mtserve serve` on a free loopback port with en-fr (and fr-en when shipped) and
- * the extra arguments; base resolves to its URL once it says "listening on". */
-export function startServer(extra = []) {
-  const args = ['serve', '--host', '127.0.0.1', '--port', '0',
-                '--model', `en-fr=${resolve(ROOT, 'models/en-fr')}`];
-  if (existsSync(resolve(ROOT, 'models/fr-en/model.safetensors')))
+/* `mtserve serve` on a free loopback port with en-fr (and fr-en when shipped;
+ * shipped false: neither) and the extra arguments; base resolves to its URL
+ * once it says "listening on". */
+export function startServer(extra = [], { shipped = true } = {}) {
+  const args = ['serve', '--host', '127.0.0.1', '--port', '0'];
+  if (shipped)
+    args.push('--model', `en-fr=${resolve(ROOT, 'models/en-fr')}`);
+  if (shipped && existsSync(resolve(ROOT, 'models/fr-en/model.safetensors')))
     args.push('--model', `fr-en=${resolve(ROOT, 'models/fr-en')}`);
   args.push(...extra);
   const child = spawn(BIN, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
