@@ -20,14 +20,9 @@
  * (model.shared, separate embed_tokens, lm_head, final_logits_bias), F32 with
  * the embeddings in F16 and the LayerNorms in BF16 so every conversion runs;
  * source.spm and target.spm are tests/fixtures/tokenizer/spm/uni-rules.spm. */
-#include "fuzz_common.h"
-
-#include "mt.h"
-
-#include <unistd.h>
+#include "fuzz_model_dir.h"
 
 enum { D = 4, F = 8, V = 16, LAYERS = 2 };
-static char dir[256];
 static int verbose;
 
 static void remove_dir(void)
@@ -43,28 +38,6 @@ static void remove_dir(void)
 }
 
 /* ---- the micro model.safetensors ------------------------------------------- */
-typedef struct {
-    char name[96];
-    const char *dtype;
-    int d0, d1;             /* d1 = 0: rank 1 */
-} tdesc;
-
-static tdesc tensors[128];
-static int n_tensors;
-
-static void add(const char *dtype, int d0, int d1, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void add(const char *dtype, int d0, int d1, const char *fmt, ...)
-{
-    FUZZ_CHECK(n_tensors < (int)(sizeof tensors / sizeof *tensors));
-    tdesc *t = &tensors[n_tensors++];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->name, sizeof t->name, fmt, ap);
-    va_end(ap);
-    t->dtype = dtype;
-    t->d0 = d0;
-    t->d1 = d1;
-}
 
 static void add_lin(const char *prefix, const char *part, int out, int in)
 {
@@ -105,60 +78,7 @@ static void describe_model(void)
 static void write_safetensors(const char *path)
 {
     describe_model();
-    char *hdr = malloc(1 << 16);
-    FUZZ_CHECK(hdr);
-    size_t h = 0;
-    uint64_t off = 0;
-    h += (size_t)snprintf(hdr + h, (1 << 16) - h, "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (int i = 0; i < n_tensors; i++) {
-        tdesc *t = &tensors[i];
-        uint64_t bytes = (uint64_t)t->d0 * (uint64_t)(t->d1 ? t->d1 : 1) * (strcmp(t->dtype, "F32") ? 2 : 4);
-        char shape[32];
-        if (t->d1)
-            snprintf(shape, sizeof shape, "%d,%d", t->d0, t->d1);
-        else
-            snprintf(shape, sizeof shape, "%d", t->d0);
-        h += (size_t)snprintf(hdr + h, (1 << 16) - h, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],"
-                              "\"data_offsets\":[%llu,%llu]}", t->name, t->dtype, shape,
-                              (unsigned long long)off, (unsigned long long)(off + bytes));
-        off += bytes;
-    }
-    h += (size_t)snprintf(hdr + h, (1 << 16) - h, "}");
-    while (h % 8)
-        hdr[h++] = ' ';
-    FUZZ_CHECK(h < (1 << 16) - 8);
-    FILE *f = fopen(path, "wb");
-    FUZZ_CHECK(f);
-    uint8_t len8[8];
-    for (int i = 0; i < 8; i++)
-        len8[i] = (uint8_t)((uint64_t)h >> (8 * i));
-    fwrite(len8, 1, 8, f);
-    fwrite(hdr, 1, h, f);
-    uint32_t x = 12345;                 /* small deterministic values; any bytes are valid weights */
-    for (uint64_t i = 0; i < off; i += 2) {
-        x = x * 1103515245u + 12345u;
-        uint16_t v = (uint16_t)(0x3000 | (x >> 16 & 0x0fff));    /* F16 ~0.1..0.5, BF16 tiny: fine */
-        fwrite(&v, 1, 2, f);
-    }
-    FUZZ_CHECK(fclose(f) == 0);
-    free(hdr);
-}
-
-static void write_file(const char *name, const uint8_t *data, size_t len)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    FUZZ_CHECK(f);
-    FUZZ_CHECK(fwrite(data, 1, len, f) == len || len == 0);
-    FUZZ_CHECK(fclose(f) == 0);
-}
-
-static void remove_file(const char *name)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    unlink(p);
+    write_tensors(path, 12345u);
 }
 
 /* The valid config the seed corpus starts from (tests/fuzz/corpus/config/). */
@@ -168,14 +88,6 @@ static const char valid_config[] =
     " \"max_position_embeddings\": 32, \"pad_token_id\": 15, \"eos_token_id\": 0,"
     " \"decoder_start_token_id\": 15, \"activation_function\": \"swish\", \"model_type\": \"marian\","
     " \"scale_embedding\": true}";
-
-static mt_status load(int f16, mt_model **m, mt_err *err)
-{
-    mt_model_params p = mt_model_default_params();
-    p.n_threads = 1;
-    p.weights = f16 ? MT_WEIGHTS_F16 : MT_WEIGHTS_F32;
-    return mt_model_load(dir, &p, m, err);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
