@@ -34,7 +34,7 @@
 
 import { mkdirSync, readFileSync } from 'node:fs';
 import { OUT, api, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
-import { SRC, TGT, jsonBody, options, startFront, translateVia } from './lt_page.mjs';
+import { SRC, TGT, jsonBody, options, startFront, translateVia, watchPage } from './lt_page.mjs';
 
 /* Sentences of the shipped models' domain (Debian package descriptions). */
 const EN = 'This package provides the documentation.';
@@ -61,16 +61,7 @@ async function main() {
     console.log(`server ${BASE}, page ${front.base}, chromium ${browser.version()}, screenshots in ${OUT}`);
     const page = await browser.newPage({ viewport: { width: 1366, height: 900 }, acceptDownloads: true });
     page.setDefaultTimeout(15000);
-    const bad = [], errors = [];
-    page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
-    page.on('requestfailed', (r) => {
-      const why = r.failure() && r.failure().errorText;
-      /* a navigation that turns into a download (Content-Disposition: attachment) ends so */
-      if (why === 'net::ERR_ABORTED' && r.url().includes('/download_file/')) return;
-      bad.push(`failed ${r.method()} ${r.url()}: ${why}`);
-    });
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    const { bad, errors } = watchPage(page);
 
     await phase('the page starts', async () => {
       const settingsSeen = page.waitForResponse((r) => r.url().endsWith('/frontend/settings'));

@@ -21,7 +21,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { OUT, ROOT, api, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
-import { SRC, TGT, jsonBody, options, startFront, translateVia } from './lt_page.mjs';
+import { SRC, TGT, jsonBody, options, startFront, translateVia, watchPage } from './lt_page.mjs';
 
 const MDIR = resolve(ROOT, process.env.MT_M2M_DIR || 'build/m2m', 'nllb-small');
 
@@ -48,11 +48,7 @@ async function main() {
     console.log(`server ${BASE} (nllb alone), page ${front.base}, chromium ${browser.version()}`);
     const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
     page.setDefaultTimeout(15000);
-    const bad = [], errors = [];
-    page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
-    page.on('requestfailed', (r) => bad.push(`failed ${r.method()} ${r.url()}: ${r.failure() && r.failure().errorText}`));
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    const { bad, errors } = watchPage(page);
 
     await phase('the page starts with the 202 languages of one NLLB-200 model', async () => {
       await page.goto(front.base + '/');

@@ -90,3 +90,19 @@ export function jsonBody(fields, changes = {}) {
                  alternatives: Number(fields.alternatives) };
   return { ...body, ...changes };
 }
+
+/* What went wrong on page, gathered as it happens: bad (responses >= 400 and
+ * failed requests; a navigation that turns into a download, which ends as
+ * net::ERR_ABORTED, is not one) and errors (script errors, console errors). */
+export function watchPage(page) {
+  const bad = [], errors = [];
+  page.on('response', (r) => { if (r.status() >= 400) bad.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+  page.on('requestfailed', (r) => {
+    const why = r.failure() && r.failure().errorText;
+    if (why === 'net::ERR_ABORTED' && r.url().includes('/download_file/')) return;
+    bad.push(`failed ${r.method()} ${r.url()}: ${why}`);
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  return { bad, errors };
+}
