@@ -93,7 +93,7 @@ $(B)/%.o: %.cc
 # server/api/openapi.c, server/service/languages.c, server/hub/hub_pairs.c and engine/tokenizer/multi.c
 # embed these files (.incbin)
 $(B)/server/api/openapi.o: server/api/openapi.json server/api/libretranslate_spec.json
-$(B)/server/service/languages.o: server/service/languages.tsv
+$(B)/server/service/languages.o: server/service/languages.tsv server/service/scripts.tsv
 $(B)/server/hub/hub_pairs.o: server/hub/opus_pairs.tsv
 $(B)/engine/tokenizer/multi.o: engine/tokenizer/nllb_langs.txt engine/tokenizer/m2m100_langs.txt
 

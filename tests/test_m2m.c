@@ -39,6 +39,7 @@
  *    shows the map, and a language listed with one word gives that word.
  * MT_M2M_TESTS="test_lang*" runs only the tests its cmocka wildcards match.
  */
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -627,6 +628,87 @@ static int largest_step(const server *srv)
     return -1;
 }
 
+/* The name list (/languages' or DeepL's: the code under key) gives code, or NULL. */
+static const char *name_of(json_t *list, const char *key, const char *code)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+        if (!strcmp(json_string_value(json_object_get(e, key)), code))
+            return json_string_value(json_object_get(e, "name"));
+    return NULL;
+}
+
+/* Every entry of list (the code under key) has a name that is not a code
+ * (its code, lower-cased too: DeepL's are upper-cased; or with NLLB's "_")
+ * and no other entry's; how many have a script in parentheses ("Chinese
+ * (Traditional)"). */
+static int names_distinct(json_t *list, const char *key, const char *what)
+{
+    size_t i, k;
+    json_t *e, *f;
+    int scripts = 0;
+    json_array_foreach(list, i, e) {
+        const char *code = json_string_value(json_object_get(e, key)), *name = json_string_value(json_object_get(e, "name"));
+        char lower[32];
+        size_t n = 0;
+        for (; code[n] && n < sizeof lower - 1; n++)
+            lower[n] = (char)tolower((unsigned char)code[n]);
+        lower[n] = 0;
+        assert_non_null(name);
+        if (!strcmp(name, code) || !strcmp(name, lower) || strchr(name, '_'))
+            fail_msg("%s: %s is named by its code", what, code);
+        json_array_foreach(list, k, f)
+            if (k != i && !strcmp(name, json_string_value(json_object_get(f, "name"))))
+                fail_msg("%s: %s and %s are both named \"%s\"", what, code, json_string_value(json_object_get(f, key)),
+                         name);
+        scripts += strchr(name, '(') != NULL;
+    }
+    return scripts;
+}
+
+/* Names (issue 49): a language NLLB has in two scripts is named with the
+ * script of each, the bare code's too; the others keep their plain name. */
+static void served_names(const server *srv)
+{
+    reply r = get(srv, "/languages");
+    json_t *o = expect_json(&r, 200);
+    int scripts = names_distinct(o, "code", "/languages");
+    printf("   /languages: every name distinct and not its code; %d with their script: zh \"%s\", zho_Hant \"%s\", "
+           "ace \"%s\", ace_Latn \"%s\", kas_Deva \"%s\"\n", scripts, name_of(o, "code", "zh"),
+           name_of(o, "code", "zho_Hant"), name_of(o, "code", "ace"), name_of(o, "code", "ace_Latn"),
+           name_of(o, "code", "kas_Deva"));
+    assert_int_equal(scripts, 12);              /* the six languages NLLB-200 has in two scripts */
+    assert_string_equal(name_of(o, "code", "zho_Hant"), "Chinese (Traditional)");
+    assert_string_equal(name_of(o, "code", "zh"), "Chinese (Simplified)");
+    assert_string_equal(name_of(o, "code", "ace"), "Achinese (Arabic)");
+    assert_string_equal(name_of(o, "code", "ace_Latn"), "Achinese (Latin)");
+    assert_string_equal(name_of(o, "code", "kas_Deva"), "Kashmiri (Devanagari)");
+    assert_string_equal(name_of(o, "code", "taq_Tfng"), "Tamasheq (Tifinagh)");
+    assert_string_equal(name_of(o, "code", "fr"), "French");
+    json_decref(o);
+    reply_free(&r);
+    static const char *const types[] = {"source", "target"};
+    for (int t = 0; t < 2; t++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v2/languages?type=%s", types[t]);
+        r = get(srv, path);
+        o = expect_json(&r, 200);
+        names_distinct(o, "language", path);
+        assert_string_equal(name_of(o, "language", t ? "ZH-HANT" : "ZHO_HANT"), "Chinese (Traditional)");
+        assert_string_equal(name_of(o, "language", t ? "ZH-HANS" : "ZH"), "Chinese (Simplified)");
+        assert_string_equal(name_of(o, "language", "ACE_LATN"), "Achinese (Latin)");
+        json_decref(o);
+        reply_free(&r);
+    }
+    r = get(srv, "/frontend/settings");         /* the first language, LibreTranslate's default target */
+    o = expect_json(&r, 200);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(o, "language"), "target"),
+                                                          "name")), "Achinese (Arabic)");
+    json_decref(o);
+    reply_free(&r);
+}
+
 /* GET /models, the LibreTranslate and DeepL lists and their translate shapes,
  * for the served model (pair: one served.jsonl entry, its reference). */
 static void served_listings(const server *srv, json_t *pair)
@@ -659,6 +741,7 @@ static void served_listings(const server *srv, json_t *pair)
     assert_true(zh_hant);
     json_decref(o);
     reply_free(&r);
+    served_names(srv);
     r = get(srv, "/v2/languages?type=target");
     o = expect_json(&r, 200);
     printf("   /v2/languages?type=target: %zu entries\n", json_array_size(o));
@@ -905,6 +988,34 @@ static void test_served(void **state)
     served_score(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
     assert_int_equal(server_stop(&srv), 0);
     json_decref(rows);
+}
+
+/* The names of an M2M-100 model (one script a language) and a Marian one
+ * served together: every language by its plain name, none with a script
+ * (only a model having a language in two scripts names them). */
+static void test_plain_names(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    char arg[4500];
+    snprintf(arg, sizeof arg, "m2m=%s/m2m-small/f32", mdir());
+    const char *args[] = {"--model", arg, "--model", "en-fr=models/en-fr", NULL};
+    server srv;
+    assert_int_equal(server_start(&srv, args), 0);
+    reply r = get(&srv, "/languages");
+    json_t *o = expect_json(&r, 200);
+    int scripts = names_distinct(o, "code", "/languages");
+    printf("   M2M-100 and Marian en-fr: %zu languages, %d named with a script; zh \"%s\", en \"%s\", fr \"%s\"\n",
+           json_array_size(o), scripts, name_of(o, "code", "zh"), name_of(o, "code", "en"), name_of(o, "code", "fr"));
+    assert_int_equal(json_array_size(o), 100);
+    assert_int_equal(scripts, 0);
+    assert_string_equal(name_of(o, "code", "zh"), "Chinese");
+    assert_string_equal(name_of(o, "code", "en"), "English");
+    assert_string_equal(name_of(o, "code", "fr"), "French");
+    json_decref(o);
+    reply_free(&r);
+    assert_int_equal(server_stop(&srv), 0);
 }
 
 /* ---- issue 49 item 4: the shortlist and the target-language map ---------------- */
@@ -1363,6 +1474,7 @@ int main(void)
         cmocka_unit_test(test_shortlist),
         cmocka_unit_test(test_lang_vocab),
         cmocka_unit_test(test_served),
+        cmocka_unit_test(test_plain_names),
     };
     const char *filter = getenv("MT_M2M_TESTS");     /* cmocka's wildcards: "test_lang*" */
     if (filter && *filter)

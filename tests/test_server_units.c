@@ -1,6 +1,7 @@
 /* test_server_units: the server's pure pieces, without HTTP: options (flags,
  * environment, precedence), body parsing (UTF-8, forms, typed fields), the
- * error table, metrics text, and the worker pool's bounded queue. */
+ * error table, metrics text, the worker pool's bounded queue, and the
+ * language and script names (languages.tsv, scripts.tsv). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include "common/workers.h"
 #include "api/routes.h"
 #include "api/openai_req.h"
+#include "service/languages.h"
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -787,6 +789,54 @@ static void test_align_points(void **state)
     assert_int_equal(out[0], 3);
 }
 
+/* ---- language and script names -------------------------------------------------- */
+
+/* Names from languages.tsv and scripts.tsv: a code in a script named with
+ * both; every language and script of NLLB-200's codes has a name. */
+static void test_language_names(void **state)
+{
+    (void)state;
+    char buf[80];
+    assert_string_equal(srv_lang_name("fr"), "French");              /* the plain names, as before */
+    assert_string_equal(srv_lang_name("fra"), "French");
+    assert_string_equal(srv_lang_name("zh"), "Chinese");
+    assert_string_equal(srv_lang_name("qqq"), "qqq");
+    assert_string_equal(srv_script_name("Latn"), "Latin");
+    assert_string_equal(srv_script_name("Deva"), "Devanagari");      /* iso-codes' "Devanagari (Nagari)" */
+    assert_string_equal(srv_script_name("Hans"), "Simplified");      /* the generator's override of "Han (...)" */
+    assert_string_equal(srv_script_name("Hant"), "Traditional");
+    assert_null(srv_script_name("Qaaa"));
+    assert_null(srv_script_name(""));
+    assert_string_equal(srv_lang_script_name("zho_Hant", buf, sizeof buf), "Chinese (Traditional)");
+    assert_string_equal(srv_lang_script_name("zho_Hans", buf, sizeof buf), "Chinese (Simplified)");
+    assert_string_equal(srv_lang_script_name("ace_Arab", buf, sizeof buf), "Achinese (Arabic)");
+    assert_string_equal(srv_lang_script_name("kas_Deva", buf, sizeof buf), "Kashmiri (Devanagari)");
+    assert_string_equal(srv_lang_script_name("arb_Arab", buf, sizeof buf), "Arabic (Arabic)");   /* an alias */
+    /* unknown language or script, no script, or too long: the code itself */
+    assert_string_equal(srv_lang_script_name("qqq_Latn", buf, sizeof buf), "qqq_Latn");
+    assert_string_equal(srv_lang_script_name("zho_Qaaa", buf, sizeof buf), "zho_Qaaa");
+    assert_string_equal(srv_lang_script_name("zho_", buf, sizeof buf), "zho_");
+    assert_string_equal(srv_lang_script_name("zh", buf, sizeof buf), "zh");
+    assert_string_equal(srv_lang_script_name("zho_Hant", buf, 12), "zho_Hant");
+    /* every code of NLLB-200 (the tokenizer's list): its language and script named */
+    FILE *f = fopen("engine/tokenizer/nllb_langs.txt", "r");
+    assert_non_null(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0] || line[0] == '#')
+            continue;
+        const char *name = srv_lang_script_name(line, buf, sizeof buf);
+        if (!strcmp(name, line) || !strchr(name, '('))
+            fail_msg("NLLB's %s has no name with its script: %s", line, name);
+        n++;
+    }
+    fclose(f);
+    print_message("    %d NLLB-200 codes, each named with its language and script\n", n);
+    assert_int_equal(n, 202);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -805,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_workers_queue),
         cmocka_unit_test(test_align_points),
+        cmocka_unit_test(test_language_names),
     };
     return cmocka_run_group_tests_name("server units", tests, NULL, NULL);
 }

@@ -10,6 +10,17 @@ these models: NLLB names some languages by an individual code of a
 macrolanguage (arb for Arabic, pes for Persian, zsm for Malay ...), M2M-100
 one by a code of its own (ns for Northern Sotho).  Rows the table already
 has are skipped; their extra codes are printed as a note to add by hand.
+
+`gen_languages.py --scripts` prints server/service/scripts.tsv instead: the
+English names of the scripts (ISO 15924, iso-codes' iso_15924.json) that
+NLLB-200's codes name ("Latn" in "ace_Latn").  A language NLLB has in two
+scripts is named with its script ("Achinese (Latin)", "Achinese (Arabic)":
+server/service/pairs.c); a language in one script keeps its plain name.  A
+script's name is iso-codes' without its parenthesized part ("Devanagari
+(Nagari)" is "Devanagari"), except Han's two variants, named as their
+languages' usual names say: "Simplified" and "Traditional" (HAN, below), so
+zho_Hant is "Chinese (Traditional)".  Regenerate with
+    /usr/bin/python3 tools/gen_languages.py --scripts > server/service/scripts.tsv
 """
 import json
 import os
@@ -21,6 +32,8 @@ ROOT = os.path.dirname(HERE)
 ALIAS = {"arb": "ara", "pes": "fas", "zsm": "msa", "khk": "mon", "lvs": "lav", "npi": "nep", "plt": "mlg",
          "swh": "swa", "uzn": "uzb", "ydd": "yid", "gaz": "orm", "als": "sqi", "azj": "aze", "pbt": "pus",
          "quy": "que", "ayr": "aym", "knc": "kau", "kmr": "kur", "ns": "nso", "ory": "ori", "fuv": "ful"}
+# the one override of iso-codes' script names: "Han (Simplified variant)", "Han (Traditional variant)"
+HAN = {"Hans": "Simplified", "Hant": "Traditional"}
 
 
 def langs(path):
@@ -28,7 +41,21 @@ def langs(path):
         return [l.strip() for l in f if l.strip() and not l.startswith("#")]
 
 
+def scripts():
+    iso = {r["alpha_4"]: r for r in json.load(open("/usr/share/iso-codes/json/iso_15924.json"))["15924"]}
+    used = sorted({c.split("_")[1] for c in langs("engine/tokenizer/nllb_langs.txt") if "_" in c})
+    print("# Scripts NLLB-200's language codes name (ISO 15924; \"Latn\" in \"ace_Latn\"), English name:")
+    print("# made by tools/gen_languages.py --scripts from Debian's iso-codes (iso_15924.json).")
+    print("# A language a model has in two scripts is named \"Achinese (Latin)\".  Tab-separated.")
+    for c in used:
+        if c not in iso:
+            sys.exit(f"gen_languages.py: script {c} is not in iso-codes")
+        print(f"{c}\t{HAN.get(c, iso[c]['name'].split(' (')[0])}")
+
+
 def main():
+    if sys.argv[1:] == ["--scripts"]:
+        return scripts()
     iso = {r["alpha_3"]: r for r in json.load(open("/usr/share/iso-codes/json/iso_639-3.json"))["639-3"]}
     by2 = {r["alpha_2"]: r for r in iso.values() if "alpha_2" in r}
     have = {}

@@ -643,20 +643,22 @@ static int lists_variant(const char *code, int i)
            strcmp(VARIANTS[i].variant, "ES-419");
 }
 
-/* A language code the models name, as DeepL lists it (targets: the variants). */
-static void add_code(json_t *list, const char *code, int target)
+/* A language code the models name, as DeepL lists it (targets: the variants,
+ * a script's named as /languages names it: "Chinese (Traditional)"). */
+static void add_code(const srv_server *srv, json_t *list, const char *code, int target)
 {
     int variants = 0;
     for (int i = 0; target && i < N_VARIANTS; i++) {
         if (!lists_variant(code, i))
             continue;
+        const char *script = VARIANTS[i].script ? srv_script_name(VARIANTS[i].script) : NULL;
         char name[96];
-        snprintf(name, sizeof name, "%s (%s)", srv_lang_name(VARIANTS[i].lang), VARIANTS[i].variant + 3);
+        snprintf(name, sizeof name, "%s (%s)", srv_lang_name(VARIANTS[i].lang), script ? script : VARIANTS[i].variant + 3);
         add_language(list, VARIANTS[i].variant, name, 1);
         variants++;
     }
     if (!variants)
-        add_language(list, code, srv_lang_name(code), target);
+        add_language(list, code, srv_language_name(srv, code), target);
 }
 
 void srv_handle_deepl_languages(srv_request *req, srv_response *resp)
@@ -674,15 +676,15 @@ void srv_handle_deepl_languages(srv_request *req, srv_response *resp)
             continue;
         if (type == 0) {
             for (int k = 0; (code = srv_model_source_at(m, k)); k++)
-                add_code(list, code, 0);
+                add_code(srv, list, code, 0);
         } else if (m->n_targets) {
             for (int k = 0; k < m->n_targets; k++)
-                add_code(list, m->targets[k], 1);
+                add_code(srv, list, m->targets[k], 1);
         } else if (m->n_pairs) {
             for (int k = 0; k < m->n_pairs; k++)
-                add_code(list, m->pairs[k][1], 1);
+                add_code(srv, list, m->pairs[k][1], 1);
         } else if (m->info->target_lang[0]) {
-            add_code(list, m->info->target_lang, 1);
+            add_code(srv, list, m->info->target_lang, 1);
         }
     }
     srv_reply_json(resp, 200, list);

@@ -27,7 +27,7 @@
 
 #include "document/document.h"
 #include "handlers.h"
-#include "service/languages.h"
+#include "service/pairs.h"
 #include "service/server.h"
 
 /* LibreTranslate's --frontend-timeout default (ms). */
@@ -63,7 +63,7 @@ void srv_handle_frontend_settings(srv_request *req, srv_response *resp)
                           "supportedFilesFormat", formats,
                           "language",
                           "source", language_json("auto", "Auto Detect"),
-                          "target", language_json(target, srv_lang_name(target)));
+                          "target", language_json(target, srv_language_name(srv, target)));
     if (!o) {
         srv_fail(resp, SRV_E_INTERNAL, "out of memory");
         return;

@@ -76,7 +76,7 @@ static json_t *language_json(srv_server *srv, const char *code, json_t *all)
         if (!srv_lang_same(to, code) && srv_path_for_pair(srv, code, to, &path, &scratch) == 0)
             json_array_append_new(targets, json_string(to));
     }
-    return json_pack("{s:s,s:s,s:o}", "code", code, "name", srv_lang_name(code), "targets", targets);
+    return json_pack("{s:s,s:s,s:o}", "code", code, "name", srv_language_name(srv, code), "targets", targets);
 }
 
 void srv_handle_languages(srv_request *req, srv_response *resp)

@@ -117,7 +117,7 @@ static void sources_text(const srv_server *srv, char *buf, size_t cap)
     size_t k = 0;
     buf[0] = 0;
     for (int i = 0; i < n && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%s (%s)", i ? ", " : "", srv_lang_name(src[i]), src[i]);
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s (%s)", i ? ", " : "", srv_language_name(srv, src[i]), src[i]);
 }
 
 int srv_detect_texts(const srv_server *srv, const char *const *texts, int n, srv_lang_guess *out, int max,
@@ -181,7 +181,7 @@ int srv_detect_source(srv_server *srv, const char *const *texts, int n, const ch
                         "source (available: %s)", avail);
     }
     *out = g[0];
-    const char *name = srv_lang_name(g[0].code);
+    const char *name = srv_language_name(srv, g[0].code);
     if (srv_lang_same(g[0].code, target))
         return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "detected %s (%s, confidence %.0f), which is the target "
                         "language: nothing to translate (sources available: %s)", name, g[0].code,

@@ -26,27 +26,53 @@ static int target_token(const char *piece, char code[16])
     return 1;
 }
 
+/* The names of a multilingual model's n languages (shorts: the code clients
+ * know each one's language by).  A language the model has in two scripts
+ * (NLLB's ace_Arab and ace_Latn, zho_Hans and zho_Hant) is named with the
+ * script of each, "Achinese (Arabic)" for "ace" too, so that neither is
+ * named by its code nor the pair alike; one in a single script keeps its
+ * plain name, as a Marian model's or M2M-100's languages have it. */
+static void name_multi(srv_model *m, const mt_multi_tokenizer *mt, char (*shorts)[16], int n)
+{
+    for (int i = 0; i < n; i++) {
+        int scripts = 0;
+        for (int k = 0; k < n; k++)
+            scripts += !strcmp(shorts[k], shorts[i]);
+        if (scripts > 1)
+            srv_lang_script_name(mt_multi_lang(mt, i), m->target_names[i], sizeof m->target_names[i]);
+        else
+            snprintf(m->target_names[i], sizeof m->target_names[i], "%s", srv_lang_name(m->targets[i]));
+    }
+}
+
 /* An NLLB-200 / M2M-100 model: every language, by the code clients know it by
  * (languages.h srv_lang_short of NLLB's 639-3 part or M2M-100's code; a code
  * taken by an earlier language, a second script, stays the model's own). */
 static int find_multi(srv_model *m, const mt_multi_tokenizer *mt)
 {
     int n = mt_multi_n_langs(mt);
+    char (*shorts)[16] = calloc((size_t)n + 1, sizeof *shorts);
     m->targets = calloc((size_t)n, sizeof *m->targets);
     m->target_ids = calloc((size_t)n, sizeof *m->target_ids);
-    if (!m->targets || !m->target_ids)
+    m->target_names = calloc((size_t)n, sizeof *m->target_names);
+    if (!shorts || !m->targets || !m->target_ids || !m->target_names) {
+        free(shorts);
         return -1;
+    }
     for (int i = 0; i < n; i++) {
         const char *code = mt_multi_lang(mt, i), *us = strchr(code, '_');
         char base[16];
         snprintf(base, sizeof base, "%.*s", us ? (int)(us - code) : (int)strlen(code), code);
         const char *c = srv_lang_short(base);
+        snprintf(shorts[i], sizeof shorts[i], "%s", c);
         for (int k = 0; k < i; k++)
             if (!strcmp(m->targets[k], c))
                 c = code;
         snprintf(m->targets[i], sizeof m->targets[i], "%s", c);
         m->target_ids[i] = mt_multi_lang_id(mt, code);
     }
+    name_multi(m, mt, shorts, n);
+    free(shorts);
     m->n_targets = n;
     m->multi = 1;
     return 0;
@@ -92,8 +118,10 @@ void srv_model_free_targets(srv_model *m)
     m->llm = 0;
     free(m->targets);
     free(m->target_ids);
+    free(m->target_names);
     m->targets = NULL;
     m->target_ids = NULL;
+    m->target_names = NULL;
     m->n_targets = 0;
     m->multi = 0;
 }
@@ -404,7 +432,7 @@ int srv_path_for_pair(srv_server *srv, const char *source, const char *target, s
     if (!source_known)
         return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s is not supported", source);
     return srv_fail(resp, SRV_E_UNSUPPORTED_LANGUAGE, "%s (%s) is not available as a target language from %s (%s)",
-                    srv_lang_name(target), target, srv_lang_name(source), source);
+                    srv_language_name(srv, target), target, srv_language_name(srv, source), source);
 }
 
 /* A language code as the models spell it, whatever its case: LibreTranslate
@@ -430,4 +458,15 @@ const char *srv_served_code(const srv_server *srv, const char *code)
                     return m->pairs[k][e];
     }
     return code;
+}
+
+const char *srv_language_name(const srv_server *srv, const char *code)
+{
+    for (int i = 0; i < srv->n_models; i++) {
+        const srv_model *m = &srv->models[i];
+        for (int k = 0; m->target_names && srv_model_listed(m) && k < m->n_targets; k++)
+            if (!strcmp(m->targets[k], code))
+                return m->target_names[k];
+    }
+    return srv_lang_name(code);
 }

@@ -56,6 +56,12 @@ mt_status srv_model_read_pairs(srv_model *m, const char *dir, char *prompt, size
  * "en", "AUTO" "auto"); code itself when no model names it. */
 const char *srv_served_code(const srv_server *srv, const char *code);
 
+/* The English name a listing gives code: a multilingual model's name for
+ * one of its languages ("zho_Hant": "Chinese (Traditional)", and "zh" with it
+ * "Chinese (Simplified)": srv_model.target_names), else languages.h's
+ * srv_lang_name. */
+const char *srv_language_name(const srv_server *srv, const char *code);
+
 /* The path for source -> target ("auto" = any source); 0, or -1 with resp
  * failed (400 unsupported_language naming what is available). */
 int srv_path_for_pair(srv_server *srv, const char *source, const char *target, srv_path *out,

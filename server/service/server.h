@@ -72,8 +72,11 @@ typedef struct {
      * every language of the model in its order, by the code clients know it by
      * ("fr" for fra_Latn; a second script of one language keeps the model's
      * code, "zho_Hant"), target_ids their tokens; each is a source too: its
-     * token goes first in the source, the target's is generated first. */
+     * token goes first in the source, the target's is generated first.
+     * target_names: each one's English name, a language the model has in two
+     * scripts named with its script ("Chinese (Traditional)", pairs.c). */
     int                multi;
+    char             (*target_names)[80];
     /* A decoder-only model (its tokenizer is a tokenizer.json): the pairs it
      * translates, declared in translation.json beside the checkpoint (pairs.c;
      * none: raw continuations only), its prompt (that file's "prompt", else the
