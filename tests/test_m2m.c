@@ -37,6 +37,11 @@
  *    line; the recipe's fixture (models/recipe/lang_vocab.py) loads; served
  *    (serve --lang-vocab): the 20 pairs still equal the reference, /models
  *    shows the map, and a language listed with one word gives that word.
+ *  - names: /languages, DeepL's /v2/languages (both types) and
+ *    /frontend/settings name every language distinctly and never by a code;
+ *    the six languages NLLB-200 has in two scripts with their script
+ *    ("Chinese (Traditional)" for zho_Hant, "Chinese (Simplified)" for zh);
+ *    an M2M-100 model and a Marian one served together: plain names only.
  * MT_M2M_TESTS="test_lang*" runs only the tests its cmocka wildcards match.
  */
 #include <ctype.h>

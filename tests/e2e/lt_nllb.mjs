@@ -6,12 +6,14 @@
  * Checked, each against the API asked directly:
  *   - the page starts with no error card; the source list is Auto Detect and
  *     /languages' 202 languages by name, the target list for French its 201
- *     targets
+ *     targets; the languages NLLB has in two scripts named with their script
+ *     ("Chinese (Traditional)" for zho_Hant, "Chinese (Simplified)" for zh)
  *   - the reference's French sentence typed, fr -> en: the page sent source
  *     fr, target en; the text shown is POST /translate's for those fields;
  *     those fields without the page's alternatives (beam search) give a text
  *     that begins with the reference's greedy one (no max_length there: it
  *     goes on past the reference's 18 ids)
+ *   - mtserve's own demo page (/) names them so too, "Chinese (Traditional) (zho_Hant)"
  *   - no request failed, no console error
  * Prints each check, then "e2e-lt-nllb: N passed, M failed"; exits 1 if any failed.
  *
@@ -38,8 +40,7 @@ async function main() {
     await waitHealthy(BASE);
     front = await startFront(BASE);
     const languages = await api(BASE, 'GET', '/languages');
-    /* as the page shows a name: its first letter upper-cased (a second script's
-     * language is named by its code there, "ace_Latn" -> "Ace_Latn") */
+    /* as the page shows a name: its first letter upper-cased */
     const shown = (n) => n.charAt(0).toUpperCase() + n.slice(1);
     const nameOf = (code) => { const l = languages.find((x) => x.code === code); return shown(l ? l.name : code); };
     const byName = (codes) => codes.map((c) => [c, nameOf(c)]).sort((a, b) => a[1].localeCompare(b[1]));
@@ -62,6 +63,10 @@ async function main() {
       const fr = languages.find((l) => l.code === 'fr');
       equal('the target list for French: /languages\' 201 targets of fr', await options(page, TGT), byName(fr.targets));
       equal('201 of them', fr.targets.length, 201);
+      const shownAs = async (code) => page.$eval(`${SRC} option[value="${code}"]`, (o) => o.textContent.trim());
+      equal('the two scripts of Chinese and of Achinese, each named with its script',
+            [await shownAs('zh'), await shownAs('zho_Hant'), await shownAs('ace'), await shownAs('ace_Latn')],
+            ['Chinese (Simplified)', 'Chinese (Traditional)', 'Achinese (Arabic)', 'Achinese (Latin)']);
       await page.screenshot({ path: `${OUT}/lt-nllb-1-start.png` });
     });
 
@@ -77,6 +82,18 @@ async function main() {
       equal('the same fields without alternatives (greedy) begin with the float64 reference\'s text',
             (greedy.translatedText || '').slice(0, ref.dec.length), ref.dec);
       await page.screenshot({ path: `${OUT}/lt-nllb-2-fr-en.png` });
+    });
+
+    await phase('mtserve\'s demo page names the two scripts as /languages does', async () => {
+      const demo = await browser.newPage();
+      await demo.goto(BASE + '/');
+      await demo.waitForSelector('#src-lang option[value="zho_Hant"]', { state: 'attached' });
+      const label = async (code) => demo.$eval(`#src-lang option[value="${code}"]`, (o) => o.textContent.trim());
+      equal('the source list: "Chinese (Traditional) (zho_Hant)", "Chinese (Simplified) (zh)", "Kashmiri (Devanagari) (kas_Deva)"',
+            [await label('zho_Hant'), await label('zh'), await label('kas_Deva')],
+            ['Chinese (Traditional) (zho_Hant)', 'Chinese (Simplified) (zh)', 'Kashmiri (Devanagari) (kas_Deva)']);
+      await demo.screenshot({ path: `${OUT}/lt-nllb-3-demo.png` });
+      await demo.close();
     });
 
     await phase('nothing failed', async () => {
