@@ -43,10 +43,11 @@ M2M_BENCH_DIR ?= $(CURDIR)/build/m2m-bench
 M2M_BENCH_IDS ?= 20000
 M2M_BENCH_N ?= 2
 M2M_BENCH_ROUNDS ?= 2
-.PHONY: bench-m2m-vocab
-bench-m2m-vocab: $(B)/bench/bench_engine $(SPM_BPE_REF)
-	[ -f $(M2M_BENCH_DIR)/nllb-600m/deep/model.safetensors ] || \
-	    /usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_BENCH_DIR) $(B)/spm-bpe bench nllb-600m
+M2M_BENCH_600M := $(M2M_BENCH_DIR)/nllb-600m/deep/model.safetensors
+$(M2M_BENCH_600M): | $(SPM_BPE_REF)
+	/usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_BENCH_DIR) $(B)/spm-bpe bench nllb-600m
+.PHONY: bench-m2m-vocab bench-ct2-nllb
+bench-m2m-vocab: $(B)/bench/bench_engine $(M2M_BENCH_600M)
 	bench/m2m_vocab.sh $(M2M_BENCH_DIR) $(B)/bench/bench_engine $(M2M_BENCH_DIR)/nllb-600m/deep $(M2M_BENCH_IDS) \
 	    $(M2M_BENCH_N) $(M2M_BENCH_ROUNDS)
 
@@ -112,6 +113,12 @@ bench-ct2: $(B)/bench/bench_engine bench-models
 	    echo "  MIRROR=/work/.mirror WORK=$(CT2_DIR) nice -n 19 bash bench/ct2/build.sh > build-ct2.log 2>&1"; \
 	    echo "then: make bench-ct2 CT2_DIR=$(CT2_DIR)"; exit 1; fi
 	B=$(B) /usr/bin/python3 bench/ct2/compare.py --ct2-dir $(CT2_DIR) $(BENCH_CT2_ARGS)
+# Issue 49: the same comparison at the NLLB-200-distilled-600M shape (the model of bench-m2m-vocab below;
+# CTranslate2's M2M100Loader converts it), eng_Latn -> fra_Latn, F32 and INT8.
+bench-ct2-nllb: $(B)/bench/bench_engine $(M2M_BENCH_600M)
+	@[ -x $(CT2_DIR)/ct2/bin/ct2_bench ] || { echo "bench-ct2-nllb: no CTranslate2 build in CT2_DIR=$(CT2_DIR): see make bench-ct2"; exit 1; }
+	B=$(B) /usr/bin/python3 bench/ct2/compare.py --ct2-dir $(CT2_DIR) --shapes nllb-600m \
+	    --m2m-models $(M2M_BENCH_DIR) --pairs f32,int8 $(BENCH_CT2_ARGS)
 
 $(B)/bench/loadgen: bench/loadgen.c bench/bench_util.h
 	@mkdir -p $(dir $@)

@@ -15,7 +15,10 @@ opus-mt-tc-big-fr-en (big) configs at full depth, the first 32 lines of
 tests/fixtures/tokenizer/inputs/test.en.txt (en-mg) or test.fr.txt (tc-big),
 max_length 41 (random weights never choose </s>: every output runs to the cap,
 40 ids, in both engines), batch 1 greedy, batch 32 greedy, batch 32 beam 4,
-2 threads.
+2 threads.  `--shapes nllb-600m` (issue 49, `make bench-ct2-nllb`): the
+NLLB-200-distilled-600M config at full depth (--m2m-models), the same
+test.en.txt lines with eng_Latn first, fra_Latn forced first by mtserve and
+given to CTranslate2 as the target prefix (both count it among the 40 ids).
 
 Steps:
  1. convert: each shape's safetensors-f32 folder to CTranslate2 float32 and int8
@@ -66,8 +69,15 @@ SHAPES = {
     "en-mg": {"title": "base (opus-mt-en-mg)", "fixture": "en-mg", "input": "tests/fixtures/tokenizer/inputs/test.en.txt"},
     "tc-big": {"title": "big (opus-mt-tc-big-fr-en)", "fixture": "tc-big-fr-en",
                "input": "tests/fixtures/tokenizer/inputs/test.fr.txt"},
+    # issue 49: NLLB-200-distilled-600M's published config at full depth (make bench-m2m-vocab's model,
+    # tests/m2m/gen_m2m.py bench nllb-600m, in --m2m-models), eng_Latn -> fra_Latn: the source language's
+    # token first in the source; the target's forced first by mtserve, CTranslate2's target prefix
+    "nllb-600m": {"title": "NLLB-200-distilled-600M", "m2m": "nllb-600m/deep",
+                  "input": "tests/fixtures/tokenizer/inputs/test.en.txt",
+                  "mt_args": ["--src-lang", "eng_Latn", "--tgt-lang", "fra_Latn"],
+                  "ct2_args": ["--target-prefix", "fra_Latn"]},
 }
-# (mtserve --weights, CTranslate2 compute type) pairs of the table
+# (mtserve --weights, CTranslate2 compute type) pairs of the table (--pairs chooses among them)
 PAIRS = [("f32", "float32"), ("f16", "float32"), ("int8", "int8")]
 WLABEL = {"f32": "F32", "f16": "F16", "int8": "INT8"}
 
@@ -108,6 +118,12 @@ def wait_idle(limit, budget):
     return load1(), time.time() - t0
 
 
+def model_dir(a, s):
+    """the shape's mtserve model folder (the converter reads the same folder)"""
+    S = SHAPES[s]
+    return os.path.join(a.m2m_models, S["m2m"]) if "m2m" in S else os.path.join(a.models, S["fixture"], "safetensors-f32")
+
+
 def agree(a, b, k):
     """outputs a and b agree on their first k tokens (whole outputs when shorter)"""
     return a[:k] == b[:k]
@@ -124,7 +140,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ct2-dir", default=os.environ.get("CT2_DIR", "/work/ct2"))
     ap.add_argument("--models", default=f"{B}/bench-models", help="make bench-models' folder")
-    ap.add_argument("--shapes", default="en-mg,tc-big")
+    ap.add_argument("--m2m-models", default=f"{B}/m2m-bench", help="make bench-m2m-vocab's folder (nllb-600m)")
+    ap.add_argument("--shapes", default="en-mg,tc-big", help="of en-mg, tc-big, nllb-600m")
+    ap.add_argument("--pairs", default="f32,f16,int8", help="mtserve weights compared (f16 is compared with float32)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--max-length", type=int, default=41)
@@ -140,6 +158,10 @@ def main():
                     "a spinning OpenMP barrier whose partner thread is preempted costs 10x)")
     ap.add_argument("--out", default=f"{B}/ct2")
     a = ap.parse_args()
+    global PAIRS
+    PAIRS = [p for p in PAIRS if p[0] in a.pairs.split(",")]
+    if "f32" not in a.pairs.split(","):
+        sys.exit("compare.py: --pairs needs f32 (the agreement columns compare with it)")
 
     ct2_bench = os.path.join(a.ct2_dir, "ct2", "bin", "ct2_bench")
     ct2_env = dict(kv.split("=", 1) for kv in a.ct2_env.split(",") if kv)
@@ -167,7 +189,7 @@ def main():
     # 1. conversion
     ct2_model = {}
     for s in shapes:
-        src = os.path.join(a.models, SHAPES[s]["fixture"], "safetensors-f32")
+        src = model_dir(a, s)
         for q in ("float32", "int8"):
             out = os.path.join(B, "ct2", f"{s}-{q}")
             ct2_model[s, q] = out
@@ -181,15 +203,17 @@ def main():
     src_ids = {}
     for s in shapes:
         S = SHAPES[s]
-        model = os.path.join(a.models, S["fixture"], "safetensors-f32")
+        model = model_dir(a, s)
         path = os.path.join(a.out, f"{s}.src.jsonl")
         run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n), "--max-length", "2",
-             "--threads", str(a.threads), "--weights", "f32", "--configs", "1:1:1", "--src-out", path])
+             "--threads", str(a.threads), "--weights", "f32", "--configs", "1:1:1", "--src-out", path]
+            + S.get("mt_args", []))
         src_ids[s] = [json.loads(l) for l in open(os.path.join(ROOT, path))]
         for q in ("float32", "int8"):
             chk = os.path.join(a.out, f"{s}-{q}.srccheck.jsonl")
             run([ct2_bench, "--model", ct2_model[s, q], "--src-ids", path, "--n", str(a.n), "--compute-type", q,
-                 "--configs", f"{a.n}:1", "--max-decoding-length", "1", "--threads", str(a.threads), "--ids-out", chk])
+                 "--configs", f"{a.n}:1", "--max-decoding-length", "1", "--threads", str(a.threads), "--ids-out", chk]
+                + S.get("ct2_args", []))
             back = read_jsonl(os.path.join(ROOT, chk))[0]["src"]
             if back != src_ids[s]:
                 sys.exit(f"compare.py: {s} {q}: the source ids CTranslate2 decodes differ from mtserve's")
@@ -199,10 +223,10 @@ def main():
     if a.shortlist:
         for s in shapes:
             S = SHAPES[s]
-            model = os.path.join(a.models, S["fixture"], "safetensors-f32")
+            model = model_dir(a, s)
             prefix = os.path.join(a.out, f"{s}.sl")
             run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n), "--max-length", str(T),
-                 "--threads", str(a.threads), "--weights", "f32", "--shortlist-build", prefix])
+                 "--threads", str(a.threads), "--weights", "f32", "--shortlist-build", prefix] + S.get("mt_args", []))
             for q in ("float32", "int8"):
                 d = os.path.join(ROOT, B, "ct2", f"{s}-{q}-vmap")
                 os.makedirs(d, exist_ok=True)
@@ -223,7 +247,7 @@ def main():
         log(f"round {r + 1}: load {ld:.2f} after waiting {waited:.0f} s")
         for s in shapes:
             S = SHAPES[s]
-            model = os.path.join(a.models, S["fixture"], "safetensors-f32")
+            model = model_dir(a, s)
             srcf = os.path.join(a.out, f"{s}.src.jsonl")
             m_variants = ["-", "sl"] if a.shortlist else ["-"]
             c_isas = isas + [i + "+vmap" for i in isas] if a.shortlist else isas
@@ -244,7 +268,7 @@ def main():
                     sl = ["--shortlist", os.path.join(a.out, f"{s}.sl.bin")] if isa == "sl" else []
                     lines = run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n),
                                  "--max-length", str(T), "--threads", str(a.threads), "--weights", w,
-                                 "--configs", a.configs, "--ids-out", idf] + sl)
+                                 "--configs", a.configs, "--ids-out", idf] + sl + S.get("mt_args", []))
                     sel = None
                 else:
                     env = dict(os.environ, CT2_VERBOSE="1", **ct2_env)
@@ -254,7 +278,7 @@ def main():
                     lines, err = run([ct2_bench, "--model", ct2_model[s, w + ("+vmap" if vmap else "")], "--src-ids",
                                       srcf, "--n", str(a.n), "--compute-type", w, "--configs", a.configs,
                                       "--max-decoding-length", str(T - 1), "--threads", str(a.threads),
-                                      "--ids-out", idf, "--use-vmap", "1" if vmap else "0"],
+                                      "--ids-out", idf, "--use-vmap", "1" if vmap else "0"] + S.get("ct2_args", []),
                                      env=env, capture_err=True, may_fail=vmap)
                     if lines is None:          # CTranslate2 aborted on its vmap: recorded, not fatal
                         failures.append({"round": r + 1, "shape": s, "weights": w, "isa": isa, "error": err})
@@ -324,7 +348,7 @@ def main():
     if not a.skip_beam_experiment:
         for s in shapes:
             S = SHAPES[s]
-            model = os.path.join(a.models, S["fixture"], "safetensors-f32")
+            model = model_dir(a, s)
             srcf = os.path.join(a.out, f"{s}.src.jsonl")
             isa = next(r["ct2_isa"] for r in table if r["shape"] == s and r["ct2"] == "float32" and not r["shortlist"])
             env = dict(os.environ, **ct2_env)
@@ -333,10 +357,11 @@ def main():
             f39 = os.path.join(a.out, f"{s}.ct2.beam-cap{T - 2}.ids.jsonl")
             run([ct2_bench, "--model", ct2_model[s, "float32"], "--src-ids", srcf, "--n", str(a.n),
                  "--compute-type", "float32", "--configs", "32:4,32:1", "--max-decoding-length", str(T - 2),
-                 "--threads", str(a.threads), "--ids-out", f39], env=env)
+                 "--threads", str(a.threads), "--ids-out", f39] + S.get("ct2_args", []), env=env)
             f42 = os.path.join(a.out, f"{s}.mtserve.beam-maxlen{T + 1}.ids.jsonl")
             run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n), "--max-length", str(T + 1),
-                 "--threads", str(a.threads), "--weights", "f32", "--configs", "32:4,32:1", "--ids-out", f42])
+                 "--threads", str(a.threads), "--weights", "f32", "--configs", "32:4,32:1", "--ids-out", f42]
+                + S.get("mt_args", []))
             c39 = {(x["batch"], x["beam"]): x["ids"] for x in read_jsonl(os.path.join(ROOT, f39)) if "ids" in x}
             m42 = {(x["batch"], x["beam"]): x["ids"] for x in read_jsonl(os.path.join(ROOT, f42)) if "ids" in x}
             for c in ((32, 4), (32, 1)):

@@ -1,15 +1,18 @@
 #!/usr/bin/python3
-"""bench/ct2/convert.py: a Hugging Face MarianMT folder -> a CTranslate2 model folder.
+"""bench/ct2/convert.py: a Hugging Face MarianMT or M2M-100 / NLLB-200 folder -> a CTranslate2 model folder.
 
     /usr/bin/python3 bench/ct2/convert.py --ct2-src /work/ct2/src/CTranslate2 \
         --model build/bench-models/en-mg/safetensors-f32 --out build/ct2/en-mg-float32 \
         [--quantization int8] [--force]
 
-The conversion itself is CTranslate2's: its MarianMTLoader (converters/transformers.py)
-fills a TransformerSpec (specs/), and Converter.convert() validates, quantizes
-(--quantization) and writes model.bin, config.json and shared_vocabulary.json.
-What `ct2-transformers-converter --model DIR` would get from the `transformers`
-package (a MarianMTModel and a MarianTokenizer) is given here by plain objects:
+The conversion itself is CTranslate2's: its MarianMTLoader or M2M100Loader
+(converters/transformers.py, chosen by config.json's model_type "marian" or
+"m2m_100") fills a TransformerSpec (specs/), and Converter.convert()
+validates, quantizes (--quantization) and writes model.bin, config.json and
+shared_vocabulary.json.  What `ct2-transformers-converter --model DIR` would
+get from the `transformers` package (a MarianMTModel and a MarianTokenizer,
+or an M2M100ForConditionalGeneration and an NllbTokenizer) is given here by
+plain objects:
 
   * every tensor of model.safetensors (F32/F16/BF16 read with numpy, as torch
     tensors) hung on an attribute tree following its dotted name
@@ -20,6 +23,18 @@ package (a MarianMTModel and a MarianTokenizer) is given here by plain objects:
     max_position_embeddings rows), lm_head (tied to model.shared, no bias), each
     stack's `config`;
   * a tokenizer with eos/unk tokens and get_vocab() = vocab.json.
+
+M2M-100 / NLLB-200 (issue 49), the same tree with what transformers computes:
+  * embed_positions as M2M100SinusoidalPositionalEmbedding holds it: `weights`,
+    max_position_embeddings + 2 rows of fairseq's sinusoids (sin of every
+    frequency in the first half, cos in the second, log(10000) / (half - 1)
+    apart, float32 as torch computes them, the padding row 1 zero) and
+    `offset` 2: the loader keeps weights[2:];
+  * NllbTokenizer's ids (tokenization_nllb.py): <s> <pad> </s> <unk> = 0-3,
+    SentencePiece piece k >= 3 at k + 1, then the language codes
+    (special_tokens_map.json's additional_special_tokens, in order) and
+    <mask>; the loader pads with "madeupword" tokens to config.vocab_size.
+    M2M-100's vocab.json layout is not handled (not benchmarked).
 
 The package's compiled extension is not needed: only its pure-Python converter
 and specs are imported from the source tree (--ct2-src).  The `transformers`
@@ -105,20 +120,7 @@ def marian_model(folder):
         raise SystemExit("separate source/target embeddings are not handled here")
     config = Node(**cfg_json)
     t = tree_of(load_safetensors(os.path.join(folder, "model.safetensors")))
-    shared = t.model.shared.weight
-    pos = sinusoids(cfg_json["max_position_embeddings"], cfg_json["d_model"])
-    for stack in (t.model.encoder, t.model.decoder):
-        stack.config = config
-        stack.embed_tokens = Node(weight=shared)
-        stack.embed_positions = Node(weight=pos)
-        stack.layers = as_list(stack.layers)
-        for layer in stack.layers:                 # HF Linear modules always carry .bias
-            for mod in vars(layer).values():
-                for sub in [mod] + [v for v in vars(mod).values() if isinstance(v, Node)]:
-                    if hasattr(sub, "weight") and not hasattr(sub, "bias"):
-                        sub.bias = None
-    t.config = config
-    t.lm_head = Node(weight=shared, bias=None)
+    tied_stacks(t, config, Node(weight=sinusoids(cfg_json["max_position_embeddings"], cfg_json["d_model"])))
     if hasattr(t, "final_logits_bias"):
         pass                                       # [1, vocab], as in transformers
     else:
@@ -137,6 +139,59 @@ def marian_model(folder):
     return t, tokenizer
 
 
+def tied_stacks(t, config, pos):
+    """The parts of both stacks transformers computes rather than stores."""
+    shared = t.model.shared.weight
+    for stack in (t.model.encoder, t.model.decoder):
+        stack.config = config
+        stack.embed_tokens = Node(weight=shared)
+        stack.embed_positions = pos
+        stack.layers = as_list(stack.layers)
+        for layer in stack.layers:                 # HF Linear modules always carry .bias
+            for mod in vars(layer).values():
+                for sub in [mod] + [v for v in vars(mod).values() if isinstance(v, Node)]:
+                    if hasattr(sub, "weight") and not hasattr(sub, "bias"):
+                        sub.bias = None
+    t.config = config
+    t.lm_head = Node(weight=shared, bias=None)
+
+
+def fairseq_sinusoids(rows, dim, padding_idx=1):
+    """transformers' M2M100SinusoidalPositionalEmbedding.get_embedding, in float32 as torch runs it."""
+    half = dim // 2
+    step = np.float32(np.log(10000.0) / (half - 1))
+    freq = np.exp(np.arange(half, dtype=np.float32) * -step)
+    angle = np.arange(rows, dtype=np.float32)[:, None] * freq[None, :]
+    table = np.concatenate([np.sin(angle), np.cos(angle)], axis=1).astype(np.float32)
+    if dim % 2:
+        table = np.concatenate([table, np.zeros((rows, 1), np.float32)], axis=1)
+    table[padding_idx, :] = 0
+    return torch.from_numpy(table)
+
+
+def m2m100_model(folder):
+    import sentencepiece
+    cfg_json = json.load(open(os.path.join(folder, "config.json")))
+    if cfg_json.get("tokenizer_class", "NllbTokenizer") not in ("NllbTokenizer", "NllbTokenizerFast"):
+        raise SystemExit("%s: only NLLB-200's tokenizer layout is handled here" % folder)
+    config = Node(**cfg_json)
+    t = tree_of(load_safetensors(os.path.join(folder, "model.safetensors")))
+    offset = 2
+    pos = Node(weights=fairseq_sinusoids(cfg_json["max_position_embeddings"] + offset, cfg_json["d_model"]),
+               offset=offset)
+    tied_stacks(t, config, pos)
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "sentencepiece.bpe.model"))
+    codes = json.load(open(os.path.join(folder, "special_tokens_map.json")))["additional_special_tokens"]
+    tokens = ["<s>", "<pad>", "</s>", "<unk>"] + [sp.IdToPiece(k) for k in range(3, len(sp))] + codes + ["<mask>"]
+    assert len(set(tokens)) == len(tokens), "NLLB vocabulary tokens are not unique"
+    vocab = {tok: i for i, tok in enumerate(tokens)}
+    tokenizer = Node(bos_token="<s>", eos_token="</s>", unk_token="<unk>", unk_token_id=3,
+                     convert_ids_to_tokens=lambda i: tokens[i], get_vocab=lambda: dict(vocab),
+                     special_tokens_map={"additional_special_tokens": list(codes)})
+    return t, tokenizer
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ct2-src", required=True, help="the CTranslate2 source tree (its python/ folder is used)")
@@ -152,15 +207,20 @@ def main():
             stub.Conv1D = type("Conv1D", (), {})
     sys.path.insert(0, os.path.join(os.path.abspath(a.ct2_src), "python"))
     from ctranslate2.converters.converter import Converter
-    from ctranslate2.converters.transformers import MarianMTLoader
+    from ctranslate2.converters.transformers import M2M100Loader, MarianMTLoader
     from ctranslate2.version import __version__
 
-    model, tokenizer = marian_model(a.model)
+    model_type = json.load(open(os.path.join(a.model, "config.json"))).get("model_type")
+    build, loader = {"marian": (marian_model, MarianMTLoader),
+                     "m2m_100": (m2m100_model, M2M100Loader)}.get(model_type, (None, None))
+    if build is None:
+        raise SystemExit("%s: model_type %r: only marian and m2m_100 are converted here" % (a.model, model_type))
+    model, tokenizer = build(a.model)
 
     class FolderConverter(Converter):
         def _load(self):
             with torch.no_grad():
-                return MarianMTLoader()(model, tokenizer)
+                return loader()(model, tokenizer)
 
     out = FolderConverter().convert(a.out, quantization=a.quantization, force=a.force)
     print(json.dumps({"ctranslate2": __version__, "model": a.model, "out": out,

@@ -4,6 +4,7 @@
 //   ct2_bench --model CT2_DIR --src-ids FILE [--n 32] [--threads 2]
 //             [--compute-type float32|int8] [--configs 1:1,32:1,32:4]
 //             [--max-decoding-length 40] [--ids-out FILE] [--use-vmap 1]
+//             [--target-prefix TOKEN]
 //
 // FILE: one source a line as a JSON list of token ids, as bench_engine
 // --src-out writes them (the model's SentencePiece ids, </s> last; CTranslate2
@@ -28,6 +29,12 @@
 // the decoder's start token, so max_length 41 gives at most 40 ids (39 tokens
 // and a forced </s>); CTranslate2's cap counts generated tokens only: 40 runs
 // the same 40 decoder steps (bench/ct2/compare.py passes max_length - 1).
+//
+// --target-prefix TOKEN: every sentence decoded with the target prefix [TOKEN]
+// (NLLB-200 / M2M-100: the target language's token, as CTranslate2's documentation
+// translates with them; mtserve forces the same token as the first generated id).
+// The prefix is part of CTranslate2's output and of its max_decoding_length, as
+// the forced token is of mtserve's ids and max_length.
 //
 // --use-vmap 1: TranslationOptions.use_vmap, the model directory's vmap.txt
 // restricting each batch's output vocabulary (refused when it has none).
@@ -115,7 +122,7 @@ void write_id_list(FILE* f, const std::vector<size_t>& ids) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_dir, src_path, compute = "float32", configs = "1:1,32:1,32:4", ids_out;
+  std::string model_dir, src_path, compute = "float32", configs = "1:1,32:1,32:4", ids_out, prefix;
   size_t n_max = 32, threads = 2, max_dec = 40, use_vmap = 0;
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
@@ -131,11 +138,13 @@ int main(int argc, char** argv) {
     else if (a == "--max-decoding-length") max_dec = std::stoul(v);
     else if (a == "--ids-out") ids_out = v;
     else if (a == "--use-vmap") use_vmap = std::stoul(v);
+    else if (a == "--target-prefix") prefix = v;
     else fail("unknown option " + a);
   }
   if (model_dir.empty() || src_path.empty())
     fail("usage: ct2_bench --model CT2_DIR --src-ids FILE [--n 32] [--threads 2] [--compute-type float32] "
-         "[--configs 1:1,32:1,32:4] [--max-decoding-length 40] [--ids-out FILE]");
+         "[--configs 1:1,32:1,32:4] [--max-decoding-length 40] [--ids-out FILE] [--use-vmap 1] "
+         "[--target-prefix TOKEN]");
   const std::vector<Config> cfgs = parse_configs(configs);
 
   // the model: one replica, `threads` intra-op threads (OpenMP)
@@ -157,6 +166,8 @@ int main(int argc, char** argv) {
   const ctranslate2::Vocabulary& sv = s2s->get_source_vocabulary();
   const ctranslate2::Vocabulary& tv = s2s->get_target_vocabulary();
   const size_t eos = tv.eos_id();
+  if (!prefix.empty() && !tv.contains(prefix))
+    fail("--target-prefix " + prefix + " is not a token of the target vocabulary");
 
   // the sources: ids -> tokens (CTranslate2's input) -> ids again (what it decodes)
   std::vector<std::vector<std::string>> src;
@@ -227,7 +238,8 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < count; i += c.batch) {
         const size_t k = std::min(c.batch, count - i);
         std::vector<std::vector<std::string>> chunk(src.begin() + long(i), src.begin() + long(i + k));
-        for (auto& r : translator.translate_batch(chunk, opt, /*max_batch_size=*/0))
+        std::vector<std::vector<std::string>> tgt(prefix.empty() ? 0 : k, std::vector<std::string>{prefix});
+        for (auto& r : translator.translate_batch(chunk, tgt, opt, /*max_batch_size=*/0))
           res.push_back(std::move(r));
       }
       return seconds_now() - t0;
