@@ -205,7 +205,7 @@ def main():
         S = SHAPES[s]
         model = model_dir(a, s)
         path = os.path.join(a.out, f"{s}.src.jsonl")
-        run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n), "--max-length", "2",
+        run([bench_engine, "--model", model, "--input", S["input"], "--n", str(a.n), "--max-length", "3",
              "--threads", str(a.threads), "--weights", "f32", "--configs", "1:1:1", "--src-out", path]
             + S.get("mt_args", []))
         src_ids[s] = [json.loads(l) for l in open(os.path.join(ROOT, path))]
