@@ -156,8 +156,9 @@ $(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%
 # M2M-100's settings by python3-sentencepiece, their ids, and the ids of a Python
 # re-implementation of transformers' tokenizers, into $(B)/spm-bpe (about 2 minutes).
 SPM_BPE_REF := $(B)/spm-bpe/m2m-wrap.jsonl
-$(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/ref_fairseq.py
-	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D)
+$(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/ref_fairseq.py tests/spm_bpe/gen_nllb_json.py
+	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D) && \
+	/usr/bin/python3 tests/spm_bpe/gen_nllb_json.py $(@D)
 spm-bpe-ref: $(SPM_BPE_REF)
 $(B)/tests/test_spm_bpe: | $(SPM_BPE_REF)
 
