@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/spm.h"          /* mt_tok_py_strip: Python's str.strip, as the decode uses */
 #include "tokenizer/tokenizer.h"
 
 #define MIN_LINES 5000
@@ -252,6 +253,102 @@ static void test_wrap_nllb_json_v4(void **state)
     assert_true(trailing > 0);
 }
 
+/* 1 when the text holds an added token's string: @lenml/tokenizers splits
+ * it out as that token, mtserve keeps it as text (tokenizer.h). */
+static int has_added_token(const mt_multi_tokenizer *t, const char *text)
+{
+    static const char *const fixed[] = { "<s>", "<pad>", "</s>", "<unk>", "<mask>" };
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        if (strstr(text, fixed[i]))
+            return 1;
+    for (int i = 0; i < mt_multi_n_langs(t); i++)
+        if (strstr(text, mt_multi_lang_token(t, i)))
+            return 1;
+    return 0;
+}
+
+/* The same directory's pieces against the independent JavaScript
+ * implementation (tests/tokenizers/ref_nllb.mjs: @lenml/tokenizers over the
+ * same tokenizer.json), and decode against its decode with Python's strip
+ * (NllbTokenizer's, which mtserve's decode is).  Lines with a typed added
+ * token are skipped (counted).  The JS port approximates the Precompiled
+ * charsmap by NFKC (and maps U+2000..U+200F to spaces): a line where its ids
+ * differ from ours counts as its approximation only when they differ from
+ * sentencepiece's too (nllb-wrap.jsonl, whose pieces ours equal); every
+ * other difference is one.  Returns the differences. */
+static int check_js(const char *subdir)
+{
+    char ref[64];
+    snprintf(ref, sizeof ref, "%s-js.jsonl", subdir);
+    lines_t in, exp, spm;
+    lines_read(path_of("test.txt"), &in);
+    lines_read(path_of(ref), &exp);
+    lines_read(path_of("nllb-wrap.jsonl"), &spm);
+    assert_int_equal(in.n, exp.n);
+    assert_int_equal(in.n, spm.n);
+    mt_multi_tokenizer *t = NULL;
+    mt_err err;
+    if (mt_multi_load(path_of(subdir), &t, &err) != MT_OK)
+        fail_msg("%s: %s", subdir, err.msg);
+    static int32_t ids[MAX_IDS];
+    int bad = 0, skipped = 0, compared = 0, approx = 0;
+    for (int i = 0; i < in.n; i++) {
+        if (has_added_token(t, in.line[i])) {
+            skipped++;
+            continue;
+        }
+        json_t *j = json_loads(exp.line[i], 0, NULL);
+        assert_non_null(j);
+        int n = 0;
+        assert_int_equal(mt_multi_encode_text(t, in.line[i], strlen(in.line[i]), ids, MAX_IDS, &n, &err), MT_OK);
+        compared++;
+        const json_t *js_ids = json_object_get(j, "ids");
+        if (!ids_equal(ids, n - 1, js_ids, ref, i)) {                       /* the text's ids: no </s> */
+            json_t *w = json_loads(spm.line[i], 0, NULL);
+            const json_t *sp_ids = json_object_get(w, "ids");                 /* [lang] + pieces + [</s>] */
+            int same = json_array_size(sp_ids) == json_array_size(js_ids) + 2;
+            for (size_t k = 0; same && k < json_array_size(js_ids); k++)
+                same = json_integer_value(json_array_get(js_ids, k)) == json_integer_value(json_array_get(sp_ids, k + 1));
+            json_decref(w);
+            if (same) {
+                bad++;
+            } else {                      /* JS alone: its decode differs with its ids */
+                approx++;
+                json_decref(j);
+                continue;
+            }
+        }
+        char *dec = NULL;
+        assert_int_equal(mt_multi_decode(t, ids, n, &dec, NULL, &err), MT_OK);
+        mt_sbuf js = { 0 };
+        const char *jd = json_string_value(json_object_get(j, "dec"));
+        assert_int_equal(mt_sb_add(&js, jd, strlen(jd) + 1), 0);
+        js.n--;
+        mt_tok_py_strip(&js);
+        if (strcmp(dec, js.p)) {
+            fprintf(stderr, "%s line %d: decode \"%s\", JS \"%s\"\n", ref, i + 1, dec, js.p);
+            bad++;
+        }
+        free(js.p);
+        free(dec);
+        json_decref(j);
+    }
+    printf("%s: %d lines compared with @lenml/tokenizers (ids and decode), %d differences; %d lines where the JS "
+           "ids differ from sentencepiece's too (its NFKC for the charsmap); %d lines with a typed added token "
+           "skipped\n", subdir, compared, bad, approx, skipped);
+    mt_multi_free(t);
+    lines_free(&in);
+    lines_free(&exp);
+    lines_free(&spm);
+    return bad;
+}
+
+static void test_nllb_json_js(void **state)
+{
+    (void)state;
+    assert_int_equal(check_js("nllb-json-v4"), 0);
+}
+
 /* legacy_behaviour true: pieces + [</s>, code], as ref_fairseq.py's legacy. */
 static void test_wrap_nllb_legacy(void **state)
 {
@@ -273,6 +370,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wrap_m2m),
         cmocka_unit_test(test_wrap_nllb_json_v5),
         cmocka_unit_test(test_wrap_nllb_json_v4),
+        cmocka_unit_test(test_nllb_json_js),
         cmocka_unit_test(test_wrap_nllb_legacy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,8 +159,12 @@ SPM_BPE_REF := $(B)/spm-bpe/m2m-wrap.jsonl
 $(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/ref_fairseq.py tests/spm_bpe/gen_nllb_json.py
 	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D) && \
 	/usr/bin/python3 tests/spm_bpe/gen_nllb_json.py $(@D)
-spm-bpe-ref: $(SPM_BPE_REF)
-$(B)/tests/test_spm_bpe: | $(SPM_BPE_REF)
+# NLLB's tokenizer.json (gen_nllb_json.py) encoded by @lenml/tokenizers, the independent JS reference.
+NLLB_JSON_JS := $(B)/spm-bpe/nllb-json-v4-js.jsonl
+$(NLLB_JSON_JS): $(SPM_BPE_REF) $(HF_TOK_DIR)/ref_nllb.mjs $(HF_TOK_MODULES)
+	node $(HF_TOK_DIR)/ref_nllb.mjs $(B)/spm-bpe/nllb-json-v4 $(B)/spm-bpe/test.txt > $@.tmp && mv $@.tmp $@
+spm-bpe-ref: $(SPM_BPE_REF) $(NLLB_JSON_JS)
+$(B)/tests/test_spm_bpe: | $(SPM_BPE_REF) $(NLLB_JSON_JS)
 
 # M2M-100 / NLLB-200 (issue 49, tests/test_m2m.c, tests/m2m/README.md): random-weight checkpoints
 # of NLLB's and M2M-100's layouts (d_model 128 and 64, 2+2 layers, the tokenizers spm-bpe-ref
