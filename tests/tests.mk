@@ -178,7 +178,7 @@ M2M_DIR ?= $(CURDIR)/build/m2m
 M2M_FULL_DIR ?= $(CURDIR)/build/m2m-full
 M2M_FULL_MODELS ?= nllb-600m m2m-418m nllb-1.3b
 m2m-models: $(M2M_DIR)/.done
-$(M2M_DIR)/.done: tests/m2m/gen_m2m.py tests/m2m/ptwrite.py tests/llm/gen_llm.py tests/spm_bpe/ref_fairseq.py \
+$(M2M_DIR)/.done: tests/m2m/gen_m2m.py tests/m2m/ptwrite.py tests/llm/gen_llm.py tests/spm_bpe/ref_fairseq.py tests/spm_bpe/gen_nllb_json.py \
                   tests/spm_bpe/corpus.py models/recipe/lang_vocab.py $(SPM_BPE_REF)
 	rm -rf $(M2M_DIR) && mkdir -p $(M2M_DIR)
 	/usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_DIR) $(B)/spm-bpe
