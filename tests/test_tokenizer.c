@@ -720,11 +720,17 @@ static void test_multi_refusals(void **state)
     assert_non_null(mkdtemp(dir));
     assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_IO);
     assert_non_null(strstr(err.msg, "sentencepiece.bpe.model"));
-    char path[128];
+    char path[128], cfg[128];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    spit(path, "{}", 2);
-    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_UNSUPPORTED);
+    spit(path, "{}", 2);                /* read as NLLB's tokenizer.json (multi.c): that one is broken */
+    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "tokenizer.json"));
+    /* M2M100Tokenizer has no fast class: its directory needs the spm model */
+    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
+    spit(cfg, "{\"tokenizer_class\": \"M2M100Tokenizer\"}", 38);
+    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "M2M100Tokenizer"));
+    unlink(cfg);
     unlink(path);
     assert_int_equal(rmdir(dir), 0);
 }
