@@ -527,12 +527,47 @@ static int cli_rows(const char *model, const char *form, const expected *e)
     return n;
 }
 
+/* A server of model/form: POST /translate of every greedy row whose text has
+ * no placeholder-like character (the server protects "%s", "<b>"...):
+ * the reference's text.  Returns the rows sent. */
+static int served_rows(const char *model, const char *form, const expected *e)
+{
+    char arg[4500];
+    snprintf(arg, sizeof arg, "nllb=%s/%s/%s", mdir(), model, form);
+    const char *args[] = {"--model", arg, NULL};
+    server srv;
+    assert_int_equal(server_start(&srv, args), 0);
+    int n = 0;
+    for (int i = 0; i < e->n_greedy; i++) {
+        const row *r = &e->r[i];
+        if (strpbrk(r->text, "%<>{}$&"))
+            continue;
+        json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:i}", "text", r->text, "source", r->src_lang, "target", r->tgt_lang,
+                              "max_length", MAX_LEN, "beam_size", 1);
+        char *b = json_dumps(q, JSON_COMPACT);
+        req_opts ro = {.body = b};
+        reply rp = http_req(&srv, "/translate", &ro);
+        json_t *o = expect_json(&rp, 200);
+        const char *t = json_string_value(json_object_get(json_array_get(json_object_get(o, "translations"), 0), "text"));
+        if (!t || strcmp(t, r->dec))
+            fail_msg("served %s/%s %s -> %s: \"%s\", the reference \"%s\"", model, form, r->src_lang, r->tgt_lang,
+                     t ? t : "(none)", r->dec);
+        n++;
+        json_decref(o);
+        reply_free(&rp);
+        free(b);
+        json_decref(q);
+    }
+    assert_int_equal(server_stop(&srv), 0);
+    return n;
+}
+
 /* nllb-small/json: f32's weights with NLLB's tokenizer.json alone (no
  * sentencepiece.bpe.model): the same sources, outputs and texts as the spm
  * directory's reference.  nllb-small/legacy: legacy_behaviour true, sources
  * pieces + [</s>, code], the target language still forced first: the
  * reference's greedy ids of that order (expected-legacy.jsonl), in the
- * engine and through mtserve translate. */
+ * engine, through mtserve translate and served (POST /translate). */
 static void test_fast_and_legacy(void **state)
 {
     (void)state;
@@ -558,10 +593,12 @@ static void test_fast_and_legacy(void **state)
     mt_model_free(m);
     int cj = RUNNING_ON_VALGRIND ? 0 : cli_rows("nllb-small", "json", e);
     int cl = RUNNING_ON_VALGRIND ? 0 : cli_rows("nllb-small", "legacy", L);
+    int sj = RUNNING_ON_VALGRIND ? 0 : served_rows("nllb-small", "json", e);
+    int sl = RUNNING_ON_VALGRIND ? 0 : served_rows("nllb-small", "legacy", L);
     printf("   tokenizer.json alone: %d rows encoded and decoded as the spm directory's reference, %d translated by "
-           "mtserve translate\n   legacy_behaviour: %d rows encoded as pieces + [</s>, code], greedy %d/%d identical "
-           "(%d differ from the default order's), %d translated by mtserve translate\n", tj, cj, tl, eq, L->n,
-           differ, cl);
+           "mtserve translate, %d served\n   legacy_behaviour: %d rows encoded as pieces + [</s>, code], greedy %d/%d "
+           "identical (%d differ from the default order's), %d translated by mtserve translate, %d served\n", tj, cj,
+           sj, tl, eq, L->n, differ, cl, sl);
     assert_int_equal(eq, L->n);
     assert_true(differ > 0);
     json_decref(e->json);
