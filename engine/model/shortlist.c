@@ -113,7 +113,8 @@ static int by_id(const void *a, const void *b)
 /* Sorted unique ids of v[0..n) in place; returns the count. */
 static int unique_ids(int32_t *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, by_id);
+    if (n > 1)                        /* qsort(NULL, 0) is undefined (UBSan) */
+        qsort(v, (size_t)n, sizeof *v, by_id);
     int k = 0;
     for (int i = 0; i < n; i++)
         if (k == 0 || v[i] != v[k - 1])
