@@ -512,6 +512,26 @@ static void test_refusals(void **state)
     refuse("\"decoder\": {\"type\": \"ByteLevel\"", "\"decoder\": {\"type\": \"WordPiece\"", MT_ERR_UNSUPPORTED,
            "decoder type \"WordPiece\"");
     refuse("\"truncation\": null", "\"truncation\": {\"max_length\": 5}", MT_ERR_UNSUPPORTED, "truncation");
+    /* SpmConverter's normalizers (NLLB): the one Regex, Precompiled, Strip; their options by name */
+    assert_int_equal(load_patched("{\"type\": \"NFC\"}",
+                                  "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" {2,}\"}, \"content\": \" \"}", &err),
+                     MT_OK);
+    assert_int_equal(load_patched("{\"type\": \"NFC\"}", "{\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": true}",
+                                  &err), MT_OK);
+    assert_int_equal(load_patched("{\"type\": \"NFC\"}", "{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"\"}", &err),
+                     MT_OK);
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" {3,}\"}, \"content\": \" \"}",
+           MT_ERR_UNSUPPORTED, "only String, and the Regex");
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Strip\", \"strip_left\": true, \"both\": true}", MT_ERR_UNSUPPORTED,
+           "normalizer Strip: option \"both\"");
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Strip\", \"strip_left\": 1}", MT_ERR_FORMAT, "strip_left");
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"AA$A\"}", MT_ERR_FORMAT,
+           "not base64");
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"/////w==\"}", MT_ERR_FORMAT,
+           "precompiled_charsmap is broken");
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Precompiled\"}", MT_ERR_FORMAT, "precompiled_charsmap");
+    refuse("{\"type\": \"NFC\"}", "{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"\", \"x\": 1}",
+           MT_ERR_UNSUPPORTED, "option \"x\"");
     /* malformed files, with the problem named */
     refuse("\"merges\": [\"a b\"", "\"merges\": [\"a x\"", MT_ERR_FORMAT, "merge 0: token \"x\" is not in the vocabulary");
     refuse("\"merges\": [\"a b\"", "\"merges\": [\"b a\"", MT_ERR_FORMAT, "merge 0: the merged token");
@@ -556,6 +576,54 @@ static void test_refusals(void **state)
     mt_hf_tokenizer_free(tok);
     /* missing files */
     assert_int_equal(mt_hf_tokenizer_load("/nonexistent", &tok, &err), MT_ERR_IO);
+}
+
+/* ---- SpmConverter's normalizers -------------------------------------------------------- */
+
+/* Strip (each side), the Regex " {2,}" (a run of U+0020 only) and Metaspace
+ * prepending after the spaces are replaced (a text starting with a space
+ * gets no second U+2581), as HF applies them. */
+static void test_spm_normalizers(void **state)
+{
+    (void)state;
+    static const char *const forms[2] = {
+        "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Strip\", \"strip_left\": false, \"strip_right\": true},"
+        " {\"type\": \"Replace\", \"pattern\": {\"Regex\": \" {2,}\"}, \"content\": \"\xE2\x96\x81\"}]}",
+        "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": false},"
+        " {\"type\": \"Replace\", \"pattern\": {\"Regex\": \" {2,}\"}, \"content\": \" \"}]}" };
+    /* text -> ids for each form: vocab ▁ 0, a 1, b 2, \t 3, ▁a 4, ▁b 5 */
+    static const struct { const char *in; int n[2]; int32_t ids[2][8]; } cases[] = {
+        { "a  b", { 2, 2 }, { { 4, 5 }, { 4, 5 } } },                 /* the run is one ▁ either way */
+        { " a", { 1, 1 }, { { 4 }, { 4 } } },                           /* no ▁ prepended to " a" */
+        { "a \xE3\x80\x80", { 1, 2 }, { { 4 }, { 4, 0 } } },           /* right strip takes U+3000 and the space; U+3000 has no id */
+        { "\t a", { 3, 1 }, { { 0, 3, 4 }, { 4 } } },                   /* left strip takes the tab */
+        { "a\t\tb", { 4, 4 }, { { 4, 3, 3, 2 }, { 4, 3, 3, 2 } } },      /* tabs are no run of spaces */
+    };
+    for (int f = 0; f < 2; f++) {
+        char js[2048];
+        snprintf(js, sizeof js,
+                 "{\"added_tokens\": [], \"normalizer\": %s,"
+                 " \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\", \"add_prefix_space\": true},"
+                 " \"post_processor\": null, \"decoder\": null,"
+                 " \"model\": {\"type\": \"BPE\", \"unk_token\": null, \"fuse_unk\": true,"
+                 "   \"vocab\": {\"\xE2\x96\x81\": 0, \"a\": 1, \"b\": 2, \"\\t\": 3, \"\xE2\x96\x81" "a\": 4, \"\xE2\x96\x81" "b\": 5},"
+                 "   \"merges\": [\"\xE2\x96\x81 a\", \"\xE2\x96\x81 b\"]}}", forms[f]);
+        mt_hf_tokenizer *tok = NULL;
+        mt_err err = { 0 };
+        if (mt_hf_tokenizer_load_mem(js, strlen(js), NULL, 0, "spmnorm", &tok, &err))
+            fail_msg("form %d: %s", f, err.msg);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int32_t ids[16];
+            int n = 0;
+            assert_int_equal(mt_hf_tokenizer_encode(tok, cases[i].in, strlen(cases[i].in), 0, ids, 16, &n, &err), MT_OK);
+            char got[128] = "";
+            for (int k = 0; k < n; k++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%d ", ids[k]);
+            if (n != cases[i].n[f] || memcmp(ids, cases[i].ids[f], (size_t)n * sizeof *ids))
+                fail_msg("form %d case %zu: got %s", f, i, got);
+        }
+        mt_hf_tokenizer_free(tok);
+    }
 }
 
 /* ---- added-token flags and Metaspace -------------------------------------------------- */
@@ -630,6 +698,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_flags_metaspace),
+        cmocka_unit_test(test_spm_normalizers),
         cmocka_unit_test(test_llama2_api),
         cmocka_unit_test(test_qwen3_api),
         cmocka_unit_test(test_invalid_utf8),

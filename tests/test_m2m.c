@@ -118,10 +118,10 @@ typedef struct {
     int n, n_greedy, n_beam;
 } expected;
 
-static void read_expected(const char *model, expected *e)
+static void read_expected_file(const char *model, const char *file, expected *e)
 {
     char path[4300];
-    snprintf(path, sizeof path, "%s/%s/expected.jsonl", mdir(), model);
+    snprintf(path, sizeof path, "%s/%s/%s", mdir(), model, file);
     memset(e, 0, sizeof *e);
     e->json = load_jsonl(path);
     size_t i;
@@ -149,6 +149,8 @@ static void read_expected(const char *model, expected *e)
     if (RUNNING_ON_VALGRIND)
         printf("   (under valgrind: the first %d greedy and %d beam rows of %s)\n", e->n_greedy, e->n_beam, model);
 }
+
+static void read_expected(const char *model, expected *e) { read_expected_file(model, "expected.jsonl", e); }
 
 static mt_model *load(const char *model, const char *form, mt_weights w)
 {
@@ -472,6 +474,143 @@ static void test_cli(void **state)
         free(e);
     }
     printf("   %d translations by mtserve translate equal the reference's text\n", checked);
+}
+
+/* The tokenizer of model/form on every row: the text encoded (with its
+ * source language, the layout's order) to the reference's source, the
+ * reference's output decoded to its text.  Returns the rows checked. */
+static int tokenizer_rows(const char *model, const char *form, const expected *e)
+{
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/%s/%s", mdir(), model, form);
+    mt_tokenizer *tok = NULL;
+    mt_err err = {0};
+    if (mt_tokenizer_load_multi(dir, &tok, &err) != MT_OK)
+        fail_msg("%s: %s", dir, err.msg);
+    const mt_multi_tokenizer *mt = mt_tokenizer_multi(tok);
+    for (int i = 0; i < e->n; i++) {
+        const row *r = &e->r[i];
+        int32_t ids[MAX_IDS];
+        int n = 0;
+        assert_int_equal(mt_multi_encode(mt, r->src_lang, r->text, strlen(r->text), ids, MAX_IDS, &n, &err), MT_OK);
+        assert_int_equal(n, r->n_src);
+        assert_memory_equal(ids, r->src, sizeof(int32_t) * (size_t)n);
+        char *text = NULL;
+        assert_int_equal(mt_tokenizer_decode(tok, r->ids, r->n_ids, &text, &err), MT_OK);
+        assert_string_equal(text, r->dec);
+        free(text);
+    }
+    mt_tokenizer_free(tok);
+    return e->n;
+}
+
+/* mtserve translate on model/form for every 7th greedy row: the reference's text.
+ * Returns the rows translated. */
+static int cli_rows(const char *model, const char *form, const expected *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->n_greedy; i += 7, n++) {
+        const row *r = &e->r[i];
+        char in[4400], cmd[9000], out[4096] = "";
+        snprintf(in, sizeof in, "%s/cli-in.txt", mdir());
+        FILE *f = fopen(in, "w");
+        assert_non_null(f);
+        fprintf(f, "%s\n", r->text);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s translate --model %s/%s/%s --source %s --target %s --max-length %d --beam 1 "
+                 "--no-placeholders < %s", bin_path(), mdir(), model, form, r->src_lang, r->tgt_lang, MAX_LEN, in);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        size_t k = fread(out, 1, sizeof out - 1, p);
+        out[k] = 0;
+        assert_int_equal(pclose(p), 0);
+        if (k && out[k - 1] == '\n')
+            out[k - 1] = 0;
+        if (strcmp(out, r->dec))
+            fail_msg("%s/%s %s -> %s: \"%s\", the reference \"%s\"", model, form, r->src_lang, r->tgt_lang, out,
+                     r->dec);
+    }
+    return n;
+}
+
+/* A server of model/form: POST /translate of every greedy row whose text has
+ * no placeholder-like character (the server protects "%s", "<b>"...):
+ * the reference's text.  Returns the rows sent. */
+static int served_rows(const char *model, const char *form, const expected *e)
+{
+    char arg[4500];
+    snprintf(arg, sizeof arg, "nllb=%s/%s/%s", mdir(), model, form);
+    const char *args[] = {"--model", arg, NULL};
+    server srv;
+    assert_int_equal(server_start(&srv, args), 0);
+    int n = 0;
+    for (int i = 0; i < e->n_greedy; i++) {
+        const row *r = &e->r[i];
+        if (strpbrk(r->text, "%<>{}$&"))
+            continue;
+        json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:i}", "text", r->text, "source", r->src_lang, "target", r->tgt_lang,
+                              "max_length", MAX_LEN, "beam_size", 1);
+        char *b = json_dumps(q, JSON_COMPACT);
+        req_opts ro = {.body = b};
+        reply rp = http_req(&srv, "/translate", &ro);
+        json_t *o = expect_json(&rp, 200);
+        const char *t = json_string_value(json_object_get(json_array_get(json_object_get(o, "translations"), 0), "text"));
+        if (!t || strcmp(t, r->dec))
+            fail_msg("served %s/%s %s -> %s: \"%s\", the reference \"%s\"", model, form, r->src_lang, r->tgt_lang,
+                     t ? t : "(none)", r->dec);
+        n++;
+        json_decref(o);
+        reply_free(&rp);
+        free(b);
+        json_decref(q);
+    }
+    assert_int_equal(server_stop(&srv), 0);
+    return n;
+}
+
+/* nllb-small/json: f32's weights with NLLB's tokenizer.json alone (no
+ * sentencepiece.bpe.model): the same sources, outputs and texts as the spm
+ * directory's reference.  nllb-small/legacy: legacy_behaviour true, sources
+ * pieces + [</s>, code], the target language still forced first: the
+ * reference's greedy ids of that order (expected-legacy.jsonl), in the
+ * engine, through mtserve translate and served (POST /translate). */
+static void test_fast_and_legacy(void **state)
+{
+    (void)state;
+    if (full_run())
+        return;
+    expected *e = calloc(1, sizeof *e), *L = calloc(1, sizeof *L);
+    read_expected("nllb-small", e);
+    read_expected_file("nllb-small", "expected-legacy.jsonl", L);
+    assert_true(L->n >= (RUNNING_ON_VALGRIND ? VG_GREEDY : 64));
+    int tj = tokenizer_rows("nllb-small", "json", e), tl = tokenizer_rows("nllb-small", "legacy", L);
+    check_form("nllb-small", "json", e);
+    mt_model *m = load("nllb-small", "legacy", MT_WEIGHTS_F32);
+    mt_session *s = session(m, 16, 0);
+    mt_hyp *out = calloc((size_t)L->n, sizeof *out);
+    decode_rows(s, L, 0, L->n, out);
+    int eq = agreement(L, 0, L->n, out, 1, "legacy");
+    int differ = 0;                      /* the legacy order is not the default's, for the model too */
+    for (int i = 0; i < L->n && i < e->n_greedy; i++)
+        differ += !same_ids(&out[i], &e->r[i]);
+    mt_hyps_free(out, L->n);
+    free(out);
+    mt_session_free(s);
+    mt_model_free(m);
+    int cj = RUNNING_ON_VALGRIND ? 0 : cli_rows("nllb-small", "json", e);
+    int cl = RUNNING_ON_VALGRIND ? 0 : cli_rows("nllb-small", "legacy", L);
+    int sj = RUNNING_ON_VALGRIND ? 0 : served_rows("nllb-small", "json", e);
+    int sl = RUNNING_ON_VALGRIND ? 0 : served_rows("nllb-small", "legacy", L);
+    printf("   tokenizer.json alone: %d rows encoded and decoded as the spm directory's reference, %d translated by "
+           "mtserve translate, %d served\n   legacy_behaviour: %d rows encoded as pieces + [</s>, code], greedy %d/%d "
+           "identical (%d differ from the default order's), %d translated by mtserve translate, %d served\n", tj, cj,
+           sj, tl, eq, L->n, differ, cl, sl);
+    assert_int_equal(eq, L->n);
+    assert_true(differ > 0);
+    json_decref(e->json);
+    json_decref(L->json);
+    free(e);
+    free(L);
 }
 
 /* Configs the loader refuses, each naming what it refuses (gen_m2m.py bad()). */
@@ -1475,6 +1614,7 @@ int main(void)
         cmocka_unit_test(test_precisions),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_fast_and_legacy),
         cmocka_unit_test(test_deep),
         cmocka_unit_test(test_shortlist),
         cmocka_unit_test(test_lang_vocab),

@@ -720,13 +720,109 @@ static void test_multi_refusals(void **state)
     assert_non_null(mkdtemp(dir));
     assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_IO);
     assert_non_null(strstr(err.msg, "sentencepiece.bpe.model"));
-    char path[128];
+    char path[128], cfg[128];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    spit(path, "{}", 2);
-    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_UNSUPPORTED);
+    spit(path, "{}", 2);                /* read as NLLB's tokenizer.json (multi.c): that one is broken */
+    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "tokenizer.json"));
+    /* M2M100Tokenizer has no fast class: its directory needs the spm model */
+    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
+    spit(cfg, "{\"tokenizer_class\": \"M2M100Tokenizer\"}", 38);
+    assert_int_equal(mt_multi_load(dir, &t, &err), MT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "M2M100Tokenizer"));
+    unlink(cfg);
     unlink(path);
     assert_int_equal(rmdir(dir), 0);
+}
+
+/* ---- NLLB from tokenizer.json alone ------------------------------------------------- */
+
+/* A tokenizer.json in NllbConverter's layout over a 3-piece BPE (▁ a ▁a at
+ * 4..6), the 202 codes from 7 and <mask>; what = a change: "ok", "no-mask",
+ * "swap" (two codes exchanged), "unk" (model.unk_token "a"), "bytelevel". */
+static char *nllb_json(mt_multi_tokenizer *codes, const char *what)
+{
+    json_t *vocab = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "<s>", 0, "<pad>", 1, "</s>", 2, "<unk>", 3,
+                              "\xe2\x96\x81", 4, "a", 5, "\xe2\x96\x81" "a", 6);
+    json_t *added = json_array();
+    static const char *const fixed[4] = { "<s>", "<pad>", "</s>", "<unk>" };
+    for (int i = 0; i < 4; i++)
+        json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", i, "content", fixed[i],
+                                               "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1));
+    int n = mt_multi_n_langs(codes);
+    for (int i = 0; i <= n; i++) {
+        if (i == n && !strcmp(what, "no-mask"))
+            break;
+        int j = !strcmp(what, "swap") && i < 2 ? 1 - i : i;
+        const char *c = i == n ? "<mask>" : mt_multi_lang_token(codes, j);
+        json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", 7 + i, "content", c,
+                                               "single_word", 0, "lstrip", i == n, "rstrip", 0, "normalized", 0,
+                                               "special", 1));
+    }
+    json_t *meta = !strcmp(what, "bytelevel")
+        ? json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 0, "use_regex", 0)
+        : json_pack("{s:s,s:s,s:b}", "type", "Metaspace", "replacement", "\xe2\x96\x81", "add_prefix_space", 1);
+    json_t *root = json_pack("{s:s,s:n,s:n,s:o,s:n,s:o,s:n,s:n,s:{s:s,s:s,s:b,s:b,s:o,s:[s]}}", "version", "1.0",
+                             "truncation", "padding", "added_tokens", added, "normalizer", "pre_tokenizer", meta,
+                             "post_processor", "decoder", "model", "type", "BPE", "unk_token",
+                             !strcmp(what, "unk") ? "a" : "<unk>", "fuse_unk", 1, "byte_fallback", 0, "vocab", vocab,
+                             "merges", "\xe2\x96\x81 a");
+    assert_non_null(root);
+    char *js = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return js;
+}
+
+/* An NLLB directory with tokenizer.json and no spm model: loads with its own
+ * ids (eng_Latn = 7 + 46), encodes a text's pieces between the language and
+ * </s> (typed "</s>" stays text), decodes; each break of NllbConverter's
+ * layout refused, naming what. */
+static void test_multi_tokenizer_json(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    multi_dir(dir, NULL, 0);                       /* an spm-backed NLLB: its code list */
+    mt_multi_tokenizer *codes = NULL, *t = NULL;
+    mt_err err;
+    assert_int_equal(mt_multi_load(dir, &codes, &err), MT_OK);
+    snprintf(path, sizeof path, "%s/sentencepiece.bpe.model", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    static const struct { const char *what; mt_status st; const char *msg; } cases[] = {
+        { "ok", MT_OK, NULL },
+        { "no-mask", MT_ERR_UNSUPPORTED, "\"<mask>\" must be the last id" },
+        { "swap", MT_ERR_UNSUPPORTED, "language code \"ace_Latn\" has id 7, NLLB's layout needs 9" },
+        { "unk", MT_ERR_FORMAT, "model.unk_token" },
+        { "bytelevel", MT_ERR_UNSUPPORTED, "Metaspace" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *js = nllb_json(codes, cases[k].what);
+        spit(path, js, strlen(js));
+        free(js);
+        mt_status st = mt_multi_load(dir, &t, &err);
+        if (st != cases[k].st || (cases[k].msg && !strstr(err.msg, cases[k].msg)))
+            fail_msg("%s: status %d \"%s\"", cases[k].what, st, st ? err.msg : "");
+        if (st)
+            continue;
+        assert_int_equal(mt_multi_lang_id(t, "eng_Latn"), 7 + 46);
+        assert_int_equal(mt_multi_vocab_size(t), 7 + 202 + 1);
+        int32_t ids[16];
+        int n = 0;
+        assert_int_equal(mt_multi_encode(t, "fra_Latn", "a a</s>", 7, ids, 16, &n, &err), MT_OK);
+        int32_t want[] = { mt_multi_lang_id(t, "fra_Latn"), 6, 6, 3, 2 };   /* "</s>": unknown characters, fused */
+        assert_int_equal(n, 5);
+        assert_memory_equal(ids, want, sizeof want);
+        assert_string_equal(mt_multi_piece(t, 6), "\xe2\x96\x81" "a");
+        assert_int_equal(mt_multi_piece_id(t, "\xe2\x96\x81" "a"), 6);
+        assert_null(mt_multi_spm(t));
+        char *out = NULL;
+        assert_int_equal(mt_multi_decode(t, ids, n, &out, NULL, &err), MT_OK);
+        assert_string_equal(out, "a a");
+        free(out);
+        mt_multi_free(t);
+    }
+    mt_multi_free(codes);
+    multi_rmdir(dir);
 }
 
 /* ---- known answers (docs/MARIAN.md 6.4, 6.6) ---------------------------------------- */
@@ -1379,6 +1475,7 @@ int main(void)
         cmocka_unit_test(test_nllb_fixture),
         cmocka_unit_test(test_multi_m2m),
         cmocka_unit_test(test_multi_refusals),
+        cmocka_unit_test(test_multi_tokenizer_json),
         cmocka_unit_test(test_fixtures_ours),
         cmocka_unit_test(test_fixtures_en_mg),
         cmocka_unit_test(test_fixtures_fr_en),

@@ -156,10 +156,15 @@ $(B)/tests/test_hf_tokenizer: | $(HF_MODELS:%=$(B)/hf-ref/%.jsonl) $(HF_MODELS:%
 # M2M-100's settings by python3-sentencepiece, their ids, and the ids of a Python
 # re-implementation of transformers' tokenizers, into $(B)/spm-bpe (about 2 minutes).
 SPM_BPE_REF := $(B)/spm-bpe/m2m-wrap.jsonl
-$(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/ref_fairseq.py
-	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D)
-spm-bpe-ref: $(SPM_BPE_REF)
-$(B)/tests/test_spm_bpe: | $(SPM_BPE_REF)
+$(SPM_BPE_REF): tests/spm_bpe/corpus.py tests/spm_bpe/gen_ref.py tests/spm_bpe/ref_fairseq.py tests/spm_bpe/gen_nllb_json.py
+	/usr/bin/python3 tests/spm_bpe/corpus.py $(@D) && /usr/bin/python3 tests/spm_bpe/gen_ref.py $(@D) && \
+	/usr/bin/python3 tests/spm_bpe/gen_nllb_json.py $(@D)
+# NLLB's tokenizer.json (gen_nllb_json.py) encoded by @lenml/tokenizers, the independent JS reference.
+NLLB_JSON_JS := $(B)/spm-bpe/nllb-json-v4-js.jsonl
+$(NLLB_JSON_JS): $(SPM_BPE_REF) $(HF_TOK_DIR)/ref_nllb.mjs $(HF_TOK_MODULES)
+	node $(HF_TOK_DIR)/ref_nllb.mjs $(B)/spm-bpe/nllb-json-v4 $(B)/spm-bpe/test.txt > $@.tmp && mv $@.tmp $@
+spm-bpe-ref: $(SPM_BPE_REF) $(NLLB_JSON_JS)
+$(B)/tests/test_spm_bpe: | $(SPM_BPE_REF) $(NLLB_JSON_JS)
 
 # M2M-100 / NLLB-200 (issue 49, tests/test_m2m.c, tests/m2m/README.md): random-weight checkpoints
 # of NLLB's and M2M-100's layouts (d_model 128 and 64, 2+2 layers, the tokenizers spm-bpe-ref
@@ -173,7 +178,7 @@ M2M_DIR ?= $(CURDIR)/build/m2m
 M2M_FULL_DIR ?= $(CURDIR)/build/m2m-full
 M2M_FULL_MODELS ?= nllb-600m m2m-418m nllb-1.3b
 m2m-models: $(M2M_DIR)/.done
-$(M2M_DIR)/.done: tests/m2m/gen_m2m.py tests/m2m/ptwrite.py tests/llm/gen_llm.py tests/spm_bpe/ref_fairseq.py \
+$(M2M_DIR)/.done: tests/m2m/gen_m2m.py tests/m2m/ptwrite.py tests/llm/gen_llm.py tests/spm_bpe/ref_fairseq.py tests/spm_bpe/gen_nllb_json.py \
                   tests/spm_bpe/corpus.py models/recipe/lang_vocab.py $(SPM_BPE_REF)
 	rm -rf $(M2M_DIR) && mkdir -p $(M2M_DIR)
 	/usr/bin/python3 tests/m2m/gen_m2m.py $(M2M_DIR) $(B)/spm-bpe

@@ -113,7 +113,8 @@ static int by_id(const void *a, const void *b)
 /* Sorted unique ids of v[0..n) in place; returns the count. */
 static int unique_ids(int32_t *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, by_id);
+    if (n > 1)                        /* qsort(NULL, 0) is undefined (UBSan) */
+        qsort(v, (size_t)n, sizeof *v, by_id);
     int k = 0;
     for (int i = 0; i < n; i++)
         if (k == 0 || v[i] != v[k - 1])
@@ -165,18 +166,21 @@ static mt_status build_lists(sl_build *b, int best, double threshold, int freque
         st = add_freq(b, i, err);
     if (st != MT_OK)
         return st;
-    qsort(b->e, (size_t)b->n, sizeof *b->e, by_pair);
+    if (b->n > 1)                     /* qsort / memcpy of NULL, 0 are undefined (UBSan) */
+        qsort(b->e, (size_t)b->n, sizeof *b->e, by_pair);
     long k = 0;
     for (long i = 0; i < b->n; i++)
         if ((k == 0 || b->e[i].src != b->e[k - 1].src || b->e[i].tgt != b->e[k - 1].tgt) &&
             b->e[i].score >= threshold)
             b->e[k++] = b->e[i];
-    qsort(b->e, (size_t)k, sizeof *b->e, by_rank);
+    if (k > 1)
+        qsort(b->e, (size_t)k, sizeof *b->e, by_rank);
     int n_freq = unique_ids(b->freq, b->n_freq);
     mt_shortlist *sl = sl_alloc(m, m->V_src, k, n_freq);
     if (!sl)
         return mt_err_set(err, MT_ERR_NOMEM, "shortlist: out of memory");
-    memcpy(sl->freq, b->freq, sizeof *sl->freq * (size_t)n_freq);
+    if (n_freq)
+        memcpy(sl->freq, b->freq, sizeof *sl->freq * (size_t)n_freq);
     sl->n_freq = n_freq;
     long n = 0;
     for (long i = 0; i < k;) {

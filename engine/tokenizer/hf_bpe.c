@@ -278,7 +278,8 @@ static int metaspace(enc *e, const char *s, size_t n, int at_start)
     size_t nr = tok->ms_rep_n;
     mt_sbuf *t = &e->tmp;
     t->n = 0;
-    int starts = n >= nr && !memcmp(s, rep, nr);
+    /* HF replaces the spaces first, then prepends unless the text starts with the replacement */
+    int starts = (n >= nr && !memcmp(s, rep, nr)) || (n && s[0] == ' ');
     if (!starts && (tok->ms_prepend == HF_PREPEND_ALWAYS || (tok->ms_prepend == HF_PREPEND_FIRST && at_start)))
         if (mt_sb_add(t, rep, nr))
             return -1;
@@ -440,6 +441,28 @@ static int next_added(const mt_hf_tokenizer *tok, const mt_ptrie *trie, const ch
     return -1;
 }
 
+/* Strip: [*a, *b) of s narrowed past White_Space on the sides asked; 0. */
+static int strip_ws(const char *s, size_t *a, size_t *b, int left, int right)
+{
+    uint32_t c;
+    while (left && *a < *b) {
+        size_t k = mt_utf8_next(s + *a, *b - *a, &c);
+        if (!(hfu_class(c) & HFU_WS))
+            break;
+        *a += k;
+    }
+    while (right && *b > *a) {
+        size_t k = 1;
+        while (k < *b - *a && ((uint8_t)s[*b - k] & 0xC0) == 0x80)
+            k++;
+        mt_utf8_next(s + *b - k, k, &c);
+        if (!(hfu_class(c) & HFU_WS))
+            break;
+        *b -= k;
+    }
+    return 0;
+}
+
 /* Normalizes s[0..n) into e->norm. */
 static int normalize(enc *e, const char *s, size_t n)
 {
@@ -463,6 +486,22 @@ static int normalize(enc *e, const char *s, size_t n)
                     return -1;
                 j = hit ? end + st->na : cur->n;
             }
+        } else if (st->kind == HF_NORM_SPACES) {
+            for (size_t j = 0; j < cur->n;) {
+                size_t r = 0;
+                while (j + r < cur->n && cur->p[j + r] == ' ')
+                    r++;
+                if (r >= 2 ? mt_sb_add(t, st->b, st->nb) : mt_sb_add(t, cur->p + j, r ? r : 1))
+                    return -1;
+                j += r ? r : 1;
+            }
+        } else if (st->kind == HF_NORM_PRECOMPILED) {
+            if (hf_charsmap_run(st->cm, cur->p, cur->n, t))
+                return -1;
+        } else if (st->kind == HF_NORM_STRIP) {
+            size_t a = 0, b = cur->n;
+            if (strip_ws(cur->p, &a, &b, st->left, st->right) || mt_sb_add(t, cur->p + a, b - a))
+                return -1;
         } else if (hfu_nfc(cur->p, cur->n, t)) {
             return -1;
         }

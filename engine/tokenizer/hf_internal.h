@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tokenizer.h"
+#include "util/strbuf.h"
 #include "util/strmap.h"
 
 /* One pair -> merge entry of the BPE model: the pair (a, b) of ids merges into
@@ -27,13 +28,27 @@ typedef struct {
                               * turn, so split out of a kept span too (hf_encode_span) */
 } hf_added;
 
-/* Normalizer steps, applied in order (a Sequence flattened). */
-enum { HF_NORM_PREPEND, HF_NORM_REPLACE, HF_NORM_NFC };
+/* Normalizer steps, applied in order (a Sequence flattened).  SPACES: the
+ * Regex " {2,}" (a run of two or more U+0020) -> b; PRECOMPILED: a
+ * SentencePiece precompiled charsmap (spm_norm.c's, longest match, none of
+ * spm's whitespace rules); STRIP: White_Space off the left and/or right. */
+enum { HF_NORM_PREPEND, HF_NORM_REPLACE, HF_NORM_NFC, HF_NORM_SPACES, HF_NORM_PRECOMPILED, HF_NORM_STRIP };
+struct hf_charsmap;
 typedef struct {
     int         kind;
-    const char *a, *b;       /* PREPEND: a; REPLACE: a -> b (pool strings) */
+    const char *a, *b;       /* PREPEND: a; REPLACE: a -> b; SPACES: -> b (pool strings) */
     size_t      na, nb;
+    int         left, right; /* STRIP */
+    struct hf_charsmap *cm;  /* PRECOMPILED (owned: hf_norm_free) */
 } hf_norm;
+
+/* hf_charsmap.c: a Precompiled normalizer's charsmap (base64 in the file,
+ * what SentencePiece stores as precompiled_charsmap), checked as spm_norm.c
+ * checks it (MT_ERR_FORMAT naming name); run appends the mapped s[0..n)
+ * to o: 0, or -1 without memory. */
+mt_status hf_charsmap_new(const char *b64, size_t n, const char *name, struct hf_charsmap **out, mt_err *err);
+void      hf_charsmap_free(struct hf_charsmap *cm);
+int       hf_charsmap_run(const struct hf_charsmap *cm, const char *s, size_t n, mt_sbuf *o);
 
 /* Decoder steps, applied in order to the list of token strings. */
 enum { HF_DEC_REPLACE, HF_DEC_BYTE_FALLBACK, HF_DEC_FUSE, HF_DEC_STRIP, HF_DEC_BYTE_LEVEL, HF_DEC_METASPACE };

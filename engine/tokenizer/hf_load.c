@@ -514,6 +514,48 @@ static mt_status add_norm(ctx *c, hf_norm n)
     return MT_OK;
 }
 
+/* Replace's {"Regex": " {2,}"} (SpmConverter's run of spaces): *kind
+ * HF_NORM_SPACES; another regex is refused; a String leaves *kind. */
+static mt_status spaces_pattern(ctx *c, json_t *obj, int *kind)
+{
+    json_t *rx = json_object_get(json_object_get(obj, "pattern"), "Regex");
+    if (!rx)
+        return MT_OK;
+    if (!json_is_string(rx) || strcmp(json_string_value(rx), " {2,}") || json_object_size(json_object_get(obj, "pattern")) != 1)
+        return mt_err_set(c->err, MT_ERR_UNSUPPORTED, "%s: normalizer Replace: a Regex pattern is not supported "
+                          "(only String, and the Regex \" {2,}\")", c->name);
+    *kind = HF_NORM_SPACES;
+    return MT_OK;
+}
+
+/* SpmConverter's normalizers: Precompiled (the spm charsmap) and Strip. */
+static mt_status spm_normalizer(ctx *c, json_t *obj, const char *type)
+{
+    hf_norm n = { 0 };
+    mt_status st;
+    if (!strcmp(type, "Strip")) {
+        static const char *const keys[] = { "type", "strip_left", "strip_right", NULL };
+        n.kind = HF_NORM_STRIP;
+        if ((st = only_keys(c, obj, "normalizer Strip", keys)) ||
+            (st = get_bool(c, obj, "strip_left", "normalizer Strip", 1, &n.left)) ||
+            (st = get_bool(c, obj, "strip_right", "normalizer Strip", 1, &n.right)))
+            return st;
+        return add_norm(c, n);
+    }
+    static const char *const keys[] = { "type", "precompiled_charsmap", NULL };
+    json_t *cm = json_object_get(obj, "precompiled_charsmap");
+    n.kind = HF_NORM_PRECOMPILED;
+    if ((st = only_keys(c, obj, "normalizer Precompiled", keys)))
+        return st;
+    if (!json_is_string(cm))
+        return fmt(c, "normalizer Precompiled", "\"precompiled_charsmap\" must be a string");
+    if ((st = hf_charsmap_new(json_string_value(cm), json_string_length(cm), c->name, &n.cm, c->err)))
+        return st;
+    if ((st = add_norm(c, n)))
+        hf_charsmap_free(n.cm);
+    return st;
+}
+
 static mt_status load_normalizer(ctx *c, json_t *obj, int depth)
 {
     const char *type;
@@ -552,12 +594,16 @@ static mt_status load_normalizer(ctx *c, json_t *obj, int depth)
     if (!strcmp(type, "Replace")) {
         static const char *const keys[] = { "type", "pattern", "content", NULL };
         n.kind = HF_NORM_REPLACE;
-        if ((st = only_keys(c, obj, "normalizer Replace", keys)) ||
-            (st = string_pattern(c, obj, "normalizer Replace", &n.a, &n.na)) ||
+        if ((st = only_keys(c, obj, "normalizer Replace", keys)))
+            return st;
+        if ((st = spaces_pattern(c, obj, &n.kind)) ||
+            (n.kind == HF_NORM_REPLACE && (st = string_pattern(c, obj, "normalizer Replace", &n.a, &n.na))) ||
             (st = get_str(c, obj, "content", "normalizer Replace", &n.b, &n.nb)))
             return st;
         return add_norm(c, n);
     }
+    if (!strcmp(type, "Precompiled") || !strcmp(type, "Strip"))
+        return spm_normalizer(c, obj, type);
     if (!strcmp(type, "NFC")) {
         static const char *const keys[] = { "type", NULL };
         n.kind = HF_NORM_NFC;
@@ -565,7 +611,7 @@ static mt_status load_normalizer(ctx *c, json_t *obj, int depth)
             return st;
         return add_norm(c, n);
     }
-    return unsupported(c, "normalizer", type, "Sequence, Prepend, Replace, NFC");
+    return unsupported(c, "normalizer", type, "Sequence, Prepend, Replace, NFC, Precompiled, Strip");
 }
 
 /* ---- pre-tokenizer ---------------------------------------------------------------- */
@@ -1130,6 +1176,8 @@ void mt_hf_tokenizer_free(mt_hf_tokenizer *tok)
     free(tok->added_map.e);
     mt_ptrie_free(&tok->trie_raw);
     mt_ptrie_free(&tok->trie_norm);
+    for (int i = 0; i < tok->n_norm; i++)
+        hf_charsmap_free(tok->norm[i].cm);
     free(tok->norm);
     free(tok->pre_ids);
     free(tok->post_ids);

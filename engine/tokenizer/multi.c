@@ -15,7 +15,16 @@
  *           the pieces through the spm decoder (sp_model.decode(tokens)).
  * The language lists are data files (nllb_langs.txt, m2m100_langs.txt)
  * embedded with .incbin, as server/service/languages.c embeds its table.
+ *
+ * An NLLB directory without sentencepiece.bpe.model but with tokenizer.json
+ * (NllbTokenizerFast's save, written by transformers' NllbConverter) takes
+ * its pieces from the tokenizer.json BPE (hf_load.c, hf_bpe.c: normalizer
+ * Precompiled + Replace, Metaspace, merges by rank; its vocabulary already in
+ * fairseq's ids), the language codes and <mask> its added tokens at the ids
+ * above.  Everything else (checks, the source layout, decode) is shared.
+ * M2M100Tokenizer has no fast class: its directories need the spm file.
  */
+#include "hf_internal.h"
 #include "spm.h"
 #include "spm_proto.h"
 #include "tokenizer.h"
@@ -51,7 +60,8 @@ extern const char mt_nllb_langs_txt[], mt_m2m100_langs_txt[];
 
 struct mt_multi_tokenizer {
     mt_multi_kind kind;
-    mt_spm       *sp;
+    mt_spm       *sp;                      /* the spm file, or NULL:          */
+    mt_hf_tokenizer *hf;                   /* NLLB's tokenizer.json instead   */
     mt_vocab      vocab;                   /* M2M-100: vocab.json            */
     int           n_langs;
     char          code[MAX_LANGS][16];     /* "eng_Latn", "en"               */
@@ -155,11 +165,9 @@ mt_status mt_multi_detect(const char *dir, mt_multi_kind *kind, mt_err *err)
     if (!dir || !kind)
         return mt_err_set(err, MT_ERR_INPUT, "mt_multi_detect: bad arguments");
     *kind = MT_MULTI_NONE;
-    if (!file_exists(dir, "sentencepiece.bpe.model"))
-        return file_exists(dir, "tokenizer.json")
-                   ? mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: only tokenizer.json, no sentencepiece.bpe.model: "
-                                "an NLLB/M2M-100 tokenizer is read from the SentencePiece model", dir)
-                   : mt_err_set(err, MT_ERR_IO, "%s/sentencepiece.bpe.model: no such file", dir);
+    int fast = !file_exists(dir, "sentencepiece.bpe.model");
+    if (fast && !file_exists(dir, "tokenizer.json"))
+        return mt_err_set(err, MT_ERR_IO, "%s/sentencepiece.bpe.model: no such file (nor tokenizer.json)", dir);
     json_t *cfg;
     mt_status st = load_json(dir, "tokenizer_config.json", &cfg, err);
     if (st)
@@ -175,7 +183,10 @@ mt_status mt_multi_detect(const char *dir, mt_multi_kind *kind, mt_err *err)
     else
         st = mt_err_set(err, MT_ERR_UNSUPPORTED, "%s/tokenizer_config.json: tokenizer_class \"%.64s\" is not "
                         "NllbTokenizer, NllbTokenizerFast or M2M100Tokenizer", dir, cls);
-    if (!st && *kind == MT_MULTI_M2M100 && !has_vocab)
+    if (!st && *kind == MT_MULTI_M2M100 && fast)
+        st = mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: only tokenizer.json, no sentencepiece.bpe.model: M2M100Tokenizer "
+                        "(no fast class in transformers) reads the SentencePiece model", dir);
+    else if (!st && *kind == MT_MULTI_M2M100 && !has_vocab)
         st = mt_err_set(err, MT_ERR_IO, "%s/vocab.json: no such file (M2M100Tokenizer needs it)", dir);
     json_decref(cfg);
     return st;
@@ -204,6 +215,28 @@ static mt_status check_lang_list(const mt_multi_tokenizer *t, const json_t *list
     return MT_OK;
 }
 
+/* tokenizer.json: the id of a piece of the BPE vocabulary (not <s> <pad>
+ * </s> <unk>, a language or <mask>), or -1. */
+static int32_t hf_piece_id(const mt_multi_tokenizer *t, const char *s, size_t n)
+{
+    int32_t id = mt_smap_get(&t->hf->vocab, s, n);
+    return id >= 4 && id < t->lang_base ? id : -1;
+}
+
+/* NLLB: the piece string of id (a piece of the spm model or the BPE
+ * vocabulary, ids 4 .. lang_base - 1), else NULL. */
+static const char *nllb_piece(const mt_multi_tokenizer *t, int32_t id, size_t *n)
+{
+    if (id < 4 || id >= t->lang_base)
+        return NULL;
+    if (!t->hf)
+        return mt_spm_piece(t->sp, id - 1, n);
+    const char *p = mt_hf_tokenizer_token(t->hf, id);
+    if (p && n)
+        *n = strlen(p);
+    return p;
+}
+
 /* The id a token string has here, or -1. */
 static int32_t token_id(const mt_multi_tokenizer *t, const char *s)
 {
@@ -217,6 +250,8 @@ static int32_t token_id(const mt_multi_tokenizer *t, const char *s)
                 return i;
         if (!strcmp(s, "<mask>"))
             return t->mask;
+        if (t->hf)
+            return hf_piece_id(t, s, strlen(s));
         int32_t sid = mt_spm_piece_to_id(t->sp, s, strlen(s));
         return sid > 0 ? sid + 1 : -1;
     }
@@ -271,6 +306,42 @@ static mt_status init_nllb(mt_multi_tokenizer *t, const char *path, mt_err *err)
     return MT_OK;
 }
 
+/* NLLB from tokenizer.json: NllbConverter's layout (<s> <pad> </s> <unk> =
+ * 0..3 and the BPE's unknown, then the pieces, then the language codes and
+ * <mask> as added tokens, nothing after), and only what the piece decode
+ * below assumes: Metaspace pieces, no byte fallback. */
+static mt_status init_nllb_hf(mt_multi_tokenizer *t, const char *path, mt_err *err)
+{
+    static const char *const fixed[4] = { "<s>", "<pad>", "</s>", "<unk>" };
+    const mt_hf_tokenizer *hf = t->hf;
+    for (int i = 0; i < 4; i++)
+        if (mt_hf_tokenizer_token_id(hf, fixed[i]) != i)
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: \"%s\" has id %d, NLLB's layout needs %d", path, fixed[i],
+                              (int)mt_hf_tokenizer_token_id(hf, fixed[i]), i);
+    if (hf->unk != 3)
+        return mt_err_set(err, MT_ERR_FORMAT, "%s: model.unk_token is not \"<unk>\" (id 3)", path);
+    if (!hf->metaspace || hf->byte_level || hf->split_digits || hf->byte_fallback)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: not NLLB's tokenizer.json: a Metaspace pre-tokenizer and no "
+                          "byte fallback are supported", path);
+    t->bos = 0, t->pad = 1, t->eos = 2, t->unk = 3;
+    t->lang_base = mt_hf_tokenizer_token_id(hf, t->token[0]);
+    for (int i = 0; i < t->n_langs; i++)
+        if (t->lang_base < 4 || mt_hf_tokenizer_token_id(hf, t->token[i]) != t->lang_base + i)
+            return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: language code \"%s\" has id %d, NLLB's layout needs %d "
+                              "(the %d codes in order after the pieces)", path, t->token[i],
+                              (int)mt_hf_tokenizer_token_id(hf, t->token[i]), (int)t->lang_base + i, t->n_langs);
+    t->mask = t->lang_base + t->n_langs;
+    t->n_ids = t->mask + 1;
+    if (mt_hf_tokenizer_token_id(hf, "<mask>") != t->mask || mt_hf_tokenizer_vocab_size(hf) != t->n_ids)
+        return mt_err_set(err, MT_ERR_UNSUPPORTED, "%s: \"<mask>\" must be the last id, %d (it is %d of %d ids)",
+                          path, (int)t->mask, (int)mt_hf_tokenizer_token_id(hf, "<mask>"),
+                          mt_hf_tokenizer_vocab_size(hf));
+    for (int32_t id = 4; id < t->lang_base; id++)
+        if (!mt_hf_tokenizer_token(hf, id) || mt_hf_tokenizer_is_special(hf, id))
+            return mt_err_set(err, MT_ERR_FORMAT, "%s: id %d is no piece of the BPE vocabulary", path, (int)id);
+    return MT_OK;
+}
+
 /* M2M-100: vocab.json with the four special tokens, ids dense below len(vocab.json). */
 static mt_status init_m2m(mt_multi_tokenizer *t, const char *dir, const json_t *cfg, mt_err *err)
 {
@@ -316,13 +387,16 @@ static mt_status multi_init(mt_multi_tokenizer *t, const char *dir, const json_t
                             mt_err *err)
 {
     char path[4096];
-    int n = snprintf(path, sizeof path, "%s/sentencepiece.bpe.model", dir);
+    int fast = !file_exists(dir, "sentencepiece.bpe.model");      /* mt_multi_detect: NLLB, tokenizer.json */
+    int n = snprintf(path, sizeof path, "%s/%s", dir, fast ? "tokenizer.json" : "sentencepiece.bpe.model");
     if (n < 0 || (size_t)n >= sizeof path)
         return mt_err_set(err, MT_ERR_INPUT, "%s: path too long", dir);
     if (read_langs(t, t->kind == MT_MULTI_NLLB ? mt_nllb_langs_txt : mt_m2m100_langs_txt))
         return mt_err_set(err, MT_ERR_NOMEM, "%s: out of memory (language list)", dir);
-    mt_status st = mt_spm_load(path, &t->sp, err);
-    if (!st)
+    mt_status st;
+    if (fast)
+        st = (st = mt_hf_tokenizer_load_files(path, NULL, &t->hf, err)) ? st : init_nllb_hf(t, path, err);
+    else if (!(st = mt_spm_load(path, &t->sp, err)))
         st = t->kind == MT_MULTI_NLLB ? init_nllb(t, path, err) : init_m2m(t, dir, cfg, err);
     if (!st)
         st = check_lang_list(t, json_object_get(cfg, "additional_special_tokens"), "tokenizer_config.json", err);
@@ -370,6 +444,7 @@ void mt_multi_free(mt_multi_tokenizer *t)
     if (!t)
         return;
     mt_spm_free(t->sp);
+    mt_hf_tokenizer_free(t->hf);
     mt_vocab_free(&t->vocab);
     free(t->lang_map.e);
     free(t);
@@ -405,7 +480,7 @@ static mt_status encode(const mt_multi_tokenizer *t, int32_t lang, const char *t
         return mt_err_set(err, MT_ERR_INPUT, "input is not valid UTF-8 (byte 0x%02x at offset %zu)",
                           (uint8_t)text[bad], bad);
     mt_pieces pc = { 0 };
-    mt_status st = mt_spm_encode(t->sp, text, len, &pc, err);
+    mt_status st = t->hf ? MT_OK : mt_spm_encode(t->sp, text, len, &pc, err);
     if (st) {
         mt_pieces_free(&pc);
         return st;
@@ -414,6 +489,13 @@ static mt_status encode(const mt_multi_tokenizer *t, int32_t lang, const char *t
 #define EMIT(x) do { if (count < max_ids) ids[count] = (x); count++; } while (0)
     if (lang >= 0 && !t->legacy)
         EMIT(lang);
+    if (t->hf) {            /* the whole text kept from added-token matching: typed "</s>" is text */
+        int n = 0, room = count < max_ids ? max_ids - count : 0;
+        st = hf_encode_span(t->hf, text, len, 0, len, 0, room ? ids + count : NULL, room, &n, err);
+        if (st && st != MT_ERR_TOO_LONG)
+            return st;
+        count += n;
+    }
     for (int i = 0; i < pc.n; i++)
         EMIT(piece_id(t, pc.text + pc.off[i], pc.len[i]));
     EMIT(t->eos);
@@ -462,12 +544,11 @@ int mt_multi_is_special(const mt_multi_tokenizer *t, int32_t id)
  * published checkpoints pad the embedding with) are skipped. */
 static int decode_nllb(const mt_multi_tokenizer *t, const int32_t *ids, int n, mt_sbuf *o)
 {
-    int32_t sp_n = mt_spm_size(t->sp);
     for (int i = 0; i < n; i++) {
-        if (mt_multi_is_special(t, ids[i]) || ids[i] - 1 >= sp_n)
+        size_t pn = 0;
+        const char *p = mt_multi_is_special(t, ids[i]) ? NULL : nllb_piece(t, ids[i], &pn);
+        if (!p)
             continue;
-        size_t pn;
-        const char *p = mt_spm_piece(t->sp, ids[i] - 1, &pn);
         for (size_t k = 0; k < pn;) {
             int sp = pn - k >= 3 && !memcmp(p + k, "\xe2\x96\x81", 3);   /* U+2581 */
             if (mt_sb_add(o, sp ? " " : p + k, 1))
@@ -574,7 +655,7 @@ const char *mt_multi_piece(const mt_multi_tokenizer *t, int32_t id)
         return NLLB_SPECIAL[id];
     if (id == t->mask)
         return "<mask>";
-    return mt_spm_piece(t->sp, id - 1, NULL);               /* NULL past the model (padding rows) */
+    return nllb_piece(t, id, NULL);                          /* NULL past the model (padding rows) */
 }
 
 int32_t mt_multi_piece_id(const mt_multi_tokenizer *t, const char *piece)
@@ -592,6 +673,8 @@ int32_t mt_multi_piece_id(const mt_multi_tokenizer *t, const char *piece)
             return k;
     if (!strcmp(piece, "<mask>"))
         return t->mask;
+    if (t->hf)
+        return hf_piece_id(t, piece, n);
     int32_t sid = mt_spm_piece_to_id(t->sp, piece, n);
     return sid >= 3 ? sid + 1 : -1;                           /* spm's <unk> <s> </s>: fairseq's own ids above */
 }
@@ -599,7 +682,7 @@ int32_t mt_multi_piece_id(const mt_multi_tokenizer *t, const char *piece)
 int mt_multi_is_byte_piece(const mt_multi_tokenizer *t, int32_t id)
 {
     const char *p = mt_multi_piece(t, id);
-    if (!p || mt_multi_is_special(t, id))
+    if (!p || mt_multi_is_special(t, id) || t->hf)          /* tokenizer.json: no byte fallback */
         return 0;
     return mt_spm_is_byte(t->sp, mt_spm_piece_to_id(t->sp, p, strlen(p)));
 }

@@ -416,8 +416,14 @@ int       mt_stop_match_feed(mt_stop_match *m, const int32_t *ids, int n);
  * Kind (mt_multi_detect, from the files present): tokenizer_config.json's
  * tokenizer_class NllbTokenizer / NllbTokenizerFast -> nllb, M2M100Tokenizer
  * -> m2m100, another class refused; no class: vocab.json present -> m2m100,
- * else nllb.  No sentencepiece.bpe.model: MT_ERR_IO (MT_ERR_UNSUPPORTED when
- * only a tokenizer.json is there: not read for these models yet).
+ * else nllb.  No sentencepiece.bpe.model: an nllb directory with a
+ * tokenizer.json (NllbTokenizerFast's save, transformers' NllbConverter)
+ * takes its pieces from that file's BPE instead (mt_hf_tokenizer: normalizer
+ * Precompiled / Replace / Strip, Metaspace, merges by rank; its vocabulary
+ * must hold <s> <pad> </s> <unk> at 0..3, "<unk>" the BPE's unknown, the
+ * pieces after them, the 202 codes in order and <mask> last, Metaspace and no
+ * byte fallback: else refused naming the file); m2m100 (no fast class in
+ * transformers) MT_ERR_UNSUPPORTED; neither file: MT_ERR_IO.
  *
  * Ids:
  *   nllb    fairseq's dictionary: <s>=0 <pad>=1 </s>=2 <unk>=3, spm piece k
@@ -437,6 +443,8 @@ int       mt_stop_match_feed(mt_stop_match *m, const int32_t *ids, int n);
  * legacy_behaviour a boolean.
  * Encode (src_lang: a code, "eng_Latn" / "en", or its token "__en__"):
  *   [lang] + pieces + [</s>] (NLLB with legacy_behaviour: pieces + [</s>, lang]).
+ *   From a tokenizer.json: the pieces as that file's BPE gives them (its
+ *   added tokens typed in the text stay text, as above), then the same layout.
  *   Special-token strings typed in the text are ordinary text (as for Marian:
  *   "</s>" in a text is never the eos id).
  * The decoder starts from </s>; the target language's id (mt_multi_lang_id)

@@ -530,6 +530,7 @@ static int run(mt_model *m, const options *o)
     }
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                         .max_src_len = sp.max_src_len, .has_lang = o->src_id >= 0, .lang_id = o->src_id,
+                        .lang_after = mt_multi_legacy(mt_tokenizer_multi(mt_model_tokenizer(m))),
                         /* the pipeline sets each sentence's from the model's (it was NULL here:
                          * --shortlist had no effect) */
                         .shortlist = o->dp.shortlist, .lang_vocab = o->dp.lang_vocab };
@@ -594,11 +595,6 @@ static int languages(const mt_model *m, options *o)
     if (!o->source || !o->target) {
         fprintf(stderr, "mtserve translate: %s is a multilingual %s model: give --source and --target (%s, ...)\n",
                 o->model, mt_multi_kind_name(mt_multi_kind_of(mt)), mt_multi_lang(mt, 0));
-        return 1;
-    }
-    if (mt_multi_legacy(mt)) {          /* the language token after </s>: the pipeline puts it first */
-        fprintf(stderr, "mtserve translate: %s: tokenizer_config.json's legacy_behaviour true is not supported\n",
-                o->model);
         return 1;
     }
     o->src_id = multi_lang(mt, o->source);

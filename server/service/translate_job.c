@@ -52,6 +52,7 @@ srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw
     if (m->multi) {                     /* NLLB / M2M-100: the source's token first, the target's generated first */
         tm.has_lang = path->src_id[i] >= 0;
         tm.lang_id = path->src_id[i];
+        tm.lang_after = mt_multi_legacy(mt_tokenizer_multi(m->tok));
         tm.has_bos = 1;
         tm.bos_id = path->lang_id[i];
     }

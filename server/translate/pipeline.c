@@ -223,12 +223,17 @@ static int join_ids(int32_t eos, const sentence_list *l, int first, int count, s
     return 0;
 }
 
+/* Ids of a sentence around its pieces: before them (the language token,
+ * unless it goes last) and after them (</s>, then the legacy language token). */
+static int ids_before(const srv_tr *t) { return t->m.has_lang && !t->m.lang_after; }
+static int ids_after(const srv_tr *t) { return 1 + (t->m.has_lang && t->m.lang_after); }
+
 /* Hypothesis h's target ids without </s> into tgt, and each one's source piece
  * (an index into the sentence's pieces: ids past the language token, </s>
  * dropped; -1 none) into al: their count. */
 static int hyp_tokens(const srv_tr *t, const sentence *s, const mt_hyp *h, int32_t *tgt, int32_t *al)
 {
-    int pre = t->m.has_lang, n_src = s->n_ids - pre - 1, k = 0;
+    int pre = ids_before(t), n_src = s->n_ids - pre - ids_after(t), k = 0;
     for (int j = 0; j < h->n_ids; j++) {
         if (h->ids[j] == t->m.eos_id)
             continue;
@@ -243,14 +248,14 @@ static int hyp_tokens(const srv_tr *t, const sentence *s, const mt_hyp *h, int32
  * of sentence s, offsets from 0, into *out.  0, or -1 out of memory. */
 static int model_links(const srv_tr *t, const sentence *s, const mt_hyp *h, const char *ht, srv_links *out)
 {
-    int pre = t->m.has_lang;
+    int pre = ids_before(t);
     int32_t *tgt = malloc(sizeof *tgt * (size_t)(h->n_ids + 1)), *al = malloc(sizeof *al * (size_t)(h->n_ids + 1));
     int rc = -1;
     if (tgt && al) {
         size_t len;
         const char *src = model_text(t, s, &len);
         int k = hyp_tokens(t, s, h, tgt, al);
-        rc = srv_word_links(t->m.tok, src, len, s->ids + pre, s->n_ids - pre - 1, ht, strlen(ht), tgt, k, al, 0, 0,
+        rc = srv_word_links(t->m.tok, src, len, s->ids + pre, s->n_ids - pre - ids_after(t), ht, strlen(ht), tgt, k, al, 0, 0,
                             out);
     }
     free(tgt);
@@ -316,7 +321,7 @@ static int protected_links(const srv_tr *t, const sentence *s, long src_cp0, lon
 static int join_align(const srv_tr *t, int text, int first, int count, srv_tr_result *r)
 {
     const sentence_list *l = &t->l;
-    int pre = t->m.has_lang, ns = 0, nt = 0, n_al = 0;
+    int pre = ids_before(t), ns = 0, nt = 0, n_al = 0;
     for (int i = first; i < first + count; i++)
         ns += l->v[i].n_ids, nt += l->v[i].hyps[0].n_ids;
     r->src_ids = malloc(sizeof(int32_t) * (size_t)(ns + 1));
@@ -332,7 +337,7 @@ static int join_align(const srv_tr *t, int text, int first, int count, srv_tr_re
         const mt_hyp *h = &s->hyps[0];
         if (s->ph.verbatim)                 /* not decoded: no token, no link */
             continue;
-        int src0 = r->n_src_ids, n_src = s->n_ids - pre - 1;     /* its pieces: ids[pre .. n_ids-1) */
+        int src0 = r->n_src_ids, n_src = s->n_ids - pre - ids_after(t);  /* its pieces: ids[pre ..) */
         for (int j = 0; j < n_src; j++)
             r->src_ids[r->n_src_ids++] = s->ids[pre + j];
         int k = hyp_tokens(t, s, h, tgt, al);
@@ -416,21 +421,25 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
             return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
         /* a multilingual model's target-language token goes first, as the
          * Hugging Face tokenizer puts a leading ">>fra<<" */
-        int pre = t->m.has_lang;
+        int pre = ids_before(t), post = ids_after(t) - 1;
         if (pre)
             s->ids[0] = t->m.lang_id;
         size_t len;
         const char *text = model_text(t, s, &len);
         mt_status st;
         if (t->p.given_ids)
-            st = given(t, s->ids + pre, max - pre, &s->n_ids, err);
+            st = given(t, s->ids + pre, max - pre - post, &s->n_ids, err);
         else if (t->m.prompt)
             st = mt_prompt_encode_codes(t->m.prompt, t->m.src_name, t->m.src_code[0] ? t->m.src_code : NULL,
                                         t->m.tgt_name, t->m.tgt_code[0] ? t->m.tgt_code : NULL, text, len, s->ids,
                                         max, &s->n_ids, err);
         else
-            st = mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre, &s->n_ids, err);
+            st = mt_tokenizer_encode(t->m.tok, text, len, 0, s->ids + pre, max - pre - post, &s->n_ids, err);
         s->n_ids += pre;
+        if (st == MT_OK && post)            /* legacy_behaviour: [</s>, code] closes the source */
+            s->ids[s->n_ids++] = t->m.lang_id;
+        else
+            s->n_ids += post;
         if (st == MT_ERR_TOO_LONG)
             return mt_err_set(err, MT_ERR_TOO_LONG, "a sentence of text %d has %d tokens; the limit is %d per sentence",
                               s->text, s->n_ids, max);
@@ -502,7 +511,7 @@ static mt_status constrain(srv_tr *t, sentence *s, mt_err *err)
     s->n_cons = 0;
     if (n <= 0 || s->cached)
         return MT_OK;
-    int cap = t->p.dp.lengths.max_length, pre = t->m.has_lang, used = s->prefix ? (int)s->prefix[0] : 0;
+    int cap = t->p.dp.lengths.max_length, pre = ids_before(t), used = s->prefix ? (int)s->prefix[0] : 0;
     if (!(s->cons_ids = malloc(sizeof(int32_t) * (size_t)(cap + 1))))
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
@@ -514,9 +523,9 @@ static mt_status constrain(srv_tr *t, sentence *s, mt_err *err)
                               "fit in max_length %d", s->text, t->p.dp.lengths.max_length);
         if (st != MT_OK)
             return st;
-        if (srv_token_span(t->m.tok, text, len, s->ids + pre, s->n_ids - pre - 1, s->terms[i].start,
+        if (srv_token_span(t->m.tok, text, len, s->ids + pre, s->n_ids - pre - ids_after(t), s->terms[i].start,
                            s->terms[i].end, &a, &b) != 0)
-            a = s->n_ids - 1 - pre, b = a + 1;          /* no piece found: only the deadline places it */
+            a = s->n_ids - ids_after(t) - pre, b = a + 1;   /* no piece found: only the deadline places it */
         s->cons[i] = (mt_constraint){.src_start = a + pre, .src_end = b + pre, .ids = s->cons_ids + used,
                                      .n_ids = k - 1};
         used += k - 1;

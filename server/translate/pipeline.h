@@ -33,6 +33,8 @@ typedef struct {
     int     has_lang;           /* 1: lang_id, a multilingual model's language token */
     int32_t lang_id;            /* (Marian's target ">>fra<<", NLLB / M2M-100's source "fra_Latn"),
                                    goes before every sentence */
+    int     lang_after;         /* 1: lang_id goes after the sentence's </s> instead (NLLB's
+                                   legacy_behaviour: pieces + [</s>, code]) */
     int     has_bos;            /* 1: bos_id, NLLB / M2M-100's target-language token, is every */
     int32_t bos_id;             /* sentence's first generated id (mt_decode_params.forced_bos) */
     /* NULL, or the translation cache (cache.h) shared by every request, and

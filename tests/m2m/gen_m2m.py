@@ -22,6 +22,12 @@ small (make check, ~40 MB, seconds):
                                  the m2m-dir tokenizer (vocab.json 2,851 entries,
                                  100 language tokens, 8 madeup words): 2,959
   OUT/<name>/expected.jsonl      the reference's outputs (below)
+  OUT/nllb-small/json/           f32's weights with NLLB's tokenizer.json alone (no
+                                 sentencepiece.bpe.model; tests/spm_bpe/gen_nllb_json.py,
+                                 the hub's layout), tokenizer_class NllbTokenizerFast
+  OUT/nllb-small/legacy/         f32 with legacy_behaviour true, and
+  OUT/nllb-small/expected-legacy.jsonl  greedy rows of the legacy source (pieces +
+                                 [</s>, code]; no near-tie), as expected.jsonl
   OUT/bad/<case>/                configs the loader must refuse, by name
 full NAME (make m2m-full-check, GBs): one published config, NAME =
   nllb-600m (facebook/nllb-200-distilled-600M), nllb-1.3b (facebook/nllb-200-1.3B),
@@ -74,6 +80,7 @@ import gen_llm                       # noqa: E402  round_weights, write_safetens
 import ref_fairseq                   # noqa: E402  the tokenizers in Python
 import corpus                        # noqa: E402  catalogue_lines
 import ptwrite                       # noqa: E402
+import gen_nllb_json                 # noqa: E402  NLLB's tokenizer.json from an spm model
 
 # ---- the published configs (config.json on the Hub) --------------------------------
 NLLB_600M = {
@@ -539,6 +546,40 @@ def write_expected(path, rows):
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
+def fast_and_legacy(base, ref, tok_dir, rows):
+    """nllb-small's json/ and legacy/ forms (the f32 weights) and the greedy rows
+    of the legacy source order for the first PER_LANG greedy texts of each
+    source language, without near-ties."""
+    f32 = os.path.join(base, "f32")
+    for form in ("json", "legacy"):
+        dd = os.path.join(base, form)
+        os.makedirs(dd, exist_ok=True)
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(os.path.join(f32, f), dd)
+    jd, ld = os.path.join(base, "json"), os.path.join(base, "legacy")
+    spm_file = os.path.join(tok_dir, "sentencepiece.bpe.model")
+    with open(os.path.join(jd, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(gen_nllb_json.tokenizer_json(spm_file, ref_fairseq.NLLB_CODES, "v4"), f, ensure_ascii=False)
+    with open(os.path.join(jd, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "NllbTokenizerFast", "src_lang": "eng_Latn", "legacy_behaviour": False,
+                   "additional_special_tokens": ref_fairseq.NLLB_CODES}, f, indent=1)
+    for fn in os.listdir(tok_dir):
+        shutil.copy(os.path.join(tok_dir, fn), ld)
+    with open(os.path.join(ld, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "NllbTokenizer", "legacy_behaviour": True}, f, indent=1)
+    leg = ref_fairseq.Nllb(spm_file, legacy=True)
+    greedy = [r for r in rows if r["kind"] == "greedy"]
+    srcs = [leg.encode(r["text"], r["src_lang"]) for r in greedy]
+    res = ref.greedy(srcs, [r["tgt_id"] for r in greedy], MAX_LENGTH)
+    out = []
+    for r, src, (ids, gap, score) in zip(greedy, srcs, res):
+        if gap >= MARGIN:
+            out.append(dict(r, src=[int(x) for x in src], ids=ids, score=score, dec=leg.decode([2] + ids)))
+            out[-1].pop("min_gap", None)
+    write_expected(os.path.join(base, "expected-legacy.jsonl"), out)
+    return {"legacy_rows": len(out), "legacy_differs": sum(a["ids"] != b["ids"] for a, b in zip(out, greedy))}
+
+
 def small(out, spm_dir, summary):
     toks = tokenizers(spm_dir)
     shapes = {
@@ -564,6 +605,8 @@ def small(out, spm_dir, summary):
         rows += beams(ref, rows, N_BEAM["small"], bool(cfg.get("early_stopping")))
         add_decodes(rows, tok, False)
         write_expected(os.path.join(base, "expected.jsonl"), rows)
+        if kind == "nllb":
+            summ.update(fast_and_legacy(base, ref, tok_dir, rows))
         served(ref, tok, kind, base, summ)
         summ.update(decodes=len(rows), distinct_outputs=len({tuple(r["ids"]) for r in rows if r["kind"] == "greedy"}),
                     eos_ended=sum(r["ids"][-1] == 2 and len(r["ids"]) < MAX_LENGTH - 1 for r in rows),

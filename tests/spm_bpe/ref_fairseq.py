@@ -8,7 +8,8 @@ of huggingface/transformers), for tests/test_spm_bpe.c through gen_ref.py.
 Only what a translation request uses: tokenize (sp_model.encode(text,
 out_type=str): special-token strings typed in a text are NOT split out, as
 mtserve does deliberately), _convert_token_to_id, the non-legacy source
-[lang] + ids + [eos], and decode(skip_special_tokens=True) without the
+[lang] + ids + [eos] (legacy_behaviour: ids + [eos, lang], the prefix [] and
+suffix [eos, cur_lang_code] of set_src_lang_special_tokens), and decode(skip_special_tokens=True) without the
 clean-up (clean_up_tokenization_spaces false)."""
 import sentencepiece as spm
 
@@ -39,8 +40,9 @@ ro ru sd si sk sl so sq sr ss su sv sw ta th tl tn tr uk ur uz vi wo xh yi yo zh
 class Nllb:
     fairseq_offset = 1
 
-    def __init__(self, model_file):
+    def __init__(self, model_file, legacy=False):
         self.sp = spm.SentencePieceProcessor(model_file=model_file)
+        self.legacy = legacy            # legacy_behaviour: prefix [], suffix [eos, lang]
         self.sp_model_size = len(self.sp)
         self.fairseq_tokens_to_ids = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
         self.lang_code_to_id = {c: self.sp_model_size + i + self.fairseq_offset for i, c in enumerate(NLLB_CODES)}
@@ -54,6 +56,8 @@ class Nllb:
 
     def encode(self, text, src_lang):
         ids = [self._convert_token_to_id(t) for t in self.sp.encode(text, out_type=str)]
+        if self.legacy:
+            return ids + [self.eos_token_id, self.lang_code_to_id[src_lang]]
         return [self.lang_code_to_id[src_lang]] + ids + [self.eos_token_id]
 
     def decode(self, ids):
