@@ -126,8 +126,10 @@ static int parse(srv_request *req, srv_response *resp, score_req *r)
     return 0;
 }
 
-/* srv_text_ids with lang (>= 0) put first, within max ids in all. */
-static mt_status lang_ids(const mt_tokenizer *tok, const char *text, int target, int32_t lang, int max,
+/* srv_text_ids with lang (>= 0) put first, or last when after (a source of
+ * NLLB's legacy_behaviour: pieces + [</s>, lang], as translation builds it),
+ * within max ids in all. */
+static mt_status lang_ids(const mt_tokenizer *tok, const char *text, int target, int32_t lang, int after, int max,
                           const char *what, int32_t **ids, int *n, mt_err *err)
 {
     int pre = lang >= 0;
@@ -137,6 +139,12 @@ static mt_status lang_ids(const mt_tokenizer *tok, const char *text, int target,
     int32_t *grown = realloc(*ids, sizeof **ids * (size_t)(*n + 1));
     if (!grown)
         return mt_err_set(err, MT_ERR_NOMEM, "out of memory");
+    if (after) {
+        grown[*n] = lang;
+        *ids = grown;
+        ++*n;
+        return MT_OK;
+    }
     memmove(grown + 1, grown, sizeof *grown * (size_t)*n);
     grown[0] = lang;
     *ids = grown;
@@ -148,14 +156,17 @@ static int tokenize(const srv_request *req, score_req *r, srv_response *resp)
 {
     const srv_model *m = r->m;
     long src_total = 0, tgt_total = 0, limit = req->srv->opts.max_tokens;
+    const mt_multi_tokenizer *mt = mt_tokenizer_multi(m->tok);
+    int after = mt && mt_multi_legacy(mt);
     for (int i = 0; i < r->n; i++) {
         score_pair *p = &r->p[i];
         char src_name[48], tgt_name[48];
         mt_err err = { 0 };
         snprintf(src_name, sizeof src_name, "field 'pairs[%d].source'", i);
         snprintf(tgt_name, sizeof tgt_name, "field 'pairs[%d].target'", i);
-        if (lang_ids(m->tok, p->source, 0, r->src_lang, m->sparams.max_src_len, src_name, &p->src, &p->n_src, &err) ||
-            lang_ids(m->tok, p->target, 1, r->tgt_lang, m->sparams.max_tgt_len, tgt_name, &p->tgt, &p->n_tgt, &err))
+        if (lang_ids(m->tok, p->source, 0, r->src_lang, after, m->sparams.max_src_len, src_name, &p->src, &p->n_src,
+                     &err) ||
+            lang_ids(m->tok, p->target, 1, r->tgt_lang, 0, m->sparams.max_tgt_len, tgt_name, &p->tgt, &p->n_tgt, &err))
             return srv_fail_mt(resp, &err);
         if (!(p->logp = malloc(sizeof *p->logp * (size_t)p->n_tgt)))
             return srv_fail(resp, SRV_E_INTERNAL, "out of memory");
