@@ -33,8 +33,8 @@
  */
 
 import { mkdirSync, readFileSync } from 'node:fs';
-import { OUT, api, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
-import { SRC, TGT, jsonBody, options, startFront, translateVia, watchPage } from './lt_page.mjs';
+import { OUT, api, check, equal, launchChromium, phase, run, startServer, waitHealthy } from './lib.mjs';
+import { SRC, TGT, closeAll, jsonBody, options, startFront, translateVia, watchPage } from './lt_page.mjs';
 
 /* Sentences of the shipped models' domain (Debian package descriptions). */
 const EN = 'This package provides the documentation.';
@@ -204,10 +204,7 @@ async function main() {
       await page.screenshot({ path: `${OUT}/libretranslate-4-too-large.png` });
     });
   } finally {
-    if (browser) await browser.close();
-    if (front) front.server.close();
-    const code = await stopServer(server);
-    check('the server exited cleanly on SIGTERM', code === 0, server.log().slice(-2000));
+    await closeAll({ browser, front, server });
   }
 }
 

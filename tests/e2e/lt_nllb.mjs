@@ -22,8 +22,8 @@
 
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { OUT, ROOT, api, check, equal, launchChromium, phase, run, startServer, stopServer, waitHealthy } from './lib.mjs';
-import { SRC, TGT, jsonBody, options, startFront, translateVia, watchPage } from './lt_page.mjs';
+import { OUT, ROOT, api, check, equal, launchChromium, phase, run, startServer, waitHealthy } from './lib.mjs';
+import { SRC, TGT, closeAll, jsonBody, options, startFront, translateVia, watchPage } from './lt_page.mjs';
 
 const MDIR = resolve(ROOT, process.env.MT_M2M_DIR || 'build/m2m', 'nllb-small');
 
@@ -101,10 +101,7 @@ async function main() {
       equal('no console error, no script error', errors, []);
     });
   } finally {
-    if (browser) await browser.close();
-    if (front) front.server.close();
-    const code = await stopServer(server);
-    check('the server exited cleanly on SIGTERM', code === 0, server.log().slice(-2000));
+    await closeAll({ browser, front, server });
   }
 }
 

@@ -5,7 +5,7 @@
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { extname, resolve, sep } from 'node:path';
-import { ROOT } from './lib.mjs';
+import { ROOT, check, stopServer } from './lib.mjs';
 
 export const FIXTURE = resolve(ROOT, 'tests/e2e/libretranslate');
 /* Files the page names that the fixture leaves out (README.md): answered 204. */
@@ -105,4 +105,13 @@ export function watchPage(page) {
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   return { bad, errors };
+}
+
+// The end of both page tests: the browser and the front closed, the server
+// stopped with SIGTERM and checked to exit cleanly.
+export async function closeAll({ browser, front, server }) {
+  if (browser) await browser.close();
+  if (front) front.server.close();
+  const code = await stopServer(server);
+  check('the server exited cleanly on SIGTERM', code === 0, server.log().slice(-2000));
 }
