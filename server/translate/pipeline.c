@@ -439,7 +439,7 @@ static mt_status tokenize(srv_tr *t, mt_err *err)
         if (st == MT_OK && post)            /* legacy_behaviour: [</s>, code] closes the source */
             s->ids[s->n_ids++] = t->m.lang_id;
         else
-            s->n_ids += post;
+            s->n_ids += post;               /* too long: the count it would have, for the message */
         if (st == MT_ERR_TOO_LONG)
             return mt_err_set(err, MT_ERR_TOO_LONG, "a sentence of text %d has %d tokens; the limit is %d per sentence",
                               s->text, s->n_ids, max);
