@@ -17,12 +17,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "kernels/parallel.h"
+#include "util/thread_prio.h"
 
 #define CALLERS       4
 #define JOBS          200000    /* per run, split over the callers */
@@ -194,6 +198,45 @@ static void test_stall_rule(void **state)
     assert_false(mt_par_stalled(1000 * ms, 0, 0));
 }
 
+/* --http-sched rr (thread_prio.h): a thread started from a real-time thread
+ * inherits SCHED_RR; mt_thread_nice puts it back in SCHED_OTHER at its nice
+ * value, mt_thread_rt(0) at the one it has.  Run in a thread of its own, so
+ * that this one's class and nice value stay as they were. */
+static void *prio_thread(void *arg)
+{
+    int *r = arg, policy;
+    struct sched_param sp;
+    if (mt_thread_rt(1) != 0) {                 /* no CAP_SYS_NICE: EPERM, nothing changed */
+        r[0] = errno == EPERM ? -1 : -2;
+        return NULL;
+    }
+    pthread_getschedparam(pthread_self(), &policy, &sp);
+    r[1] = policy == SCHED_RR && sp.sched_priority == 1;
+    r[2] = mt_thread_nice(3) == 0;
+    pthread_getschedparam(pthread_self(), &policy, &sp);
+    r[3] = policy == SCHED_OTHER && getpriority(PRIO_PROCESS, 0) == 3;
+    r[4] = mt_thread_rt(1) == 0 && mt_thread_rt(0) == 0;
+    pthread_getschedparam(pthread_self(), &policy, &sp);
+    r[5] = policy == SCHED_OTHER;
+    return NULL;
+}
+
+static void test_thread_classes(void **state)
+{
+    (void)state;
+    int r[6] = { 0 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, prio_thread, r), 0);
+    pthread_join(t, NULL);
+    if (r[0] == -1) {
+        print_message("  no CAP_SYS_NICE here: SCHED_RR refused with EPERM, as the server's warning says\n");
+        return;
+    }
+    assert_int_equal(r[0], 0);
+    for (int i = 1; i < 6; i++)
+        assert_int_equal(r[i], 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_oversubscribed),
         cmocka_unit_test(test_huge_job),
         cmocka_unit_test(test_stall_rule),
+        cmocka_unit_test(test_thread_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1477,6 +1479,135 @@ static void test_decode_nice(void **state)
     }
 }
 
+/* Each thread of pid by scheduling class (field 41 of /proc/PID/task/TID/stat)
+ * and nice value (field 19): c[0] in SCHED_RR, c[1] in SCHED_OTHER at nice 0,
+ * c[2] in SCHED_OTHER at decode_nice, c[3] at decode_nice in another class
+ * (a decoder left in SCHED_RR), c[4] anything else; *main_rr the main thread's. */
+static void thread_classes(pid_t pid, int decode_nice, int c[5], int *main_rr)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    memset(c, 0, 5 * sizeof *c);
+    *main_rr = -1;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400], buf[1024];
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        char *p = strrchr(buf, ')');           /* the name may hold spaces: fields after it */
+        int field = 2, nice = 0, policy = -1;
+        for (; p && *p && field < 41; p++) {
+            if (*p != ' ')
+                continue;
+            if (++field == 19 && sscanf(p + 1, "%d", &nice) != 1)
+                break;
+        }
+        if (!p || field != 41 || sscanf(p, "%d", &policy) != 1)
+            continue;                          /* the thread ended meanwhile */
+        if (atoi(e->d_name) == (int)pid)
+            *main_rr = policy == 2;
+        if (policy == 2 && nice == 0)
+            c[0]++;
+        else if (policy == 0 && nice == 0)
+            c[1]++;
+        else if (policy == 0 && nice == decode_nice)
+            c[2]++;
+        else if (nice == decode_nice)
+            c[3]++;
+        else
+            c[4]++;
+    }
+    closedir(d);
+}
+
+/* 1 if the server's log holds text. */
+static int log_has(const server *s, const char *text)
+{
+    FILE *f = fopen(s->log, "r");
+    if (!f)
+        return 0;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strstr(buf, text) != NULL;
+}
+
+#define RR_WARNING "warning: --http-sched rr"
+
+/* One server with args, a request decoded, its threads' classes into c;
+ * *warned: the log says SCHED_RR was refused.  0, or 1 on a failure. */
+static int classes_of(const char *const *args, int c[5], int *main_rr, int *warned)
+{
+    server s;
+    if (server_start(&s, args) != 0)
+        return 1;
+    reply r = post(&s, "/translate", "{\"text\": \"Open the file.\"}");
+    long status = r.status;
+    reply_free(&r);
+    thread_classes(s.pid, 5, c, main_rr);
+    *warned = log_has(&s, RR_WARNING);
+    return (server_stop(&s) != 0) | (status != 200);
+}
+
+/* --http-sched rr: libmicrohttpd's threads (and the front's, the sweeper's) in
+ * SCHED_RR, every decoding thread (scheduler, the engine's pool) in
+ * SCHED_OTHER at --decode-nice, the main thread in SCHED_OTHER; without the
+ * option all in SCHED_OTHER.  Without the privilege (CAP_SYS_NICE dropped
+ * from the bounding set, RLIMIT_RTPRIO 0, in a child process so the rest of
+ * this program keeps it): a warning, all in SCHED_OTHER, and a server that
+ * translates. */
+static void test_http_sched(void **state)
+{
+    (void)state;
+    static const char *const rr[] = { "--model", "models/en-fr", "--http-sched", "rr", "--http-threads", "2", NULL };
+    static const char *const other[] = { "--model", "models/en-fr", "--http-threads", "2", NULL };
+    int c[5], main_rr, warned;
+    assert_int_equal(classes_of(other, c, &main_rr, &warned), 0);
+    print_message("  default: %d RR, %d OTHER at 0, %d OTHER at 5, %d RR at 5, %d other\n", c[0], c[1], c[2],
+                  c[3], c[4]);
+    assert_int_equal(c[0], 0);
+    assert_true(c[2] >= 1);
+    assert_int_equal(c[3] + c[4], 0);
+    assert_false(warned);
+
+    assert_int_equal(classes_of(rr, c, &main_rr, &warned), 0);
+    print_message("  --http-sched rr: %d RR, %d OTHER at 0, %d OTHER at 5, %d RR at 5, %d other%s\n", c[0], c[1],
+                  c[2], c[3], c[4], warned ? " (no privilege here: warned)" : "");
+    assert_int_equal(main_rr, 0);
+    assert_true(c[2] >= 1);                     /* the scheduler; the pool's helpers */
+    assert_int_equal(c[3] + c[4], 0);           /* no decoder in SCHED_RR */
+    if (!warned)
+        assert_true(c[0] >= 2);                 /* libmicrohttpd's 2, the front, the sweeper */
+    else
+        assert_int_equal(c[0], 0);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit none = { 0, 0 };
+        if (prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) != 0 || setrlimit(RLIMIT_RTPRIO, &none) != 0)
+            _exit(3);                           /* cannot drop it here */
+        int rc = classes_of(rr, c, &main_rr, &warned);
+        _exit(rc ? 1 : !warned ? 4 : c[0] != 0 || c[3] + c[4] != 0 ? 5 : 0);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    if (WEXITSTATUS(ws) == 3)
+        print_message("  cannot drop CAP_SYS_NICE here: the unprivileged case not run\n");
+    else
+        assert_int_equal(WEXITSTATUS(ws), 0);  /* 1 server, 4 no warning, 5 a thread in SCHED_RR */
+}
+
 static void test_bad_startup(void **state)
 {
     (void)state;
@@ -1486,9 +1617,10 @@ static void test_bad_startup(void **state)
                             "models/does-not-exist", NULL };
     const char *argv3[] = { bin_path(), "serve", "--weights", "f8", NULL };
     const char *argv4[] = { bin_path(), "serve", "--decode-nice", "20", NULL };
-    const char *const *cases[] = { argv1, argv2, argv3, argv4 };
-    int expect[] = { 2, 1, 2, 2 };
-    for (int i = 0; i < 4; i++) {
+    const char *argv5[] = { bin_path(), "serve", "--http-sched", "fifo", NULL };
+    const char *const *cases[] = { argv1, argv2, argv3, argv4, argv5 };
+    int expect[] = { 2, 1, 2, 2, 2 };
+    for (int i = 0; i < 5; i++) {
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -1542,6 +1674,7 @@ int main(void)
         cmocka_unit_test(test_loading),
         cmocka_unit_test(test_bad_startup),
         cmocka_unit_test(test_decode_nice),
+        cmocka_unit_test(test_http_sched),
     };
     signal(SIGPIPE, SIG_IGN);
     if (getenv("TEST_FILTER"))          /* e.g. TEST_FILTER='test_sigterm*' */

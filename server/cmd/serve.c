@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "util/thread_prio.h"
 #include "http/http.h"
 #include "common/metrics.h"
 #include "api/routes.h"
@@ -361,7 +362,18 @@ static srv_http *listen_on(srv_server *srv, srv_proxies *proxies)
                     .max_body = srv_route_max_body, .ctx = srv },
     };
     char err[512];
+    /* --http-sched rr: the threads started here (libmicrohttpd's pool, the
+     * front that reads request heads, the deadline sweeper) inherit SCHED_RR
+     * from this thread, which goes back to SCHED_OTHER after; the decoding
+     * threads set SCHED_OTHER themselves (mt_thread_nice).  Not permitted,
+     * the server runs as without the option: a priority is never a result. */
+    int rt = srv->opts.http_rr && mt_thread_rt(1) == 0;
+    if (srv->opts.http_rr && !rt)
+        fprintf(stderr, "mtserve: warning: --http-sched rr: cannot set SCHED_RR (%s; it needs CAP_SYS_NICE or "
+                        "RLIMIT_RTPRIO >= 1): the HTTP threads run in SCHED_OTHER\n", strerror(errno));
     srv_http *http = srv_http_start(&cfg, err, sizeof err);
+    if (rt)
+        mt_thread_rt(0);
     if (!http) {
         fprintf(stderr, "mtserve: %s\n", err);
         return NULL;

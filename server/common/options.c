@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS, OPT_KV, OPT_GLOSSARY } opt_kind;
+typedef enum { OPT_INT, OPT_SIZE, OPT_STR, OPT_MODEL, OPT_BOOL, OPT_ONOFF, OPT_WEIGHTS, OPT_KV, OPT_SCHED, OPT_GLOSSARY } opt_kind;
 
 typedef struct {
     const char *flag;       /* "--port" */
@@ -43,6 +43,11 @@ static const opt_def opt_table[] = {
       "the nice value of the threads that decode (the scheduler or workers, the engine's pool): above the "
       "HTTP threads' own, so /detect, /health and replies keep their latency while every decode slot is "
       "busy (BENCHMARKS.md); 0 = the same priority; default 5" },
+    { "--http-sched", "MTSERVE_HTTP_SCHED", OPT_SCHED, F(http_rr), 0, 0, 0,
+      "other|rr: the HTTP threads' scheduling class; rr = real-time SCHED_RR priority 1 (needs CAP_SYS_NICE or "
+      "RLIMIT_RTPRIO >= 1; without it a warning and other), the decoding threads explicitly SCHED_OTHER at "
+      "--decode-nice: /detect and /health keep their latency while every decode slot is busy (README "
+      "\"Real-time HTTP threads\" says why it is opt-in and what it costs); default other" },
     { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
       "HTTP (I/O) threads; 0 = auto (cores, at least 2)" },
     { "--queue", "MTSERVE_QUEUE", OPT_INT, F(queue), 0, 0, 100000,
@@ -423,6 +428,13 @@ static int set_value(srv_options *o, const opt_def *def, const char *value, int 
             return 0;
         }
         snprintf(err, err_len, "%s: '%s' is not f32 or f16", name, value);
+        return -1;
+    case OPT_SCHED:
+        if (strcmp(value, "other") == 0 || strcmp(value, "rr") == 0) {
+            *(int *)field = value[0] == 'r';
+            return 0;
+        }
+        snprintf(err, err_len, "%s: '%s' is not other or rr", name, value);
         return -1;
     case OPT_ONOFF:
         if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)

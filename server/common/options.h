@@ -40,6 +40,7 @@ typedef struct {
     int    weights;         /* --weights: an mt_weights (MT_WEIGHTS_F32, _F16, _I8) */
     int    kv_f16;          /* --kv-cache f16: the sessions' K/V caches in half precision */
     int    decode_nice;     /* nice value of the decoding threads (scheduler/workers, engine pool) */
+    int    http_rr;         /* --http-sched rr: the HTTP threads in SCHED_RR priority 1 */
     int    http_threads;    /* libmicrohttpd I/O thread pool; 0 = auto (cores, >= 2) */
     int    queue;           /* requests that may wait for a worker; more get 503 */
     int    queue_timeout_ms;/* a waiting request gives up (503) after this */

@@ -28,8 +28,13 @@ struct srv_workers {
 static void *worker_main(void *arg)
 {
     srv_workers *w = arg;
-    if (w->nice > 0)        /* below the HTTP threads; failing, it runs at their priority */
+    /* below the HTTP threads, in SCHED_OTHER (started from a real-time HTTP
+     * thread it inherited SCHED_RR: --http-sched rr); failing, it runs at
+     * their priority */
+    if (w->nice > 0)
         mt_thread_nice(w->nice);
+    else
+        mt_thread_rt(0);
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (w->count == 0 && !w->stop)

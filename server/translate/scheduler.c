@@ -535,8 +535,13 @@ static int sched_start(void *data, mt_session *s, mt_err *err)
 static void *sched_main(void *arg)
 {
     srv_sched *sc = arg;
-    if (sc->p.nice > 0)    /* below the HTTP threads; failing, it decodes at their priority */
+    /* below the HTTP threads, in SCHED_OTHER (started from a real-time HTTP
+     * thread it inherited SCHED_RR: --http-sched rr); failing, it runs at
+     * their priority */
+    if (sc->p.nice > 0)
         mt_thread_nice(sc->p.nice);
+    else
+        mt_thread_rt(0);
     mt_decode_feed feed = { .start = sched_start, .finished = sched_finished, .data = sc };
     mt_decode_run(sc->s, &feed, NULL);  /* returns at stop, once everything held is over */
     return NULL;
