@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "hub/hub.h"
 #include "residency.h"
+#include "util/thread_prio.h"
 
 /* One add: its thread and what it shows while pending. */
 typedef struct {
@@ -125,6 +126,7 @@ static int publish(srv_admin *a, const char *id, const char *dir, mt_err *err)
 
 static void *add_main(void *arg)
 {
+    mt_thread_rt(0);    /* started from a real-time HTTP thread (--http-sched rr): back in SCHED_OTHER */
     add_job *j = arg;
     srv_admin *a = j->a;
     char dir[1024];

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "util/clock.h"
+#include "util/thread_prio.h"
 
 enum { BATCH_BYTES = 8192 };    /* a batch's source text stops growing past this */
 
@@ -353,6 +354,7 @@ static void publish(srv_files *f)
 
 static void *runner(void *arg)
 {
+    mt_thread_rt(0);    /* started from a real-time HTTP thread (--http-sched rr): back in SCHED_OTHER */
     srv_files *f = arg;
     pthread_mutex_lock(&f->mu);
     while (!f->stop) {

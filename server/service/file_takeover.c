@@ -14,6 +14,7 @@
 #include "file_prep.h"
 #include "server.h"
 #include "util/clock.h"
+#include "util/thread_prio.h"
 
 #define CLAIM_MAX 4             /* jobs one sweep claims: the others' sweeps share the rest */
 
@@ -357,6 +358,7 @@ static double jitter(void)
 
 static void *takeover_main(void *arg)
 {
+    mt_thread_rt(0);    /* started from a real-time HTTP thread (--http-sched rr): back in SCHED_OTHER */
     srv_takeover *t = arg;
     double lease_s = t->c.lease_ms * 1e-3, next_sweep = mt_now_s() + lease_s / 2 * jitter();
     pthread_mutex_lock(&t->mu);

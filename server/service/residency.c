@@ -9,6 +9,7 @@
 
 #include "common/metrics.h"
 #include "util/clock.h"
+#include "util/thread_prio.h"
 
 /* RS_GONE: removed (admin API) and unloaded: never loaded again */
 typedef enum { RS_UNLOADED, RS_LOADING, RS_LOADED, RS_UNLOADING, RS_GONE } rs_state;
@@ -449,6 +450,7 @@ static int retire(srv_residency *r)
 
 static void *loader_main(void *arg)
 {
+    mt_thread_rt(0);    /* started from a real-time HTTP thread (--http-sched rr): back in SCHED_OTHER */
     srv_residency *r = arg;
     pthread_mutex_lock(&r->lock);
     while (!r->stop) {

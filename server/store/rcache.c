@@ -1,5 +1,6 @@
 /* rcache: the translation cache's second level, in Redis for every replica (redis.h). */
 #include "redis.h"
+#include "util/thread_prio.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,6 +61,7 @@ struct srv_rcache {
  * answered without waiting for Redis to take it. */
 static void *writer_main(void *arg)
 {
+    mt_thread_rt(0);    /* started from a real-time HTTP thread (--http-sched rr): back in SCHED_OTHER */
     srv_rcache *c = arg;
     char budget[24], err[200];
     snprintf(budget, sizeof budget, "%zu", c->max_bytes);
