@@ -1482,14 +1482,15 @@ static void test_decode_nice(void **state)
 /* Each thread of pid by scheduling class (field 41 of /proc/PID/task/TID/stat)
  * and nice value (field 19): c[0] in SCHED_RR, c[1] in SCHED_OTHER at nice 0,
  * c[2] in SCHED_OTHER at decode_nice, c[3] at decode_nice in another class
- * (a decoder left in SCHED_RR), c[4] anything else; *main_rr the main thread's. */
-static void thread_classes(pid_t pid, int decode_nice, int c[5], int *main_rr)
+ * (a decoder left in SCHED_RR), c[4] anything else; c[5] libmicrohttpd's
+ * threads (named MHD-worker), c[6] those in SCHED_RR; *main_rr the main thread's. */
+static void thread_classes(pid_t pid, int decode_nice, int c[7], int *main_rr)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
     DIR *d = opendir(dir);
     assert_non_null(d);
-    memset(c, 0, 5 * sizeof *c);
+    memset(c, 0, 7 * sizeof *c);
     *main_rr = -1;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.')
@@ -1513,6 +1514,17 @@ static void thread_classes(pid_t pid, int decode_nice, int c[5], int *main_rr)
             continue;                          /* the thread ended meanwhile */
         if (atoi(e->d_name) == (int)pid)
             *main_rr = policy == 2;
+        char comm[32] = "";
+        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+        if ((f = fopen(path, "r"))) {
+            if (!fgets(comm, sizeof comm, f))
+                comm[0] = 0;
+            fclose(f);
+        }
+        if (strncmp(comm, "MHD-worker", 10) == 0) {
+            c[5]++;
+            c[6] += policy == 2;
+        }
         if (policy == 2 && nice == 0)
             c[0]++;
         else if (policy == 0 && nice == 0)
@@ -1544,7 +1556,7 @@ static int log_has(const server *s, const char *text)
 
 /* One server with args, a request decoded, its threads' classes into c;
  * *warned: the log says SCHED_RR was refused.  0, or 1 on a failure. */
-static int classes_of(const char *const *args, int c[5], int *main_rr, int *warned)
+static int classes_of(const char *const *args, int c[7], int *main_rr, int *warned)
 {
     server s;
     if (server_start(&s, args) != 0)
@@ -1569,24 +1581,27 @@ static void test_http_sched(void **state)
     (void)state;
     static const char *const rr[] = { "--model", "models/en-fr", "--http-sched", "rr", "--http-threads", "2", NULL };
     static const char *const other[] = { "--model", "models/en-fr", "--http-threads", "2", NULL };
-    int c[5], main_rr, warned;
+    int c[7], main_rr, warned;
     assert_int_equal(classes_of(other, c, &main_rr, &warned), 0);
     print_message("  default: %d RR, %d OTHER at 0, %d OTHER at 5, %d RR at 5, %d other\n", c[0], c[1], c[2],
                   c[3], c[4]);
     assert_int_equal(c[0], 0);
+    assert_int_equal(c[5], 2);
     assert_true(c[2] >= 1);
     assert_int_equal(c[3] + c[4], 0);
     assert_false(warned);
 
     assert_int_equal(classes_of(rr, c, &main_rr, &warned), 0);
-    print_message("  --http-sched rr: %d RR, %d OTHER at 0, %d OTHER at 5, %d RR at 5, %d other%s\n", c[0], c[1],
-                  c[2], c[3], c[4], warned ? " (no privilege here: warned)" : "");
+    print_message("  --http-sched rr: %d RR (MHD-worker %d of %d), %d OTHER at 0, %d OTHER at 5, %d RR at 5, "
+                  "%d other%s\n", c[0], c[6], c[5], c[1], c[2], c[3], c[4], warned ? " (no privilege: warned)" : "");
     assert_int_equal(main_rr, 0);
     assert_true(c[2] >= 1);                     /* the scheduler; the pool's helpers */
     assert_int_equal(c[3] + c[4], 0);           /* no decoder in SCHED_RR */
-    if (!warned)
-        assert_true(c[0] >= 2);                 /* libmicrohttpd's 2, the front, the sweeper */
-    else
+    assert_int_equal(c[5], 2);                  /* --http-threads 2 */
+    if (!warned) {
+        assert_int_equal(c[6], 2);              /* both of libmicrohttpd's in SCHED_RR */
+        assert_true(c[0] >= 3);                 /* and the front, the sweeper */
+    } else
         assert_int_equal(c[0], 0);
 
     fflush(NULL);

@@ -46,7 +46,7 @@ static const opt_def opt_table[] = {
     { "--http-sched", "MTSERVE_HTTP_SCHED", OPT_SCHED, F(http_rr), 0, 0, 0,
       "other|rr: the HTTP threads' scheduling class; rr = real-time SCHED_RR priority 1 (needs CAP_SYS_NICE or "
       "RLIMIT_RTPRIO >= 1; without it a warning and other), the decoding threads explicitly SCHED_OTHER at "
-      "--decode-nice: /detect and /health keep their latency while every decode slot is busy (README "
+      "--decode-nice: a waking HTTP thread preempts a decoder instead of waiting behind it (README "
       "\"Real-time HTTP threads\" says why it is opt-in and what it costs); default other" },
     { "--http-threads", "MTSERVE_HTTP_THREADS", OPT_INT, F(http_threads), 0, 0, 1024,
       "HTTP (I/O) threads; 0 = auto (cores, at least 2)" },
