@@ -2,6 +2,7 @@
  * row busy translating (issue 48: detection must not wait for translation).
  *
  *   detect_load --url http://127.0.0.1:PORT [--n 1000] [--every-ms 10] [--clients 24] [--warmup 3]
+ *               [--probe-rt 1]
  *
  * Run by bench/detect_load.sh, which starts the servers.  One probe thread sends
  * POST /detect (LibreTranslate's {"q"}) on one keep-alive connection, one short
@@ -17,9 +18,15 @@
  * Prints one Markdown row per phase: requests, answers right (the line's
  * language first), latency mean / p50 / p90 / p99 / max in ms, and for busy the
  * translations done meanwhile (and their mean latency: what a detection that
- * needed a decoder would wait), the mean rows per step and the mean queue depth. */
+ * needed a decoder would wait), the mean rows per step and the mean queue depth.
+ * --probe-rt 1: the probe thread alone in SCHED_RR priority 1 (CAP_SYS_NICE),
+ * the translating clients in SCHED_OTHER: this client shares the server's cores,
+ * and a remote client's probe would not wait behind the server's decoders for a
+ * core of its own; the translations' latency then shows what the server's
+ * --http-sched costs them, not what a real-time load client would take. */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +132,8 @@ static CURL *handle(buf *b, struct curl_slist *h)
 static void *translator(void *arg)
 {
     long id = (long)arg;
+    struct sched_param sp = {.sched_priority = 0};
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);   /* not the probe's class (--probe-rt) */
     int side = (int)(id % 2);
     static const char *const model[2] = {"en-fr", "fr-en"};
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -235,7 +244,7 @@ static void probe(const char *phase, int n, int every_ms)
 int main(int argc, char **argv)
 {
     const char *url = NULL, *label = "";
-    int n = 1000, every_ms = 10, clients = 24, warmup = 3;
+    int n = 1000, every_ms = 10, clients = 24, warmup = 3, probe_rt = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--url"))
@@ -248,6 +257,8 @@ int main(int argc, char **argv)
             clients = atoi(v);
         else if (!strcmp(a, "--warmup"))
             warmup = atoi(v);
+        else if (!strcmp(a, "--probe-rt"))
+            probe_rt = atoi(v);
         else if (!strcmp(a, "--label"))
             label = v;
         else {
@@ -258,7 +269,7 @@ int main(int argc, char **argv)
     if (!url || (strncmp(url, "http://127.0.0.1:", 17) && strncmp(url, "http://localhost:", 17)) || n < 2 ||
         clients < 2 || clients > 256) {
         fprintf(stderr, "usage: detect_load --url http://127.0.0.1:PORT [--n N] [--every-ms MS] [--clients C] "
-                        "[--warmup S] [--label TEXT]\n");
+                        "[--warmup S] [--probe-rt 0|1] [--label TEXT]\n");
         return 2;
     }
     snprintf(base, sizeof base, "%s", url);
@@ -267,6 +278,14 @@ int main(int argc, char **argv)
     if (n_short != 1000 || n_long[0] < 50 || n_long[1] < 50) {
         fprintf(stderr, "run from the repository root (%d short lines, %d + %d long)\n", n_short, n_long[0], n_long[1]);
         return 1;
+    }
+    if (probe_rt) {
+        struct sched_param sp = {.sched_priority = 1};
+        int rc = pthread_setschedparam(pthread_self(), SCHED_RR, &sp);
+        if (rc) {
+            fprintf(stderr, "detect_load: --probe-rt: SCHED_RR: %s (needs CAP_SYS_NICE)\n", strerror(rc));
+            return 1;
+        }
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char phase[300];

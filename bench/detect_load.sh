@@ -19,11 +19,11 @@
 # DETECT_PIN=1, a demonstration (not what the server does by itself): the HTTP threads
 # (MHD-worker) and the client on CPU 1, every other thread (the decoders) on CPU 0, so
 # that detection has a core that decoding does not use.
-# DETECT_RT_PROBE=1: the probe (its probe thread and its load clients) under `chrt -r 1`,
-# SCHED_RR priority 1 (needs CAP_SYS_NICE); with DETECT_SERVER_ARGS="--http-sched rr"
-# both halves of the real-time experiment (BENCHMARKS.md, issue 48).  This client shares
-# the server's 2 cores, so its own wake-ups wait behind decoders too; a remote client
-# would not share the server's cores, and only the server's half would matter.
+# DETECT_RT_PROBE=1: the probe thread alone in SCHED_RR priority 1 (--probe-rt 1; needs
+# CAP_SYS_NICE), its translating clients in SCHED_OTHER.  This client shares the server's
+# 2 cores, so its own wake-ups would wait behind decoders too; a remote client would not
+# share the server's cores: with it, only the server's side of the wait is measured
+# (DETECT_SERVER_ARGS="--http-sched rr" against the default, BENCHMARKS.md issue 48).
 set -e
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -68,7 +68,7 @@ for cfg in "${CFGS[@]}"; do
         label="$label, decoding on CPU 0, HTTP on CPU 1"
     fi
     if [ -n "$DETECT_RT_PROBE" ]; then
-        PROBE=(chrt -r 1 "${PROBE[@]}")
+        PROBE+=(--probe-rt 1)
         label="$label, probe in SCHED_RR"
     fi
     "${PROBE[@]}" --url "http://127.0.0.1:$port" --clients "$CLIENTS" --label "$label" $DETECT_LOAD_ARGS
