@@ -651,9 +651,9 @@ static void test_no_alloc_with_features(void **state)
     print_message("[  SKIP    ] allocation counter disabled under a sanitizer\n");
     skip();
 #else
-    row_in in[3];
-    int ids[3];
-    for (int k = 0; k < 3; k++)
+    row_in in[4];
+    int ids[4];
+    for (int k = 0; k < 4; k++)
         row_params(c->rows[k], &in[k], 0);
     in[0].dp = sampling_params(5, 1.1f, 40, 0.9f, 40);
     in[0].dp.penalties.repetition = 1.3f, in[0].dp.penalties.no_repeat_ngram_size = 2, in[0].dp.alignment.enabled = 1;
@@ -667,26 +667,41 @@ static void test_no_alloc_with_features(void **state)
         in[k].dp.constraints = cons;
         in[k].dp.n_constraints = in[k].n_src > 2 ? 2 : 1;
     }
-    for (int k = 0; k < 3; k++)
+    /* and a row whose copy guard fires (its copy ids: its unguarded output),
+     * decoded again from the start within the counted steps */
+    mt_hyp plain[MT_MAX_BEAM];
+    const int32_t *src3 = in[3].src;
+    in[3].dp.n_prefix = 0;
+    assert_int_equal(mt_generate(c->s, &src3, &in[3].n_src, 1, &in[3].dp, plain, NULL), MT_OK);
+    in[3].dp.copy.ids = plain[0].ids;
+    in[3].dp.copy.n_ids = plain[0].n_ids - 1;
+    in[3].dp.penalties.copy_guard = 1;
+    for (int k = 0; k < 4; k++)
         assert_int_equal(mt_seq_start(c->s, in[k].src, in[k].n_src, &in[k].dp, &ids[k], NULL), MT_OK);
     mt_encode_started(c->s);
     long steps = 0;
     n_allocs = 0;
     counting = 1;
-    while (!mt_seq_finished(c->s, ids[0]) || !mt_seq_finished(c->s, ids[1]) || !mt_seq_finished(c->s, ids[2])) {
+    while (!mt_seq_finished(c->s, ids[0]) || !mt_seq_finished(c->s, ids[1]) || !mt_seq_finished(c->s, ids[2]) ||
+           !mt_seq_finished(c->s, ids[3])) {
         mt_step(c->s);
         steps++;
     }
     counting = 0;
-    print_message("  [%s] %ld steps with sampling, rules, prefixes, alignments and constraints: %ld allocations\n",
+    print_message("  [%s] %ld steps with sampling, rules, prefixes, alignments, constraints and a copy guard's "
+                  "second decode: %ld allocations\n",
                   c->name, steps,
                   (long)n_allocs);
     assert_int_equal(n_allocs, 0);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         mt_hyp h[16];
         assert_int_equal(mt_seq_take(c->s, ids[k], h, NULL), MT_OK);
+        if (k == 3)                                 /* the guard fired: not the copy */
+            assert_false(h[0].n_ids == plain[0].n_ids && !memcmp(h[0].ids, plain[0].ids, sizeof(int32_t) *
+                                                                 (size_t)plain[0].n_ids));
         mt_hyps_free(h, in[k].dp.n_best ? in[k].dp.n_best : 1);
     }
+    mt_hyps_free(plain, in[3].dp.n_best);
 #endif
 }
 
