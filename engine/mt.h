@@ -381,6 +381,7 @@ typedef struct {
      * engine/decode/sampling.c).  Defaults: none.  A sequence's result does not
      * depend on the sequences decoded beside it, nor on the thread count. */
     const int32_t *prefix;      /* target prefix: ids forced first (no </s>, no pad); copied by mt_seq_start */
+    int   n_prefix;             /* 0..max_length-2 (max_length-3 with forced_bos) */
     /* The copy guard's ids (penalties.copy_guard): the target ids an output
      * that merely gives the source back would have (no </s>; the server puts
      * the source's own ids, engine/decode/README.md).  With ban 1 the copy ban
@@ -393,7 +394,6 @@ typedef struct {
         int   n_ids;
         int   ban;
     } copy;
-    int   n_prefix;             /* 0..max_length-2 (max_length-3 with forced_bos) */
     /* Hugging Face's forced_bos_token_id: the first generated id is `id`, with
      * log p 0 (every other id's logit -inf), before the prefix.  NLLB-200 and
      * M2M-100 are told the target language so (its token, mt_multi_lang_id);
