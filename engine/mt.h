@@ -153,6 +153,9 @@ typedef struct {
      * encoder-decoder output that loops (mt.h penalties.loop_no_repeat) is
      * decoded again with that no_repeat_ngram_size; 0: no such guard. */
     int default_loop_ngram;
+    /* generation_config.json "copy_guard" (mtserve's key, a boolean): the copy
+     * guard (penalties.copy_guard) on for this model's requests by default. */
+    int default_copy_guard;
 } mt_model_info;
 
 MT_API const mt_model_info *mt_model_get_info(const mt_model *model);
@@ -331,6 +334,14 @@ typedef struct {
          * no_repeat_ngram_size, samples not and streams not (a stream has sent
          * the first output's ids), and not for decoder-only models. */
         int   loop_no_repeat;
+        /* The copy guard of encoder-decoders: a sentence whose best output
+         * (without the forced prefix / target-language id and </s>) equals its
+         * copy ids (below) is decoded once more from the start with the copy
+         * ban (copy.ban); the second output is the result.  1: on; -1: off; 0:
+         * the model's default_copy_guard.  With no copy ids it does nothing.
+         * Not with sampling or streaming, nor for decoder-only models.  When
+         * the loop guard fires too, the one second decode has both rules. */
+        int   copy_guard;
     } penalties;
     struct {
         int      enabled;   /* 1: draw each token (beam_size must be 1) instead of the argmax */
@@ -371,6 +382,18 @@ typedef struct {
      * depend on the sequences decoded beside it, nor on the thread count. */
     const int32_t *prefix;      /* target prefix: ids forced first (no </s>, no pad); copied by mt_seq_start */
     int   n_prefix;             /* 0..max_length-2 (max_length-3 with forced_bos) */
+    /* The copy guard's ids (penalties.copy_guard): the target ids an output
+     * that merely gives the source back would have (no </s>; the server puts
+     * the source's own ids, engine/decode/README.md).  With ban 1 the copy ban
+     * applies from the first step (what the guard's second decode does; for
+     * tests and references): while the generated ids (after the forced ones)
+     * are a proper prefix of ids, the next of ids gets -inf, in every beam.
+     * Copied by mt_seq_start; more than max_length - 2 ids: no guard. */
+    struct {
+        const int32_t *ids;
+        int   n_ids;
+        int   ban;
+    } copy;
     /* Hugging Face's forced_bos_token_id: the first generated id is `id`, with
      * log p 0 (every other id's logit -inf), before the prefix.  NLLB-200 and
      * M2M-100 are told the target language so (its token, mt_multi_lang_id);
@@ -440,7 +463,9 @@ typedef enum {
  * a source) + extra is past any max_length a session allows). */
 #define MT_LENGTH_FACTOR_NONE 1000.0
 
-typedef enum { MT_LIMIT_INT, MT_LIMIT_FLOAT, MT_LIMIT_U64 } mt_limit_type;
+/* MT_LIMIT_BOOL: an int field that is 1 (on), -1 (off) or 0 (the default);
+ * the JSON API and the CLI take it as a boolean (true / false, on / off). */
+typedef enum { MT_LIMIT_INT, MT_LIMIT_FLOAT, MT_LIMIT_U64, MT_LIMIT_BOOL } mt_limit_type;
 
 typedef struct {
     const char   *name;         /* as the JSON API spells it: "beam_size", "sampling.temperature" */

@@ -651,9 +651,9 @@ static void test_no_alloc_with_features(void **state)
     print_message("[  SKIP    ] allocation counter disabled under a sanitizer\n");
     skip();
 #else
-    row_in in[3];
-    int ids[3];
-    for (int k = 0; k < 3; k++)
+    row_in in[4];
+    int ids[4];
+    for (int k = 0; k < 4; k++)
         row_params(c->rows[k], &in[k], 0);
     in[0].dp = sampling_params(5, 1.1f, 40, 0.9f, 40);
     in[0].dp.penalties.repetition = 1.3f, in[0].dp.penalties.no_repeat_ngram_size = 2, in[0].dp.alignment.enabled = 1;
@@ -667,26 +667,41 @@ static void test_no_alloc_with_features(void **state)
         in[k].dp.constraints = cons;
         in[k].dp.n_constraints = in[k].n_src > 2 ? 2 : 1;
     }
-    for (int k = 0; k < 3; k++)
+    /* and a row whose copy guard fires (its copy ids: its unguarded output),
+     * decoded again from the start within the counted steps */
+    mt_hyp plain[MT_MAX_BEAM];
+    const int32_t *src3 = in[3].src;
+    in[3].dp.n_prefix = 0;
+    assert_int_equal(mt_generate(c->s, &src3, &in[3].n_src, 1, &in[3].dp, plain, NULL), MT_OK);
+    in[3].dp.copy.ids = plain[0].ids;
+    in[3].dp.copy.n_ids = plain[0].n_ids - 1;
+    in[3].dp.penalties.copy_guard = 1;
+    for (int k = 0; k < 4; k++)
         assert_int_equal(mt_seq_start(c->s, in[k].src, in[k].n_src, &in[k].dp, &ids[k], NULL), MT_OK);
     mt_encode_started(c->s);
     long steps = 0;
     n_allocs = 0;
     counting = 1;
-    while (!mt_seq_finished(c->s, ids[0]) || !mt_seq_finished(c->s, ids[1]) || !mt_seq_finished(c->s, ids[2])) {
+    while (!mt_seq_finished(c->s, ids[0]) || !mt_seq_finished(c->s, ids[1]) || !mt_seq_finished(c->s, ids[2]) ||
+           !mt_seq_finished(c->s, ids[3])) {
         mt_step(c->s);
         steps++;
     }
     counting = 0;
-    print_message("  [%s] %ld steps with sampling, rules, prefixes, alignments and constraints: %ld allocations\n",
+    print_message("  [%s] %ld steps with sampling, rules, prefixes, alignments, constraints and a copy guard's "
+                  "second decode: %ld allocations\n",
                   c->name, steps,
                   (long)n_allocs);
     assert_int_equal(n_allocs, 0);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         mt_hyp h[16];
         assert_int_equal(mt_seq_take(c->s, ids[k], h, NULL), MT_OK);
+        if (k == 3)                                 /* the guard fired: not the copy */
+            assert_false(h[0].n_ids == plain[0].n_ids && !memcmp(h[0].ids, plain[0].ids, sizeof(int32_t) *
+                                                                 (size_t)plain[0].n_ids));
         mt_hyps_free(h, in[k].dp.n_best ? in[k].dp.n_best : 1);
     }
+    mt_hyps_free(plain, in[3].dp.n_best);
 #endif
 }
 
@@ -884,6 +899,167 @@ static void test_loop_guard(void **state)
         assert_true(looped >= 1);       /* random weights loop: the retry path ran */
 }
 
+/* Hypothesis h's ids after the first skip (the forced ones) without </s>:
+ * 1 when they are ids[0..n). */
+static int hyp_is(const mt_hyp *h, int skip, int32_t eos, const int32_t *ids, int n)
+{
+    int k = h->n_ids - skip - (h->n_ids > 0 && h->ids[h->n_ids - 1] == eos);
+    return k == n && !memcmp(h->ids + skip, ids, sizeof(int32_t) * (size_t)n);
+}
+
+/* One decode of src with dp into out (beam hypotheses). */
+static void decode1(ctx *c, const int32_t *src, int n_src, const mt_decode_params *dp, mt_hyp *out)
+{
+    mt_err err = {0};
+    if (mt_generate(c->s, &src, &n_src, 1, dp, out, &err) != MT_OK)
+        fail_msg("mt_generate: %s", err.msg);
+}
+
+/* The copy guard (penalties.copy_guard, copy.ids): given the unguarded output
+ * as its copy ids, the guarded output is the output of decoding with the copy
+ * ban from the start (copy.ban), and none of its hypotheses is the copy;
+ * given ids it is not (the output less its last id), it is the unguarded
+ * output; greedy and beam 4.  Bad copy ids are refused. */
+static void test_copy_guard(void **state)
+{
+    CTX_OR_RETURN(c);
+    const mt_model_info *mi = mt_model_get_info(c->m);
+    int rows = 0, fired = 0, changed = 0;
+    for (int r = 0; r < c->n_rows && rows < 24; r++) {
+        row_in in;
+        row_params(c->rows[r], &in, 0);
+        if (in.dp.n_prefix || in.dp.penalties.no_repeat_ngram_size)
+            continue;
+        for (int beam = 1; beam <= 4; beam += 3) {
+            mt_hyp plain[4], guarded[4], banned[4], other[4];
+            in.dp.beam_size = in.dp.n_best = beam;
+            in.dp.penalties.copy_guard = -1;
+            decode1(c, in.src, in.n_src, &in.dp, plain);
+            int32_t copy[128];
+            int n = plain[0].n_ids - (plain[0].n_ids > 0 && plain[0].ids[plain[0].n_ids - 1] == mi->eos_id);
+            assert_true(n <= 128);
+            memcpy(copy, plain[0].ids, sizeof(int32_t) * (size_t)(n > 0 ? n : 0));
+            in.dp.copy.ids = copy;
+            in.dp.copy.n_ids = n;
+            decode1(c, in.src, in.n_src, &in.dp, other);        /* off: the ids change nothing */
+            assert_true(same_hyp(&other[0], &plain[0]));
+            mt_hyps_free(other, beam);
+            in.dp.penalties.copy_guard = 1;
+            decode1(c, in.src, in.n_src, &in.dp, guarded);
+            in.dp.penalties.copy_guard = -1;
+            in.dp.copy.ban = 1;
+            decode1(c, in.src, in.n_src, &in.dp, banned);
+            in.dp.copy.ban = 0;
+            if (n > 0) {
+                if (!same_hyp(&guarded[0], &banned[0]))
+                    fail_msg("row %d beam %d: the guarded output is not the copy-banned one", r, beam);
+                for (int k = 0; k < beam; k++)
+                    if (guarded[k].n_ids > 0 && hyp_is(&guarded[k], 0, mi->eos_id, copy, n))
+                        fail_msg("row %d beam %d: guarded hypothesis %d is the copy", r, beam, k);
+                fired++;
+                changed += !same_hyp(&guarded[0], &plain[0]);
+            }
+            in.dp.copy.n_ids = n - 1;                           /* not the output: unchanged */
+            in.dp.penalties.copy_guard = 1;
+            if (n > 1) {
+                decode1(c, in.src, in.n_src, &in.dp, other);
+                if (!same_hyp(&other[0], &plain[0]))
+                    fail_msg("row %d beam %d: an output that is not its copy ids changed", r, beam);
+                mt_hyps_free(other, beam);
+            }
+            in.dp.copy.n_ids = 0;
+            in.dp.penalties.copy_guard = -1;
+            mt_hyps_free(plain, beam);
+            mt_hyps_free(guarded, beam);
+            mt_hyps_free(banned, beam);
+        }
+        rows++;
+    }
+    print_message("  [%s] %d rows x greedy and beam 4: the guard fired %d times (= the copy ban from the start), "
+                  "%d outputs changed; ids other than the output: unchanged\n", c->name, rows, fired, changed);
+    assert_true(rows >= 3 && fired >= rows);
+    assert_true(changed == fired);      /* the ban from the start cannot give the copy back */
+    row_in in;
+    row_params(c->rows[0], &in, 0);
+    int32_t bad[2] = {5, mi->eos_id};
+    in.dp.copy.ids = bad;
+    in.dp.copy.n_ids = 2;
+    mt_hyp h[16];
+    const int32_t *src = in.src;
+    mt_err err = {0};
+    assert_int_equal(mt_generate(c->s, &src, &in.n_src, 1, &in.dp, h, &err), MT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "copy guard"));
+}
+
+/* The copy guard against the PyTorch reference (models/recipe/copy_fixtures.py:
+ * repeats.py's greedy_no_copy) on labels the model gives back as they are:
+ * the unguarded greedy ids and the guarded ones (the source's ids, </s> left
+ * out, as the server gives them) are the reference's; beam 4 guarded is beam 4
+ * banned from the start and not the copy. */
+static void test_copy_reference(void **state)
+{
+    CTX_OR_RETURN(c);
+    const mt_model_info *mi = mt_model_get_info(c->m);
+    char path[128];
+    snprintf(path, sizeof path, "tests/fixtures/%s/copy_guard.jsonl", c->name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s is missing: run models/recipe/copy_fixtures.py", path);
+    char *line = NULL;
+    size_t cap = 0;
+    int rows = 0, copies = 0, beam_copies = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *r = json_loads(line, 0, NULL);
+        assert_non_null(r);
+        int32_t src[128], plain_ref[128], guarded_ref[128];
+        int n_src = ids_of(json_object_get(r, "src_ids"), src, 128);
+        int n_plain = ids_of(json_object_get(r, "plain_ids"), plain_ref, 128);
+        int n_guarded = ids_of(json_object_get(r, "guarded_ids"), guarded_ref, 128);
+        int is_copy = json_is_true(json_object_get(r, "copy"));
+        mt_decode_params dp = mt_decode_default_params();
+        dp.beam_size = dp.n_best = 1;
+        dp.lengths.max_length = inum(r, "max_length");
+        dp.lengths.max_length_factor = MT_LENGTH_FACTOR_NONE;
+        dp.penalties.loop_no_repeat = -1;
+        dp.penalties.copy_guard = -1;
+        dp.copy.ids = src;
+        dp.copy.n_ids = n_src - 1;
+        mt_hyp plain[4], guarded[4], banned[4];
+        decode1(c, src, n_src, &dp, plain);
+        assert_true(hyp_is(&plain[0], 0, -1, plain_ref, n_plain));
+        assert_int_equal(hyp_is(&plain[0], 0, mi->eos_id, src, n_src - 1), is_copy);
+        dp.penalties.copy_guard = 1;
+        decode1(c, src, n_src, &dp, guarded);
+        if (!hyp_is(&guarded[0], 0, -1, guarded_ref, n_guarded))
+            fail_msg("%s: the guarded ids are not greedy_no_copy's", json_string_value(json_object_get(r, "text")));
+        mt_hyps_free(plain, 1);
+        mt_hyps_free(guarded, 1);
+        dp.beam_size = dp.n_best = 4;
+        decode1(c, src, n_src, &dp, guarded);
+        dp.penalties.copy_guard = -1;
+        dp.copy.ban = 1;
+        decode1(c, src, n_src, &dp, banned);
+        dp.copy.ban = 0;
+        decode1(c, src, n_src, &dp, plain);
+        int beam_copy = hyp_is(&plain[0], 0, mi->eos_id, src, n_src - 1);
+        assert_true(same_hyp(&guarded[0], beam_copy ? &banned[0] : &plain[0]));
+        for (int k = 0; k < 4 && beam_copy; k++)        /* fired: no hypothesis is the copy */
+            assert_false(hyp_is(&guarded[k], 0, mi->eos_id, src, n_src - 1));
+        beam_copies += beam_copy;
+        mt_hyps_free(plain, 4);
+        mt_hyps_free(guarded, 4);
+        mt_hyps_free(banned, 4);
+        copies += is_copy;
+        rows++;
+        json_decref(r);
+    }
+    free(line);
+    fclose(f);
+    print_message("  [%s] %d labels, %d copied by greedy: the guarded ids are the PyTorch reference's; %d copied by "
+                  "beam 4: guarded = banned from the start\n", c->name, rows, copies, beam_copies);
+    assert_true(rows >= 4 && copies >= 2);
+}
+
 /* What a scheduler weighs before starting a sentence (scheduler.c fits):
  * the weight bytes of one decoder step against the model's shapes, and the
  * K/V bytes the next step reads as one greedy and one beam sequence start,
@@ -971,6 +1147,8 @@ int main(void)
         PER_MODEL(test_stop_callback),
         PER_MODEL(test_length_cap),
         PER_MODEL(test_loop_guard),
+        PER_MODEL(test_copy_guard),
+        {.name = "test_copy_reference [en-fr]", .test_func = test_copy_reference, .initial_state = &CTX[1]},
     };
     /* MT_TEST_FILTER="*[tiny]" (cmocka's wildcards): `make valgrind` on the
      * tiny model alone, the same code as en-fr's at shapes valgrind runs in minutes */

@@ -376,6 +376,52 @@ static void test_target_prefix(void **state)
     json_decref(j);
 }
 
+/* ---- the copy guard ---------------------------------------------------------------------------- */
+/* "copy_guard": true on labels the model gives back as they are: each text
+ * is the PyTorch reference's guarded text (tests/fixtures/en-fr/copy_guard.jsonl,
+ * repeats.py greedy_no_copy); false: the label itself, and the cache keeps
+ * the two apart; not a boolean: refused. */
+static void test_copy_guard_served(void **state)
+{
+    (void)state;
+    json_t *rows = load_lines("tests/fixtures/en-fr/copy_guard.jsonl", 0);
+    json_t *texts = json_array(), *want = json_array();
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i);
+        if (!json_is_true(json_object_get(r, "copy")))
+            continue;
+        json_array_append(texts, json_object_get(r, "text"));
+        json_array_append(want, json_object_get(r, "guarded_text"));
+    }
+    assert_true(json_array_size(texts) >= 2);
+    for (int on = 0; on < 2; on++) {
+        json_t *b = json_pack("{s:O, s:i, s:i, s:f, s:i, s:b}", "text", texts, "beam_size", 1, "max_length",
+                              (int)json_integer_value(json_object_get(json_array_get(rows, 0), "max_length")),
+                              "max_length_factor", MT_LENGTH_FACTOR_NONE, "loop_no_repeat_ngram_size", -1,
+                              "copy_guard", on);
+        char *body = json_dumps(b, JSON_COMPACT);
+        json_t *j = translate_on(&main_srv, body);
+        for (size_t i = 0; i < json_array_size(texts); i++) {
+            const char *got = json_string_value(json_object_get(tr_at(j, i), "text"));
+            const char *exp = json_string_value(json_array_get(on ? want : texts, i));
+            if (strcmp(got, exp))
+                fail_msg("copy_guard %d: \"%s\" -> \"%s\", not \"%s\"", on, json_string_value(json_array_get(texts, i)),
+                         got, exp);
+            if (on)
+                print_message("  copy_guard: \"%s\" -> \"%s\"\n", json_string_value(json_array_get(texts, i)), got);
+        }
+        json_decref(j);
+        free(body);
+        json_decref(b);
+    }
+    reply r = post(&main_srv, "/translate", "{\"text\": \"Alarm\", \"copy_guard\": 1}");
+    json_decref(expect_json(&r, 400));
+    reply_free(&r);
+    json_decref(texts);
+    json_decref(want);
+    json_decref(rows);
+}
+
 /* ---- word alignments ------------------------------------------------------------------------------ */
 /* Byte offset of code point cp in s. */
 static size_t cp_byte(const char *s, long cp)
@@ -685,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_sampling_seed_batch),
         cmocka_unit_test(test_sampling_seed_reply),
         cmocka_unit_test(test_target_prefix),
+        cmocka_unit_test(test_copy_guard_served),
         cmocka_unit_test(test_word_alignments),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_degenerate_sampling),

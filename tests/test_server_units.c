@@ -425,6 +425,11 @@ static void test_openapi_document(void **state)
         if (!f)
             print_error("%s is not in TranslateRequest\n", l->name);
         assert_non_null(f);
+        if (l->type == MT_LIMIT_BOOL) {         /* a boolean: served as one, no bounds */
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "boolean");
+            assert_null(json_object_get(f, "minimum"));
+            continue;
+        }
         double want[3];
         const char *key[3] = { "minimum", "maximum", "default" };
         mt_decode_limit_bounds(l, NULL, NULL, NULL, &want[0], &want[1]);

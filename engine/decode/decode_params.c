@@ -41,6 +41,9 @@ const mt_decode_limit mt_decode_limits[] = {
     {.name = "loop_no_repeat_ngram_size", .offset = F(penalties.loop_no_repeat), .type = MT_LIMIT_INT, .min = -1,
      .max = 16, .doc = "encoder-decoders: an output that loops is decoded again with this no_repeat_ngram_size; "
                        "0 = the model's default, -1 = off"},
+    {.name = "copy_guard", .offset = F(penalties.copy_guard), .type = MT_LIMIT_BOOL, .min = -1, .max = 1,
+     .doc = "encoder-decoders: an output equal to its source is decoded again, banned from copying it; "
+            "default: the model's"},
     {.name = "length_penalty", .offset = F(length_penalty), .type = MT_LIMIT_FLOAT, .min = -10, .max = 10,
      .dflt = 1, .doc = "beam score: sum of log p / (generated length incl. </s>)^length_penalty"},
     {.name = "sampling.temperature", .offset = F(sampling.temperature), .type = MT_LIMIT_FLOAT, .max = 100, .dflt = 1,
@@ -156,14 +159,14 @@ static double default_of(const mt_decode_limit *l, const mt_model *m, const mt_s
 static double get(const mt_decode_params *q, const mt_decode_limit *l)
 {
     const char *f = (const char *)q + l->offset;
-    return l->type == MT_LIMIT_INT ? *(const int *)f : l->type == MT_LIMIT_FLOAT ? *(const float *)f
-                                                                                 : (double)*(const uint64_t *)f;
+    return l->type == MT_LIMIT_INT || l->type == MT_LIMIT_BOOL ? *(const int *)f
+           : l->type == MT_LIMIT_FLOAT ? *(const float *)f : (double)*(const uint64_t *)f;
 }
 
 static void set(mt_decode_params *q, const mt_decode_limit *l, double x)
 {
     char *f = (char *)q + l->offset;
-    if (l->type == MT_LIMIT_INT)
+    if (l->type == MT_LIMIT_INT || l->type == MT_LIMIT_BOOL)
         *(int *)f = (int)x;
     else if (l->type == MT_LIMIT_FLOAT)
         *(float *)f = (float)x;
@@ -173,6 +176,8 @@ static mt_status out_of_bounds(const mt_decode_limit *l, double lo, double hi, m
 {
     if (l->type == MT_LIMIT_INT)
         return mt_err_set(err, MT_ERR_INPUT, "field '%s' must be an integer in [%d, %d]", l->name, (int)lo, (int)hi);
+    if (l->type == MT_LIMIT_BOOL)
+        return mt_err_set(err, MT_ERR_INPUT, "field '%s' must be 1 (on), -1 (off) or 0 (the default)", l->name);
     return mt_err_set(err, MT_ERR_INPUT, "field '%s' must be a number in %c%g, %g]", l->name,
                       l->min_open ? '(' : '[', lo, hi);
 }
@@ -227,6 +232,19 @@ static mt_status check_constraints(const mt_model *m, const mt_decode_params *q,
     return MT_OK;
 }
 
+/* The copy guard's ids: target ids, not pad or </s>. */
+static mt_status check_copy(const mt_model *m, const mt_decode_params *q, mt_err *err)
+{
+    if (q->copy.n_ids < 0 || (q->copy.n_ids > 0 && !q->copy.ids))
+        return mt_err_set(err, MT_ERR_INPUT, "copy guard: %d ids without an array", q->copy.n_ids);
+    for (int i = 0; i < q->copy.n_ids; i++)
+        if (q->copy.ids[i] < 0 || q->copy.ids[i] >= m->V || q->copy.ids[i] == m->info.pad_id ||
+            q->copy.ids[i] == m->info.eos_id)
+            return mt_err_set(err, MT_ERR_INPUT, "copy guard: id %d is outside the vocabulary, pad or </s>",
+                              (int)q->copy.ids[i]);
+    return MT_OK;
+}
+
 mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *sp, const mt_decode_params *in,
                                    mt_decode_params *out, mt_err *err)
 {
@@ -261,6 +279,8 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
     mt_status st = check_prefix(m, &q, err);
     if (st == MT_OK)
         st = check_constraints(m, &q, err);
+    if (st == MT_OK)
+        st = check_copy(m, &q, err);
     if (st != MT_OK)
         return st;
     if (q.alignment.enabled || q.n_constraints) {   /* constraints are placed by the alignment: explicit, the layer

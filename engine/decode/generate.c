@@ -141,6 +141,21 @@ static int32_t rule_no_repeat(row_ctx *x)
     return -1;
 }
 
+/* The copy ban (mt.h copy): while the ids generated after the forced ones
+ * are a proper prefix of the sequence's copy ids, the next copy id is
+ * banned.  At most n_copy compares a step, only on a guarded second decode. */
+static int32_t rule_no_copy(row_ctx *x)
+{
+    const mt_seq *seq = x->seq;
+    int len = x->t - seq->n_prefix;                 /* generated ids after the forced ones */
+    if (!seq->copy_ban || len < 0 || len >= seq->n_copy)
+        return -1;
+    const int32_t *copy = x->s->copy + (long)(seq - x->s->seqs) * x->s->p.max_tgt_len;
+    if (memcmp(hist_of(x) + seq->n_prefix, copy, sizeof *copy * (size_t)len) == 0)
+        x->lg[copy[len]] = -INFINITY;
+    return -1;
+}
+
 /* HF MinLengthLogitsProcessor: cur_len = t + 1 decoder tokens (the start token included) */
 static int32_t rule_min_length(row_ctx *x)
 {
@@ -156,7 +171,7 @@ static int32_t rule_term_free(row_ctx *x)
 }
 
 static const row_rule ROW_RULES[] = {
-    rule_prefix, rule_term_forced, rule_repetition, rule_no_repeat, rule_min_length, rule_term_free,
+    rule_prefix, rule_term_forced, rule_repetition, rule_no_repeat, rule_no_copy, rule_min_length, rule_term_free,
 };
 
 /* The rules in order on row x: the id the first forcing one forces, or -1. */
@@ -494,6 +509,18 @@ static int seq_loop_ngram(const mt_model *m, const mt_decode_params *q)
     return n;
 }
 
+/* The copy guard's ids for a sequence of q (mt.h penalties.copy_guard): how
+ * many to keep, 0 when it does not apply (off, no ids, more than an output
+ * can hold, or where the loop guard would not apply either). */
+static int seq_copy_n(const mt_model *m, const mt_decode_params *q)
+{
+    int on = q->penalties.copy_guard ? q->penalties.copy_guard > 0 : m->info.default_copy_guard;
+    if ((!on && !q->copy.ban) || q->copy.n_ids <= 0 || q->copy.n_ids > q->lengths.max_length - 2 ||
+        m->arch == MT_ARCH_LLM || q->sampling.enabled || q->progress_callback || q->stop_callback)
+        return 0;
+    return q->copy.n_ids;
+}
+
 /* First fit: the lowest base of `beam` consecutive free rows, or -1. */
 static int find_rows(const mt_session *s, int beam)
 {
@@ -540,7 +567,7 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
                            .n_prefix = q->n_prefix + (q->forced_bos.enabled != 0), .bos_lp0 = q->forced_bos.enabled != 0,
                            .early = s->m->info.early_stopping,
                            .rep_pen = q->penalties.repetition, .ngram = q->penalties.no_repeat_ngram_size,
-                           .loop_ngram = seq_loop_ngram(s->m, q),
+                           .loop_ngram = seq_loop_ngram(s->m, q), .n_copy = seq_copy_n(s->m, q),
                            .sample = q->sampling.enabled, .top_k = q->sampling.top_k,
                            .temperature = q->sampling.temperature, .top_p = q->sampling.top_p,
                            .token_scores = q->token_scores, .align = q->alignment.enabled,
@@ -554,6 +581,9 @@ static void seq_reset(mt_session *s, int id, int base, const mt_decode_params *q
         *pf++ = q->forced_bos.id;
     if (q->n_prefix)
         memcpy(pf, q->prefix, sizeof(int32_t) * (size_t)q->n_prefix);
+    s->seqs[id].copy_ban = s->seqs[id].n_copy && q->copy.ban;
+    if (s->seqs[id].n_copy)
+        memcpy(s->copy + (long)id * s->p.max_tgt_len, q->copy.ids, sizeof(int32_t) * (size_t)s->seqs[id].n_copy);
     copy_constraints(s, id, q);
     mt_sl_seq_start(s, id, q, src, src_len);
     s->n_seqs++;
@@ -627,25 +657,33 @@ static int ids_loop(const int32_t *ids, int n)
     return 0;
 }
 
-/* The loop guard (mt.h penalties.loop_no_repeat): a finished sequence whose
- * best output loops starts over on its rows, its source as encoded, with the
- * n-gram ban; 1 when it did. */
+/* The loop guard and the copy guard (mt.h penalties.loop_no_repeat,
+ * copy_guard): a finished sequence whose best output loops, or is its copy
+ * ids, starts over on its rows, its source as encoded, with the rule of each
+ * guard that fired (both: one second decode with both rules); 1 when it did.
+ * The second decode is the result, whatever it holds.  (Under copy.ban from
+ * the start an output is never its copy ids.) */
 static int seq_retry(mt_session *s, int id)
 {
     mt_seq *seq = &s->seqs[id];
     int T = s->p.max_tgt_len, base = seq->base;
-    if (!seq->loop_ngram || seq->retried)
+    if ((!seq->loop_ngram && !seq->n_copy) || seq->retried)
         return 0;
     int n = seq->beam == 1 ? s->row.glen[base] : s->row.fin[base].n;
     const int32_t *ids = (seq->beam == 1 ? mt_hyp_row(s->hist, base, T) : mt_hyp_row(s->fin, base, T)).ids;
     if (n > 0 && ids[n - 1] == s->m->info.eos_id)
         n--;
-    if (n < 4 || !ids_loop(ids, n))
+    int loops = seq->loop_ngram && n >= 4 && ids_loop(ids, n);
+    int copies = seq->n_copy && !seq->copy_ban && n - seq->n_prefix == seq->n_copy &&
+                 !memcmp(ids + seq->n_prefix, s->copy + (long)id * T, sizeof *ids * (size_t)seq->n_copy);
+    if (!loops && !copies)
         return 0;
     rows_start(s, base, seq->beam, mt_start_token(s->m, s->src_ids + (long)id * s->p.max_src_len, s->src_len[id]));
     seq->cur = 1;
     seq->unsat = 1;
-    seq->ngram = seq->loop_ngram;
+    if (loops)
+        seq->ngram = seq->loop_ngram;
+    seq->copy_ban |= copies;
     seq->retried = 1;
     return 1;
 }

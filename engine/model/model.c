@@ -225,6 +225,13 @@ static mt_status cfg_loop_guard(const char *file, json_t *gen, mt_model_info *in
     return st == MT_OK ? cfg_range(file, "loop_no_repeat_ngram_size", info->default_loop_ngram, 0, 16, err) : st;
 }
 
+/* generation_config.json's "copy_guard" (a boolean; 0 / 1 taken too). */
+static mt_status cfg_copy_guard(const char *file, json_t *gen, mt_model_info *info, mt_err *err)
+{
+    mt_status st = cfg_int(file, gen, "copy_guard", 0, &info->default_copy_guard, err);
+    return st == MT_OK ? cfg_range(file, "copy_guard", info->default_copy_guard, 0, 1, err) : st;
+}
+
 /* generation_config.json (may be NULL) overrides the beam and max_length. */
 static mt_status parse_generation(const loader *L, json_t *gen, mt_model_info *info, mt_err *err)
 {
@@ -235,7 +242,8 @@ static mt_status parse_generation(const loader *L, json_t *gen, mt_model_info *i
         if ((st = cfg_int(gfile, gen, "num_beams", info->default_beam, &info->default_beam, err)) != MT_OK ||
             (st = cfg_int(gfile, gen, "early_stopping", info->early_stopping, &info->early_stopping, err)) != MT_OK ||
             (st = cfg_int(gfile, gen, "max_length", info->default_max_length, &info->default_max_length, err)) != MT_OK ||
-            (st = cfg_length_cap(gfile, gen, info, err)) != MT_OK || (st = cfg_loop_guard(gfile, gen, info, err)) != MT_OK)
+            (st = cfg_length_cap(gfile, gen, info, err)) != MT_OK || (st = cfg_loop_guard(gfile, gen, info, err)) != MT_OK ||
+            (st = cfg_copy_guard(gfile, gen, info, err)) != MT_OK)
             return st;
     }
     if (info->default_beam < 1)

@@ -214,6 +214,8 @@ typedef struct {
     int   loop_ngram;        /* > 0: an output that loops (mt_ids_loop) is decoded once more, from the
                               * start, with no_repeat_ngram_size loop_ngram (generate.c seq_retry) */
     int   retried;           /* 1: that second decode is under way (the guard fires once) */
+    int   n_copy;            /* > 0: the copy guard's ids, s->copy row `id` (generate.c seq_retry) */
+    int   copy_ban;          /* 1: rule_no_copy bans going on with them (the second decode, or copy.ban) */
     float rep_pen, temperature, top_p;
     int   n_cons;            /* lexical constraints, in s->cons row `id` (constraints.c) */
     const uint8_t *end_ids;  /* NULL, or [V]: nonzero ids end the sequence as eos does */
@@ -326,6 +328,7 @@ struct mt_session {
     int    n_seqs;             /* sequences not FREE */
     /* decoding features */
     int32_t *prefix;           /* [max_batch][max_tgt_len] per sequence id: its target prefix */
+    int32_t *copy;             /* [max_batch][max_tgt_len] per sequence id: its copy guard's ids */
     int     *cand;             /* [max_batch][V] per gathered row: sampling's candidate heap */
     float   *pen_v;            /* [max_batch][max_tgt_len] per gathered row: repetition penalty scratch */
     mt_cons *cons;             /* [max_batch][MT_MAX_CONSTRAINTS] per sequence id */

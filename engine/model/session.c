@@ -181,6 +181,7 @@ static void layout(mt_session *s, carver *c)
     layout_rows(s, c);
     /* decoding features (generate.c, constraints.c, sampling.c) */
     s->prefix = carve(c, B * T, sizeof(int32_t));
+    s->copy = carve(c, B * T, sizeof(int32_t));
     s->cand = carve(c, B * V, sizeof(int));
     s->pen_v = carve(c, B * T, sizeof(float));
     s->cons = carve(c, B * MT_MAX_CONSTRAINTS, sizeof(mt_cons));

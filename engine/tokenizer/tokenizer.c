@@ -461,6 +461,11 @@ mt_status mt_tokenizer_from_hf(mt_hf_tokenizer *hf, mt_tokenizer **out, mt_err *
     return MT_OK;
 }
 
+int mt_tokenizer_joint(const mt_tokenizer *tok)
+{
+    return tok && !tok->hf && !mt_tokenizer_multi(tok) && !tok->separate;
+}
+
 const mt_hf_tokenizer *mt_tokenizer_hf(const mt_tokenizer *tok)
 {
     return tok ? tok->hf : NULL;

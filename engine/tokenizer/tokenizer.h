@@ -112,6 +112,10 @@ int         mt_tokenizer_vocab_size(const mt_tokenizer *tok);     /* max vocab.j
 int32_t     mt_tokenizer_eos(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_unk(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_pad(const mt_tokenizer *tok);
+/* 1: a Marian tokenizer with one vocabulary.json for both sides (not
+ * separate_vocabs, not tokenizer.json nor NLLB / M2M-100's): a source id is
+ * the same piece as that target id (the copy guard compares them). */
+int         mt_tokenizer_joint(const mt_tokenizer *tok);
 /* The target side (target_vocab.json when separate, else the same as above). */
 int         mt_tokenizer_target_vocab_size(const mt_tokenizer *tok);
 int32_t     mt_tokenizer_target_eos(const mt_tokenizer *tok);

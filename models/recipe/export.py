@@ -21,6 +21,11 @@ LENGTH_CAP = {"en-fr": (2, 10), "fr-en": (1.5, 10)}
 # descriptions and everyday sentences (recipe/corpus-notes.md), so it stays off by
 # default; a request turns it on with "loop_no_repeat_ngram_size": 3
 LOOP_NGRAM = None
+# The copy guard (generation_config.json copy_guard: an output equal to its source
+# decoded again, banned from copying it; recipe/guard_eval.py --guard copy): off by
+# default until the lead decides on the new weights' figures (recipe/corpus-notes.md);
+# True writes it on
+COPY_GUARD = None
 
 
 def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
@@ -40,6 +45,8 @@ def export(state, cfg, tok_dir, out, dtype="F32", src_lang="en", tgt_lang="fr"):
         gen["max_length_factor"], gen["max_length_extra"] = cap
         if LOOP_NGRAM:
             gen["loop_no_repeat_ngram_size"] = LOOP_NGRAM
+        if COPY_GUARD:
+            gen["copy_guard"] = True
     with open(f"{out}/generation_config.json", "w") as f:
         json.dump(gen, f, indent=2, sort_keys=True); f.write("\n")
     for name in ("source.spm", "vocab.json"):

@@ -97,19 +97,27 @@ def greedy_no_repeat(m, src_ids, max_length, n):
 
 
 @torch.no_grad()
-def greedy_no_copy(m, src_ids, max_length):
+def greedy_no_copy(m, src_ids, max_length, copy=None):
     """Greedy decoding that may not give the source back (issue 53's copy guard):
     while the output so far is the source's first tokens (the vocabulary is joint,
     so source and target ids are the same pieces), the token that would go on
-    copying it is banned; the next best is taken instead."""
+    copying it is banned; the next best is taken instead.  copy: other ids to
+    ban so (default src_ids; [] = plain greedy)."""
+    if copy is not None:
+        return _greedy_no_copy(m, src_ids, max_length, copy)
+    return _greedy_no_copy(m, src_ids, max_length, src_ids)
+
+
+@torch.no_grad()
+def _greedy_no_copy(m, src_ids, max_length, copy):
     src = torch.tensor([src_ids]); sm = torch.ones_like(src)
     cache = m.new_cache(m.encode(src, sm))
     seq, out = [m.pad], []
     for t in range(max_length - 1):
         lg = m.step(torch.tensor([seq[-1]]), t, cache, sm).float()[0]
         lg[m.pad] = -math.inf
-        if out == src_ids[:len(out)] and len(out) < len(src_ids):
-            lg[src_ids[len(out)]] = -math.inf
+        if out == copy[:len(out)] and len(out) < len(copy):
+            lg[copy[len(out)]] = -math.inf
         if t + 1 == max_length - 1:
             lg[:] = -math.inf; lg[m.eos] = 0
         nxt = int(lg.argmax())

@@ -275,7 +275,7 @@ static void openapi_build(void)
         json_t *f = field_schema(props, l->name);
         double v[3];
         const char *key[3] = { "minimum", "maximum", "default" };
-        if (!f)
+        if (!f || l->type == MT_LIMIT_BOOL)     /* a boolean: no bounds, its default the model's */
             continue;
         mt_decode_limit_bounds(l, NULL, NULL, NULL, &v[0], &v[1]);
         v[2] = l->dflt_of == MT_BOUND_CONST ? l->dflt : NAN;

@@ -137,6 +137,10 @@ static int parse_limits(srv_request *req, srv_response *resp, translate_req *t, 
                 *(float *)f = mt_decode_limit_float(l, x);
         } else if (l->type == MT_LIMIT_INT) {
             r = srv_field_int(req, resp, l->name, (int)lo, (int)hi, (int *)f);
+        } else if (l->type == MT_LIMIT_BOOL) {          /* true: 1, false: -1 (0 is the model's default) */
+            int on = 0;
+            if ((r = srv_field_bool(req, resp, l->name, &on)) > 0)
+                *(int *)f = on ? 1 : -1;
         } else if ((r = srv_field_int64(req, resp, l->name, (long long)lo, (long long)hi, &x64)) > 0) {
             *(uint64_t *)f = (uint64_t)x64;
         }

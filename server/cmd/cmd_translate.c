@@ -54,6 +54,7 @@ static const struct { const char *flag, *field; } decode_flags[] = {
     {"--min-length", "min_length"}, {"--repetition-penalty", "repetition_penalty"},
     {"--no-repeat-ngram-size", "no_repeat_ngram_size"}, {"--length-penalty", "length_penalty"},
     {"--max-length-factor", "max_length_factor"}, {"--loop-no-repeat-ngram-size", "loop_no_repeat_ngram_size"},
+    {"--copy-guard", "copy_guard"},
     {"--alignment-layer", "alignment_layer"}, {"--alignment-heads", "alignment_heads"},
 };
 #define N_DECODE_FLAGS (sizeof decode_flags / sizeof decode_flags[0])
@@ -112,9 +113,13 @@ static void usage(FILE *f)
     for (size_t k = 0; k < N_DECODE_FLAGS; k++) {
         const mt_decode_limit *l = mt_decode_limit_find(decode_flags[k].field);
         char opt[40], range[96], dflt[32];
-        snprintf(opt, sizeof opt, "%s %s", decode_flags[k].flag, l->type == MT_LIMIT_FLOAT ? "X" : "N");
-        fprintf(f, "  %-24s %s\n  %-24s %s, default %s\n", opt, l->doc, "", range_text(l, range, sizeof range),
-                limit_text(l->dflt_of, l->dflt, dflt, sizeof dflt));
+        snprintf(opt, sizeof opt, "%s %s", decode_flags[k].flag, l->type == MT_LIMIT_BOOL ? "on|off" :
+                 l->type == MT_LIMIT_FLOAT ? "X" : "N");
+        if (l->type == MT_LIMIT_BOOL)
+            fprintf(f, "  %-24s %s\n", opt, l->doc);
+        else
+            fprintf(f, "  %-24s %s\n  %-24s %s, default %s\n", opt, l->doc, "", range_text(l, range, sizeof range),
+                    limit_text(l->dflt_of, l->dflt, dflt, sizeof dflt));
     }
     fprintf(f, "  --target-prefix TEXT   every translation starts with TEXT\n"
                "  --tab-prefix      each line is SOURCE<TAB>PREFIX: that line's target prefix\n"
@@ -134,6 +139,15 @@ static int parse_decode_flag(const char *a, const char *v, int *i, options *o)
             l = mt_decode_limit_find(decode_flags[k].field);
     if (!l)
         return 0;
+    if (l->type == MT_LIMIT_BOOL) {                 /* on: 1, off: -1 (unset 0: the model's default) */
+        if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
+            fprintf(stderr, "mtserve translate: %s needs on or off\n", a);
+            return -1;
+        }
+        *(int *)((char *)&o->dp + l->offset) = strcmp(v, "on") ? -1 : 1;
+        (*i)++;
+        return 1;
+    }
     double lo, hi, x = 0;
     char *end = NULL, range[96];
     mt_decode_limit_bounds(l, NULL, NULL, NULL, &lo, &hi);

@@ -574,7 +574,7 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
                        d->lengths.min_length, d->penalties.no_repeat_ngram_size, d->sampling.enabled,
                        d->sampling.top_k, d->token_scores, d->alignment.enabled || s->ph.n, d->alignment.layer,
                        d->alignment.heads, t->m.has_bos ? t->m.bos_id : d->forced_bos.enabled ? d->forced_bos.id : -1,
-                       d->penalties.loop_no_repeat };
+                       d->penalties.loop_no_repeat, d->penalties.copy_guard };
     float floats[] = { d->length_penalty, d->penalties.repetition, d->sampling.temperature, d->sampling.top_p,
                        d->lengths.max_length_factor };
     uint64_t seed = d->sampling.enabled ? d->sampling.seed + (uint64_t)i : 0;
@@ -764,6 +764,24 @@ static mt_status watch_stops(const srv_tr *t, sentence *s, mt_err *err)
     return st;
 }
 
+/* The copy guard's ids of sentence s (mt_decode_params.copy; the engine
+ * applies the guard when the request or the model's default turns it on):
+ * its source pieces as the source tokenizer encoded them, without the
+ * language token and </s>.  Measured on the UI test set, they are the ids of
+ * every output equal to its source that the source encoded by the target
+ * tokenizer matches, and cost no second tokenization (engine/decode/README.md).
+ * Only where a source id is that target piece: a Marian model with one
+ * vocabulary; not a decoder-only model, nor NLLB / M2M-100 (a tokenizer of
+ * their own, the target language generated first). */
+static void copy_ids(const srv_tr *t, sentence *s)
+{
+    if (s->dp.penalties.copy_guard < 0 || !mt_tokenizer_joint(t->m.tok) || t->m.prompt || t->m.has_bos)
+        return;
+    int pre = ids_before(t);
+    s->dp.copy.ids = s->ids + pre;
+    s->dp.copy.n_ids = s->n_ids - pre - ids_after(t);
+}
+
 /* Each sentence to decode: its own parameters (its prefix, its seed, its
  * terms, its stop strings) and its item of the decode job. */
 static mt_status item_params(srv_tr *t, mt_err *err)
@@ -791,6 +809,7 @@ static mt_status item_params(srv_tr *t, mt_err *err)
             s->dp.forced_bos.enabled = 1;
             s->dp.forced_bos.id = t->m.bos_id;
         }
+        copy_ids(t, s);
         st = watch_stops(t, s, err);
         t->item_sent[t->n_items] = i;
         t->items[t->n_items++] = (srv_seq_req){ .src = s->ids, .n_src = s->n_ids, .hyps = s->hyps, .dp = &s->dp };

@@ -33,7 +33,7 @@ static inline void fuzz_body_fields(srv_request *req)
 {
     static const char *const text_fields[] = {"text", "q"};
     static const char *const int_fields[] = {"beam_size", "max_length", "alternatives", "layers"};
-    static const char *const bool_fields[] = {"return_tokens", "return_scores", "split"};
+    static const char *const bool_fields[] = {"return_tokens", "return_scores", "split", "copy_guard"};
     static const char *const str_fields[] = {"model", "source", "target", "format", "side", "api_key"};
     static const char *const list_fields[] = {"ids", "heads", "layers"};
     srv_response resp = {0};
