@@ -8,7 +8,9 @@
  *    "glossary"? {"source term": "target term"}, "cache"? (default true),
  *    "raw"? (a decoder-only model continues each text as given, no prompt),
  *    "placeholders"? (default true: printf's %s, {name}, URLs... kept byte for
- *    byte, out of the model's sight: translate/protect.h)}
+ *    byte, out of the model's sight: translate/protect.h),
+ *    "fold_title_case"? (default true: a Title Case sentence is read in
+ *    sentence case: translate/title_case.h)}
  *   -> {"model", "pivot"?, "seed"?, "translations": [{"text", "tokens"?, "token_ids"?,
  *       "score"?, "token_scores"?, "source_tokens"?, "alignments"?, "word_alignments"?}],
  *      "timing_ms"}
@@ -283,13 +285,16 @@ static int parse(srv_request *req, srv_response *resp, translate_req *t)
         return srv_fail(resp, SRV_E_INVALID_FIELD, "format html puts the tags back along word alignments, which "
                         "decoder-only models (model '%s') do not give", m->id);
     t->tp = (srv_tr_params){ .dp = mt_decode_default_params(), .split = !t->raw, .raw = t->raw, .placeholders = 1 };
+    int fold = 1;
     t->tp.dp.alignment.enabled = t->html;      /* the tags follow the words */
     if (srv_field_bool(req, resp, "return_tokens", &t->return_tokens) < 0 ||
         srv_field_bool(req, resp, "return_scores", &t->return_scores) < 0 ||
         srv_field_bool(req, resp, "split", &t->tp.split) < 0 ||
         srv_field_bool(req, resp, "stream", &t->stream) < 0 ||
-        srv_field_bool(req, resp, "placeholders", &t->tp.placeholders) < 0)
+        srv_field_bool(req, resp, "placeholders", &t->tp.placeholders) < 0 ||
+        srv_field_bool(req, resp, "fold_title_case", &fold) < 0)
         return -1;
+    t->tp.keep_title_case = !fold;
     if (parse_sampling(req, resp, t) < 0 || parse_limits(req, resp, t, m) < 0 ||
         parse_prefix(req, resp, t, m) < 0 || parse_features(req, resp, t) < 0 || parse_terms(req, resp, t) < 0)
         return -1;

@@ -41,6 +41,7 @@ typedef struct {
     const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
     const char *lang_vocab;     /* --lang-vocab FILE: a target-language vocabulary map (mt_lang_vocab_load) */
     int no_placeholders;        /* --no-placeholders: %s, {name}, URLs... sent to the model as text */
+    int keep_title_case;        /* --keep-title-case: a Title Case line goes to the model as written */
     srv_doc_options doc;        /* --file's per-file choices: --overwrite */
     const char *source, *target;    /* --source, --target: a multilingual model's languages (its codes) */
     int32_t src_id;             /* the source language's token, -1 (a Marian model) */
@@ -81,6 +82,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: mtserve translate [--model DIR] [--beam N] [--max-length N] [--threads N] [--weights f32|f16|int8]\n"
                "                         [--kv-cache f32|f16] [--json] [--glossary F.tsv] [--no-placeholders]\n"
+               "                         [--keep-title-case]\n"
                "                         [--format html | --file IN [--out OUT] [--overwrite]]\n"
                "  reads one sentence per line on stdin, writes one translation per line\n"
                "  --model DIR       Marian model directory (default %s), or a Hugging Face name org/name[@rev]\n"
@@ -96,6 +98,8 @@ static void usage(FILE *f)
                "  --glossary F.tsv  terms every translation keeps: source<TAB>target lines, # comments (README)\n"
                "  --no-placeholders %%s, {name}, URLs, e-mail... go to the model as text (default: kept byte for\n"
                "                    byte and placed by the word alignment, as the server's \"placeholders\")\n"
+               "  --keep-title-case a Title Case line (\"Restore From Trash\") goes to the model as written\n"
+               "                    (default: in sentence case, as the server's \"fold_title_case\")\n"
                "  --shortlist FILE  a lexical shortlist (Marian binary or text, CTranslate2 vmap): each step's\n"
                "                    output ids are its candidates for the line only (docs/SHORTLIST.md)\n"
                "  --lang-vocab FILE a multilingual model's target-language vocabulary map: the output ids\n"
@@ -226,6 +230,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->json = 1;
         } else if (!strcmp(a, "--no-placeholders")) {
             o->no_placeholders = 1;
+        } else if (!strcmp(a, "--keep-title-case")) {
+            o->keep_title_case = 1;
         } else if (!strcmp(a, "--overwrite")) {
             o->doc.overwrite = 1;
         } else if (!strcmp(a, "--model") && v) {
@@ -533,7 +539,7 @@ static int run(mt_model *m, const options *o)
     sp.kv_f16 = o->kv_f16;
     if (o->dp.lengths.max_length > sp.max_tgt_len)
         sp.max_tgt_len = o->dp.lengths.max_length;
-    srv_tr_params tp = { .split = 0, .placeholders = !o->no_placeholders };
+    srv_tr_params tp = { .split = 0, .placeholders = !o->no_placeholders, .keep_title_case = o->keep_title_case };
     if (mt_decode_params_resolve(m, &sp, &o->dp, &tp.dp, &err) != MT_OK) {   /* every line's */
         fprintf(stderr, "mtserve translate: %s\n", err.msg);
         return 2;

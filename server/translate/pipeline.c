@@ -8,6 +8,7 @@
 #include "protect.h"
 #include "splitter.h"
 #include "text/placeholders.h"
+#include "title_case.h"
 #include "util/check.h"
 #include "word_align.h"
 
@@ -28,6 +29,7 @@ typedef struct {
     int      cached;        /* 1: ids and hyps came from the cache */
     size_t   out_at;        /* where its best translation starts in the joined text */
     srv_protected ph;       /* its placeholders kept out of the model (ph.n == 0: none) */
+    char    *folded;        /* NULL, or what the model reads in sentence case (title_case.h) */
     char   **filled;        /* [n_filled] with ph.n: each hypothesis with the placeholders back */
     int      n_filled;
     long    *tmap;          /* the best one's code points -> filled[0]'s (protect.h) */
@@ -65,6 +67,7 @@ static void sentences_free(sentence_list *l)
         free(l->v[i].cons_ids);
         free(l->v[i].key);
         srv_protected_free(&l->v[i].ph);
+        free(l->v[i].folded);
         for (int k = 0; k < l->v[i].n_filled; k++)
             free(l->v[i].filled[k]);
         free(l->v[i].filled);
@@ -75,8 +78,8 @@ static void sentences_free(sentence_list *l)
     free(l->v);
 }
 
-/* What the model sees of sentence s: its text, or that text without its placeholders. */
-static const char *model_text(const srv_tr *t, const sentence *s, size_t *len)
+/* Sentence s as written: its text, or that text without its placeholders. */
+static const char *written_text(const srv_tr *t, const sentence *s, size_t *len)
 {
     if (s->ph.n) {
         *len = s->ph.len;
@@ -84,6 +87,14 @@ static const char *model_text(const srv_tr *t, const sentence *s, size_t *len)
     }
     *len = s->len;
     return t->texts[s->text] + s->start;
+}
+
+/* What the model sees of sentence s: written_text, in sentence case when it
+ * was in Title Case (the same bytes long: every offset holds in both). */
+static const char *model_text(const srv_tr *t, const sentence *s, size_t *len)
+{
+    const char *text = written_text(t, s, len);
+    return s->folded ? s->folded : text;
 }
 
 /* ---- split ------------------------------------------------------------------------ */
@@ -494,7 +505,7 @@ static mt_status tokenize_prefixes(srv_tr *t, mt_err *err)
 static mt_status match_terms(srv_tr *t, sentence *s, mt_err *err)
 {
     size_t len;
-    const char *text = model_text(t, s, &len);
+    const char *text = written_text(t, s, &len);     /* a term's case as the user wrote it */
     int n = s->ph.verbatim ? 0 : srv_glossary_match(t->p.glossary, text, len, s->terms, MT_MAX_CONSTRAINTS);
     if (n > MT_MAX_CONSTRAINTS)
         return mt_err_set(err, MT_ERR_INPUT, "field 'glossary': a sentence of text %d holds %d glossary terms; "
@@ -737,6 +748,28 @@ static int protecting(const srv_tr *t, int text)
     return t->p.placeholders && !t->m.no_align && !prefixed(t, text);
 }
 
+/* Text i's Title Case sentences are given to the model in sentence case:
+ * asked, a Marian or multilingual model (a prompted one reads case as it
+ * is), no prefix (the output must go on from it as given). */
+static int folding(const srv_tr *t, int text)
+{
+    return !t->p.keep_title_case && !t->m.prompt && !t->p.raw && !t->p.given_ids && !prefixed(t, text);
+}
+
+/* Sentence s in sentence case when it is in Title Case (title_case.h): 0, or -1 out of memory. */
+static int fold_title(const srv_tr *t, sentence *s)
+{
+    size_t len;
+    const char *text = written_text(t, s, &len);
+    if (s->ph.verbatim || len == 0 || !(s->folded = malloc(len)))
+        return s->ph.verbatim || len == 0 ? 0 : -1;
+    if (srv_title_fold(text, len, s->folded) == 0) {
+        free(s->folded);
+        s->folded = NULL;
+    }
+    return 0;
+}
+
 /* The engine's stop callback of a sentence: its text so far holds a stop string. */
 static int sentence_stop(void *data, const int32_t *ids, int n)
 {
@@ -840,6 +873,9 @@ mt_status srv_tr_new(const srv_tr_model *m, const char *const *texts, int n, con
     for (int i = 0; st == MT_OK && i < t->l.n; i++)
         if (protecting(t, t->l.v[i].text))
             st = srv_protect(texts[t->l.v[i].text] + t->l.v[i].start, t->l.v[i].len, &t->l.v[i].ph, err);
+    for (int i = 0; st == MT_OK && i < t->l.n; i++)
+        if (folding(t, t->l.v[i].text) && fold_title(t, &t->l.v[i]))
+            st = mt_err_set(err, MT_ERR_NOMEM, "out of memory");
     long nb = (long)t->l.n * t->p.dp.n_best;
     if (st == MT_OK && (!(t->items = calloc((size_t)t->l.n + 1, sizeof *t->items)) ||
                         !(t->item_sent = calloc((size_t)t->l.n + 1, sizeof *t->item_sent)) ||

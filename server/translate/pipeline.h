@@ -99,6 +99,11 @@ typedef struct {
      * it is.  Not for a prefixed text, nor a model without alignments
      * (srv_tr_model.no_align). */
     int placeholders;
+    /* 1: "fold_title_case": false, a Title Case sentence goes to the model as
+     * written; 0 (the default): in sentence case (title_case.h: "Restore
+     * From Trash" is read as "Restore from trash").  Not for a prefixed
+     * text, a raw continuation or a prompted model. */
+    int keep_title_case;
     /* NULL, or every text's source ids as the caller encoded them (a chat
      * prompt: api/openai_api.c): n_given ids, used for each text as they
      * are: neither split, tokenized nor cached (raw must be 1, cache 0); the

@@ -15,12 +15,17 @@
  *     range ones included): every placeholder in the output byte for byte,
  *     once, in order, at the offsets reported; the output without them is
  *     the translation with only whitespace added; the code-point map
- *     increasing, ending at the output's count.
+ *     increasing, ending at the output's count;
+ *   - srv_title_fold (server/translate/title_case.c, on the same text): 0 and
+ *     nothing written, or the same bytes long with only uppercase initials
+ *     folded, as many as it says, and no longer Title Case.
  */
 #include "fuzz_common.h"
 
 #include "text/placeholders.h"
+#include "translate/glossary.h"
 #include "translate/protect.h"
+#include "translate/title_case.h"
 #include "util/utf8.h"
 
 static void check_scan(const char *s, size_t n, int flags)
@@ -179,6 +184,30 @@ static void check_protect(const char *s, size_t n, int mode, const uint8_t *data
     srv_protected_free(&p);
 }
 
+static void check_title(const char *s, size_t n)
+{
+    char *out = malloc(n + 1), *again = malloc(n + 1);
+    FUZZ_CHECK(out && again);
+    out[n] = 0x5A;
+    int k = srv_title_fold(s, n, out);
+    FUZZ_CHECK(k >= 0 && out[n] == 0x5A);
+    int changed = 0;
+    for (size_t i = 0; k > 0 && i < n;) {
+        uint32_t a, b;
+        size_t ka = mt_utf8_next(s + i, n - i, &a), kb = mt_utf8_next(out + i, n - i, &b);
+        FUZZ_CHECK(ka == kb);
+        if (a != b) {
+            FUZZ_CHECK(srv_glossary_is_upper(a) && b == srv_glossary_fold(a));
+            changed++;
+        }
+        i += ka;
+    }
+    FUZZ_CHECK(changed == k);
+    FUZZ_CHECK(k == 0 || srv_title_fold(out, n, again) == 0);
+    free(out);
+    free(again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -191,6 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_scan(s, n, 0);
     check_scan(s, n, SRV_PH_MARKUP);
     check_protect(s, n, (sel >> 1) % 4, data + 1, n);
+    check_title(s, n);
     free(s);
     return 0;
 }

@@ -1,0 +1,33 @@
+/* title_case: a Title Case sentence ("Restore From Trash") given to the model
+ * in sentence case ("Restore from trash"), for "fold_title_case" (on by
+ * default in the text APIs and the CLI; pipeline.h).
+ *
+ * Why: the models learn interface labels mostly as written in sentence case;
+ * in Title Case they copied them or translated them badly (issue 53:
+ * models/recipe/corpus-notes.md "Title Case at the input", 5.15 -> 10.98 BLEU
+ * en->fr on Title Case UI strings, the written ones unchanged).  The output
+ * is the model's: French writes interface text in sentence case, and English
+ * references of the Title Case set scored lower re-capitalized.
+ *
+ * The rules, on words split at ASCII whitespace: a word's initial is its
+ * first word character that is not an ASCII digit; a sentence is Title Case
+ * when at least two words have an initial and every initial is uppercase
+ * (a caseless script's initial is not: no fold).  Then each word after the
+ * first with an initial gets its initial lowercased when it is the word's
+ * only uppercase letter and the word holds no ASCII digit: acronyms
+ * ("LDAP"), CamelCase ("LibreOffice") and "MP3" stay.  A letter is lowered
+ * only when its lowercase has as many UTF-8 bytes, so every byte offset
+ * (placeholders, glossary terms, word links) means the same in both texts.
+ */
+#ifndef SRV_TITLE_CASE_H
+#define SRV_TITLE_CASE_H
+
+#include <stddef.h>
+
+/* When s[0..n) (UTF-8; invalid bytes are no letters) is Title Case by the
+ * rules above: writes it in sentence case to out[0..n) (n bytes, no NUL)
+ * and returns the number of letters lowered (>= 1); otherwise 0 and out is
+ * left untouched.  Never allocates. */
+int srv_title_fold(const char *s, size_t n, char *out);
+
+#endif
