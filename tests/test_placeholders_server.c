@@ -19,7 +19,9 @@
  *     "placeholders" "false" / "0" in a form; "maybe" refused;
  *   - the features beside it: word alignments inside the texts, a stream whose
  *     deltas make the final text, format html, a sentence of placeholders only
- *     sent back as it is.
+ *     sent back as it is;
+ *   - "fold_title_case" (issue 53): a Title Case label read in sentence case,
+ *     its placeholders kept, glossary terms matched as written.
  * The cache is off (the harness's --cache-mb 0): every output is decoded. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -404,6 +406,60 @@ static void test_features(void **state)
     reply_free(&r);
 }
 
+/* The first translation's text of POST /translate body (malloc'd). */
+static char *first_text(const char *body)
+{
+    reply r = post(&srv, "/translate", body);
+    json_t *j = expect_json(&r, 200);
+    char *out = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
+                                                          "text")));
+    json_decref(j);
+    reply_free(&r);
+    assert_non_null(out);
+    return out;
+}
+
+/* "fold_title_case" (on by default, translate/title_case.h): a Title Case
+ * label is translated as its sentence-case form is with the fold off; off,
+ * it goes to the model as written, as the CLI's --keep-title-case does; its
+ * placeholders stay byte for byte; a glossary term is matched on the text
+ * as written (an exact-case "Trash" matches the label's "Trash", which the
+ * model reads as "trash"). */
+static void test_title_case(void **state)
+{
+    (void)state;
+    char *folded = first_text("{\"text\": \"Restore From Trash\"}");
+    char *sentence = first_text("{\"text\": \"Restore from trash\", \"fold_title_case\": false}");
+    assert_string_equal(folded, sentence);
+    char *kept = first_text("{\"text\": \"Restore From Trash\", \"fold_title_case\": false}");
+    char cmd[512], cli[1024] = "";
+    snprintf(cmd, sizeof cmd, "echo 'Restore From Trash' | %s translate --model models/en-fr --keep-title-case "
+             "2>/dev/null", bin_path());
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(cli, 1, sizeof cli - 1, p);
+    cli[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    cli[strcspn(cli, "\n")] = 0;
+    assert_string_equal(kept, cli);
+
+    char *ph = first_text("{\"text\": \"Open %s In A New Window\"}");
+    char *ph_sentence = first_text("{\"text\": \"Open %s in a new window\", \"fold_title_case\": false}");
+    assert_string_equal(ph, ph_sentence);
+    assert_non_null(strstr(ph, "%s"));
+
+    char *term = first_text("{\"text\": \"Restore From Trash\", \"glossary\": {\"Trash\": \"Poubelle\"}}");
+    assert_non_null(strstr(term, "Poubelle"));
+    char *no_term = first_text("{\"text\": \"Restore from trash\", \"glossary\": {\"Trash\": \"Poubelle\"}}");
+    assert_string_equal(no_term, sentence);        /* "trash" as written: the exact term does not match */
+
+    reply r = post(&srv, "/translate", "{\"text\": \"A B\", \"fold_title_case\": \"yes\"}");
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "fold_title_case"));
+    reply_free(&r);
+    free(folded), free(sentence), free(kept), free(ph), free(ph_sentence), free(term), free(no_term);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_other_apis),
         cmocka_unit_test(test_form_off),
         cmocka_unit_test(test_features),
+        cmocka_unit_test(test_title_case),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -749,11 +749,14 @@ static int protecting(const srv_tr *t, int text)
 }
 
 /* Text i's Title Case sentences are given to the model in sentence case:
- * asked, a Marian or multilingual model (a prompted one reads case as it
- * is), no prefix (the output must go on from it as given). */
+ * asked, a Marian model (where it was measured: README "Title Case"; NLLB
+ * and M2M-100, which force a target-language token, and prompted models
+ * read the text as written), no prefix (the output must go on from it as
+ * given). */
 static int folding(const srv_tr *t, int text)
 {
-    return !t->p.keep_title_case && !t->m.prompt && !t->p.raw && !t->p.given_ids && !prefixed(t, text);
+    return !t->p.keep_title_case && !t->m.prompt && !t->m.has_bos && !t->p.raw && !t->p.given_ids &&
+           !prefixed(t, text);
 }
 
 /* Sentence s in sentence case when it is in Title Case (title_case.h): 0, or -1 out of memory. */

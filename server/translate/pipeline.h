@@ -101,8 +101,9 @@ typedef struct {
     int placeholders;
     /* 1: "fold_title_case": false, a Title Case sentence goes to the model as
      * written; 0 (the default): in sentence case (title_case.h: "Restore
-     * From Trash" is read as "Restore from trash").  Not for a prefixed
-     * text, a raw continuation or a prompted model. */
+     * From Trash" is read as "Restore from trash").  Marian models only:
+     * not for NLLB / M2M-100, a prompted model, a raw continuation or a
+     * prefixed text. */
     int keep_title_case;
     /* NULL, or every text's source ids as the caller encoded them (a chat
      * prompt: api/openai_api.c): n_given ids, used for each text as they
