@@ -123,9 +123,11 @@ static char *row_request(json_t *row, const char *text, int variant)
                           "length_penalty", json_number_value(json_object_get(row, "length_penalty")),
                           "return_token_scores", 1, "return_alignments", 1, "alignment_layer", variant ? 0 : -1,
                           "alignment_heads", variant ? 1 : 0);
-    /* the reference has neither the shipped models' length cap nor their loop guard */
+    /* the reference has neither the shipped models' length cap nor their loop
+     * guard, and reads a Title Case text as written */
     json_object_set_new(b, "max_length_factor", json_real(MT_LENGTH_FACTOR_NONE));
     json_object_set_new(b, "loop_no_repeat_ngram_size", json_integer(-1));
+    json_object_set_new(b, "fold_title_case", json_false());
     if (json_array_size(json_object_get(row, "prefix")) == 0)
         json_object_del(b, "target_prefix");
     char *s = json_dumps(b, JSON_COMPACT);

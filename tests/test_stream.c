@@ -328,11 +328,12 @@ static void *case_client(void *arg)
         int max_len = (int)json_integer_value(json_object_get(c, "max_length"));
         for (int b = 0; b < 2; b++)
             for (int split = 0; split < 2; split++) {
-                /* the model's own output, as the reference has it: placeholders, the length cap
-                 * and the loop guard off */
-                json_t *req = json_pack("{s:s,s:s,s:i,s:i,s:b,s:b,s:f,s:i}", "text", text, "model", cr->model,
+                /* the model's own output, as the reference has it: placeholders, the length cap,
+                 * the loop guard and the Title Case fold off */
+                json_t *req = json_pack("{s:s,s:s,s:i,s:i,s:b,s:b,s:f,s:i,s:b}", "text", text, "model", cr->model,
                                         "beam_size", b ? 4 : 1, "max_length", max_len, "split", split, "placeholders",
-                                        0, "max_length_factor", MT_LENGTH_FACTOR_NONE, "loop_no_repeat_ngram_size", -1);
+                                        0, "max_length_factor", MT_LENGTH_FACTOR_NONE, "loop_no_repeat_ngram_size", -1,
+                                        "fold_title_case", 0);
                 json_t *plain = NULL;
                 int blank = 1;
                 for (const char *p = text; *p; p++)
