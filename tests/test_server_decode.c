@@ -397,10 +397,10 @@ static void test_copy_guard_served(void **state)
     }
     assert_true(json_array_size(texts) >= 2);
     for (int on = 0; on < 2; on++) {
-        json_t *b = json_pack("{s:O, s:i, s:i, s:f, s:i, s:b}", "text", texts, "beam_size", 1, "max_length",
+        json_t *b = json_pack("{s:O, s:i, s:i, s:f, s:i, s:b, s:b}", "text", texts, "beam_size", 1, "max_length",
                               (int)json_integer_value(json_object_get(json_array_get(rows, 0), "max_length")),
                               "max_length_factor", MT_LENGTH_FACTOR_NONE, "loop_no_repeat_ngram_size", -1,
-                              "copy_guard", on);
+                              "copy_guard", on, "fold_title_case", 0);     /* the reference reads the label as written */
         char *body = json_dumps(b, JSON_COMPACT);
         json_t *j = translate_on(&main_srv, body);
         for (size_t i = 0; i < json_array_size(texts); i++) {
