@@ -22,10 +22,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from scores import bleu, chrf
 
 
-def c_translate(mtserve, model, lines, beam, max_length, threads):
+def c_translate(mtserve, model, lines, beam, max_length, threads, extra=()):
     """build/mtserve translate on lines, one a line (evaluate.py's, without torch)."""
     cmd = [mtserve, "translate", "--model", model, "--beam", str(beam), "--max-length", str(max_length),
-           "--threads", str(threads)]
+           "--threads", str(threads)] + list(extra)
     run = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     out = run.stdout.split("\n")[:len(lines)]
     assert len(out) == len(lines), (len(out), len(lines))
@@ -58,6 +58,8 @@ def main():
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--examples", action="store_true")
+    ap.add_argument("--cli-args", default="", help="more `mtserve translate` options, e.g. "
+                    "\"--keep-title-case\" or \"--copy-guard on\" (README: Title Case, the guards)")
     a = ap.parse_args()
     sl, tl = a.direction.split("-")
     res = json.load(open(a.out)) if os.path.exists(a.out) else {}
@@ -69,7 +71,7 @@ def main():
         ref = open(f"{a.corpus}/{name}.{tl}", encoding="utf-8").read().splitlines()
         for beam in map(int, a.beams.split(",")):
             t0 = time.time()
-            hyp = c_translate(a.mtserve, a.model, src, beam, a.max_length, a.threads)
+            hyp = c_translate(a.mtserve, a.model, src, beam, a.max_length, a.threads, a.cli_args.split())
             copied = sum(h.strip() == s.strip() for h, s in zip(hyp, src))
             r = {"lines": len(src), "bleu": round(bleu(hyp, ref), 2), "chrf": round(chrf(hyp, ref), 2),
                  "untranslated": copied, "untranslated_pct": round(100 * copied / len(src), 2),
@@ -81,7 +83,7 @@ def main():
     if a.examples:
         repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
         ex = examples(repo, sl)
-        hyp = c_translate(a.mtserve, a.model, ex, 1, a.max_length, a.threads)
+        hyp = c_translate(a.mtserve, a.model, ex, 1, a.max_length, a.threads, a.cli_args.split())
         res["examples"] = {"sentences": len(ex), "untranslated": [s for s, h in zip(ex, hyp) if s.strip() == h.strip()]}
         print("examples", res["examples"], flush=True)
     with open(a.out, "w", encoding="utf-8") as f:
