@@ -4,7 +4,7 @@
  *
  * Why: the models learn interface labels mostly as written in sentence case;
  * in Title Case they copied them or translated them badly (issue 53:
- * models/recipe/corpus-notes.md "Title Case at the input", 5.15 -> 10.98 BLEU
+ * models/recipe/corpus-notes.md "Title Case at the input", 5.15 -> 10.95 BLEU
  * en->fr on Title Case UI strings, the written ones unchanged).  The output
  * is the model's: French writes interface text in sentence case, and English
  * references of the Title Case set scored lower re-capitalized.
