@@ -28,12 +28,12 @@ FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcld2 -lstdc++ -
 # request-body parsers, the error table they report through, the client address
 # behind trusted proxies (server/http/client_addr.c), the splitter, the
 # glossary (server/translate/glossary.c), placeholders out of a sentence and
-# back (server/translate/protect.c, server/text), the HTML reader
+# back (server/translate/protect.c, server/text) and the Title Case fold (title_case.c), the HTML reader
 # (server/markup), the language detector (server/detect) and the document
 # readers (server/document), the hub's answers and names (server/hub: not its downloader), Redis's
 # replies and the --redis URL (server/store: not its client).
 FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
-FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c server/translate/protect.c \
+FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c server/translate/protect.c server/translate/title_case.c \
                    server/hub/hub_parse.c server/hub/hub_cache.c server/store/redis_reply.c server/store/redis_url.c \
                    server/api/openai_req.c \
                    $(wildcard server/text/*.c server/markup/*.c server/detect/*.c server/detect/*.cc server/document/*.c)
