@@ -155,25 +155,6 @@ static mt_status split_lines(yparser *p, const char *text, size_t len)
 }
 
 /* ---- scalars ----------------------------------------------------------------- */
-static void put_utf8(char *o, size_t *n, uint32_t c)
-{
-    if (c < 0x80) {
-        o[(*n)++] = (char)c;
-    } else if (c < 0x800) {
-        o[(*n)++] = (char)(0xC0 | c >> 6);
-        o[(*n)++] = (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        o[(*n)++] = (char)(0xE0 | c >> 12);
-        o[(*n)++] = (char)(0x80 | (c >> 6 & 0x3F));
-        o[(*n)++] = (char)(0x80 | (c & 0x3F));
-    } else {
-        o[(*n)++] = (char)(0xF0 | c >> 18);
-        o[(*n)++] = (char)(0x80 | (c >> 12 & 0x3F));
-        o[(*n)++] = (char)(0x80 | (c >> 6 & 0x3F));
-        o[(*n)++] = (char)(0x80 | (c & 0x3F));
-    }
-}
-
 /* The code point of the escape at s[*i] (the character after the backslash);
  * *i moves past it.  0 with an error recorded when it is not a YAML escape. */
 static uint32_t escape(yparser *p, const yline *l, int *i)
@@ -240,7 +221,7 @@ static char *quoted(yparser *p, const yline *l, int *i, size_t *n)
             uint32_t cp = escape(p, l, i);
             if (!cp)
                 goto done;
-            put_utf8(o, n, cp);
+            *n += mt_utf8_encode(cp, o + *n);
         } else {
             o[(*n)++] = c;
         }

@@ -88,30 +88,6 @@ static void decompose(uint32_t c, uint32_t *d, size_t *n)
     d[(*n)++] = c;
 }
 
-static size_t put_utf8(uint32_t c, char *o)
-{
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | c >> 6);
-        o[1] = (char)(0x80 | (c & 63));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | c >> 12);
-        o[1] = (char)(0x80 | (c >> 6 & 63));
-        o[2] = (char)(0x80 | (c & 63));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | c >> 18);
-    o[1] = (char)(0x80 | (c >> 12 & 63));
-    o[2] = (char)(0x80 | (c >> 6 & 63));
-    o[3] = (char)(0x80 | (c & 63));
-    return 4;
-}
-
 int hfu_nfc(const char *s, size_t n, mt_sbuf *out)
 {
     const uint8_t *p = (const uint8_t *)s;
@@ -176,7 +152,7 @@ int hfu_nfc(const char *s, size_t n, mt_sbuf *out)
     int rc = mt_sb_reserve(out, no * 4 + 1);
     if (!rc) {
         for (size_t a = 0; a < no; a++)
-            out->n += put_utf8(d[a], out->p + out->n);
+            out->n += mt_utf8_encode(d[a], out->p + out->n);
         out->p[out->n] = '\0';
     }
     free(d);

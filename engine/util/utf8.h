@@ -18,6 +18,9 @@ size_t mt_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp);
  * and its length, or U+FFFD and 1 for a byte that does not start a valid
  * one (each bad byte stands for one character, as a browser shows it). */
 size_t mt_utf8_next(const char *s, size_t len, uint32_t *cp);
+/* cp (at most U+10FFFF, not a surrogate) as UTF-8 into out (room for 4):
+ * its length, 1 to 4. */
+size_t mt_utf8_encode(uint32_t cp, char *out);
 /* Length of the longest valid prefix of s[0..len). */
 size_t mt_utf8_valid_prefix(const char *s, size_t len);
 /* 1 if all of s[0..len) is valid. */

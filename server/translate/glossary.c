@@ -233,31 +233,6 @@ static size_t skip_spaces(const uint8_t *s, size_t len, size_t i)
     return i;
 }
 
-/* cp as UTF-8 into out (room for 4): its length. */
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* ---- the glossary ---- */
 
 typedef struct {
@@ -497,7 +472,7 @@ static int normalize_source(const char *s, size_t n, char **src, size_t *src_len
         }
         memcpy(*src + ns, s + i, k);
         ns += k;
-        nk += put_utf8(*key + nk, srv_glossary_fold(cp));
+        nk += mt_utf8_encode(srv_glossary_fold(cp), *key + nk);
         *exact |= srv_glossary_is_upper(cp);
         i += k;
     }

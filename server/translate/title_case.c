@@ -39,31 +39,6 @@ static word_info scan_word(const char *s, size_t n)
     return w;
 }
 
-/* cp's UTF-8 encoding into out: its length. */
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 
 /* The next word of s[0..n) at or after *a: [*a, *b), or 0 when there is none. */
 static int next_word(const char *s, size_t n, size_t *a, size_t *b)
@@ -94,7 +69,7 @@ int srv_title_fold(const char *s, size_t n, char *out)
             uint32_t cp, low = srv_glossary_fold(w.initial);
             size_t k = mt_utf8_next(s + at, n - at, &cp);
             char enc[4];
-            if (low != w.initial && put_utf8(enc, low) == k) {   /* the same bytes long: offsets hold */
+            if (low != w.initial && mt_utf8_encode(low, enc) == k) {   /* the same bytes long: offsets hold */
                 if (!lowered)
                     memcpy(out, s, n);                           /* out is written only when it changes */
                 memcpy(out + at, enc, k);
