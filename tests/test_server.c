@@ -1419,8 +1419,33 @@ static void test_loading(void **state)
     assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* The nice value of each thread of pid (field 19 of /proc/PID/task/TID/stat):
- * counts[0] threads at 0, counts[1] at want, counts[2] at anything else. */
+/* Thread tid of pid: its nice value (field 19 of /proc/PID/task/TID/stat) and
+ * scheduling class (field 41, policy NULL: not read).  0, or -1 when the
+ * thread ended meanwhile. */
+static int thread_stat(pid_t pid, const char *tid, int *nice, int *policy)
+{
+    char path[400], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, tid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');               /* the name may hold spaces: fields after it */
+    int field = 2, last = policy ? 41 : 19;
+    for (; p && *p && field < last; p++) {
+        if (*p != ' ')
+            continue;
+        if (++field == 19 && sscanf(p + 1, "%d", nice) != 1)
+            return -1;
+    }
+    if (!p || field != last || (policy && sscanf(p, "%d", policy) != 1))
+        return -1;
+    return 0;
+}
+
+/* The nice value of each thread of pid: counts[0] threads at 0, counts[1] at
+ * want, counts[2] at anything else. */
 static void thread_nices(pid_t pid, int want, int counts[3])
 {
     char dir[64];
@@ -1429,21 +1454,8 @@ static void thread_nices(pid_t pid, int want, int counts[3])
     assert_non_null(d);
     counts[0] = counts[1] = counts[2] = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[400], buf[1024];
-        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = 0;
-        char *p = strrchr(buf, ')');           /* the name may hold spaces: fields after it */
-        int field = 2, nice = 0;
-        for (; p && *p && field < 19; p++)
-            if (*p == ' ')
-                field++;
-        if (!p || sscanf(p, "%d", &nice) != 1)
+        int nice = 0;
+        if (e->d_name[0] == '.' || thread_stat(pid, e->d_name, &nice, NULL) != 0)
             continue;                          /* the thread ended meanwhile */
         counts[nice == 0 ? 0 : nice == want ? 1 : 2]++;
     }
@@ -1495,28 +1507,15 @@ static void thread_classes(pid_t pid, int decode_nice, int c[7], int *main_rr)
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.')
             continue;
-        char path[400], buf[1024];
-        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = 0;
-        char *p = strrchr(buf, ')');           /* the name may hold spaces: fields after it */
-        int field = 2, nice = 0, policy = -1;
-        for (; p && *p && field < 41; p++) {
-            if (*p != ' ')
-                continue;
-            if (++field == 19 && sscanf(p + 1, "%d", &nice) != 1)
-                break;
-        }
-        if (!p || field != 41 || sscanf(p, "%d", &policy) != 1)
+        int nice = 0, policy = -1;
+        if (thread_stat(pid, e->d_name, &nice, &policy) != 0)
             continue;                          /* the thread ended meanwhile */
         if (atoi(e->d_name) == (int)pid)
             *main_rr = policy == 2;
-        char comm[32] = "";
+        char comm[32] = "", path[400];
         snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
-        if ((f = fopen(path, "r"))) {
+        FILE *f = fopen(path, "r");
+        if (f) {
             if (!fgets(comm, sizeof comm, f))
                 comm[0] = 0;
             fclose(f);
