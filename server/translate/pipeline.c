@@ -764,8 +764,10 @@ static int fold_title(const srv_tr *t, sentence *s)
 {
     size_t len;
     const char *text = written_text(t, s, &len);
-    if (s->ph.verbatim || len == 0 || !(s->folded = malloc(len)))
-        return s->ph.verbatim || len == 0 ? 0 : -1;
+    if (s->ph.verbatim || len == 0)
+        return 0;
+    if (!(s->folded = malloc(len)))
+        return -1;
     if (srv_title_fold(text, len, s->folded) == 0) {
         free(s->folded);
         s->folded = NULL;
