@@ -39,6 +39,13 @@ static const fold_case cases[] = {
     { "whitespace_kept", "  Restore\tFrom\n Trash ", "  Restore\tfrom\n trash " },
     { "empty", "", NULL },
     { "invalid_bytes", "Open \xFF" "File Now", "Open \xFF" "file now" },
+    { "hyphen_parts", "Copier La Page Dans Le Presse-Papiers", "Copier la page dans le presse-papiers" },
+    { "apostrophe_parts", "Impossible D'Obtenir Un Verrou", "Impossible d'obtenir un verrou" },
+    { "curly_apostrophe_parts", "Erreur De L\xE2\x80\x99" "Auto-Test", "Erreur de l\xE2\x80\x99" "auto-test" },
+    { "first_word_later_parts", "Auto-Test En Cours", "Auto-test en cours" },
+    { "part_acronym_kept", "Open LDAP-Server Now", "Open LDAP-server now" },
+    { "hyphen_alone", "Start - Stop Now", "Start - stop now" },
+    { "trailing_joiner", "Rock- And Roll", "Rock- and roll" },
 };
 
 static void test_case(void **state)
@@ -65,7 +72,7 @@ static void test_random(void **state)
 {
     (void)state;
     static const char *const words[] = { "Open", "open", "LDAP", "LibreOffice", "MP3", "(Hidden)", "\xC3\x89tat",
-                                         "\xC3\xA9tat", "42", "--", "\xE6\x89\x93", "\xFF", "Zo\xC3\xAB", "\xC8\xBA" "x" };
+                                         "\xC3\xA9tat", "42", "--", "\xE6\x89\x93", "\xFF", "Zo\xC3\xAB", "\xC8\xBA" "x", "Presse-Papiers", "D'Obtenir", "l\xE2\x80\x99" "Auto", "Wi-Fi" };
     const int nw = (int)(sizeof words / sizeof words[0]);
     srand(53);
     int folded = 0;

@@ -13,7 +13,11 @@ LANG = {"en": "English", "fr": "French"}
 def parse_log(path):
     """The last run in train.log (train.py appends): its header, step and dev lines."""
     lines = open(path).read().splitlines()
-    start = max([i for i, l in enumerate(lines) if re.match(r"(en-fr|fr-en): init ", l)] or [0])
+    heads = [i for i, l in enumerate(lines) if re.match(r"(en-fr|fr-en): init ", l)]
+    # a fresh warm-started run measures its dev loss at the start; a resumption (the same
+    # command again after an interruption) does not, and continues the same run
+    fresh = [i for i in heads if any(l.startswith("dev loss at start") for l in lines[i + 1:i + 4])]
+    start = max(fresh or heads or [0])
     lines = lines[start:]
     r = {"header": lines[0] if lines and re.match(r"(en-fr|fr-en): init ", lines[0]) else "",
          "steps": [l for l in lines if l.startswith("step ")],
@@ -74,11 +78,13 @@ def stop_sentence(log, f):
                (f", {f['after_best']} evaluation(s) after the best" if f["after_best"] else
                 ", with dev loss still falling at the last evaluation"))
     else:
-        why = f"the run ended at step {f['steps']}"
+        why = f"the run was stopped at step {f['steps']}" + (
+            f", {f['after_best']} evaluation(s) after the best" if f["after_best"] else
+            ", with dev loss still falling at the last evaluation")
     return f"Dev loss was lowest at step {f['best_step']} ({f['best']:.4f}); {why}."
 
 
-def guard_section(ev, name):
+def guard_section(ev, name, retrained=False):
     g = ev.get("length_guard")
     if not g:
         return ""
@@ -89,6 +95,11 @@ def guard_section(ev, name):
             continue
         if k in labels:
             label = labels[k]
+        elif k.startswith("greedy_loops_no_repeat_"):
+            label = (f"greedy, an output that loops decoded again with no_repeat_ngram_size "
+                     f"{k.rsplit('_', 1)[1]} (PyTorch reference)")
+        elif k == "greedy_copy_guard":
+            label = "greedy, an output equal to its source decoded again, banned from copying it (PyTorch reference)"
         elif k.startswith("greedy_no_repeat_"):
             label = f"greedy, no_repeat_ngram_size {k.rsplit('_', 1)[1]} (PyTorch reference)"
         elif k.startswith("greedy_cap_"):
@@ -120,10 +131,13 @@ def guard_section(ev, name):
         verdict += (f"The model ships with the length cap ⌈{cap[0]} × source⌉ + {cap[1]} tokens "
                     "(generation_config.json `max_length_factor` / `max_length_extra`, applied per sentence by "
                     "mtserve unless a request's `max_length_factor` says otherwise): it cost no BLEU on this test "
-                    "and on the UI and everyday sets (recipe/corpus-notes.md). The loop guard (an output that loops "
+                    + ("(the table above) and, on the previous weights, on the UI and everyday sets "
+                       "(recipe/corpus-notes.md)" if retrained else "and on the UI and everyday sets "
+                       "(recipe/corpus-notes.md)") + ". The loop guard (an output that loops "
                     "decoded again with no_repeat_ngram_size 3, request field `loop_no_repeat_ngram_size`) is off "
                     "by default: recipe/guard_eval.py measured it gaining on UI strings but costing up to 0.2 BLEU "
-                    "on this test and the everyday sentences.")
+                    "on this test and the everyday sentences" + (" (the previous weights)" if retrained else "")
+                    + ".")
     return f"""
 ## Length guard: outputs that loop
 
@@ -139,6 +153,25 @@ sentences; "changed" counts outputs that differ from the unguarded ones.
 
 {verdict}
 """
+
+
+def evalset_rows(old, new):
+    """Old-vs-new rows of evalsets.py's figures: BLEU / chrF and untranslated per set."""
+    rows = []
+    for key, label in (("test-ui", "UI strings"), ("test-ui-tc", "UI strings in Title Case"),
+                       ("test-everyday", "everyday sentences"),
+                       ("test-everyday-tc", "everyday sentences in Title Case")):
+        o, n = old.get(f"{key}.beam1"), new.get(f"{key}.beam1")
+        if not (o and n):
+            continue
+        rows.append((f"{label} ({n['lines']}): BLEU / chrF, greedy", f"{o['bleu']} / {o['chrf']}",
+                     f"**{n['bleu']}** / **{n['chrf']}**"))
+        rows.append((f"{label}: untranslated", f"{o['untranslated']} ({o['untranslated_pct']}%)",
+                     f"{n['untranslated']} ({n['untranslated_pct']}%)"))
+    if "examples" in old and "examples" in new:
+        rows.append((f"README and demo examples ({new['examples']['sentences']}): untranslated",
+                     str(len(old["examples"]["untranslated"])), str(len(new["examples"]["untranslated"]))))
+    return rows
 
 
 def int8_section(ev):
@@ -171,6 +204,11 @@ def main():
     ap.add_argument("--pick", help="pick.json of recipe/pick.py")
     ap.add_argument("--old", help="the previous model's eval.json (with its 'training'), for old vs new")
     ap.add_argument("--fixtures", help="the fixtures directory (tests/fixtures/<model>) for the case count")
+    ap.add_argument("--old-name", default="v1", help="what the card calls the previous model")
+    ap.add_argument("--corpus", help="the training corpus (train/dev/test); default <work>/corpus")
+    ap.add_argument("--deb-stats", help="debcorpus.py's stats.json: the corpus mixes in Debian packages (issue 53)")
+    ap.add_argument("--evalsets", help="evalsets.py's figures of this model (UI and everyday sets)")
+    ap.add_argument("--evalsets-old", help="evalsets.py's figures of the previous model")
     a = ap.parse_args()
     sl, tl = a.direction.split("-")
     S, T = LANG[sl], LANG[tl]
@@ -180,13 +218,25 @@ def main():
     ev = json.load(open(f"{a.model}/eval.json"))
     log = parse_log(f"{train_dir}/train.log")
     f = training_facts(log)
-    n = {k: sum(1 for _ in open(f"{a.work}/corpus/{k}.{sl}")) for k in ("train", "dev", "test")}
-    words = sum(len(l.split()) for l in open(f"{a.work}/corpus/train.{sl}"))
+    corpus = a.corpus or f"{a.work}/corpus"
+    n = {k: sum(1 for _ in open(f"{corpus}/{k}.{sl}")) for k in ("train", "dev", "test")}
+    words = sum(len(l.split()) for l in open(f"{corpus}/train.{sl}"))
+    deb = json.load(open(a.deb_stats)) if a.deb_stats else None
+    es = json.load(open(a.evalsets)) if a.evalsets else None
+    es_old = json.load(open(a.evalsets_old)) if a.evalsets_old else None
+    gen = json.load(open(f"{a.model}/generation_config.json"))
     params = os.path.getsize(f"{a.model}/model.safetensors") // 4
     b1, b4 = ev["beam1"], ev["beam4"]
     same = ""
-    tf, cf = f"{hyp_dir}/test.beam1.{tl}", f"{hyp_dir}/c.beam1.{tl}"
-    if os.path.exists(tf) and os.path.exists(cf):
+    tf, cf, pf = f"{hyp_dir}/test.beam1.{tl}", f"{hyp_dir}/c.beam1.{tl}", f"{hyp_dir}/c.plain.beam1.{tl}"
+    if os.path.exists(tf) and os.path.exists(pf):
+        t, c, p = (open(x).read().splitlines() for x in (tf, cf, pf))
+        same = (f" On this test split the C engine's greedy output, decoded as the reference decodes "
+                f"(`--no-placeholders --keep-title-case --copy-guard off --loop-no-repeat-ngram-size -1 "
+                f"--max-length-factor 1000`), equals the reference's on {sum(x == y for x, y in zip(t, p))} of "
+                f"{len(t)} lines; with mtserve's defaults (URLs and the like kept as placeholders, Title Case "
+                f"folded, the guards and the length cap on) {sum(x == y for x, y in zip(t, c))} are the same.")
+    elif os.path.exists(tf) and os.path.exists(cf):
         t, c = open(tf).read().splitlines(), open(cf).read().splitlines()
         same = (f" On this test split the C engine's greedy output equals the reference's on "
                 f"{sum(x == y for x, y in zip(t, c))} of {len(t)} lines.")
@@ -214,13 +264,26 @@ def main():
                f"and a new warm-up) for")
     else:
         how = "from random initialization,"
-    training = (f"{how} {f['minutes']:.0f} min on 2 CPU cores (bfloat16 autocast; the machine was shared), "
+    where = ("by train.py's clock (wall time while it ran, pauses for benchmarks included), one thread beside "
+             "the other direction's run" if deb else "on 2 CPU cores")
+    training = (f"{how} {f['minutes']:.0f} min {where} (bfloat16 autocast; the machine was shared), "
                 f"{f['steps']} steps, {f['epochs']} full epoch{'' if f['epochs'] == 1 else 's'}, ~{f['tok_s']:.0f} tokens/s, label smoothing 0.1, "
                 f"{schedule}; best dev loss {f['best']:.3f} at step {f['best_step']}")
     if warm and log["start"]:
         training += f" (from {log['start'][1]:.3f} at the start)"
 
-    if a.direction == "en-fr":
+    if deb:
+        title = ("# en-fr: the default mtserve model" if a.direction == "en-fr" else
+                 "# fr-en: French→English, beside the default en-fr")
+        intro = (f"A small {S}→{T} Transformer (MarianMT layout) trained on this machine from\n"
+                 f"Debian's own translations: its package descriptions and the interface strings,\n"
+                 f"documentation and lexicon of {deb['packages']} Debian packages taken by name and version\n"
+                 f"(models/recipe/corpus-manifest.tsv). It knows software: descriptions, menus,\n"
+                 f"buttons, messages, help text, and everyday sentences of the kind those hold.\n"
+                 + ("mtserve serves it by default; models/fr-en is the same recipe in the other direction."
+                    if a.direction == "en-fr" else "`make run` serves it beside en-fr (the same joint "
+                    "SentencePiece model: source.spm = target.spm, one vocab.json)."))
+    elif a.direction == "en-fr":
         title = "# en-fr: the default mtserve model"
         intro = ("A small English→French Transformer (MarianMT layout) trained on this machine\n"
                  "from Debian's own translated package descriptions. It knows the French of\n"
@@ -235,36 +298,109 @@ def main():
                  "package descriptions, not general English. `make run` serves it beside en-fr.")
 
     oldnew = ""
+    on = a.old_name
     if old:
         ot = old.get("training", {})
         new_steps = (ot.get("steps", 0) + f["steps"]) if warm else f["steps"]
         if old["test_sentences"] == ev["test_sentences"]:
             same_set = f"on the same {ev['test_sentences']} test pairs, corpus, split and tokenizer"
         else:
-            same_set = (f"NOT comparable: v1 on {old['test_sentences']} test pairs, this model on the first "
+            same_set = (f"NOT comparable: {on} on {old['test_sentences']} test pairs, this model on the first "
                         f"{ev['test_sentences']} only (a trial run)")
         lg_old, lg_new = old.get("length_guard"), ev.get("length_guard")
-        loop_row = ""
+        rows = [("test BLEU, greedy", old["beam1"]["bleu"], f"**{b1['bleu']}**"),
+                ("test chrF, greedy", old["beam1"]["chrf"], f"**{b1['chrf']}**"),
+                ("test BLEU, beam 4", old["beam4"]["bleu"], f"**{b4['bleu']}**"),
+                ("test chrF, beam 4", old["beam4"]["chrf"], f"**{b4['chrf']}**")]
+        if es and es_old:
+            rows += evalset_rows(es_old, es)
+        if "best_dev_loss" in ot:
+            rows.append(("best dev loss", f"{ot['best_dev_loss']:.3f}", f"{f['best']:.3f}"))
         if lg_old and lg_new:
-            loop_row = (f"| test outputs that loop, greedy / beam 4 (see below) | {lg_old['greedy']['loops_pct']}% / "
-                        f"{lg_old['beam4']['loops_pct']}% | {lg_new['greedy']['loops_pct']}% / "
-                        f"{lg_new['beam4']['loops_pct']}% |\n")
+            rows.append(("test outputs that loop, greedy / beam 4 (see below)",
+                         f"{lg_old['greedy']['loops_pct']}% / {lg_old['beam4']['loops_pct']}%",
+                         f"{lg_new['greedy']['loops_pct']}% / {lg_new['beam4']['loops_pct']}%"))
+        if ot:
+            rows.append(("training", f"{ot.get('minutes', 0)} min, {ot.get('steps', 0)} steps, {ot.get('epochs', 0)} "
+                         "epochs from random init",
+                         f"{on + ' + ' if warm else ''}{f['minutes']:.0f} min, {f['steps']} steps, {f['epochs']} "
+                         f"epoch{'' if f['epochs'] == 1 else 's'}{f' ({new_steps} steps in all)' if warm else ''}"))
+        elif warm:
+            rows.append(("training", "(its own card, at the commit of models/Makefile's V2_COMMIT)",
+                         f"{on} + {f['minutes']:.0f} min, {f['steps']} steps"))
+        table = "\n".join(f"| {k} | {x} | {y} |" for k, x, y in rows)
+        sets = ""
+        if es and es_old:
+            sets = ("\n\nUI strings and everyday sentences: the held-out packages' test sets of\n"
+                    "recipe/evalsets.py, greedy, decoded by the C engine with each model's defaults;\n"
+                    "\"Title Case\": the same sources in Title Case, the references as written;\n"
+                    "\"untranslated\": outputs equal to their source (every reference differs from\n"
+                    "its source, so a copy is always wrong).")
         oldnew = f"""
 ## Old and new
 
-The model before this one (v1, its figures kept in eval-v1.json) and this one,
-{same_set}:
+The model before this one ({on}, its figures kept in eval-{on}.json) and this one,
+{same_set}:{sets}
 
-| | v1 | this model |
+| | {on} | this model |
 |---|---:|---:|
-| test BLEU, greedy | {old['beam1']['bleu']} | **{b1['bleu']}** |
-| test chrF, greedy | {old['beam1']['chrf']} | **{b1['chrf']}** |
-| test BLEU, beam 4 | {old['beam4']['bleu']} | **{b4['bleu']}** |
-| test chrF, beam 4 | {old['beam4']['chrf']} | **{b4['chrf']}** |
-| best dev loss | {ot.get('best_dev_loss', float('nan')):.3f} | {f['best']:.3f} |
-{loop_row}| training | {ot.get('minutes', 0)} min, {ot.get('steps', 0)} steps, {ot.get('epochs', 0)} epochs from random init | {'v1 + ' if warm else ''}{f['minutes']:.0f} min, {f['steps']} steps, {f['epochs']} epoch{'' if f['epochs'] == 1 else 's'}{f' ({new_steps} steps in all)' if warm else ''} |
+{table}
 """
     stop = stop_sentence(log, f)
+    if deb:
+        sp = deb["splits"]
+        data = (f"Debian 12 (bookworm) DDTP package descriptions (Translation-en / Translation-fr, paired by "
+                f"Description-md5, twice) and {sp['train']['pairs']} pairs from the gettext catalogues, l10n "
+                f"resources, documentation and lexicon of {deb['packages']} packages "
+                f"(models/recipe/debcorpus.py), with Title Case and ALL CAPS copies of short pairs "
+                f"(recipe/mixcorpus.py): {n['train']} train / {n['dev']} dev / {n['test']} test pairs; "
+                f"{words} {S} words in train; split by package name, the UI and everyday test sets from "
+                f"packages held out")
+        limits = (f"- Domain: software and its documentation. Literature, news or dialogue come out poorly.\n"
+                  f"- Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.\n"
+                  f"- Long inputs: trained on pieces of at most 128 tokens; the server splits text\n"
+                  f"  into sentences first.")
+        rebuild = (f"`make -C models corpus mix train3-{a.direction}` then `make -C models finish-{a.direction} "
+                   f"TRN=work/train3-{a.direction} CORP=work/mix-{a.direction} TOKD=work/init-{a.direction}` "
+                   f"(Debian's /usr/bin/python3 with python3-torch 1.13, python3-sentencepiece, python3-nltk, "
+                   f"python3-tqdm; the packages of recipe/corpus-manifest.tsv are downloaded by name and version and "
+                   f"checked against their sha256): pick the checkpoint, export, evaluate, measure the guards, "
+                   f"write the fixtures, check the C engine on them and write this card "
+                   f"(models/recipe/corpus-notes.md has every step).\n"
+                   f"The corpus is byte-for-byte reproducible (`make -C models corpus-check`); training resumes "
+                   f"from its checkpoint if interrupted; its warm start reads the previous model and tokenizer "
+                   f"from git (models/Makefile's V2_COMMIT).")
+    else:
+        data = (f"Debian 12 (bookworm) DDTP Translation-en / Translation-fr, paired by Description-md5; {n['train']} "
+                f"train / {n['dev']} dev / {n['test']} test pairs (sentences where both sides split alike, else "
+                f"paragraphs); {words} {S} words in train; split by package name")
+        limits = (f"- Domain: package descriptions (\"This package provides…\" / \"Ce paquet fournit…\").\n"
+                  f"  Everyday {T}, dialogue or literature come out poorly.\n"
+                  f"- Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.\n"
+                  f"- Long inputs: trained on pieces of at most 128 tokens; the server splits text\n"
+                  f"  into sentences first.")
+        rebuild = (f"`make -C models corpus tokenizer train-{a.direction} finish-{a.direction}` (Debian's /usr/bin/python3\n"
+                   f"with python3-torch 1.13, python3-sentencepiece, python3-nltk, python3-tqdm):\n"
+                   f"train, then pick the checkpoint, export, evaluate, measure the length guard,\n"
+                   f"write the fixtures, check the C engine on them and write this card.\n"
+                   f"The corpus and tokenizer are byte-for-byte reproducible; training resumes from\n"
+                   f"its checkpoint if interrupted."
+                   + (" Its warm start reads the previous model from git (models/en-fr at commit b516e3a); see "
+                      "models/Makefile." if warm else ""))
+    defaults = ""
+    if deb:
+        cg = ("on (generation_config.json `copy_guard`: an output equal to its source is decoded again, "
+              "banned from copying it; a request turns it off with `\"copy_guard\": false`)"
+              if gen.get("copy_guard") else "off (a request turns it on with `\"copy_guard\": true`)")
+        defaults = f"""
+## Defaults that shape what a user sees
+
+- Title Case input (\"Restore From Trash\") is folded to sentence case before the
+  model reads it (README, \"Title Case\"), and the translation is the model's, in
+  sentence case; the figures above in Title Case are with that fold, mtserve's default.
+- The copy guard is {cg}.
+- The length cap and the loop guard: below.
+"""
     card = f"""{title}
 
 {intro}
@@ -273,7 +409,7 @@ The model before this one (v1, its figures kept in eval-v1.json) and this one,
 |---|---|
 | architecture | MarianMT encoder-decoder, post-norm, swish FFN, sinusoidal positions, tied embeddings |
 | size | d_model {cfg['d_model']}, {cfg['encoder_layers']}+{cfg['decoder_layers']} layers, {cfg['encoder_attention_heads']} heads, FFN {cfg['encoder_ffn_dim']}, vocab {cfg['vocab_size']} (joint en+fr SentencePiece unigram), about {params/1e6:.1f}M parameters, float32 |
-| data | Debian 12 (bookworm) DDTP Translation-en / Translation-fr, paired by Description-md5; {n['train']} train / {n['dev']} dev / {n['test']} test pairs (sentences where both sides split alike, else paragraphs); {words} {S} words in train; split by package name |
+| data | {data} |
 | training | {training} |
 {ckpt_row}| test BLEU, greedy | **{b1['bleu']}** |
 | test chrF, greedy | **{b1['chrf']}** |
@@ -288,26 +424,17 @@ whitespace removed. Greedy: decoded by the PyTorch reference
 {'the C engine (build/mtserve translate)' if b4.get('decoder') == 'c' else 'the PyTorch reference'},
 which tests/test_engine.c proves identical to the reference (greedy and all
 beam-4 hypotheses on {cases}).{same}
-{oldnew}
+{oldnew}{defaults}
 ## Training: where dev loss stopped improving
 
 {stop} Dev loss (label smoothing off) every {(log['dev'][1][0] - log['dev'][0][0]) if len(log['dev']) > 1 else 400} steps
 ({train_dir}/train.log): {curve(log)}.
-{guard_section(ev, a.direction)}{int8_section(ev)}
+{guard_section(ev, a.direction, retrained=bool(deb))}{int8_section(ev)}
 ## Limits
-- Domain: package descriptions ("This package provides…" / "Ce paquet fournit…").
-  Everyday {T}, dialogue or literature come out poorly.
-- Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.
-- Long inputs: trained on pieces of at most 128 tokens; the server splits text
-  into sentences first.
+{limits}
 
 ## Rebuild
-`make -C models corpus tokenizer train-{a.direction} finish-{a.direction}` (Debian's /usr/bin/python3
-with python3-torch 1.13, python3-sentencepiece, python3-nltk, python3-tqdm):
-train, then pick the checkpoint, export, evaluate, measure the length guard,
-write the fixtures, check the C engine on them and write this card.
-The corpus and tokenizer are byte-for-byte reproducible; training resumes from
-its checkpoint if interrupted.{' Its warm start reads the previous model from git (models/en-fr at commit b516e3a); see models/Makefile.' if warm else ''}
+{rebuild}
 """
     with open(f"{a.model}/README.md", "w") as fh:
         fh.write(card)

@@ -50,6 +50,45 @@ static int next_word(const char *s, size_t n, size_t *a, size_t *b)
     return *a < n;
 }
 
+/* A word's parts: split at hyphens and apostrophes, which Title Case
+ * capitalizes after ("Presse-Papiers", "D'Obtenir", "L\u2019auto-Test"). */
+static int is_joiner(uint32_t cp)
+{
+    return cp == '-' || cp == '\'' || cp == 0x2019;
+}
+
+/* The end of the part of s[a..b) that starts at a, and in *next where the one
+ * after it starts (b: none). */
+static size_t part_end(const char *s, size_t a, size_t b, size_t *next)
+{
+    for (size_t i = a; i < b;) {
+        uint32_t cp;
+        size_t k = mt_utf8_next(s + i, b - i, &cp);
+        if (is_joiner(cp)) {
+            *next = i + k;
+            return i;
+        }
+        i += k;
+    }
+    *next = b;
+    return b;
+}
+
+/* Lowers the initial at s[at] into out (copying s first when nothing was
+ * lowered yet); returns 1 when it did. */
+static int lower_initial(const char *s, size_t n, size_t at, uint32_t initial, char *out, int lowered)
+{
+    uint32_t cp, low = srv_glossary_fold(initial);
+    size_t k = mt_utf8_next(s + at, n - at, &cp);
+    char enc[4];
+    if (low == initial || mt_utf8_encode(low, enc) != k)         /* the same bytes long: offsets hold */
+        return 0;
+    if (!lowered)
+        memcpy(out, s, n);                                       /* out is written only when it changes */
+    memcpy(out + at, enc, k);
+    return 1;
+}
+
 int srv_title_fold(const char *s, size_t n, char *out)
 {
     int initials = 0;
@@ -62,21 +101,13 @@ int srv_title_fold(const char *s, size_t n, char *out)
     if (initials < 2)
         return 0;
     int lowered = 0, first = 1;
-    for (size_t a = 0, b; next_word(s, n, &a, &b); a = b) {
-        word_info w = scan_word(s + a, b - a);
-        if (w.at >= 0 && !first && w.uppers == 1 && !w.digit) {
-            size_t at = a + (size_t)w.at;
-            uint32_t cp, low = srv_glossary_fold(w.initial);
-            size_t k = mt_utf8_next(s + at, n - at, &cp);
-            char enc[4];
-            if (low != w.initial && mt_utf8_encode(low, enc) == k) {   /* the same bytes long: offsets hold */
-                if (!lowered)
-                    memcpy(out, s, n);                           /* out is written only when it changes */
-                memcpy(out + at, enc, k);
-                lowered++;
-            }
+    for (size_t a = 0, b; next_word(s, n, &a, &b); a = b)
+        for (size_t p = a, q, next; p < b; p = next) {
+            q = part_end(s, p, b, &next);
+            word_info w = scan_word(s + p, q - p);
+            if (w.at >= 0 && !first && w.uppers == 1 && !w.digit)
+                lowered += lower_initial(s, n, p + (size_t)w.at, w.initial, out, lowered);
+            first &= w.at < 0;
         }
-        first &= w.at < 0;
-    }
     return lowered;
 }
