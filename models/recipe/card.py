@@ -236,10 +236,6 @@ def main():
                 f"--max-length-factor 1000`), equals the reference's on {sum(x == y for x, y in zip(t, p))} of "
                 f"{len(t)} lines; with mtserve's defaults (URLs and the like kept as placeholders, Title Case "
                 f"folded, the guards and the length cap on) {sum(x == y for x, y in zip(t, c))} are the same.")
-    elif os.path.exists(tf) and os.path.exists(cf):
-        t, c = open(tf).read().splitlines(), open(cf).read().splitlines()
-        same = (f" On this test split the C engine's greedy output equals the reference's on "
-                f"{sum(x == y for x, y in zip(t, c))} of {len(t)} lines.")
     cases = "the fixture cases"
     if a.fixtures and os.path.exists(f"{a.fixtures}/cases.jsonl"):
         cases = f"{sum(1 for _ in open(f'{a.fixtures}/cases.jsonl'))} fixture cases"
@@ -356,10 +352,7 @@ The model before this one ({on}, its figures kept in eval-{on}.json) and this on
                 f"(recipe/mixcorpus.py): {n['train']} train / {n['dev']} dev / {n['test']} test pairs; "
                 f"{words} {S} words in train; split by package name, the UI and everyday test sets from "
                 f"packages held out")
-        limits = (f"- Domain: software and its documentation. Literature, news or dialogue come out poorly.\n"
-                  f"- Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.\n"
-                  f"- Long inputs: trained on pieces of at most 128 tokens; the server splits text\n"
-                  f"  into sentences first.")
+        domain = "- Domain: software and its documentation. Literature, news or dialogue come out poorly.\n"
         rebuild = (f"`make -C models corpus mix train3-{a.direction}` then `make -C models finish-{a.direction} "
                    f"TRN=work/train3-{a.direction} CORP=work/mix-{a.direction} TOKD=work/init-{a.direction}` "
                    f"(Debian's /usr/bin/python3 with python3-torch 1.13, python3-sentencepiece, python3-nltk, "
@@ -374,11 +367,8 @@ The model before this one ({on}, its figures kept in eval-{on}.json) and this on
         data = (f"Debian 12 (bookworm) DDTP Translation-en / Translation-fr, paired by Description-md5; {n['train']} "
                 f"train / {n['dev']} dev / {n['test']} test pairs (sentences where both sides split alike, else "
                 f"paragraphs); {words} {S} words in train; split by package name")
-        limits = (f"- Domain: package descriptions (\"This package provides…\" / \"Ce paquet fournit…\").\n"
-                  f"  Everyday {T}, dialogue or literature come out poorly.\n"
-                  f"- Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.\n"
-                  f"- Long inputs: trained on pieces of at most 128 tokens; the server splits text\n"
-                  f"  into sentences first.")
+        domain = (f"- Domain: package descriptions (\"This package provides…\" / \"Ce paquet fournit…\").\n"
+                  f"  Everyday {T}, dialogue or literature come out poorly.\n")
         rebuild = (f"`make -C models corpus tokenizer train-{a.direction} finish-{a.direction}` (Debian's /usr/bin/python3\n"
                    f"with python3-torch 1.13, python3-sentencepiece, python3-nltk, python3-tqdm):\n"
                    f"train, then pick the checkpoint, export, evaluate, measure the length guard,\n"
@@ -387,6 +377,9 @@ The model before this one ({on}, its figures kept in eval-{on}.json) and this on
                    f"its checkpoint if interrupted."
                    + (" Its warm start reads the previous model from git (models/en-fr at commit b516e3a); see "
                       "models/Makefile." if warm else ""))
+    limits = (domain + "- Small: 8k-piece vocabulary, a few million parameters, a short CPU training run.\n"
+              "- Long inputs: trained on pieces of at most 128 tokens; the server splits text\n"
+              "  into sentences first.")
     defaults = ""
     if deb:
         cg = ("on (generation_config.json `copy_guard`: an output equal to its source is decoded again, "
