@@ -86,6 +86,9 @@ def main():
     # Warm start from an exported model directory (its model.safetensors): the
     # schedule restarts (fresh Adam state, a new warm-up); the run is new.
     ap.add_argument("--init", help="exported model directory to start from")
+    ap.add_argument("--step0", type=int, default=0,
+                    help="the schedule goes on from this step of the run that made --init (its lr, not a new "
+                         "warm-up), Adam's new moments eased in over 100 steps")
     # Every evaluation also keeps the weights as last-N.pt (N = 0..keep-1, a
     # ring), so the last checkpoints can be averaged (recipe/average.py).
     ap.add_argument("--keep", type=int, default=4)
@@ -119,7 +122,8 @@ def main():
     log = open(f"{a.out}/train.log", "a")
     def say(msg):
         print(msg, flush=True); log.write(msg + "\n"); log.flush()
-    say(f"{a.direction}: init {a.init or 'random'}, lr {a.lr}, warmup {a.warmup}, threads {a.threads}")
+    say(f"{a.direction}: init {a.init or 'random'}, lr {a.lr}, warmup {a.warmup}, threads {a.threads}"
+        + (f", schedule from step {a.step0}, seed {a.seed}" if a.step0 else ""))
     say(f"params {sum(p.numel() for p in model.parameters())}, train {len(train)} pairs, dev {len(dev)}, bf16 {use_bf16}")
 
     def save(path=ck_path):
@@ -141,7 +145,8 @@ def main():
         ep_batches = batches(train, a.max_tokens, random.Random(a.seed + st["epoch"]))
         bar = tqdm(ep_batches[st["batch_pos"]:], desc=f"epoch {st['epoch']}", unit="batch", mininterval=30)
         for b in bar:
-            lr = a.lr * min((st["step"] + 1) / a.warmup, math.sqrt(a.warmup / (st["step"] + 1)))
+            k = st["step"] + 1 + a.step0
+            lr = a.lr * min(k / a.warmup, math.sqrt(a.warmup / k)) * min(1.0, (st["step"] + 1) / (100 if a.step0 else 1))
             for g in opt.param_groups:
                 g["lr"] = lr
             batch = collate(train, b, tok.pad)
