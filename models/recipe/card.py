@@ -54,6 +54,8 @@ def training_facts(log):
     f["init"] = re.search(r"init (\S+),", h).group(1) if h else "random"
     f["lr"] = re.search(r"lr ([\d.e-]+),", h).group(1) if h else ""
     f["warmup"] = re.search(r"warmup (\d+)", h).group(1) if h else ""
+    m0 = re.search(r"schedule from step (\d+)", h)
+    f["step0"] = int(m0.group(1)) if m0 else 0
     dev = log["dev"]
     if dev:
         bi = min(range(len(dev)), key=lambda i: (dev[i][1], i))
@@ -209,6 +211,9 @@ def main():
     ap.add_argument("--deb-stats", help="debcorpus.py's stats.json: the corpus mixes in Debian packages (issue 53)")
     ap.add_argument("--evalsets", help="evalsets.py's figures of this model (UI and everyday sets)")
     ap.add_argument("--evalsets-old", help="evalsets.py's figures of the previous model")
+    ap.add_argument("--earlier-name", help="the run this one continued (train.py --step0), between --old-name "
+                                           "and this one: what the card calls it (v3)")
+    ap.add_argument("--earlier", default="", help="that run in a few words (its minutes, steps, what was shipped)")
     a = ap.parse_args()
     sl, tl = a.direction.split("-")
     S, T = LANG[sl], LANG[tl]
@@ -255,7 +260,10 @@ def main():
         ckpt_row = ""
     schedule = f"Adam, lr {f['lr']}, warm-up {f['warmup']} steps + inverse-sqrt" if f["lr"] else \
         "Adam, warm-up + inverse-sqrt"
-    if warm:
+    if warm and f["step0"]:
+        how = (f"continued from {a.earlier_name} ({a.earlier}): its weights, its learning-rate schedule going on "
+               f"from step {f['step0']}, fresh Adam state eased in over 100 steps, batches in a new order; for")
+    elif warm:
         how = (f"continued from the previous {a.direction} model (warm restart: its weights, fresh Adam state "
                f"and a new warm-up) for")
     else:
@@ -322,8 +330,9 @@ def main():
                          f"{on + ' + ' if warm else ''}{f['minutes']:.0f} min, {f['steps']} steps, {f['epochs']} "
                          f"epoch{'' if f['epochs'] == 1 else 's'}{f' ({new_steps} steps in all)' if warm else ''}"))
         elif warm:
+            mid = f"{a.earlier_name} ({a.earlier}) + " if a.earlier_name else ""
             rows.append(("training", "(its own card, at the commit of models/Makefile's V2_COMMIT)",
-                         f"{on} + {f['minutes']:.0f} min, {f['steps']} steps"))
+                         f"{on} + {mid}{f['minutes']:.0f} min, {f['steps']} steps"))
         table = "\n".join(f"| {k} | {x} | {y} |" for k, x, y in rows)
         sets = ""
         if es and es_old:
@@ -353,8 +362,9 @@ The model before this one ({on}, its figures kept in eval-{on}.json) and this on
                 f"{words} {S} words in train; split by package name, the UI and everyday test sets from "
                 f"packages held out")
         domain = "- Domain: software and its documentation. Literature, news or dialogue come out poorly.\n"
-        rebuild = (f"`make -C models corpus mix train3-{a.direction}` then `make -C models finish-{a.direction} "
-                   f"TRN=work/train3-{a.direction} CORP=work/mix-{a.direction} TOKD=work/init-{a.direction}` "
+        run, init = ("train4", "init4") if f["step0"] else ("train3", "init")
+        rebuild = (f"`make -C models corpus mix {run}-{a.direction}` then `make -C models finish-{a.direction} "
+                   f"TRN=work/{run}-{a.direction} CORP=work/mix-{a.direction} TOKD=work/{init}-{a.direction}` "
                    f"(Debian's /usr/bin/python3 with python3-torch 1.13, python3-sentencepiece, python3-nltk, "
                    f"python3-tqdm; the packages of recipe/corpus-manifest.tsv are downloaded by name and version and "
                    f"checked against their sha256): pick the checkpoint, export, evaluate, measure the guards, "
@@ -362,7 +372,8 @@ The model before this one ({on}, its figures kept in eval-{on}.json) and this on
                    f"(models/recipe/corpus-notes.md has every step).\n"
                    f"The corpus is byte-for-byte reproducible (`make -C models corpus-check`); training resumes "
                    f"from its checkpoint if interrupted; its warm start reads the previous model and tokenizer "
-                   f"from git (models/Makefile's V2_COMMIT).")
+                   f"from git (models/Makefile's " + ("V3_COMMIT: v3, itself continued from V2_COMMIT's v2 by "
+                   f"train3-{a.direction})." if f["step0"] else "V2_COMMIT)."))
     else:
         data = (f"Debian 12 (bookworm) DDTP Translation-en / Translation-fr, paired by Description-md5; {n['train']} "
                 f"train / {n['dev']} dev / {n['test']} test pairs (sentences where both sides split alike, else "

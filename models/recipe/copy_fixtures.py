@@ -19,7 +19,9 @@ from repeats import greedy_no_copy
 # 225 of the 1500 UI strings came back as their source)
 LABELS = ["Alarm", "April", "Restore From Trash", "Calendar", "Settings", "Bookmarks", "Network Manager",
           "Open Recent", "Keyboard Shortcuts", "Volume Control", "Print Preview", "Zoom In", "Terminal",
-          "Screenshot", "Disk Usage Analyzer", "File Manager", "Text Editor", "System Monitor"]
+          "Screenshot", "Disk Usage Analyzer", "File Manager", "Text Editor", "System Monitor",
+          # rarer words the v3 weights gave back (test-ui), so that a better model still copies a few
+          "Gradians", "Exabytes", "Caodaism", "Factorials", "Conveyance", "Cosine", "Hexadecimal", "Megahertz"]
 
 
 def main():
