@@ -424,7 +424,8 @@ static char *first_text(const char *body)
  * it goes to the model as written, as the CLI's --keep-title-case does; its
  * placeholders stay byte for byte; a glossary term is matched on the text
  * as written (an exact-case "Trash" matches the label's "Trash", which the
- * model reads as "trash"). */
+ * model reads as "trash").  A lone word in sentence case is read lowercased
+ * and its translation capitalized (translate/title_case.h srv_word_fold). */
 static void test_title_case(void **state)
 {
     (void)state;
@@ -452,6 +453,18 @@ static void test_title_case(void **state)
     assert_non_null(strstr(term, "Poubelle"));
     char *no_term = first_text("{\"text\": \"Restore from trash\", \"glossary\": {\"Trash\": \"Poubelle\"}}");
     assert_string_equal(no_term, sentence);        /* "trash" as written: the exact term does not match */
+
+    /* a lone word in sentence case: read lowercased, its translation's first letter up */
+    char *word = first_text("{\"text\": \"Alarm\"}");
+    char *lower = first_text("{\"text\": \"alarm\", \"fold_title_case\": false}");
+    char *as_is = first_text("{\"text\": \"Alarm\", \"fold_title_case\": false}");
+    assert_true(lower[0] >= 'a' && lower[0] <= 'z');
+    assert_int_equal(word[0], lower[0] - 32);
+    assert_string_equal(word + 1, lower + 1);
+    print_message("  \"Alarm\" -> \"%s\" (\"alarm\" -> \"%s\"; unfolded: \"%s\")\n", word, lower, as_is);
+    char *name = first_text("{\"text\": \"Linux\"}");
+    assert_string_equal(name, "Linux");                 /* a name stays a name */
+    free(word), free(lower), free(as_is), free(name);
 
     reply r = post(&srv, "/translate", "{\"text\": \"A B\", \"fold_title_case\": \"yes\"}");
     assert_int_equal(r.status, 400);

@@ -1,7 +1,10 @@
 /* test_title_case: server/translate/title_case.h's rules, one table row a
  * cmocka test (what is Title Case, which words are lowered, what stays), and
  * random texts built from words of every kind: the output the same length,
- * only initials lowered, and no longer Title Case once folded. */
+ * only initials lowered, and no longer Title Case once folded.  The lone
+ * word's fold and the output's capital (srv_word_fold, srv_title_capitalize)
+ * by table too, and srv_glossary_upper against srv_glossary_fold on every
+ * code point. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +25,7 @@ typedef struct {
 static const fold_case cases[] = {
     { "label", "Restore From Trash", "Restore from trash" },
     { "two_words", "Auto Save", "Auto save" },
-    { "one_word_is_not", "Alarm", NULL },
+    { "one_word_is_not", "Alarm", NULL },         /* srv_word_fold's (below) */
     { "sentence_case_is_not", "Save changes before closing?", NULL },
     { "one_lowercase_word_is_not", "Open the File", NULL },
     { "acronym_kept", "Web Based LDAP Administration Program", "Web based LDAP administration program" },
@@ -47,6 +50,95 @@ static const fold_case cases[] = {
     { "hyphen_alone", "Start - Stop Now", "Start - stop now" },
     { "trailing_joiner", "Rock- And Roll", "Rock- and roll" },
 };
+
+/* srv_word_fold: out NULL = not a lone word in sentence case */
+static const fold_case word_cases[] = {
+    { "word_label", "Alarm", "alarm" },
+    { "word_blanks_around", " Hidden\n", " hidden\n" },
+    { "word_accented", "\xC3\x89tat", "\xC3\xA9tat" },
+    { "word_two_is_not", "Auto Save", NULL },
+    { "word_lowercase_is_not", "alarm", NULL },
+    { "word_acronym_is_not", "PDF", NULL },
+    { "word_camelcase_is_not", "LibreOffice", NULL },
+    { "word_digit_is_not", "Mp3", NULL },
+    { "word_punctuation_is_not", "Hello.", NULL },
+    { "word_hyphen_is_not", "E-mail", NULL },
+    { "word_one_letter_is_not", "A", NULL },
+    { "word_caseless_is_not", "\xE6\x89\x93\xE5\xBC\x80", NULL },
+    { "word_empty_is_not", "  ", NULL },
+    { "word_invalid_is_not", "Al\xFFrm", NULL },
+};
+
+/* srv_title_capitalize: out NULL = unchanged */
+static const fold_case cap_cases[] = {
+    { "cap_ascii", "alarme", "Alarme" },
+    { "cap_accented", "\xC3\xA9" "cran", "\xC3\x89" "cran" },
+    { "cap_after_punctuation", "\xC2\xAB l'alarme \xC2\xBB", "\xC2\xAB L'alarme \xC2\xBB" },
+    { "cap_already", "Alarme", NULL },
+    { "cap_digit_first", "3 alarmes", NULL },
+    { "cap_no_letter", "...", NULL },
+    { "cap_caseless", "\xE6\x89\x93\xE5\xBC\x80", NULL },
+    { "cap_longer_upper", "\xC8\xBF" "x", NULL },          /* U+023F: its capital U+2C7E is 3 bytes */
+};
+
+typedef int (*fold_fn)(const char *, size_t, char *);
+
+static int capitalize_copy(const char *s, size_t n, char *out)
+{
+    char tmp[256];
+    memcpy(tmp, s, n);
+    if (!srv_title_capitalize(tmp, n))
+        return 0;
+    memcpy(out, tmp, n);
+    return 1;
+}
+
+static void check_fold(const fold_case *c, fold_fn fn)
+{
+    size_t n = strlen(c->in);
+    char out[256];
+    memset(out, '#', sizeof out);
+    int k = fn(c->in, n, out);
+    if (!c->out) {
+        assert_int_equal(k, 0);
+        assert_true(n == 0 || out[0] == '#');
+        return;
+    }
+    assert_int_equal(k, 1);
+    assert_int_equal(strlen(c->out), n);
+    assert_memory_equal(out, c->out, n);
+    assert_int_equal(out[n], '#');
+}
+
+static void test_word(void **state) { check_fold(*state, srv_word_fold); }
+static void test_cap(void **state) { check_fold(*state, capitalize_copy); }
+
+/* srv_glossary_upper inverts srv_glossary_fold on every uppercase letter it
+ * lowers (up to the smallest capital of a letter several fold to), and gives
+ * every other code point back. */
+static void test_upper_all(void **state)
+{
+    (void)state;
+    int pairs = 0;
+    for (uint32_t c = 0; c <= 0x10FFFF; c++) {
+        uint32_t u = srv_glossary_upper(c);
+        if (u == c)
+            continue;
+        pairs++;
+        assert_true(srv_glossary_is_upper(u));
+        assert_int_equal(srv_glossary_fold(u), c);
+        assert_false(srv_glossary_is_upper(c));
+    }
+    for (uint32_t u = 0; u <= 0x10FFFF; u++) {         /* every lowered capital has one back */
+        uint32_t l = srv_glossary_fold(u);
+        if (l != u && srv_glossary_is_upper(u) && !srv_glossary_is_upper(l))
+            assert_int_equal(srv_glossary_fold(srv_glossary_upper(l)), l);
+    }
+    print_message("  %d lowercase letters with a capital\n", pairs);
+    assert_true(pairs > 1000);
+    assert_int_equal(srv_glossary_upper(0xE9), 0xC9);
+    assert_int_equal(srv_glossary_upper('k'), 'K');     /* not the Kelvin sign, which folds to k too */
+}
 
 static void test_case(void **state)
 {
@@ -110,11 +202,20 @@ static void test_random(void **state)
 
 int main(void)
 {
-    enum { N = sizeof cases / sizeof cases[0] };
-    struct CMUnitTest tests[N + 1];
+    enum { N = sizeof cases / sizeof cases[0], NW = sizeof word_cases / sizeof word_cases[0],
+           NC = sizeof cap_cases / sizeof cap_cases[0] };
+    struct CMUnitTest tests[N + NW + NC + 2];
+    int k = 0;
     for (size_t i = 0; i < N; i++)
-        tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_case,
-                                        .initial_state = (void *)&cases[i] };
-    tests[N] = (struct CMUnitTest){ .name = "random", .test_func = test_random };
+        tests[k++] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_case,
+                                          .initial_state = (void *)&cases[i] };
+    for (size_t i = 0; i < NW; i++)
+        tests[k++] = (struct CMUnitTest){ .name = word_cases[i].name, .test_func = test_word,
+                                          .initial_state = (void *)&word_cases[i] };
+    for (size_t i = 0; i < NC; i++)
+        tests[k++] = (struct CMUnitTest){ .name = cap_cases[i].name, .test_func = test_cap,
+                                          .initial_state = (void *)&cap_cases[i] };
+    tests[k++] = (struct CMUnitTest){ .name = "random", .test_func = test_random };
+    tests[k++] = (struct CMUnitTest){ .name = "upper_all", .test_func = test_upper_all };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  *    "placeholders"? (default true: printf's %s, {name}, URLs... kept byte for
  *    byte, out of the model's sight: translate/protect.h),
  *    "fold_title_case"? (default true: a Title Case sentence is read in
- *    sentence case: translate/title_case.h)}
+ *    sentence case, a lone word in sentence case lowercased and its
+ *    translation capitalized: translate/title_case.h)}
  *   -> {"model", "pivot"?, "seed"?, "translations": [{"text", "tokens"?, "token_ids"?,
  *       "score"?, "token_scores"?, "source_tokens"?, "alignments"?, "word_alignments"?}],
  *      "timing_ms"}

@@ -41,7 +41,7 @@ typedef struct {
     const char *shortlist;      /* --shortlist FILE: a lexical shortlist (mt_shortlist_load) */
     const char *lang_vocab;     /* --lang-vocab FILE: a target-language vocabulary map (mt_lang_vocab_load) */
     int no_placeholders;        /* --no-placeholders: %s, {name}, URLs... sent to the model as text */
-    int keep_title_case;        /* --keep-title-case: a Title Case line goes to the model as written */
+    int keep_title_case;        /* --keep-title-case: a Title Case line (or lone word) goes to the model as written */
     srv_doc_options doc;        /* --file's per-file choices: --overwrite */
     const char *source, *target;    /* --source, --target: a multilingual model's languages (its codes) */
     int32_t src_id;             /* the source language's token, -1 (a Marian model) */
@@ -98,8 +98,9 @@ static void usage(FILE *f)
                "  --glossary F.tsv  terms every translation keeps: source<TAB>target lines, # comments (README)\n"
                "  --no-placeholders %%s, {name}, URLs, e-mail... go to the model as text (default: kept byte for\n"
                "                    byte and placed by the word alignment, as the server's \"placeholders\")\n"
-               "  --keep-title-case a Title Case line (\"Restore From Trash\") goes to the model as written\n"
-               "                    (default: in sentence case, as the server's \"fold_title_case\")\n"
+               "  --keep-title-case a Title Case line (\"Restore From Trash\") or a lone capitalized word\n"
+               "                    (\"Alarm\") goes to the model as written (default: in sentence case,\n"
+               "                    the word lowercased and its translation capitalized: \"fold_title_case\")\n"
                "  --shortlist FILE  a lexical shortlist (Marian binary or text, CTranslate2 vmap): each step's\n"
                "                    output ids are its candidates for the line only (docs/SHORTLIST.md)\n"
                "  --lang-vocab FILE a multilingual model's target-language vocabulary map: the output ids\n"

@@ -184,6 +184,19 @@ uint32_t srv_glossary_fold(uint32_t c)
     return r ? (uint32_t)((int32_t)c + r->delta) : c;
 }
 
+uint32_t srv_glossary_upper(uint32_t c)
+{
+    if (c < 0x80)
+        return c >= 'a' && c <= 'z' ? c - 32 : c;
+    for (size_t i = 0; i < sizeof fold_runs / sizeof fold_runs[0]; i++) {     /* rare: once a sentence */
+        const fold_run *r = &fold_runs[i];
+        uint32_t u = (uint32_t)((int32_t)c - r->delta);
+        if (r->upper && u != c && fold_find(u) == r && srv_glossary_fold(u) == c)
+            return u;
+    }
+    return c;
+}
+
 int srv_glossary_is_upper(uint32_t c)
 {
     if (c < 0x80)

@@ -151,5 +151,9 @@ char *srv_glossary_canonical(const srv_glossary *g, size_t *len);
 uint32_t srv_glossary_fold(uint32_t c);
 int      srv_glossary_is_upper(uint32_t c);
 int      srv_glossary_is_word(uint32_t c);
+/* The uppercase letter whose fold is c (c itself when none): the inverse of
+ * srv_glossary_fold on the letters it lowers, the smallest when several fold
+ * to c. */
+uint32_t srv_glossary_upper(uint32_t c);
 
 #endif

@@ -30,6 +30,7 @@ typedef struct {
     size_t   out_at;        /* where its best translation starts in the joined text */
     srv_protected ph;       /* its placeholders kept out of the model (ph.n == 0: none) */
     char    *folded;        /* NULL, or what the model reads in sentence case (title_case.h) */
+    int      recap;         /* 1: folded is a lone word lowered; its translations' first letter goes up */
     char   **filled;        /* [n_filled] with ph.n: each hypothesis with the placeholders back */
     int      n_filled;
     long    *tmap;          /* the best one's code points -> filled[0]'s (protect.h) */
@@ -607,6 +608,7 @@ static char *cache_key(const srv_tr *t, int i, size_t *len)
     }
     size_t n;
     const char *text = model_text(t, s, &n);
+    put_i32(&b, s->recap);                      /* the cached text is the one given out */
     put(&b, text, n);
     if (b.oom) {
         free(b.p);
@@ -768,11 +770,19 @@ static int fold_title(const srv_tr *t, sentence *s)
         return 0;
     if (!(s->folded = malloc(len)))
         return -1;
-    if (srv_title_fold(text, len, s->folded) == 0) {
+    if (srv_title_fold(text, len, s->folded) == 0 && !(s->recap = srv_word_fold(text, len, s->folded))) {
         free(s->folded);
         s->folded = NULL;
     }
     return 0;
+}
+
+/* A hypothesis text of sentence s as decoded, its first letter up when the
+ * model read s as a lone word lowered (title_case.h). */
+static void recap(const sentence *s, char *text)
+{
+    if (s->recap && text)
+        srv_title_capitalize(text, strlen(text));
 }
 
 /* The engine's stop callback of a sentence: its text so far holds a stop string. */
@@ -940,6 +950,7 @@ static char *fill_hyp(const srv_tr *t, const sentence *s, int k, long **map, siz
     mt_err err = { 0 };
     if (!h->text && mt_tokenizer_decode(t->m.tok, h->ids, h->n_ids, &raw, &err) != MT_OK)
         return NULL;
+    recap(s, raw);
     const char *ht = h->text ? h->text : raw;
     srv_links l = { 0 };
     if (model_links(t, s, h, ht, &l) == 0)
@@ -981,6 +992,8 @@ mt_status srv_tr_finish(srv_tr *t, srv_tr_result *out, mt_err *err)
                 return st;
             if (fresh && t->m.prompt)
                 prompt_output(t->m.prompt, h->text);
+            if (fresh)
+                recap(&t->l.v[i], h->text);
         }
     if (t->m.cache && t->p.cache)
         store(t);
@@ -1028,7 +1041,7 @@ int srv_tr_cached(const srv_tr *t, int i)
 
 int srv_tr_whole(const srv_tr *t, int i)
 {
-    return t->l.v[i].ph.n > 0;
+    return t->l.v[i].ph.n > 0 || t->l.v[i].recap;
 }
 
 char *srv_tr_sentence_text(const srv_tr *t, int i)
@@ -1042,7 +1055,10 @@ char *srv_tr_sentence_text(const srv_tr *t, int i)
     mt_err err = { 0 };
     if (s->hyps[0].text)
         return strdup(s->hyps[0].text);
-    return mt_tokenizer_decode(t->m.tok, s->hyps[0].ids, s->hyps[0].n_ids, &text, &err) == MT_OK ? text : NULL;
+    if (mt_tokenizer_decode(t->m.tok, s->hyps[0].ids, s->hyps[0].n_ids, &text, &err) != MT_OK)
+        return NULL;
+    recap(s, text);
+    return text;
 }
 
 int srv_tr_item_sentence(const srv_tr *t, int item)

@@ -101,7 +101,8 @@ typedef struct {
     int placeholders;
     /* 1: "fold_title_case": false, a Title Case sentence goes to the model as
      * written; 0 (the default): in sentence case (title_case.h: "Restore
-     * From Trash" is read as "Restore from trash").  Marian models only:
+     * From Trash" is read as "Restore from trash"; a lone word "Alarm" as
+     * "alarm", its translation capitalized).  Marian models only:
      * not for NLLB / M2M-100, a prompted model, a raw continuation or a
      * prefixed text. */
     int keep_title_case;
@@ -184,8 +185,9 @@ int            srv_tr_sentences(const srv_tr *t);
  * others, item k being sentence srv_tr_item_sentence(t, k). */
 int            srv_tr_cached(const srv_tr *t, int i);
 /* 1 when sentence i's text is not its ids decoded (its placeholders put back,
- * or kept as written: protect.h): a stream sends it whole, once the job is
- * done, as srv_tr_sentence_text gives it. */
+ * or kept as written: protect.h; a lone word's translation capitalized:
+ * title_case.h): a stream sends it whole, once the job is done, as
+ * srv_tr_sentence_text gives it. */
 int            srv_tr_whole(const srv_tr *t, int i);
 /* Sentence i's best translation as it goes into its text's result (after
  * done(); also before srv_tr_finish): malloc'd, NULL out of memory. */

@@ -111,3 +111,50 @@ int srv_title_fold(const char *s, size_t n, char *out)
         }
     return lowered;
 }
+
+/* A letter: a word character that is no ASCII digit. */
+static int is_letter(uint32_t cp)
+{
+    return srv_glossary_is_word(cp) && !(cp >= '0' && cp <= '9');
+}
+
+int srv_word_fold(const char *s, size_t n, char *out)
+{
+    size_t a = 0, b, c, d;
+    if (!next_word(s, n, &a, &b))
+        return 0;
+    c = b;
+    if (next_word(s, n, &c, &d))
+        return 0;                       /* a second word */
+    uint32_t first = 0;
+    int letters = 0;
+    for (size_t i = a; i < b; letters++) {
+        uint32_t cp;
+        i += mt_utf8_next(s + i, b - i, &cp);
+        if (!is_letter(cp) || (letters > 0 && srv_glossary_is_upper(cp)))
+            return 0;
+        if (letters == 0)
+            first = cp;
+    }
+    if (letters < 2 || !srv_glossary_is_upper(first))
+        return 0;
+    return lower_initial(s, n, a, first, out, 0);
+}
+
+int srv_title_capitalize(char *text, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = mt_utf8_next(text + i, n - i, &cp);
+        if (srv_glossary_is_word(cp)) {
+            uint32_t up = srv_glossary_upper(cp);
+            char enc[4];
+            if (!is_letter(cp) || up == cp || mt_utf8_encode(up, enc) != k)
+                return 0;
+            memcpy(text + i, enc, k);
+            return 1;
+        }
+        i += k;
+    }
+    return 0;
+}

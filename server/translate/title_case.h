@@ -35,4 +35,22 @@
  * left untouched.  Never allocates. */
 int srv_title_fold(const char *s, size_t n, char *out);
 
+/* A lone word in sentence case ("Alarm", "Hidden") is ambiguous in the same
+ * way: a label, or a name the model gives back as it is.  The models copied
+ * such words they did not know (issue 53: 118 of the 1,500 UI strings came
+ * back unchanged from en->fr, most of them such words) and translated them
+ * once lowercased ("alarm" -> "alarme"), while names stayed names.  So when
+ * s[0..n) is one word (no ASCII whitespace inside; blanks around it allowed)
+ * of letters only (word characters, no ASCII digit), at least two, the first
+ * uppercase and no other: writes it to out[0..n) with that letter lowered
+ * and returns 1; the caller upper-cases the translation's first letter
+ * (srv_title_capitalize).  Otherwise 0, out untouched.  Measured in
+ * models/recipe/corpus-notes.md ("A lone word"). */
+int srv_word_fold(const char *s, size_t n, char *out);
+
+/* The first letter of text[0..n) (its first word character, when that is
+ * not an ASCII digit) upper-cased in place, when its uppercase
+ * (srv_glossary_upper) has as many UTF-8 bytes; returns 1 when it changed. */
+int srv_title_capitalize(char *text, size_t n);
+
 #endif

@@ -18,7 +18,11 @@
  *     increasing, ending at the output's count;
  *   - srv_title_fold (server/translate/title_case.c, on the same text): 0 and
  *     nothing written, or the same bytes long with only uppercase initials
- *     folded, as many as it says, and no longer Title Case.
+ *     folded, as many as it says, and no longer Title Case;
+ *   - srv_word_fold: 0 and nothing written, or one letter lowered and the
+ *     result no longer a lone word in sentence case; srv_title_capitalize on
+ *     that result gives the text back (up to a capital that folds alike); on the text itself: the same bytes
+ *     long, at most one letter changed, to its capital.
  */
 #include "fuzz_common.h"
 
@@ -208,6 +212,44 @@ static void check_title(const char *s, size_t n)
     free(again);
 }
 
+/* The positions of s[0..n) and t[0..n) whose code points differ (same lengths each). */
+static int differing(const char *s, const char *t, size_t n, uint32_t *from, uint32_t *to)
+{
+    int d = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t a, b;
+        size_t ka = mt_utf8_next(s + i, n - i, &a), kb = mt_utf8_next(t + i, n - i, &b);
+        FUZZ_CHECK(ka == kb);
+        if (a != b)
+            *from = a, *to = b, d++;
+        i += ka;
+    }
+    return d;
+}
+
+static void check_word(const char *s, size_t n)
+{
+    char *out = malloc(n + 1), *again = malloc(n + 1), *cap = malloc(n + 1);
+    FUZZ_CHECK(out && again && cap);
+    out[n] = 0x5A;
+    uint32_t a = 0, b = 0;
+    int k = srv_word_fold(s, n, out);
+    FUZZ_CHECK((k == 0 || k == 1) && out[n] == 0x5A);
+    if (k) {
+        FUZZ_CHECK(differing(s, out, n, &a, &b) == 1 && srv_glossary_is_upper(a) && b == srv_glossary_fold(a));
+        FUZZ_CHECK(srv_word_fold(out, n, again) == 0);
+        memcpy(cap, out, n);                /* back up: that letter, or one that folds alike */
+        int r = srv_title_capitalize(cap, n), d = differing(s, cap, n, &a, &b);
+        FUZZ_CHECK(r ? d == 0 || (d == 1 && srv_glossary_fold(a) == srv_glossary_fold(b)) : d == 1);
+    }
+    memcpy(cap, s, n);
+    int c = srv_title_capitalize(cap, n);
+    FUZZ_CHECK(differing(s, cap, n, &a, &b) == c && (!c || (b == srv_glossary_upper(a) && b != a)));
+    free(out);
+    free(again);
+    free(cap);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -221,6 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_scan(s, n, SRV_PH_MARKUP);
     check_protect(s, n, (sel >> 1) % 4, data + 1, n);
     check_title(s, n);
+    check_word(s, n);
     free(s);
     return 0;
 }
