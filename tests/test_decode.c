@@ -181,6 +181,8 @@ static void row_params(json_t *r, row_in *in, int align_variant)
     dp.penalties.no_repeat_ngram_size = inum(r, "no_repeat_ngram_size");
     dp.lengths.min_length = inum(r, "min_length");
     dp.penalties.loop_no_repeat = -1;       /* the reference has no loop guard (test_loop_guard tests it) */
+    dp.lengths.max_length_factor = MT_LENGTH_FACTOR_NONE;  /* nor a length cap (test_length_cap): v4 en-fr's
+                                                             beam reached its cap in a row, </s> forced there */
     dp.token_scores = 1;
     dp.alignment.enabled = 1;
     dp.alignment.layer = align_variant ? 0 : -1;

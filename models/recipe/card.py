@@ -395,17 +395,19 @@ The model before this one ({on}, its figures kept in eval-{on}.json) and this on
     if deb:
         cg = ("on (generation_config.json `copy_guard`: an output equal to its source is decoded again, "
               "banned from copying it; a request turns it off with `\"copy_guard\": false`)"
-              if gen.get("copy_guard") else "off. A request turns it on with `\"copy_guard\": true`: on these weights "
-              "it takes the UI strings' untranslated outputs to 4 of 1,500 at no BLEU cost on the test sets (whose "
-              "references all differ from their sources), but where a copy is right it forces a wrong change "
-              "(\"12345\" → \"8345\", \"Linux\" → \"– Linux\", \"OK\" → \"À partir de\"; "
-              "models/recipe/corpus-notes.md)")
+              if gen.get("copy_guard") else "off. A request turns it on with `\"copy_guard\": true`: it takes the "
+              "UI strings' untranslated outputs to a handful at no BLEU cost on the test sets (whose references all "
+              "differ from their sources), but where a copy is right it forces a wrong change (v3 en→fr: "
+              "\"12345\" → \"8345\", \"Linux\" → \"– Linux\", \"OK\" → \"À partir de\"; "
+              "models/recipe/corpus-notes.md has the figures)")
         defaults = f"""
 ## Defaults that shape what a user sees
 
 - Title Case input (\"Restore From Trash\") is folded to sentence case before the
   model reads it (README, \"Title Case\"), and the translation is the model's, in
   sentence case; the figures above in Title Case are with that fold, mtserve's default.
+- A lone word in sentence case (\"Alarm\") is read lowercased and its translation
+  capitalized (\"Alarme\"), by the same default: the figures above are with it.
 - The copy guard is {cg}.
 - The length cap and the loop guard: below.
 """
