@@ -556,8 +556,9 @@ static int served_rows(const char *model, const char *form, const expected *e)
         const row *r = &e->r[i];
         if (strpbrk(r->text, "%<>{}$&"))
             continue;
-        json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:i}", "text", r->text, "source", r->src_lang, "target", r->tgt_lang,
-                              "max_length", MAX_LEN, "beam_size", 1);
+        /* as the reference reads it: one sentence, no placeholders ("... un.  Файл def.po — это") */
+        json_t *q = json_pack("{s:s,s:s,s:s,s:i,s:i,s:b,s:b}", "text", r->text, "source", r->src_lang, "target",
+                              r->tgt_lang, "max_length", MAX_LEN, "beam_size", 1, "placeholders", 0, "split", 0);
         char *b = json_dumps(q, JSON_COMPACT);
         req_opts ro = {.body = b};
         reply rp = http_req(&srv, "/translate", &ro);
@@ -1028,11 +1029,21 @@ static score_cmp score_translation(const server *srv, const char *text)
 
 /* POST /score with NLLB's language tokens: the target language scored first;
  * on a translation's own ids, the log-probs equal those its decoding gave. */
-static void served_score(const server *srv, const char *text)
+static void served_score(const server *srv, json_t *rows)
 {
-    score_cmp c = score_translation(srv, text);
-    printf("   /score fr -> ja of a translation's %zu ids: %zu the same ids, log-probs within %.2g of its decoding; "
-           "the language token's %.3f\n", c.n, c.same, c.worst, c.lang_lp);
+    /* the first of the rows' texts whose translation retokenizes to its own ids
+     * (a random model's text need not: two of 18 ids differed on one machine's
+     * corpus), as served_rows' legacy check picks them */
+    score_cmp c = {0};
+    size_t i;
+    for (i = 0; i < json_array_size(rows) && i < 8; i++) {
+        c = score_translation(srv, json_string_value(json_object_get(json_array_get(rows, i), "text")));
+        if (c.same == c.n)
+            break;
+    }
+    printf("   /score fr -> ja of a translation's %zu ids (text %zu of the rows): %zu the same ids, log-probs "
+           "within %.2g of its decoding; the language token's %.3f\n", c.n, i + 1, c.same,
+           c.worst, c.lang_lp);
     assert_int_equal(c.same, c.n);
     assert_true(c.worst < 1e-4);
     assert_true(c.lang_lp < 0);
@@ -1156,7 +1167,7 @@ static void test_served(void **state)
     served_listings(&srv, json_array_get(rows, 0));
     served_french(&srv, json_array_get(rows, 0));
     served_scripts(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
-    served_score(&srv, json_string_value(json_object_get(json_array_get(rows, 0), "text")));
+    served_score(&srv, rows);
     assert_int_equal(server_stop(&srv), 0);
     json_decref(rows);
 }

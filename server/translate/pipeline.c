@@ -757,8 +757,8 @@ static int protecting(const srv_tr *t, int text)
  * given). */
 static int folding(const srv_tr *t, int text)
 {
-    return !t->p.keep_title_case && !t->m.prompt && !t->m.has_bos && !t->p.raw && !t->p.given_ids &&
-           !prefixed(t, text);
+    return !t->p.keep_title_case && !t->m.prompt && !t->m.has_bos && !t->p.dp.forced_bos.enabled && !t->p.raw &&
+           !t->p.given_ids && !prefixed(t, text);     /* forced_bos: the CLI's NLLB / M2M-100 (no has_bos) */
 }
 
 /* Sentence s in sentence case when it is in Title Case (title_case.h): 0, or -1 out of memory. */
@@ -823,7 +823,8 @@ static mt_status watch_stops(const srv_tr *t, sentence *s, mt_err *err)
  * their own, the target language generated first). */
 static void copy_ids(const srv_tr *t, sentence *s)
 {
-    if (s->dp.penalties.copy_guard < 0 || !mt_tokenizer_joint(t->m.tok) || t->m.prompt || t->m.has_bos)
+    if (s->dp.penalties.copy_guard < 0 || !mt_tokenizer_joint(t->m.tok) || t->m.prompt || t->m.has_bos ||
+        t->p.dp.forced_bos.enabled)
         return;
     int pre = ids_before(t);
     s->dp.copy.ids = s->ids + pre;
