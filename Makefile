@@ -43,7 +43,8 @@ DEB_BUILD := gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev 
              libzip-dev libexpat1-dev libyaml-dev libcurl4-openssl-dev libssl-dev libhiredis-dev libcmark-gfm-dev \
              libcmark-gfm-extensions-dev
 DEB_TEST  := libcmocka-dev libxml2-dev zlib1g-dev git clang libclang-rt-14-dev wrk valgrind nginx-light redis-server python3-yaml python3-lxml python3-html5lib \
-             python3-numpy python3-docx python3-polib python3-odf python3-markdown-it python3-translate \
+             python3-numpy python3-docx python3-polib python3-odf python3-openpyxl python3-ebooklib python3-markdown-it \
+             python3-translate \
              chromium fonts-dejavu-core
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
