@@ -21,7 +21,9 @@
  *     deltas make the final text, format html, a sentence of placeholders only
  *     sent back as it is;
  *   - "fold_title_case" (issue 53): a Title Case label read in sentence case,
- *     its placeholders kept, glossary terms matched as written.
+ *     its placeholders kept, glossary terms matched as written;
+ *   - the copy guard's gate (issue 53): names and numbers kept with
+ *     "copy_guard": true, which the same model without its gate changes.
  * The cache is off (the harness's --cache-mb 0): every output is decoded. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "placeholders_fixture.h"
@@ -407,9 +410,9 @@ static void test_features(void **state)
 }
 
 /* The first translation's text of POST /translate body (malloc'd). */
-static char *first_text(const char *body)
+static char *first_text_on(server *on, const char *body)
 {
-    reply r = post(&srv, "/translate", body);
+    reply r = post(on, "/translate", body);
     json_t *j = expect_json(&r, 200);
     char *out = strdup(json_string_value(json_object_get(json_array_get(json_object_get(j, "translations"), 0),
                                                           "text")));
@@ -417,6 +420,11 @@ static char *first_text(const char *body)
     reply_free(&r);
     assert_non_null(out);
     return out;
+}
+
+static char *first_text(const char *body)
+{
+    return first_text_on(&srv, body);
 }
 
 /* "fold_title_case" (on by default, translate/title_case.h): a Title Case
@@ -473,6 +481,71 @@ static void test_title_case(void **state)
     free(folded), free(sentence), free(kept), free(ph), free(ph_sentence), free(term), free(no_term);
 }
 
+/* The copy guard's gate (translate/copy_gate.h): with "copy_guard": true, the
+ * shipped en-fr model's copy_gate.txt keeps the guard off names, numbers and
+ * codes (each output the same as with the guard off), while a word the corpus
+ * translates that the model gives back ("Welcome") is decoded again.  The
+ * same model without its gate (a directory of links, copy_gate.txt left out)
+ * changes some of those right copies: the gate is what keeps them.  A gate
+ * file that is not sorted refuses the model, naming the file and the line. */
+static void test_copy_gate(void **state)
+{
+    (void)state;
+    static const char *const right[] = { "Linux", "Firefox", "Debian", "12345", "v1.2.3", "UTF-8", "--help",
+                                         "README.md", "Ctrl+C", "PostgreSQL", "Kubernetes", "100 %" };
+    const char *dir = "build/tests/tmp-copy-gate";
+    harness_model_link("models/en-fr", dir, NULL, NULL);
+    char gate[256];
+    snprintf(gate, sizeof gate, "%s/copy_gate.txt", dir);
+    unlink(gate);
+    char model_arg[300];
+    snprintf(model_arg, sizeof model_arg, "en-fr=%s", dir);
+    const char *const args[] = { "--model", model_arg, "--threads", "1", "--cache-mb", "0", NULL };
+    server ungated;
+    assert_int_equal(server_start(&ungated, args), 0);
+    int broken_ungated = 0;
+    for (size_t i = 0; i < sizeof right / sizeof right[0]; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"copy_guard\": false}", right[i]);
+        char *off = first_text(body);
+        snprintf(body, sizeof body, "{\"text\": \"%s\", \"copy_guard\": true}", right[i]);
+        char *on = first_text(body);
+        char *on_ungated = first_text_on(&ungated, body);
+        if (strcmp(on, off) != 0)
+            fail_msg("\"%s\": the gated guard changed it: \"%s\" -> \"%s\"", right[i], off, on);
+        broken_ungated += strcmp(on_ungated, off) != 0;
+        free(off), free(on), free(on_ungated);
+    }
+    print_message("  right copies changed by the guard: gated 0, ungated %d of %zu\n", broken_ungated,
+                  sizeof right / sizeof right[0]);
+    assert_true(broken_ungated > 0);
+    assert_int_equal(server_stop(&ungated), 0);
+
+    char *copied = first_text("{\"text\": \"Welcome\", \"copy_guard\": false}");
+    char *guarded = first_text("{\"text\": \"Welcome\", \"copy_guard\": true}");
+    char *dflt = first_text("{\"text\": \"Welcome\"}");
+    assert_string_equal(copied, "Welcome");             /* the shipped weights give it back */
+    assert_string_not_equal(guarded, "Welcome");        /* "welcome" arms the gate */
+    assert_string_equal(dflt, copied);                  /* off by default */
+    print_message("  \"Welcome\": guard off \"%s\", on \"%s\"\n", copied, guarded);
+    free(copied), free(guarded), free(dflt);
+
+    static const char bad[] = "# a gate\nzebra\nalarm\n";
+    harness_write_file(gate, bad, sizeof bad - 1);
+    char cmd[512], out[1024] = "";
+    snprintf(cmd, sizeof cmd, "echo Alarm | %s translate --model %s 2>&1", bin_path(), dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_not_equal(pclose(p), 0);
+    if (!strstr(out, "copy_gate.txt") || !strstr(out, "line 3"))
+        fail_msg("a bad gate file: \"%s\"", out);
+    server refused;
+    assert_int_not_equal(server_start(&refused, args), 0);
+    unlink(gate);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_form_off),
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_title_case),
+        cmocka_unit_test(test_copy_gate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -41,6 +41,7 @@
 
 #include "harness.h"
 #include "mt.h"
+#include "translate/copy_gate.h"
 #include "util/utf8.h"
 
 static server main_srv, srv2, srv_off;
@@ -380,22 +381,31 @@ static void test_target_prefix(void **state)
 
 /* ---- the copy guard ---------------------------------------------------------------------------- */
 /* "copy_guard": true on labels the model gives back as they are: each text
+ * the model's gate arms (models/en-fr/copy_gate.txt, translate/copy_gate.h)
  * is the PyTorch reference's guarded text (tests/fixtures/en-fr/copy_guard.jsonl,
- * repeats.py greedy_no_copy); false: the label itself, and the cache keeps
- * the two apart; not a boolean: refused. */
+ * repeats.py greedy_no_copy), each it does not arm the label itself; false:
+ * the label itself, and the cache keeps the two apart; not a boolean: refused. */
 static void test_copy_guard_served(void **state)
 {
     (void)state;
     json_t *rows = load_lines("tests/fixtures/en-fr/copy_guard.jsonl", 0);
     json_t *texts = json_array(), *want = json_array();
+    srv_copy_gate *gate;
+    mt_err err = { 0 };
+    assert_int_equal(srv_copy_gate_load("models/en-fr/copy_gate.txt", &gate, &err), MT_OK);
+    int armed = 0;
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i);
         if (!json_is_true(json_object_get(r, "copy")))
             continue;
-        json_array_append(texts, json_object_get(r, "text"));
-        json_array_append(want, json_object_get(r, "guarded_text"));
+        json_t *text = json_object_get(r, "text");
+        int a = srv_copy_gate_arms(gate, json_string_value(text), json_string_length(text));
+        armed += a;
+        json_array_append(texts, text);
+        json_array_append(want, a ? json_object_get(r, "guarded_text") : text);
     }
-    assert_true(json_array_size(texts) >= 2);
+    srv_copy_gate_free(gate);
+    assert_true(armed >= 2 && armed < (int)json_array_size(texts));    /* both kinds served */
     for (int on = 0; on < 2; on++) {
         json_t *b = json_pack("{s:O, s:i, s:i, s:f, s:i, s:b, s:b}", "text", texts, "beam_size", 1, "max_length",
                               (int)json_integer_value(json_object_get(json_array_get(rows, 0), "max_length")),

@@ -24,7 +24,7 @@ TESTS        := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 UNIT_TESTS := test_engine test_shortlist test_decode test_constraints test_ptfile test_tokenizer \
               test_hf_tokenizer test_prompt test_kernels test_html test_scheduler test_detect test_parallel \
               test_access test_cache test_check test_doc_i18n test_doc_markup_formats test_doc_office test_doc_po test_doc_subtitles test_xml_tree test_xml_markup \
-              test_document test_glossary test_loader test_marian test_placeholders test_server_units test_splitter test_title_case \
+              test_document test_glossary test_loader test_marian test_placeholders test_server_units test_splitter test_title_case test_copy_gate \
               test_zip test_openai_units
 
 .PHONY: unit integration test check check-deps e2e html-check doc-check asan tsan valgrind hf-ref llm-models llm-served gemma3-models \

@@ -22,13 +22,12 @@ LENGTH_CAP = {"en-fr": (2, 10), "fr-en": (1.5, 10)}
 # default; a request turns it on with "loop_no_repeat_ngram_size": 3
 LOOP_NGRAM = None
 # The copy guard (generation_config.json copy_guard: an output equal to its source
-# decoded again, banned from copying it) is not written.  On the issue-53 weights it
-# took the UI strings' untranslated rate from 7.9% / 6.2% to 0.27% at no BLEU cost on
-# the test sets, whose references all differ from their sources; but where the copy is
-# right it forces a wrong change ("12345" -> "8345", "Linux" -> "- Linux", "OK" -> "A
-# partir de", "Debian" -> "Etat Debian"; recipe/corpus-notes.md), so it stays a
-# request's choice ("copy_guard": true) until something tells a name from an
-# untranslated word
+# decoded again, banned from copying it) is not written.  Its gate, copy_gate.txt
+# beside the model (recipe/copy_gate.py build, the models/Makefile's finish), keeps it
+# off names, numbers and codes ("12345" -> "8345", "Linux" -> "- Linux" ungated; none
+# of recipe/right-copies.txt gated), but what the second decode writes instead of a
+# copy is mostly not a translation ("Avril" -> "Sww"; recipe/corpus-notes.md "The copy
+# guard's gate"), so it stays a request's choice ("copy_guard": true)
 COPY_GUARD = None
 
 

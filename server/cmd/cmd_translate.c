@@ -45,6 +45,7 @@ typedef struct {
     srv_doc_options doc;        /* --file's per-file choices: --overwrite */
     const char *source, *target;    /* --source, --target: a multilingual model's languages (its codes) */
     int32_t src_id;             /* the source language's token, -1 (a Marian model) */
+    const srv_copy_gate *copy_gate; /* NULL, or the model's <dir>/copy_gate.txt (translate/copy_gate.h) */
 } options;
 
 /* The decoding flags, each a field of the engine's table (mt_decode_limits):
@@ -552,9 +553,11 @@ static int run(mt_model *m, const options *o)
     srv_tr_model tm = { .tok = mt_model_tokenizer(m), .eos_id = mt_model_get_info(m)->eos_id,
                         .max_src_len = sp.max_src_len, .has_lang = o->src_id >= 0, .lang_id = o->src_id,
                         .lang_after = mt_multi_legacy(mt_tokenizer_multi(mt_model_tokenizer(m))),
+                        /* the target language generated first, as the server's srv_leg_model says */
+                        .has_bos = o->dp.forced_bos.enabled, .bos_id = o->dp.forced_bos.id,
                         /* the pipeline sets each sentence's from the model's (it was NULL here:
                          * --shortlist had no effect) */
-                        .shortlist = o->dp.shortlist, .lang_vocab = o->dp.lang_vocab };
+                        .shortlist = o->dp.shortlist, .lang_vocab = o->dp.lang_vocab, .copy_gate = o->copy_gate };
     srv_glossary *g = NULL;
     int failed = 0;
     if (o->glossary && !(tp.glossary = g = load_glossary(o->glossary))) {
@@ -667,6 +670,7 @@ int mt_cmd_translate(int argc, char **argv)
     }
     mt_shortlist *sl = NULL;
     mt_lang_vocab *lv = NULL;
+    srv_copy_gate *gate = NULL;
     r = 1;
     if (languages(m, &o) != 0)
         goto done;
@@ -686,8 +690,16 @@ int mt_cmd_translate(int argc, char **argv)
         goto done;
     }
     o.dp.lang_vocab = lv;
+    char gate_file[1200];
+    snprintf(gate_file, sizeof gate_file, "%.1000s/copy_gate.txt", o.model);
+    if (o.src_id < 0 && stat(gate_file, &sb) == 0 && srv_copy_gate_load(gate_file, &gate, &err) != MT_OK) {
+        fprintf(stderr, "mtserve translate: %s\n", err.msg);
+        goto done;
+    }
+    o.copy_gate = gate;
     r = run(m, &o);
 done:
+    srv_copy_gate_free(gate);
     mt_lang_vocab_free(lv);
     mt_shortlist_free(sl);
     mt_model_free(m);

@@ -249,6 +249,24 @@ void srv_model_free_charlms(srv_model *m)
         srv_charlm_free(m->charlm[i]);
     memset(m->charlm, 0, sizeof m->charlm);
     m->n_charlm = 0;
+    srv_copy_gate_free(m->copy_gate);
+    m->copy_gate = NULL;
+}
+
+/* The copy guard's gate, <dir>/copy_gate.txt, when the file is there (a
+ * Marian model's: the guard is for one-vocabulary encoder-decoders). */
+static mt_status load_copy_gate(srv_model *m, mt_err *err)
+{
+    char path[1200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%.1000s/copy_gate.txt", m->dir);
+    if (m->llm || m->multi || stat(path, &sb) != 0)
+        return MT_OK;
+    mt_status st = srv_copy_gate_load(path, &m->copy_gate, err);
+    if (st == MT_OK)
+        fprintf(stderr, "mtserve: model %s: copy guard gate %s (%ld words)\n", m->id, path,
+                srv_copy_gate_size(m->copy_gate));
+    return st;
 }
 
 /* m->model set (a card, or the loaded model): what is read from it once. */
@@ -264,7 +282,9 @@ static mt_status describe(srv_server *srv, srv_model *m, mt_err *err)
         st = mt_err_set(err, MT_ERR_NOMEM, "out of memory listing the target languages of %s", m->id);
     else
         st = load_restrictions(srv, m, err);
-    return st == MT_OK ? load_charlms(m, err) : st;
+    if (st == MT_OK)
+        st = load_charlms(m, err);
+    return st == MT_OK ? load_copy_gate(m, err) : st;
 }
 
 /* Decoder rows of a scheduler's session: --max-batch, else 64. */

@@ -36,6 +36,7 @@
 #include "common/workers.h"
 #include "file_job.h"
 #include "translate/cache.h"
+#include "translate/copy_gate.h"
 #include "translate/glossary.h"
 #include "detect/charlm.h"
 #include "store/redis.h"
@@ -98,6 +99,10 @@ typedef struct {
      * refuses the model), used by detect_source.c */
     srv_charlm        *charlm[SRV_MODEL_MAX_CHARLM];
     int                n_charlm;
+    /* NULL, or its copy guard's gate: <dir>/copy_gate.txt when the file is
+     * there (translate/copy_gate.h; read with the model, a bad file refuses
+     * the model): the guard armed only for sentences holding one of its words */
+    srv_copy_gate     *copy_gate;
     /* NULL, or its lexical shortlist (serve --shortlist), read against the card
      * at start, shared by every request that does not say "shortlist": false;
      * such requests are cached under cache_ns_sl */

@@ -48,7 +48,7 @@ srv_tr_model srv_leg_model(srv_server *srv, const srv_path *path, int i, int raw
     srv_tr_model tm = { .tok = m->tok, .eos_id = m->info->eos_id, .max_src_len = m->sparams.max_src_len,
                         .has_lang = path->lang_id[i] >= 0, .lang_id = path->lang_id[i],
                         .cache = srv->cache, .cache2 = srv->rcache, .cache_ns = m->cache_ns,
-                        .no_align = m->llm };
+                        .no_align = m->llm, .copy_gate = m->copy_gate };
     if (m->multi) {                     /* NLLB / M2M-100: the source's token first, the target's generated first */
         tm.has_lang = path->src_id[i] >= 0;
         tm.lang_id = path->src_id[i];

@@ -757,8 +757,8 @@ static int protecting(const srv_tr *t, int text)
  * given). */
 static int folding(const srv_tr *t, int text)
 {
-    return !t->p.keep_title_case && !t->m.prompt && !t->m.has_bos && !t->p.dp.forced_bos.enabled && !t->p.raw &&
-           !t->p.given_ids && !prefixed(t, text);     /* forced_bos: the CLI's NLLB / M2M-100 (no has_bos) */
+    return !t->p.keep_title_case && !t->m.prompt && !t->m.has_bos && !t->p.raw &&
+           !t->p.given_ids && !prefixed(t, text);
 }
 
 /* Sentence s in sentence case when it is in Title Case (title_case.h): 0, or -1 out of memory. */
@@ -820,11 +820,15 @@ static mt_status watch_stops(const srv_tr *t, sentence *s, mt_err *err)
  * tokenizer matches, and cost no second tokenization (engine/decode/README.md).
  * Only where a source id is that target piece: a Marian model with one
  * vocabulary; not a decoder-only model, nor NLLB / M2M-100 (a tokenizer of
- * their own, the target language generated first). */
+ * their own, the target language generated first).  With the model's gate,
+ * only for a sentence holding a word of it (copy_gate.h: names and codes are
+ * right copies, which the guard broke). */
 static void copy_ids(const srv_tr *t, sentence *s)
 {
+    size_t len;
+    const char *text = written_text(t, s, &len);
     if (s->dp.penalties.copy_guard < 0 || !mt_tokenizer_joint(t->m.tok) || t->m.prompt || t->m.has_bos ||
-        t->p.dp.forced_bos.enabled)
+        (t->m.copy_gate && !srv_copy_gate_arms(t->m.copy_gate, text, len)))
         return;
     int pre = ids_before(t);
     s->dp.copy.ids = s->ids + pre;

@@ -22,6 +22,7 @@
 #include "cache.h"
 #include "store/redis.h"
 #include "decode_job.h"
+#include "copy_gate.h"
 #include "glossary.h"
 
 /* What the pipeline needs of a model. */
@@ -58,6 +59,9 @@ typedef struct {
     const mt_shortlist *shortlist;      /* NULL, or every sentence's (mt_decode_params.shortlist) */
     const mt_lang_vocab *lang_vocab;    /* NULL, or every sentence's (mt_decode_params.lang_vocab) */
     int no_align;       /* 1: a decoder-only model, which gives no alignments: placeholders stay in its input */
+    /* NULL, or the copy guard's gate (copy_gate.h): the guard is armed only
+     * for a sentence whose written text holds one of its words */
+    const srv_copy_gate *copy_gate;
 } srv_tr_model;
 
 /* A text's target prefix: ids when n_ids > 0, else text (tokenized with the

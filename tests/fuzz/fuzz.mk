@@ -33,7 +33,7 @@ FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcld2 -lstdc++ -
 # readers (server/document), the hub's answers and names (server/hub: not its downloader), Redis's
 # replies and the --redis URL (server/store: not its client).
 FUZZ_ENGINE_OBJ := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(sort $(shell find engine -name '*.c')))
-FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c server/translate/protect.c server/translate/title_case.c \
+FUZZ_SERVER_SRC := server/http/body.c server/http/errors.c server/http/client_addr.c server/http/head_check.c server/translate/splitter.c server/translate/glossary.c server/translate/protect.c server/translate/title_case.c server/translate/copy_gate.c \
                    server/hub/hub_parse.c server/hub/hub_cache.c server/store/redis_reply.c server/store/redis_url.c \
                    server/api/openai_req.c \
                    $(wildcard server/text/*.c server/markup/*.c server/detect/*.c server/detect/*.cc server/document/*.c)
