@@ -2,7 +2,6 @@
 #include "translate/copy_gate.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,12 +236,9 @@ mt_status srv_copy_gate_load(const char *path, srv_copy_gate **out, mt_err *err)
     mt_status st = mt_sb_read_file(&b, path, err);
     if (st != MT_OK)
         return st;
-    st = srv_copy_gate_parse(b.p, b.n, out, err);
-    if (st != MT_OK && err) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        mt_err_set(err, st, "%.200s: %s", path, msg);
-    }
+    mt_err e = { 0 };
+    if ((st = srv_copy_gate_parse(b.p, b.n, out, &e)) != MT_OK)
+        mt_err_set(err, st, "%s: %s", path, e.msg);
     free(b.p);
     return st;
 }
