@@ -519,6 +519,22 @@ static void test_copy_gate(void **state)
     print_message("  right copies changed by the guard: gated 0, ungated %d of %zu\n", broken_ungated,
                   sizeof right / sizeof right[0]);
     assert_true(broken_ungated > 0);
+    for (int k = 0; k < 2; k++) {                       /* GET /models says which has a gate */
+        reply r = get(k ? &ungated : &srv, "/models");
+        json_t *j = expect_json(&r, 200), *m, *cg = NULL;
+        size_t i;
+        json_array_foreach(json_object_get(j, "models"), i, m)
+            if (!strcmp(json_string_value(json_object_get(m, "id")), "en-fr"))
+                cg = json_object_get(m, "copy_guard");
+        assert_non_null(cg);
+        assert_true(json_is_false(json_object_get(cg, "default")));
+        if (k)
+            assert_true(json_is_null(json_object_get(cg, "gate_words")));
+        else
+            assert_true(json_integer_value(json_object_get(cg, "gate_words")) > 10000);
+        json_decref(j);
+        reply_free(&r);
+    }
     assert_int_equal(server_stop(&ungated), 0);
 
     char *copied = first_text("{\"text\": \"Welcome\", \"copy_guard\": false}");

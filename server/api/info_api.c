@@ -145,6 +145,12 @@ static json_t *model_json(srv_server *srv, srv_model *m, int is_default)
     } else if (o) {
         json_object_set_new(o, "lang_vocab", json_null());
     }
+    /* its copy guard's gate (copy_gate.txt beside it: translate/copy_gate.h), and whether the guard is on
+     * when a request does not say */
+    if (o)
+        json_object_set_new(o, "copy_guard", json_pack("{s:b,s:o}", "default", i->default_copy_guard,
+                                                       "gate_words", m->copy_gate ?
+                                                       json_integer(srv_copy_gate_size(m->copy_gate)) : json_null()));
     if (o && srv->residency)            /* on demand: requests holding it now (it is not unloaded meanwhile) */
         json_object_set_new(o, "in_use", json_integer(st.holders));
     if (o && m->n_targets) {            /* multilingual: the languages its target tokens name */
