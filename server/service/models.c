@@ -249,8 +249,6 @@ void srv_model_free_charlms(srv_model *m)
         srv_charlm_free(m->charlm[i]);
     memset(m->charlm, 0, sizeof m->charlm);
     m->n_charlm = 0;
-    srv_copy_gate_free(m->copy_gate);
-    m->copy_gate = NULL;
 }
 
 /* The copy guard's gate, <dir>/copy_gate.txt, when the file is there (a
@@ -396,6 +394,8 @@ int srv_model_read_card(srv_server *srv, srv_model *m, const char *id, const cha
     if (mt_model_load_card(dir, &m->model, err) != MT_OK || describe(srv, m, err) != MT_OK) {
         srv_model_free_targets(m);
         srv_model_free_charlms(m);
+        srv_copy_gate_free(m->copy_gate);
+        m->copy_gate = NULL;
         mt_shortlist_free(m->shortlist);
         m->shortlist = NULL;
         mt_lang_vocab_free(m->lang_vocab);
@@ -482,6 +482,8 @@ void srv_models_free(srv_server *srv)
         srv_model_unload_weights(m);
         srv_model_free_targets(m);
         srv_model_free_charlms(m);
+        srv_copy_gate_free(m->copy_gate);
+        m->copy_gate = NULL;
         mt_shortlist_free(m->shortlist);
         m->shortlist = NULL;
         mt_lang_vocab_free(m->lang_vocab);
