@@ -338,7 +338,8 @@ typedef struct {
          * (without the forced prefix / target-language id and </s>) equals its
          * copy ids (below) is decoded once more from the start with the copy
          * ban (copy.ban); the second output is the result.  1: on; -1: off; 0:
-         * the model's default_copy_guard.  With no copy ids it does nothing.
+         * the model's default_copy_guard (mt_decode_params_resolve makes it 1
+         * or -1).  With no copy ids it does nothing.
          * Not with sampling or streaming, nor for decoder-only models.  When
          * the loop guard fires too, the one second decode has both rules. */
         int   copy_guard;

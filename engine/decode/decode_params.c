@@ -259,6 +259,8 @@ mt_status mt_decode_params_resolve(const mt_model *m, const mt_session_params *s
         if (l->type != MT_LIMIT_U64 && !in_bounds(l, x, lo, hi))
             return out_of_bounds(l, lo, hi, err);
     }
+    if (!q.penalties.copy_guard)        /* the model's default, said: the server then skips the guard's work */
+        q.penalties.copy_guard = m->info.default_copy_guard ? 1 : -1;
     if (q.n_best < 1 || q.n_best > q.beam_size)
         return mt_err_set(err, MT_ERR_INPUT, "n_best %d outside [1, beam_size %d]", q.n_best, q.beam_size);
     if (q.sampling.enabled && q.beam_size != 1)

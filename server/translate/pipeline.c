@@ -825,10 +825,12 @@ static mt_status watch_stops(const srv_tr *t, sentence *s, mt_err *err)
  * right copies, which the guard broke). */
 static void copy_ids(const srv_tr *t, sentence *s)
 {
+    MT_ASSERT_OR(s->dp.penalties.copy_guard != 0, return);     /* resolved: the model's default said */
+    if (s->dp.penalties.copy_guard < 0 || !mt_tokenizer_joint(t->m.tok) || t->m.prompt || t->m.has_bos)
+        return;
     size_t len;
     const char *text = written_text(t, s, &len);
-    if (s->dp.penalties.copy_guard < 0 || !mt_tokenizer_joint(t->m.tok) || t->m.prompt || t->m.has_bos ||
-        (t->m.copy_gate && !srv_copy_gate_arms(t->m.copy_gate, text, len)))
+    if (t->m.copy_gate && !srv_copy_gate_arms(t->m.copy_gate, text, len))
         return;
     int pre = ids_before(t);
     s->dp.copy.ids = s->ids + pre;

@@ -40,13 +40,14 @@ static void take(void *ctx, const char *w, size_t n)
 }
 
 
-static words *sort_ws;
-static int by_bytes(const void *a, const void *b)
+/* qsort_r's order of word indices: by bytes, as the gate file wants. */
+static int by_bytes(const void *a, const void *b, void *ctx)
 {
+    const words *ws = ctx;
     int i = *(const int *)a, j = *(const int *)b;
-    size_t m = sort_ws->n[i] < sort_ws->n[j] ? sort_ws->n[i] : sort_ws->n[j];
-    int r = memcmp(sort_ws->w[i], sort_ws->w[j], m);
-    return r ? r : (sort_ws->n[i] > sort_ws->n[j]) - (sort_ws->n[i] < sort_ws->n[j]);
+    size_t m = ws->n[i] < ws->n[j] ? ws->n[i] : ws->n[j];
+    int r = memcmp(ws->w[i], ws->w[j], m);
+    return r ? r : (ws->n[i] > ws->n[j]) - (ws->n[i] < ws->n[j]);
 }
 
 static void text_case(const char *text, size_t size)
@@ -58,13 +59,12 @@ static void text_case(const char *text, size_t size)
     int order[4096];
     for (int i = 0; i < ws.k; i++)
         order[i] = i;
-    sort_ws = &ws;
-    qsort(order, (size_t)ws.k, sizeof order[0], by_bytes);
+    qsort_r(order, (size_t)ws.k, sizeof order[0], by_bytes, &ws);
     char *file = malloc((size_t)ws.k * (SRV_COPY_GATE_MAX_WORD + 1) + 1);
     FUZZ_CHECK(file);
     size_t len = 0;
     for (int i = 0; i < ws.k; i++) {
-        if (i && by_bytes(&order[i - 1], &order[i]) == 0)
+        if (i && by_bytes(&order[i - 1], &order[i], &ws) == 0)
             continue;
         memcpy(file + len, ws.w[order[i]], ws.n[order[i]]);
         len += ws.n[order[i]];
