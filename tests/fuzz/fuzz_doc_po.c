@@ -8,13 +8,17 @@
  *     render parses again, with no more units than the input (a filled entry
  *     is no longer one), and every fuzzy flag of the input still there; in
  *     order with links, every entry is filled (the placeholders, kept out of
- *     the units, come back and pass the check), unless its text holds one of
- *     % { } < > & (a placeholder moved out of a word can leave text that reads
- *     as one, which the check refuses);
- *   - a fake translation with a made-up placeholder ("{x}" after it) fills
- *     nothing: the render is the input (when the file has no tag: a tag can
- *     wrap the x of "{x}", leaving text the check rightly lets through).
+ *     the units, come back and pass the check), unless its text holds ASCII
+ *     punctuation (a placeholder moved out of a word, or the fake's upper
+ *     case, can leave text that reads as one, a URL or an e-mail address
+ *     too, which the check refuses);
+ *   - a fake translation with a made-up placeholder ("{x}" after it) never
+ *     fills an entry with that "{x}" whole (when the file has no tag: a tag,
+ *     or the entry's own placeholders placed inside it, can split it, leaving
+ *     text the check rightly lets through).
  * The first byte picks the translation; the others are the file. */
+#include <ctype.h>
+
 #include "fuzz_common.h"
 
 #include "document/doc_format.h"
@@ -141,14 +145,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "the render does not parse: %s\n%.*s\n", err.msg, (int)len, out);
     FUZZ_CHECK(r == MT_OK);
     FUZZ_CHECK(F->units(again) <= F->units(st));
-    int special = 0;        /* a unit left with a character that can make a placeholder with a moved one */
+    /* a unit left with ASCII punctuation, which can make a placeholder with a moved one or with the
+     * case the fake translation gives it: printf's % ("Width;%5.w" read as "Width;.w" then "%5.W"),
+     * braces, markup, the :// of a URL ("ere://" glued to the next word once a tag between them is
+     * out), an e-mail's @, a :name.  A unit of words only (letters, digits, spaces) is always filled. */
+    int special = 0;
     for (int i = 0; i < F->units(again); i++)
-        special |= strcspn(F->unit(again, i), "%{}<>&") < strlen(F->unit(again, i));
+        for (const char *c = F->unit(again, i); *c; c++)
+            special |= (unsigned char)*c < 0x80 && ispunct((unsigned char)*c);
     int tags = memchr(file, '<', n) != NULL;   /* a tag can land inside the made-up "{x}" and unmake it */
-    if ((mode == 0 && F->units(again) && !special) || (mode == 3 && !tags && (len != n || memcmp(out, file, n))))
+    /* the made-up "{x}" never reaches a filled entry whole; placed words or placeholders can split it
+     * ("{x%%%s}" is no placeholder, and the check rightly lets it through) */
+    int made_up_kept = mode == 3 && !tags && count(out, len, "{x}") > count(file, n, "{x}");
+    if ((mode == 0 && F->units(again) && !special) || made_up_kept)
         fprintf(stderr, "mode %d, %d units left:\n%.*s\n", mode, F->units(again), (int)len, out);
     FUZZ_CHECK(mode != 0 || F->units(again) == 0 || special);
-    FUZZ_CHECK(mode != 3 || tags || (len == n && !memcmp(out, file, n)));
+    FUZZ_CHECK(!made_up_kept);
     FUZZ_CHECK(count(out, len, "fuzzy") >= count(file, n, "fuzzy"));
     F->free(again);
     free(out);
